@@ -1,0 +1,243 @@
+// common.cuh — what every rung shares: the element type, the layout-aware accessors, the
+// epilogue, and the tile loaders that the tiled rungs reuse so each rung changes only what it is
+// about.
+//
+// ---------------------------------------------------------------------------------------------
+// The launch contract (every rung):
+//
+//   extern "C" __global__ void gemm(int M, int N, int K, float alpha,
+//                                   const T* A, int lda, const T* B, int ldb,
+//                                   float beta, T* C, int ldc  [, texture objects])
+//
+// computes C <- alpha * A @ B + beta * C for A (M x K), B (K x N), C (M x N).
+// Inside a kernel C is ALWAYS row-major: the host maps a column-major C through
+// C^T = B^T A^T (swap A and B, M and N, flip their layouts). A and B are either layout, chosen at
+// compile time by the defines below. When beta == 0, C is never read (BLAS semantics).
+//
+// Defines given by the host (gemmlab/launch.py) at compile time:
+//   GL_DTYPE   0 = fp32, 1 = fp16, 2 = bf16          (element type T of A, B and C)
+//   GL_A_COL   0: A(i,k) = A[i*lda + k]   1: A(i,k) = A[k*lda + i]
+//   GL_B_COL   0: B(k,j) = B[k*ldb + j]   1: B(k,j) = B[j*ldb + k]
+//   GL_VEC_A / GL_VEC_B / GL_VEC_C   1 when 16-byte vector access of that operand is legal:
+//              the base pointer is 16-byte aligned and the leading dimension is a multiple of
+//              the vector width (4 fp32 or 8 fp16/bf16). Rungs that vectorize fall back to
+//              scalar, bounds-checked access when 0 and at the matrix edges.
+//   plus each rung's own tile parameters (BM, BN, BK, TM, TN, WM, WN, THREADS, ...).
+// ---------------------------------------------------------------------------------------------
+#pragma once
+
+#ifndef GL_DTYPE
+#define GL_DTYPE 0
+#endif
+#ifndef GL_A_COL
+#define GL_A_COL 0
+#endif
+#ifndef GL_B_COL
+#define GL_B_COL 0
+#endif
+#ifndef GL_VEC_A
+#define GL_VEC_A 0
+#endif
+#ifndef GL_VEC_B
+#define GL_VEC_B 0
+#endif
+#ifndef GL_VEC_C
+#define GL_VEC_C 0
+#endif
+
+#if GL_DTYPE == 1
+#include <cuda_fp16.h>
+typedef __half T;
+#elif GL_DTYPE == 2
+#include <cuda_bf16.h>
+typedef __nv_bfloat16 T;
+#else
+typedef float T;
+#endif
+
+#define GL_CEIL_DIV(a, b) (((a) + (b) - 1) / (b))
+
+// ---- element conversion -------------------------------------------------------------------
+__device__ __forceinline__ float gl_to_float(float x) { return x; }
+__device__ __forceinline__ float gl_from_float_f(float x) { return x; }
+#if GL_DTYPE == 1
+__device__ __forceinline__ float gl_to_float(__half x) { return __half2float(x); }
+#elif GL_DTYPE == 2
+__device__ __forceinline__ float gl_to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+#endif
+__device__ __forceinline__ T gl_from_float(float x) {
+#if GL_DTYPE == 1
+    return __float2half_rn(x);
+#elif GL_DTYPE == 2
+    return __float2bfloat16_rn(x);
+#else
+    return x;
+#endif
+}
+
+// ---- layout-aware element offsets (64-bit: matrices may exceed 2^31 elements) ---------------
+__device__ __forceinline__ size_t gl_a_off(int i, int k, int lda) {
+    return GL_A_COL ? (size_t)k * lda + i : (size_t)i * lda + k;
+}
+__device__ __forceinline__ size_t gl_b_off(int k, int j, int ldb) {
+    return GL_B_COL ? (size_t)j * ldb + k : (size_t)k * ldb + j;
+}
+__device__ __forceinline__ size_t gl_c_off(int i, int j, int ldc) { return (size_t)i * ldc + j; }
+
+// Bounds-checked scalar reads: outside the matrix they read nothing and give 0, so a partial
+// tile computes with zeros instead of touching memory it does not own.
+__device__ __forceinline__ float gl_load_a(const T* A, int lda, int M, int K, int i, int k) {
+    return (i < M && k < K) ? gl_to_float(A[gl_a_off(i, k, lda)]) : 0.0f;
+}
+__device__ __forceinline__ float gl_load_b(const T* B, int ldb, int K, int N, int k, int j) {
+    return (k < K && j < N) ? gl_to_float(B[gl_b_off(k, j, ldb)]) : 0.0f;
+}
+
+// ---- epilogue -----------------------------------------------------------------------------
+// C(i,j) <- alpha*acc + beta*C(i,j); with beta == 0 C is not read (NaN/Inf in C never leak).
+__device__ __forceinline__ void gl_store_c(T* C, int ldc, int i, int j, float acc, float alpha, float beta) {
+    const size_t o = gl_c_off(i, j, ldc);
+    float v = alpha * acc;
+    if (beta != 0.0f) v = fmaf(beta, gl_to_float(C[o]), v);
+    C[o] = gl_from_float(v);
+}
+__device__ __forceinline__ void gl_store_c_checked(T* C, int ldc, int M, int N, int i, int j, float acc, float alpha, float beta) {
+    if (i < M && j < N) gl_store_c(C, ldc, i, j, acc, alpha, beta);
+}
+
+#if GL_DTYPE == 0
+// Four consecutive outputs C(i, j..j+3) from a register tile: one 128-bit store when the row
+// is 16-byte aligned (GL_VEC_C, j % 4 == 0) and fully inside; else scalar with bounds checks.
+__device__ __forceinline__ void gl_store_c4(T* C, int ldc, int M, int N, int i, int j, float4 acc, float alpha, float beta) {
+    if (i >= M) return;
+#if GL_VEC_C
+    if (j + 3 < N) {
+        float4* p = reinterpret_cast<float4*>(C + gl_c_off(i, j, ldc));
+        float4 v = make_float4(alpha * acc.x, alpha * acc.y, alpha * acc.z, alpha * acc.w);
+        if (beta != 0.0f) {
+            const float4 c = *p;
+            v.x = fmaf(beta, c.x, v.x); v.y = fmaf(beta, c.y, v.y);
+            v.z = fmaf(beta, c.z, v.z); v.w = fmaf(beta, c.w, v.w);
+        }
+        *p = v;
+        return;
+    }
+#endif
+    if (j + 0 < N) gl_store_c(C, ldc, i, j + 0, acc.x, alpha, beta);
+    if (j + 1 < N) gl_store_c(C, ldc, i, j + 1, acc.y, alpha, beta);
+    if (j + 2 < N) gl_store_c(C, ldc, i, j + 2, acc.z, alpha, beta);
+    if (j + 3 < N) gl_store_c(C, ldc, i, j + 3, acc.w, alpha, beta);
+}
+
+// ---- vectorized global loads (fp32) -------------------------------------------------------
+// Four consecutive elements of a row-major/column-major operand along its contiguous
+// dimension, starting at element offset `off` of `P`; `n_left` = how many of the four lie
+// inside the matrix (>= 4: all). A full, aligned vector is ONE 128-bit load (LDG.E.128);
+// anything else is up to four guarded scalar loads, zeros beyond the edge.
+template <int VEC>
+__device__ __forceinline__ float4 gl_load4(const float* __restrict__ P, size_t off, int n_left) {
+    if (VEC && n_left >= 4) return __ldg(reinterpret_cast<const float4*>(P + off));
+    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (n_left > 0) v.x = __ldg(P + off + 0);
+    if (n_left > 1) v.y = __ldg(P + off + 1);
+    if (n_left > 2) v.z = __ldg(P + off + 2);
+    if (n_left > 3) v.w = __ldg(P + off + 3);
+    return v;
+}
+
+// ---- block tile loaders for the vectorized rungs (fp32) -----------------------------------
+// A block tile of A is BM x BK starting at (row0, k0); it is stored TRANSPOSED in shared memory
+// as As[BK][BM + PAD_A] so that the main loop reads TM consecutive rows of one k as float4
+// (LDS.128). A block tile of B is BK x BN at (k0, col0), stored as Bs[BK][BN + PAD_B].
+//
+// The loaders split into load() (global -> registers) and store() (registers -> shared) so that
+// the double-buffered rungs can issue the next tile's global loads before computing the current
+// tile (register prefetch) and write them to shared memory afterwards.
+//
+// Work split: the tile is cut into 4-element vectors along the operand's contiguous dimension;
+// NT threads take them round-robin (PER_THREAD each). (Template parameters are TBM/TBN/TBK/NT
+// because BM/BN/BK/THREADS are the rung's defines.)
+template <int TBM, int TBK, int NT, int PAD>
+struct GlATileLoader {
+    static_assert((TBM * TBK) % (4 * NT) == 0, "A tile must split evenly into float4 per thread");
+    static constexpr int PER_THREAD = (TBM * TBK) / (4 * NT);
+    float4 r[PER_THREAD];
+
+    __device__ __forceinline__ void load(const float* __restrict__ A, int lda, int M, int K, int row0, int k0, int tid) {
+#pragma unroll
+        for (int p = 0; p < PER_THREAD; ++p) {
+            const int v = tid + p * NT;
+#if GL_A_COL
+            // contiguous along m: vector v covers rows m..m+3 of column k
+            const int k = v / (TBM / 4), m = (v % (TBM / 4)) * 4;
+            const int gk = k0 + k, gm = row0 + m;
+            r[p] = gk < K ? gl_load4<GL_VEC_A>(A, gl_a_off(gm, gk, lda), M - gm) : make_float4(0.f, 0.f, 0.f, 0.f);
+#else
+            // contiguous along k: vector v covers k..k+3 of row m
+            const int m = v / (TBK / 4), k = (v % (TBK / 4)) * 4;
+            const int gm = row0 + m, gk = k0 + k;
+            r[p] = gm < M ? gl_load4<GL_VEC_A>(A, gl_a_off(gm, gk, lda), K - gk) : make_float4(0.f, 0.f, 0.f, 0.f);
+#endif
+        }
+    }
+    __device__ __forceinline__ void store(float (*As)[TBM + PAD], int tid) const {
+#pragma unroll
+        for (int p = 0; p < PER_THREAD; ++p) {
+            const int v = tid + p * NT;
+#if GL_A_COL
+            const int k = v / (TBM / 4), m = (v % (TBM / 4)) * 4;
+            if ((TBM + PAD) % 4 == 0) {
+                *reinterpret_cast<float4*>(&As[k][m]) = r[p];
+            } else {
+                As[k][m + 0] = r[p].x; As[k][m + 1] = r[p].y; As[k][m + 2] = r[p].z; As[k][m + 3] = r[p].w;
+            }
+#else
+            const int m = v / (TBK / 4), k = (v % (TBK / 4)) * 4;
+            As[k + 0][m] = r[p].x; As[k + 1][m] = r[p].y; As[k + 2][m] = r[p].z; As[k + 3][m] = r[p].w;
+#endif
+        }
+    }
+};
+
+template <int TBK, int TBN, int NT, int PAD>
+struct GlBTileLoader {
+    static_assert((TBK * TBN) % (4 * NT) == 0, "B tile must split evenly into float4 per thread");
+    static constexpr int PER_THREAD = (TBK * TBN) / (4 * NT);
+    float4 r[PER_THREAD];
+
+    __device__ __forceinline__ void load(const float* __restrict__ B, int ldb, int K, int N, int k0, int col0, int tid) {
+#pragma unroll
+        for (int p = 0; p < PER_THREAD; ++p) {
+            const int v = tid + p * NT;
+#if GL_B_COL
+            // contiguous along k: vector v covers k..k+3 of column n
+            const int n = v / (TBK / 4), k = (v % (TBK / 4)) * 4;
+            const int gn = col0 + n, gk = k0 + k;
+            r[p] = gn < N ? gl_load4<GL_VEC_B>(B, gl_b_off(gk, gn, ldb), K - gk) : make_float4(0.f, 0.f, 0.f, 0.f);
+#else
+            // contiguous along n: vector v covers n..n+3 of row k
+            const int k = v / (TBN / 4), n = (v % (TBN / 4)) * 4;
+            const int gk = k0 + k, gn = col0 + n;
+            r[p] = gk < K ? gl_load4<GL_VEC_B>(B, gl_b_off(gk, gn, ldb), N - gn) : make_float4(0.f, 0.f, 0.f, 0.f);
+#endif
+        }
+    }
+    __device__ __forceinline__ void store(float (*Bs)[TBN + PAD], int tid) const {
+#pragma unroll
+        for (int p = 0; p < PER_THREAD; ++p) {
+            const int v = tid + p * NT;
+#if GL_B_COL
+            const int n = v / (TBK / 4), k = (v % (TBK / 4)) * 4;
+            Bs[k + 0][n] = r[p].x; Bs[k + 1][n] = r[p].y; Bs[k + 2][n] = r[p].z; Bs[k + 3][n] = r[p].w;
+#else
+            const int k = v / (TBN / 4), n = (v % (TBN / 4)) * 4;
+            if ((TBN + PAD) % 4 == 0) {
+                *reinterpret_cast<float4*>(&Bs[k][n]) = r[p];
+            } else {
+                Bs[k][n + 0] = r[p].x; Bs[k][n + 1] = r[p].y; Bs[k][n + 2] = r[p].z; Bs[k][n + 3] = r[p].w;
+            }
+#endif
+        }
+    }
+};
+#endif  // GL_DTYPE == 0

@@ -1,0 +1,313 @@
+"""The ladder: one entry per rung, the single source of truth.
+
+The CLI, the benchmark, the report, the docs table and the tests all read ``RUNGS``; nothing else
+lists the rungs by hand. An entry says what the rung is (number, slug, title, one-line summary,
+the seed kernels it reproduces), where its source is, which dtypes it takes, its tunable
+parameters with defaults, the constraints on them, the launch geometry, and the static claims its
+SASS must satisfy (checked in CI by ``tests/test_static_guards.py``).
+
+Launch geometry is uniform: a 1-D block of ``THREADS`` threads computes one ``BM x BN`` tile of C
+(row-major inside the kernel, see kernels/common.cuh); the grid is ``(ceil(N/BN), ceil(M/BM))``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+DTYPES = ("fp32", "fp16", "bf16")
+MAX_GRID_Y = 65535
+
+
+@dataclass(frozen=True)
+class Launch:
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    smem: int = 0  # dynamic shared memory, bytes
+
+
+def _threads_given(cfg: Mapping[str, int]) -> int:
+    return cfg["THREADS"]
+
+
+@dataclass(frozen=True)
+class Rung:
+    number: int
+    slug: str
+    title: str
+    summary: str                       # one line: what this rung adds
+    seeds: tuple[str, ...]             # seed kernels it reproduces, e.g. "002 gemm_v00"
+    source: str                        # file in gemmlab/kernels/
+    dtypes: tuple[str, ...] = ("fp32",)
+    params: Mapping[str, int] = field(default_factory=dict)        # tunables and their defaults
+    presets: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # named configs
+    threads: Callable[[Mapping[str, int]], int] = _threads_given   # block size from the config
+    constraints: Callable[[Mapping[str, int]], list[str]] = lambda cfg: []
+    textures: bool = False             # A and B are read through texture objects
+    sass_claims: tuple[str, ...] = ()  # SASS opcodes (prefixes) the rung's fast path must contain
+    seed_figure: str = ""              # what the seed reported for this kernel
+    kernel: str = "gemm"               # extern "C" entry point
+    min_arch: int = 75
+
+    # ---- configuration -------------------------------------------------------------------
+    def config(self, overrides: Mapping[str, int] | str | None = None) -> dict[str, int]:
+        """Defaults merged with a preset name or KEY=VALUE overrides; raises ValueError if invalid."""
+        cfg = dict(self.params)
+        if isinstance(overrides, str):
+            if overrides not in self.presets:
+                raise ValueError(
+                    f"rung {self.slug!r} has no preset {overrides!r}; presets: {sorted(self.presets) or 'none'}"
+                )
+            overrides = self.presets[overrides]
+        for k, v in (overrides or {}).items():
+            if k not in self.params:
+                raise ValueError(f"rung {self.slug!r} has no parameter {k!r}; parameters: {sorted(self.params)}")
+            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+                raise ValueError(f"parameter {k} of rung {self.slug!r} must be a positive int, got {v!r}")
+            cfg[k] = v
+        problems = self.check_config(cfg)
+        if problems:
+            raise ValueError(f"invalid configuration for rung {self.slug!r} {cfg}: " + "; ".join(problems))
+        return cfg
+
+    def check_config(self, cfg: Mapping[str, int]) -> list[str]:
+        problems = list(self.constraints(cfg))
+        t = self.threads(cfg)
+        if t < 32 or t > 1024 or t % 32:
+            problems.append(f"the block would have {t} threads; it must be a multiple of 32 between 32 and 1024")
+        return problems
+
+    def defines(self, cfg: Mapping[str, int]) -> dict[str, int]:
+        d = dict(cfg)
+        d["THREADS"] = self.threads(cfg)
+        return d
+
+    def launch(self, M: int, N: int, cfg: Mapping[str, int]) -> Launch:
+        grid = ((N + cfg["BN"] - 1) // cfg["BN"], (M + cfg["BM"] - 1) // cfg["BM"], 1)
+        return Launch(grid, (self.threads(cfg), 1, 1), 0)
+
+
+# ---- constraint helpers ------------------------------------------------------------------------
+def _divides(cfg, a: str, b: str) -> list[str]:
+    return [] if cfg[b] % cfg[a] == 0 else [f"{a}={cfg[a]} must divide {b}={cfg[b]}"]
+
+
+def _mult(cfg, a: str, m: int) -> list[str]:
+    return [] if cfg[a] % m == 0 else [f"{a}={cfg[a]} must be a multiple of {m}"]
+
+
+def _float4_split(cfg, threads: int) -> list[str]:
+    """The vectorized loaders give every thread a whole number of float4 of each tile."""
+    out = []
+    if (cfg["BM"] * cfg["BK"]) % (4 * threads):
+        out.append(f"BM*BK={cfg['BM'] * cfg['BK']} must be a multiple of 4*THREADS={4 * threads}")
+    if (cfg["BK"] * cfg["BN"]) % (4 * threads):
+        out.append(f"BK*BN={cfg['BK'] * cfg['BN']} must be a multiple of 4*THREADS={4 * threads}")
+    return out
+
+
+def _scalar_split(cfg, threads: int) -> list[str]:
+    """The scalar loaders give every thread a whole number of elements of each tile."""
+    out = []
+    if (cfg["BM"] * cfg["BK"]) % threads:
+        out.append(f"BM*BK={cfg['BM'] * cfg['BK']} must be a multiple of THREADS={threads}")
+    if (cfg["BK"] * cfg["BN"]) % threads:
+        out.append(f"BK*BN={cfg['BK'] * cfg['BN']} must be a multiple of THREADS={threads}")
+    return out
+
+
+def _tile_1d_threads(cfg) -> int:
+    return (cfg["BM"] // cfg["TM"]) * cfg["BN"]
+
+
+def _thread_tile_threads(cfg) -> int:
+    return (cfg["BM"] // cfg["TM"]) * (cfg["BN"] // cfg["TN"])
+
+
+def _thread_tile_constraints(cfg) -> list[str]:
+    return _divides(cfg, "TM", "BM") + _divides(cfg, "TN", "BN") + _mult(cfg, "BK", 4) + _mult(cfg, "TN", 4) + _mult(cfg, "TM", 4) + _float4_split(cfg, _thread_tile_threads(cfg))
+
+
+def _warp_threads(cfg) -> int:
+    return 32 * (cfg["BM"] // cfg["WM"]) * (cfg["BN"] // cfg["WN"])
+
+
+def _warp_tile_constraints(cfg) -> list[str]:
+    out = _divides(cfg, "WM", "BM") + _divides(cfg, "WN", "BN") + _mult(cfg, "BK", 4)
+    if not out:
+        # a warp is 32 threads arranged 4 x 8 (WN) or 8 x 4 ...; each thread holds TM x TN in WM/WN
+        per_thread = cfg["WM"] * cfg["WN"] // 32
+        if per_thread % (cfg["TM"] * cfg["TN"]):
+            out.append(f"WM*WN/32={per_thread} must be a multiple of TM*TN={cfg['TM'] * cfg['TN']}")
+        out += _float4_split(cfg, _warp_threads(cfg))
+    return out
+
+
+def _wmma_threads(cfg) -> int:
+    return 32 * (cfg["BM"] // cfg["WM"]) * (cfg["BN"] // cfg["WN"])
+
+
+def _wmma_constraints(cfg) -> list[str]:
+    out = _divides(cfg, "WM", "BM") + _divides(cfg, "WN", "BN") + _mult(cfg, "WM", 16) + _mult(cfg, "WN", 16) + _mult(cfg, "BK", 16)
+    return out
+
+
+# ---- the ladder --------------------------------------------------------------------------------
+_SIMPLE32 = {"BM": 32, "BN": 32, "THREADS": 1024}
+_SMEM32 = {"BM": 32, "BN": 32, "BK": 32, "THREADS": 1024}
+
+RUNGS: tuple[Rung, ...] = (
+    Rung(
+        1, "naive", "Naive, non-coalesced",
+        "One thread per C element; threadIdx.x walks the rows of C, so a warp's loads of B and stores of C stride by a row.",
+        ("002 gemm_v00", "000 gemm_32x32_v0"), "01_naive.cu",
+        params=_SIMPLE32,
+        seed_figure="000 v0: 234.6 GFLOPS at 8192^3 on V100 (1.5% of peak); 002 v00: 0.8% of cuBLAS",
+    ),
+    Rung(
+        2, "coalesced", "Naive, coalesced",
+        "threadIdx.x walks the columns of C: a warp reads one row of B and writes one row of C contiguously (coalesced).",
+        ("002 gemm_v01", "000 gemm_32x32_v1", "000 gemm_32x32_v2"), "02_coalesced.cu",
+        params=_SIMPLE32,
+        seed_figure="000 v1: 462.8 ms -> 38.9% faster than v0 only by hoisting threadIdx.x; 002 v01: 6.6% of cuBLAS",
+    ),
+    Rung(
+        3, "warp_shuffle", "Naive with warp-shuffle broadcast",
+        "Each lane loads one A value of a 32-wide slice and the warp broadcasts it with __shfl_sync instead of 32 loads.",
+        ("004 sgemm_naive",), "03_warp_shuffle.cu",
+        params={"BM": 32, "BN": 32, "THREADS": 256},
+        seed_figure="004 sgemm_naive: 7% of cuBLAS",
+    ),
+    Rung(
+        4, "smem", "Shared-memory tiling 32x32",
+        "A block stages 32x32 tiles of A and B in shared memory; each global element is loaded once per block instead of 32 times.",
+        ("000 gemm_32x32_v3", "002 gemm_v02", "Alcanderian sgemm_1"), "04_smem.cu",
+        params=_SMEM32,
+        seed_figure="000 v3: 2.2 TFLOPS class on V100 (see the seed's table); 002 v02: 10.9% of cuBLAS",
+    ),
+    Rung(
+        5, "smem_padded", "Shared-memory tiling, padded rows",
+        "The shared tile rows are 33 floats wide, so a warp reading a column hits 32 different banks (no bank conflicts).",
+        ("000 gemm_32x32_v4", "Alcanderian sgemm_2"), "05_smem_padded.cu",
+        params=_SMEM32,
+        seed_figure="000 v4: [32][33] padding removes the 32-way bank conflict of v3",
+    ),
+    Rung(
+        6, "ldg", "Read-only data path (__ldg)",
+        "A and B are const __restrict__ and read with __ldg, through the read-only (texture) cache.",
+        ("003 ldg", "Alcanderian sgemm_3"), "06_ldg.cu",
+        params=_SMEM32,
+        seed_figure="003: ldg version beside vanilla (PTX ld.global.nc, SASS LDG.E.CONSTANT)",
+    ),
+    Rung(
+        7, "texture", "Texture objects (tex1Dfetch<float>)",
+        "A and B are read through 1-D texture objects over linear memory, the pre-Kepler way to the read-only cache.",
+        ("003 texture",), "07_texture.cu",
+        params=_SMEM32, textures=True, sass_claims=("TEX",),
+        seed_figure="003: texture version (SASS TEXDEPBAR)",
+    ),
+    Rung(
+        8, "reg_accum", "Accumulators in registers",
+        "The partial sums live in registers, one output column per warp iteration, instead of a shared-memory output tile.",
+        ("004 sgemm_shared",), "08_reg_accum.cu",
+        params={"BM": 32, "BN": 32, "BK": 32, "THREADS": 256},
+        seed_figure="004 sgemm_shared: 20% of cuBLAS",
+    ),
+    Rung(
+        9, "tile_1d", "1D thread tiling",
+        "Each thread computes TM outputs of one column, reusing each B value from shared memory TM times in a register.",
+        ("002 gemm_v03",), "09_tile_1d.cu",
+        params={"BM": 64, "BN": 64, "BK": 8, "TM": 8},
+        threads=_tile_1d_threads,
+        constraints=lambda c: _divides(c, "TM", "BM") + _scalar_split(c, _tile_1d_threads(c)),
+        seed_figure="002 v03: 1D thread tiling, ~3x v02 (siboehm k4 17.2 TFLOP/s on H100)",
+    ),
+    Rung(
+        10, "tile_2d", "2D thread tiling",
+        "Each thread computes a TM x TN register tile: TM+TN shared loads feed TM*TN FMAs (outer product).",
+        ("002 gemm_v04", "004 sgemm 2x2 tile", "003 BEAST THR_M x THR_N"), "10_tile_2d.cu",
+        params={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
+        presets={"2x2": {"BM": 32, "BN": 32, "BK": 32, "TM": 2, "TN": 2}},
+        threads=_thread_tile_threads,
+        constraints=lambda c: _divides(c, "TM", "BM") + _divides(c, "TN", "BN") + _scalar_split(c, _thread_tile_threads(c)),
+        seed_figure="004 2x2 tile: 22% of cuBLAS; 002 v04: ~26 TFLOP/s on H100 (baselines.md)",
+    ),
+    Rung(
+        11, "vectorized", "Vectorized float4, A transposed in shared memory",
+        "Global loads are 128-bit (LDG.E.128) and A is stored transposed so the inner loop reads A and B as float4 (LDS.128).",
+        ("000 gemm_32x32_v5", "002 gemm_v05", "003 ldg(float4)"), "11_vectorized.cu",
+        params={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
+        threads=_thread_tile_threads, constraints=_thread_tile_constraints,
+        sass_claims=("LDG.E.128", "LDS.128"),
+        seed_figure="002 v05 vectorized: 33.2 TFLOP/s at 4096^3 on H100 (baselines.md)",
+    ),
+    Rung(
+        12, "vec_texture", "Vectorized through texture<float4>",
+        "The float4 loads of the vectorized rung go through tex1Dfetch<float4> texture objects instead of LDG.",
+        ("003 texture<float4>",), "12_vec_texture.cu",
+        params={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
+        threads=_thread_tile_threads, constraints=_thread_tile_constraints, textures=True,
+        sass_claims=("TEX", "LDS.128"),
+        seed_figure="003: texture<float4> version, the fastest of the slides' five",
+    ),
+    Rung(
+        13, "blocked", "64x64 / 128x128 register-blocked tiles",
+        "Each thread's 8x8 (or 4x4) outputs are 2x2 strided 4x4 blocks, so every LDS.128 of a warp is conflict-free; #pragma unroll on the inner loop.",
+        ("000 gemm_64x64", "000 gemm_128x128", "fynv g_fgemm"), "13_blocked.cu",
+        params={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
+        presets={"64x64": {"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4}, "128x128": {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}},
+        threads=_thread_tile_threads, constraints=_thread_tile_constraints,
+        sass_claims=("LDG.E.128", "LDS.128"),
+        seed_figure="000 gemm_128x128: FFMA share 16/17 of the inner loop; 8x8 gives 128 FMA per 16 loads",
+    ),
+    Rung(
+        14, "double_buffer", "Double buffering + register prefetch",
+        "Two shared tiles (ping-pong) and a register prefetch of the next tile overlap global loads with math: one barrier per tile.",
+        ("001 sgemm 128x128x8 prefetch", "000 TWO_BUFFER"), "14_double_buffer.cu",
+        params={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
+        threads=_thread_tile_threads, constraints=_thread_tile_constraints,
+        sass_claims=("LDG.E.128", "LDS.128"),
+        seed_figure="001: 93.5% of cuBLAS on V100 at its best bm/bk/bn/rm/rn",
+    ),
+    Rung(
+        15, "warp_tiling", "Warp tiling",
+        "Block tile -> warp tile (WM x WN) -> thread tile: each warp reads a compact sub-tile of shared memory, improving register reuse and locality.",
+        ("002 gemm_v06",), "15_warp_tiling.cu",
+        params={"BM": 128, "BN": 128, "BK": 16, "WM": 64, "WN": 32, "TM": 8, "TN": 4},
+        threads=_warp_threads, constraints=_warp_tile_constraints,
+        sass_claims=("LDG.E.128", "LDS.128"),
+        seed_figure="002 v06 vectorized: 38.7 TFLOP/s at 4096^3 on H100, 0.75x cuBLAS (baselines.md)",
+    ),
+    Rung(
+        16, "wmma", "Tensor cores through WMMA",
+        "FP16/BF16 inputs on the tensor cores with nvcuda::wmma 16x16x16 fragments, FP32 accumulation, output in the input dtype.",
+        ("002 gemm_v07",), "16_wmma.cu", dtypes=("fp16", "bf16"),
+        params={"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 32},
+        threads=_wmma_threads, constraints=_wmma_constraints,
+        sass_claims=("HMMA",), min_arch=80,
+        seed_figure="002 v07 WMMA: 33.7% of cuBLAS on RTX 3090; 65 (vec 118) TFLOP/s on H100 vs cuBLAS ~860",
+    ),
+)
+
+_BY_SLUG = {r.slug: r for r in RUNGS}
+
+
+def kernels() -> tuple[Rung, ...]:
+    """The rungs in ladder order."""
+    return RUNGS
+
+
+def get(name: str) -> Rung:
+    """A rung by slug (``"warp_tiling"``) or number (``"15"``)."""
+    if isinstance(name, Rung):
+        return name
+    if not isinstance(name, str):
+        raise TypeError(f"kernel must be a rung slug (str), got {type(name).__name__}")
+    key = name.strip()
+    if key in _BY_SLUG:
+        return _BY_SLUG[key]
+    if key.isdigit():
+        for r in RUNGS:
+            if r.number == int(key):
+                return r
+    raise ValueError(f"unknown kernel {name!r}; available: {', '.join(r.slug for r in RUNGS)}")
