@@ -1,0 +1,77 @@
+"""Public API: ``gemm`` (in place, BLAS semantics) and ``matmul`` (returns a new array)."""
+
+from __future__ import annotations
+
+from . import dispatch
+from .launch import Plan, device_info
+from .problem import describe_array, make_problem
+
+_TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+
+
+def _scale_in_place(c, beta: float) -> None:
+    """c <- beta * c without a kernel (used when K == 0); beta == 0 writes zeros (NaN never leaks)."""
+    if beta == 0.0:
+        c.fill_(0) if hasattr(c, "fill_") else c.fill(0)
+    elif beta != 1.0:
+        c.mul_(beta) if hasattr(c, "mul_") else c.__imul__(beta)
+
+
+def plan(a, b, c, *, alpha=1.0, beta=0.0, kernel: str = "auto", config=None) -> Plan:
+    """A prepared launch of one rung on these operands; ``plan(...).run()`` launches it."""
+    problem = make_problem(a, b, c, alpha, beta)
+    if 0 in (problem.M, problem.N, problem.K):
+        raise ValueError(f"empty problem {problem.M}x{problem.N}x{problem.K}: nothing to launch")
+    info = device_info(problem.c.device)
+    rung = dispatch.choose(problem, kernel, info.cc[0] * 10 + info.cc[1])
+    return Plan(problem, rung, config)
+
+
+def gemm(a, b, c, *, alpha=1.0, beta=0.0, kernel: str = "auto", config=None):
+    """c <- alpha * (a @ b) + beta * c, in place; returns c.
+
+    a (M, K), b (K, N), c (M, N): CuPy arrays or PyTorch CUDA tensors of one dtype (float32,
+    float16 or bfloat16), each row- or column-major. The kernel runs on the current stream of
+    c's library. With beta == 0, c is not read. ``kernel`` is a rung slug (see
+    ``gemmlab.kernels()``) or "auto"; ``config`` a preset name or dict of tile parameters.
+    """
+    problem = make_problem(a, b, c, alpha, beta)
+    if not isinstance(kernel, str):
+        raise TypeError(f"kernel must be a string (a rung slug or 'auto'), got {type(kernel).__name__}")
+    if problem.M == 0 or problem.N == 0:
+        dispatch.choose(problem, kernel)  # still reject an unknown kernel name
+        return c
+    if problem.K == 0:
+        dispatch.choose(problem, kernel)
+        _scale_in_place(c, problem.beta)
+        return c
+    info = device_info(problem.c.device)
+    rung = dispatch.choose(problem, kernel, info.cc[0] * 10 + info.cc[1])
+    Plan(problem, rung, config).run()
+    return c
+
+
+def _empty_like_lib(x, shape, dtype: str):
+    info = describe_array("a", x)
+    if info.lib == "torch":
+        import torch
+
+        return torch.empty(shape, dtype=getattr(torch, _TORCH_DTYPES[dtype]), device=f"cuda:{info.device}")
+    if info.lib == "cupy":
+        import cupy
+
+        with cupy.cuda.Device(info.device):
+            return cupy.empty(shape, dtype=x.dtype)
+    raise TypeError("matmul without out= needs CuPy or PyTorch inputs to allocate the result; pass out=")
+
+
+def matmul(a, b, *, kernel: str = "auto", out=None, config=None):
+    """a @ b as a new array of the inputs' library (or into ``out``)."""
+    ai, bi = describe_array("a", a), describe_array("b", b)
+    if out is None:
+        if ai.dtype != bi.dtype:
+            raise TypeError(f"mixed dtypes: a is {ai.dtype}, b is {bi.dtype}; both must match")
+        if ai.cols != bi.rows:
+            raise ValueError(f"shape mismatch: a is {ai.rows}x{ai.cols} but b is {bi.rows}x{bi.cols}; a.shape[1] must equal b.shape[0]")
+        out = _empty_like_lib(a, (ai.rows, bi.cols), ai.dtype)
+    return gemm(a, b, out, alpha=1.0, beta=0.0, kernel=kernel, config=config)

@@ -1,0 +1,286 @@
+// Rung 16 — tensor cores through WMMA (FP16 / BF16 in, FP32 accumulate).      seed: 002 gemm_v07
+//
+// What it changes against rung 15 (warp tiling, FP32 FFMA on the CUDA cores): the block tile ->
+// warp tile hierarchy stays (BM x BN per block, WM x WN per warp), but the warp no longer splits
+// its tile into per-thread TM x TN register tiles of FFMAs. It hands 16x16x16 products to the
+// tensor cores through nvcuda::wmma: fragments are loaded from shared memory with
+// wmma::load_matrix_sync (LDSM/LDS), multiplied with wmma::mma_sync (HMMA, FP32 accumulators) and
+// written back with wmma::store_matrix_sync. Inputs are FP16 or BF16 (the tensor cores have no
+// IEEE FP32 mode); C is in the input dtype, the accumulation in FP32.
+// Why it is faster: one HMMA.16816 does 4096 multiply-adds for a warp, where the FFMA path needs
+// 128 warp instructions plus their LDS feeding; the issue slots and the register-file bandwidth
+// that bounded rung 15 are no longer the limit. Half-width inputs also halve the bytes per tile
+// in global and shared memory. What remains is feeding the tensor cores: 16-byte global loads
+// (LDG.E.128, 8 halves), shared rows padded by 8 halves so that the fragment loads are
+// conflict-free, and a two-stage shared-memory pipeline with a register prefetch (as rung 14) so
+// that the next tile's global loads are in flight during the current tile's HMMAs (one barrier
+// per K tile).
+// Layouts: each operand's shared tile keeps the global layout (the copy is a straight 16-byte
+// copy, never a transpose) and the fragment layout follows it: row-major A -> As[BM][BK+8] with
+// wmma::row_major, column-major A -> As[BK][BM+8] with wmma::col_major; likewise B. So all four
+// A/B combinations take the vector path.
+// Epilogue: each warp stores 16 x WN of its accumulators at a time as FP32 to a per-warp staging
+// tile in shared memory (reusing the A/B buffers), then every lane takes 8 consecutive outputs,
+// applies alpha/beta (C not read when beta == 0), converts to T and writes one 16-byte store
+// (or guarded scalar stores at the edges / without GL_VEC_C).
+// Seed figure: 002 v07 reached 33.7% of cuBLAS on an RTX 3090 ("future work"); on the H100 the
+// seed's v07 runs 65 TFLOP/s (118 vectorized) at 4096^3 against cuBLAS ~860.
+#include "common.cuh"
+#include <mma.h>
+
+#if GL_DTYPE == 0
+#error "rung 16 (wmma) needs GL_DTYPE 1 (fp16) or 2 (bf16): the tensor cores have no IEEE FP32 mode"
+#endif
+
+namespace wmma = nvcuda::wmma;
+
+// ---- geometry -----------------------------------------------------------------------------
+constexpr int WARPS_N = BN / WN;                  // warps along the columns of the block tile
+constexpr int NWARPS = (BM / WM) * WARPS_N;       // == THREADS / 32
+constexpr int FM = WM / 16;                       // accumulator fragments per warp, down
+constexpr int FN = WN / 16;                       // accumulator fragments per warp, across
+constexpr int KF = BK / 16;                       // 16-deep k steps per block tile
+constexpr int PAD = 8;                            // halves of padding per shared row (16 bytes)
+static_assert(NWARPS * 32 == THREADS, "THREADS must be 32 * (BM/WM) * (BN/WN)");
+static_assert(WM % 16 == 0 && WN % 16 == 0 && BK % 16 == 0, "WMMA tiles are 16x16x16");
+
+// Shared tiles keep the global layout of their operand: [OUTER][INNER + PAD], INNER being the
+// contiguous dimension in global memory (8 halves = one 16-byte vector).
+#if GL_A_COL
+constexpr int A_OUTER = BK, A_INNER = BM;         // As[k][m]
+typedef wmma::col_major ALayout;
+#else
+constexpr int A_OUTER = BM, A_INNER = BK;         // As[m][k]
+typedef wmma::row_major ALayout;
+#endif
+#if GL_B_COL
+constexpr int B_OUTER = BN, B_INNER = BK;         // Bs[n][k]
+typedef wmma::col_major BLayout;
+#else
+constexpr int B_OUTER = BK, B_INNER = BN;         // Bs[k][n]
+typedef wmma::row_major BLayout;
+#endif
+constexpr int A_LD = A_INNER + PAD;               // ldm of the A fragments (multiple of 8 halves)
+constexpr int B_LD = B_INNER + PAD;
+constexpr int CS_LD = WN + 4;                     // ldm of the FP32 staging tile (multiple of 4 floats)
+
+constexpr int A_STAGE = A_OUTER * A_LD;           // halves per A stage
+constexpr int B_STAGE = B_OUTER * B_LD;           // halves per B stage
+constexpr int AB_BYTES = 2 * (A_STAGE + B_STAGE) * (int)sizeof(T);
+constexpr int CS_BYTES = NWARPS * 16 * CS_LD * (int)sizeof(float);
+constexpr int SMEM_BYTES = AB_BYTES > CS_BYTES ? AB_BYTES : CS_BYTES;
+static_assert(SMEM_BYTES <= 48 * 1024, "static shared memory is limited to 48 KB");
+// wmma pointers must be 32-byte aligned: stage sizes and fragment offsets are multiples of 32 B.
+static_assert((A_STAGE * sizeof(T)) % 32 == 0 && (B_STAGE * sizeof(T)) % 32 == 0, "stage alignment");
+
+// 8-element vectors per tile and per thread (the last round is guarded when it does not divide).
+constexpr int A_VECS = A_OUTER * A_INNER / 8;
+constexpr int B_VECS = B_OUTER * B_INNER / 8;
+constexpr int A_PER = (A_VECS + THREADS - 1) / THREADS;
+constexpr int B_PER = (B_VECS + THREADS - 1) / THREADS;
+
+// ---- 16-bit element helpers ----------------------------------------------------------------
+// Two floats -> two packed T (low half = first); and back.
+__device__ __forceinline__ unsigned gl_pack2(float lo, float hi) {
+#if GL_DTYPE == 1
+    __half2 h = __floats2half2_rn(lo, hi);
+#else
+    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+#endif
+    return *reinterpret_cast<unsigned*>(&h);
+}
+__device__ __forceinline__ float2 gl_unpack2(unsigned u) {
+#if GL_DTYPE == 1
+    return __half22float2(*reinterpret_cast<__half2*>(&u));
+#else
+    return __bfloat1622float2(*reinterpret_cast<__nv_bfloat162*>(&u));
+#endif
+}
+
+// Eight consecutive 16-bit elements P[outer*ld + inner .. +7] of an operand, as raw bits.
+// outer >= n_outer or elements at inner+e >= n_inner read nothing and give 0 (zero fill).
+// One 128-bit load when legal (VEC) and all eight are inside; else guarded 16-bit loads.
+template <int VEC>
+__device__ __forceinline__ uint4 gl_load8(const T* __restrict__ P, int ld, int outer, int inner, int n_outer, int n_inner) {
+    uint4 r = make_uint4(0u, 0u, 0u, 0u);
+    if (outer < n_outer) {
+        const size_t off = (size_t)outer * ld + inner;
+        const int left = n_inner - inner;
+        if (VEC && left >= 8) {
+            r = __ldg(reinterpret_cast<const uint4*>(P + off));
+        } else {
+            const unsigned short* p = reinterpret_cast<const unsigned short*>(P) + off;
+            unsigned short h[8];
+#pragma unroll
+            for (int e = 0; e < 8; ++e) h[e] = (e < left) ? __ldg(p + e) : (unsigned short)0;
+            r.x = h[0] | ((unsigned)h[1] << 16);
+            r.y = h[2] | ((unsigned)h[3] << 16);
+            r.z = h[4] | ((unsigned)h[5] << 16);
+            r.w = h[6] | ((unsigned)h[7] << 16);
+        }
+    }
+    return r;
+}
+
+// Eight outputs C(i, j..j+7) from FP32 values v[0..7]: one 128-bit store when legal (GL_VEC_C,
+// j % 8 == 0 holds) and all eight are inside; else guarded scalar stores. beta == 0: C not read.
+__device__ __forceinline__ void gl_store_c8(T* C, int ldc, int M, int N, int i, int j, const float* v, float alpha, float beta) {
+    if (i >= M) return;
+#if GL_VEC_C
+    if (N - j >= 8) {
+        uint4* p = reinterpret_cast<uint4*>(C + gl_c_off(i, j, ldc));
+        float o[8];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) o[e] = alpha * v[e];
+        if (beta != 0.0f) {
+            const uint4 c = *p;
+            const float2 c0 = gl_unpack2(c.x), c1 = gl_unpack2(c.y), c2 = gl_unpack2(c.z), c3 = gl_unpack2(c.w);
+            o[0] = fmaf(beta, c0.x, o[0]); o[1] = fmaf(beta, c0.y, o[1]);
+            o[2] = fmaf(beta, c1.x, o[2]); o[3] = fmaf(beta, c1.y, o[3]);
+            o[4] = fmaf(beta, c2.x, o[4]); o[5] = fmaf(beta, c2.y, o[5]);
+            o[6] = fmaf(beta, c3.x, o[6]); o[7] = fmaf(beta, c3.y, o[7]);
+        }
+        *p = make_uint4(gl_pack2(o[0], o[1]), gl_pack2(o[2], o[3]), gl_pack2(o[4], o[5]), gl_pack2(o[6], o[7]));
+        return;
+    }
+#endif
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+        if (j + e < N) gl_store_c(C, ldc, i, j + e, v[e], alpha, beta);
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc)
+{
+    // One raw buffer, two views: the 2-stage A/B tiles during the main loop, then the FP32
+    // per-warp staging tiles of the epilogue (after the loop's last barrier).
+    __shared__ __align__(128) unsigned char smem[SMEM_BYTES];
+    T (*As)[A_OUTER][A_LD] = reinterpret_cast<T (*)[A_OUTER][A_LD]>(smem);      // [2][A_OUTER][A_INNER+PAD]
+    T (*Bs)[B_OUTER][B_LD] = reinterpret_cast<T (*)[B_OUTER][B_LD]>(smem + 2 * A_STAGE * sizeof(T)); // [2][B_OUTER][B_INNER+PAD]
+    float (*Cs)[16][CS_LD] = reinterpret_cast<float (*)[16][CS_LD]>(smem);       // [NWARPS][16][WN+4]
+
+    const int tid = threadIdx.x;
+    const int warp = tid / 32, lane = tid % 32;
+    const int wm = warp / WARPS_N, wn = warp % WARPS_N;   // warp tile position in the block tile
+    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+
+    // ---- global -> registers -> shared loaders -----------------------------------------------
+    // Vector v of a tile covers inner elements (v % (INNER/8))*8 .. +7 of shared row v / (INNER/8).
+    uint4 ra[A_PER];   // this thread's prefetched A vectors (8 halves each)
+    uint4 rb[B_PER];   // this thread's prefetched B vectors
+    auto load_tiles = [&](int k0) {
+#pragma unroll
+        for (int p = 0; p < A_PER; ++p) {
+            const int v = tid + p * THREADS;
+            if (A_VECS % THREADS == 0 || v < A_VECS) {
+                const int o = v / (A_INNER / 8), in = (v % (A_INNER / 8)) * 8;
+#if GL_A_COL
+                ra[p] = gl_load8<GL_VEC_A>(A, lda, k0 + o, row0 + in, K, M);     // A(m, k) at A[k*lda + m]
+#else
+                ra[p] = gl_load8<GL_VEC_A>(A, lda, row0 + o, k0 + in, M, K);     // A(m, k) at A[m*lda + k]
+#endif
+            }
+        }
+#pragma unroll
+        for (int p = 0; p < B_PER; ++p) {
+            const int v = tid + p * THREADS;
+            if (B_VECS % THREADS == 0 || v < B_VECS) {
+                const int o = v / (B_INNER / 8), in = (v % (B_INNER / 8)) * 8;
+#if GL_B_COL
+                rb[p] = gl_load8<GL_VEC_B>(B, ldb, col0 + o, k0 + in, N, K);     // B(k, n) at B[n*ldb + k]
+#else
+                rb[p] = gl_load8<GL_VEC_B>(B, ldb, k0 + o, col0 + in, K, N);     // B(k, n) at B[k*ldb + n]
+#endif
+            }
+        }
+    };
+    auto store_tiles = [&](int s) {
+#pragma unroll
+        for (int p = 0; p < A_PER; ++p) {
+            const int v = tid + p * THREADS;
+            if (A_VECS % THREADS == 0 || v < A_VECS)
+                *reinterpret_cast<uint4*>(&As[s][v / (A_INNER / 8)][(v % (A_INNER / 8)) * 8]) = ra[p];
+        }
+#pragma unroll
+        for (int p = 0; p < B_PER; ++p) {
+            const int v = tid + p * THREADS;
+            if (B_VECS % THREADS == 0 || v < B_VECS)
+                *reinterpret_cast<uint4*>(&Bs[s][v / (B_INNER / 8)][(v % (B_INNER / 8)) * 8]) = rb[p];
+        }
+    };
+
+    // FM x FN accumulator fragments: the warp's WM x WN tile of C, FP32
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[FM][FN];
+#pragma unroll
+    for (int i = 0; i < FM; ++i)
+#pragma unroll
+        for (int j = 0; j < FN; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
+
+    // ---- prologue: tile 0 into stage 0 ----------------------------------------------------------
+    const int ntiles = GL_CEIL_DIV(K, BK);
+    load_tiles(0);
+    store_tiles(0);
+    __syncthreads();
+
+    // ---- main loop: prefetch tile t+1 into registers, HMMA on stage t%2, store t+1 to the other
+    // stage, one barrier per tile -----------------------------------------------------------------
+    for (int t = 0; t < ntiles; ++t) {
+        const int cur = t & 1;
+        const bool more = t + 1 < ntiles;               // uniform across the block
+        if (more) load_tiles((t + 1) * BK);
+
+#pragma unroll
+        for (int kk = 0; kk < KF; ++kk) {
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, T, ALayout> af[FM];   // 16x16 A pieces, down the warp tile
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, T, BLayout> bf[FN];   // 16x16 B pieces, across the warp tile
+#pragma unroll
+            for (int i = 0; i < FM; ++i) {
+                const int m = wm * WM + i * 16, k = kk * 16;
+#if GL_A_COL
+                wmma::load_matrix_sync(af[i], &As[cur][k][m], A_LD);
+#else
+                wmma::load_matrix_sync(af[i], &As[cur][m][k], A_LD);
+#endif
+            }
+#pragma unroll
+            for (int j = 0; j < FN; ++j) {
+                const int n = wn * WN + j * 16, k = kk * 16;
+#if GL_B_COL
+                wmma::load_matrix_sync(bf[j], &Bs[cur][n][k], B_LD);
+#else
+                wmma::load_matrix_sync(bf[j], &Bs[cur][k][n], B_LD);
+#endif
+            }
+#pragma unroll
+            for (int i = 0; i < FM; ++i)
+#pragma unroll
+                for (int j = 0; j < FN; ++j) wmma::mma_sync(acc[i][j], af[i], bf[j], acc[i][j]);
+        }
+
+        // stage cur^1 was last read in iteration t-1, which ended with a barrier
+        if (more) store_tiles(cur ^ 1);
+        __syncthreads();
+    }
+
+    // ---- epilogue: accumulators -> FP32 staging (per warp, 16 rows at a time) -> alpha/beta ->
+    // T -> C. The loop's last barrier has freed the A/B tiles this staging overlays. ------------
+    float (*cs)[CS_LD] = Cs[warp];                      // this warp's [16][WN+4] staging tile
+    constexpr int VPR = WN / 8;                         // 8-wide vectors per staged row
+    constexpr int VPL = 16 * VPR / 32;                  // vectors per lane (WN % 16 == 0 -> whole)
+#pragma unroll
+    for (int i = 0; i < FM; ++i) {
+#pragma unroll
+        for (int j = 0; j < FN; ++j) wmma::store_matrix_sync(&cs[0][j * 16], acc[i][j], CS_LD, wmma::mem_row_major);
+        __syncwarp();
+#pragma unroll
+        for (int p = 0; p < VPL; ++p) {
+            const int v = lane + p * 32;
+            const int r = v / VPR, c = (v % VPR) * 8;
+            const float4 lo = *reinterpret_cast<const float4*>(&cs[r][c]);
+            const float4 hi = *reinterpret_cast<const float4*>(&cs[r][c + 4]);
+            const float o[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+            gl_store_c8(C, ldc, M, N, row0 + wm * WM + i * 16 + r, col0 + wn * WN + c, o, alpha, beta);
+        }
+        __syncwarp();                                   // staging read before the next i overwrites it
+    }
+}

@@ -1,0 +1,294 @@
+"""Launch layer: load cubins into the device's primary context and launch them through the CUDA
+driver API (cuda-python), on the caller's current stream.
+
+``Plan`` resolves everything once (variant, cubin, function handle, texture objects, argument
+tuple) so that ``Plan.run()`` costs one ``cuLaunchKernel``: the benchmark times plans.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from .problem import GemmProblem, KernelProblem
+from .registry import MAX_GRID_Y, Launch, Rung
+from .toolchain import arch_for_capability
+from .variant import DTYPE_BYTES, Variant
+
+
+class NoGPUError(RuntimeError):
+    """No usable NVIDIA GPU / driver on this machine."""
+
+
+class CudaError(RuntimeError):
+    pass
+
+
+def _driver():
+    try:
+        from cuda.bindings import driver
+    except ImportError as exc:
+        raise ImportError('gemmlab needs cuda-python: pip install "gemmlab[cu13]" (or [cu12])') from exc
+    return driver
+
+
+def check(result, what: str):
+    """Unpack a cuda-python result tuple, raising CudaError with the call's name on failure."""
+    cu = _driver()
+    err, *rest = result if isinstance(result, tuple) else (result,)
+    if err != cu.CUresult.CUDA_SUCCESS:
+        _, name = cu.cuGetErrorName(err)
+        _, desc = cu.cuGetErrorString(err)
+        raise CudaError(f"{what} failed: {name.decode() if name else err} ({desc.decode() if desc else ''})")
+    if not rest:
+        return None
+    return rest[0] if len(rest) == 1 else tuple(rest)
+
+
+
+
+@functools.lru_cache(maxsize=None)
+def _init() -> None:
+    cu = _driver()
+    try:
+        res = cu.cuInit(0)
+    except Exception as exc:  # driver library missing (cuda.pathfinder raises)
+        raise NoGPUError(f"no NVIDIA driver found ({exc.__class__.__name__}: {exc})") from None
+    err = res[0]
+    if err != cu.CUresult.CUDA_SUCCESS:
+        raise NoGPUError(f"cuInit failed: {err} (no NVIDIA GPU, or the driver is not loaded)")
+    n = check(cu.cuDeviceGetCount(), "cuDeviceGetCount")
+    if n == 0:
+        raise NoGPUError("the NVIDIA driver reports no GPU")
+
+
+def gpu_available() -> bool:
+    try:
+        _init()
+        return True
+    except (NoGPUError, ImportError, CudaError):
+        return False
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    ordinal: int
+    name: str
+    cc: tuple[int, int]
+    arch: str
+    sm_count: int
+    max_clock_khz: int
+    l2_bytes: int
+    smem_per_block_optin: int
+    smem_per_sm: int
+    regs_per_sm: int
+    max_threads_per_sm: int
+    max_blocks_per_sm: int
+    tex_align: int
+    tex1d_linear_max: int
+    mem_clock_khz: int
+    bus_width_bits: int
+
+
+@functools.lru_cache(maxsize=None)
+def device_info(ordinal: int = 0) -> DeviceInfo:
+    _init()
+    cu = _driver()
+    dev = check(cu.cuDeviceGet(ordinal), "cuDeviceGet")
+    A = cu.CUdevice_attribute
+
+    def attr(a):
+        return int(check(cu.cuDeviceGetAttribute(a, dev), f"cuDeviceGetAttribute({a})"))
+
+    name = check(cu.cuDeviceGetName(256, dev), "cuDeviceGetName").split(b"\0")[0].decode()
+    cc = (attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
+    return DeviceInfo(
+        ordinal, name, cc, arch_for_capability(*cc),
+        attr(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
+        attr(A.CU_DEVICE_ATTRIBUTE_CLOCK_RATE),
+        attr(A.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE),
+        attr(A.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
+        attr(A.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR),
+        attr(A.CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR),
+        attr(A.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR),
+        attr(A.CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR),
+        attr(A.CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT),
+        attr(A.CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LINEAR_WIDTH),
+        attr(A.CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE),
+        attr(A.CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH),
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def _primary_context(ordinal: int):
+    _init()
+    cu = _driver()
+    dev = check(cu.cuDeviceGet(ordinal), "cuDeviceGet")
+    return check(cu.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+
+
+class _Ctx:
+    """Make the device's primary context current for the duration (the one CuPy/PyTorch use)."""
+
+    def __init__(self, ordinal: int):
+        self.ctx = _primary_context(ordinal)
+
+    def __enter__(self):
+        check(_driver().cuCtxPushCurrent(self.ctx), "cuCtxPushCurrent")
+
+    def __exit__(self, *exc):
+        check(_driver().cuCtxPopCurrent(), "cuCtxPopCurrent")
+
+
+_modules: dict[tuple[int, str], tuple[object, object]] = {}
+_modules_lock = threading.Lock()
+
+
+def load_function(variant: Variant, ordinal: int):
+    """(CUfunction, CompiledKernel) of a variant on a device, compiled and loaded once."""
+    info = device_info(ordinal)
+    ck = variant.compile(info.arch)
+    key = (ordinal, ck.key)
+    with _modules_lock:
+        hit = _modules.get(key)
+    if hit is not None:
+        return hit[1], ck
+    cu = _driver()
+    with _Ctx(ordinal):
+        mod = check(cu.cuModuleLoadData(ck.cubin), f"cuModuleLoadData({variant.describe()})")
+        fn = check(cu.cuModuleGetFunction(mod, ck.name.encode()), f"cuModuleGetFunction({ck.name})")
+    with _modules_lock:
+        _modules[key] = (mod, fn)
+    return fn, ck
+
+
+# ---- texture objects ------------------------------------------------------------------------
+_tex_cache: "OrderedDict[tuple, int]" = OrderedDict()
+_TEX_CACHE_MAX = 64
+
+
+def texture_for(ptr: int, span_bytes: int, channels: int, ordinal: int) -> tuple[int, int]:
+    """(texture object, element offset of ptr from the texture's base) for 1-D linear fp32 reads.
+
+    The texture starts at ``ptr`` aligned down to the device's texture alignment (never below
+    the allocation's start) and ends at the array's last byte rounded up to a whole float4,
+    clipped to the allocation. Fetches outside it return 0 and never fault.
+    """
+    cu = _driver()
+    info = device_info(ordinal)
+    with _Ctx(ordinal):
+        alloc_base, alloc_size = check(cu.cuMemGetAddressRange(ptr), "cuMemGetAddressRange")
+        alloc_base, alloc_size = int(alloc_base), int(alloc_size)
+        base = max(alloc_base, ptr - ptr % info.tex_align)
+        if base % info.tex_align:
+            raise ValueError(
+                f"the texture rungs need the operand's allocation aligned to {info.tex_align} bytes "
+                f"(allocation at {alloc_base:#x}); use another kernel"
+            )
+        end = min(alloc_base + alloc_size, -(-(ptr + span_bytes) // 16) * 16)
+        size = end - base
+        elem = 4 * channels
+        size -= size % elem
+        width = size // elem
+        if width > info.tex1d_linear_max:
+            raise ValueError(
+                f"operand spans {width} texels, over the device's 1-D linear texture limit of "
+                f"{info.tex1d_linear_max}; use a non-texture kernel"
+            )
+        key = (ordinal, base, size, channels)
+        obj = _tex_cache.get(key)
+        if obj is None:
+            res = cu.CUDA_RESOURCE_DESC()
+            res.resType = cu.CUresourcetype.CU_RESOURCE_TYPE_LINEAR
+            res.res.linear.devPtr = base
+            res.res.linear.format = cu.CUarray_format.CU_AD_FORMAT_FLOAT
+            res.res.linear.numChannels = channels
+            res.res.linear.sizeInBytes = size
+            tex = cu.CUDA_TEXTURE_DESC()
+            tex.filterMode = cu.CUfilter_mode.CU_TR_FILTER_MODE_POINT
+            obj = int(check(cu.cuTexObjectCreate(res, tex, None), "cuTexObjectCreate"))
+            _tex_cache[key] = obj
+            if len(_tex_cache) > _TEX_CACHE_MAX:
+                # a kernel in flight may still read the oldest one: finish the work first
+                check(cu.cuCtxSynchronize(), "cuCtxSynchronize")
+                _, old = _tex_cache.popitem(last=False)
+                check(cu.cuTexObjectDestroy(old), "cuTexObjectDestroy")
+        else:
+            _tex_cache.move_to_end(key)
+    return obj, (ptr - base) // 4
+
+
+# ---- launching ------------------------------------------------------------------------------
+def current_stream(lib: str, ordinal: int) -> int:
+    if lib == "cupy":
+        import cupy
+
+        with cupy.cuda.Device(ordinal):
+            return int(cupy.cuda.get_current_stream().ptr)
+    if lib == "torch":
+        import torch
+
+        return int(torch.cuda.current_stream(ordinal).cuda_stream)
+    return 0
+
+
+def checked_mode() -> bool:
+    """GEMMLAB_CHECK=1: synchronize after every launch and raise on asynchronous errors."""
+    return os.environ.get("GEMMLAB_CHECK", "") not in ("", "0")
+
+
+class Plan:
+    """One rung on one problem, ready to launch: ``run()`` is a single cuLaunchKernel."""
+
+    def __init__(self, problem: GemmProblem, rung: Rung, config=None):
+        self.problem = problem
+        self.rung = rung
+        kp: KernelProblem = problem.kernel_view()
+        self.kp = kp
+        self.ordinal = problem.c.device
+        info = device_info(self.ordinal)
+        if problem.dtype not in rung.dtypes:
+            raise ValueError(
+                f"kernel {rung.slug!r} does not support dtype {problem.dtype}; it supports {', '.join(rung.dtypes)}"
+            )
+        if info.cc[0] * 10 + info.cc[1] < rung.min_arch:
+            raise ValueError(f"kernel {rung.slug!r} needs sm_{rung.min_arch}+, this GPU is sm_{info.cc[0]}{info.cc[1]}")
+        self.variant = Variant.make(rung, problem.dtype, a_col=kp.a_col, b_col=kp.b_col,
+                                    vec_a=kp.vec_a, vec_b=kp.vec_b, vec_c=kp.vec_c, config=config)
+        cfg = self.variant.cfg
+        self.geometry: Launch = rung.launch(kp.M, kp.N, cfg)
+        if self.geometry.grid[1] > MAX_GRID_Y:
+            raise ValueError(
+                f"kernel {rung.slug!r} would need {self.geometry.grid[1]} row tiles (> {MAX_GRID_Y}); M={kp.M} is too tall for BM={cfg['BM']}"
+            )
+        self.function, self.compiled = load_function(self.variant, self.ordinal)
+        if self.geometry.smem > 48 * 1024:
+            cu = _driver()
+            check(cu.cuFuncSetAttribute(self.function, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                        self.geometry.smem), "cuFuncSetAttribute")
+        vals = [kp.M, kp.N, kp.K, kp.alpha, kp.a_ptr, kp.lda, kp.b_ptr, kp.ldb, kp.beta, kp.c_ptr, kp.ldc]
+        i32, f32, vp = ctypes.c_int, ctypes.c_float, ctypes.c_void_p
+        types = [i32, i32, i32, f32, vp, i32, vp, i32, f32, vp, i32]
+        if rung.textures:
+            a_info, b_info = (problem.a, problem.b) if not problem.c.col_major else (problem.b, problem.a)
+            isz = DTYPE_BYTES[problem.dtype]
+            ta, oa = texture_for(kp.a_ptr, a_info.span_elements * isz, 4 if kp.vec_a else 1, self.ordinal)
+            tb, ob = texture_for(kp.b_ptr, b_info.span_elements * isz, 4 if kp.vec_b else 1, self.ordinal)
+            vals += [ta, oa, tb, ob]
+            types += [ctypes.c_ulonglong, ctypes.c_longlong, ctypes.c_ulonglong, ctypes.c_longlong]
+        self._args = (tuple(vals), tuple(types))
+
+    def run(self, stream: int | None = None) -> None:
+        cu = _driver()
+        if stream is None:
+            stream = current_stream(self.problem.c.lib, self.ordinal)
+        g, b = self.geometry.grid, self.geometry.block
+        with _Ctx(self.ordinal):
+            check(cu.cuLaunchKernel(self.function, *g, *b, self.geometry.smem, stream, self._args, 0),
+                  f"launch of {self.variant.describe()}")
+            if checked_mode():
+                check(cu.cuStreamSynchronize(stream), f"kernel {self.variant.describe()}")
