@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import dispatch
-from .launch import Plan, device_info
+from .launch import Plan
 from .problem import describe_array, make_problem
 
 _TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
@@ -20,10 +20,9 @@ def _scale_in_place(c, beta: float) -> None:
 def plan(a, b, c, *, alpha=1.0, beta=0.0, kernel: str = "auto", config=None) -> Plan:
     """A prepared launch of one rung on these operands; ``plan(...).run()`` launches it."""
     problem = make_problem(a, b, c, alpha, beta)
+    rung = dispatch.choose(problem, kernel)
     if 0 in (problem.M, problem.N, problem.K):
         raise ValueError(f"empty problem {problem.M}x{problem.N}x{problem.K}: nothing to launch")
-    info = device_info(problem.c.device)
-    rung = dispatch.choose(problem, kernel, info.cc[0] * 10 + info.cc[1])
     return Plan(problem, rung, config)
 
 
@@ -36,17 +35,12 @@ def gemm(a, b, c, *, alpha=1.0, beta=0.0, kernel: str = "auto", config=None):
     ``gemmlab.kernels()``) or "auto"; ``config`` a preset name or dict of tile parameters.
     """
     problem = make_problem(a, b, c, alpha, beta)
-    if not isinstance(kernel, str):
-        raise TypeError(f"kernel must be a string (a rung slug or 'auto'), got {type(kernel).__name__}")
+    rung = dispatch.choose(problem, kernel)  # rejects unknown names and unsupported dtypes first
     if problem.M == 0 or problem.N == 0:
-        dispatch.choose(problem, kernel)  # still reject an unknown kernel name
         return c
     if problem.K == 0:
-        dispatch.choose(problem, kernel)
         _scale_in_place(c, problem.beta)
         return c
-    info = device_info(problem.c.device)
-    rung = dispatch.choose(problem, kernel, info.cc[0] * 10 + info.cc[1])
     Plan(problem, rung, config).run()
     return c
 

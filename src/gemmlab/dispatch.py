@@ -19,7 +19,8 @@ PREFERENCE: dict[str, tuple[str, ...]] = {
 
 
 def choose(problem: GemmProblem, kernel: str = "auto", arch_number: int | None = None) -> Rung:
-    """The rung to run: ``kernel`` forced by slug, or the preferred one for the dtype."""
+    """The rung to run: ``kernel`` forced by slug, or the preferred one for the dtype (and, when
+    ``arch_number`` is given, the architecture; otherwise the launch checks it)."""
     if not isinstance(kernel, str):
         raise TypeError(f"kernel must be a string (a rung slug or 'auto'), got {type(kernel).__name__}")
     if kernel != "auto":

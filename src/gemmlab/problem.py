@@ -181,7 +181,7 @@ class KernelProblem:
 
 
 def _check_scalar(name: str, v) -> float:
-    if isinstance(v, bool) or isinstance(v, complex):
+    if isinstance(v, (bool, complex, str, bytes)):
         raise TypeError(f"{name} must be a real number, got {type(v).__name__}")
     try:
         f = float(v)

@@ -134,11 +134,11 @@ def _warp_threads(cfg) -> int:
 
 def _warp_tile_constraints(cfg) -> list[str]:
     out = _divides(cfg, "WM", "BM") + _divides(cfg, "WN", "BN") + _mult(cfg, "BK", 4)
+    out += _divides(cfg, "TM", "WM") + _divides(cfg, "TN", "WN") + _mult(cfg, "TM", 4) + _mult(cfg, "TN", 4)
     if not out:
-        # a warp is 32 threads arranged 4 x 8 (WN) or 8 x 4 ...; each thread holds TM x TN in WM/WN
-        per_thread = cfg["WM"] * cfg["WN"] // 32
-        if per_thread % (cfg["TM"] * cfg["TN"]):
-            out.append(f"WM*WN/32={per_thread} must be a multiple of TM*TN={cfg['TM'] * cfg['TN']}")
+        lanes = (cfg["WM"] // cfg["TM"]) * (cfg["WN"] // cfg["TN"])
+        if lanes != 32:
+            out.append(f"(WM/TM)*(WN/TN)={lanes}: a warp tile must hold exactly 32 lanes of TM x TN outputs")
         out += _float4_split(cfg, _warp_threads(cfg))
     return out
 
@@ -149,12 +149,26 @@ def _wmma_threads(cfg) -> int:
 
 def _wmma_constraints(cfg) -> list[str]:
     out = _divides(cfg, "WM", "BM") + _divides(cfg, "WN", "BN") + _mult(cfg, "WM", 16) + _mult(cfg, "WN", 16) + _mult(cfg, "BK", 16)
+    if not out:
+        # 16_wmma.cu: two stages of 16-bit A and B tiles, rows padded by 8 (either layout), or the
+        # FP32 per-warp epilogue staging [warps][16][WN+4] that overlays them; static, <= 48 KB
+        bm, bn, bk = cfg["BM"], cfg["BN"], cfg["BK"]
+        ab = 2 * 2 * (max(bm * (bk + 8), bk * (bm + 8)) + max(bk * (bn + 8), bn * (bk + 8)))
+        staging = _wmma_threads(cfg) // 32 * 16 * (cfg["WN"] + 4) * 4
+        if max(ab, staging) > 48 * 1024:
+            out.append(f"shared memory {max(ab, staging)} B exceeds the 48 KB of static shared memory")
     return out
 
 
 # ---- the ladder --------------------------------------------------------------------------------
 _SIMPLE32 = {"BM": 32, "BN": 32, "THREADS": 1024}
 _SMEM32 = {"BM": 32, "BN": 32, "BK": 32, "THREADS": 1024}
+
+
+def _square_tile(cfg) -> list[str]:
+    """Rungs 4-7: square BM = BN = BK tiles, one thread per element of C (one load per tile)."""
+    out = [] if cfg["BM"] == cfg["BN"] == cfg["BK"] else [f"BM, BN and BK must be equal (got {cfg['BM']}, {cfg['BN']}, {cfg['BK']})"]
+    return out + ([] if cfg["THREADS"] == cfg["BM"] * cfg["BN"] else [f"THREADS={cfg['THREADS']} must be BM*BN={cfg['BM'] * cfg['BN']}"])
 
 RUNGS: tuple[Rung, ...] = (
     Rung(
@@ -169,48 +183,54 @@ RUNGS: tuple[Rung, ...] = (
         "threadIdx.x walks the columns of C: a warp reads one row of B and writes one row of C contiguously (coalesced).",
         ("002 gemm_v01", "000 gemm_32x32_v1", "000 gemm_32x32_v2"), "02_coalesced.cu",
         params=_SIMPLE32,
-        seed_figure="000 v1: 462.8 ms -> 38.9% faster than v0 only by hoisting threadIdx.x; 002 v01: 6.6% of cuBLAS",
+        constraints=lambda c: [] if c["BM"] * c["BN"] == c["THREADS"] else [f"THREADS={c['THREADS']} must be BM*BN={c['BM'] * c['BN']}"],
+        seed_figure="000 v1: 512 ms vs v0's 4671 ms at 8192^3 on V100 (2.15 TFLOPS), v2 (threadIdx.x hoisted) 459 ms; 002 v01: 1.72 TFLOPS on RTX 3090",
     ),
     Rung(
         3, "warp_shuffle", "Naive with warp-shuffle broadcast",
         "Each lane loads one A value of a 32-wide slice and the warp broadcasts it with __shfl_sync instead of 32 loads.",
         ("004 sgemm_naive",), "03_warp_shuffle.cu",
         params={"BM": 32, "BN": 32, "THREADS": 256},
+        constraints=lambda c: ([] if c["BM"] == 32 and c["BN"] == 32 else ["BM and BN must be 32 (the warp width)"])
+        + ([] if 32 % max(1, c["THREADS"] // 32) == 0 else [f"THREADS/32={c['THREADS'] // 32} warps must divide the 32 rows"]),
         seed_figure="004 sgemm_naive: 7% of cuBLAS",
     ),
     Rung(
         4, "smem", "Shared-memory tiling 32x32",
         "A block stages 32x32 tiles of A and B in shared memory; each global element is loaded once per block instead of 32 times.",
         ("000 gemm_32x32_v3", "002 gemm_v02", "Alcanderian sgemm_1"), "04_smem.cu",
-        params=_SMEM32,
-        seed_figure="000 v3: 2.2 TFLOPS class on V100 (see the seed's table); 002 v02: 10.9% of cuBLAS",
+        params=_SMEM32, constraints=_square_tile,
+        seed_figure="000 v3: 1565 ms at 8192^3 on V100 (0.70 TFLOPS), slower than untiled v2 because of bank conflicts; 002 v02 (conflict-free): 2.66 TFLOPS on RTX 3090",
     ),
     Rung(
         5, "smem_padded", "Shared-memory tiling, padded rows",
         "The shared tile rows are 33 floats wide, so a warp reading a column hits 32 different banks (no bank conflicts).",
         ("000 gemm_32x32_v4", "Alcanderian sgemm_2"), "05_smem_padded.cu",
-        params=_SMEM32,
-        seed_figure="000 v4: [32][33] padding removes the 32-way bank conflict of v3",
+        params=_SMEM32, constraints=_square_tile,
+        seed_figure="000 v4: [32][33] padding removes the 32-way bank conflict of v3: 324 ms vs 1565 ms at 8192^3 on V100 (3.39 TFLOPS)",
     ),
     Rung(
         6, "ldg", "Read-only data path (__ldg)",
         "A and B are const __restrict__ and read with __ldg, through the read-only (texture) cache.",
         ("003 ldg", "Alcanderian sgemm_3"), "06_ldg.cu",
-        params=_SMEM32,
+        params=_SMEM32, constraints=_square_tile, sass_claims=("LDG.E.CONSTANT",),
         seed_figure="003: ldg version beside vanilla (PTX ld.global.nc, SASS LDG.E.CONSTANT)",
     ),
     Rung(
         7, "texture", "Texture objects (tex1Dfetch<float>)",
         "A and B are read through 1-D texture objects over linear memory, the pre-Kepler way to the read-only cache.",
         ("003 texture",), "07_texture.cu",
-        params=_SMEM32, textures=True, sass_claims=("TEX",),
+        params=_SMEM32, constraints=_square_tile, textures=True, sass_claims=("TLD",),
         seed_figure="003: texture version (SASS TEXDEPBAR)",
     ),
     Rung(
         8, "reg_accum", "Accumulators in registers",
-        "The partial sums live in registers, one output column per warp iteration, instead of a shared-memory output tile.",
+        "The partial sums live in registers (4 per thread, one output row per warp iteration; the seed's column in column-major) instead of a shared-memory output tile.",
         ("004 sgemm_shared",), "08_reg_accum.cu",
         params={"BM": 32, "BN": 32, "BK": 32, "THREADS": 256},
+        constraints=lambda c: ([] if c["BN"] == 32 else ["BN must be 32 (lane -> column of C)"])
+        + ([] if c["BM"] % max(1, c["THREADS"] // 32) == 0 else [f"THREADS/32={c['THREADS'] // 32} warps must divide BM={c['BM']}"])
+        + _scalar_split(c, c["THREADS"]),
         seed_figure="004 sgemm_shared: 20% of cuBLAS",
     ),
     Rung(
@@ -247,7 +267,7 @@ RUNGS: tuple[Rung, ...] = (
         ("003 texture<float4>",), "12_vec_texture.cu",
         params={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
         threads=_thread_tile_threads, constraints=_thread_tile_constraints, textures=True,
-        sass_claims=("TEX", "LDS.128"),
+        sass_claims=("TLD", "LDS.128"),  # tex1Dfetch on linear memory compiles to TLD.LZ (seed 003's SASS too), not TEX
         seed_figure="003: texture<float4> version, the fastest of the slides' five",
     ),
     Rung(
@@ -273,7 +293,7 @@ RUNGS: tuple[Rung, ...] = (
         15, "warp_tiling", "Warp tiling",
         "Block tile -> warp tile (WM x WN) -> thread tile: each warp reads a compact sub-tile of shared memory, improving register reuse and locality.",
         ("002 gemm_v06",), "15_warp_tiling.cu",
-        params={"BM": 128, "BN": 128, "BK": 16, "WM": 64, "WN": 32, "TM": 8, "TN": 4},
+        params={"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "TM": 8, "TN": 8},
         threads=_warp_threads, constraints=_warp_tile_constraints,
         sass_claims=("LDG.E.128", "LDS.128"),
         seed_figure="002 v06 vectorized: 38.7 TFLOP/s at 4096^3 on H100, 0.75x cuBLAS (baselines.md)",

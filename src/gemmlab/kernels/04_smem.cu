@@ -16,6 +16,10 @@
 // replayed 32 times. (As[ty][k] is one address for the whole warp: a broadcast, no conflict.)
 // The tile stores conflict the same way whenever the lane walks the second index: Bs[tx][ty] for
 // row-major B, As[tx][ty] for column-major A.
+// SASS note: because the unpadded rows are 128 bytes (16-byte aligned), nvcc merges four k-steps
+// of each read into one LDS.128. That does not save it: a 128-bit shared load is served a
+// quarter-warp (8 lanes) at a time, and the 8 lanes' Bs[tx][k..k+3] all sit in banks k..k+3, an
+// 8-way conflict per quarter — 32 wavefronts per LDS.128 where 4 would do.
 // Why B and not A as in the seed: 000 is column-major with lane -> row of C, so its lanes read a
 // column of its A tile. gemmlab's C is row-major with lane -> column of C (coalesced, rung 2);
 // through C^T = B^T A^T the seed's A tile IS our B tile, read the same way. The A read of our

@@ -149,6 +149,34 @@ __device__ __forceinline__ void gl_store_c8(T* C, int ldc, int M, int N, int i, 
         if (j + e < N) gl_store_c(C, ldc, i, j + e, v[e], alpha, beta);
 }
 
+// Fragment load from shared memory. FP16: wmma::load_matrix_sync (NVVM sees the pointer is in
+// shared memory and emits wmma.load...shared -> LDSM). BF16: the same wmma.load, written as PTX,
+// because the BF16 overloads of load_matrix_sync reach PTX as GENERIC loads (no .shared), which
+// ptxas lowers to 32-bit LD + MOVM instead of LDSM. The BF16 16x16x16 A/B fragment is 4 x b32.
+template <class X, class Y> struct GlSame { static constexpr bool value = false; };
+template <class X> struct GlSame<X, X> { static constexpr bool value = true; };
+
+template <class Use, class Layout>
+__device__ __forceinline__ void gl_load_frag(wmma::fragment<Use, 16, 16, 16, T, Layout>& f, const T* p, unsigned ldm) {
+#if GL_DTYPE == 1
+    wmma::load_matrix_sync(f, p, ldm);
+#else
+    static_assert(sizeof(f.x) == 16, "BF16 m16n16k16 A/B fragment is 4 registers");
+    unsigned* r = reinterpret_cast<unsigned*>(f.x);
+    const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(p));
+#define GL_WMMA_LD_BF16(AB, LAY) \
+    asm volatile("wmma.load." AB ".sync.aligned." LAY ".m16n16k16.shared.bf16 {%0, %1, %2, %3}, [%4], %5;" \
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr), "r"(ldm) : "memory")
+    constexpr bool is_a = GlSame<Use, wmma::matrix_a>::value;
+    constexpr bool col = GlSame<Layout, wmma::col_major>::value;
+    if (is_a && !col) GL_WMMA_LD_BF16("a", "row");
+    else if (is_a)    GL_WMMA_LD_BF16("a", "col");
+    else if (!col)    GL_WMMA_LD_BF16("b", "row");
+    else              GL_WMMA_LD_BF16("b", "col");
+#undef GL_WMMA_LD_BF16
+#endif
+}
+
 extern "C" __global__ void __launch_bounds__(THREADS)
 gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc)
 {
@@ -237,18 +265,18 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
             for (int i = 0; i < FM; ++i) {
                 const int m = wm * WM + i * 16, k = kk * 16;
 #if GL_A_COL
-                wmma::load_matrix_sync(af[i], &As[cur][k][m], A_LD);
+                gl_load_frag(af[i], &As[cur][k][m], A_LD);
 #else
-                wmma::load_matrix_sync(af[i], &As[cur][m][k], A_LD);
+                gl_load_frag(af[i], &As[cur][m][k], A_LD);
 #endif
             }
 #pragma unroll
             for (int j = 0; j < FN; ++j) {
                 const int n = wn * WN + j * 16, k = kk * 16;
 #if GL_B_COL
-                wmma::load_matrix_sync(bf[j], &Bs[cur][n][k], B_LD);
+                gl_load_frag(bf[j], &Bs[cur][n][k], B_LD);
 #else
-                wmma::load_matrix_sync(bf[j], &Bs[cur][k][n], B_LD);
+                gl_load_frag(bf[j], &Bs[cur][k][n], B_LD);
 #endif
             }
 #pragma unroll

@@ -1,0 +1,307 @@
+"""The environment a measurement was taken in: GPU, clocks, driver, toolchain, library versions,
+source revision, and the device's theoretical peaks.
+
+``collect()`` is called once per benchmark run and ``clocks()`` before and after it; both go into
+the benchmark's JSON so that a figure can always be traced back to the machine that produced it.
+Nothing here raises for a missing piece: NVML absent (no driver, a container without
+libnvidia-ml), no GPU, no git checkout -- the corresponding values are ``None`` and an
+``*_error`` key says why.
+
+Peaks (``peaks()``, a pure function of compute capability, SM count and clock):
+
+* FP32 on the CUDA cores: SMs x FP32 FMA/clk/SM x 2 x max SM clock. FMA/clk/SM per architecture:
+  64 on sm_60/70/75/80 (GP100, V100, Turing, A100), 128 on sm_61, sm_86/89 (GA10x, Ada), sm_90
+  (Hopper) and Blackwell. H100 SXM: 132 x 128 x 2 x 1.98 GHz = 66.9 TFLOP/s (the datasheet's 67).
+* FP16/BF16 dense on the tensor cores with FP32 accumulation: SMs x flop/clk/SM x max SM clock.
+  flop/clk/SM: 1024 on Volta/Turing and on GA10x/Ada/consumer Blackwell at full rate (GeForce cards
+  halve the FP32-accumulate rate; the table gives the full rate), 2048 on A100 (108 x 2048 x
+  1.41 GHz = 312 TFLOP/s, the datasheet figure), 4096 on Hopper, 8192 on datacenter Blackwell.
+  For an H100 SXM this gives 132 x 4096 x 1.98 GHz = 1070 TFLOP/s at the maximum SM clock; the
+  datasheet's 989 TFLOP/s is the same formula at 1.83 GHz (the tensor cores do not sustain the
+  maximum clock under load). We report % of the peak at the maximum clock the device reports, so
+  the figure is computed from the device and never from a marketing table.
+"""
+
+from __future__ import annotations
+
+import functools
+import platform
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+# FP32 FMA per clock per SM (CUDA cores), by compute capability (major*10 + minor).
+FP32_FMA_PER_CLK_SM = {60: 64, 61: 128, 62: 128, 70: 64, 72: 64, 75: 64, 80: 64, 86: 128, 87: 128,
+                       89: 128, 90: 128, 100: 128, 101: 128, 103: 128, 110: 128, 120: 128, 121: 128}
+FP32_FMA_DEFAULT = 128
+
+# Dense FP16/BF16 tensor-core flop per clock per SM (FP32 accumulate, full rate), by capability.
+TENSOR_FLOP_PER_CLK_SM = {70: 1024, 72: 1024, 75: 1024, 80: 2048, 86: 1024, 87: 1024, 89: 1024,
+                          90: 4096, 100: 8192, 101: 8192, 103: 8192, 110: 8192, 120: 1024, 121: 1024}
+
+# Known throttle-reason bits (nvmlClocksEventReason*), decoded into names for the JSON.
+_REASONS = ("GpuIdle", "ApplicationsClocksSetting", "SwPowerCap", "HwSlowdown", "SyncBoost",
+            "SwThermalSlowdown", "HwThermalSlowdown", "HwPowerBrakeSlowdown", "DisplayClockSetting")
+
+
+# ---- peaks -------------------------------------------------------------------------------------
+def peaks(cc: tuple[int, int] | None, sm_count: int | None, clock_mhz: float | None) -> dict:
+    """Theoretical FP32 (CUDA-core) and FP16/BF16 dense tensor-core peaks in TFLOP/s.
+
+    Values are ``None`` where an input is unknown (or the tensor rate of the architecture is not
+    in the table)."""
+    out = {"clock_mhz": clock_mhz, "sm_count": sm_count, "fp32_fma_per_clk_sm": None, "fp32_tflops": None,
+           "tensor_flop_per_clk_sm": None, "tensor_tflops": None,
+           "note": "peak = SMs x per-SM rate x max SM clock; the FP16/BF16 datasheet figure of an H100 SXM "
+                   "(989 TFLOP/s) corresponds to 1.83 GHz, this formula at 1.98 GHz gives 1070"}
+    if cc is None:
+        return out
+    key = cc[0] * 10 + cc[1]
+    fma = FP32_FMA_PER_CLK_SM.get(key, FP32_FMA_DEFAULT)
+    tensor = TENSOR_FLOP_PER_CLK_SM.get(key)
+    out["fp32_fma_per_clk_sm"] = fma
+    out["tensor_flop_per_clk_sm"] = tensor
+    if sm_count and clock_mhz:
+        hz = clock_mhz * 1e6
+        out["fp32_tflops"] = sm_count * fma * 2 * hz / 1e12
+        out["tensor_tflops"] = sm_count * tensor * hz / 1e12 if tensor else None
+    return out
+
+
+def peak_for_dtype(peak: dict, dtype: str) -> float | None:
+    """The peak a result of ``dtype`` is compared with: FP32 cores for fp32, tensor cores otherwise."""
+    return peak.get("fp32_tflops") if dtype == "fp32" else peak.get("tensor_tflops")
+
+
+# ---- NVML --------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=None)
+def _nvml():
+    """The initialized pynvml module, or an error string (cached: NVML is initialized once)."""
+    try:
+        import pynvml
+    except ImportError as exc:
+        return f"pynvml not installed ({exc}); pip install nvidia-ml-py"
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, ...
+        return f"NVML unavailable: {exc.__class__.__name__}: {exc}"
+    return pynvml
+
+
+def _pci_bus_id(ordinal: int) -> str | None:
+    """The CUDA device's PCI bus id, to find the same GPU in NVML whatever CUDA_VISIBLE_DEVICES says."""
+    try:
+        from . import launch
+
+        launch._init()
+        cu = launch._driver()
+        dev = launch.check(cu.cuDeviceGet(ordinal), "cuDeviceGet")
+        bus = launch.check(cu.cuDeviceGetPCIBusId(32, dev), "cuDeviceGetPCIBusId")
+        if isinstance(bus, (bytes, bytearray)):
+            bus = bytes(bus).split(b"\0")[0].decode()
+        return str(bus).split("\0")[0] or None
+    except Exception:
+        return None
+
+
+@functools.lru_cache(maxsize=None)
+def _handle(ordinal: int):
+    """(pynvml, handle) for the CUDA device ``ordinal``, or (None, error string)."""
+    nv = _nvml()
+    if isinstance(nv, str):
+        return None, nv
+    bus = _pci_bus_id(ordinal)
+    try:
+        if bus:
+            return nv, nv.nvmlDeviceGetHandleByPciBusId(bus)
+        return nv, nv.nvmlDeviceGetHandleByIndex(ordinal)
+    except Exception as exc:
+        return None, f"NVML has no handle for device {ordinal} (bus {bus}): {exc}"
+
+
+def _try(fn, *args):
+    try:
+        return fn(*args)
+    except Exception:
+        return None
+
+
+def _text(x):
+    return x.decode() if isinstance(x, (bytes, bytearray)) else x
+
+
+def _reasons(nv, mask: int | None) -> list[str] | None:
+    if mask is None:
+        return None
+    names = []
+    for r in _REASONS:
+        bit = getattr(nv, "nvmlClocksEventReason" + r, None) or getattr(nv, "nvmlClocksThrottleReason" + r, None)
+        if bit and mask & bit:
+            names.append(r)
+    return names
+
+
+def clocks(ordinal: int = 0) -> dict:
+    """Current SM and memory clocks (MHz), temperature, power and clock-limiting reasons (NVML).
+
+    All values are ``None`` when NVML is unavailable; ``error`` then says why."""
+    out = {"time": datetime.now(timezone.utc).isoformat(timespec="seconds"), "sm_mhz": None, "mem_mhz": None,
+           "temperature_c": None, "power_w": None, "clock_event_reasons": None, "clock_event_mask": None}
+    nv, h = _handle(ordinal)
+    if nv is None:
+        out["error"] = h
+        return out
+    out["sm_mhz"] = _try(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_SM)
+    out["mem_mhz"] = _try(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_MEM)
+    out["temperature_c"] = _try(nv.nvmlDeviceGetTemperature, h, getattr(nv, "NVML_TEMPERATURE_GPU", 0))
+    mw = _try(nv.nvmlDeviceGetPowerUsage, h)
+    out["power_w"] = mw / 1000.0 if mw is not None else None
+    getter = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
+        nv, "nvmlDeviceGetCurrentClocksThrottleReasons", None)
+    mask = _try(getter, h) if getter else None
+    out["clock_event_mask"] = mask
+    out["clock_event_reasons"] = _reasons(nv, mask)
+    return out
+
+
+# ---- versions ----------------------------------------------------------------------------------
+def _dist_version(module: str) -> tuple[str | None, str | None]:
+    """(distribution name, version) of the installed package providing ``module``, without importing it."""
+    import importlib.metadata as md
+
+    try:
+        dists = md.packages_distributions().get(module) or []
+    except Exception:
+        dists = []
+    for d in dists:
+        if module == "cuda" and d != "cuda-bindings":
+            continue
+        try:
+            return d, md.version(d)
+        except Exception:
+            continue
+    return None, None
+
+
+def library_versions() -> dict:
+    out = {"python": platform.python_version(), "platform": platform.platform()}
+    for key, module in (("numpy", "numpy"), ("cupy", "cupy"), ("torch", "torch"), ("cuda-bindings", "cuda"),
+                        ("nvidia-ml-py", "pynvml"), ("rich", "rich")):
+        dist, ver = _dist_version(module)
+        out[key] = ver
+        if key == "cupy" and dist:
+            out["cupy_dist"] = dist  # cupy-cuda12x / cupy-cuda13x
+    torch = sys.modules.get("torch")  # only if already imported: importing torch costs seconds
+    if torch is not None:
+        out["torch_cuda"] = getattr(getattr(torch, "version", None), "cuda", None)
+    return out
+
+
+def cuda_driver_version() -> str | None:
+    """The CUDA version the driver supports (cuDriverGetVersion), e.g. ``'13.0'``."""
+    try:
+        from cuda.bindings import driver
+
+        err, v = driver.cuDriverGetVersion()
+        if err != driver.CUresult.CUDA_SUCCESS:
+            return None
+        return f"{v // 1000}.{(v % 1000) // 10}"
+    except Exception:
+        return None
+
+
+def _nvrtc_version() -> str | None:
+    try:
+        from .toolchain import nvrtc_version
+
+        return nvrtc_version()
+    except Exception:
+        return None
+
+
+def source_root() -> Path | None:
+    """The git checkout gemmlab is imported from (src layout), or None for an installed package."""
+    pkg = Path(__file__).resolve().parent
+    root = pkg.parents[1]
+    if pkg.parent.name == "src" and (root / ".git").exists():
+        return root
+    return None
+
+
+def git_revision() -> tuple[str | None, bool | None]:
+    """(commit, dirty) of the source checkout; (None, None) when not running from one.
+
+    Read-only: ``--no-optional-locks`` keeps ``git status`` from refreshing the index."""
+    root = source_root()
+    if root is None:
+        return None, None
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                timeout=10, check=True).stdout.strip() or None
+    except Exception:
+        return None, None
+    try:
+        st = subprocess.run(["git", "--no-optional-locks", "-C", str(root), "status", "--porcelain",
+                             "--untracked-files=no"], capture_output=True, text=True, timeout=10, check=True).stdout
+        dirty = bool(st.strip())
+    except Exception:
+        dirty = None
+    return commit, dirty
+
+
+# ---- everything --------------------------------------------------------------------------------
+def collect(ordinal: int = 0) -> dict:
+    """GPU, clocks, driver, CUDA, NVRTC, libraries, source revision and peaks, as a JSON-ready dict.
+
+    Keys (values ``None`` when unknown): gpu_name, ordinal, pci_bus_id, uuid, sm_count,
+    compute_capability ("9.0"), arch ("sm_90a"), max_sm_clock_mhz (NVML max, else the CUDA
+    attribute), max_sm_clock_mhz_cuda, max_mem_clock_mhz, l2_bytes, memory_bus_width_bits,
+    total_memory_bytes, power_limit_w, driver_version, cuda_driver_version, nvrtc_version,
+    libraries {python, platform, numpy, cupy, torch, cuda-bindings, ...}, gemmlab_version,
+    git_commit, git_dirty, clocks (current, see ``clocks()``), peaks (see ``peaks()``),
+    and cuda_error / nvml_error when those parts are unavailable.
+    """
+    from . import __version__
+
+    env: dict = {"gpu_name": None, "ordinal": ordinal, "pci_bus_id": None, "uuid": None, "sm_count": None,
+                 "compute_capability": None, "arch": None, "max_sm_clock_mhz": None, "max_sm_clock_mhz_cuda": None,
+                 "max_mem_clock_mhz": None, "l2_bytes": None, "memory_bus_width_bits": None,
+                 "total_memory_bytes": None, "power_limit_w": None, "driver_version": None,
+                 "cuda_driver_version": cuda_driver_version(), "nvrtc_version": _nvrtc_version()}
+    cc = None
+    try:
+        from .launch import device_info
+
+        info = device_info(ordinal)
+        cc = tuple(info.cc)
+        env.update(gpu_name=info.name, sm_count=info.sm_count, compute_capability=f"{cc[0]}.{cc[1]}",
+                   arch=info.arch, max_sm_clock_mhz_cuda=info.max_clock_khz / 1000.0, l2_bytes=info.l2_bytes,
+                   memory_bus_width_bits=info.bus_width_bits)
+        env["pci_bus_id"] = _pci_bus_id(ordinal)
+    except Exception as exc:
+        env["cuda_error"] = f"{exc.__class__.__name__}: {exc}"
+
+    nv, h = _handle(ordinal)
+    if nv is None:
+        env["nvml_error"] = h
+    else:
+        env["driver_version"] = _text(_try(nv.nvmlSystemGetDriverVersion))
+        if env["gpu_name"] is None:
+            env["gpu_name"] = _text(_try(nv.nvmlDeviceGetName, h))
+        env["uuid"] = _text(_try(nv.nvmlDeviceGetUUID, h))
+        env["max_sm_clock_mhz"] = _try(nv.nvmlDeviceGetMaxClockInfo, h, nv.NVML_CLOCK_SM)
+        env["max_mem_clock_mhz"] = _try(nv.nvmlDeviceGetMaxClockInfo, h, nv.NVML_CLOCK_MEM)
+        mem = _try(nv.nvmlDeviceGetMemoryInfo, h)
+        env["total_memory_bytes"] = getattr(mem, "total", None)
+        mw = _try(nv.nvmlDeviceGetEnforcedPowerLimit, h)
+        env["power_limit_w"] = mw / 1000.0 if mw is not None else None
+    if env["max_sm_clock_mhz"] is None:
+        env["max_sm_clock_mhz"] = env["max_sm_clock_mhz_cuda"]
+
+    env["libraries"] = library_versions()
+    env["gemmlab_version"] = __version__
+    env["git_commit"], env["git_dirty"] = git_revision()
+    env["clocks"] = clocks(ordinal)
+    env["peaks"] = peaks(cc, env["sm_count"], env["max_sm_clock_mhz"])
+    return env

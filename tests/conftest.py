@@ -1,0 +1,37 @@
+"""Shared test set-up: GPU tests are marked ``gpu`` and skipped, with the reason shown, when this
+machine has no NVIDIA GPU; the kernel cache goes to a per-session temporary folder unless
+GEMMLAB_CACHE_DIR is set."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+def _gpu_reason() -> str | None:
+    try:
+        from gemmlab.launch import gpu_available
+    except ImportError as exc:  # pragma: no cover
+        return f"gemmlab's CUDA bindings are not importable ({exc})"
+    if not gpu_available():
+        return "no NVIDIA GPU/driver on this machine: GPU tests skipped (run tests/gpu_suite.sh on a GPU machine)"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    gpu_items = [i for i in items if i.get_closest_marker("gpu")]
+    if not gpu_items:
+        return
+    reason = _gpu_reason()
+    if reason:
+        skip = pytest.mark.skip(reason=reason)
+        for item in gpu_items:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _kernel_cache(tmp_path_factory):
+    if "GEMMLAB_CACHE_DIR" not in os.environ:
+        os.environ["GEMMLAB_CACHE_DIR"] = str(tmp_path_factory.mktemp("gemmlab-cache"))
+    yield

@@ -1,0 +1,151 @@
+"""Every rung, every dtype it claims, all 8 layout combinations of A, B, C, alpha/beta (with
+beta = 0 on a NaN-poisoned C), over odd and degenerate shapes: checked against cuBLAS in float64
+on fresh random data (gemmlab.verify)."""
+
+import itertools
+
+import pytest
+
+import gemmlab
+from gemmlab.verify import verify
+
+pytestmark = pytest.mark.gpu
+
+# (M, N, K, ld_pad, offset): odd, prime, below one tile, tall-skinny, K = 1, single row/column,
+# exact multiples of the tiles with several K tiles, leading dimensions that are not multiples of
+# the vector width, base pointers that are not 16-byte aligned.
+SHAPES = [
+    (1, 1, 1, 0, 0),
+    (7, 5, 3, 0, 0),
+    (127, 129, 65, 0, 0),
+    (256, 128, 96, 0, 0),
+    (257, 31, 300, 0, 0),
+    (33, 300, 1, 0, 0),
+    (1, 515, 77, 0, 0),
+    (300, 1, 129, 0, 0),
+    (130, 257, 129, 3, 1),
+    (192, 160, 64, 1, 0),
+]
+ALPHA_BETA = [(1.0, 0.0), (1.5, -0.75)]
+LAYOUTS = list(itertools.product((False, True), repeat=3))
+CASES = [(r.slug, dt) for r in gemmlab.kernels() for dt in r.dtypes]
+
+
+def _lib(dtype):
+    return "torch" if dtype == "bf16" else None
+
+
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda l: "".join("C" if x else "R" for x in l))
+@pytest.mark.parametrize("slug,dtype", CASES)
+def test_rung_matches_cublas_for_odd_shapes_in_every_layout(slug, dtype, layout):
+    a_col, b_col, c_col = layout
+    failures = []
+    for (M, N, K, pad, off), (alpha, beta) in itertools.product(SHAPES, ALPHA_BETA):
+        r = verify(slug, M, N, K, dtype, lib=_lib(dtype), a_col=a_col, b_col=b_col, c_col=c_col,
+                   alpha=alpha, beta=beta, ld_pad=pad, offset=off)
+        if not r.ok:
+            failures.append(r.message())
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("slug", ["warp_tiling", "naive"])
+def test_torch_tensors_work_like_cupy_arrays(slug):
+    pytest.importorskip("torch")
+    r = verify(slug, 131, 67, 45, "fp32", lib="torch", a_col=True, alpha=0.5, beta=2.0)
+    assert r.ok, r.message()
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16"])
+def test_auto_picks_a_correct_rung_for_each_dtype(dtype):
+    r = verify("auto", 515, 259, 333, dtype, lib=_lib(dtype), alpha=1.0, beta=0.25)
+    assert r.ok, r.message()
+
+
+def test_larger_problem_with_many_k_tiles_is_accurate():
+    r = verify("auto", 1000, 1100, 2049, "fp32", alpha=1.0, beta=1.0)
+    assert r.ok, r.message()
+
+
+def test_beta_zero_never_reads_c_even_when_it_holds_nan():
+    import cupy as cp
+
+    a = cp.random.standard_normal((65, 33), dtype=cp.float32)
+    b = cp.random.standard_normal((33, 47), dtype=cp.float32)
+    c = cp.full((65, 47), cp.nan, dtype=cp.float32)
+    for rung in gemmlab.kernels():
+        if "fp32" in rung.dtypes:
+            c.fill(cp.nan)
+            gemmlab.gemm(a, b, c, beta=0.0, kernel=rung.slug)
+            assert bool(cp.isfinite(c).all()), rung.slug
+
+
+def test_k_zero_gives_beta_times_c_without_a_launch():
+    import cupy as cp
+
+    a, b = cp.empty((5, 0), cp.float32), cp.empty((0, 4), cp.float32)
+    c = cp.random.standard_normal((5, 4), dtype=cp.float32)
+    want = 0.5 * c
+    gemmlab.gemm(a, b, c, beta=0.5)
+    assert bool(cp.allclose(c, want))
+    c.fill(cp.nan)
+    gemmlab.gemm(a, b, c, beta=0.0)
+    assert bool((c == 0).all())
+
+
+def test_empty_m_or_n_is_a_no_op():
+    import cupy as cp
+
+    c = cp.empty((0, 4), cp.float32)
+    assert gemmlab.gemm(cp.ones((0, 3), cp.float32), cp.ones((3, 4), cp.float32), c) is c
+
+
+def test_matmul_returns_a_new_array_of_the_input_library():
+    import cupy as cp
+
+    a = cp.random.standard_normal((70, 30), dtype=cp.float32)
+    b = cp.random.standard_normal((30, 20), dtype=cp.float32)
+    c = gemmlab.matmul(a, b)
+    assert isinstance(c, cp.ndarray) and c.shape == (70, 20) and c.dtype == cp.float32
+    assert float(cp.abs(c - a @ b).max()) < 1e-3
+
+
+def test_matmul_of_torch_tensors_returns_a_torch_tensor():
+    torch = pytest.importorskip("torch")
+    a = torch.randn(40, 24, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(24, 56, device="cuda", dtype=torch.bfloat16)
+    c = gemmlab.matmul(a, b)
+    assert isinstance(c, torch.Tensor) and c.dtype == torch.bfloat16 and c.shape == (40, 56)
+    ref = (a.double() @ b.double())
+    assert float((c.double() - ref).norm() / ref.norm()) < 1e-2
+
+
+def test_kernel_runs_on_the_callers_current_stream():
+    # Capture the call into a CUDA graph on a non-default stream: a launch on any other stream
+    # would break the capture, and replaying the graph must compute the product.
+    import cupy as cp
+
+    a = cp.random.standard_normal((256, 192), dtype=cp.float32)
+    b = cp.random.standard_normal((192, 128), dtype=cp.float32)
+    c = cp.empty((256, 128), cp.float32)
+    s = cp.cuda.Stream(non_blocking=True)
+    with s:
+        s.begin_capture()
+        gemmlab.gemm(a, b, c, kernel="tile_2d")
+        graph = s.end_capture()
+    c.fill(cp.nan)
+    graph.launch(s)
+    s.synchronize()
+    assert float(cp.abs(c - a @ b).max()) < 1e-3
+
+
+def test_plan_runs_repeatedly_with_the_same_result():
+    import cupy as cp
+
+    a = cp.random.standard_normal((300, 200), dtype=cp.float32)
+    b = cp.random.standard_normal((200, 100), dtype=cp.float32)
+    c = cp.empty((300, 100), cp.float32)
+    p = gemmlab.plan(a, b, c, kernel="double_buffer")
+    p.run()
+    first = c.copy()
+    p.run()
+    assert bool((c == first).all())

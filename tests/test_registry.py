@@ -1,0 +1,90 @@
+"""The registry is the single source of truth for the ladder."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+import gemmlab
+from gemmlab import registry
+from gemmlab.compile import KERNEL_DIR
+
+SEEDS_TO_COVER = {
+    # every kernel variant the seeds describe (issue: "every seed kernel covered")
+    "002 gemm_v00", "002 gemm_v01", "002 gemm_v02", "002 gemm_v03", "002 gemm_v04", "002 gemm_v05",
+    "002 gemm_v06", "002 gemm_v07",
+    "000 gemm_32x32_v0", "000 gemm_32x32_v1", "000 gemm_32x32_v2", "000 gemm_32x32_v3",
+    "000 gemm_32x32_v4", "000 gemm_32x32_v5", "000 gemm_64x64", "000 gemm_128x128", "000 TWO_BUFFER",
+    "Alcanderian sgemm_1", "Alcanderian sgemm_2", "Alcanderian sgemm_3", "fynv g_fgemm",
+    "003 ldg", "003 texture", "003 ldg(float4)", "003 texture<float4>", "003 BEAST THR_M x THR_N",
+    "004 sgemm_naive", "004 sgemm_shared", "004 sgemm 2x2 tile",
+    "001 sgemm 128x128x8 prefetch",
+}
+
+
+def test_kernels_are_in_ladder_order():
+    numbers = [r.number for r in gemmlab.kernels()]
+    assert numbers == list(range(1, len(numbers) + 1))
+
+
+def test_slugs_are_unique_and_stable_identifiers():
+    slugs = [r.slug for r in gemmlab.kernels()]
+    assert len(set(slugs)) == len(slugs)
+    assert all(re.fullmatch(r"[a-z][a-z0-9_]*", s) for s in slugs)
+
+
+def test_every_rung_has_summary_dtypes_and_seeds():
+    for r in gemmlab.kernels():
+        assert r.summary and "\n" not in r.summary
+        assert r.dtypes and set(r.dtypes) <= {"fp32", "fp16", "bf16"}
+        assert r.seeds
+
+
+def test_every_seed_kernel_is_covered_by_a_rung():
+    covered = {s for r in gemmlab.kernels() for s in r.seeds}
+    assert SEEDS_TO_COVER <= covered, SEEDS_TO_COVER - covered
+
+
+def test_one_source_file_per_rung_numbered_like_the_rung():
+    sources = [r.source for r in gemmlab.kernels()]
+    assert len(set(sources)) == len(sources)
+    for r in gemmlab.kernels():
+        assert r.source.startswith(f"{r.number:02d}_"), r.source
+        assert (KERNEL_DIR / r.source).is_file()
+
+
+def test_every_rung_source_opens_with_a_header_naming_its_seed():
+    for r in gemmlab.kernels():
+        head = (KERNEL_DIR / r.source).read_text().split("#include")[0]
+        assert f"Rung {r.number}" in head
+        assert "seed" in head.lower()
+
+
+def test_the_ladder_ends_with_tensor_cores_for_half_types():
+    last = gemmlab.kernels()[-1]
+    assert set(last.dtypes) == {"fp16", "bf16"} and "HMMA" in last.sass_claims
+
+
+def test_default_configs_are_valid():
+    for r in gemmlab.kernels():
+        cfg = r.config()
+        assert r.check_config(cfg) == []
+        for name in r.presets:
+            r.config(name)
+
+
+def test_invalid_config_is_rejected_with_the_reason():
+    r = registry.get("warp_tiling")
+    with pytest.raises(ValueError, match="32 lanes"):
+        r.config({"WM": 32})
+    with pytest.raises(ValueError, match="no parameter"):
+        r.config({"XX": 4})
+    with pytest.raises(ValueError, match="positive int"):
+        r.config({"BK": 0})
+
+
+def test_get_accepts_slug_or_number_and_rejects_unknown_names():
+    assert registry.get("naive").number == 1
+    assert registry.get("15").slug == "warp_tiling"
+    with pytest.raises(ValueError, match="unknown kernel 'nope'.*available"):
+        registry.get("nope")

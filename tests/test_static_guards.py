@@ -1,0 +1,48 @@
+"""Static guards on what makes each rung fast, read from the cubin without a GPU:
+every rung compiles for sm_90a and sm_80, never spills or uses local memory (any layout, with
+and without vector access), and its SASS contains the instructions the rung claims
+(128-bit loads for the vectorized rungs, HMMA for the tensor-core rung, TEX for textures)."""
+
+import itertools
+
+import pytest
+
+from gemmlab import disasm, kernels
+from gemmlab.variant import Variant
+
+ARCHS = ("sm_90a", "sm_80")
+CASES = [(r.slug, dt) for r in kernels() for dt in r.dtypes]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("slug,dtype", CASES)
+def test_rung_compiles_without_spills_or_local_memory_in_every_layout(slug, dtype, arch):
+    for a_col, b_col, vec in itertools.product((False, True), (False, True), (True, False)):
+        v = Variant.make(slug, dtype, a_col=a_col, b_col=b_col, vec_a=vec, vec_b=vec, vec_c=vec)
+        res = disasm.resource_usage(v.compile(arch).cubin)
+        assert res.local == 0, f"{v.describe()} on {arch}: {res.local} bytes of local memory/stack (spills)"
+        assert res.registers <= 255
+
+
+@pytest.mark.parametrize("slug,dtype", [(r.slug, r.dtypes[0]) for r in kernels() if r.sass_claims])
+def test_rung_sass_contains_the_instructions_it_claims(slug, dtype):
+    v = Variant.make(slug, dtype)
+    sass = disasm.sass(v.compile("sm_90a").cubin)
+    missing = [c for c in v.rung.sass_claims if not disasm.has_opcode(sass, c)]
+    assert not missing, f"{slug}: SASS lacks {missing}"
+
+
+@pytest.mark.parametrize("slug", [r.slug for r in kernels() if r.presets])
+def test_rung_presets_compile_without_local_memory(slug):
+    r = next(k for k in kernels() if k.slug == slug)
+    for preset in r.presets:
+        res = disasm.resource_usage(Variant.make(slug, r.dtypes[0], config=preset).compile("sm_90a").cubin)
+        assert res.local == 0, f"{slug}[{preset}] uses local memory"
+
+
+def test_opcode_claims_match_modifiers_in_order_but_not_other_opcodes():
+    text = "        /*0100*/                   LDG.E.128.CONSTANT R4, desc[UR4][R2.64] ;\n" \
+           "        /*0110*/                   TEXDEPBAR 0x0 ;\n"
+    assert disasm.has_opcode(text, "LDG.E.128")
+    assert not disasm.has_opcode(text, "LDS.128")
+    assert not disasm.has_opcode(text, "TEX")
