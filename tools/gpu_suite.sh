@@ -30,7 +30,6 @@ for st in "${stages[@]}"; do
   case $st in
     env) run env bash -c "nvidia-smi; $PY -c 'import cupy, torch, cuda.bindings, cuda.pathfinder, sys; print(sys.version); print(cupy.__version__, torch.__version__, cuda.bindings.__version__, cuda.pathfinder.__version__)'; $PY -m pip list 2>/dev/null | grep -i -E 'nvidia|cuda|cupy|rich|matplotlib|pytest'; ls /usr/local/cuda/include | head -3" ;;
     verify0) run verify0 $PY tools/_gl_partial.py gemmlab.cmd_verify --shapes 1x1x1,7x5x3,127x129x65,257x31x300,130x257x129 ;;
-    verify0) run verify0 $PY tools/_gl_partial.py gemmlab.cmd_verify verify --shapes 1x1x1,7x5x3,127x129x65,257x31x300,130x257x129 ;;
     verify) run verify $GL verify --shapes 1x1x1,7x5x3,127x129x65,257x31x300,130x257x129 ;;
     pytest) run pytest $PY -m pytest tests -m gpu -q -x -p no:cacheprovider --maxfail=5 ;;
     pytest-all) run pytest-all $PY -m pytest tests -q -p no:cacheprovider ;;
