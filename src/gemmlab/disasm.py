@@ -7,6 +7,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 from .toolchain import find_tool
 
@@ -89,9 +90,6 @@ def has_opcode(sass_text: str, claim: str) -> bool:
 #   cuobjdump -sass:  ``@P1 BRA 0x340 ;`` (absolute offset inside the function) and encoding comments
 # Instruction lines look alike in both: ``/*0730*/   [@!P0] OPCODE.MODS operands ;``.
 
-from typing import Iterable  # noqa: E402  (kept next to the code that uses it)
-
-
 @dataclass(frozen=True)
 class Instruction:
     offset: int                 # byte offset inside the function
@@ -134,10 +132,10 @@ def parse_sass_functions(text: str) -> dict[str, list[Instruction]]:
     """Every function of an nvdisasm or cuobjdump listing: name -> instructions in address order.
     Branch targets given as labels (nvdisasm) or absolute offsets (cuobjdump) both land in
     ``Instruction.target``."""
-    funcs: dict[str, list[tuple[int, str, str, str]]] = {}
-    labels: dict[str, dict[str, int]] = {}
-    pending: dict[str, list[str]] = {}
-    current = None
+    current = ""  # instructions before any function header (a bare excerpt) go to function ""
+    funcs: dict[str, list[tuple[int, str, str, str]]] = {current: []}
+    labels: dict[str, dict[str, int]] = {current: {}}
+    pending: dict[str, list[str]] = {current: []}
     for line in text.splitlines():
         m = _FUNC_NVDISASM.match(line) or _FUNC_CUOBJDUMP.match(line)
         if m:
@@ -145,8 +143,6 @@ def parse_sass_functions(text: str) -> dict[str, list[Instruction]]:
             funcs.setdefault(current, [])
             labels.setdefault(current, {})
             pending[current] = []
-            continue
-        if current is None:
             continue
         m = _LABEL.match(line)
         if m:
@@ -184,7 +180,7 @@ def parse_sass_functions(text: str) -> dict[str, list[Instruction]]:
 
 
 # opcodes whose last operand may be a code address in cuobjdump's listing
-_LABEL_TAKERS = frozenset({"BRA", "JMP", "BSSY", "CALL", "BREAK", "SSY", "PBK", "PCNT", "WARPSYNC"})
+_LABEL_TAKERS = frozenset({"BRA", "JMP", "BSSY", "CALL", "SSY", "PBK", "PCNT"})
 
 
 def parse_sass(text: str, function: str | None = None) -> list[Instruction]:

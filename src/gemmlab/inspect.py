@@ -58,9 +58,13 @@ def _resolve_config(rung: Rung, config) -> Mapping[str, int] | str | None:
     return merged
 
 
-def analyze_sass(listing: str) -> dict:
-    """Kernel-wide counts and the hot loop of one SASS listing (nvdisasm or cuobjdump)."""
-    insns = disasm.parse_sass(listing)
+def analyze_sass(listing: str, function: str | None = None) -> dict:
+    """Kernel-wide counts and the hot loop of one SASS listing (nvdisasm or cuobjdump), for
+    ``function`` (default: the listing's first function)."""
+    funcs = disasm.parse_sass_functions(listing)
+    if not funcs:
+        raise ValueError("no SASS instructions found in the listing")
+    insns = funcs.get(function) if function in funcs else next(iter(funcs.values()))
     loops = disasm.find_loops(insns)
     hot = disasm.hot_loop(insns)
     hot_info = None
@@ -101,7 +105,7 @@ def inspect_rung(rung: Rung | str, dtype: str | None = None, arch: str = "sm_90a
     ck = variant.compile(arch)
     res = disasm.resource_usage(ck.cubin)
     listing = disasm.sass_listing(ck.cubin)
-    analysis = analyze_sass(listing)
+    analysis = analyze_sass(listing, rung.kernel)
     threads = rung.threads(cfg)
     dyn = rung.launch(_PROBE, _PROBE, cfg).smem
     out = {
@@ -134,7 +138,6 @@ def inspect_rung(rung: Rung | str, dtype: str | None = None, arch: str = "sm_90a
         "kernel_mix": analysis["kernel_mix"],
         "ptx_lines": len(ck.ptx.splitlines()),
         "sass_lines": analysis["instructions"],
-        "cache_hit": ck.cache_hit,
     }
     if with_text:
         out["ptx"] = ck.ptx
@@ -178,6 +181,9 @@ def run(args) -> int:
     return 0
 
 
+_SHORT = {"threads": "threads", "blocks": "blocks", "registers": "regs", "shared memory": "smem"}
+
+
 def _widths(d: Mapping[str, int]) -> str:
     parts = [f"{n}x{w}b" for w, n in d.items() if n]
     return " ".join(parts) if parts else "-"
@@ -208,7 +214,7 @@ def render(info: dict, console=None) -> None:
     t.add_row("occupancy", f"{o['occupancy_pct']:.1f}%",
               f"{o['blocks_per_sm']} blocks, {o['warps_per_sm']}/{o['max_warps_per_sm']} warps per SM")
     t.add_row("limited by", f"[bold]{o['limiter']}[/bold]",
-              "blocks allowed: " + ", ".join(f"{k} {v}" for k, v in lim.items()))
+              "blocks/SM by " + ", ".join(f"{_SHORT[k]} {v}" for k, v in lim.items()))
     if not o["fits"]:
         t.add_row("[red]no launch[/red]", "", o["reason"])
     con.print(t)
@@ -218,7 +224,7 @@ def render(info: dict, console=None) -> None:
         con.print("[yellow]no loop with math instructions found in the SASS[/yellow]")
         return
     n = h["n_instructions"]
-    t = Table(title=f"hot loop {h['start_hex']}-{h['end_hex']}, {n} instructions", title_justify="left",
+    t = Table(title=f"hot loop {h['start_hex']}-{h['end_hex']} ({n} instr.)", title_justify="left",
               box=None, pad_edge=False)
     t.add_column("class", style="cyan")
     t.add_column("count", justify="right")
@@ -241,7 +247,7 @@ def render(info: dict, console=None) -> None:
     row("control", h["control"])
     row("other", h["other"])
     con.print(t)
-    seed = (f"FFMA/(FFMA+LDS) {h['ffma_lds_share']:.3f}" if h["shared_loads"]
-            else f"FFMA/(FFMA+loads) {h['ffma_load_share']:.3f}")
-    con.print(f"FFMA share {h['ffma_share']:.3f}, math share {h['math_share']:.3f}, {seed}"
+    seed = ("" if not h["ffma"] else f", FFMA/(FFMA+LDS) {h['ffma_lds_share']:.3f}" if h["shared_loads"]
+            else f", FFMA/(FFMA+loads) {h['ffma_load_share']:.3f}")
+    con.print(f"FFMA share {h['ffma_share']:.3f}, math share {h['math_share']:.3f}{seed}"
               + (f"; contains {h['nested_loops']} loop(s) without math" if h["nested_loops"] else ""))

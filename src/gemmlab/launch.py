@@ -276,8 +276,9 @@ class Plan:
         if rung.textures:
             a_info, b_info = (problem.a, problem.b) if not problem.c.col_major else (problem.b, problem.a)
             isz = DTYPE_BYTES[problem.dtype]
-            ta, oa = texture_for(kp.a_ptr, a_info.span_elements * isz, 4 if kp.vec_a else 1, self.ordinal)
-            tb, ob = texture_for(kp.b_ptr, b_info.span_elements * isz, 4 if kp.vec_b else 1, self.ordinal)
+            # float4 texels only for a rung that fetches float4, and only where 16-byte access is legal
+            ta, oa = texture_for(kp.a_ptr, a_info.span_elements * isz, rung.textures if kp.vec_a else 1, self.ordinal)
+            tb, ob = texture_for(kp.b_ptr, b_info.span_elements * isz, rung.textures if kp.vec_b else 1, self.ordinal)
             vals += [ta, oa, tb, ob]
             types += [ctypes.c_ulonglong, ctypes.c_longlong, ctypes.c_ulonglong, ctypes.c_longlong]
         self._args = (tuple(vals), tuple(types))

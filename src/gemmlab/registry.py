@@ -43,7 +43,8 @@ class Rung:
     presets: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # named configs
     threads: Callable[[Mapping[str, int]], int] = _threads_given   # block size from the config
     constraints: Callable[[Mapping[str, int]], list[str]] = lambda cfg: []
-    textures: bool = False             # A and B are read through texture objects
+    textures: int = 0                  # A and B read through texture objects: texel width in floats
+                                       # when 16-byte access is legal (1: float, 4: float4); 0: no textures
     sass_claims: tuple[str, ...] = ()  # SASS opcodes (prefixes) the rung's fast path must contain
     seed_figure: str = ""              # what the seed reported for this kernel
     kernel: str = "gemm"               # extern "C" entry point
@@ -220,7 +221,7 @@ RUNGS: tuple[Rung, ...] = (
         7, "texture", "Texture objects (tex1Dfetch<float>)",
         "A and B are read through 1-D texture objects over linear memory, the pre-Kepler way to the read-only cache.",
         ("003 texture",), "07_texture.cu",
-        params=_SMEM32, constraints=_square_tile, textures=True, sass_claims=("TLD",),
+        params=_SMEM32, constraints=_square_tile, textures=1, sass_claims=("TLD",),
         seed_figure="003: texture version (SASS TEXDEPBAR)",
     ),
     Rung(
@@ -266,7 +267,7 @@ RUNGS: tuple[Rung, ...] = (
         "The float4 loads of the vectorized rung go through tex1Dfetch<float4> texture objects instead of LDG.",
         ("003 texture<float4>",), "12_vec_texture.cu",
         params={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
-        threads=_thread_tile_threads, constraints=_thread_tile_constraints, textures=True,
+        threads=_thread_tile_threads, constraints=_thread_tile_constraints, textures=4,
         sass_claims=("TLD", "LDS.128"),  # tex1Dfetch on linear memory compiles to TLD.LZ (seed 003's SASS too), not TEX
         seed_figure="003: texture<float4> version, the fastest of the slides' five",
     ),
