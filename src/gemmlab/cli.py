@@ -41,9 +41,9 @@ def main(argv: list[str] | None = None) -> int:
         from .launch import NoGPUError
 
         if isinstance(exc, NoGPUError):
-            print(f"gemmlab {args.command}: no GPU available: {exc}\n"
-                  "Without a GPU you can still run `gemmlab list` and `gemmlab inspect RUNG --arch sm_90a`.",
-                  file=sys.stderr)
+            hint = "" if "gemmlab list" in str(exc) else (
+                "\nWithout a GPU you can still run `gemmlab list` and `gemmlab inspect RUNG --arch sm_90a`.")
+            print(f"gemmlab {args.command}: no GPU available: {exc}{hint}", file=sys.stderr)
             return 3
         print(f"gemmlab {args.command}: error: {exc}", file=sys.stderr)
         return 1

@@ -112,12 +112,15 @@ def _handle(ordinal: int):
     if isinstance(nv, str):
         return None, nv
     bus = _pci_bus_id(ordinal)
-    try:
-        if bus:
+    if bus:
+        try:
             return nv, nv.nvmlDeviceGetHandleByPciBusId(bus)
+        except Exception:
+            pass
+    try:  # by index: the same GPU unless CUDA_VISIBLE_DEVICES reorders them
         return nv, nv.nvmlDeviceGetHandleByIndex(ordinal)
     except Exception as exc:
-        return None, f"NVML has no handle for device {ordinal} (bus {bus}): {exc}"
+        return None, f"NVML has no handle for device {ordinal} (PCI bus {bus}): {exc}"
 
 
 def _try(fn, *args):
@@ -260,7 +263,8 @@ def collect(ordinal: int = 0) -> dict:
     total_memory_bytes, power_limit_w, driver_version, cuda_driver_version, nvrtc_version,
     libraries {python, platform, numpy, cupy, torch, cuda-bindings, ...}, gemmlab_version,
     git_commit, git_dirty, clocks (current, see ``clocks()``), peaks (see ``peaks()``),
-    and cuda_error / nvml_error when those parts are unavailable.
+    peak_tflops {fp32, fp16, bf16} (the peak each dtype is compared with), and cuda_error /
+    nvml_error when those parts are unavailable.
     """
     from . import __version__
 
@@ -304,4 +308,5 @@ def collect(ordinal: int = 0) -> dict:
     env["git_commit"], env["git_dirty"] = git_revision()
     env["clocks"] = clocks(ordinal)
     env["peaks"] = peaks(cc, env["sm_count"], env["max_sm_clock_mhz"])
+    env["peak_tflops"] = {d: peak_for_dtype(env["peaks"], d) for d in ("fp32", "fp16", "bf16")}
     return env

@@ -1,0 +1,443 @@
+"""CPU tests of ``gemmlab bench`` and ``envinfo``: arguments, the shape rule, the no-GPU path, the
+JSON writer and the table renderer on synthetic results. Nothing here needs a GPU."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from rich.console import Console
+
+from gemmlab import bench, cli, envinfo, launch
+from gemmlab.registry import get, kernels
+
+SCHEMA_KEYS = {"kernel", "number", "dtype", "M", "N", "K", "ms", "ms_min", "ms_max", "times_ms", "tflops",
+               "vs_cublas", "pct_peak", "verified", "rel_error", "config", "note"}
+
+
+@pytest.fixture
+def bench_cli(monkeypatch):
+    """cli.main with only the bench subcommand registered (the other command modules are not needed)."""
+    monkeypatch.setattr(cli, "COMMANDS", ("bench",))
+    return cli
+
+
+def _parse(bench_cli, argv):
+    return bench_cli.build_parser().parse_args(["bench", *argv])
+
+
+def _synthetic_result(peak=66.9):
+    """A result dict as run_bench builds it, from made-up times (default-shape schedule)."""
+    rungs = [get("naive"), get("tile_2d"), get("warp_tiling"), get("vectorized")]
+    records = []
+    times = {"cublas": [2.8, 2.7, 2.75], "tile_2d": [5.4, 5.3, 5.5], "warp_tiling": [3.6, 3.5, 3.7],
+             "naive": [34.0, 35.0, 36.0]}
+    for g in bench.schedule(rungs, None):
+        for job in g.jobs:
+            rec = bench._blank(job, "fp32")
+            if job.slug == "cublas" and job.shape == bench.REDUCED_SHAPE:
+                rec["times_ms"] = [0.37, 0.36, 0.38]
+            elif job.slug == "vectorized":
+                rec["status"], rec["verified"], rec["rel_error"] = "failed", False, 0.5
+                bench._add_note(rec, "FAILED verification: rel. Frobenius error 5.0e-01")
+            else:
+                rec["times_ms"] = times[job.slug]
+                rec["verified"], rec["rel_error"] = True, 1e-7
+            rec["repeats"] = len(rec["times_ms"])
+            records.append(rec)
+    bench.summarize(records, peak)
+    env = {"gpu_name": "NVIDIA H100 80GB HBM3", "arch": "sm_90a", "sm_count": 132, "max_sm_clock_mhz": 1980,
+           "l2_bytes": 50 * 2**20, "peaks": envinfo.peaks((9, 0), 132, 1980),
+           "clocks_before": {"sm_mhz": 1980, "mem_mhz": 2619}, "clocks_after": {"sm_mhz": 1755, "mem_mhz": 2619}}
+    settings = {"dtype": "fp32", "repeats": 3, "warmup": 1, "flush_l2": True, "lib": "torch",
+                "peak_tflops": peak, "peak_kind": "fp32 CUDA cores"}
+    return {"gemmlab_version": "0.1.0", "timestamp": "2026-11-22T00:00:00+00:00", "env": env,
+            "settings": settings, "results": records}
+
+
+def _render(result) -> str:
+    con = Console(record=True, width=240, color_system=None)
+    bench.render(result, con)
+    return con.export_text()
+
+
+# ---- arguments ---------------------------------------------------------------------------------
+def test_bench_parses_rungs_shapes_and_every_option(bench_cli):
+    a = _parse(bench_cli, ["tile_2d", "15", "--shape", "4096,127x4097x1023", "--shapes", "2048^3",
+                           "--dtype", "fp16", "--repeats", "7", "--warmup", "2", "--no-flush", "--no-verify",
+                           "--config", "BM=64", "--config", "BN=64", "--lib", "cupy", "--json", "out.json",
+                           "--no-progress"])
+    assert a.rungs == ["tile_2d", "15"]
+    assert a.shapes == ["4096,127x4097x1023", "2048^3"]
+    assert (a.dtype, a.repeats, a.warmup) == ("fp16", 7, 2)
+    assert (a.flush_l2, a.verify, a.progress) == (False, False, False)
+    assert a.config == ["BM=64", "BN=64"] and a.lib == "cupy" and a.json == "out.json"
+
+
+def test_bench_defaults_are_fp32_all_rungs_default_shape_flush_and_verify(bench_cli):
+    a = _parse(bench_cli, [])
+    assert a.rungs == [] and a.shapes is None and a.dtype == "fp32"
+    assert (a.repeats, a.warmup) == (bench.DEFAULT_REPEATS, bench.DEFAULT_WARMUP)
+    assert a.flush_l2 and a.verify and a.progress and a.lib is None and a.json is None
+
+
+def test_default_rungs_are_those_supporting_the_dtype_in_ladder_order():
+    fp32 = bench.select_rungs(None, "fp32")
+    assert fp32 == [r for r in kernels() if "fp32" in r.dtypes]
+    assert all("bf16" in r.dtypes for r in bench.select_rungs(None, "bf16"))
+
+
+def test_rungs_are_named_by_slug_or_number_and_sorted_into_ladder_order():
+    assert [r.slug for r in bench.select_rungs(["15", "naive", "tile_2d"], "fp32")] == ["naive", "tile_2d", "warp_tiling"]
+
+
+def test_a_rung_that_does_not_support_the_dtype_is_rejected_with_the_dtype_to_use():
+    with pytest.raises(ValueError, match="--dtype fp16"):
+        bench.select_rungs(["wmma"], "fp32")
+
+
+def test_config_is_key_value_integers_or_one_preset_name():
+    assert bench.parse_config(None) is None
+    assert bench.parse_config(["BM=64", "TM=0x4"]) == {"BM": 64, "TM": 4}
+    assert bench.parse_config(["64x64"]) == "64x64"
+    with pytest.raises(ValueError, match="integer"):
+        bench.parse_config(["BM=big"])
+    with pytest.raises(ValueError, match="KEY=VALUE"):
+        bench.parse_config(["BM=64", "64x64"])
+
+
+def _gpu_must_not_be_touched(monkeypatch):
+    def boom():
+        raise AssertionError("argument errors must be reported before looking for a GPU")
+    monkeypatch.setattr(launch, "gpu_available", boom)
+
+
+def test_config_needs_exactly_one_rung_and_is_checked_before_the_gpu(monkeypatch):
+    _gpu_must_not_be_touched(monkeypatch)
+    with pytest.raises(ValueError, match="exactly one rung"):
+        bench.run_bench(rungs=["tile_2d", "warp_tiling"], config={"BM": 64})
+    with pytest.raises(ValueError, match="has no parameter"):
+        bench.run_bench(rungs=["tile_2d"], config={"NOPE": 64})
+
+
+def test_bad_shapes_repeats_and_bf16_on_cupy_are_rejected_before_the_gpu(monkeypatch):
+    _gpu_must_not_be_touched(monkeypatch)
+    with pytest.raises(ValueError, match="not N, N"):
+        bench.run_bench(shapes="4096x12")
+    with pytest.raises(ValueError, match="repeats"):
+        bench.run_bench(repeats=0)
+    with pytest.raises(ValueError, match="bf16 needs --lib torch"):
+        bench.run_bench(dtype="bf16", lib="cupy")
+
+
+def test_library_choice_prefers_torch_and_bf16_needs_torch():
+    assert bench.choose_lib(None, "fp32", ["cupy", "torch"]) == "torch"
+    assert bench.choose_lib(None, "fp32", ["cupy"]) == "cupy"
+    assert bench.choose_lib("cupy", "fp32", ["cupy", "torch"]) == "cupy"
+    with pytest.raises(RuntimeError, match="bf16 needs PyTorch"):
+        bench.choose_lib(None, "bf16", ["cupy"])
+    with pytest.raises(RuntimeError, match="not usable"):
+        bench.choose_lib("torch", "fp32", ["cupy"])
+
+
+# ---- shape rule --------------------------------------------------------------------------------
+def test_naive_rungs_are_the_ones_without_a_k_tile_rungs_1_to_3():
+    assert [r.number for r in kernels() if bench.is_naive(r)] == [1, 2, 3]
+
+
+def test_default_shape_times_naive_rungs_at_2048_beside_cublas_at_2048():
+    groups = bench.schedule(bench.select_rungs(None, "fp32"), None)
+    assert [g.shape for g in groups] == [bench.DEFAULT_SHAPE, bench.REDUCED_SHAPE]
+    full, reduced = groups
+    assert full.jobs[0].rung is None and reduced.jobs[0].rung is None  # cuBLAS first in each group
+    assert [j.rung.number for j in reduced.jobs[1:]] == [1, 2, 3]
+    assert all(j.rung.number > 3 for j in full.jobs[1:])
+    assert all("2048^3" in j.note and "bounded" in j.note for j in reduced.jobs[1:])
+    assert all(j.requested == bench.DEFAULT_SHAPE for g in groups for j in g.jobs)
+
+
+def test_given_shapes_apply_to_every_rung_without_reduction():
+    rungs = bench.select_rungs(["naive", "warp_tiling"], "fp32")
+    groups = bench.schedule(rungs, bench._as_shapes("4096,127x4097x1023,4096^3"))
+    assert [g.shape for g in groups] == [(4096, 4096, 4096), (127, 4097, 1023)]  # duplicates dropped
+    for g in groups:
+        assert [j.slug for j in g.jobs] == ["cublas", "naive", "warp_tiling"]
+        assert all(j.shape == g.shape and j.note == "" for j in g.jobs)
+
+
+def test_only_naive_rungs_at_default_shape_need_just_the_2048_group():
+    groups = bench.schedule(bench.select_rungs(["naive"], "fp32"), None)
+    assert [g.shape for g in groups] == [bench.REDUCED_SHAPE]
+    assert [j.slug for j in groups[0].jobs] == ["cublas", "naive"]
+
+
+def test_a_run_slower_than_200_ms_gets_fewer_repeats_but_never_fewer_than_3():
+    assert bench.slow_repeats(5.0, 50) == 50
+    assert bench.slow_repeats(bench.SLOW_RUN_MS, 50) == 50
+    assert bench.slow_repeats(250.0, 50) == 8            # ~2 s budget
+    assert bench.slow_repeats(5000.0, 50) == bench.MIN_REPEATS
+    assert bench.slow_repeats(5000.0, 1) == 1             # never more than asked
+
+
+# ---- no GPU ------------------------------------------------------------------------------------
+def test_without_a_gpu_bench_exits_3_pointing_to_list_and_inspect(bench_cli, monkeypatch, capsys):
+    monkeypatch.setattr(launch, "gpu_available", lambda: False)
+    code = bench_cli.main(["bench", "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 3
+    assert "gemmlab bench: no GPU available" in err
+    assert "`gemmlab list`" in err and "`gemmlab inspect RUNG --arch sm_90a`" in err
+    assert err.count("gemmlab list") == 1  # the hint is not repeated
+    assert "Traceback" not in err
+
+
+def test_run_bench_raises_no_gpu_error_without_a_gpu(monkeypatch):
+    monkeypatch.setattr(launch, "gpu_available", lambda: False)
+    with pytest.raises(launch.NoGPUError, match="gemmlab list"):
+        bench.run_bench(rungs=["tile_2d"], progress=False)
+
+
+# ---- statistics, JSON, table -------------------------------------------------------------------
+def test_summary_takes_the_median_and_compares_with_cublas_at_the_same_shape():
+    res = _synthetic_result()
+    by = {(r["kernel"], r["M"]): r for r in res["results"]}
+    wt = by[("warp_tiling", 4096)]
+    assert wt["ms"] == 3.6 and (wt["ms_min"], wt["ms_max"]) == (3.5, 3.7)
+    assert wt["tflops"] == pytest.approx(2 * 4096**3 / 3.6e-3 / 1e12)
+    assert wt["vs_cublas"] == pytest.approx(2.75 / 3.6)
+    assert wt["pct_peak"] == pytest.approx(100 * wt["tflops"] / 66.9)
+    naive = by[("naive", 2048)]
+    assert naive["vs_cublas"] == pytest.approx(0.37 / 35.0)  # against cuBLAS at 2048^3, not 4096^3
+    assert by[("cublas", 4096)]["vs_cublas"] == pytest.approx(1.0)
+    failed = by[("vectorized", 4096)]
+    assert failed["ms"] is None and failed["tflops"] is None and failed["times_ms"] == []
+
+
+def test_json_has_the_schema_keys_every_repeat_and_is_strict(tmp_path):
+    res = _synthetic_result()
+    res["results"][0]["rel_error"] = float("inf")
+    path = bench.write_json(res, tmp_path / "sub" / "bench.json")
+    text = path.read_text()
+    assert "Infinity" not in text and "NaN" not in text
+    data = json.loads(text)
+    assert {"gemmlab_version", "timestamp", "env", "settings", "results"} <= set(data)
+    assert {"dtype", "repeats", "warmup", "flush_l2", "lib"} <= set(data["settings"])
+    assert {"clocks_before", "clocks_after"} <= set(data["env"])
+    for r in data["results"]:
+        assert SCHEMA_KEYS <= set(r)
+    assert data["results"][0]["rel_error"] is None
+    wt = next(r for r in data["results"] if r["kernel"] == "warp_tiling")
+    assert wt["times_ms"] == [3.6, 3.5, 3.7] and wt["number"] == 15
+    assert next(r for r in data["results"] if r["kernel"] == "cublas")["number"] == 0
+
+
+def test_table_lists_cublas_first_then_the_ladder_with_ratio_and_peak():
+    text = _render(_synthetic_result())
+    lines = text.splitlines()
+    row = lambda name: next(i for i, l in enumerate(lines) if f"│ {name} " in l)  # noqa: E731
+    assert row("cuBLAS") < row("naive") < row("tile_2d") < row("vectorized") < row("warp_tiling")
+    wt = lines[row("warp_tiling")]
+    assert "3.600" in wt and "38.2" in wt and "0.76x" in wt and "57.1%" in wt and "ok" in wt
+    assert "% peak: of 66.9 TFLOP/s" in text
+    assert "H100" in text and "SM 1980 MHz" in text and "SM 1755 MHz" in text
+
+
+def test_table_marks_a_failed_rung_failed_and_untimed():
+    text = _render(_synthetic_result())
+    line = next(l for l in text.splitlines() if " vectorized " in l)
+    assert "FAILED" in line and "0.76x" not in line
+
+
+def test_table_says_naive_rungs_ran_at_2048_against_cublas_at_2048():
+    text = _render(_synthetic_result())
+    naive = next(l for l in text.splitlines() if "│ naive " in l)
+    assert "2048^3" in naive and "bounded" in naive
+    assert sum("│ cuBLAS " in l for l in text.splitlines()) == 2
+
+
+def test_exit_code_is_1_when_a_rung_failed_or_errored():
+    res = _synthetic_result()
+    assert bench.exit_code(res) == 1
+    res["results"] = [r for r in res["results"] if r["status"] == "ok"]
+    assert bench.exit_code(res) == 0
+
+
+# ---- environment -------------------------------------------------------------------------------
+def test_h100_and_a100_peaks_follow_the_per_arch_tables():
+    h = envinfo.peaks((9, 0), 132, 1980)
+    assert h["fp32_tflops"] == pytest.approx(66.9, abs=0.05)
+    assert h["tensor_tflops"] == pytest.approx(1070.5, abs=0.1)  # the datasheet's 989 is at 1.83 GHz
+    a = envinfo.peaks((8, 0), 108, 1410)
+    assert a["fp32_tflops"] == pytest.approx(19.5, abs=0.05)
+    assert a["tensor_tflops"] == pytest.approx(312, abs=0.2)
+    assert envinfo.peak_for_dtype(h, "fp32") == h["fp32_tflops"]
+    assert envinfo.peak_for_dtype(h, "bf16") == h["tensor_tflops"]
+    unknown = envinfo.peaks(None, None, None)
+    assert unknown["fp32_tflops"] is None and unknown["tensor_tflops"] is None
+
+
+def test_clocks_are_none_with_a_reason_when_nvml_is_missing(monkeypatch):
+    envinfo._handle.cache_clear()
+    monkeypatch.setattr(envinfo, "_nvml", lambda: "NVML unavailable: test")
+    try:
+        c = envinfo.clocks(0)
+        assert c["sm_mhz"] is None and c["mem_mhz"] is None and "NVML unavailable" in c["error"]
+    finally:
+        envinfo._handle.cache_clear()
+
+
+def test_collect_always_returns_json_ready_fields():
+    env = envinfo.collect(0)
+    for key in ("gpu_name", "sm_count", "compute_capability", "arch", "max_sm_clock_mhz", "l2_bytes",
+                "driver_version", "cuda_driver_version", "nvrtc_version", "libraries", "gemmlab_version",
+                "git_commit", "clocks", "peaks", "peak_tflops"):
+        assert key in env
+    assert {"python", "platform", "numpy", "cupy", "torch", "cuda-bindings"} <= set(env["libraries"])
+    json.dumps(env, allow_nan=False)
+    if not launch.gpu_available():
+        assert env["gpu_name"] is None or env.get("cuda_error")
+        assert env["peaks"]["fp32_tflops"] is None or math.isfinite(env["peaks"]["fp32_tflops"])
+
+
+# ---- the whole run, on CPU fakes ---------------------------------------------------------------
+class _FakeEvent:
+    def record(self, stream=None):
+        import time
+
+        self.t = time.perf_counter()
+
+    def synchronize(self):
+        pass
+
+
+class _FakeCuda:
+    Event = _FakeEvent
+
+    class runtime:
+        @staticmethod
+        def getDevice():
+            return 0
+
+    @staticmethod
+    def get_elapsed_time(start, end):
+        return (end.t - start.t) * 1e3
+
+
+class _FakeXP:
+    """numpy with a .cuda namespace: enough of CuPy for run_bench's orchestration."""
+
+    cuda = _FakeCuda
+
+    def __getattr__(self, name):
+        import numpy
+
+        return getattr(numpy, name)
+
+
+class _FakeLib:
+    """The arrays.Lib interface over numpy (host memory, host 'kernels')."""
+
+    name = "cupy"
+
+    def __init__(self, name="cupy"):
+        self.xp = _FakeXP()
+
+    def randn(self, rows, cols, dtype, *, col_major=False, ld_pad=0, offset=0, seed=None):
+        import numpy
+
+        return numpy.random.default_rng(seed).standard_normal((rows, cols)).astype(numpy.float32)
+
+    def fill_nan(self, x):
+        x.fill(float("nan"))
+
+    def to64(self, x):
+        import numpy
+
+        return x.astype(numpy.float64)
+
+    def copy(self, x):
+        return x.copy()
+
+    def matmul(self, a, b, out=None):
+        import numpy
+
+        return numpy.matmul(a, b, out=out)
+
+    def synchronize(self):
+        pass
+
+    def to_numpy(self, x):
+        return x
+
+
+class _FakePlan:
+    def __init__(self, a, b, c, slug, broken=False, sleep=0.0):
+        from types import SimpleNamespace
+
+        self.a, self.b, self.c, self.broken, self.sleep = a, b, c, broken, sleep
+        self.variant = SimpleNamespace(cfg={"BM": 128}, describe=lambda: f"{slug}[fake]")
+
+    def run(self, stream=None):
+        import time
+
+        import numpy
+
+        numpy.matmul(self.a, self.b, out=self.c)
+        if self.broken:
+            self.c[0, 0] += 1.0
+        if self.sleep:
+            time.sleep(self.sleep)
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    from gemmlab import api, arrays
+
+    info = launch.DeviceInfo(0, "Fake H100", (9, 0), "sm_90a", 132, 1980000, 1 << 20, 232448, 233472, 65536,
+                             2048, 32, 512, 1 << 27, 2619000, 5120)
+    monkeypatch.setattr(launch, "gpu_available", lambda: True)
+    monkeypatch.setattr(launch, "device_info", lambda ordinal=0: info)
+    monkeypatch.setattr(launch, "current_stream", lambda lib, ordinal: 0)
+    monkeypatch.setattr(arrays, "available_libs", lambda: ["cupy"])
+    monkeypatch.setattr(arrays, "Lib", _FakeLib)
+
+    def plan(a, b, c, *, alpha=1.0, beta=0.0, kernel="auto", config=None):
+        if kernel == "tile_1d":
+            raise ValueError("invalid configuration for rung 'tile_1d'")
+        return _FakePlan(a, b, c, kernel, broken=kernel == "vectorized", sleep=0.01 if kernel == "naive" else 0.0)
+
+    monkeypatch.setattr(api, "plan", plan)
+    monkeypatch.setattr(bench, "SLOW_RUN_MS", 5.0)
+    monkeypatch.setattr(bench, "SLOW_BUDGET_MS", 20.0)
+
+
+def test_a_whole_run_verifies_times_interleaved_and_reports_every_figure(fake_gpu, tmp_path):
+    res = bench.run_bench(rungs=["naive", "tile_1d", "tile_2d", "vectorized", "warp_tiling"], shapes="64x48x32",
+                          repeats=6, warmup=2, progress=False)
+    by = {r["kernel"]: r for r in res["results"]}
+    assert [r["kernel"] for r in res["results"]] == ["cublas", "naive", "tile_1d", "tile_2d", "vectorized",
+                                                     "warp_tiling"]
+    ok = by["tile_2d"]
+    assert ok["status"] == "ok" and ok["verified"] is True and ok["rel_error"] < 1e-5
+    assert len(ok["times_ms"]) == 6 and ok["ms"] is not None and ok["tflops"] > 0 and ok["vs_cublas"] > 0
+    assert (ok["M"], ok["N"], ok["K"]) == (64, 48, 32) and ok["config"] == {"BM": 128}
+    assert by["cublas"]["verified"] is True and len(by["cublas"]["times_ms"]) == 6
+    # a rung whose output is wrong is FAILED and not timed
+    assert by["vectorized"]["status"] == "failed" and by["vectorized"]["times_ms"] == []
+    assert "FAILED verification" in by["vectorized"]["note"]
+    # a rung that cannot be planned is an error, not a crash
+    assert by["tile_1d"]["status"] == "error" and "invalid configuration" in by["tile_1d"]["note"]
+    # a slow rung gets fewer repeats (at least 3) and says so
+    assert by["naive"]["repeats"] == 3 and len(by["naive"]["times_ms"]) == 3 and "3 repeats" in by["naive"]["note"]
+    assert res["settings"]["lib"] == "cupy" and res["settings"]["flush_l2"] is True
+    assert res["settings"]["flush_bytes"] == 2 * (1 << 20)
+    assert {"clocks_before", "clocks_after", "peaks"} <= set(res["env"])
+    assert res["settings"]["peak_tflops"] == pytest.approx(66.9, abs=0.05)
+    assert res["env"]["peak_tflops"]["fp32"] == res["settings"]["peak_tflops"]
+    assert res["env"]["peak_tflops"]["bf16"] == pytest.approx(1070.5, abs=0.1)
+    assert bench.exit_code(res) == 1
+    data = json.loads(bench.write_json(res, tmp_path / "b.json").read_text())
+    assert data["results"][3]["times_ms"] == ok["times_ms"]
+    text = _render(res)
+    assert "Fake H100" in text and "FAILED" in text
