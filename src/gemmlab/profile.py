@@ -247,9 +247,15 @@ def normalize(value: float | None, unit: str) -> tuple[float | None, str]:
     if "/" in u:
         num, den = u.split("/", 1)
         a, b = _scale_word(num), _scale_word(den)
-        if a and b and b[1] == "time":
-            canon = {"byte": "B/s"}.get(a[1], f"{num.lstrip('KMGTP') if a[1] == 'count' else num}/s")
-            return value * a[0] / b[0], canon
+        if b and b[1] == "time":
+            if a is None and re.fullmatch(r"[a-z_]+", num):
+                a = (1.0, "count")             # 'cycle/nsecond', 'inst/second'
+                word = num
+            else:
+                word = num[1:] if a and a[1] == "count" else num
+            if a:
+                canon = "B/s" if a[1] == "byte" else ("Hz" if word == "cycle" else f"{word}/s")
+                return value * a[0] / b[0], canon
         if a and a[1] == "count" and not b:
             return value * a[0], f"{num[1:]}/{den}"
         return value, u
@@ -467,6 +473,14 @@ def find_ncu(path: str | None = None) -> str:
     try:
         return find_tool("ncu")
     except ToolNotFoundError as exc:
+        import glob
+
+        # stand-alone Nsight Compute installs, and CUDA installs under a versioned name
+        for pattern in ("/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda-*/bin/ncu",
+                        "/usr/local/NVIDIA-Nsight-Compute*/ncu"):
+            found = sorted(p for p in glob.glob(pattern) if os.access(p, os.X_OK))
+            if found:
+                return found[-1]
         raise ToolNotFoundError(
             f"{exc}. gemmlab profile needs Nsight Compute's command-line profiler; it comes with the CUDA toolkit "
             "(e.g. /usr/local/cuda/bin/ncu) or as the 'nsight-compute' package; or pass --ncu PATH / set GEMMLAB_NCU."
@@ -536,7 +550,7 @@ def run_ncu(target: Sequence[str], metrics: Sequence[str] | None = None, *, ncu:
     wanted = [m for m in (metrics or metric_names()) if m not in _REJECTED]
     rejected = [m for m in (metrics or metric_names()) if m in _REJECTED]
     run_env = dict(os.environ if env is None else env)
-    for _attempt in range(8):
+    for _attempt in range(16):
         with tempfile.TemporaryDirectory(prefix="gemmlab-ncu-") as tmp:
             log = os.path.join(tmp, "ncu.csv")
             cmd = ncu_command(exe, wanted, target, log)
@@ -555,10 +569,15 @@ def run_ncu(target: Sequence[str], metrics: Sequence[str] | None = None, *, ncu:
             if not wanted:
                 break
             continue
-        try:
-            records = parse_ncu_rows(text) if text else parse_ncu_rows(proc.stdout or "")
-        except NcuError:
-            records = []
+        records: list[KernelRecord] = []
+        for candidate in (text, proc.stdout or ""):   # the CSV is in the log file; older ncu may print it
+            try:
+                records = parse_ncu_rows(candidate)
+            except NcuError:
+                continue
+            if records:
+                text = candidate
+                break
         if not records:
             tail = "\n".join(everything.strip().splitlines()[-25:])
             hint = ""

@@ -1,0 +1,220 @@
+"""``gemmlab report`` without a GPU: the page built from a recorded results document
+(tests/data/report_results.json: 16 rungs + cuBLAS, synthetic counters, real ``inspect`` output),
+the step explanations, the Markdown twin, robustness to partial results, and the page opened in
+headless Chromium with all its images decoded."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from gemmlab import report as R
+from gemmlab.registry import kernels
+
+DATA = os.path.join(os.path.dirname(__file__), "data")
+CHROMIUM = "/usr/bin/chromium"
+N_FIGURES = 4
+
+
+@pytest.fixture(scope="module")
+def results() -> dict:
+    with open(os.path.join(DATA, "report_results.json"), encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+@pytest.fixture(scope="module")
+def built(results, tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    html_path, md_path = R.build(results, str(out))
+    return out, html_path, md_path
+
+
+# ---- the document --------------------------------------------------------------------------------
+
+def test_ladder_is_every_rung_in_order(results):
+    rungs, cublas = R.ladder(results)
+    assert [r.slug for r in rungs] == [r.slug for r in kernels()]
+    assert [r.number for r in rungs] == sorted(r.number for r in rungs)
+    assert set(cublas) == {"fp32", "fp16"}
+    assert cublas["fp32"].tflops and cublas["fp32"].profile.get("duration_s")
+    wmma = next(r for r in rungs if r.slug == "wmma")
+    assert wmma.dtype == "fp16" and wmma.profile["tensor_inst_count"] > 0
+
+
+def test_one_sentence_per_step(results):
+    steps = R.steps(results)
+    assert len(steps) == len(list(kernels())) - 1
+    for st in steps:
+        assert st["sentence"].endswith(".") and st["sentence"].count(".") >= 1
+        assert "\n" not in st["sentence"]
+    by = {(s["from"], s["to"]): s for s in steps}
+    assert "bank conflicts fell" in by[("smem", "smem_padded")]["sentence"]
+    assert "DRAM bytes fell" in by[("naive", "coalesced")]["sentence"]
+    assert "tensor cores" in by[("warp_tiling", "wmma")]["sentence"]
+    assert "[fp32 to fp16]" in by[("warp_tiling", "wmma")]["sentence"]
+    assert any("top stall moved from" in s["sentence"] for s in steps)
+    assert any("FFMA share rose" in s["sentence"] for s in steps)
+
+
+def _view(slug, number, tflops, **prof):
+    stalls = prof.pop("stalls", None)
+    v = R.RungView(slug, number, slug, "", "fp32", {"tflops": tflops}, prof.pop("inspect", {}), dict(prof))
+    if stalls:
+        v.profile["stalls"] = [{"reason": r, "share": s, "cycles_per_issue": 10 * s} for r, s in stalls]
+    return v
+
+
+def test_explain_step_names_the_counters_that_moved():
+    a = _view("a", 1, 2.0, dram_bytes=1.23e9, l2_bytes=5e9, bank_conflicts_ld=1.2e8, shared_ld_wavefronts=2.4e8,
+              achieved_occupancy=50, ipc=1.0, inspect={"hot_loop": {"ffma_share": 0.33}},
+              stalls=[("long_scoreboard", 0.61), ("wait", 0.2), ("selected", 0.19)])
+    b = _view("b", 2, 8.0, dram_bytes=1.0e8, l2_bytes=4.9e9, bank_conflicts_ld=0.0, shared_ld_wavefronts=1.2e8,
+              achieved_occupancy=52, ipc=1.05, inspect={"hot_loop": {"ffma_share": 0.89}},
+              stalls=[("mio_throttle", 0.40), ("long_scoreboard", 0.3), ("selected", 0.3)])
+    st = R.explain_step(a, b)
+    s = st["sentence"]
+    assert s.startswith("2. b vs 1. a: 4.00x faster (2 to 8 TFLOP/s)")
+    texts = [o["text"] for o in st["observations"]]
+    assert any(t.startswith("DRAM bytes fell 12.3x") for t in texts)
+    assert any(t.startswith("shared-load bank conflicts fell from 1.2e8 to 0") for t in texts)
+    assert any(t.startswith("hot-loop FFMA share rose from 33% to 89%") for t in texts)
+    assert any(t.startswith("top stall moved from long scoreboard (61%) to MIO throttle (40%)") for t in texts)
+    assert not any("L2 bytes" in t for t in texts)            # 2% is no change
+    assert not any("occupancy" in t for t in texts)
+    assert s.count(";") >= 3                                   # speed + the three largest changes
+    assert st["speedup"] == pytest.approx(4.0)
+
+
+def test_explain_step_without_counters_says_so():
+    st = R.explain_step(_view("a", 1, 1.0), _view("b", 2, 1.01))
+    assert "about as fast" in st["sentence"] and "no counters recorded" in st["sentence"]
+
+
+def test_small_conflict_counts_are_noise():
+    a = _view("a", 1, 1.0, bank_conflicts_ld=0.0, shared_ld_wavefronts=1e9)
+    b = _view("b", 2, 1.0, bank_conflicts_ld=3.7e3, shared_ld_wavefronts=1e9)
+    assert not R.explain_step(a, b)["observations"]
+
+
+# ---- the files -----------------------------------------------------------------------------------
+
+def test_html_is_self_contained_with_every_figure(built):
+    out, html_path, _ = built
+    text = open(html_path, encoding="utf-8").read()
+    assert text.startswith("<!DOCTYPE html>")
+    imgs = re.findall(r'<img [^>]*src="([^"]+)"', text)
+    assert len(imgs) == N_FIGURES
+    for src in imgs:
+        assert src.startswith("data:image/png;base64,")
+        png = base64.b64decode(src.split(",", 1)[1])
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+    # nothing fetched from anywhere: no external src/href, no stylesheet or script files
+    assert not re.search(r'(src|href)\s*=\s*"(?!data:|#)', text)
+    assert "<link" not in text and "<script" not in text and "url(" not in text
+    assert "NVIDIA H100 80GB HBM3" in text
+    for slug in (r.slug for r in kernels()):
+        assert f">{slug}<" in text
+    assert text.count("<li>") == len(list(kernels())) - 1
+
+
+def test_markdown_twin_with_its_images(built):
+    out, _, md_path = built
+    md = open(md_path, encoding="utf-8").read()
+    refs = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
+    assert len(refs) == N_FIGURES
+    for ref in refs:
+        p = os.path.join(out, ref)
+        assert os.path.isfile(p) and open(p, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+    assert "| # | rung | dtype |" in md
+    assert md.count("\n| ") > 2 * len(list(kernels()))
+
+
+def test_build_from_partial_results(tmp_path, results):
+    """Only the benchmark: a page with the ladder figure, no roofline, no crash."""
+    part = {"bench": copy.deepcopy(results["bench"])}
+    html_path, md_path = R.build(part, str(tmp_path / "a"))
+    text = open(html_path).read()
+    assert text.count("<img ") == 1 and "fig_ladder" in text
+    # nothing at all
+    html_path, _ = R.build({}, str(tmp_path / "b"))
+    assert "<img" not in open(html_path).read()
+    # failed profiles and a failed rung are shown, not fatal
+    broken = copy.deepcopy(results)
+    broken["profile"]["smem"] = {"error": "NcuError: boom", "dtype": "fp32"}
+    broken["bench"]["results"][3].update(status="failed", tflops=None, ms=None, verified=False)
+    broken["errors"] = {"profile smem": "NcuError: boom"}
+    html_path, _ = R.build(broken, str(tmp_path / "c"))
+    text = open(html_path).read()
+    assert text.count("<img ") == N_FIGURES
+    assert "What could not be measured" in text and "NcuError: boom" in text and ">failed<" in text
+
+
+def test_cli_from_json(tmp_path):
+    from gemmlab.cli import main
+
+    out = tmp_path / "rep"
+    assert main(["report", "--from-json", os.path.join(DATA, "report_results.json"), "--out", str(out)]) == 0
+    assert (out / "report.html").is_file() and (out / "report.md").is_file()
+    assert sorted(p.name for p in out.glob("*.png")) == sorted(f"{n}.png" for n, _, _ in R.FIGURES)
+
+
+def test_collect_needs_a_gpu(monkeypatch):
+    import gemmlab.launch
+    from gemmlab.launch import NoGPUError
+
+    monkeypatch.setattr(gemmlab.launch, "gpu_available", lambda: False)
+    with pytest.raises(NoGPUError, match="--from-json"):
+        R.collect(progress=False)
+
+
+def test_call_compat_passes_only_accepted_arguments():
+    def bench(rungs=None, shapes=None, dtype="fp32", progress=True):
+        return dict(rungs=rungs, shapes=shapes, dtype=dtype, progress=progress)
+
+    got = R._call_compat(bench, rungs=["a"], kernels=["a"], shapes=[(1, 2, 3)], dtype="fp16", progress=False, quiet=True)
+    assert got == {"rungs": ["a"], "shapes": [(1, 2, 3)], "dtype": "fp16", "progress": False}
+
+
+# ---- in a browser --------------------------------------------------------------------------------
+
+_CHECK = ("<script>window.addEventListener('load',function(){var im=document.images,ok=0;"
+          "for(var i=0;i<im.length;i++){if(im[i].complete&&im[i].naturalWidth>0)ok++;}"
+          "var d=document.createElement('div');d.id='imgcheck';d.textContent='IMGCHECK '+ok+'/'+im.length;"
+          "document.body.appendChild(d);});</script>")
+
+
+def _chromium(args, timeout=120):
+    return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                           "--disable-dev-shm-usage", "--no-first-run", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM),
+                    reason="/usr/bin/chromium is missing (apt-get install -y chromium): the browser check is skipped")
+def test_page_renders_in_headless_chromium(built, tmp_path):
+    _, html_path, _ = built
+    # a copy with a probe that counts the decoded images once the page has loaded
+    probe = tmp_path / "probe.html"
+    probe.write_text(open(html_path, encoding="utf-8").read().replace("</body>", _CHECK + "</body>"), encoding="utf-8")
+    r = _chromium(["--virtual-time-budget=10000", "--dump-dom", f"file://{probe}"])
+    m = re.search(r"IMGCHECK (\d+)/(\d+)", r.stdout)
+    assert m, f"the probe did not run; chromium said:\n{r.stderr[-2000:]}"
+    assert m.group(1) == m.group(2) == str(N_FIGURES)
+    # and the page itself (no probe) paints: a screenshot that is not blank
+    shot = tmp_path / "shot.png"
+    _chromium(["--hide-scrollbars", "--window-size=1280,2200", f"--screenshot={shot}", f"file://{html_path}"])
+    assert shot.is_file()
+    from PIL import Image
+
+    with Image.open(shot) as im:
+        im = im.convert("L")
+        lo, hi = im.getextrema()
+        colors = len(im.getcolors(maxcolors=1 << 16) or [])
+    assert hi - lo > 100 and colors > 50, "the screenshot is blank"
