@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # One batched GPU job for the device machine: install, GPU tests, sanitizers, benchmark.
 # Usage: tools/gpu_suite.sh [stage ...]   stages: env verify pytest memcheck racecheck bench quick
-# Logs and JSON go to $OUT (default ./out). Each stage's exit status is printed at the end.
+# Logs, JSON and the report are packed into $OUT/suite.tgz (default ./out). Each stage's exit
+# status is printed at the end.
 set -u
-OUT=${OUT:-out}
-mkdir -p "$OUT"
+FINAL=${OUT:-out}
+OUT=$(mktemp -d)/suite     # everything is written here, then packed into $FINAL/suite.tgz
+mkdir -p "$OUT" "$FINAL"
 export PYTHONUNBUFFERED=1
 export GEMMLAB_CACHE_DIR=${GEMMLAB_CACHE_DIR:-/tmp/gemmlab-cache}
 PY=${PY:-python3}
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(env verify pytest memcheck racecheck bench)
+[ ${#stages[@]} -eq 0 ] && stages=(env warm pytest memcheck racecheck bench bench16 bench-bf16)
 declare -A status
 
 $PY -m pip install -q --no-deps --no-build-isolation -e . >"$OUT/install.log" 2>&1 || echo "pip install -e . failed (see install.log); using PYTHONPATH"
@@ -29,17 +31,22 @@ run() {  # run NAME CMD...: tee output to $OUT/NAME.log, remember the status
 for st in "${stages[@]}"; do
   case $st in
     env) run env bash -c "nvidia-smi; $PY -c 'import cupy, torch, cuda.bindings, cuda.pathfinder, sys; print(sys.version); print(cupy.__version__, torch.__version__, cuda.bindings.__version__, cuda.pathfinder.__version__)'; $PY -m pip list 2>/dev/null | grep -i -E 'nvidia|cuda|cupy|rich|matplotlib|pytest'; ls /usr/local/cuda/include | head -3" ;;
-    verify0) run verify0 $PY tools/_gl_partial.py gemmlab.cmd_verify --shapes 1x1x1,7x5x3,127x129x65,257x31x300,130x257x129 ;;
+    warm) run warm $PY tools/warm_cache.py sm_90a 16 ;;
     verify) run verify $GL verify --shapes 1x1x1,7x5x3,127x129x65,257x31x300,130x257x129 ;;
     pytest) run pytest $PY -m pytest tests -m gpu -q -x -p no:cacheprovider --maxfail=5 ;;
     pytest-all) run pytest-all $PY -m pytest tests -q -p no:cacheprovider ;;
-    memcheck) run memcheck compute-sanitizer --tool memcheck --error-exitcode 9 $GL verify --shapes 13x17x9,33x65x31 --alpha 1.5 --beta -0.5 ;;
+    memcheck) run memcheck compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 $GL verify --shapes 13x17x9,33x65x31 --alpha 1.5 --beta -0.5 ;;
     racecheck) run racecheck compute-sanitizer --tool racecheck --error-exitcode 9 $GL verify --shapes 13x17x9,33x65x31 --alpha 1.5 --beta -0.5 ;;
     bench) run bench $GL bench --json "$OUT/bench.json" ;;
     bench16) run bench16 $GL bench --dtype fp16 --json "$OUT/bench_fp16.json" ;;
+    bench-bf16) run bench-bf16 $GL bench --dtype bf16 --json "$OUT/bench_bf16.json" ;;
+    ncu-record) run ncu-record bash -c "$GL profile smem --shape 2048 --keep-csv $OUT/rec --vs-cublas --json && $GL profile smem_padded --shape 2048 --keep-csv $OUT/rec --json" ;;
+    report) run report $GL report --out "$OUT/report" ;;
     quick) run quick $PY tools/quick_time.py ;;
     *) echo "unknown stage $st" ;;
   esac
 done
 echo "=== summary"
-for k in "${!status[@]}"; do echo "$k: ${status[$k]}"; done
+for k in "${!status[@]}"; do echo "$k: ${status[$k]}"; done | tee "$OUT/summary.txt"
+# the device tool returns at most 8 files: pack the logs, JSON and report into one archive
+tar czf "$FINAL/suite.tgz" -C "$(dirname "$OUT")" suite
