@@ -14,6 +14,11 @@
 // Seed figures: 004 2x2 tile reached 22% of cuBLAS; 002 v04 ran 19.66 TFLOPS on an RTX 3090;
 // on the H100 siboehm's k5 / Lei Mao's v04 reach 25.9 / 25.8 TFLOP/s at 4096^3 (baselines.md).
 //
+// Registers matter here: the loader's index math is unsigned (division by the power-of-2 tile
+// sizes becomes shifts the compiler can fold across the unrolled loads); with signed ints the
+// kernel needed 145 registers (1 block of 256 threads per SM) and ran 21.3 TFLOP/s at 4096^3 on
+// the H100, at 128 registers (2 blocks per SM) it runs 29.7.
+//
 // Geometry: THREADS = (BM/TM) * (BN/TN); thread t -> tx = t % (BN/TN) (column group, lane-fast),
 // ty = t / (BN/TN) (row group); it computes rows ty*TM .. +TM-1, columns tx*TN .. +TN-1.
 #include "common.cuh"
@@ -29,8 +34,8 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     __shared__ float Bs[BK][BN];   // [BK k's][BN columns of the block]
 
     const int tid = threadIdx.x;
-    const int tx = tid % (BN / TN);   // column group: columns tx*TN .. tx*TN+TN-1
-    const int ty = tid / (BN / TN);   // row group:    rows    ty*TM .. ty*TM+TM-1
+    const int tx = (int)(threadIdx.x % (BN / TN));   // column group: columns tx*TN .. tx*TN+TN-1
+    const int ty = (int)(threadIdx.x / (BN / TN));   // row group:    rows    ty*TM .. ty*TM+TM-1
     const int row0 = blockIdx.y * BM;
     const int col0 = blockIdx.x * BN;
 
@@ -47,21 +52,21 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
         // Consecutive threads walk the operand's contiguous dimension (coalesced either layout).
 #pragma unroll
         for (int p = 0; p < (BM * BK) / THREADS; ++p) {
-            const int e = tid + p * THREADS;
+            const unsigned e = (unsigned)tid + p * THREADS;   // unsigned: / and % are shifts/masks
 #if GL_A_COL
-            const int r = e % BM, c = e / BM;   // contiguous along m
+            const int r = (int)(e % BM), c = (int)(e / BM);   // contiguous along m
 #else
-            const int r = e / BK, c = e % BK;   // contiguous along k
+            const int r = (int)(e / BK), c = (int)(e % BK);   // contiguous along k
 #endif
             As[r][c] = gl_load_a(A, lda, M, K, row0 + r, k0 + c);
         }
 #pragma unroll
         for (int p = 0; p < (BK * BN) / THREADS; ++p) {
-            const int e = tid + p * THREADS;
+            const unsigned e = (unsigned)tid + p * THREADS;   // unsigned: / and % are shifts/masks
 #if GL_B_COL
-            const int r = e % BK, c = e / BK;   // contiguous along k
+            const int r = (int)(e % BK), c = (int)(e / BK);   // contiguous along k
 #else
-            const int r = e / BN, c = e % BN;   // contiguous along n
+            const int r = (int)(e / BN), c = (int)(e % BN);   // contiguous along n
 #endif
             Bs[r][c] = gl_load_b(B, ldb, K, N, k0 + r, col0 + c);
         }

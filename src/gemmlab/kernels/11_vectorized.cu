@@ -6,12 +6,16 @@
 //  * global -> shared: each thread moves one float4 of A and one of B per tile (LDG.E.128 through
 //    GlATileLoader / GlBTileLoader) instead of four scalar loads each;
 //  * A is stored TRANSPOSED in shared memory (As[k][m]), so a thread's TM = 8 rows of one k are
-//    contiguous: the A fragment is 2 x LDS.128 instead of 8 strided LDS.32; B's fragment (TN = 8
-//    contiguous columns of Bs[k]) is 2 x LDS.128 as well;
+//    contiguous: the A fragment is 2 explicit LDS.128 instead of 8 strided scalar reads; B's
+//    fragment (TN = 8 contiguous columns of Bs[k]) is 2 x LDS.128 as well;
 //  * the epilogue writes C as float4 (gl_store_c4: STG.E.128 when GL_VEC_C).
-// Why it is faster: the instruction count of the loads drops 4x. Per k the thread now issues
-// 4 LDS.128 for 64 FFMA (rung 10: up to 16 LDS.32), so the issue slots and the MIO queue are
-// freed for FFMAs; fewer, wider global loads also keep more bytes in flight per instruction.
+// Why it is faster: global loads take 4x fewer instructions (and far less index/bounds
+// arithmetic per element), so the per-tile overhead between the two barriers shrinks and more
+// bytes are in flight per instruction. In shared memory, rung 10's A reads As[ty*8+i][k] put the
+// two row groups of a warp 8 rows = 256 bytes apart, on the same banks (2-way conflict); in
+// As[k][ty*8+i] they are 32 bytes apart, on different banks (1 wavefront). (nvcc already merged
+// rung 10's row-contiguous scalar reads into LDS.128 — both main loops are 32 LDS.128 : 512
+// FFMA per tile — so the win is not the LDS count but conflicts and load overhead.)
 // PAD = 4 floats at the end of each shared row keeps every row 16-byte aligned (float4) and
 // staggers the rows by 16 banks, which makes the TRANSPOSING scalar stores of the loaders
 // (row-major A, column-major B: 4 k's of one m per thread) conflict-free.
@@ -38,8 +42,8 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     __shared__ __align__(16) float Bs[BK][BN + PAD];   // [BK k's][BN columns (+PAD)]
 
     const int tid = threadIdx.x;
-    const int tx = tid % (BN / TN);   // column group: columns tx*TN .. tx*TN+TN-1
-    const int ty = tid / (BN / TN);   // row group:    rows    ty*TM .. ty*TM+TM-1
+    const int tx = (int)(threadIdx.x % (BN / TN));   // column group: columns tx*TN .. tx*TN+TN-1
+    const int ty = (int)(threadIdx.x / (BN / TN));   // row group:    rows    ty*TM .. ty*TM+TM-1
     const int row0 = blockIdx.y * BM;
     const int col0 = blockIdx.x * BN;
 

@@ -141,8 +141,8 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     __shared__ __align__(16) float Bs[BK][BN + PAD];   // [BK k's][BN columns (+PAD)]
 
     const int tid = threadIdx.x;
-    const int tx = tid % (BN / TN);   // column group: columns tx*TN .. tx*TN+TN-1
-    const int ty = tid / (BN / TN);   // row group:    rows    ty*TM .. ty*TM+TM-1
+    const int tx = (int)(threadIdx.x % (BN / TN));   // column group: columns tx*TN .. tx*TN+TN-1
+    const int ty = (int)(threadIdx.x / (BN / TN));   // row group:    rows    ty*TM .. ty*TM+TM-1
     const int row0 = blockIdx.y * BM;
     const int col0 = blockIdx.x * BN;
     const cudaTextureObject_t tA = (cudaTextureObject_t)texA;

@@ -51,8 +51,8 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     __shared__ __align__(16) float Bs[BK][BN + PAD];   // [BK k's][BN columns (+PAD)]
 
     const int tid = threadIdx.x;
-    const int tx = tid % (BN / TN);   // column slot: columns q*SN_ + tx*4 .. +3
-    const int ty = tid / (BN / TN);   // row slot:    rows    p*SM_ + ty*4 .. +3
+    const int tx = (int)(threadIdx.x % (BN / TN));   // column slot: columns q*SN_ + tx*4 .. +3
+    const int ty = (int)(threadIdx.x / (BN / TN));   // row slot:    rows    p*SM_ + ty*4 .. +3
     const int row0 = blockIdx.y * BM;
     const int col0 = blockIdx.x * BN;
 
