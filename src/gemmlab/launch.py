@@ -171,12 +171,15 @@ _tex_cache: "OrderedDict[tuple, int]" = OrderedDict()
 _TEX_CACHE_MAX = 64
 
 
-def texture_for(ptr: int, span_bytes: int, channels: int, ordinal: int) -> tuple[int, int]:
-    """(texture object, element offset of ptr from the texture's base) for 1-D linear fp32 reads.
+def texture_for(ptr: int, span_bytes: int, channels: int, ordinal: int) -> tuple[int, int, int]:
+    """(texture object, element offset of ptr from the texture's base, channels) for 1-D linear
+    fp32 reads.
 
     The texture starts at ``ptr`` aligned down to the device's texture alignment (never below
     the allocation's start) and ends at the array's last byte rounded up to a whole float4,
-    clipped to the allocation. Fetches outside it return 0 and never fault.
+    clipped to the allocation. Fetches outside it return 0 and never fault. A float4 texture
+    whose last partial float4 would cross the allocation's end is given as a float texture
+    (channels 1) instead: the caller then compiles the scalar-fetch variant.
     """
     cu = _driver()
     info = device_info(ordinal)
@@ -189,7 +192,9 @@ def texture_for(ptr: int, span_bytes: int, channels: int, ordinal: int) -> tuple
                 f"the texture rungs need the operand's allocation aligned to {info.tex_align} bytes "
                 f"(allocation at {alloc_base:#x}); use another kernel"
             )
-        end = min(alloc_base + alloc_size, -(-(ptr + span_bytes) // 16) * 16)
+        end = -(-(ptr + span_bytes) // 16) * 16
+        if end > alloc_base + alloc_size:
+            end, channels = alloc_base + alloc_size, 1
         size = end - base
         elem = 4 * channels
         size -= size % elem
@@ -219,7 +224,7 @@ def texture_for(ptr: int, span_bytes: int, channels: int, ordinal: int) -> tuple
                 check(cu.cuTexObjectDestroy(old), "cuTexObjectDestroy")
         else:
             _tex_cache.move_to_end(key)
-    return obj, (ptr - base) // 4
+    return obj, (ptr - base) // 4, channels
 
 
 # ---- launching ------------------------------------------------------------------------------
@@ -257,8 +262,19 @@ class Plan:
             )
         if info.cc[0] * 10 + info.cc[1] < rung.min_arch:
             raise ValueError(f"kernel {rung.slug!r} needs sm_{rung.min_arch}+, this GPU is sm_{info.cc[0]}{info.cc[1]}")
+        vec_a, vec_b = kp.vec_a, kp.vec_b
+        tex_args: list[int] = []
+        if rung.textures:
+            # float4 texels only for a rung that fetches float4, and only where 16-byte access is legal
+            a_info, b_info = (problem.a, problem.b) if not problem.c.col_major else (problem.b, problem.a)
+            isz = DTYPE_BYTES[problem.dtype]
+            ta, oa, ch_a = texture_for(kp.a_ptr, a_info.span_elements * isz, rung.textures if vec_a else 1, self.ordinal)
+            tb, ob, ch_b = texture_for(kp.b_ptr, b_info.span_elements * isz, rung.textures if vec_b else 1, self.ordinal)
+            if rung.textures == 4:
+                vec_a, vec_b = ch_a == 4, ch_b == 4
+            tex_args = [ta, oa, tb, ob]
         self.variant = Variant.make(rung, problem.dtype, a_col=kp.a_col, b_col=kp.b_col,
-                                    vec_a=kp.vec_a, vec_b=kp.vec_b, vec_c=kp.vec_c, config=config)
+                                    vec_a=vec_a, vec_b=vec_b, vec_c=kp.vec_c, config=config)
         cfg = self.variant.cfg
         self.geometry: Launch = rung.launch(kp.M, kp.N, cfg)
         if self.geometry.grid[1] > MAX_GRID_Y:
@@ -270,16 +286,10 @@ class Plan:
             cu = _driver()
             check(cu.cuFuncSetAttribute(self.function, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                         self.geometry.smem), "cuFuncSetAttribute")
-        vals = [kp.M, kp.N, kp.K, kp.alpha, kp.a_ptr, kp.lda, kp.b_ptr, kp.ldb, kp.beta, kp.c_ptr, kp.ldc]
+        vals = [kp.M, kp.N, kp.K, kp.alpha, kp.a_ptr, kp.lda, kp.b_ptr, kp.ldb, kp.beta, kp.c_ptr, kp.ldc, *tex_args]
         i32, f32, vp = ctypes.c_int, ctypes.c_float, ctypes.c_void_p
         types = [i32, i32, i32, f32, vp, i32, vp, i32, f32, vp, i32]
-        if rung.textures:
-            a_info, b_info = (problem.a, problem.b) if not problem.c.col_major else (problem.b, problem.a)
-            isz = DTYPE_BYTES[problem.dtype]
-            # float4 texels only for a rung that fetches float4, and only where 16-byte access is legal
-            ta, oa = texture_for(kp.a_ptr, a_info.span_elements * isz, rung.textures if kp.vec_a else 1, self.ordinal)
-            tb, ob = texture_for(kp.b_ptr, b_info.span_elements * isz, rung.textures if kp.vec_b else 1, self.ordinal)
-            vals += [ta, oa, tb, ob]
+        if tex_args:
             types += [ctypes.c_ulonglong, ctypes.c_longlong, ctypes.c_ulonglong, ctypes.c_longlong]
         self._args = (tuple(vals), tuple(types))
 

@@ -97,6 +97,23 @@ __device__ __forceinline__ float2 gl_unpack2(unsigned u) {
 #endif
 }
 
+// Which 16-byte vector of an [OUTER][INNER + PAD] tile the v-th copy moves: shared row o, inner
+// offset in. With 8 or more vectors per row, a row is read by consecutive v. With fewer (INNER =
+// BK = 32 or 16 -> 4 or 2 vectors), 8 consecutive v take ONE column of 8 consecutive rows: the
+// rows are (INNER+8)*2 = 80 or 48 bytes apart, so these 8 16-byte stores fall in 8 different
+// bank groups (the plain order would put two rows in one 8-lane store phase: 2-way conflict).
+// Globally a warp still reads whole rows segments (8 rows x 64 B), so coalescing is unchanged.
+template <int INNER>
+__device__ __forceinline__ void gl_tile_pos(int v, int& o, int& in) {
+    constexpr int CH = INNER / 8;                 // vectors per row
+    if (CH >= 8) {
+        o = v / CH; in = (v % CH) * 8;
+    } else {
+        const int w = v % (8 * CH);
+        o = (v / (8 * CH)) * 8 + w % 8; in = (w / 8) * 8;
+    }
+}
+
 // Eight consecutive 16-bit elements P[outer*ld + inner .. +7] of an operand, as raw bits.
 // outer >= n_outer or elements at inner+e >= n_inner read nothing and give 0 (zero fill).
 // One 128-bit load when legal (VEC) and all eight are inside; else guarded 16-bit loads.
@@ -177,7 +194,13 @@ __device__ __forceinline__ void gl_load_frag(wmma::fragment<Use, 16, 16, 16, T, 
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS)
+// Registers: FP32 accumulators take WM*WN/32 per thread (64 at 64x32). Up to that size ask for
+// 128 registers per thread so two 256-thread blocks share an SM (one would leave the tensor
+// cores idle during barriers and global-load waits); an NVRTC left to itself may use a few more
+// than 128 and halve the occupancy (seen: BF16, row/row, NVRTC 13.0). Larger warp tiles: no floor.
+constexpr int MIN_BLOCKS = (WM * WN / 32 <= 64 && THREADS <= 512) ? 512 / THREADS : 1;   // 65536 / (THREADS * 128)
+
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc)
 {
     // One raw buffer, two views: the 2-stage A/B tiles during the main loop, then the FP32
@@ -193,7 +216,7 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
 
     // ---- global -> registers -> shared loaders -----------------------------------------------
-    // Vector v of a tile covers inner elements (v % (INNER/8))*8 .. +7 of shared row v / (INNER/8).
+    // Vector v of a tile -> (shared row o, inner offset in), see gl_tile_pos.
     uint4 ra[A_PER];   // this thread's prefetched A vectors (8 halves each)
     uint4 rb[B_PER];   // this thread's prefetched B vectors
     auto load_tiles = [&](int k0) {
@@ -201,7 +224,8 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
         for (int p = 0; p < A_PER; ++p) {
             const int v = tid + p * THREADS;
             if (A_VECS % THREADS == 0 || v < A_VECS) {
-                const int o = v / (A_INNER / 8), in = (v % (A_INNER / 8)) * 8;
+                int o, in;
+                gl_tile_pos<A_INNER>(v, o, in);
 #if GL_A_COL
                 ra[p] = gl_load8<GL_VEC_A>(A, lda, k0 + o, row0 + in, K, M);     // A(m, k) at A[k*lda + m]
 #else
@@ -213,7 +237,8 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
         for (int p = 0; p < B_PER; ++p) {
             const int v = tid + p * THREADS;
             if (B_VECS % THREADS == 0 || v < B_VECS) {
-                const int o = v / (B_INNER / 8), in = (v % (B_INNER / 8)) * 8;
+                int o, in;
+                gl_tile_pos<B_INNER>(v, o, in);
 #if GL_B_COL
                 rb[p] = gl_load8<GL_VEC_B>(B, ldb, col0 + o, k0 + in, N, K);     // B(k, n) at B[n*ldb + k]
 #else
@@ -226,14 +251,20 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
 #pragma unroll
         for (int p = 0; p < A_PER; ++p) {
             const int v = tid + p * THREADS;
-            if (A_VECS % THREADS == 0 || v < A_VECS)
-                *reinterpret_cast<uint4*>(&As[s][v / (A_INNER / 8)][(v % (A_INNER / 8)) * 8]) = ra[p];
+            if (A_VECS % THREADS == 0 || v < A_VECS) {
+                int o, in;
+                gl_tile_pos<A_INNER>(v, o, in);
+                *reinterpret_cast<uint4*>(&As[s][o][in]) = ra[p];
+            }
         }
 #pragma unroll
         for (int p = 0; p < B_PER; ++p) {
             const int v = tid + p * THREADS;
-            if (B_VECS % THREADS == 0 || v < B_VECS)
-                *reinterpret_cast<uint4*>(&Bs[s][v / (B_INNER / 8)][(v % (B_INNER / 8)) * 8]) = rb[p];
+            if (B_VECS % THREADS == 0 || v < B_VECS) {
+                int o, in;
+                gl_tile_pos<B_INNER>(v, o, in);
+                *reinterpret_cast<uint4*>(&Bs[s][o][in]) = rb[p];
+            }
         }
     };
 
