@@ -28,8 +28,9 @@ _U = {"fp32": 2.0**-24, "fp16": 2.0**-11, "bf16": 2.0**-8}
 # error behaves like a random walk: relative Frobenius error ~ u32 * sqrt(K) (measured on the H100
 # between 0.3 and 2 u32 sqrt(K) across the ladder); we allow 16x that. fp16/bf16 outputs add one
 # rounding to the output type (relative ~ u_out / sqrt(3) in Frobenius norm); we allow 2 u_out.
-# Element-wise, the classical bound |C - R| <= K u32 (|A||B|) holds for any summation order; we
-# allow 2x it plus 2 u_out for the output rounding.
+# Element-wise, the classical bound |C - R| <= K u32 (|A||B|) holds for any summation order; the
+# epilogue adds two more roundings (alpha * acc, then the FMA with beta * C: measured 2.1 u32 at
+# K = 1 on the H100); we allow 2 (K + 2) u32, plus 2 u_out for the output rounding.
 def tolerance(dtype: str, K: int) -> float:
     """Allowed relative Frobenius error for a problem of inner dimension K."""
     tol = 16.0 * _U["fp32"] * math.sqrt(max(K, 1))
@@ -40,7 +41,7 @@ def tolerance(dtype: str, K: int) -> float:
 
 def elementwise_tolerance(dtype: str, K: int) -> float:
     """Allowed element error relative to |alpha| (|A| @ |B|) + |beta| |C0|."""
-    tol = 2.0 * max(K, 1) * _U["fp32"]
+    tol = 2.0 * (max(K, 1) + 2) * _U["fp32"]
     if dtype != "fp32":
         tol += 2.0 * _U[dtype]
     return tol
