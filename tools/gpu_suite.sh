@@ -26,6 +26,10 @@ run() {  # run NAME CMD...: tee output to $OUT/NAME.log, remember the status
   status[$name]=$?
   echo "=== $name: exit ${status[$name]} in $((SECONDS - t0)) s"
   tail -n "${TAIL:-15}" "$OUT/$name.log"
+  pack
+}
+pack() {  # the device tool returns at most 8 files: logs, JSON and report go back in one archive
+  tar czf "$FINAL/suite.tgz.part" -C "$(dirname "$OUT")" suite && mv "$FINAL/suite.tgz.part" "$FINAL/suite.tgz"
 }
 
 for st in "${stages[@]}"; do
@@ -51,5 +55,4 @@ for st in "${stages[@]}"; do
 done
 echo "=== summary"
 for k in "${!status[@]}"; do echo "$k: ${status[$k]}"; done | tee "$OUT/summary.txt"
-# the device tool returns at most 8 files: pack the logs, JSON and report into one archive
-tar czf "$FINAL/suite.tgz" -C "$(dirname "$OUT")" suite
+pack
