@@ -173,3 +173,8 @@ def test_vector_legality_needs_alignment_and_leading_dimension_multiple():
     assert problem.describe_array("a", arr(4, 8, ptr=base)).vec_ok()
     assert not problem.describe_array("a", arr(4, 8, ptr=base + 4)).vec_ok()
     assert not problem.describe_array("a", arr(4, 7, strides=(7, 1), ptr=base + (1 << 20))).vec_ok()
+
+
+def test_empty_arrays_are_accepted_whatever_their_strides():
+    info = problem.describe_array("a", arr(5, 0, strides=(0, 0)))
+    assert (info.rows, info.cols, info.span_elements) == (5, 0, 0)

@@ -164,7 +164,10 @@ def test_recorded_rung_is_plausible(name):
     assert s["dram_read_bytes"] >= 0.5 * (M * K + K * N) * 4      # caches flushed: A and B come from DRAM
     assert s["l2_bytes"] >= s["dram_read_bytes"] * 0.5
     assert s["ffma_count"] == pytest.approx(M * N * K, rel=0.02)  # one FFMA per multiply-add
-    assert s["tensor_inst_count"] in (None, 0)
+    # no tensor-core math: the hmma-pipe counter also counts the HFMA2.MMA register moves the
+    # compiler emits (measured on the H100: one per warp), so compare with the FFMA warp
+    # instructions instead of expecting zero
+    assert (s["tensor_inst_count"] or 0) < 0.001 * s["ffma_count"] / 32
     assert s["arithmetic_intensity"] == pytest.approx(FLOPS / s["dram_bytes"])
     assert len(s["stalls"]) >= 10
     assert sum(x["share"] for x in s["stalls"]) == pytest.approx(1.0)

@@ -53,7 +53,8 @@ def test_profile_smem_and_padded(ncu, tmp_path):
         _plausible(s)
         assert s["kernels"] == [s["kernels"][0]]                           # exactly the one launch
         assert s["ffma_count"] == pytest.approx(SHAPE[0] * SHAPE[1] * SHAPE[2], rel=0.02)
-        assert not s["tensor_inst_count"]
+        # HFMA2.MMA register moves count on the hmma pipe (one per warp): negligible, not zero
+        assert (s["tensor_inst_count"] or 0) < 0.001 * s["ffma_count"] / 32
         assert s["bank_conflicts_ld"] is not None and s["bank_conflicts_st"] is not None
         assert s["shared_ld_throughput"] and s["shared_ld_throughput"] > 0
     # the point of padding
@@ -71,7 +72,7 @@ def test_profile_vs_cublas(ncu):
     _plausible(cb)
     assert cb["kernel"] == "cublas"
     assert cb["ffma_count"] >= 0.98 * SHAPE[0] * SHAPE[1] * SHAPE[2]        # FP32 SGEMM, not TF32
-    assert not cb["tensor_inst_count"]
+    assert (cb["tensor_inst_count"] or 0) < 0.001 * cb["ffma_count"] / 32   # no TF32 MMA
 
 
 def test_profile_wmma_uses_tensor_cores(ncu):

@@ -74,6 +74,8 @@ def _layout(name: str, shape, strides_el) -> tuple[bool, int]:
     """(col_major, ld) for a 2-D strided view, or ValueError when it is neither layout."""
     rows, cols = shape
     s0, s1 = strides_el
+    if rows == 0 or cols == 0:  # an empty array touches no memory: any strides will do
+        return False, max(cols, 1)
     # A dimension of extent 1 has an arbitrary stride: it never moves.
     if (s1 == 1 or cols == 1) and (rows == 1 or s0 >= max(cols, 1)):
         return False, (s0 if rows > 1 else max(cols, 1))

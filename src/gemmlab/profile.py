@@ -147,7 +147,9 @@ METRICS: tuple[Metric, ...] = (
     Metric("fadd_count", "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum", "thread-inst", "FP32 adds executed (per thread)"),
     Metric("fmul_count", "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum", "thread-inst", "FP32 multiplies executed (per thread)"),
     Metric("hfma_count", "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum", "thread-inst", "FP16 fused multiply-adds executed (per thread)"),
-    Metric("tensor_hmma_inst", "sm__inst_executed_pipe_tensor_op_hmma.sum", "inst", "tensor-core HMMA warp instructions (mma.sync, WMMA)"),
+    Metric("tensor_hmma_inst", "sm__inst_executed_pipe_tensor_op_hmma.sum", "inst",
+           "tensor-core HMMA warp instructions (mma.sync, WMMA); also counts the HFMA2.MMA register moves "
+           "compilers emit (about one per warp in FP32 kernels on the H100)"),
     Metric("tensor_gmma_inst", "sm__inst_executed_pipe_tensor_op_gmma.sum", "inst", "tensor-core warpgroup MMA instructions (wgmma, Hopper)"),
     Metric("tensor_active_pct", "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active", "%",
            "tensor pipe busy, % of active cycles"),
