@@ -50,6 +50,7 @@ for st in "${stages[@]}"; do
     ncu-record) run ncu-record bash -c "$GL profile smem --shape 2048 --keep-csv $OUT/rec --vs-cublas --json && $GL profile smem_padded --shape 2048 --keep-csv $OUT/rec --json" ;;
     report) run report $GL report --out "$OUT/report" ;;
     quick) run quick $PY tools/quick_time.py ;;
+    inspect) run inspect bash -c "for r in warp_tiling double_buffer wmma; do $GL inspect \$r; done" ;;
     *) echo "unknown stage $st" ;;
   esac
 done
