@@ -15,7 +15,7 @@ def _gpu_reason() -> str | None:
     except ImportError as exc:  # pragma: no cover
         return f"gemmlab's CUDA bindings are not importable ({exc})"
     if not gpu_available():
-        return "no NVIDIA GPU/driver on this machine: GPU tests skipped (run tests/gpu_suite.sh on a GPU machine)"
+        return "no NVIDIA GPU/driver on this machine: GPU tests skipped (run tools/gpu_suite.sh on a GPU machine)"
     return None
 
 

@@ -2,9 +2,9 @@
 tests/data/), unit normalization, aggregation over several kernels, the retry on metrics ncu does
 not know, the permission error, and the whole command against a fake ``ncu``.
 
-tests/data/ncu_*.csv are in ncu's exact ``--csv --page raw --print-units base`` format. Until they
-are replaced by recordings from the H100 they hold synthetic values; every assertion on them is a
-relation that a real recording satisfies too (see tests/data/make_fixtures.py).
+tests/data/ncu_*.csv are recordings from an H100 (Nsight Compute 2025.3, ``gemmlab profile smem /
+smem_padded --shape 2048 --keep-csv DIR --vs-cublas``): ncu's own ``--csv --page raw --print-units
+base`` output, warnings included.
 """
 
 from __future__ import annotations

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # One batched GPU job for the device machine: install, GPU tests, sanitizers, benchmark.
-# Usage: tools/gpu_suite.sh [stage ...]   stages: env verify pytest memcheck racecheck bench quick
+# Usage: GEMMLAB_GIT_COMMIT=$(git rev-parse HEAD) tools/gpu_suite.sh [stage ...]
+# stages: env warm verify pytest pytest-profile memcheck racecheck bench bench16 bench-bf16 ncu-record
+#         report inspect quick (default: env warm pytest memcheck racecheck bench bench16 bench-bf16)
+# The device gets a copy of the tree without .git: GEMMLAB_GIT_COMMIT records the commit in the JSON.
 # Logs, JSON and the report are packed into $OUT/suite.tgz (default ./out). Each stage's exit
 # status is printed at the end.
 set -u

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import platform
+import os
 import subprocess
 import sys
 from datetime import datetime, timezone
@@ -235,7 +236,11 @@ def source_root() -> Path | None:
 def git_revision() -> tuple[str | None, bool | None]:
     """(commit, dirty) of the source checkout; (None, None) when not running from one.
 
-    Read-only: ``--no-optional-locks`` keeps ``git status`` from refreshing the index."""
+    A copy of the tree without .git (as on a remote GPU machine) can name its commit in
+    ``GEMMLAB_GIT_COMMIT``. Read-only: ``--no-optional-locks`` keeps ``git status`` from
+    refreshing the index."""
+    if os.environ.get("GEMMLAB_GIT_COMMIT"):
+        return os.environ["GEMMLAB_GIT_COMMIT"], None
     root = source_root()
     if root is None:
         return None, None

@@ -295,6 +295,16 @@ def _conflict_obs(op: str, what: str, pp: Mapping, cp: Mapping, fall_why: str, r
     return Observation(f"conflicts_{op}", math.log2(1 / r), f"{what} rose from {_num(a)} to {_num(b)}, {share} ({rise_why})")
 
 
+def _uses_tensor_cores(p: dict) -> bool:
+    """Whether a profiled launch does its math on the tensor cores. The tensor-pipe instruction
+    counter alone cannot tell: it also counts the HFMA2.MMA register moves compilers emit (1e7 of
+    them in the warp-shuffle rung at 2048^3, with the pipe busy 0.8% of the time); the tensor pipe's
+    busy share can (28% for the WMMA rung, 82% for cuBLAS fp16)."""
+    if (p.get("tensor_active_pct") or 0.0) >= 5.0:
+        return True
+    return not (p.get("ffma_count") or 0) and bool(p.get("tensor_inst_count"))
+
+
 def explain_step(prev: RungView, cur: RungView) -> dict:
     """The measured change from ``prev`` to ``cur``: a row of deltas, the ranked observations and
     one sentence naming the largest (at most three)."""
@@ -306,11 +316,11 @@ def explain_step(prev: RungView, cur: RungView) -> dict:
             obs.append(o)
 
     # tensor cores appear / disappear
-    ta, tb = pp.get("tensor_inst_count"), cp.get("tensor_inst_count")
-    if (ta or 0) == 0 and (tb or 0) > 0:
-        add(Observation("tensor", 6.0, f"the math moved to the tensor cores ({_num(tb)} tensor instructions, "
+    ta, tb = _uses_tensor_cores(pp), _uses_tensor_cores(cp)
+    if not ta and tb:
+        add(Observation("tensor", 6.0, f"the math moved to the tensor cores ({_num(cp.get('tensor_inst_count'))} tensor instructions, "
                                        f"FFMA {_num(pp.get('ffma_count'))} to {_num(cp.get('ffma_count'))})"))
-    elif (ta or 0) > 0 and (tb or 0) == 0 and tb is not None:
+    elif ta and not tb:
         add(Observation("tensor", 6.0, "the math left the tensor cores"))
     add(_bytes_obs("dram", "DRAM bytes", pp.get("dram_bytes"), cp.get("dram_bytes"),
                    "each byte fetched from DRAM now serves more FLOPs", "less reuse of what is fetched", 1.0))
@@ -327,7 +337,7 @@ def explain_step(prev: RungView, cur: RungView) -> dict:
                       "a warp's shared stores now spread over the 32 banks", "several lanes of a warp now store to the same bank"))
     # hot-loop instruction mix (inspect)
     fa, fb = prev.ffma_share, cur.ffma_share
-    if fa is not None and fb is not None and abs(fb - fa) >= 5 and not (tb or 0) > 0:
+    if fa is not None and fb is not None and abs(fb - fa) >= 5 and not tb:
         if fb > fa:
             add(Observation("ffma", (fb - fa) / 10, f"hot-loop FFMA share rose from {fa:.0f}% to {fb:.0f}% "
                                                     "(fewer loads and address instructions per FFMA)"))
