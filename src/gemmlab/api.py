@@ -11,6 +11,10 @@ _TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
 def _scale_in_place(c, beta: float) -> None:
     """c <- beta * c without a kernel (used when K == 0); beta == 0 writes zeros (NaN never leaks)."""
+    if not hasattr(c, "mul_"):  # CuPy, or any __cuda_array_interface__ array through a CuPy view
+        import cupy
+
+        c = cupy.asarray(c)
     if beta == 0.0:
         c.fill_(0) if hasattr(c, "fill_") else c.fill(0)
     elif beta != 1.0:
