@@ -33,8 +33,9 @@ def test_slugs_are_unique_and_stable_identifiers():
     assert all(re.fullmatch(r"[a-z][a-z0-9_]*", s) for s in slugs)
 
 
-def test_every_rung_has_summary_dtypes_and_seeds():
+def test_every_rung_has_name_summary_dtypes_and_seeds():
     for r in gemmlab.kernels():
+        assert r.name == r.slug
         assert r.summary and "\n" not in r.summary
         assert r.dtypes and set(r.dtypes) <= {"fp32", "fp16", "bf16"}
         assert r.seeds

@@ -50,6 +50,11 @@ class Rung:
     kernel: str = "gemm"               # extern "C" entry point
     min_arch: int = 75
 
+    @property
+    def name(self) -> str:
+        """The stable slug (``gemmlab.gemm(..., kernel=rung.name)``)."""
+        return self.slug
+
     # ---- configuration -------------------------------------------------------------------
     def config(self, overrides: Mapping[str, int] | str | None = None) -> dict[str, int]:
         """Defaults merged with a preset name or KEY=VALUE overrides; raises ValueError if invalid."""
