@@ -9,7 +9,7 @@ import math
 import pytest
 from rich.console import Console
 
-from gemmlab import bench, cli, envinfo, launch
+from gemmlab import arrays, bench, cli, envinfo, launch
 from gemmlab.registry import get, kernels
 
 SCHEMA_KEYS = {"kernel", "number", "dtype", "M", "N", "K", "ms", "ms_min", "ms_max", "times_ms", "tflops",
@@ -132,13 +132,13 @@ def test_bad_shapes_repeats_and_bf16_on_cupy_are_rejected_before_the_gpu(monkeyp
 
 
 def test_library_choice_prefers_torch_and_bf16_needs_torch():
-    assert bench.choose_lib(None, "fp32", ["cupy", "torch"]) == "torch"
-    assert bench.choose_lib(None, "fp32", ["cupy"]) == "cupy"
-    assert bench.choose_lib("cupy", "fp32", ["cupy", "torch"]) == "cupy"
+    assert arrays.choose_lib(None, "fp32", ["cupy", "torch"]) == "torch"
+    assert arrays.choose_lib(None, "fp32", ["cupy"]) == "cupy"
+    assert arrays.choose_lib("cupy", "fp32", ["cupy", "torch"]) == "cupy"
     with pytest.raises(RuntimeError, match="bf16 needs PyTorch"):
-        bench.choose_lib(None, "bf16", ["cupy"])
+        arrays.choose_lib(None, "bf16", ["cupy"])
     with pytest.raises(RuntimeError, match="not usable"):
-        bench.choose_lib("torch", "fp32", ["cupy"])
+        arrays.choose_lib("torch", "fp32", ["cupy"])
 
 
 # ---- shape rule --------------------------------------------------------------------------------
@@ -392,7 +392,7 @@ class _FakePlan:
 
 @pytest.fixture
 def fake_gpu(monkeypatch):
-    from gemmlab import api, arrays
+    from gemmlab import api
 
     info = launch.DeviceInfo(0, "Fake H100", (9, 0), "sm_90a", 132, 1980000, 1 << 20, 232448, 233472, 65536,
                              2048, 32, 512, 1 << 27, 2619000, 5120)

@@ -1,7 +1,6 @@
 """The registry is the single source of truth for the ladder."""
 
 import re
-from pathlib import Path
 
 import pytest
 

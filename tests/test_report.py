@@ -10,7 +10,6 @@ import copy
 import json
 import os
 import re
-import shutil
 import subprocess
 
 import pytest
@@ -177,14 +176,6 @@ def test_collect_needs_a_gpu(monkeypatch):
     monkeypatch.setattr(gemmlab.launch, "gpu_available", lambda: False)
     with pytest.raises(NoGPUError, match="--from-json"):
         R.collect(progress=False)
-
-
-def test_call_compat_passes_only_accepted_arguments():
-    def bench(rungs=None, shapes=None, dtype="fp32", progress=True):
-        return dict(rungs=rungs, shapes=shapes, dtype=dtype, progress=progress)
-
-    got = R._call_compat(bench, rungs=["a"], kernels=["a"], shapes=[(1, 2, 3)], dtype="fp16", progress=False, quiet=True)
-    assert got == {"rungs": ["a"], "shapes": [(1, 2, 3)], "dtype": "fp16", "progress": False}
 
 
 # ---- in a browser --------------------------------------------------------------------------------

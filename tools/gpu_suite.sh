@@ -2,7 +2,7 @@
 # One batched GPU job for the device machine: install, GPU tests, sanitizers, benchmark.
 # Usage: GEMMLAB_GIT_COMMIT=$(git rev-parse HEAD) tools/gpu_suite.sh [stage ...]
 # stages: env warm verify pytest pytest-profile memcheck racecheck bench bench16 bench-bf16 ncu-record
-#         report inspect quick (default: env warm pytest memcheck racecheck bench bench16 bench-bf16)
+#         report inspect (default: env warm pytest memcheck racecheck bench bench16 bench-bf16)
 # The device gets a copy of the tree without .git: GEMMLAB_GIT_COMMIT records the commit in the JSON.
 # Logs, JSON and the report are packed into $OUT/suite.tgz (default ./out). Each stage's exit
 # status is printed at the end.
@@ -52,7 +52,6 @@ for st in "${stages[@]}"; do
     bench-bf16) run bench-bf16 $GL bench --dtype bf16 --json "$OUT/bench_bf16.json" ;;
     ncu-record) run ncu-record bash -c "$GL profile smem --shape 2048 --keep-csv $OUT/rec --vs-cublas --json && $GL profile smem_padded --shape 2048 --keep-csv $OUT/rec --json" ;;
     report) run report $GL report --out "$OUT/report" ;;
-    quick) run quick $PY tools/quick_time.py ;;
     inspect) run inspect bash -c "for r in warp_tiling double_buffer wmma; do $GL inspect \$r; done" ;;
     *) echo "unknown stage $st" ;;
   esac

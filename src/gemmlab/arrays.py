@@ -28,17 +28,84 @@ def available_libs() -> list[str]:
     return libs
 
 
-def default_lib(dtype: str = "fp32") -> str:
-    libs = available_libs()
-    # CuPy has no bfloat16 arrays: bf16 needs PyTorch.
-    if dtype == "bf16":
-        libs = [l for l in libs if l == "torch"]
-    if not libs:
-        raise RuntimeError(
-            "no GPU array library: install CuPy (pip install 'gemmlab[cu13]') or PyTorch with CUDA"
-            + (" (bf16 needs PyTorch)" if dtype == "bf16" else "")
-        )
-    return libs[0]
+LIBS = ("torch", "cupy")
+
+
+def choose_lib(lib: str | None, dtype: str, available=None, prefer: tuple[str, ...] = LIBS) -> str:
+    """The array library for operands and cuBLAS: ``lib`` if given and usable, else the first of
+    ``prefer`` that is available (CuPy has no bfloat16 arrays: bf16 needs PyTorch)."""
+    available = available_libs() if available is None else available
+    if lib is not None:
+        if lib not in LIBS:
+            raise ValueError(f"unknown library {lib!r}; use one of {', '.join(LIBS)}")
+        if lib == "cupy" and dtype == "bf16":
+            raise ValueError("CuPy has no bfloat16 arrays: bf16 needs --lib torch")
+        if lib not in available:
+            raise RuntimeError(f"--lib {lib}: not usable here (GPU array libraries found: "
+                               f"{', '.join(available) or 'none'})")
+        return lib
+    for cand in prefer:
+        if cand in available and not (cand == "cupy" and dtype == "bf16"):
+            return cand
+    raise RuntimeError("no GPU array library for the operands and cuBLAS: install PyTorch with CUDA or CuPy "
+                       "(pip install 'gemmlab[cu13]')" + (" -- bf16 needs PyTorch" if dtype == "bf16" else ""))
+
+
+def event_pair(L: "Lib"):
+    """Two timing events of the library, recorded on its current stream."""
+    E = L.xp.cuda.Event
+    return (E(enable_timing=True), E(enable_timing=True)) if L.name == "torch" else (E(), E())
+
+
+def elapsed_ms(L: "Lib", start, end) -> float:
+    if L.name == "torch":
+        return float(start.elapsed_time(end))
+    return float(L.xp.cuda.get_elapsed_time(start, end))
+
+
+class TrueFP32:
+    """Keep cuBLAS on true FP32 (no TF32) inside the block; restore the library's setting after.
+    ``settings`` records what was set, for the benchmark's JSON."""
+
+    def __init__(self, L: "Lib"):
+        self.L = L
+        self.restore = lambda: None
+        self.settings: dict = {"tf32": False}
+
+    def __enter__(self):
+        import os
+
+        if self.L.name == "torch":
+            m = self.L.xp.backends.cuda.matmul
+            if hasattr(m, "fp32_precision"):
+                prev = m.fp32_precision
+                m.fp32_precision = "ieee"
+                self.restore = lambda: setattr(m, "fp32_precision", prev)
+                self.settings["torch_fp32_precision"] = "ieee"
+            else:
+                prev = m.allow_tf32
+                m.allow_tf32 = False
+                self.restore = lambda: setattr(m, "allow_tf32", prev)
+                self.settings["torch_allow_tf32"] = False
+            for flag in ("allow_fp16_reduced_precision_reduction", "allow_bf16_reduced_precision_reduction"):
+                if hasattr(m, flag):
+                    self.settings["torch_" + flag] = bool(getattr(m, flag))
+        else:
+            import numpy
+            from cupy._core import _routines_linalg as rl
+
+            prev = rl.get_compute_type(numpy.float32)
+            rl.set_compute_type(numpy.float32, rl.COMPUTE_TYPE_DEFAULT)
+            self.restore = lambda: rl.set_compute_type(numpy.float32, prev)
+            self.settings["cupy_fp32_compute_type"] = "COMPUTE_TYPE_DEFAULT"
+            if os.environ.get("CUPY_TF32"):
+                self.settings["cupy_tf32_env_overridden"] = os.environ["CUPY_TF32"]
+        if os.environ.get("NVIDIA_TF32_OVERRIDE") is not None:
+            self.settings["NVIDIA_TF32_OVERRIDE"] = os.environ["NVIDIA_TF32_OVERRIDE"]
+        return self
+
+    def __exit__(self, *exc):
+        self.restore()
 
 
 class Lib:

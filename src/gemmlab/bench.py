@@ -60,6 +60,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
+from .arrays import LIBS
 from .registry import DTYPES, Rung, get, kernels
 from .shapes import parse_shapes
 
@@ -73,7 +74,6 @@ SLOW_RUN_MS = 200.0
 SLOW_BUDGET_MS = 2000.0
 MIN_REPEATS = 3
 FLUSH_FACTOR = 2            # the flush buffer is this many times the L2 size
-LIBS = ("torch", "cupy")
 STATUSES = ("ok", "failed", "error", "skipped")
 
 
@@ -260,86 +260,6 @@ def _no_gpu_message() -> str:
             "`gemmlab inspect RUNG --arch sm_90a` (compile a rung and read its SASS).")
 
 
-def choose_lib(lib: str | None, dtype: str, available: Sequence[str]) -> str:
-    """The array library for cuBLAS and the operands: PyTorch if it has CUDA, else CuPy."""
-    if lib is not None:
-        if lib not in LIBS:
-            raise ValueError(f"unknown library {lib!r}; use one of {', '.join(LIBS)}")
-        if lib == "cupy" and dtype == "bf16":
-            raise ValueError("CuPy has no bfloat16 arrays: bf16 needs --lib torch")
-        if lib not in available:
-            raise RuntimeError(f"--lib {lib}: not usable here (GPU array libraries found: "
-                               f"{', '.join(available) or 'none'})")
-        return lib
-    for cand in LIBS:
-        if cand in available and not (cand == "cupy" and dtype == "bf16"):
-            return cand
-    raise RuntimeError("no GPU array library for the operands and cuBLAS: install PyTorch with CUDA or CuPy "
-                       "(pip install 'gemmlab[cu13]')" + (" -- bf16 needs PyTorch" if dtype == "bf16" else ""))
-
-
-class _Precision:
-    """Keep cuBLAS on true FP32 (no TF32) for the run; restore the library's setting afterwards."""
-
-    def __init__(self, L):
-        self.L = L
-        self.restore: Callable[[], None] = lambda: None
-        self.settings: dict = {"tf32": False}
-
-    def __enter__(self):
-        if self.L.name == "torch":
-            m = self.L.xp.backends.cuda.matmul
-            if hasattr(m, "fp32_precision"):
-                prev = m.fp32_precision
-                m.fp32_precision = "ieee"
-                self.restore = lambda: setattr(m, "fp32_precision", prev)
-                self.settings["torch_fp32_precision"] = "ieee"
-            else:
-                prev = m.allow_tf32
-                m.allow_tf32 = False
-                self.restore = lambda: setattr(m, "allow_tf32", prev)
-                self.settings["torch_allow_tf32"] = False
-            for flag in ("allow_fp16_reduced_precision_reduction", "allow_bf16_reduced_precision_reduction"):
-                if hasattr(m, flag):
-                    self.settings["torch_" + flag] = bool(getattr(m, flag))
-        else:
-            import numpy
-
-            from cupy._core import _routines_linalg as rl
-
-            prev = rl.get_compute_type(numpy.float32)
-            rl.set_compute_type(numpy.float32, rl.COMPUTE_TYPE_DEFAULT)
-            self.restore = lambda: rl.set_compute_type(numpy.float32, prev)
-            self.settings["cupy_fp32_compute_type"] = "COMPUTE_TYPE_DEFAULT"
-            if os.environ.get("CUPY_TF32"):
-                self.settings["cupy_tf32_env_overridden"] = os.environ["CUPY_TF32"]
-        if os.environ.get("NVIDIA_TF32_OVERRIDE") is not None:
-            self.settings["NVIDIA_TF32_OVERRIDE"] = os.environ["NVIDIA_TF32_OVERRIDE"]
-        return self
-
-    def __exit__(self, *exc):
-        self.restore()
-
-
-class _Events:
-    """CUDA events of the array library, on its current stream."""
-
-    def __init__(self, L):
-        self.L = L
-
-    def pair(self):
-        if self.L.name == "torch":
-            E = self.L.xp.cuda.Event
-            return E(enable_timing=True), E(enable_timing=True)
-        E = self.L.xp.cuda.Event
-        return E(), E()
-
-    def elapsed_ms(self, start, end) -> float:
-        if self.L.name == "torch":
-            return float(start.elapsed_time(end))
-        return float(self.L.xp.cuda.get_elapsed_time(start, end))
-
-
 class _Flusher:
     """Writes a buffer of FLUSH_FACTOR x the L2 size (a memset), evicting A, B and C from L2."""
 
@@ -438,7 +358,7 @@ def run_bench(rungs=None, shapes=None, dtype: str = "fp32", repeats: int = DEFAU
     if not launch.gpu_available():
         raise launch.NoGPUError(_no_gpu_message())
     from . import api
-    from .arrays import Lib, available_libs, make_operands
+    from .arrays import Lib, TrueFP32, available_libs, choose_lib, elapsed_ms, event_pair, make_operands
     from .verify import check as verify_check
 
     L = Lib(choose_lib(lib, dtype, available_libs()))
@@ -455,10 +375,9 @@ def run_bench(rungs=None, shapes=None, dtype: str = "fp32", repeats: int = DEFAU
     group_info: list[dict] = []
     n_entries = sum(len(g.jobs) for g in groups)
     prog = _Progress(progress, n_entries * (1 + repeats))
-    ev = _Events(L)
     flush = _Flusher(L, info.l2_bytes, flush_l2)
     try:
-        with _Precision(L) as precision:
+        with TrueFP32(L) as precision:
             for g in groups:
                 M, N, K = g.shape
                 tag = fmt_shape(g.shape)
@@ -513,13 +432,13 @@ def run_bench(rungs=None, shapes=None, dtype: str = "fp32", repeats: int = DEFAU
                                 rec["verify_message"] = vr.message()
                                 _add_note(rec, f"cuBLAS misses the {dtype} tolerance (TF32 on?): " + _verify_summary(vr))
                         # the estimate run, which is also the first warm-up run
-                        e.events = ev.pair()
+                        e.events = event_pair(L)
                         flush()
                         e.events[0].record()
                         e.fn()
                         e.events[1].record()
                         e.events[1].synchronize()
-                        est = ev.elapsed_ms(*e.events)
+                        est = elapsed_ms(L, *e.events)
                         rec["first_run_ms"] = est
                         e.reps = slow_repeats(est, repeats)
                         if e.reps < repeats or est > SLOW_RUN_MS:
@@ -552,7 +471,7 @@ def run_bench(rungs=None, shapes=None, dtype: str = "fp32", repeats: int = DEFAU
                         e.events[1].record()
                     L.synchronize()
                     for e in live:
-                        e.rec["times_ms"].append(ev.elapsed_ms(*e.events))
+                        e.rec["times_ms"].append(elapsed_ms(L, *e.events))
                     c = envinfo.clocks(ordinal).get("sm_mhz")
                     if c is not None:
                         sm_mhz.append(c)

@@ -334,7 +334,6 @@ def aggregate(records: Sequence[KernelRecord]) -> dict[str, float | None]:
     if len(records) == 1:
         return dict(records[0].values)
     dur = [r.values.get("gpu__time_duration.sum") or 0.0 for r in records]
-    total = sum(dur)
     names = []
     for r in records:
         names += [n for n in r.values if n not in names]

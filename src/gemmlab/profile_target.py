@@ -41,12 +41,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=1234)
     args = p.parse_args(argv)
 
-    from .arrays import make_operands
+    from .arrays import Lib, TrueFP32, choose_lib, make_operands
     from .shapes import parse_shape
 
     M, N, K = parse_shape(args.shape)
-    L = bench_lib(args.lib, args.dtype)
-    fp32_cublas(L).__enter__()   # fp32 means FP32 math in cuBLAS too, never TF32 (as in the benchmark)
+    L = Lib(choose_lib(args.lib, args.dtype))   # the library the benchmark times: the cuBLAS profiled is the cuBLAS timed
+    TrueFP32(L).__enter__()      # fp32 means FP32 math in cuBLAS too, never TF32 (as in the benchmark)
     ops = make_operands(L, M, N, K, args.dtype, seed=args.seed, beta_nonzero=False)
     if args.cublas:
         ordinal = _device_of(ops.c, L)
@@ -68,37 +68,6 @@ def main(argv: list[str] | None = None) -> int:
     L.synchronize()
     _profiler(ordinal, False)
     return 0
-
-
-def bench_lib(lib: str | None, dtype: str):
-    """The array library the benchmark would use (PyTorch if it has CUDA, else CuPy), so that the
-    cuBLAS profiled is the cuBLAS timed."""
-    from .arrays import Lib, available_libs, default_lib
-
-    try:
-        from .bench import choose_lib
-
-        return Lib(choose_lib(lib, dtype, available_libs()))
-    except ImportError:  # pragma: no cover - bench is part of the package
-        return Lib(lib or default_lib(dtype))
-
-
-class _NoOp:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return None
-
-
-def fp32_cublas(L):
-    """A context manager keeping cuBLAS on true FP32 (the benchmark's own, bench._Precision)."""
-    try:
-        from .bench import _Precision
-
-        return _Precision(L)
-    except ImportError:  # pragma: no cover
-        return _NoOp()
 
 
 def _device_of(x, L) -> int:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import html
-import inspect as _pyinspect
 import io
 import json
 import math
@@ -894,102 +893,60 @@ def build(results: Mapping, out_dir: str) -> tuple[str, str]:
 # =============================================================================================
 
 
-def _call_compat(fn: Callable, **kw):
-    """Call ``fn`` with the keyword arguments it accepts (several spellings offered for each)."""
-    try:
-        params = _pyinspect.signature(fn).parameters
-    except (TypeError, ValueError):  # pragma: no cover
-        return fn(**kw)
-    if any(p.kind == p.VAR_KEYWORD for p in params.values()):
-        return fn(**{k: v for k, v in kw.items() if not k.startswith("_")})
-    return fn(**{k: v for k, v in kw.items() if k in params})
-
-
 def _run_bench(kernels: Sequence[str], shapes: Sequence[tuple[int, int, int]], dtype: str, lib, repeats) -> dict:
-    from . import bench
+    from .bench import DEFAULT_REPEATS, run_bench
 
-    kw = dict(kernels=list(kernels), rungs=list(kernels), names=list(kernels),
-              shapes=[tuple(s) for s in shapes], sizes=[tuple(s) for s in shapes], dtype=dtype, dtypes=[dtype],
-              include_cublas=True, cublas=True, progress=False, quiet=True, verbose=False)
-    if lib:
-        kw["lib"] = lib
-    if repeats:
-        kw["repeats"] = repeats
-    return _call_compat(bench.run_bench, **kw)
+    return run_bench(rungs=list(kernels), shapes=[tuple(s) for s in shapes], dtype=dtype, lib=lib,
+                     repeats=repeats or DEFAULT_REPEATS, progress=False)
+
+
+def _median_seconds(L, fn, repeats: int, warmup: int) -> float:
+    """Median CUDA-event time of ``fn`` in seconds (the library's events on its current stream)."""
+    from .arrays import elapsed_ms, event_pair
+
+    times = []
+    for i in range(warmup + repeats):
+        s, e = event_pair(L)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        if i >= warmup:
+            times.append(elapsed_ms(L, s, e) / 1e3)
+    times.sort()
+    return times[len(times) // 2]
 
 
 def measure_bandwidth(lib: str | None = None, nbytes: int | None = None, repeats: int = 20) -> dict:
     """Device-to-device copy of a buffer far larger than L2: (bytes read + written) / time."""
+    from .arrays import Lib, choose_lib
     from .launch import device_info
-    from .profile_target import bench_lib
 
     info = device_info(0)
-    L = bench_lib(lib, "fp32")
+    L = Lib(choose_lib(lib, "fp32"))
     n = max(nbytes or 0, 8 * info.l2_bytes, 1 << 30) // 4
-    times = []
     if L.name == "cupy":
-        cp = L.xp
-        a = cp.ones(n, dtype=cp.float32)
-        b = cp.empty_like(a)
-        for i in range(repeats + 3):
-            s, e = cp.cuda.Event(), cp.cuda.Event()
-            s.record()
-            cp.copyto(b, a)
-            e.record()
-            e.synchronize()
-            if i >= 3:
-                times.append(cp.cuda.get_elapsed_time(s, e) / 1e3)
+        a = L.xp.ones(n, dtype=L.xp.float32)
+        b = L.xp.empty_like(a)
+        med = _median_seconds(L, lambda: L.xp.copyto(b, a), repeats, 3)
     else:
-        t = L.xp
-        a = t.ones(n, dtype=t.float32, device="cuda")
-        b = t.empty_like(a)
-        for i in range(repeats + 3):
-            s, e = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
-            s.record()
-            b.copy_(a)
-            e.record()
-            e.synchronize()
-            if i >= 3:
-                times.append(s.elapsed_time(e) / 1e3)
-    times.sort()
-    med = times[len(times) // 2]
+        a = L.xp.ones(n, dtype=L.xp.float32, device="cuda")
+        b = L.xp.empty_like(a)
+        med = _median_seconds(L, lambda: b.copy_(a), repeats, 3)
     theory = 2.0 * info.mem_clock_khz * 1e3 * info.bus_width_bits / 8 if info.mem_clock_khz and info.bus_width_bits else None
     return {"dram_bw_Bps": 2.0 * n * 4 / med, "copy_bytes": n * 4, "copy_s": med, "dram_bw_theoretical_Bps": theory}
 
 
 def measure_cublas(dtype: str, shape=CEILING_SHAPE, lib: str | None = None, repeats: int = 10) -> float:
-    """cuBLAS TFLOP/s at ``shape`` (median of CUDA-event timings)."""
-    from .arrays import make_operands
-    from .profile_target import bench_lib, fp32_cublas
+    """cuBLAS TFLOP/s at ``shape`` (median of CUDA-event timings), true FP32 for fp32."""
+    from .arrays import Lib, TrueFP32, choose_lib, make_operands
 
-    L = bench_lib(lib, dtype)
+    L = Lib(choose_lib(lib, dtype))
     M, N, K = shape
     ops = make_operands(L, M, N, K, dtype, seed=7, beta_nonzero=False)
-    times = []
-    with fp32_cublas(L):
-        _time_cublas(L, ops, repeats, times)
-    times.sort()
-    return 2.0 * M * N * K / times[len(times) // 2] / 1e12
-
-
-def _time_cublas(L, ops, repeats: int, times: list) -> None:
-    for i in range(repeats + 2):
-        if L.name == "cupy":
-            s, e = L.xp.cuda.Event(), L.xp.cuda.Event()
-            s.record()
-            L.matmul(ops.a, ops.b, out=ops.c)
-            e.record()
-            e.synchronize()
-            ms = L.xp.cuda.get_elapsed_time(s, e)
-        else:
-            s, e = L.xp.cuda.Event(enable_timing=True), L.xp.cuda.Event(enable_timing=True)
-            s.record()
-            L.matmul(ops.a, ops.b, out=ops.c)
-            e.record()
-            e.synchronize()
-            ms = s.elapsed_time(e)
-        if i >= 2:
-            times.append(ms / 1e3)
+    with TrueFP32(L):
+        med = _median_seconds(L, lambda: L.matmul(ops.a, ops.b, out=ops.c), repeats, 2)
+    return 2.0 * M * N * K / med / 1e12
 
 
 def theoretical_peaks() -> dict[str, float]:

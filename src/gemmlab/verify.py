@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .arrays import Lib, Operands, default_lib, make_operands
+from .arrays import Lib, Operands, choose_lib, make_operands
 
 # Unit roundoff (half an ulp of 1.0) of the accumulation and output types.
 _U = {"fp32": 2.0**-24, "fp16": 2.0**-11, "bf16": 2.0**-8}
@@ -119,7 +119,7 @@ def verify(kernel: str, M: int, N: int, K: int, dtype: str = "fp32", *, lib: str
     With beta == 0, C is filled with NaN first: NaN must not leak and every element must be written."""
     from .api import gemm
 
-    L = Lib(lib or default_lib(dtype))
+    L = Lib(choose_lib(lib, dtype, prefer=("cupy", "torch")))  # CuPy first: gemmlab's own array library
     ops = make_operands(L, M, N, K, dtype, a_col=a_col, b_col=b_col, c_col=c_col, ld_pad=ld_pad,
                         offset=offset, seed=seed, beta_nonzero=beta != 0.0)
     gemm(ops.a, ops.b, ops.c, alpha=alpha, beta=beta, kernel=kernel, config=config)
