@@ -106,3 +106,9 @@ def test_compile_error_carries_kernel_name_options_and_log(fresh_cache, tmp_path
 def test_unknown_architecture_is_a_clear_error():
     with pytest.raises(ValueError, match="sm_XY"):
         Variant.make("naive").compile("hopper")
+
+
+def test_a_kernel_compiled_in_this_process_is_returned_without_reading_its_source(fresh_cache, monkeypatch):
+    first = Variant.make("naive").compile("sm_80")
+    monkeypatch.setattr(glc, "_headers", lambda: (_ for _ in ()).throw(AssertionError("headers re-read")))
+    assert Variant.make("naive").compile("sm_80") is first

@@ -31,7 +31,8 @@ from . import toolchain
 
 KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
 _MAGIC = b"GLCUBIN1"
-_memo: dict[str, "CompiledKernel"] = {}
+_memo: dict[str, "CompiledKernel"] = {}       # cache key -> kernel
+_by_request: dict[tuple, "CompiledKernel"] = {}  # (source, arch, defines, options) -> kernel: no file I/O
 _memo_lock = threading.Lock()
 
 
@@ -187,6 +188,11 @@ def compile_source(
 ) -> CompiledKernel:
     """Compile ``kernels/<source_name>`` for ``arch`` (e.g. ``"sm_90a"``); cached in memory and on disk."""
     arch = toolchain.normalize_arch(arch)
+    request = (source_name, kernel, arch, tuple(sorted((defines or {}).items())), tuple(extra_options))
+    with _memo_lock:
+        hit = _by_request.get(request)
+    if hit is not None:  # the launch path: once compiled in this process, no source read or hashing
+        return hit
     path = KERNEL_DIR / source_name
     if not path.is_file():
         raise FileNotFoundError(f"kernel source {source_name!r} is not in {KERNEL_DIR}")
@@ -197,6 +203,8 @@ def compile_source(
     with _memo_lock:
         hit = _memo.get(key)
     if hit is not None:
+        with _memo_lock:
+            _by_request[request] = hit
         return hit
     cdir = cache_dir()
     entry = cdir / arch / f"{key}.cubin" if cdir else None
@@ -210,6 +218,7 @@ def compile_source(
     ck = CompiledKernel(kernel, source_name, arch, tuple(options), cubin, ptx, log, key, cache_hit)
     with _memo_lock:
         _memo[key] = ck
+        _by_request[request] = ck
     return ck
 
 
@@ -221,3 +230,4 @@ def cache_entry_path(ck: CompiledKernel) -> Path | None:
 def clear_memory_cache() -> None:
     with _memo_lock:
         _memo.clear()
+        _by_request.clear()
