@@ -171,39 +171,45 @@ _tex_cache: "OrderedDict[tuple, int]" = OrderedDict()
 _TEX_CACHE_MAX = 64
 
 
-def texture_for(ptr: int, span_bytes: int, channels: int, ordinal: int) -> tuple[int, int, int]:
-    """(texture object, element offset of ptr from the texture's base, channels) for 1-D linear
-    fp32 reads.
+def texture_extent(ptr: int, span_bytes: int, channels: int, alloc_base: int, alloc_size: int,
+                   tex_align: int, max_width: int) -> tuple[int, int, int]:
+    """(base, size in bytes, channels) of a 1-D linear fp32 texture over ``span_bytes`` at ``ptr``.
 
     The texture starts at ``ptr`` aligned down to the device's texture alignment (never below
-    the allocation's start) and ends at the array's last byte rounded up to a whole float4,
-    clipped to the allocation. Fetches outside it return 0 and never fault. A float4 texture
-    whose last partial float4 would cross the allocation's end is given as a float texture
-    (channels 1) instead: the caller then compiles the scalar-fetch variant.
+    the allocation's start) and ends at the array's last byte rounded up to a whole float4. A
+    float4 texture whose last partial float4 would cross the allocation's end becomes a float
+    texture (channels 1): the caller then compiles the scalar-fetch variant. Fetches outside the
+    texture return 0 and never fault.
     """
+    base = max(alloc_base, ptr - ptr % tex_align)
+    if base % tex_align:
+        raise ValueError(
+            f"the texture rungs need the operand's allocation aligned to {tex_align} bytes "
+            f"(allocation at {alloc_base:#x}); use another kernel"
+        )
+    end = -(-(ptr + span_bytes) // 16) * 16
+    if end > alloc_base + alloc_size:
+        end, channels = alloc_base + alloc_size, 1
+    size = end - base
+    size -= size % (4 * channels)
+    width = size // (4 * channels)
+    if width > max_width:
+        raise ValueError(
+            f"operand spans {width} texels, over the device's 1-D linear texture limit of "
+            f"{max_width}; use a non-texture kernel"
+        )
+    return base, size, channels
+
+
+def texture_for(ptr: int, span_bytes: int, channels: int, ordinal: int) -> tuple[int, int, int]:
+    """(texture object, element offset of ptr from the texture's base, channels) for 1-D linear
+    fp32 reads over the operand (extent: ``texture_extent``); objects are cached per range."""
     cu = _driver()
     info = device_info(ordinal)
     with _Ctx(ordinal):
         alloc_base, alloc_size = check(cu.cuMemGetAddressRange(ptr), "cuMemGetAddressRange")
-        alloc_base, alloc_size = int(alloc_base), int(alloc_size)
-        base = max(alloc_base, ptr - ptr % info.tex_align)
-        if base % info.tex_align:
-            raise ValueError(
-                f"the texture rungs need the operand's allocation aligned to {info.tex_align} bytes "
-                f"(allocation at {alloc_base:#x}); use another kernel"
-            )
-        end = -(-(ptr + span_bytes) // 16) * 16
-        if end > alloc_base + alloc_size:
-            end, channels = alloc_base + alloc_size, 1
-        size = end - base
-        elem = 4 * channels
-        size -= size % elem
-        width = size // elem
-        if width > info.tex1d_linear_max:
-            raise ValueError(
-                f"operand spans {width} texels, over the device's 1-D linear texture limit of "
-                f"{info.tex1d_linear_max}; use a non-texture kernel"
-            )
+        base, size, channels = texture_extent(ptr, span_bytes, channels, int(alloc_base), int(alloc_size),
+                                              info.tex_align, info.tex1d_linear_max)
         key = (ordinal, base, size, channels)
         obj = _tex_cache.get(key)
         if obj is None:
