@@ -159,12 +159,6 @@ class Lib:
     def copy(self, x):
         return x.copy() if self.name == "cupy" else x.clone()
 
-    def empty_like_layout(self, rows, cols, dtype, col_major=False):
-        if self.name == "cupy":
-            return self.xp.empty((rows, cols), dtype=self.dtype(dtype), order="F" if col_major else "C")
-        t = self.xp.empty((cols, rows) if col_major else (rows, cols), dtype=self.dtype(dtype), device="cuda")
-        return t.T if col_major else t
-
     def matmul(self, a, b, out=None):
         if self.name == "cupy":
             return self.xp.matmul(a, b, out=out)

@@ -101,15 +101,6 @@ def nvrtc_version() -> str:
     return f"{major}.{minor}"
 
 
-@functools.lru_cache(maxsize=None)
-def supported_archs() -> tuple[int, ...]:
-    nvrtc = nvrtc_module()
-    err, archs = nvrtc.nvrtcGetSupportedArchs()
-    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-        raise RuntimeError(f"nvrtcGetSupportedArchs failed: {err}")
-    return tuple(int(a) for a in archs)
-
-
 def normalize_arch(arch: str | int) -> str:
     """``'sm_90a'``, ``'90a'``, ``'SM_80'``, ``80`` -> ``'sm_90a'`` / ``'sm_80'`` (suffix kept as given)."""
     s = str(arch).strip().lower()
