@@ -11,7 +11,7 @@ import pytest
 
 def _gpu_reason() -> str | None:
     try:
-        from gemmlab.launch import gpu_available
+        from gemmlab.core.driver import gpu_available
     except ImportError as exc:  # pragma: no cover
         return f"gemmlab's CUDA bindings are not importable ({exc})"
     if not gpu_available():

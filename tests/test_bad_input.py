@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import gemmlab
-from gemmlab import problem
+from gemmlab.core import problem
 
 
 class FakeDeviceArray:
@@ -133,7 +133,7 @@ def test_objects_that_are_not_arrays_are_rejected():
 
 def test_invalid_tile_config_is_a_value_error():
     with pytest.raises(ValueError, match="has no parameter 'QQ'"):
-        gemmlab.registry.get("tile_2d").config({"QQ": 1})
+        gemmlab.core.registry.get("tile_2d").config({"QQ": 1})
 
 
 # ---- what validation accepts ------------------------------------------------------------------

@@ -9,8 +9,16 @@ import math
 import pytest
 from rich.console import Console
 
-from gemmlab import arrays, bench, cli, envinfo, launch
-from gemmlab.registry import get, kernels
+from gemmlab.measure import arrays
+
+from gemmlab.bench import runner as bench
+
+from gemmlab.cli import app as cli
+
+from gemmlab.analysis import environment as envinfo
+
+from gemmlab.core import driver, launch
+from gemmlab.core.registry import get, kernels
 
 SCHEMA_KEYS = {"kernel", "number", "dtype", "M", "N", "K", "ms", "ms_min", "ms_max", "times_ms", "tflops",
                "vs_cublas", "pct_peak", "verified", "rel_error", "config", "note"}
@@ -19,7 +27,7 @@ SCHEMA_KEYS = {"kernel", "number", "dtype", "M", "N", "K", "ms", "ms_min", "ms_m
 @pytest.fixture
 def bench_cli(monkeypatch):
     """cli.main with only the bench subcommand registered (the other command modules are not needed)."""
-    monkeypatch.setattr(cli, "COMMANDS", ("bench",))
+    monkeypatch.setattr(cli, "COMMANDS", {"bench": "bench"})
     return cli
 
 
@@ -97,20 +105,10 @@ def test_a_rung_that_does_not_support_the_dtype_is_rejected_with_the_dtype_to_us
         bench.select_rungs(["wmma"], "fp32")
 
 
-def test_config_is_key_value_integers_or_one_preset_name():
-    assert bench.parse_config(None) is None
-    assert bench.parse_config(["BM=64", "TM=0x4"]) == {"BM": 64, "TM": 4}
-    assert bench.parse_config(["64x64"]) == "64x64"
-    with pytest.raises(ValueError, match="integer"):
-        bench.parse_config(["BM=big"])
-    with pytest.raises(ValueError, match="KEY=VALUE"):
-        bench.parse_config(["BM=64", "64x64"])
-
-
 def _gpu_must_not_be_touched(monkeypatch):
     def boom():
         raise AssertionError("argument errors must be reported before looking for a GPU")
-    monkeypatch.setattr(launch, "gpu_available", boom)
+    monkeypatch.setattr(driver, "gpu_available", boom)
 
 
 def test_config_needs_exactly_one_rung_and_is_checked_before_the_gpu(monkeypatch):
@@ -182,7 +180,7 @@ def test_a_run_slower_than_200_ms_gets_fewer_repeats_but_never_fewer_than_3():
 
 # ---- no GPU ------------------------------------------------------------------------------------
 def test_without_a_gpu_bench_exits_3_pointing_to_list_and_inspect(bench_cli, monkeypatch, capsys):
-    monkeypatch.setattr(launch, "gpu_available", lambda: False)
+    monkeypatch.setattr(driver, "gpu_available", lambda: False)
     code = bench_cli.main(["bench", "--no-progress"])
     err = capsys.readouterr().err
     assert code == 3
@@ -193,8 +191,8 @@ def test_without_a_gpu_bench_exits_3_pointing_to_list_and_inspect(bench_cli, mon
 
 
 def test_run_bench_raises_no_gpu_error_without_a_gpu(monkeypatch):
-    monkeypatch.setattr(launch, "gpu_available", lambda: False)
-    with pytest.raises(launch.NoGPUError, match="gemmlab list"):
+    monkeypatch.setattr(driver, "gpu_available", lambda: False)
+    with pytest.raises(driver.NoGPUError, match="gemmlab list"):
         bench.run_bench(rungs=["tile_2d"], progress=False)
 
 
@@ -295,7 +293,7 @@ def test_collect_always_returns_json_ready_fields():
         assert key in env
     assert {"python", "platform", "numpy", "cupy", "torch", "cuda-bindings"} <= set(env["libraries"])
     json.dumps(env, allow_nan=False)
-    if not launch.gpu_available():
+    if not driver.gpu_available():
         assert env["gpu_name"] is None or env.get("cuda_error")
         assert env["peaks"]["fp32_tflops"] is None or math.isfinite(env["peaks"]["fp32_tflops"])
 
@@ -392,12 +390,12 @@ class _FakePlan:
 
 @pytest.fixture
 def fake_gpu(monkeypatch):
-    from gemmlab import api
+    from gemmlab.core import api
 
-    info = launch.DeviceInfo(0, "Fake H100", (9, 0), "sm_90a", 132, 1980000, 1 << 20, 232448, 233472, 65536,
+    info = driver.DeviceInfo(0, "Fake H100", (9, 0), "sm_90a", 132, 1980000, 1 << 20, 232448, 233472, 65536,
                              2048, 32, 512, 1 << 27, 2619000, 5120)
-    monkeypatch.setattr(launch, "gpu_available", lambda: True)
-    monkeypatch.setattr(launch, "device_info", lambda ordinal=0: info)
+    monkeypatch.setattr(driver, "gpu_available", lambda: True)
+    monkeypatch.setattr(driver, "device_info", lambda ordinal=0: info)
     monkeypatch.setattr(launch, "current_stream", lambda lib, ordinal: 0)
     monkeypatch.setattr(arrays, "available_libs", lambda: ["cupy"])
     monkeypatch.setattr(arrays, "Lib", _FakeLib)

@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from gemmlab import compile as glc
-from gemmlab.variant import Variant
+from gemmlab.core import compile as glc
+from gemmlab.core.variant import Variant
 
 
 @pytest.fixture()
@@ -72,7 +72,7 @@ def test_cache_writes_leave_no_partial_files(fresh_cache):
 
 def test_concurrent_processes_share_the_cache_safely(fresh_cache):
     code = textwrap.dedent("""
-        from gemmlab.variant import Variant
+        from gemmlab.core.variant import Variant
         for arch in ("sm_80", "sm_86", "sm_90a"):
             ck = Variant.make("coalesced").compile(arch)
             assert ck.cubin[:4] == b"\\x7fELF"

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from gemmlab.docs import bench_markdown, rungs_markdown
+from gemmlab.report.docs import bench_markdown, rungs_markdown
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

@@ -1,13 +1,13 @@
 """Every rung, every dtype it claims, all 8 layout combinations of A, B, C, alpha/beta (with
 beta = 0 on a NaN-poisoned C), over odd and degenerate shapes: checked against cuBLAS in float64
-on fresh random data (gemmlab.verify)."""
+on fresh random data (gemmlab.measure.verify)."""
 
 import itertools
 
 import pytest
 
 import gemmlab
-from gemmlab.verify import verify
+from gemmlab.measure.verify import verify
 
 pytestmark = pytest.mark.gpu
 

@@ -18,7 +18,7 @@ import textwrap
 
 import pytest
 
-from gemmlab import profile as P
+from gemmlab.analysis import ncu as P
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 SHAPE = (2048, 2048, 2048)
@@ -282,7 +282,7 @@ def test_run_ncu_no_kernel(fake_ncu, monkeypatch):
 
 
 def test_missing_ncu_is_a_clear_error(monkeypatch, tmp_path):
-    from gemmlab import toolchain
+    from gemmlab.core import toolchain
 
     with pytest.raises(toolchain.ToolNotFoundError, match="ncu"):
         P.find_ncu(str(tmp_path / "no-such-ncu"))
@@ -299,10 +299,10 @@ def test_missing_ncu_is_a_clear_error(monkeypatch, tmp_path):
 
 def test_profile_command_end_to_end_with_fake_ncu(fake_ncu, monkeypatch, capsys):
     """`gemmlab profile smem --shape 2048 --vs-cublas --json` against the fake ncu (GPU check faked)."""
-    import gemmlab.launch
+    import gemmlab.core.driver
     from gemmlab.cli import main
 
-    monkeypatch.setattr(gemmlab.launch, "gpu_available", lambda: True)
+    monkeypatch.setattr(gemmlab.core.driver, "gpu_available", lambda: True)
     rc = main(["profile", "smem", "--shape", "2048", "--vs-cublas", "--json", "--ncu", fake_ncu])
     assert rc == 0
     res = json.loads(capsys.readouterr().out)
@@ -312,8 +312,8 @@ def test_profile_command_end_to_end_with_fake_ncu(fake_ncu, monkeypatch, capsys)
     assert res["cublas"]["kernel"] == "cublas"
     # the target the fake was asked to run: the rung once, then cuBLAS
     calls = open(os.environ["FAKE_NCU_ARGS"]).read()
-    assert "gemmlab.profile_target --shape 2048x2048x2048 --dtype fp32 --rung smem" in calls
-    assert "gemmlab.profile_target --shape 2048x2048x2048 --dtype fp32 --cublas" in calls
+    assert "gemmlab.measure.ncu_target --shape 2048x2048x2048 --dtype fp32 --rung smem" in calls
+    assert "gemmlab.measure.ncu_target --shape 2048x2048x2048 --dtype fp32 --cublas" in calls
     # and the rich table
     rc = main(["profile", "smem", "--shape", "2048", "--ncu", fake_ncu])
     out = capsys.readouterr().out
@@ -325,17 +325,8 @@ def test_profile_rejects_a_dtype_the_rung_lacks(fake_ncu):
         P.profile_rung("wmma", SHAPE, "fp32", ncu=fake_ncu)
 
 
-def test_parse_config():
-    assert P.parse_config(None) is None
-    assert P.parse_config("2x2") == "2x2"
-    assert P.parse_config("BM=64, BN=32") == {"BM": 64, "BN": 32}
-    assert P.parse_config('{"BM": 64}') == {"BM": 64}
-    with pytest.raises(ValueError):
-        P.parse_config("BM=big")
-
-
 def test_profile_target_parses_its_arguments():
-    from gemmlab import profile_target
+    from gemmlab.measure import ncu_target as profile_target
 
     with pytest.raises(SystemExit):
         profile_target.main(["--shape", "64"])           # needs --rung or --cublas

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from gemmlab import profile as P
+from gemmlab.analysis import ncu as P
 
 pytestmark = pytest.mark.gpu
 
@@ -17,7 +17,7 @@ SHAPE = (1024, 1024, 1024)
 
 @pytest.fixture(scope="module")
 def ncu():
-    from gemmlab.toolchain import ToolNotFoundError
+    from gemmlab.core.toolchain import ToolNotFoundError
 
     try:
         return P.find_ncu()
@@ -83,7 +83,7 @@ def test_profile_wmma_uses_tensor_cores(ncu):
 
 def test_report_on_two_rungs(ncu, tmp_path):
     """The whole report, cut down: two rungs, a small sweep."""
-    from gemmlab import report as R
+    from gemmlab.report import build as R
 
     res = R.collect("fp32", (1024, 1024, 1024), [256, 512], ["smem", "smem_padded"], ["smem"], (512, 512, 512),
                     repeats=5, ncu=ncu, progress=False, other_dtypes=False)

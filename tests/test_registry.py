@@ -5,8 +5,8 @@ import re
 import pytest
 
 import gemmlab
-from gemmlab import registry
-from gemmlab.compile import KERNEL_DIR
+from gemmlab.core import registry
+from gemmlab.core.compile import KERNEL_DIR
 
 SEEDS_TO_COVER = {
     # every kernel variant the seeds describe (issue: "every seed kernel covered")

@@ -14,8 +14,8 @@ import subprocess
 
 import pytest
 
-from gemmlab import report as R
-from gemmlab.registry import kernels
+from gemmlab.report import build as R
+from gemmlab.core.registry import kernels
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 CHROMIUM = "/usr/bin/chromium"
@@ -170,10 +170,10 @@ def test_cli_from_json(tmp_path):
 
 
 def test_collect_needs_a_gpu(monkeypatch):
-    import gemmlab.launch
-    from gemmlab.launch import NoGPUError
+    import gemmlab.core.driver
+    from gemmlab.core.driver import NoGPUError
 
-    monkeypatch.setattr(gemmlab.launch, "gpu_available", lambda: False)
+    monkeypatch.setattr(gemmlab.core.driver, "gpu_available", lambda: False)
     with pytest.raises(NoGPUError, match="--from-json"):
         R.collect(progress=False)
 

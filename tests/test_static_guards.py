@@ -7,8 +7,10 @@ import itertools
 
 import pytest
 
-from gemmlab import disasm, kernels
-from gemmlab.variant import Variant
+from gemmlab.analysis import disasm
+
+from gemmlab import kernels
+from gemmlab.core.variant import Variant
 
 ARCHS = ("sm_90a", "sm_80")
 CASES = [(r.slug, dt) for r in kernels() for dt in r.dtypes]

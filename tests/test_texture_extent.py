@@ -3,7 +3,7 @@ operand's allocation, aligned as the device requires, float4 only when the last 
 
 import pytest
 
-from gemmlab.launch import texture_extent
+from gemmlab.core.launch import texture_extent
 
 ALIGN, WIDE = 512, 1 << 27
 ALLOC = 1 << 20  # an allocation at 1 MiB

@@ -2,7 +2,7 @@
 
 import math
 
-from gemmlab.verify import elementwise_tolerance, tolerance
+from gemmlab.measure.verify import elementwise_tolerance, tolerance
 
 U32 = 2.0**-24
 

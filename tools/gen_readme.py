@@ -5,7 +5,7 @@ import json
 import sys
 from pathlib import Path
 
-from gemmlab.docs import bench_markdown, replace_block, rungs_markdown
+from gemmlab.report.docs import bench_markdown, replace_block, rungs_markdown
 
 readme = Path(__file__).resolve().parents[1] / "README.md"
 text = replace_block(readme.read_text(), "rungs", rungs_markdown())

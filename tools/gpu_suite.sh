@@ -19,7 +19,7 @@ declare -A status
 
 $PY -m pip install -q --no-deps --no-build-isolation -e . >"$OUT/install.log" 2>&1 || echo "pip install -e . failed (see install.log); using PYTHONPATH"
 export PYTHONPATH=$PWD/src${PYTHONPATH:+:$PYTHONPATH}
-GL="$PY -m gemmlab.cli"
+GL="$PY -m gemmlab"
 
 run() {  # run NAME CMD...: tee output to $OUT/NAME.log, remember the status
   local name=$1; shift
@@ -52,7 +52,7 @@ for st in "${stages[@]}"; do
     bench-bf16) run bench-bf16 $GL bench --dtype bf16 --json "$OUT/bench_bf16.json" ;;
     ncu-record) run ncu-record bash -c "$GL profile smem --shape 2048 --keep-csv $OUT/rec --vs-cublas --json && $GL profile smem_padded --shape 2048 --keep-csv $OUT/rec --json" ;;
     report) run report $GL report --out "$OUT/report" ;;
-    inspect) run inspect bash -c "for r in warp_tiling double_buffer wmma; do $GL inspect \$r; done" ;;
+    inspect) run inspect bash -c "for r in \$($GL list --slugs); do \$GL inspect \$r; done" ;;
     *) echo "unknown stage $st" ;;
   esac
 done

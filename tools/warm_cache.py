@@ -7,7 +7,7 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 
 from gemmlab import kernels
-from gemmlab.variant import Variant
+from gemmlab.core.variant import Variant
 
 
 def build(job):

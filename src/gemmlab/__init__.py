@@ -5,13 +5,25 @@ cuBLAS, timed honestly, and explained.
 >>> a, b = cp.random.rand(1000, 700, dtype=cp.float32), cp.random.rand(700, 900, dtype=cp.float32)
 >>> c = gemmlab.matmul(a, b)                       # fastest rung for fp32
 >>> gemmlab.gemm(a, b, c, alpha=2.0, beta=0.5, kernel="tile_2d")   # c <- 2 a@b + 0.5 c
+
+The package is layered; each folder is one layer and imports only from the layers below it:
+
+    cli       the command line, one module per subcommand
+    report    the measured worklog: model, step explanations, figures, rendering, collection
+    bench     the benchmark: what to run, statistics, the GPU run, results and tables
+    measure   arrays, verification against cuBLAS, timing
+    analysis  disassembly, occupancy, inspect, Nsight Compute, the environment
+    core      dtypes, registry, configs, shapes, problems, compile, driver, launch, the API
+    kernels   the CUDA sources, one file per rung (data, not Python)
 """
 
 __version__ = "0.1.0"
 
-from .api import gemm, matmul, plan  # noqa: E402
-from .compile import CompileError  # noqa: E402
-from .launch import NoGPUError  # noqa: E402
-from .registry import Rung, kernels  # noqa: E402
+from .core.api import gemm, matmul, plan  # noqa: E402
+from .core.compile import CompileError  # noqa: E402
+from .core.deps import MissingDependencyError  # noqa: E402
+from .core.driver import NoGPUError  # noqa: E402
+from .core.registry import Rung, kernels  # noqa: E402
 
-__all__ = ["gemm", "matmul", "plan", "kernels", "Rung", "CompileError", "NoGPUError", "__version__"]
+__all__ = ["gemm", "matmul", "plan", "kernels", "Rung", "CompileError", "NoGPUError", "MissingDependencyError",
+           "__version__"]

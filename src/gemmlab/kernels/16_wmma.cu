@@ -71,7 +71,12 @@ constexpr int B_STAGE = B_OUTER * B_LD;           // halves per B stage
 constexpr int AB_BYTES = 2 * (A_STAGE + B_STAGE) * (int)sizeof(T);
 constexpr int CS_BYTES = NWARPS * 16 * CS_LD * (int)sizeof(float);
 constexpr int SMEM_BYTES = AB_BYTES > CS_BYTES ? AB_BYTES : CS_BYTES;
-static_assert(SMEM_BYTES <= 48 * 1024, "static shared memory is limited to 48 KB");
+// The buffer is dynamic shared memory sized by the registry (Rung.smem, passed as GL_DYN_SMEM):
+// tiles whose stages need more than 48 KB run with the launch's opt-in to the device's maximum.
+#ifndef GL_DYN_SMEM
+#error "rung 16 (wmma) needs GL_DYN_SMEM, the dynamic shared memory the launch gives each block"
+#endif
+static_assert(SMEM_BYTES <= GL_DYN_SMEM, "the registry's shared-memory size (GL_DYN_SMEM) is too small for this tile");
 // wmma pointers must be 32-byte aligned: stage sizes and fragment offsets are multiples of 32 B.
 static_assert((A_STAGE * sizeof(T)) % 32 == 0 && (B_STAGE * sizeof(T)) % 32 == 0, "stage alignment");
 
@@ -208,7 +213,7 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
 {
     // One raw buffer, two views: the 2-stage A/B tiles during the main loop, then the FP32
     // per-warp staging tiles of the epilogue (after the loop's last barrier).
-    __shared__ __align__(128) unsigned char smem[SMEM_BYTES];
+    extern __shared__ __align__(128) unsigned char smem[];
     T (*As)[A_OUTER][A_LD] = reinterpret_cast<T (*)[A_OUTER][A_LD]>(smem);      // [2][A_OUTER][A_INNER+PAD]
     T (*Bs)[B_OUTER][B_LD] = reinterpret_cast<T (*)[B_OUTER][B_LD]>(smem + 2 * A_STAGE * sizeof(T)); // [2][B_OUTER][B_INNER+PAD]
     float (*Cs)[16][CS_LD] = reinterpret_cast<float (*)[16][CS_LD]>(smem);       // [NWARPS][16][WN+4]

@@ -1,0 +1,110 @@
+"""``gemmlab inspect``: what the compiler made of a rung, without a GPU.
+
+For one rung (dtype, tile configuration, layouts) compiled for a target architecture:
+
+* the PTX (from NVRTC) and the SASS (nvdisasm, else cuobjdump, from NVIDIA's wheels);
+* resources: registers per thread, static and dynamic shared memory, local memory, spills;
+* theoretical occupancy on that architecture (``gemmlab.occupancy``), with the limiting factor;
+* the hot loop: the innermost SASS loop with the most FFMA/HMMA/HGMMA, found from the branch
+  targets (``gemmlab.disasm.hot_loop``), and its instruction mix: math share, loads and stores by
+  kind and width, barriers, address arithmetic.
+
+``inspect_rung`` returns it all as a JSON-able dict; the CLI prints a short table, ``--json``,
+``--ptx`` or ``--sass``.
+"""
+
+from __future__ import annotations
+
+from ..core.arch import limits, normalize_arch
+from ..core.config import ConfigLike
+from ..core.registry import Rung, get
+from ..core.variant import Variant
+from . import disasm
+from .occupancy import occupancy
+
+
+def analyze_sass(listing: str, function: str | None = None) -> dict:
+    """Kernel-wide counts and the hot loop of one SASS listing (nvdisasm or cuobjdump), for
+    ``function`` (default: the listing's first function)."""
+    funcs = disasm.parse_sass_functions(listing)
+    if not funcs:
+        raise ValueError("no SASS instructions found in the listing")
+    insns = funcs.get(function) if function in funcs else next(iter(funcs.values()))
+    loops = disasm.find_loops(insns)
+    hot = disasm.hot_loop(insns)
+    hot_info = None
+    if hot is not None:
+        body = hot.body(insns)
+        hot_info = {"start": hot.start, "end": hot.end, "start_hex": f"0x{hot.start:04x}", "end_hex": f"0x{hot.end:04x}",
+                    "back_edges": list(hot.back_edges),
+                    "nested_loops": sum(1 for lp in loops if hot.contains(lp))}
+        hot_info.update(disasm.instruction_mix(body))
+    kernel_mix = disasm.instruction_mix(insns)
+    return {
+        "instructions": kernel_mix["n_instructions"],
+        "loops": [{"start": lp.start, "end": lp.end, "n_instructions": sum(1 for i in lp.body(insns) if i.base != "NOP"),
+                   "math": sum(1 for i in lp.body(insns) if disasm.classify(i)[0] == "math")} for lp in loops],
+        "kernel_mix": {k: kernel_mix[k] for k in ("ffma", "hmma", "hgmma", "other_mma", "math", "global_loads", "shared_loads",
+                                                  "texture_loads", "global_stores", "shared_stores", "local_accesses",
+                                                  "barriers")},
+        "stl_instructions": sum(kernel_mix["stores"]["STL"].values()),
+        "ldl_instructions": sum(kernel_mix["loads"]["LDL"].values()),
+        "hot_loop": hot_info,
+    }
+
+
+def inspect_rung(rung: Rung | str, dtype: str | None = None, arch: str = "sm_90a", config: ConfigLike = None,
+                 a_col: bool = False, b_col: bool = False, *, with_text: bool = False) -> dict:
+    """Everything ``gemmlab inspect`` reports for one rung, as a JSON-able dict.
+
+    ``config``: any form of ``core.config`` (None for the defaults). ``with_text=True`` adds the ``ptx`` and ``sass`` listings.
+    """
+    rung = get(rung) if not isinstance(rung, Rung) else rung
+    arch = normalize_arch(arch)
+    dtype = dtype or rung.dtypes[0]
+    rung.require(dtype, arch)
+    variant = Variant.make(rung, dtype, a_col=a_col, b_col=b_col, config=config)
+    cfg = variant.cfg
+    lim = limits(arch)
+    rung.check_resources(cfg, lim)
+    ck = variant.compile(arch)
+    res = disasm.resource_usage(ck.cubin)
+    listing = disasm.sass_listing(ck.cubin)
+    analysis = analyze_sass(listing, rung.kernel)
+    threads = rung.threads(cfg)
+    dyn = rung.smem(cfg)
+    out = {
+        "rung": rung.slug,
+        "number": rung.number,
+        "title": rung.title,
+        "variant": variant.describe(),
+        "dtype": dtype,
+        "arch": arch,
+        "config": cfg,
+        "a_col": bool(a_col),
+        "b_col": bool(b_col),
+        "threads_per_block": threads,
+        "resources": {
+            "registers": res.registers,
+            "shared_static": res.shared_static,
+            "shared_dynamic": dyn,
+            "local": res.local,
+            # bytes of local memory the kernel spills to (cuobjdump does not split stores/loads)
+            "spill_stores": res.spill_stores,
+            "spill_loads": res.spill_loads,
+            # local-memory instructions in the whole kernel (spills or local arrays)
+            "stl_instructions": analysis["stl_instructions"],
+            "ldl_instructions": analysis["ldl_instructions"],
+            "constant": res.constant,
+        },
+        "occupancy": occupancy(lim, threads, res.registers, res.shared_static + dyn),
+        "hot_loop": analysis["hot_loop"],
+        "loops": analysis["loops"],
+        "kernel_mix": analysis["kernel_mix"],
+        "ptx_lines": len(ck.ptx.splitlines()),
+        "sass_lines": analysis["instructions"],
+    }
+    if with_text:
+        out["ptx"] = ck.ptx
+        out["sass"] = listing
+    return out

@@ -1,0 +1,60 @@
+"""The ``gemmlab`` command. Each subcommand lives in its own module of this package, which
+provides ``register(subparsers)`` (adds its parser and sets ``func``); this file only wires them
+up and turns the library's exceptions into one-line messages and exit codes:
+
+* 0 success; 1 a check failed or the input was refused (the message names the problem);
+* 2 usage error (argparse); 3 no usable GPU; 4 an optional dependency is missing (the message
+  names the extra to install); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from ..core.deps import MissingDependencyError
+from ..core.driver import NoGPUError
+
+# subcommand -> module of this package, in the order `gemmlab --help` lists them
+COMMANDS = {"list": "listing", "bench": "bench", "verify": "verify", "inspect": "inspect",
+            "profile": "profile", "report": "report"}
+
+EXIT_FAILED, EXIT_USAGE, EXIT_NO_GPU, EXIT_MISSING = 1, 2, 3, 4
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .. import __version__
+
+    p = argparse.ArgumentParser(
+        prog="gemmlab",
+        description="The GEMM optimization ladder on your GPU: run, verify, time, inspect and profile every rung against cuBLAS.",
+    )
+    p.add_argument("--version", action="version", version=f"gemmlab {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for module in COMMANDS.values():
+        importlib.import_module(f"{__package__}.{module}").register(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except MissingDependencyError as exc:
+        print(f"gemmlab {args.command}: {exc}", file=sys.stderr)
+        return EXIT_MISSING
+    except NoGPUError as exc:
+        hint = "" if "gemmlab list" in str(exc) else (
+            "\nWithout a GPU you can still run `gemmlab list` and `gemmlab inspect RUNG --arch sm_90a`.")
+        print(f"gemmlab {args.command}: no GPU available: {exc}{hint}", file=sys.stderr)
+        return EXIT_NO_GPU
+    except (ValueError, TypeError, RuntimeError) as exc:
+        print(f"gemmlab {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED

@@ -1,0 +1,115 @@
+"""``gemmlab inspect``: what the compiler made of a rung, without a GPU (see ``analysis.inspect``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Mapping
+
+from ..analysis.inspect import inspect_rung
+from .common import add_config, add_dtype
+
+
+def register(sub) -> None:
+    p = sub.add_parser("inspect", help="PTX, SASS, resources, occupancy and hot-loop instruction mix of a rung (no GPU needed)",
+                       description="Compile a rung for a target architecture and show what the compiler made of it: "
+                                   "registers, shared memory, spills, theoretical occupancy with its limiting factor, and "
+                                   "the instruction mix of the hot loop (the innermost SASS loop with the most FFMA/HMMA).")
+    p.add_argument("rung", help="rung slug or number (see `gemmlab list`)")
+    add_dtype(p, None, "default: the rung's first dtype")
+    p.add_argument("--arch", default="sm_90a", help="target architecture (default sm_90a)")
+    add_config(p)
+    p.add_argument("--a-col", action="store_true", help="A stored column-major")
+    p.add_argument("--b-col", action="store_true", help="B stored column-major")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--ptx", action="store_true", help="print the PTX")
+    g.add_argument("--sass", action="store_true", help="print the SASS")
+    g.add_argument("--json", action="store_true", help="print everything as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    info = inspect_rung(args.rung, dtype=args.dtype, arch=args.arch, config=args.config,
+                        a_col=args.a_col, b_col=args.b_col, with_text=args.ptx or args.sass)
+    if args.ptx:
+        print(info["ptx"])
+        return 0
+    if args.sass:
+        print(info["sass"])
+        return 0
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    render(info)
+    return 0
+
+
+_SHORT = {"threads": "threads", "blocks": "blocks", "registers": "regs", "shared memory": "smem"}
+
+
+def _widths(d: Mapping[str, int]) -> str:
+    parts = [f"{n}x{w}b" for w, n in d.items() if n]
+    return " ".join(parts) if parts else "-"
+
+
+def render(info: dict, console=None) -> None:
+    """The compact, readable view of ``inspect_rung``'s dict."""
+    from rich.console import Console
+    from rich.table import Table
+
+    con = console or Console()
+    cfg = " ".join(f"{k}={v}" for k, v in info["config"].items())
+    con.print(f"[bold]{info['number']:02d} {info['rung']}[/bold] [dim]{info['dtype']} {info['arch']} {cfg}, "
+              f"{info['threads_per_block']} threads/block[/dim]")
+    r, o = info["resources"], info["occupancy"]
+
+    t = Table(show_header=False, box=None, pad_edge=False)
+    t.add_column(style="cyan")
+    t.add_column(justify="right")
+    t.add_column(style="dim")
+    t.add_row("registers", str(r["registers"]), f"per thread ({o['regs_per_warp_allocated']} per warp allocated)")
+    t.add_row("shared memory", f"{r['shared_static'] + r['shared_dynamic']} B",
+              f"static {r['shared_static']}, dynamic {r['shared_dynamic']}; {o['smem_per_block_allocated']} B allocated")
+    spilled = r["local"] or r["stl_instructions"] or r["ldl_instructions"]
+    t.add_row("local/spills", f"{r['local']} B" if spilled else "none",
+              f"{r['stl_instructions']} STL, {r['ldl_instructions']} LDL" if spilled else "")
+    lim = o["limits"]
+    t.add_row("occupancy", f"{o['occupancy_pct']:.1f}%",
+              f"{o['blocks_per_sm']} blocks, {o['warps_per_sm']}/{o['max_warps_per_sm']} warps per SM")
+    t.add_row("limited by", f"[bold]{o['limiter']}[/bold]",
+              "blocks/SM by " + ", ".join(f"{_SHORT[k]} {v}" for k, v in lim.items()))
+    if not o["fits"]:
+        t.add_row("[red]no launch[/red]", "", o["reason"])
+    con.print(t)
+
+    h = info["hot_loop"]
+    if h is None:
+        con.print("[yellow]no loop with math instructions found in the SASS[/yellow]")
+        return
+    n = h["n_instructions"]
+    t = Table(title=f"hot loop {h['start_hex']}-{h['end_hex']} ({n} instr.)", title_justify="left",
+              box=None, pad_edge=False)
+    t.add_column("class", style="cyan")
+    t.add_column("count", justify="right")
+    t.add_column("share", justify="right")
+    t.add_column("detail", style="dim")
+
+    def row(name, count, detail=""):
+        if count or name == "math":
+            t.add_row(name, str(count), f"{100 * count / n:.1f}%" if n else "-", detail)
+
+    row("math", h["math"], ", ".join(f"{k.upper()} {h[k]}" for k in ("ffma", "hmma", "hgmma", "other_mma") if h[k]) or "-")
+    for kind, d in h["loads"].items():
+        row(kind, sum(d.values()), _widths(d))
+    for kind, d in h["stores"].items():
+        row(kind, sum(d.values()), _widths(d))
+    row("barriers", h["barriers"])
+    row("sync", h["sync"])
+    row("address/int", h["address_arith"])
+    row("other float", h["fp_other"])
+    row("control", h["control"])
+    row("other", h["other"])
+    con.print(t)
+    seed = ("" if not h["ffma"] else f", FFMA/(FFMA+LDS) {h['ffma_lds_share']:.3f}" if h["shared_loads"]
+            else f", FFMA/(FFMA+loads) {h['ffma_load_share']:.3f}")
+    con.print(f"FFMA share {h['ffma_share']:.3f}, math share {h['math_share']:.3f}{seed}"
+              + (f"; contains {h['nested_loops']} loop(s) without math" if h["nested_loops"] else ""))

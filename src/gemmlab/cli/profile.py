@@ -1,0 +1,109 @@
+"""``gemmlab profile``: hardware counters of a rung (and cuBLAS) under Nsight Compute."""
+
+from __future__ import annotations
+
+import json
+
+from ..analysis.ncu import STALL_MEANING, profile_rung
+from ..core.config import parse_config
+from ..core.shapes import PROFILE_SHAPE, fmt_shape
+from .common import add_config, add_dtype, add_lib
+
+
+def register(sub) -> None:
+    p = sub.add_parser("profile", help="hardware counters of one rung (and cuBLAS) under Nsight Compute (GPU + ncu)")
+    p.add_argument("rung", help="rung slug or number (see `gemmlab list`)")
+    p.add_argument("--shape", default=fmt_shape(PROFILE_SHAPE), help=f"N, N^3 or MxNxK (default {fmt_shape(PROFILE_SHAPE)})")
+    add_dtype(p, None, "default: the rung's first dtype")
+    add_config(p)
+    p.add_argument("--vs-cublas", action="store_true", help="profile cuBLAS at the same shape too")
+    add_lib(p)
+    p.add_argument("--ncu", default=None, help="path to ncu (default: $GEMMLAB_NCU, PATH, the CUDA install)")
+    p.add_argument("--keep-csv", default=None, metavar="DIR", help="also save ncu's raw CSV output in DIR")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=run)
+
+
+def _fmt(v, unit: str = "") -> str:
+    if v is None:
+        return "n/a"
+    if unit == "%":
+        return f"{v:.1f}%"
+    if unit == "s":
+        return f"{v * 1e3:.3f} ms" if v >= 1e-3 else f"{v * 1e6:.1f} us"
+    if unit == "B":
+        for div, name in ((1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
+            if abs(v) >= div:
+                return f"{v / div:.2f} {name}"
+        return f"{v:.0f} B"
+    if unit == "B/s":
+        return f"{v / 1e9:.1f} GB/s"
+    if unit == "ratio":
+        return f"{v:.2f}"
+    if abs(v) >= 1e6:
+        return f"{v:.3g}"
+    return f"{v:,.2f}" if v != int(v) else f"{int(v):,}"
+
+
+# (summary key, label, unit) rows of the CLI table, in the order the seeds discuss them
+TABLE_ROWS: tuple[tuple[str, str, str], ...] = (
+    ("duration_s", "duration", "s"),
+    ("tflops", "achieved TFLOP/s", "ratio"),
+    ("achieved_occupancy", "achieved occupancy", "%"),
+    ("ipc", "IPC (executed)", "ratio"),
+    ("issued_ipc", "IPC (issued)", "ratio"),
+    ("sm_throughput_pct", "SM throughput", "%"),
+    ("bank_conflicts_ld", "shared ld bank conflicts", ""),
+    ("bank_conflicts_st", "shared st bank conflicts", ""),
+    ("shared_ld_throughput", "shared load throughput", "B/s"),
+    ("shared_st_throughput", "shared store throughput", "B/s"),
+    ("l1_throughput_pct", "L1/TEX throughput", "%"),
+    ("l2_throughput_pct", "L2 throughput", "%"),
+    ("dram_throughput_pct", "DRAM throughput", "%"),
+    ("l1_bytes", "L1/TEX bytes", "B"),
+    ("l2_bytes", "L2 bytes", "B"),
+    ("dram_bytes", "DRAM bytes (read+write)", "B"),
+    ("arithmetic_intensity", "FLOPs per DRAM byte", "ratio"),
+    ("ffma_count", "FFMA (thread instructions)", ""),
+    ("tensor_inst_count", "tensor instructions", ""),
+    ("registers", "registers per thread", ""),
+)
+
+
+def run(args) -> int:
+    from ..core.registry import get
+    from ..core.shapes import parse_shape
+
+    rung = get(args.rung)
+    dtype = args.dtype or rung.dtypes[0]
+    shape = parse_shape(args.shape)
+    res = profile_rung(rung.slug, shape, dtype, args.vs_cublas, config=parse_config(args.config), lib=args.lib,
+                       ncu=args.ncu, keep_csv=args.keep_csv)
+    if args.json:
+        print(json.dumps(res, indent=2, default=str))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console()
+    cols = [(rung.slug, res)] + ([("cuBLAS", res["cublas"])] if res.get("cublas") else [])
+    t = Table(title=f"gemmlab profile {rung.slug} {dtype} {'x'.join(map(str, shape))}  (ncu {res.get('ncu', '?')})")
+    t.add_column("counter")
+    for name, _ in cols:
+        t.add_column(name, justify="right")
+    for key, label, unit in TABLE_ROWS:
+        t.add_row(label, *[_fmt(r.get(key), unit) for _, r in cols])
+    con.print(t)
+    for name, r in cols:
+        st = Table(title=f"top warp stalls: {name}  ({_fmt(r.get('warp_cycles_per_issue'), 'ratio')} cycles between issues)")
+        st.add_column("reason")
+        st.add_column("cycles/issue", justify="right")
+        st.add_column("share", justify="right")
+        st.add_column("meaning")
+        for s in r["stalls"][:6]:
+            st.add_row(s["label"], f"{s['cycles_per_issue']:.2f}", f"{100 * s['share']:.0f}%", STALL_MEANING[s["reason"]])
+        con.print(st)
+    missing = sorted(set(res["missing"]) | set((res.get("cublas") or {}).get("missing", [])))
+    if missing:
+        con.print(f"[dim]not available from this ncu/GPU: {', '.join(missing)}[/dim]")
+    return 0

@@ -1,0 +1,57 @@
+"""``gemmlab report``: the measured worklog as HTML + Markdown (see ``gemmlab.report``)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ..core.registry import landmarks
+from ..core.shapes import BENCH_SHAPE, PROFILE_SHAPE, SWEEP_SIZES, fmt_shape
+from ..report.build import build, collect
+from .common import add_dtype, add_lib
+
+
+def register(sub) -> None:
+    p = sub.add_parser("report", help="measure the whole ladder and write an HTML + Markdown worklog (GPU; --from-json without)")
+    p.add_argument("--out", default="gemmlab-report", help="output folder (default: ./gemmlab-report)")
+    add_dtype(p, "fp32")
+    p.add_argument("--shape", default=fmt_shape(BENCH_SHAPE), help=f"ladder shape: N, N^3 or MxNxK (default {fmt_shape(BENCH_SHAPE)})")
+    p.add_argument("--profile-shape", default=fmt_shape(PROFILE_SHAPE),
+                   help=f"shape for the counters (default {fmt_shape(PROFILE_SHAPE)}: ncu replays each kernel)")
+    p.add_argument("--sweep-sizes", default=",".join(map(str, SWEEP_SIZES)), help="square sizes of the size sweep")
+    p.add_argument("--sweep-rungs", default=",".join(r.slug for r in landmarks()),
+                   help="rungs of the size sweep (default: the ladder's landmarks; cuBLAS is always there)")
+    p.add_argument("--rungs", default=None, help="comma-separated rungs (default: the whole ladder)")
+    add_lib(p)
+    p.add_argument("--repeats", type=int, default=None, help="timed repeats per benchmark point")
+    p.add_argument("--no-profile", action="store_true", help="skip Nsight Compute (no counters, no roofline)")
+    p.add_argument("--no-inspect", action="store_true", help="skip the SASS inspection")
+    p.add_argument("--ncu", default=None, help="path to ncu")
+    p.add_argument("--from-json", default=None, metavar="FILE", help="rebuild the page from saved results (no GPU)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..core.shapes import parse_shape
+
+    if args.from_json:
+        with open(args.from_json, encoding="utf-8") as fh:
+            results = json.load(fh)
+    else:
+        results = collect(
+            args.dtype, parse_shape(args.shape), [int(s) for s in args.sweep_sizes.split(",") if s.strip()],
+            [s.strip() for s in args.rungs.split(",")] if args.rungs else None,
+            [s.strip() for s in args.sweep_rungs.split(",") if s.strip()],
+            parse_shape(args.profile_shape), lib=args.lib, repeats=args.repeats,
+            do_inspect=not args.no_inspect, do_profile=not args.no_profile, ncu=args.ncu,
+        )
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "results.json"), "w", encoding="utf-8") as fh:
+            json.dump(results, fh, indent=1, default=str)
+    html_path, md_path = build(results, args.out)
+    print(f"wrote {html_path}\nwrote {md_path}")
+    if not args.from_json:
+        print(f"results saved in {os.path.join(args.out, 'results.json')} (rebuild: gemmlab report --from-json ...)")
+    for what, msg in (results.get("errors") or {}).items():
+        print(f"warning: {what}: {msg}")
+    return 0

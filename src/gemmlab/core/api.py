@@ -1,0 +1,80 @@
+"""Public API: ``gemm`` (in place, BLAS semantics) and ``matmul`` (returns a new array)."""
+
+from __future__ import annotations
+
+from . import dispatch
+from .driver import device_info
+from .launch import Plan
+from .dtypes import get as get_dtype
+from .problem import describe_array, make_problem
+
+
+def _scale_in_place(c, beta: float) -> None:
+    """c <- beta * c without a kernel (used when K == 0); beta == 0 writes zeros (NaN never leaks)."""
+    if not hasattr(c, "mul_"):  # CuPy, or any __cuda_array_interface__ array through a CuPy view
+        import cupy
+
+        c = cupy.asarray(c)
+    if beta == 0.0:
+        c.fill_(0) if hasattr(c, "fill_") else c.fill(0)
+    elif beta != 1.0:
+        c.mul_(beta) if hasattr(c, "mul_") else c.__imul__(beta)
+
+
+def _arch_for(problem, kernel) -> str | None:
+    """The device's architecture when ``auto`` chooses (a named rung is checked at launch)."""
+    return device_info(problem.c.device).arch if kernel == "auto" else None
+
+
+def plan(a, b, c, *, alpha=1.0, beta=0.0, kernel: str = "auto", config=None) -> Plan:
+    """A prepared launch of one rung on these operands; ``plan(...).run()`` launches it."""
+    problem = make_problem(a, b, c, alpha, beta)
+    rung = dispatch.choose(problem, kernel, _arch_for(problem, kernel))
+    if 0 in (problem.M, problem.N, problem.K):
+        raise ValueError(f"empty problem {problem.M}x{problem.N}x{problem.K}: nothing to launch")
+    return Plan(problem, rung, config)
+
+
+def gemm(a, b, c, *, alpha=1.0, beta=0.0, kernel: str = "auto", config=None):
+    """c <- alpha * (a @ b) + beta * c, in place; returns c.
+
+    a (M, K), b (K, N), c (M, N): CuPy arrays or PyTorch CUDA tensors of one dtype (float32,
+    float16 or bfloat16), each row- or column-major. The kernel runs on the current stream of
+    c's library. With beta == 0, c is not read. ``kernel`` is a rung slug (see
+    ``gemmlab.kernels()``) or "auto"; ``config`` a preset name or dict of tile parameters.
+    """
+    problem = make_problem(a, b, c, alpha, beta)
+    rung = dispatch.choose(problem, kernel, _arch_for(problem, kernel))  # rejects unknown names and dtypes first
+    if problem.M == 0 or problem.N == 0:
+        return c
+    if problem.K == 0:
+        _scale_in_place(c, problem.beta)
+        return c
+    Plan(problem, rung, config).run()
+    return c
+
+
+def _empty_like_lib(x, shape, dtype: str):
+    info = describe_array("a", x)
+    if info.lib == "torch":
+        import torch
+
+        return torch.empty(shape, dtype=getattr(torch, get_dtype(dtype).array_name), device=f"cuda:{info.device}")
+    if info.lib == "cupy":
+        import cupy
+
+        with cupy.cuda.Device(info.device):
+            return cupy.empty(shape, dtype=x.dtype)
+    raise TypeError("matmul without out= needs CuPy or PyTorch inputs to allocate the result; pass out=")
+
+
+def matmul(a, b, *, kernel: str = "auto", out=None, config=None):
+    """a @ b as a new array of the inputs' library (or into ``out``)."""
+    ai, bi = describe_array("a", a), describe_array("b", b)
+    if out is None:
+        if ai.dtype != bi.dtype:
+            raise TypeError(f"mixed dtypes: a is {ai.dtype}, b is {bi.dtype}; both must match")
+        if ai.cols != bi.rows:
+            raise ValueError(f"shape mismatch: a is {ai.rows}x{ai.cols} but b is {bi.rows}x{bi.cols}; a.shape[1] must equal b.shape[0]")
+        out = _empty_like_lib(a, (ai.rows, bi.cols), ai.dtype)
+    return gemm(a, b, out, alpha=1.0, beta=0.0, kernel=kernel, config=config)

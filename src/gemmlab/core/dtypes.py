@@ -1,0 +1,60 @@
+"""The element types gemmlab computes in: the one table every layer reads.
+
+A dtype has a short name (``fp32``, ``fp16``, ``bf16``: the CLI's ``--dtype``, the registry's
+``Rung.dtypes``, the JSON's ``dtype``), the attribute name of the array libraries
+(``float32`` in NumPy, CuPy and PyTorch), its size, the code the kernels receive as ``GL_DTYPE``
+(kernels/common.cuh), its ``__cuda_array_interface__`` type string, and the two numbers
+verification needs: the unit roundoff (half an ulp of 1.0) and the smallest normal number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class DType:
+    name: str              # "fp32"
+    array_name: str        # "float32": numpy/cupy/torch attribute
+    itemsize: int          # bytes
+    code: int              # GL_DTYPE in kernels/common.cuh
+    typestr: str           # __cuda_array_interface__ "typestr" (bfloat16 has no standard one)
+    unit_roundoff: float   # half an ulp of 1.0
+    smallest_normal: float
+    tensor_cores: bool     # gemmlab's rungs take it to the tensor cores (peak: dense tensor rate)
+
+    @property
+    def vector_elements(self) -> int:
+        """Elements in one 16-byte vector access."""
+        return VECTOR_BYTES // self.itemsize
+
+
+VECTOR_BYTES = 16
+
+_TABLE = (
+    DType("fp32", "float32", 4, 0, "<f4", 2.0**-24, 2.0**-126, False),
+    DType("fp16", "float16", 2, 1, "<f2", 2.0**-11, 2.0**-14, True),
+    DType("bf16", "bfloat16", 2, 2, "<V2", 2.0**-8, 2.0**-126, True),
+)
+
+DTYPES: tuple[str, ...] = tuple(d.name for d in _TABLE)
+BY_NAME: dict[str, DType] = {d.name: d for d in _TABLE}
+BY_ARRAY_NAME: dict[str, DType] = {d.array_name: d for d in _TABLE}
+BY_TYPESTR: dict[str, DType] = {d.typestr: d for d in _TABLE}
+
+
+def get(name: str) -> DType:
+    """The dtype of a short name; ValueError naming the choices otherwise."""
+    try:
+        return BY_NAME[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown dtype {name!r}; choose one of {', '.join(DTYPES)}") from None
+
+
+def from_array_name(name: str) -> DType:
+    """The dtype of an array library's dtype name (``float32``); TypeError for any other type."""
+    d = BY_ARRAY_NAME.get(name)
+    if d is None:
+        raise TypeError(f"unsupported dtype {name}; gemmlab supports "
+                        f"{', '.join(x.array_name for x in _TABLE)}")
+    return d

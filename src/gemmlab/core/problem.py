@@ -1,0 +1,227 @@
+"""From user arrays to a normalized GEMM problem.
+
+A user passes CuPy arrays or PyTorch CUDA tensors (or anything with ``__cuda_array_interface__``).
+``describe_array`` reads pointer, shape, strides, dtype and device without copying;
+``make_problem`` checks the three operands together and maps them onto the kernels' one contract
+(C row-major inside the kernel, see kernels/common.cuh):
+
+* a is (M, K), b is (K, N), c is (M, N); each row-major (C-contiguous, maybe with a leading
+  dimension larger than the row) or column-major (F-contiguous, e.g. ``x.T``).
+* a column-major C is computed as C^T = B^T A^T: the roles of A and B swap, M and N swap, and
+  each operand's layout flips (a row-major (K, N) B read as the column-major (N, K) B^T).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .dtypes import BY_TYPESTR, VECTOR_BYTES, from_array_name, get as get_dtype
+
+
+@dataclass(frozen=True)
+class ArrayInfo:
+    """A 2-D device array as the kernels see it."""
+
+    ptr: int
+    rows: int
+    cols: int
+    ld: int            # leading dimension in elements
+    col_major: bool
+    dtype: str         # "fp32" | "fp16" | "bf16"
+    device: int
+    lib: str           # "cupy" | "torch" | "cai"
+    obj: object = None  # the user's array, kept to build outputs of the same library
+
+    @property
+    def itemsize(self) -> int:
+        return get_dtype(self.dtype).itemsize
+
+    @property
+    def span_elements(self) -> int:
+        """Elements from the first to one past the last element (what a kernel may touch)."""
+        if self.rows == 0 or self.cols == 0:
+            return 0
+        outer, inner = (self.cols, self.rows) if self.col_major else (self.rows, self.cols)
+        return (outer - 1) * self.ld + inner
+
+    def vec_ok(self) -> bool:
+        """16-byte vector access legal: aligned base and ld a multiple of the vector width."""
+        width = VECTOR_BYTES // self.itemsize
+        return self.ptr % VECTOR_BYTES == 0 and self.ld % width == 0
+
+
+def _lib_of(x) -> str:
+    mod = type(x).__module__.split(".")[0]
+    if mod == "cupy":
+        return "cupy"
+    if mod == "torch":
+        return "torch"
+    if mod == "numpy":
+        raise TypeError(
+            f"got a NumPy array ({type(x).__name__}) in host memory; gemmlab computes on the GPU: "
+            "move it there first, e.g. cupy.asarray(x) or torch.as_tensor(x, device='cuda')"
+        )
+    if hasattr(x, "__cuda_array_interface__"):
+        return "cai"
+    raise TypeError(
+        f"expected a CuPy array or a PyTorch CUDA tensor, got {type(x).__module__}.{type(x).__name__}"
+    )
+
+
+def _layout(name: str, shape, strides_el) -> tuple[bool, int]:
+    """(col_major, ld) for a 2-D strided view, or ValueError when it is neither layout."""
+    rows, cols = shape
+    s0, s1 = strides_el
+    if rows == 0 or cols == 0:  # an empty array touches no memory: any strides will do
+        return False, max(cols, 1)
+    # A dimension of extent 1 has an arbitrary stride: it never moves.
+    if (s1 == 1 or cols == 1) and (rows == 1 or s0 >= max(cols, 1)):
+        return False, (s0 if rows > 1 else max(cols, 1))
+    if (s0 == 1 or rows == 1) and (cols == 1 or s1 >= max(rows, 1)):
+        return True, (s1 if cols > 1 else max(rows, 1))
+    raise ValueError(
+        f"{name} has strides {tuple(strides_el)} (in elements) for shape {tuple(shape)}: neither row-major "
+        "(unit stride along columns) nor column-major (unit stride along rows); pass a contiguous copy"
+    )
+
+
+def describe_array(name: str, x) -> ArrayInfo:
+    lib = _lib_of(x)
+    if lib == "torch":
+        import torch
+
+        if not x.is_cuda:
+            raise TypeError(f"{name} is a PyTorch tensor on {x.device}; gemmlab needs CUDA tensors (x.cuda())")
+        dt = str(x.dtype).removeprefix("torch.")
+        shape, strides, ptr, dev = tuple(x.shape), tuple(x.stride()), x.data_ptr(), x.device.index
+    elif lib == "cupy":
+        dt = x.dtype.name
+        shape, ptr, dev = tuple(x.shape), x.data.ptr, x.device.id
+        strides = tuple(s // x.dtype.itemsize for s in x.strides) if x.ndim == 2 else ()
+        if x.ndim == 2 and any(s % x.dtype.itemsize for s in x.strides):
+            raise ValueError(f"{name} has strides {x.strides} bytes that are not whole elements")
+    else:
+        cai = x.__cuda_array_interface__
+        typestr = cai["typestr"]
+        dt = BY_TYPESTR[typestr].array_name if typestr in BY_TYPESTR else typestr
+        shape = tuple(cai["shape"])
+        itemsize = int(typestr[2:]) if typestr[2:].isdigit() else 1
+        strides = cai.get("strides")
+        if strides is None and len(shape) == 2:
+            strides = (shape[1], 1)
+        elif strides is not None:
+            strides = tuple(s // itemsize for s in strides)
+        ptr, dev = cai["data"][0], _device_of_pointer(cai["data"][0])
+    if len(shape) != 2:
+        raise ValueError(f"{name} must be 2-D, got {len(shape)}-D with shape {shape}")
+    try:
+        dtype = from_array_name(dt).name
+    except TypeError as exc:
+        raise TypeError(f"{name} has {exc}") from None
+    col_major, ld = _layout(name, shape, strides)
+    return ArrayInfo(int(ptr), int(shape[0]), int(shape[1]), int(ld), col_major, dtype, int(dev), lib, x)
+
+
+def _device_of_pointer(ptr: int) -> int:
+    from .driver import cuda
+
+    driver = cuda()
+    err, dev = driver.cuPointerGetAttribute(driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise TypeError(f"pointer {ptr:#x} is not device memory ({err})")
+    return int(dev)
+
+
+@dataclass(frozen=True)
+class GemmProblem:
+    """The logical problem C = alpha * A @ B + beta * C, in the user's orientation."""
+
+    M: int
+    N: int
+    K: int
+    dtype: str
+    a: ArrayInfo
+    b: ArrayInfo
+    c: ArrayInfo
+    alpha: float
+    beta: float
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.M * self.N * self.K
+
+    def kernel_view(self) -> "KernelProblem":
+        """The problem as the kernel computes it: C row-major (transpose identity if needed)."""
+        a, b, c = self.a, self.b, self.c
+        if not c.col_major:
+            return KernelProblem(self.M, self.N, self.K, a.ptr, a.ld, a.col_major, a.vec_ok(),
+                                 b.ptr, b.ld, b.col_major, b.vec_ok(), c.ptr, c.ld, c.vec_ok(), self.alpha, self.beta)
+        # C^T (N x M, row-major, ld = c.ld) = B^T (N x K) @ A^T (K x M)
+        return KernelProblem(self.N, self.M, self.K, b.ptr, b.ld, not b.col_major, b.vec_ok(),
+                             a.ptr, a.ld, not a.col_major, a.vec_ok(), c.ptr, c.ld, c.vec_ok(), self.alpha, self.beta)
+
+
+@dataclass(frozen=True)
+class KernelProblem:
+    """Arguments of the launch contract (kernels/common.cuh), C row-major."""
+
+    M: int
+    N: int
+    K: int
+    a_ptr: int
+    lda: int
+    a_col: bool
+    vec_a: bool
+    b_ptr: int
+    ldb: int
+    b_col: bool
+    vec_b: bool
+    c_ptr: int
+    ldc: int
+    vec_c: bool
+    alpha: float
+    beta: float
+
+
+def _check_scalar(name: str, v) -> float:
+    if isinstance(v, (bool, complex, str, bytes)):
+        raise TypeError(f"{name} must be a real number, got {type(v).__name__}")
+    try:
+        f = float(v)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a real number, got {v!r}") from exc
+    return f
+
+
+def _overlaps(x: ArrayInfo, y: ArrayInfo) -> bool:
+    if x.span_elements == 0 or y.span_elements == 0:
+        return False
+    x0, x1 = x.ptr, x.ptr + x.span_elements * x.itemsize
+    y0, y1 = y.ptr, y.ptr + y.span_elements * y.itemsize
+    return x0 < y1 and y0 < x1
+
+
+def make_problem(a, b, c, alpha=1.0, beta=0.0) -> GemmProblem:
+    """Validate a, b, c and build the problem; every error names what is wrong."""
+    ai, bi, ci = describe_array("a", a), describe_array("b", b), describe_array("c", c)
+    dtypes = {ai.dtype, bi.dtype, ci.dtype}
+    if len(dtypes) != 1:
+        raise TypeError(f"mixed dtypes: a is {ai.dtype}, b is {bi.dtype}, c is {ci.dtype}; all three must match")
+    devs = {ai.device, bi.device, ci.device}
+    if len(devs) != 1:
+        raise ValueError(f"arrays on different devices: a on cuda:{ai.device}, b on cuda:{bi.device}, c on cuda:{ci.device}")
+    M, K = ai.rows, ai.cols
+    if bi.rows != K:
+        raise ValueError(f"shape mismatch: a is {M}x{K} but b is {bi.rows}x{bi.cols}; a.shape[1] must equal b.shape[0]")
+    N = bi.cols
+    if (ci.rows, ci.cols) != (M, N):
+        raise ValueError(f"shape mismatch: c is {ci.rows}x{ci.cols} but a @ b is {M}x{N}")
+    for name, other in (("a", ai), ("b", bi)):
+        if _overlaps(ci, other):
+            raise ValueError(f"c overlaps {name} in memory; the output must not alias an input")
+    for name, x in (("a", ai), ("b", bi), ("c", ci)):
+        if x.ld >= 2**31:
+            raise ValueError(f"{name} has leading dimension {x.ld}; the kernels take it as a 32-bit int")
+    if max(M, N, K) >= 2**31:
+        raise ValueError(f"dimensions {M}x{N}x{K} exceed the 32-bit range of the kernels")
+    return GemmProblem(M, N, K, ai.dtype, ai, bi, ci, _check_scalar("alpha", alpha), _check_scalar("beta", beta))

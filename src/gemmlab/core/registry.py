@@ -1,0 +1,381 @@
+"""The ladder: one entry per rung, the single source of truth.
+
+The CLI, the benchmark, the report, the docs table and the tests all read ``RUNGS``; nothing else
+lists the rungs by hand. An entry says what the rung is (number, slug, title, one-line summary,
+the seed kernels it reproduces), where its source is, which dtypes it takes, its tunable
+parameters with defaults, the constraints on them, the launch geometry, and the static claims its
+SASS must satisfy (checked in CI by ``tests/test_static_guards.py``).
+
+Launch geometry is uniform: a 1-D block of ``THREADS`` threads computes one ``BM x BN`` tile of C
+(row-major inside the kernel, see kernels/common.cuh); the grid is ``(ceil(N/BN), ceil(M/BM))``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+from .arch import ArchLimits, arch_number
+from .config import ConfigLike, ConfigSpec, parse_config
+from .dtypes import DTYPES, get as get_dtype
+
+MAX_GRID_Y = 65535
+
+
+@dataclass(frozen=True)
+class Launch:
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    smem: int = 0  # dynamic shared memory, bytes
+
+
+def _threads_given(cfg: Mapping[str, int]) -> int:
+    return cfg["THREADS"]
+
+
+def _no_dynamic_smem(cfg: Mapping[str, int]) -> int:
+    return 0
+
+
+@dataclass(frozen=True)
+class Rung:
+    number: int
+    slug: str
+    title: str
+    summary: str                       # one line: what this rung adds
+    seeds: tuple[str, ...]             # seed kernels it reproduces, e.g. "002 gemm_v00"
+    source: str                        # file in gemmlab/kernels/
+    dtypes: tuple[str, ...] = ("fp32",)
+    params: Mapping[str, int] = field(default_factory=dict)        # tunables and their defaults
+    presets: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # named configs
+    threads: Callable[[Mapping[str, int]], int] = _threads_given   # block size from the config
+    constraints: Callable[[Mapping[str, int]], list[str]] = lambda cfg: []
+    textures: int = 0                  # A and B read through texture objects: texel width in floats
+                                       # when 16-byte access is legal (1: float, 4: float4); 0: no textures
+    sass_claims: tuple[str, ...] = ()  # SASS opcodes (prefixes) the rung's fast path must contain
+    smem: Callable[[Mapping[str, int]], int] = _no_dynamic_smem  # dynamic shared memory, bytes
+    landmark: bool = False             # a landmark of the ladder: the report's size sweep plots it
+    kernel: str = "gemm"               # extern "C" entry point
+    min_arch: int = 75
+
+    @property
+    def name(self) -> str:
+        """The stable slug (``gemmlab.gemm(..., kernel=rung.name)``)."""
+        return self.slug
+
+    # ---- what it runs on ------------------------------------------------------------------
+    def supports(self, dtype: str) -> bool:
+        return dtype in self.dtypes
+
+    def require(self, dtype: str | None = None, arch: str | int | None = None) -> None:
+        """The one support check: ValueError naming the problem when this rung cannot take
+        ``dtype`` or cannot run on ``arch`` (``"sm_90a"``, 90)."""
+        if dtype is not None:
+            get_dtype(dtype)
+            if dtype not in self.dtypes:
+                raise ValueError(f"kernel {self.slug!r} does not support dtype {dtype}; it supports "
+                                 f"{', '.join(self.dtypes)}")
+        if arch is not None and arch_number(arch) < self.min_arch:
+            raise ValueError(f"kernel {self.slug!r} needs sm_{self.min_arch} or newer; "
+                             f"this is sm_{arch_number(arch)}")
+
+    # ---- configuration -------------------------------------------------------------------
+    def config(self, overrides: ConfigLike = None) -> dict[str, int]:
+        """Defaults merged with a configuration in any form of ``core.config`` (a preset name,
+        a mapping, ``"KEY=VALUE,..."``, JSON, or a list of those); ValueError if invalid."""
+        spec = parse_config(overrides)
+        cfg = dict(self.params)
+        if spec is None:
+            spec = ConfigSpec()
+        if spec.preset is not None:
+            if spec.preset not in self.presets:
+                raise ValueError(
+                    f"rung {self.slug!r} has no preset {spec.preset!r}; presets: {sorted(self.presets) or 'none'}"
+                )
+            cfg.update(self.presets[spec.preset])
+        by_upper = {k.upper(): k for k in self.params}
+        for k, v in spec.values.items():
+            key = k if k in self.params else by_upper.get(str(k).upper())
+            if key is None:
+                raise ValueError(f"rung {self.slug!r} has no parameter {k!r}; parameters: {sorted(self.params)}")
+            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+                raise ValueError(f"parameter {key} of rung {self.slug!r} must be a positive int, got {v!r}")
+            cfg[key] = v
+        problems = self.check_config(cfg)
+        if problems:
+            raise ValueError(f"invalid configuration for rung {self.slug!r} {cfg}: " + "; ".join(problems))
+        return cfg
+
+    def check_config(self, cfg: Mapping[str, int]) -> list[str]:
+        problems = list(self.constraints(cfg))
+        t = self.threads(cfg)
+        if t < 32 or t > 1024 or t % 32:
+            problems.append(f"the block would have {t} threads; it must be a multiple of 32 between 32 and 1024")
+        return problems
+
+    def check_resources(self, cfg: Mapping[str, int], limits: ArchLimits) -> None:
+        """ValueError when a block of this configuration needs more shared memory than ``limits``
+        (a device's, or an architecture's from the table) allow one block."""
+        need = self.smem(cfg)
+        if need > limits.max_smem_per_block:
+            raise ValueError(f"rung {self.slug!r} with {cfg} needs {need} B of shared memory per block; "
+                             f"{limits.arch} allows at most {limits.max_smem_per_block} B")
+
+    def defines(self, cfg: Mapping[str, int]) -> dict[str, int]:
+        d = dict(cfg)
+        d["THREADS"] = self.threads(cfg)
+        smem = self.smem(cfg)
+        if smem:
+            d["GL_DYN_SMEM"] = smem  # the kernel checks its carve-up fits what the launch gives it
+        return d
+
+    def launch(self, M: int, N: int, cfg: Mapping[str, int]) -> Launch:
+        grid = ((N + cfg["BN"] - 1) // cfg["BN"], (M + cfg["BM"] - 1) // cfg["BM"], 1)
+        return Launch(grid, (self.threads(cfg), 1, 1), self.smem(cfg))
+
+
+# ---- constraint helpers ------------------------------------------------------------------------
+def _divides(cfg, a: str, b: str) -> list[str]:
+    return [] if cfg[b] % cfg[a] == 0 else [f"{a}={cfg[a]} must divide {b}={cfg[b]}"]
+
+
+def _mult(cfg, a: str, m: int) -> list[str]:
+    return [] if cfg[a] % m == 0 else [f"{a}={cfg[a]} must be a multiple of {m}"]
+
+
+def _float4_split(cfg, threads: int) -> list[str]:
+    """The vectorized loaders give every thread a whole number of float4 of each tile."""
+    out = []
+    if (cfg["BM"] * cfg["BK"]) % (4 * threads):
+        out.append(f"BM*BK={cfg['BM'] * cfg['BK']} must be a multiple of 4*THREADS={4 * threads}")
+    if (cfg["BK"] * cfg["BN"]) % (4 * threads):
+        out.append(f"BK*BN={cfg['BK'] * cfg['BN']} must be a multiple of 4*THREADS={4 * threads}")
+    return out
+
+
+def _scalar_split(cfg, threads: int) -> list[str]:
+    """The scalar loaders give every thread a whole number of elements of each tile."""
+    out = []
+    if (cfg["BM"] * cfg["BK"]) % threads:
+        out.append(f"BM*BK={cfg['BM'] * cfg['BK']} must be a multiple of THREADS={threads}")
+    if (cfg["BK"] * cfg["BN"]) % threads:
+        out.append(f"BK*BN={cfg['BK'] * cfg['BN']} must be a multiple of THREADS={threads}")
+    return out
+
+
+def _tile_1d_threads(cfg) -> int:
+    return (cfg["BM"] // cfg["TM"]) * cfg["BN"]
+
+
+def _thread_tile_threads(cfg) -> int:
+    return (cfg["BM"] // cfg["TM"]) * (cfg["BN"] // cfg["TN"])
+
+
+def _thread_tile_constraints(cfg) -> list[str]:
+    return _divides(cfg, "TM", "BM") + _divides(cfg, "TN", "BN") + _mult(cfg, "BK", 4) + _mult(cfg, "TN", 4) + _mult(cfg, "TM", 4) + _float4_split(cfg, _thread_tile_threads(cfg))
+
+
+def _warp_threads(cfg) -> int:
+    return 32 * (cfg["BM"] // cfg["WM"]) * (cfg["BN"] // cfg["WN"])
+
+
+def _warp_tile_constraints(cfg) -> list[str]:
+    out = _divides(cfg, "WM", "BM") + _divides(cfg, "WN", "BN") + _mult(cfg, "BK", 4)
+    out += _divides(cfg, "TM", "WM") + _divides(cfg, "TN", "WN") + _mult(cfg, "TM", 4) + _mult(cfg, "TN", 4)
+    if not out:
+        lanes = (cfg["WM"] // cfg["TM"]) * (cfg["WN"] // cfg["TN"])
+        if lanes != 32:
+            out.append(f"(WM/TM)*(WN/TN)={lanes}: a warp tile must hold exactly 32 lanes of TM x TN outputs")
+        out += _float4_split(cfg, _warp_threads(cfg))
+    return out
+
+
+def _wmma_threads(cfg) -> int:
+    return 32 * (cfg["BM"] // cfg["WM"]) * (cfg["BN"] // cfg["WN"])
+
+
+def _wmma_smem(cfg) -> int:
+    """16_wmma.cu's dynamic shared memory: two stages of 16-bit A and B tiles, rows padded by 8
+    (the larger of the two layouts), or the FP32 per-warp epilogue staging [warps][16][WN+4]
+    that overlays them. Above 48 KB the launch opts in (cuFuncSetAttribute)."""
+    bm, bn, bk = cfg["BM"], cfg["BN"], cfg["BK"]
+    ab = 2 * 2 * (max(bm * (bk + 8), bk * (bm + 8)) + max(bk * (bn + 8), bn * (bk + 8)))
+    staging = _wmma_threads(cfg) // 32 * 16 * (cfg["WN"] + 4) * 4
+    return max(ab, staging)
+
+
+def _wmma_constraints(cfg) -> list[str]:
+    return _divides(cfg, "WM", "BM") + _divides(cfg, "WN", "BN") + _mult(cfg, "WM", 16) + _mult(cfg, "WN", 16) + _mult(cfg, "BK", 16)
+
+
+# ---- the ladder --------------------------------------------------------------------------------
+_SIMPLE32 = {"BM": 32, "BN": 32, "THREADS": 1024}
+_SMEM32 = {"BM": 32, "BN": 32, "BK": 32, "THREADS": 1024}
+
+
+def _square_tile(cfg) -> list[str]:
+    """Rungs 4-7: square BM = BN = BK tiles, one thread per element of C (one load per tile)."""
+    out = [] if cfg["BM"] == cfg["BN"] == cfg["BK"] else [f"BM, BN and BK must be equal (got {cfg['BM']}, {cfg['BN']}, {cfg['BK']})"]
+    return out + ([] if cfg["THREADS"] == cfg["BM"] * cfg["BN"] else [f"THREADS={cfg['THREADS']} must be BM*BN={cfg['BM'] * cfg['BN']}"])
+
+RUNGS: tuple[Rung, ...] = (
+    Rung(
+        1, "naive", "Naive, non-coalesced",
+        "One thread per C element; threadIdx.x walks the rows of C, so a warp's loads of B and stores of C stride by a row.",
+        ("002 gemm_v00", "000 gemm_32x32_v0"), "01_naive.cu",
+        params=_SIMPLE32,
+    ),
+    Rung(
+        2, "coalesced", "Naive, coalesced",
+        "threadIdx.x walks the columns of C: a warp reads one row of B and writes one row of C contiguously (coalesced).",
+        ("002 gemm_v01", "000 gemm_32x32_v1", "000 gemm_32x32_v2"), "02_coalesced.cu",
+        params=_SIMPLE32,
+        constraints=lambda c: [] if c["BM"] * c["BN"] == c["THREADS"] else [f"THREADS={c['THREADS']} must be BM*BN={c['BM'] * c['BN']}"],
+    ),
+    Rung(
+        3, "warp_shuffle", "Naive with warp-shuffle broadcast",
+        "Each lane loads one A value of a 32-wide slice and the warp broadcasts it with __shfl_sync instead of 32 loads.",
+        ("004 sgemm_naive",), "03_warp_shuffle.cu",
+        params={"BM": 32, "BN": 32, "THREADS": 256},
+        constraints=lambda c: ([] if c["BM"] == 32 and c["BN"] == 32 else ["BM and BN must be 32 (the warp width)"])
+        + ([] if 32 % max(1, c["THREADS"] // 32) == 0 else [f"THREADS/32={c['THREADS'] // 32} warps must divide the 32 rows"]),
+    ),
+    Rung(
+        4, "smem", "Shared-memory tiling 32x32",
+        "A block stages 32x32 tiles of A and B in shared memory; each global element is loaded once per block instead of 32 times.",
+        ("000 gemm_32x32_v3", "002 gemm_v02", "Alcanderian sgemm_1"), "04_smem.cu",
+        params=_SMEM32, constraints=_square_tile,
+        landmark=True,
+    ),
+    Rung(
+        5, "smem_padded", "Shared-memory tiling, padded rows",
+        "The shared tile rows are 33 floats wide, so a warp reading a column hits 32 different banks (no bank conflicts).",
+        ("000 gemm_32x32_v4", "Alcanderian sgemm_2"), "05_smem_padded.cu",
+        params=_SMEM32, constraints=_square_tile,
+    ),
+    Rung(
+        6, "ldg", "Read-only data path (__ldg)",
+        "A and B are const __restrict__ and read with __ldg, through the read-only (texture) cache.",
+        ("003 ldg", "Alcanderian sgemm_3"), "06_ldg.cu",
+        params=_SMEM32, constraints=_square_tile, sass_claims=("LDG.E.CONSTANT",),
+    ),
+    Rung(
+        7, "texture", "Texture objects (tex1Dfetch<float>)",
+        "A and B are read through 1-D texture objects over linear memory, the pre-Kepler way to the read-only cache.",
+        ("003 texture",), "07_texture.cu",
+        params=_SMEM32, constraints=_square_tile, textures=1, sass_claims=("TLD",),
+    ),
+    Rung(
+        8, "reg_accum", "Accumulators in registers",
+        "The partial sums live in registers (4 per thread, one output row per warp iteration; the seed's column in column-major) instead of a shared-memory output tile.",
+        ("004 sgemm_shared",), "08_reg_accum.cu",
+        params={"BM": 32, "BN": 32, "BK": 32, "THREADS": 256},
+        constraints=lambda c: ([] if c["BN"] == 32 else ["BN must be 32 (lane -> column of C)"])
+        + ([] if c["BM"] % max(1, c["THREADS"] // 32) == 0 else [f"THREADS/32={c['THREADS'] // 32} warps must divide BM={c['BM']}"])
+        + _scalar_split(c, c["THREADS"]),
+    ),
+    Rung(
+        9, "tile_1d", "1D thread tiling",
+        "Each thread computes TM outputs of one column, reusing each B value from shared memory TM times in a register.",
+        ("002 gemm_v03",), "09_tile_1d.cu",
+        params={"BM": 64, "BN": 64, "BK": 8, "TM": 8},
+        threads=_tile_1d_threads,
+        constraints=lambda c: _divides(c, "TM", "BM") + _scalar_split(c, _tile_1d_threads(c)),
+    ),
+    Rung(
+        10, "tile_2d", "2D thread tiling",
+        "Each thread computes a TM x TN register tile: TM+TN shared loads feed TM*TN FMAs (outer product).",
+        ("002 gemm_v04", "004 sgemm 2x2 tile", "003 BEAST THR_M x THR_N"), "10_tile_2d.cu",
+        params={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
+        presets={"2x2": {"BM": 32, "BN": 32, "BK": 32, "TM": 2, "TN": 2}},
+        threads=_thread_tile_threads,
+        constraints=lambda c: _divides(c, "TM", "BM") + _divides(c, "TN", "BN") + _scalar_split(c, _thread_tile_threads(c)),
+        landmark=True,
+    ),
+    Rung(
+        11, "vectorized", "Vectorized float4, A transposed in shared memory",
+        "Global loads are 128-bit (LDG.E.128) and A is stored transposed so the inner loop reads A and B as float4 (LDS.128).",
+        ("000 gemm_32x32_v5", "002 gemm_v05", "003 ldg(float4)"), "11_vectorized.cu",
+        params={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
+        threads=_thread_tile_threads, constraints=_thread_tile_constraints,
+        sass_claims=("LDG.E.128", "LDS.128"),
+        landmark=True,
+    ),
+    Rung(
+        12, "vec_texture", "Vectorized through texture<float4>",
+        "The float4 loads of the vectorized rung go through tex1Dfetch<float4> texture objects instead of LDG.",
+        ("003 texture<float4>",), "12_vec_texture.cu",
+        params={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
+        threads=_thread_tile_threads, constraints=_thread_tile_constraints, textures=4,
+        sass_claims=("TLD", "LDS.128"),  # tex1Dfetch on linear memory compiles to TLD.LZ (seed 003's SASS too), not TEX
+    ),
+    Rung(
+        13, "blocked", "64x64 / 128x128 register-blocked tiles",
+        "Each thread's 8x8 (or 4x4) outputs are 2x2 strided 4x4 blocks, so every LDS.128 of a warp is conflict-free; #pragma unroll on the inner loop.",
+        ("000 gemm_64x64", "000 gemm_128x128", "fynv g_fgemm"), "13_blocked.cu",
+        params={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
+        presets={"64x64": {"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4}, "128x128": {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}},
+        threads=_thread_tile_threads, constraints=_thread_tile_constraints,
+        sass_claims=("LDG.E.128", "LDS.128"),
+    ),
+    Rung(
+        14, "double_buffer", "Double buffering + register prefetch",
+        "Two shared tiles (ping-pong) and a register prefetch of the next tile overlap global loads with math: one barrier per tile.",
+        ("001 sgemm 128x128x8 prefetch", "000 TWO_BUFFER"), "14_double_buffer.cu",
+        params={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
+        threads=_thread_tile_threads, constraints=_thread_tile_constraints,
+        sass_claims=("LDG.E.128", "LDS.128"),
+    ),
+    Rung(
+        15, "warp_tiling", "Warp tiling",
+        "Block tile -> warp tile (WM x WN) -> thread tile: each warp reads a compact sub-tile of shared memory, improving register reuse and locality.",
+        ("002 gemm_v06",), "15_warp_tiling.cu",
+        params={"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "TM": 8, "TN": 8},
+        threads=_warp_threads, constraints=_warp_tile_constraints,
+        sass_claims=("LDG.E.128", "LDS.128"),
+        landmark=True,
+    ),
+    Rung(
+        16, "wmma", "Tensor cores through WMMA",
+        "FP16/BF16 inputs on the tensor cores with nvcuda::wmma 16x16x16 fragments, FP32 accumulation, output in the input dtype.",
+        ("002 gemm_v07",), "16_wmma.cu", dtypes=("fp16", "bf16"),
+        params={"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 32},
+        threads=_wmma_threads, constraints=_wmma_constraints, smem=_wmma_smem,
+        sass_claims=("HMMA",), min_arch=80,
+    ),
+)
+
+_BY_SLUG = {r.slug: r for r in RUNGS}
+
+
+def kernels() -> tuple[Rung, ...]:
+    """The rungs in ladder order."""
+    return RUNGS
+
+
+def landmarks() -> tuple[Rung, ...]:
+    """The ladder's landmark rungs (the report's size sweep)."""
+    return tuple(r for r in RUNGS if r.landmark)
+
+
+def for_dtype(dtype: str, arch: str | int | None = None) -> tuple[Rung, ...]:
+    """The rungs that take ``dtype`` (and run on ``arch`` when given), in ladder order."""
+    get_dtype(dtype)
+    n = arch_number(arch) if arch is not None else None
+    return tuple(r for r in RUNGS if dtype in r.dtypes and (n is None or n >= r.min_arch))
+
+
+def get(name: str) -> Rung:
+    """A rung by slug (``"warp_tiling"``) or number (``"15"``)."""
+    if isinstance(name, Rung):
+        return name
+    if not isinstance(name, str):
+        raise TypeError(f"kernel must be a rung slug (str), got {type(name).__name__}")
+    key = name.strip()
+    if key in _BY_SLUG:
+        return _BY_SLUG[key]
+    if key.isdigit():
+        for r in RUNGS:
+            if r.number == int(key):
+                return r
+    raise ValueError(f"unknown kernel {name!r}; available: {', '.join(r.slug for r in RUNGS)}")

@@ -1,0 +1,55 @@
+"""A rung's compiled variant: rung + dtype + layouts of A and B + vector legality + tile config.
+
+This is the unit the compile layer builds and caches, the launch layer loads, and ``inspect``
+disassembles. The defines it produces are the contract documented in kernels/common.cuh.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from . import compile as _compile
+from .config import ConfigLike
+from .dtypes import get as get_dtype
+from .registry import Rung, get
+
+
+@dataclass(frozen=True)
+class Variant:
+    rung: Rung
+    dtype: str = "fp32"
+    a_col: bool = False
+    b_col: bool = False
+    vec_a: bool = True
+    vec_b: bool = True
+    vec_c: bool = True
+    config: tuple[tuple[str, int], ...] = field(default=())  # sorted (name, value) pairs, defaults merged
+
+    @classmethod
+    def make(cls, rung: Rung | str, dtype: str = "fp32", *, a_col=False, b_col=False,
+             vec_a=True, vec_b=True, vec_c=True, config: ConfigLike = None) -> "Variant":
+        rung = get(rung) if isinstance(rung, str) else rung
+        rung.require(dtype)
+        cfg = rung.config(config)
+        return cls(rung, dtype, bool(a_col), bool(b_col), bool(vec_a), bool(vec_b), bool(vec_c), tuple(sorted(cfg.items())))
+
+    @property
+    def cfg(self) -> dict[str, int]:
+        return dict(self.config)
+
+    def defines(self) -> dict[str, int]:
+        d = self.rung.defines(self.cfg)
+        d.update(
+            GL_DTYPE=get_dtype(self.dtype).code,
+            GL_A_COL=int(self.a_col), GL_B_COL=int(self.b_col),
+            GL_VEC_A=int(self.vec_a), GL_VEC_B=int(self.vec_b), GL_VEC_C=int(self.vec_c),
+        )
+        return d
+
+    def compile(self, arch: str) -> _compile.CompiledKernel:
+        return _compile.compile_source(self.rung.source, self.rung.kernel, arch, self.defines())
+
+    def describe(self) -> str:
+        lay = ("col" if self.a_col else "row") + "/" + ("col" if self.b_col else "row")
+        vec = "".join(n for n, v in (("A", self.vec_a), ("B", self.vec_b), ("C", self.vec_c)) if v) or "none"
+        cfg = ",".join(f"{k}={v}" for k, v in self.config)
+        return f"{self.rung.slug}[{self.dtype}, A/B {lay}, vec {vec}, {cfg}]"

@@ -1,0 +1,197 @@
+"""Test and benchmark operands on the GPU, in CuPy or PyTorch, of any layout and leading dimension.
+
+One place for: fresh random data (never zeros or ones), layouts (row-/column-major, padded
+leading dimensions, offset base pointers), NaN poisoning, the float64 cuBLAS reference.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..core.dtypes import get as get_dtype
+
+
+def available_libs() -> list[str]:
+    libs = []
+    try:
+        import cupy
+
+        if cupy.cuda.runtime.getDeviceCount() > 0:
+            libs.append("cupy")
+    except Exception:
+        pass
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            libs.append("torch")
+    except Exception:
+        pass
+    return libs
+
+
+LIBS = ("torch", "cupy")
+
+
+def choose_lib(lib: str | None, dtype: str, available=None, prefer: tuple[str, ...] = LIBS) -> str:
+    """The array library for operands and cuBLAS: ``lib`` if given and usable, else the first of
+    ``prefer`` that is available (CuPy has no bfloat16 arrays: bf16 needs PyTorch)."""
+    available = available_libs() if available is None else available
+    if lib is not None:
+        if lib not in LIBS:
+            raise ValueError(f"unknown library {lib!r}; use one of {', '.join(LIBS)}")
+        if lib == "cupy" and dtype == "bf16":
+            raise ValueError("CuPy has no bfloat16 arrays: bf16 needs --lib torch")
+        if lib not in available:
+            raise RuntimeError(f"--lib {lib}: not usable here (GPU array libraries found: "
+                               f"{', '.join(available) or 'none'})")
+        return lib
+    for cand in prefer:
+        if cand in available and not (cand == "cupy" and dtype == "bf16"):
+            return cand
+    raise RuntimeError("no GPU array library for the operands and cuBLAS: install PyTorch with CUDA or CuPy "
+                       "(pip install 'gemmlab[cu13]')" + (" -- bf16 needs PyTorch" if dtype == "bf16" else ""))
+
+
+def event_pair(L: "Lib"):
+    """Two timing events of the library, recorded on its current stream."""
+    E = L.xp.cuda.Event
+    return (E(enable_timing=True), E(enable_timing=True)) if L.name == "torch" else (E(), E())
+
+
+def elapsed_ms(L: "Lib", start, end) -> float:
+    if L.name == "torch":
+        return float(start.elapsed_time(end))
+    return float(L.xp.cuda.get_elapsed_time(start, end))
+
+
+class TrueFP32:
+    """Keep cuBLAS on true FP32 (no TF32) inside the block; restore the library's setting after.
+    ``settings`` records what was set, for the benchmark's JSON."""
+
+    def __init__(self, L: "Lib"):
+        self.L = L
+        self.restore = lambda: None
+        self.settings: dict = {"tf32": False}
+
+    def __enter__(self):
+        import os
+
+        if self.L.name == "torch":
+            m = self.L.xp.backends.cuda.matmul
+            if hasattr(m, "fp32_precision"):
+                prev = m.fp32_precision
+                m.fp32_precision = "ieee"
+                self.restore = lambda: setattr(m, "fp32_precision", prev)
+                self.settings["torch_fp32_precision"] = "ieee"
+            else:
+                prev = m.allow_tf32
+                m.allow_tf32 = False
+                self.restore = lambda: setattr(m, "allow_tf32", prev)
+                self.settings["torch_allow_tf32"] = False
+            for flag in ("allow_fp16_reduced_precision_reduction", "allow_bf16_reduced_precision_reduction"):
+                if hasattr(m, flag):
+                    self.settings["torch_" + flag] = bool(getattr(m, flag))
+        else:
+            import numpy
+            from cupy._core import _routines_linalg as rl
+
+            prev = rl.get_compute_type(numpy.float32)
+            rl.set_compute_type(numpy.float32, rl.COMPUTE_TYPE_DEFAULT)
+            self.restore = lambda: rl.set_compute_type(numpy.float32, prev)
+            self.settings["cupy_fp32_compute_type"] = "COMPUTE_TYPE_DEFAULT"
+            if os.environ.get("CUPY_TF32"):
+                self.settings["cupy_tf32_env_overridden"] = os.environ["CUPY_TF32"]
+        if os.environ.get("NVIDIA_TF32_OVERRIDE") is not None:
+            self.settings["NVIDIA_TF32_OVERRIDE"] = os.environ["NVIDIA_TF32_OVERRIDE"]
+        return self
+
+    def __exit__(self, *exc):
+        self.restore()
+
+
+class Lib:
+    """Tiny adapter over CuPy / PyTorch for what the harness needs."""
+
+    def __init__(self, name: str):
+        self.name = name
+        if name == "cupy":
+            import cupy
+
+            self.xp = cupy
+        elif name == "torch":
+            import torch
+
+            self.xp = torch
+        else:
+            raise ValueError(f"unknown array library {name!r}; use 'cupy' or 'torch'")
+
+    def dtype(self, dtype: str):
+        if self.name == "cupy" and dtype == "bf16":
+            raise TypeError("CuPy has no bfloat16 arrays; use lib='torch' for bf16")
+        return getattr(self.xp, get_dtype(dtype).array_name)
+
+    def randn(self, rows: int, cols: int, dtype: str, *, col_major=False, ld_pad=0, offset=0, seed=None):
+        """Random N(0,1) (rows x cols) view with leading dimension = extent + ld_pad, starting
+        ``offset`` elements into its allocation (breaks 16-byte alignment when offset % 4)."""
+        outer, inner = (cols, rows) if col_major else (rows, cols)
+        ld = inner + ld_pad
+        n = offset + outer * ld
+        if self.name == "cupy":
+            g = self.xp.random.default_rng(seed)
+            flat = g.standard_normal(n, dtype=self.xp.float32).astype(self.dtype(dtype))
+        else:
+            gen = self.xp.Generator(device="cuda")
+            gen.manual_seed(seed if seed is not None else int.from_bytes(__import__("os").urandom(4), "little"))
+            flat = self.xp.randn(n, generator=gen, device="cuda", dtype=self.xp.float32).to(self.dtype(dtype))
+        m = flat[offset:].reshape(outer, ld)[:, :inner]
+        return m.T if col_major else m
+
+    def fill_nan(self, x) -> None:
+        if self.name == "cupy":
+            x.fill(float("nan"))
+        else:
+            x.fill_(float("nan"))
+
+    def to64(self, x):
+        return x.astype(self.xp.float64) if self.name == "cupy" else x.to(self.xp.float64)
+
+    def copy(self, x):
+        return x.copy() if self.name == "cupy" else x.clone()
+
+    def matmul(self, a, b, out=None):
+        if self.name == "cupy":
+            return self.xp.matmul(a, b, out=out)
+        return self.xp.matmul(a, b, out=out) if out is not None else self.xp.matmul(a, b)
+
+    def synchronize(self):
+        if self.name == "cupy":
+            self.xp.cuda.Stream.null.synchronize()
+            self.xp.cuda.get_current_stream().synchronize()
+        else:
+            self.xp.cuda.synchronize()
+
+    def to_numpy(self, x):
+        return self.xp.asnumpy(x) if self.name == "cupy" else x.detach().cpu().numpy()
+
+
+@dataclass
+class Operands:
+    lib: Lib
+    a: object
+    b: object
+    c: object        # output buffer (poisoned or holding C0)
+    c0: object       # copy of the input C (for beta != 0)
+    dtype: str
+
+
+def make_operands(lib: Lib, M: int, N: int, K: int, dtype: str, *, a_col=False, b_col=False, c_col=False,
+                  ld_pad=0, offset=0, seed=None, beta_nonzero=True) -> Operands:
+    """Fresh random A, B, C; C holds random data when beta is used, NaN poison otherwise."""
+    s = (seed or 0) * 7
+    a = lib.randn(M, K, dtype, col_major=a_col, ld_pad=ld_pad, offset=offset, seed=None if seed is None else s + 1)
+    b = lib.randn(K, N, dtype, col_major=b_col, ld_pad=ld_pad, offset=offset, seed=None if seed is None else s + 2)
+    c = lib.randn(M, N, dtype, col_major=c_col, ld_pad=ld_pad, offset=offset, seed=None if seed is None else s + 3)
+    if not beta_nonzero:
+        lib.fill_nan(c)
+    return Operands(lib, a, b, c, lib.copy(c), dtype)

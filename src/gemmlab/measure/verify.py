@@ -1,0 +1,133 @@
+"""Verification against cuBLAS: any rung, fresh random data, output poisoned, float64 reference.
+
+The reference is alpha * (A @ B) + beta * C0 computed by cuBLAS in float64 (DGEMM through CuPy
+or PyTorch) from the very same inputs. Two measures are checked:
+
+* ``rel_error``: the relative Frobenius error ||C - R||_F / ||R||_F (what the seeds and most
+  ladders report);
+* ``max_scaled``: the largest element error divided by that element's error scale
+  |alpha| (|A| @ |B|) + |beta| |C0| -- the quantity rounding-error analysis bounds, so one wrong
+  element cannot hide in a large matrix.
+
+NaN or Inf anywhere fails (the output is poisoned with NaN before the run when beta == 0, so an
+element the kernel never wrote fails too).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ..core.dtypes import get as get_dtype
+from .arrays import Lib, Operands, choose_lib, make_operands
+
+# Unit roundoff (half an ulp of 1.0) of the accumulation and output types: core.dtypes.
+_U32 = get_dtype("fp32").unit_roundoff
+
+
+def _u(dtype: str) -> float:
+    return get_dtype(dtype).unit_roundoff
+
+# ---- tolerances: the one place they are defined ------------------------------------------------
+# Every rung accumulates in fp32 with FMAs in some order. For random data the accumulated rounding
+# error behaves like a random walk: relative Frobenius error ~ u32 * sqrt(K) (measured on the H100
+# between 0.3 and 2 u32 sqrt(K) across the ladder); we allow 16x that. fp16/bf16 outputs add one
+# rounding to the output type (relative ~ u_out / sqrt(3) in Frobenius norm); we allow 2 u_out.
+# Element-wise, the classical bound |C - R| <= K u32 (|A||B|) holds for any summation order; the
+# epilogue adds two more roundings (alpha * acc, then the FMA with beta * C: measured 2.1 u32 at
+# K = 1 on the H100); we allow 2 (K + 2) u32, plus 2 u_out for the output rounding.
+def tolerance(dtype: str, K: int) -> float:
+    """Allowed relative Frobenius error for a problem of inner dimension K."""
+    tol = 16.0 * _U32 * math.sqrt(max(K, 1))
+    if dtype != "fp32":
+        tol += 2.0 * _u(dtype)
+    return tol
+
+
+def elementwise_tolerance(dtype: str, K: int) -> float:
+    """Allowed element error relative to |alpha| (|A| @ |B|) + |beta| |C0|."""
+    tol = 2.0 * (max(K, 1) + 2) * _U32
+    if dtype != "fp32":
+        tol += 2.0 * _u(dtype)
+    return tol
+
+
+@dataclass
+class VerifyResult:
+    ok: bool
+    rel_error: float
+    tol: float
+    max_scaled: float
+    elem_tol: float
+    nonfinite: int
+    worst: list = field(default_factory=list)   # [(i, j, got, want, scaled_error)]
+    label: str = ""
+
+    def message(self) -> str:
+        head = (f"{self.label}: rel. Frobenius error {self.rel_error:.3e} (tol {self.tol:.1e}), "
+                f"max scaled element error {self.max_scaled:.3e} (tol {self.elem_tol:.1e}), "
+                f"{self.nonfinite} non-finite")
+        if self.ok:
+            return head + " -- OK"
+        rows = "\n".join(f"    C[{i},{j}] = {g!r}, expected {w!r} (scaled error {e:.3e})" for i, j, g, w, e in self.worst)
+        return head + " -- FAILED; worst elements:\n" + rows
+
+
+def check(ops: Operands, alpha: float, beta: float, label: str = "") -> VerifyResult:
+    """Compare ops.c with alpha * a @ b + beta * c0, computed in float64 by cuBLAS."""
+    lib, xp = ops.lib, ops.lib.xp
+    a, b = lib.to64(ops.a), lib.to64(ops.b)
+    ref = alpha * lib.matmul(a, b)
+    scale = abs(alpha) * lib.matmul(abs(a), abs(b))
+    if beta != 0.0:
+        c0 = lib.to64(ops.c0)
+        ref = ref + beta * c0
+        scale = scale + abs(beta) * abs(c0)
+    out = lib.to64(ops.c)
+    finite = xp.isfinite(out)
+    nonfinite = int((~finite).sum())
+    diff = out - ref
+    M, K = ops.a.shape
+    ref_norm = float(xp.linalg.norm(ref))
+    err_norm = float(xp.linalg.norm(xp.where(finite, diff, 0.0)))
+    rel = err_norm / ref_norm if ref_norm > 0 else err_norm
+    # Rounding errors scale with |alpha||A||B| + |beta||C0|, not with the result: when alpha*AB and
+    # beta*C0 cancel (seen at 1x1x1 on the H100), ||R|| is tiny and err/||R|| says nothing about
+    # the kernel. The Frobenius check therefore divides by max(||R||, ||S|| / sqrt(K)); for random
+    # data without cancellation the first term is the larger one (||S||/sqrt(K) ~ 0.64 ||R||).
+    frob_denom = max(ref_norm, float(xp.linalg.norm(scale)) / math.sqrt(max(K, 1)))
+    # Element scale floored at the output type's smallest normal number: results that round to
+    # subnormal fp16 carry an absolute error of half a subnormal step (seen at K = 1 in fp16).
+    scaled = abs(diff) / scale.clip(min=get_dtype(ops.dtype).smallest_normal)
+    scaled = xp.where(finite, scaled, float("inf"))
+    max_scaled = float(scaled.max()) if M * out.shape[1] > 0 else 0.0
+    tol, etol = tolerance(ops.dtype, K), elementwise_tolerance(ops.dtype, K)
+    ok = nonfinite == 0 and err_norm <= tol * frob_denom and max_scaled <= etol
+    worst = []
+    if not ok:
+        flat = lib.to_numpy(scaled).ravel()
+        outn, refn = lib.to_numpy(out), lib.to_numpy(ref)
+        N = out.shape[1]
+        import numpy as np
+
+        for idx in np.argsort(-np.nan_to_num(flat, nan=np.inf))[:5]:
+            i, j = divmod(int(idx), N)
+            worst.append((i, j, float(outn[i, j]), float(refn[i, j]), float(flat[idx])))
+    return VerifyResult(ok, rel, tol, max_scaled, etol, nonfinite, worst, label)
+
+
+def verify(kernel: str, M: int, N: int, K: int, dtype: str = "fp32", *, lib: str | None = None,
+           a_col=False, b_col=False, c_col=False, alpha=1.0, beta=0.0, ld_pad=0, offset=0,
+           config=None, seed=None) -> VerifyResult:
+    """Run one rung on fresh random operands and check it against the float64 cuBLAS reference.
+    With beta == 0, C is filled with NaN first: NaN must not leak and every element must be written."""
+    from ..core.api import gemm
+
+    L = Lib(choose_lib(lib, dtype, prefer=("cupy", "torch")))  # CuPy first: gemmlab's own array library
+    ops = make_operands(L, M, N, K, dtype, a_col=a_col, b_col=b_col, c_col=c_col, ld_pad=ld_pad,
+                        offset=offset, seed=seed, beta_nonzero=beta != 0.0)
+    gemm(ops.a, ops.b, ops.c, alpha=alpha, beta=beta, kernel=kernel, config=config)
+    L.synchronize()
+    lay = "".join("C" if col else "R" for col in (a_col, b_col, c_col))
+    label = f"{kernel} {dtype} {M}x{N}x{K} {lay} alpha={alpha} beta={beta} pad={ld_pad} off={offset}"
+    return check(ops, alpha, beta, label)

@@ -1,0 +1,38 @@
+"""Documentation tables generated from the registry and from benchmark JSON (the README's tables)."""
+
+from __future__ import annotations
+
+from ..core.registry import kernels
+
+
+def rungs_markdown() -> str:
+    rows = ["| # | rung | dtypes | what it adds | seeds |", "| --- | --- | --- | --- | --- |"]
+    for r in kernels():
+        rows.append(f"| {r.number} | `{r.slug}` | {', '.join(r.dtypes)} | {r.summary} | {'; '.join(r.seeds)} |")
+    return "\n".join(rows)
+
+
+def bench_markdown(bench: dict) -> str:
+    """The ladder table of one `gemmlab bench --json` result."""
+    env = bench.get("env", {})
+    res = bench["results"]
+    head = (f"{env.get('gpu_name', '?')}, {env.get('sm_count', '?')} SMs, "
+            f"gemmlab {bench.get('gemmlab_version', '?')}, {bench.get('timestamp', '?')}; "
+            f"median of {bench.get('settings', {}).get('repeats', '?')} runs, L2 flushed, cuBLAS timed in the same run.")
+    rows = [head, "", "| # | rung | dtype | shape | ms | TFLOP/s | vs cuBLAS | % of peak |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in res:
+        if r.get("ms") is None:
+            continue
+        shape = f"{r['M']}x{r['N']}x{r['K']}"
+        vs = f"{r['vs_cublas']:.2f}x" if r.get("vs_cublas") else "-"
+        pct = f"{r['pct_peak']:.1f}%" if r.get("pct_peak") is not None else "-"
+        rows.append(f"| {r.get('number', 0) or ''} | {r['kernel']} | {r['dtype']} | {shape} | {r['ms']:.3f} | {r['tflops']:.1f} | {vs} | {pct} |")
+    return "\n".join(rows)
+
+
+def replace_block(text: str, name: str, body: str) -> str:
+    start = text.index(f"<!-- {name}:start")
+    start = text.index("-->", start) + 3
+    end = text.index(f"<!-- {name}:end -->")
+    return text[:start] + "\n" + body + "\n" + text[end:]
