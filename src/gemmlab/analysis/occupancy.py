@@ -21,7 +21,6 @@ No GPU is needed.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 
 from ..core.arch import WARP, ArchLimits, limits
 

@@ -22,7 +22,7 @@ chip can sustain.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 
 WARP = 32
 KB = 1024
@@ -77,9 +77,6 @@ class ArchLimits:
     reserved_smem_per_block: int = 1 * KB  # bytes the driver keeps per block (sm_80+)
     max_threads_per_block: int = 1024
     source: str = "table"        # "table" or "device"
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 LIMITS: dict[int, ArchLimits] = {

@@ -46,8 +46,7 @@ class ArrayInfo:
 
     def vec_ok(self) -> bool:
         """16-byte vector access legal: aligned base and ld a multiple of the vector width."""
-        width = VECTOR_BYTES // self.itemsize
-        return self.ptr % VECTOR_BYTES == 0 and self.ld % width == 0
+        return self.ptr % VECTOR_BYTES == 0 and self.ld % get_dtype(self.dtype).vector_elements == 0
 
 
 def _lib_of(x) -> str:
@@ -88,8 +87,6 @@ def _layout(name: str, shape, strides_el) -> tuple[bool, int]:
 def describe_array(name: str, x) -> ArrayInfo:
     lib = _lib_of(x)
     if lib == "torch":
-        import torch
-
         if not x.is_cuda:
             raise TypeError(f"{name} is a PyTorch tensor on {x.device}; gemmlab needs CUDA tensors (x.cuda())")
         dt = str(x.dtype).removeprefix("torch.")

@@ -17,7 +17,7 @@ from typing import Callable, Mapping
 
 from .arch import ArchLimits, arch_number
 from .config import ConfigLike, ConfigSpec, parse_config
-from .dtypes import DTYPES, get as get_dtype
+from .dtypes import get as get_dtype
 
 MAX_GRID_Y = 65535
 
