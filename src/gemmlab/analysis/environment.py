@@ -123,6 +123,12 @@ def clocks(ordinal: int = 0) -> dict:
     return out
 
 
+def max_sm_clock_mhz(ordinal: int = 0) -> int | None:
+    """The maximum SM clock NVML reports (None without NVML)."""
+    nv, h = _handle(ordinal)
+    return None if nv is None else _try(nv.nvmlDeviceGetMaxClockInfo, h, nv.NVML_CLOCK_SM)
+
+
 # ---- versions ----------------------------------------------------------------------------------
 def _dist_version(module: str) -> tuple[str | None, str | None]:
     """(distribution name, version) of the installed package providing ``module``, without importing it."""

@@ -12,6 +12,7 @@ import os
 import threading
 from collections import OrderedDict
 
+from .compile import CompiledKernel
 from .driver import check, context, cuda, device_info
 from .dtypes import get as get_dtype
 from .problem import GemmProblem, KernelProblem
@@ -23,22 +24,26 @@ _modules: dict[tuple[int, str], tuple[object, object]] = {}
 _modules_lock = threading.Lock()
 
 
-def load_function(variant: Variant, ordinal: int):
-    """(CUfunction, CompiledKernel) of a variant on a device, compiled and loaded once."""
-    info = device_info(ordinal)
-    ck = variant.compile(info.arch)
+def load_compiled(ck: CompiledKernel, ordinal: int, what: str | None = None):
+    """The CUfunction of a compiled kernel on a device, loaded into its primary context once."""
     key = (ordinal, ck.key)
     with _modules_lock:
         hit = _modules.get(key)
     if hit is not None:
-        return hit[1], ck
+        return hit[1]
     cu = cuda()
     with context(ordinal):
-        mod = check(cu.cuModuleLoadData(ck.cubin), f"cuModuleLoadData({variant.describe()})")
+        mod = check(cu.cuModuleLoadData(ck.cubin), f"cuModuleLoadData({what or ck.source})")
         fn = check(cu.cuModuleGetFunction(mod, ck.name.encode()), f"cuModuleGetFunction({ck.name})")
     with _modules_lock:
         _modules[key] = (mod, fn)
-    return fn, ck
+    return fn
+
+
+def load_function(variant: Variant, ordinal: int):
+    """(CUfunction, CompiledKernel) of a variant on a device, compiled and loaded once."""
+    ck = variant.compile(device_info(ordinal).arch)
+    return load_compiled(ck, ordinal, variant.describe()), ck
 
 
 # ---- texture objects ------------------------------------------------------------------------

@@ -1,0 +1,402 @@
+"""The one timing engine: bench, report, verify's timing and the tuner all time through it.
+
+How a sample is taken
+---------------------
+Every timed launch is enqueued as::
+
+    [flush L2]  spin(spin_us)  event(start)  launch  event(end)
+
+on the current stream. The *spin* is a one-thread kernel (kernels/spin.cu) that keeps the GPU
+busy for a fixed time while the host enqueues the start event and the launch; without it, a
+start event enqueued on an idle GPU fires at once and the interval then contains the host's
+latency until the launch arrives (measured on the H100: 128-400 us of host enqueue against a
+117 us pre-roll inflated every cuBLAS time that came first in a round). The flush (cold-L2 mode,
+the default) writes a buffer of twice the L2 size before the spin, so the launch starts with
+none of its operands in L2; hot-L2 mode (``l2="hot"``) leaves them there.
+
+Rounds and order
+----------------
+Candidates (the rungs, cuBLAS, the peers) are timed in rounds: each round takes one sample of
+every candidate still running, then the host synchronizes once and reads all the events. The
+order rotates from round to round (``order="rotate"``: round r starts with candidate r mod n)
+or is shuffled with a recorded seed (``order="shuffle"``), so no candidate is always first.
+
+When to stop
+------------
+A candidate stops when it has ``min_samples`` and the relative standard error of its median
+(1.2533 x standard deviation / sqrt(n) / median) is at most ``target_error``; or at
+``max_samples``; or once its timed GPU time passes ``time_cap_s`` (with at least 3 samples).
+Each result says why it stopped, with its median, minimum, and noise (relative standard
+deviation of the samples).
+
+Clocks
+------
+A background thread reads the SM clock and the clock-event reasons through NVML while each
+round runs (``NvmlClocks``). A round whose busy readings fall below ``throttle_fraction`` of the
+maximum SM clock, or show a thermal or hardware slowdown, marks its samples ``throttled``; the
+results count them.
+
+Self-check
+----------
+``self_check`` compares a baseline timed interleaved with the same baseline timed alone (its
+own rounds, back to back): when the two medians differ by more than ``self_check_tolerance``
+(3 %) the result says so in plain words.
+
+Everything GPU-specific is behind the small ``Device`` interface, so the scheduling, rotation,
+stopping and marking logic is tested on the CPU with a simulated GPU timeline.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Protocol, Sequence
+
+L2_MODES = ("cold", "hot")
+ORDERS = ("rotate", "shuffle")
+SLOWDOWN_REASONS = frozenset({"HwSlowdown", "HwThermalSlowdown", "SwThermalSlowdown", "HwPowerBrakeSlowdown"})
+MEDIAN_SE_FACTOR = math.sqrt(math.pi / 2)   # standard error of a median / that of a mean (normal data)
+
+
+# ---- settings and results ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Settings:
+    l2: str = "cold"                 # "cold": flush L2 before every sample; "hot": do not
+    spin_us: float = 1000.0          # GPU busy time before every timed launch
+    warmup: int = 3                  # untimed runs of each candidate before the first round
+    min_samples: int = 10
+    max_samples: int = 100
+    target_error: float = 0.005      # relative standard error of the median to stop at
+    time_cap_s: float = 2.0          # timed GPU seconds per candidate
+    order: str = "rotate"            # "rotate" | "shuffle"
+    seed: int | None = None          # the shuffle's seed (drawn and recorded when None)
+    throttle_fraction: float = 0.9   # a busy SM clock below this share of the maximum is throttled
+    self_check_tolerance: float = 0.03
+
+    def __post_init__(self):
+        if self.l2 not in L2_MODES:
+            raise ValueError(f"l2 must be one of {', '.join(L2_MODES)}, got {self.l2!r}")
+        if self.order not in ORDERS:
+            raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {self.order!r}")
+        for name in ("min_samples", "max_samples"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        if self.max_samples < self.min_samples:
+            raise ValueError(f"max_samples ({self.max_samples}) is below min_samples ({self.min_samples})")
+        if isinstance(self.warmup, bool) or not isinstance(self.warmup, int) or self.warmup < 0:
+            raise ValueError(f"warmup must be a non-negative integer, got {self.warmup!r}")
+        for name in ("spin_us", "target_error", "time_cap_s"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+
+    def as_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass
+class Candidate:
+    name: str
+    fn: Callable[[], None]           # enqueues one launch on the current stream; no host sync
+
+
+@dataclass
+class Samples:
+    """The samples of one candidate and the statistics a table shows."""
+
+    name: str
+    times_ms: list[float] = field(default_factory=list)
+    throttled: list[bool] = field(default_factory=list)
+    stop_reason: str = ""
+
+    @property
+    def n(self) -> int:
+        return len(self.times_ms)
+
+    @property
+    def median(self) -> float | None:
+        return statistics.median(self.times_ms) if self.times_ms else None
+
+    @property
+    def minimum(self) -> float | None:
+        return min(self.times_ms) if self.times_ms else None
+
+    @property
+    def noise(self) -> float | None:
+        """Relative standard deviation of the samples."""
+        if self.n < 2:
+            return None
+        mean = statistics.fmean(self.times_ms)
+        return statistics.stdev(self.times_ms) / mean if mean > 0 else None
+
+    @property
+    def median_error(self) -> float | None:
+        """Relative standard error of the median."""
+        noise = self.noise
+        if noise is None:
+            return None
+        mean, med = statistics.fmean(self.times_ms), self.median
+        return MEDIAN_SE_FACTOR * noise * mean / math.sqrt(self.n) / med if med else None
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "n": self.n, "median_ms": self.median, "min_ms": self.minimum,
+                "max_ms": max(self.times_ms) if self.times_ms else None, "noise": self.noise,
+                "median_error": self.median_error, "stop_reason": self.stop_reason,
+                "throttled_samples": sum(self.throttled), "times_ms": list(self.times_ms)}
+
+
+# ---- what the engine needs from the GPU --------------------------------------------------------
+class Device(Protocol):
+    def new_event(self) -> object: ...
+    def record(self, event: object) -> None: ...
+    def elapsed_ms(self, start: object, end: object) -> float: ...
+    def spin(self, ns: int) -> None: ...
+    def flush(self) -> None: ...
+    def synchronize(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class ClockReading:
+    t: float                         # host seconds (monotonic)
+    sm_mhz: int | None
+    reasons: tuple[str, ...] = ()
+
+
+class Clocks(Protocol):
+    max_sm_mhz: int | None
+    def start(self) -> None: ...
+    def stop(self) -> list[ClockReading]: ...
+
+
+@dataclass
+class RoundInfo:
+    index: int
+    order: list[str]
+    sm_mhz_min: int | None = None
+    sm_mhz_max: int | None = None
+    reasons: list[str] = field(default_factory=list)
+    throttled: bool = False
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def judge_round(readings: Sequence[ClockReading], max_sm_mhz: int | None, fraction: float) -> tuple:
+    """(min MHz, max MHz, reasons, throttled) of a round's busy readings (GpuIdle ones dropped)."""
+    busy = [r for r in readings if "GpuIdle" not in r.reasons and r.sm_mhz is not None]
+    if not busy:
+        return None, None, [], False
+    lo, hi = min(r.sm_mhz for r in busy), max(r.sm_mhz for r in busy)
+    reasons = sorted({x for r in busy for x in r.reasons})
+    slow = bool(SLOWDOWN_REASONS & set(reasons))
+    low = bool(max_sm_mhz) and lo < fraction * max_sm_mhz
+    return lo, hi, reasons, slow or low
+
+
+# ---- the engine --------------------------------------------------------------------------------
+@dataclass
+class Run:
+    """What ``Engine.measure`` returns: the samples of each candidate and the rounds."""
+
+    samples: dict[str, Samples]
+    rounds: list[RoundInfo]
+    seed: int
+
+    def as_dict(self) -> dict:
+        return {"seed": self.seed, "rounds": [r.as_dict() for r in self.rounds],
+                "samples": {k: v.as_dict() for k, v in self.samples.items()}}
+
+
+class Engine:
+    def __init__(self, device: Device, settings: Settings = Settings(), clocks: Clocks | None = None):
+        self.device = device
+        self.settings = settings
+        self.clocks = clocks
+
+    # -- one sample
+    def _enqueue(self, c: Candidate, start, end) -> None:
+        if self.settings.l2 == "cold":
+            self.device.flush()
+        if self.settings.spin_us > 0:
+            self.device.spin(int(self.settings.spin_us * 1000))
+        self.device.record(start)
+        c.fn()
+        self.device.record(end)
+
+    def warm_up(self, candidates: Sequence[Candidate]) -> None:
+        for c in candidates:
+            for _ in range(self.settings.warmup):
+                if self.settings.l2 == "cold":
+                    self.device.flush()
+                c.fn()
+        self.device.synchronize()
+
+    def _done(self, s: Samples) -> str:
+        st = self.settings
+        if s.n >= st.max_samples:
+            return "max samples"
+        if s.n >= 3 and sum(s.times_ms) / 1e3 >= st.time_cap_s:
+            return "time cap"
+        err = s.median_error
+        if s.n >= st.min_samples and err is not None and err <= st.target_error:
+            return "noise target"
+        return ""
+
+    def _order(self, active: list[Candidate], index: int, rng: random.Random) -> list[Candidate]:
+        if self.settings.order == "shuffle":
+            out = list(active)
+            rng.shuffle(out)
+            return out
+        k = index % len(active)
+        return active[k:] + active[:k]
+
+    def _round(self, order: list[Candidate], events: dict, index: int) -> RoundInfo:
+        if self.clocks is not None:
+            self.clocks.start()
+        for c in order:
+            self._enqueue(c, *events[c.name])
+        self.device.synchronize()
+        info = RoundInfo(index, [c.name for c in order])
+        if self.clocks is not None:
+            readings = self.clocks.stop()
+            info.sm_mhz_min, info.sm_mhz_max, info.reasons, info.throttled = judge_round(
+                readings, self.clocks.max_sm_mhz, self.settings.throttle_fraction)
+        return info
+
+    def measure(self, candidates: Sequence[Candidate]) -> Run:
+        """Interleaved rounds until every candidate has stopped (see the module docstring)."""
+        names = [c.name for c in candidates]
+        if len(set(names)) != len(names):
+            raise ValueError(f"candidate names must be unique: {names}")
+        seed = self.settings.seed if self.settings.seed is not None else random.SystemRandom().randrange(2**32)
+        rng = random.Random(seed)
+        samples = {c.name: Samples(c.name) for c in candidates}
+        events = {c.name: (self.device.new_event(), self.device.new_event()) for c in candidates}
+        rounds: list[RoundInfo] = []
+        active = list(candidates)
+        while active:
+            order = self._order(active, len(rounds), rng)
+            info = self._round(order, events, len(rounds))
+            rounds.append(info)
+            for c in order:
+                s = samples[c.name]
+                s.times_ms.append(self.device.elapsed_ms(*events[c.name]))
+                s.throttled.append(info.throttled)
+            for c in list(active):
+                reason = self._done(samples[c.name])
+                if reason:
+                    samples[c.name].stop_reason = reason
+                    active.remove(c)
+        return Run(samples, rounds, seed)
+
+    def isolated(self, candidate: Candidate) -> Samples:
+        """The candidate alone, back to back (the self-check's reference)."""
+        return self.measure([candidate]).samples[candidate.name]
+
+
+def self_check(interleaved: Samples, isolated: Samples, tolerance: float = 0.03) -> dict:
+    """Whether the baseline timed among the others agrees with the baseline timed alone."""
+    a, b = interleaved.median, isolated.median
+    if not a or not b:
+        return {"ok": None, "difference": None, "message": "self-check not possible: no samples"}
+    diff = a / b - 1.0
+    ok = abs(diff) <= tolerance
+    msg = (f"{interleaved.name} interleaved {a:.4f} ms vs alone {b:.4f} ms ({100 * diff:+.1f}%): "
+           + ("agree within " if ok else "DIFFER by more than ") + f"{100 * tolerance:.0f}%")
+    if not ok:
+        msg += "; the ratios to it in this run are not trustworthy"
+    return {"ok": ok, "difference": diff, "interleaved_ms": a, "isolated_ms": b, "tolerance": tolerance,
+            "message": msg}
+
+
+# ---- the real GPU ------------------------------------------------------------------------------
+class CudaDevice:
+    """``Device`` on the array library's current stream: its events, the spin kernel through the
+    driver, and an L2 flush of twice the L2 size (a memset)."""
+
+    FLUSH_FACTOR = 2
+
+    def __init__(self, lib, ordinal: int, l2_bytes: int, flush: bool = True):
+        from ..core.compile import compile_source
+        from ..core.driver import device_info
+        from ..core.launch import current_stream, load_compiled
+
+        self.L = lib
+        self.ordinal = ordinal
+        self.stream = current_stream(lib.name, ordinal)
+        ck = compile_source("spin.cu", "spin", device_info(ordinal).arch)
+        self._spin = load_compiled(ck, ordinal, "spin.cu")
+        self.flush_bytes = self.FLUSH_FACTOR * max(int(l2_bytes), 1 << 20) if flush else 0
+        self._buf = None
+        if flush:
+            xp = lib.xp
+            self._buf = (xp.empty(self.flush_bytes, dtype=xp.uint8, device="cuda") if lib.name == "torch"
+                         else xp.empty(self.flush_bytes, dtype=xp.uint8))
+
+    def new_event(self):
+        E = self.L.xp.cuda.Event
+        return E(enable_timing=True) if self.L.name == "torch" else E()
+
+    def record(self, event) -> None:
+        event.record()
+
+    def elapsed_ms(self, start, end) -> float:
+        if self.L.name == "torch":
+            return float(start.elapsed_time(end))
+        return float(self.L.xp.cuda.get_elapsed_time(start, end))
+
+    def spin(self, ns: int) -> None:
+        import ctypes
+
+        from ..core.driver import check, context, cuda
+
+        cu = cuda()
+        with context(self.ordinal):
+            check(cu.cuLaunchKernel(self._spin, 1, 1, 1, 1, 1, 1, 0, self.stream,
+                                    ((int(ns),), (ctypes.c_ulonglong,)), 0), "launch of the spin kernel")
+
+    def flush(self) -> None:
+        if self._buf is not None:
+            self._buf.zero_() if self.L.name == "torch" else self._buf.fill(0)
+
+    def synchronize(self) -> None:
+        self.L.synchronize()
+
+
+class NvmlClocks:
+    """``Clocks`` from NVML, read by a background thread every ``interval_s`` while a round runs."""
+
+    def __init__(self, ordinal: int, interval_s: float = 0.005):
+        from ..analysis import environment
+
+        self._env = environment
+        self.ordinal = ordinal
+        self.interval_s = interval_s
+        self.max_sm_mhz = environment.max_sm_clock_mhz(ordinal)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._readings: list[ClockReading] = []
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            c = self._env.clocks(self.ordinal)
+            self._readings.append(ClockReading(time.monotonic(), c.get("sm_mhz"),
+                                               tuple(c.get("clock_event_reasons") or ())))
+            self._stop.wait(self.interval_s)
+
+    def start(self) -> None:
+        self._readings = []
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._poll, name="gemmlab-clocks", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> list[ClockReading]:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        return list(self._readings)
