@@ -1,0 +1,57 @@
+"""The timing engine on the GPU: cuBLAS timed first in a round, after a rung, and alone agrees
+within 3 % (the bias the spin kernel removes), and the spin kernel really keeps the GPU busy."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+N = 4096  # fp32 SGEMM ~2.8 ms on an H100: long enough to time, short enough for many samples
+
+
+@pytest.fixture(scope="module")
+def setup():
+    from gemmlab.core import api
+    from gemmlab.core.driver import device_info
+    from gemmlab.measure.arrays import Lib, TrueFP32, available_libs, choose_lib, make_operands
+    from gemmlab.measure.timing import Candidate, CudaDevice
+
+    L = Lib(choose_lib(None, "fp32", available_libs()))
+    info = device_info(0)
+    ops = make_operands(L, N, N, N, "fp32", seed=11, beta_nonzero=False)
+    plan = api.plan(ops.a, ops.b, ops.c, kernel="warp_tiling")
+    dev = CudaDevice(L, 0, info.l2_bytes)
+    with TrueFP32(L):
+        yield dict(
+            dev=dev,
+            cublas=Candidate("cublas", lambda: L.matmul(ops.a, ops.b, out=ops.c)),
+            rung=Candidate("warp_tiling", lambda: plan.run(dev.stream)),
+        )
+
+
+def test_cublas_first_in_a_round_after_a_rung_and_alone_agree_within_3_percent(setup):
+    from gemmlab.measure.timing import Engine, Settings
+
+    eng = Engine(setup["dev"], Settings(min_samples=20, max_samples=40, target_error=0.002, warmup=3))
+    eng.warm_up([setup["cublas"], setup["rung"]])
+    run = eng.measure([setup["cublas"], setup["rung"]])
+    times = run.samples["cublas"].times_ms
+    first = [t for t, r in zip(times, run.rounds) if r.order[0] == "cublas"]
+    after = [t for t, r in zip(times, run.rounds) if r.order[0] != "cublas"]
+    alone = eng.isolated(setup["cublas"]).median
+    m_first, m_after = statistics.median(first), statistics.median(after)
+    for m in (m_first, m_after):
+        assert abs(m / alone - 1) <= 0.03, f"first {m_first:.4f} ms, after a rung {m_after:.4f} ms, alone {alone:.4f} ms"
+
+
+def test_the_spin_kernel_keeps_the_gpu_busy_for_the_time_asked(setup):
+    dev = setup["dev"]
+    s, e = dev.new_event(), dev.new_event()
+    dev.record(s)
+    dev.spin(2_000_000)   # 2 ms
+    dev.record(e)
+    dev.synchronize()
+    assert 1.9 <= dev.elapsed_ms(s, e) <= 2.5
