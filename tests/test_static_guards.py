@@ -21,9 +21,10 @@ CASES = [(r.slug, dt) for r in kernels() for dt in r.dtypes]
 def test_rung_compiles_without_spills_or_local_memory_in_every_layout(slug, dtype, arch):
     for a_col, b_col, vec in itertools.product((False, True), (False, True), (True, False)):
         v = Variant.make(slug, dtype, a_col=a_col, b_col=b_col, vec_a=vec, vec_b=vec, vec_c=vec)
-        res = disasm.resource_usage(v.compile(arch).cubin)
+        ck = v.compile(arch)
+        res = disasm.resource_usage(ck.cubin, ck.log)
         assert res.local == 0, f"{v.describe()} on {arch}: {res.local} bytes of local memory/stack (spills)"
-        assert res.registers <= 255
+        assert (res.spill_stores, res.spill_loads) == (0, 0), f"{v.describe()} on {arch}: ptxas reports spills"
 
 
 @pytest.mark.parametrize("slug,dtype", [(r.slug, r.dtypes[0]) for r in kernels() if r.sass_claims])
@@ -38,8 +39,9 @@ def test_rung_sass_contains_the_instructions_it_claims(slug, dtype):
 def test_rung_presets_compile_without_local_memory(slug):
     r = next(k for k in kernels() if k.slug == slug)
     for preset in r.presets:
-        res = disasm.resource_usage(Variant.make(slug, r.dtypes[0], config=preset).compile("sm_90a").cubin)
-        assert res.local == 0, f"{slug}[{preset}] uses local memory"
+        ck = Variant.make(slug, r.dtypes[0], config=preset).compile("sm_90a")
+        res = disasm.resource_usage(ck.cubin, ck.log)
+        assert res.local == 0 and (res.spill_stores, res.spill_loads) == (0, 0), f"{slug}[{preset}] spills"
 
 
 def test_opcode_claims_match_modifiers_in_order_but_not_other_opcodes():
@@ -48,3 +50,10 @@ def test_opcode_claims_match_modifiers_in_order_but_not_other_opcodes():
     assert disasm.has_opcode(text, "LDG.E.128")
     assert not disasm.has_opcode(text, "LDS.128")
     assert not disasm.has_opcode(text, "TEX")
+
+
+def test_ptxas_spill_report_is_read_from_the_compile_log():
+    log = ("ptxas info    : Function properties for gemm\n"
+           "ptxas         .     24 bytes stack frame, 16 bytes spill stores, 8 bytes spill loads\n")
+    assert disasm.ptxas_report(log) == {"stack_frame": 24, "spill_stores": 16, "spill_loads": 8}
+    assert disasm.ptxas_report("no report here") is None

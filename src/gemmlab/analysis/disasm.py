@@ -26,31 +26,40 @@ def _run(tool: str, args: list[str], cubin: bytes) -> str:
 class Resources:
     registers: int
     shared_static: int     # bytes
-    local: int             # bytes of local memory per thread (stack frame / spills)
+    local: int             # bytes of local memory per thread (stack frame / local arrays / spills)
     constant: int          # bytes of constant bank 0 (parameters) — informational
-    spill_stores: int      # bytes, from NVRTC's ptxas report when present, else derived from local
-    spill_loads: int
+    spill_stores: int | None  # bytes, from ptxas's report in NVRTC's log (None: no report)
+    spill_loads: int | None
+    stack_frame: int | None = None  # bytes, from ptxas's report
     texture: int = 0
     sampler: int = 0
 
 
 _RES = re.compile(r"REG:(\d+)\s+STACK:(\d+)\s+SHARED:(\d+)\s+LOCAL:(\d+)(?:\s+CONSTANT\[0\]:(\d+))?(?:.*?TEXTURE:(\d+))?(?:.*?SAMPLER:(\d+))?")
+_PTXAS_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 
 
-def resource_usage(cubin: bytes) -> Resources:
-    """Registers, static shared memory and local memory of the (single) kernel in ``cubin``."""
+def ptxas_report(log: str) -> dict | None:
+    """Stack frame and spill bytes of the kernel from ptxas's ``-v`` report in a compile log (the
+    compile layer always asks for it), or None when the log has no report."""
+    m = _PTXAS_FRAME.search(log or "")
+    if not m:
+        return None
+    return {"stack_frame": int(m.group(1)), "spill_stores": int(m.group(2)), "spill_loads": int(m.group(3))}
+
+
+def resource_usage(cubin: bytes, log: str = "") -> Resources:
+    """Registers, static shared memory and local memory of the (single) kernel in ``cubin``
+    (cuobjdump), and the spill bytes from ptxas's report in the compile ``log``."""
     out = _run("cuobjdump", ["--dump-resource-usage"], cubin)
     m = _RES.search(out)
     if not m:
         raise RuntimeError(f"could not read cuobjdump's resource usage:\n{out}")
     reg, stack, shared, local = (int(m.group(i)) for i in range(1, 5))
     const = int(m.group(5) or 0)
-    # cuobjdump reports the per-thread stack frame (STACK) and local memory (LOCAL); a kernel
-    # that spills has a non-zero frame. Spill bytes in/out are not split by cuobjdump, so both
-    # are reported as the frame size (the guard is "zero", which this captures exactly).
-    local_total = max(stack, local)
-    return Resources(reg, shared, local_total, const, local_total, local_total,
-                     int(m.group(6) or 0), int(m.group(7) or 0))
+    rep = ptxas_report(log) or {}
+    return Resources(reg, shared, max(stack, local), const, rep.get("spill_stores"), rep.get("spill_loads"),
+                     rep.get("stack_frame"), int(m.group(6) or 0), int(m.group(7) or 0))
 
 
 def sass(cubin: bytes) -> str:

@@ -16,6 +16,7 @@ For one rung (dtype, tile configuration, layouts) compiled for a target architec
 from __future__ import annotations
 
 from ..core.arch import limits, normalize_arch
+from ..core.compile import check_arch
 from ..core.config import ConfigLike
 from ..core.registry import Rung, get
 from ..core.variant import Variant
@@ -61,6 +62,7 @@ def inspect_rung(rung: Rung | str, dtype: str | None = None, arch: str = "sm_90a
     """
     rung = get(rung) if not isinstance(rung, Rung) else rung
     arch = normalize_arch(arch)
+    check_arch(arch)
     dtype = dtype or rung.dtypes[0]
     rung.require(dtype, arch)
     variant = Variant.make(rung, dtype, a_col=a_col, b_col=b_col, config=config)
@@ -68,7 +70,7 @@ def inspect_rung(rung: Rung | str, dtype: str | None = None, arch: str = "sm_90a
     lim = limits(arch)
     rung.check_resources(cfg, lim)
     ck = variant.compile(arch)
-    res = disasm.resource_usage(ck.cubin)
+    res = disasm.resource_usage(ck.cubin, ck.log)
     listing = disasm.sass_listing(ck.cubin)
     analysis = analyze_sass(listing, rung.kernel)
     threads = rung.threads(cfg)
@@ -89,9 +91,10 @@ def inspect_rung(rung: Rung | str, dtype: str | None = None, arch: str = "sm_90a
             "shared_static": res.shared_static,
             "shared_dynamic": dyn,
             "local": res.local,
-            # bytes of local memory the kernel spills to (cuobjdump does not split stores/loads)
+            # ptxas's own report (NVRTC log): bytes spilled to and reloaded from local memory
             "spill_stores": res.spill_stores,
             "spill_loads": res.spill_loads,
+            "stack_frame": res.stack_frame,
             # local-memory instructions in the whole kernel (spills or local arrays)
             "stl_instructions": analysis["stl_instructions"],
             "ldl_instructions": analysis["ldl_instructions"],

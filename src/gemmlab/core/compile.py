@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import toolchain
-from .arch import normalize_arch
+from .arch import arch_number, normalize_arch
 
 KERNEL_DIR = Path(__file__).resolve().parent.parent / "kernels"
 _MAGIC = b"GLCUBIN1"
@@ -77,7 +77,9 @@ def _headers() -> dict[str, str]:
 
 
 def build_options(arch: str, defines: dict[str, object] | None = None, extra: list[str] | tuple[str, ...] = ()) -> list[str]:
-    opts = [f"--gpu-architecture={normalize_arch(arch)}", "-std=c++17", "-lineinfo"]
+    # --ptxas-options=-v: ptxas reports registers, stack frame and spill bytes in the log
+    # (analysis.disasm.ptxas_report reads them for inspect and the static guards)
+    opts = [f"--gpu-architecture={normalize_arch(arch)}", "-std=c++17", "-lineinfo", "--ptxas-options=-v"]
     for d in toolchain.include_dirs():
         opts.append(f"-I{d}")
     for k, v in sorted((defines or {}).items()):
@@ -164,7 +166,10 @@ def _nvrtc_compile(kernel: str, source_name: str, source: str, headers: dict[str
         err, n = nvrtc.nvrtcGetProgramLogSize(prog)
         log = b" " * n
         nvrtc.nvrtcGetProgramLog(prog, log)
-        log_s = log.rstrip(b"\x00 ").decode(errors="replace")
+        # ptxas's "Compile time = ..." line varies from run to run: drop it so a cache entry
+        # is a pure function of its key
+        log_s = "\n".join(line for line in log.rstrip(b"\x00 ").decode(errors="replace").splitlines()
+                          if "Compile time =" not in line)
         if res != ok:
             raise CompileError(kernel, options, log_s or str(res))
         err, n = nvrtc.nvrtcGetCUBINSize(prog)
@@ -180,6 +185,17 @@ def _nvrtc_compile(kernel: str, source_name: str, source: str, headers: dict[str
         nvrtc.nvrtcDestroyProgram(prog)
 
 
+def check_arch(arch: str) -> None:
+    """ValueError naming the architectures this NVRTC supports when ``arch`` is not one of them."""
+    n = arch_number(arch)
+    supported = toolchain.supported_archs()
+    suffix = normalize_arch(arch)[3 + len(str(n)):]
+    if n not in supported or (suffix == "a" and n < 90) or (suffix == "f" and n < 100):
+        raise ValueError(f"NVRTC {toolchain.nvrtc_version()} cannot compile for {arch}; it supports "
+                         + ", ".join(f"sm_{a}" for a in supported)
+                         + " (the 'a' suffix from sm_90 on, 'f' from sm_100 on)")
+
+
 def compile_source(
     source_name: str,
     kernel: str,
@@ -189,6 +205,7 @@ def compile_source(
 ) -> CompiledKernel:
     """Compile ``kernels/<source_name>`` for ``arch`` (e.g. ``"sm_90a"``); cached in memory and on disk."""
     arch = normalize_arch(arch)
+    check_arch(arch)
     request = (source_name, kernel, arch, tuple(sorted((defines or {}).items())), tuple(extra_options))
     with _memo_lock:
         hit = _by_request.get(request)

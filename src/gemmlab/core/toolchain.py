@@ -95,3 +95,13 @@ def nvrtc_version() -> str:
     if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
         raise RuntimeError(f"nvrtcVersion failed: {err}")
     return f"{major}.{minor}"
+
+
+@functools.lru_cache(maxsize=None)
+def supported_archs() -> tuple[int, ...]:
+    """The compute capabilities this NVRTC can compile for (e.g. 75, 80, ..., 120)."""
+    nvrtc = nvrtc_module()
+    err, archs = nvrtc.nvrtcGetSupportedArchs()
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise RuntimeError(f"nvrtcGetSupportedArchs failed: {err}")
+    return tuple(int(a) for a in archs)

@@ -15,9 +15,10 @@
 // on the H100 siboehm's k5 / Lei Mao's v04 reach 25.9 / 25.8 TFLOP/s at 4096^3 (baselines.md).
 //
 // Registers matter here: the loader's index math is unsigned (division by the power-of-2 tile
-// sizes becomes shifts the compiler can fold across the unrolled loads); with signed ints the
-// kernel needed 145 registers (1 block of 256 threads per SM) and ran 21.3 TFLOP/s at 4096^3 on
-// the H100, at 128 registers (2 blocks per SM) it runs 29.7.
+// sizes becomes shifts the compiler can fold across the unrolled loads); with signed ints NVRTC
+// gave the kernel 145 registers, which leaves room for one block of 256 threads per SM instead
+// of two (`gemmlab inspect tile_2d` shows the registers and the occupancy; the speed of this rung
+// on the H100 is in benchmarks/results/h100_fp32.json).
 //
 // Geometry: THREADS = (BM/TM) * (BN/TN); thread t -> tx = t % (BN/TN) (column group, lane-fast),
 // ty = t / (BN/TN) (row group); it computes rows ty*TM .. +TM-1, columns tx*TN .. +TN-1.
