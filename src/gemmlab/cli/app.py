@@ -21,6 +21,9 @@ COMMANDS = {"list": "listing", "bench": "bench", "verify": "verify", "inspect": 
             "profile": "profile", "report": "report"}
 
 EXIT_FAILED, EXIT_USAGE, EXIT_NO_GPU, EXIT_MISSING = 1, 2, 3, 4
+NO_GPU_HINT = ("Without a GPU: `gemmlab list`, `gemmlab inspect RUNG --arch sm_90a`, and "
+               "`gemmlab report --from-json benchmarks/results/report_h100/results.json` "
+               "(the worklog measured on an H100).")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,9 +54,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gemmlab {args.command}: {exc}", file=sys.stderr)
         return EXIT_MISSING
     except NoGPUError as exc:
-        hint = "" if "gemmlab list" in str(exc) else (
-            "\nWithout a GPU you can still run `gemmlab list` and `gemmlab inspect RUNG --arch sm_90a`.")
-        print(f"gemmlab {args.command}: no GPU available: {exc}{hint}", file=sys.stderr)
+        print(f"gemmlab {args.command}: needs an NVIDIA GPU, and none is usable here ({exc}).\n{NO_GPU_HINT}",
+              file=sys.stderr)
         return EXIT_NO_GPU
     except (ValueError, TypeError, RuntimeError) as exc:
         print(f"gemmlab {args.command}: error: {exc}", file=sys.stderr)

@@ -23,6 +23,7 @@ def register(sub) -> None:
 def run(args) -> int:
     from rich.console import Console
 
+    from ..core.driver import require_gpu
     from ..core.registry import get, kernels
     from ..measure.verify import verify
 
@@ -31,17 +32,25 @@ def run(args) -> int:
     config = parse_config(args.config)
     if config is not None and len(rungs) != 1:
         raise ValueError("--config applies to one rung: name exactly one rung")
-    failures = 0
-    for rung in rungs:
-        for dtype in ([args.dtype] if args.dtype else rung.dtypes):
-            if dtype not in rung.dtypes:
-                continue
-            for (M, N, K), lay in itertools.product(parse_shapes(args.shapes), itertools.product((0, 1), repeat=3)):
-                for beta in (0.0, args.beta):
-                    r = verify(rung.slug, M, N, K, dtype, a_col=lay[0], b_col=lay[1], c_col=lay[2], alpha=args.alpha, beta=beta,
-                               config=config)
-                    if not r.ok:
-                        failures += 1
-                        con.print(f"[red]{r.message()}[/red]")
-            con.print(f"{rung.slug:>14} {dtype}: {'[green]ok' if not failures else '[red]failures so far: ' + str(failures)}")
-    return 1 if failures else 0
+    jobs = [(r, d) for r in rungs for d in ([args.dtype] if args.dtype else r.dtypes) if r.supports(d)]
+    if not jobs:
+        supported = "; ".join(f"{r.slug}: {', '.join(r.dtypes)}" for r in rungs)
+        raise ValueError(f"nothing to verify: no rung named supports {args.dtype} ({supported})")
+    require_gpu()
+    shapes = parse_shapes(args.shapes)
+    total_failed = 0
+    for rung, dtype in jobs:
+        failed = checked = 0
+        for (M, N, K), lay in itertools.product(shapes, itertools.product((0, 1), repeat=3)):
+            for beta in (0.0, args.beta):
+                r = verify(rung.slug, M, N, K, dtype, a_col=lay[0], b_col=lay[1], c_col=lay[2], alpha=args.alpha,
+                           beta=beta, config=config)
+                checked += 1
+                if not r.ok:
+                    failed += 1
+                    con.print(f"[red]{r.message()}[/red]")
+        total_failed += failed
+        status = "[green]ok[/green]" if not failed else f"[red]{failed} of {checked} FAILED[/red]"
+        con.print(f"{rung.slug:>14} {dtype}: {checked} checks, {status}")
+    con.print(f"{len(jobs)} rung/dtype pairs, {total_failed} failed" if total_failed else f"{len(jobs)} rung/dtype pairs ok")
+    return 1 if total_failed else 0

@@ -59,6 +59,14 @@ def init() -> None:
         raise NoGPUError("the NVIDIA driver reports no GPU")
 
 
+def require_gpu() -> None:
+    """NoGPUError saying why when no NVIDIA GPU is usable (before any array library is touched)."""
+    try:
+        init()
+    except ImportError as exc:
+        raise NoGPUError(str(exc)) from None
+
+
 def gpu_available() -> bool:
     try:
         init()
