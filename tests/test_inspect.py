@@ -161,7 +161,7 @@ def test_loops_are_back_edges_and_the_hot_loop_is_the_innermost_one_doing_math(l
     assert mix["n_instructions"] == 10 and mix["nops"] == 1
     assert mix["ffma"] == 2 and mix["ffma_share"] == 0.2 and mix["math_share"] == 0.2
     assert mix["ffma_lds_share"] == 0.5 and mix["ffma_load_share"] == 0.4
-    assert mix["loads"]["LDG"] == {"32": 0, "64": 0, "128": 1}
+    assert mix["loads"]["LDG"] == {"8": 0, "16": 0, "32": 0, "64": 0, "128": 1}
     assert mix["loads"]["LDS"] == {"32": 1, "64": 0, "128": 1}
     assert mix["stores"]["STS"] == {"32": 0, "64": 0, "128": 1}
     assert (mix["barriers"], mix["address_arith"], mix["control"]) == (1, 1, 2)
@@ -198,7 +198,7 @@ def test_no_hot_loop_without_a_loop_doing_math():
     [
         ("LDG.E.128.CONSTANT R44, desc[UR6][R44.64]", ("load", "LDG"), "128"),
         ("LDG.E.64 R4, desc[UR6][R2.64]", ("load", "LDG"), "64"),
-        ("LDG.E.U16.CONSTANT R5, desc[UR10][R2.64]", ("load", "LDG"), "32"),
+        ("LDG.E.U16.CONSTANT R5, desc[UR10][R2.64]", ("load", "LDG"), "16"),
         ("LDS.U.128 R4, [R2]", ("load", "LDS"), "128"),
         ("STS.64 [R3], R8", ("store", "STS"), "64"),
         ("LDGSTS.E.BYPASS.LTC128B.128 [R1], desc[UR4][R2.64]", ("load", "LDGSTS"), "128"),
@@ -373,3 +373,60 @@ def test_cli_config_takes_presets_and_key_values(capsys):
         _cli(["naive", "--config", "64x64"])
     with pytest.raises(ValueError, match="parameter"):
         _cli(["naive", "--config", "XX=3"])
+
+
+def test_wmma_interior_path_has_only_its_vector_loads_and_the_edge_code_its_16_bit_ones():
+    h = _inspect("wmma", "fp16")["hot_loop"]
+    assert h["loads"]["LDG"]["16"] == 0 and h["loads"]["LDG"]["128"] > 0
+    assert h["edge"]["loads"]["LDG"]["16"] > 0
+    assert h["n_instructions"] + h["edge"]["n_instructions"] == h["body_instructions"]
+
+
+def test_sub_word_accesses_show_their_width():
+    insn = disasm.Instruction(0x10, "LDG.E.U16.CONSTANT", "R1, desc[UR4][R2.64]", "@P4")
+    assert disasm.access_width(insn) == "16"
+    assert disasm.access_width(disasm.Instruction(0x20, "STS.U8", "[R1], R2")) == "8"
+
+
+def test_the_interior_path_takes_the_vector_branch_and_skips_the_scalar_fallback():
+    sass = """
+        /*0000*/                   FFMA R1, R2, R3, R1 ;
+        /*0010*/               @P0 BRA 0x50 ;
+        /*0020*/                   LDG.E.U16 R4, desc[UR4][R6.64] ;
+        /*0030*/                   LDG.E.U16 R5, desc[UR4][R8.64] ;
+        /*0040*/                   BRA 0x60 ;
+        /*0050*/                   LDG.E.128 R4, desc[UR4][R6.64] ;
+        /*0060*/                   FFMA R1, R4, R5, R1 ;
+        /*0070*/               @P1 BRA 0x0 ;
+    """
+    insns = disasm.parse_sass(sass)
+    lp = disasm.find_loops(insns)[0]
+    assert [i.offset for i in disasm.hot_path(insns, lp)] == [0x0, 0x10, 0x50, 0x60, 0x70]
+
+
+def test_sass_view_marks_the_interior_path_and_the_loop_bounds(capsys):
+    from gemmlab.cli import main
+
+    assert main(["inspect", "wmma", "--dtype", "fp16", "--sass"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("// hot loop")
+    assert any(line.startswith(">") and "loop start" in line for line in out)
+    assert any(line.startswith(">") and "back-edge" in line for line in out)
+    assert any(line.startswith(".") and "LDG.E.U16" in line for line in out)
+    assert not any("LDG.E.U16" in line for line in out if line.startswith(">"))
+
+
+def test_inspect_all_shows_every_rung_side_by_side(capsys):
+    from gemmlab.cli import main
+
+    assert main(["inspect", "--all"]) == 0
+    out = capsys.readouterr().out
+    for r in kernels():
+        assert r.slug in out
+    assert "LDSM 12x128b" in out and "HMMA" in out
+
+
+def test_static_shared_memory_is_the_kernels_own_and_the_driver_reservation_is_counted_once():
+    info = _inspect("smem", "fp32")
+    assert info["resources"]["shared_static"] == 2 * 32 * 32 * 4   # As[32][32] + Bs[32][32]
+    assert info["occupancy"]["smem_per_block_allocated"] == 2 * 32 * 32 * 4 + 1024  # Nsight Compute: 9216

@@ -56,4 +56,6 @@ def test_ptxas_spill_report_is_read_from_the_compile_log():
     log = ("ptxas info    : Function properties for gemm\n"
            "ptxas         .     24 bytes stack frame, 16 bytes spill stores, 8 bytes spill loads\n")
     assert disasm.ptxas_report(log) == {"stack_frame": 24, "spill_stores": 16, "spill_loads": 8}
+    log += "ptxas info    : Used 128 registers, used 1 barriers, 16896 bytes smem\n"
+    assert disasm.ptxas_report(log)["smem"] == 16896
     assert disasm.ptxas_report("no report here") is None

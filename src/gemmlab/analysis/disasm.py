@@ -39,13 +39,20 @@ _RES = re.compile(r"REG:(\d+)\s+STACK:(\d+)\s+SHARED:(\d+)\s+LOCAL:(\d+)(?:\s+CO
 _PTXAS_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 
 
+_PTXAS_SMEM = re.compile(r"Used \d+ registers.*?(\d+) bytes smem")
+
+
 def ptxas_report(log: str) -> dict | None:
-    """Stack frame and spill bytes of the kernel from ptxas's ``-v`` report in a compile log (the
-    compile layer always asks for it), or None when the log has no report."""
+    """Stack frame, spill bytes and static shared memory of the kernel from ptxas's ``-v`` report
+    in a compile log (the compile layer always asks for it), or None when the log has none."""
     m = _PTXAS_FRAME.search(log or "")
     if not m:
         return None
-    return {"stack_frame": int(m.group(1)), "spill_stores": int(m.group(2)), "spill_loads": int(m.group(3))}
+    out = {"stack_frame": int(m.group(1)), "spill_stores": int(m.group(2)), "spill_loads": int(m.group(3))}
+    s = _PTXAS_SMEM.search(log)
+    if s:
+        out["smem"] = int(s.group(1))
+    return out
 
 
 def resource_usage(cubin: bytes, log: str = "") -> Resources:
@@ -58,6 +65,10 @@ def resource_usage(cubin: bytes, log: str = "") -> Resources:
     reg, stack, shared, local = (int(m.group(i)) for i in range(1, 5))
     const = int(m.group(5) or 0)
     rep = ptxas_report(log) or {}
+    # The kernel's own static shared memory: ptxas's figure. On sm_90 cuobjdump's SHARED also
+    # holds the 1 KB the driver reserves per block (smem rung: 9216 = 8192 + 1024; Nsight
+    # Compute splits it the same way), which the occupancy calculator adds by itself.
+    shared = rep.get("smem", shared)
     return Resources(reg, shared, max(stack, local), const, rep.get("spill_stores"), rep.get("spill_loads"),
                      rep.get("stack_frame"), int(m.group(6) or 0), int(m.group(7) or 0))
 
@@ -267,7 +278,7 @@ _INT = frozenset({"IADD3", "IADD", "IADD32I", "IMAD", "IMAD32I", "IMADSP", "IMUL
 _FP_OTHER_EXTRA = frozenset({"MUFU", "I2F", "I2FP", "F2I", "F2F", "F2FP", "FRND", "FCHK", "I2I", "I2IP"})
 MEMORY_KINDS_LOAD = ("LDG", "LDS", "TEX", "LDGSTS", "LDSM", "LDL", "LD", "LDC", "TMA")
 MEMORY_KINDS_STORE = ("STG", "STS", "STL", "ST", "STSM", "ATOM", "ATOMS", "RED", "TMA")
-WIDTHS = ("32", "64", "128")
+WIDTHS = ("8", "16", "32", "64", "128")
 
 
 def _tex_width(operands: str) -> str:
@@ -288,7 +299,7 @@ def _tex_width(operands: str) -> str:
 
 
 def access_width(insn: Instruction) -> str:
-    """``"32"``, ``"64"`` or ``"128"`` bits per thread of a load/store; sub-word accesses count as 32."""
+    """Bits per thread of a load/store: ``"8"``, ``"16"``, ``"32"``, ``"64"`` or ``"128"``."""
     base, mods = insn.base, insn.modifiers
     if base in _TEX:
         return _tex_width(insn.operands)
@@ -299,6 +310,10 @@ def access_width(insn: Instruction) -> str:
         return "128"
     if "64" in mods:
         return "64"
+    if "U16" in mods or "S16" in mods:
+        return "16"
+    if "U8" in mods or "S8" in mods:
+        return "8"
     return "32"
 
 
@@ -423,3 +438,61 @@ def hot_loop(insns: list[Instruction]) -> Loop | None:
         return (counts[lp], counts[lp] / max(size, 1), -lp.start)
 
     return max(inner, key=key)
+
+
+# ---- the interior path of a loop -----------------------------------------------------------------
+_ENDS = frozenset({"EXIT", "RET", "KILL"})
+
+
+def _path_score(i: Instruction) -> tuple[int, int, int]:
+    cat, _ = classify(i)
+    wide = cat in ("load", "store") and access_width(i) == "128"
+    return (1 if cat == "math" else 0, 1 if wide else 0, 0 if i.base == "NOP" else -1)
+
+
+def hot_path(insns: list[Instruction], loop: Loop) -> list[Instruction]:
+    """The instructions of one trip through ``loop`` on its interior (fast) path.
+
+    The loop body's forward branches make a graph from the loop's start to its back-edges; the
+    path chosen has the most math instructions, then the most 128-bit memory accesses, then the
+    fewest instructions. Matrix-edge code (scalar, predicated fallbacks beside the vector
+    access of an interior tile; a skip of the next tile's prefetch on the last iteration) is off
+    that path, which is what one steady-state iteration executes."""
+    body = loop.body(insns)
+    index = {i.offset: k for k, i in enumerate(body)}
+    ends = set(loop.back_edges)
+    n = len(body)
+    neg = (-(10**9), 0, 0)
+    best: list[tuple] = [neg] * (n + 1)
+    nxt: list[int | None] = [None] * n
+    for k in range(n - 1, -1, -1):
+        i = body[k]
+        own = _path_score(i)
+        if i.offset in ends:
+            best[k], nxt[k] = own, None
+            continue
+        succ = []
+        unconditional = not i.predicate or i.predicate in ("@PT",)
+        jumps_forward = i.is_jump and i.target > i.offset and i.target in index
+        if i.is_jump and unconditional:
+            succ = [index[i.target]] if jumps_forward else []
+        elif i.base in _ENDS and unconditional:
+            succ = []
+        else:
+            succ = [k + 1] if k + 1 < n else []
+            if jumps_forward:
+                succ.append(index[i.target])
+        if not succ:
+            continue
+        s = max(succ, key=lambda j: best[j])
+        if best[s] == neg:
+            continue
+        best[k] = tuple(a + b for a, b in zip(own, best[s]))
+        nxt[k] = s
+    if best[0] == neg:
+        return body
+    path, k = [], 0
+    while k is not None:
+        path.append(body[k])
+        k = nxt[k]
+    return path

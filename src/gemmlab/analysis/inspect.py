@@ -15,6 +15,8 @@ For one rung (dtype, tile configuration, layouts) compiled for a target architec
 
 from __future__ import annotations
 
+import re
+
 from ..core.arch import limits, normalize_arch
 from ..core.compile import check_arch
 from ..core.config import ConfigLike
@@ -36,10 +38,19 @@ def analyze_sass(listing: str, function: str | None = None) -> dict:
     hot_info = None
     if hot is not None:
         body = hot.body(insns)
+        path = disasm.hot_path(insns, hot)
+        on_path = {i.offset for i in path}
+        edge = [i for i in body if i.offset not in on_path]
         hot_info = {"start": hot.start, "end": hot.end, "start_hex": f"0x{hot.start:04x}", "end_hex": f"0x{hot.end:04x}",
                     "back_edges": list(hot.back_edges),
-                    "nested_loops": sum(1 for lp in loops if hot.contains(lp))}
-        hot_info.update(disasm.instruction_mix(body))
+                    "nested_loops": sum(1 for lp in loops if hot.contains(lp)),
+                    "path_offsets": sorted(on_path)}
+        # the mix of one trip on the interior path; the loop's edge-handling code apart
+        hot_info.update(disasm.instruction_mix(path))
+        edge_mix = disasm.instruction_mix(edge)
+        hot_info["edge"] = {k: edge_mix[k] for k in ("n_instructions", "math", "loads", "stores", "load_instructions",
+                                                     "store_instructions", "control")}
+        hot_info["body_instructions"] = disasm.instruction_mix(body)["n_instructions"]
     kernel_mix = disasm.instruction_mix(insns)
     return {
         "instructions": kernel_mix["n_instructions"],
@@ -111,3 +122,31 @@ def inspect_rung(rung: Rung | str, dtype: str | None = None, arch: str = "sm_90a
         out["ptx"] = ck.ptx
         out["sass"] = listing
     return out
+
+
+_OFFSET = re.compile(r"/\*([0-9a-fA-F]{4,})\*/")
+
+
+def hot_loop_listing(listing: str, hot: dict | None, function: str | None = None) -> str:
+    """The SASS lines of the hot loop, each marked: ``>`` on the interior path (one steady-state
+    trip), ``.`` edge-handling code; the loop's first and last lines are named."""
+    if not hot:
+        return "(no loop with math instructions in this kernel)"
+    on_path = set(hot.get("path_offsets") or ())
+    out = [f"// hot loop {hot['start_hex']}-{hot['end_hex']}: '>' interior path "
+           f"({hot['n_instructions']} instructions), '.' edge code ({hot['edge']['n_instructions']})"]
+    inside = function is None
+    for line in listing.splitlines():
+        if function is not None and (f".text.{function}:" in line or f"Function : {function}" in line):
+            inside = True
+        m = _OFFSET.search(line)
+        if not inside or not m:
+            continue
+        off = int(m.group(1), 16)
+        if hot["start"] <= off <= hot["end"]:
+            mark = ">" if off in on_path else "."
+            tag = "   <- loop start" if off == hot["start"] else "   <- back-edge" if off in hot["back_edges"] else ""
+            out.append(f"{mark} {line.strip()}{tag}")
+        elif off > hot["end"] and len(out) > 1:
+            break
+    return "\n".join(out)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from typing import Mapping
 
-from ..analysis.inspect import inspect_rung
+from ..analysis.inspect import hot_loop_listing, inspect_rung
+from ..core.arch import arch_number
+from ..core.registry import get, kernels
 from .common import add_config, add_dtype
 
 
@@ -13,34 +15,74 @@ def register(sub) -> None:
     p = sub.add_parser("inspect", help="PTX, SASS, resources, occupancy and hot-loop instruction mix of a rung (no GPU needed)",
                        description="Compile a rung for a target architecture and show what the compiler made of it: "
                                    "registers, shared memory, spills, theoretical occupancy with its limiting factor, and "
-                                   "the instruction mix of the hot loop (the innermost SASS loop with the most FFMA/HMMA).")
-    p.add_argument("rung", help="rung slug or number (see `gemmlab list`)")
+                                   "the instruction mix of the hot loop (the innermost SASS loop with the most "
+                                   "FFMA/HMMA) on its interior path, with the loop's edge-handling code counted apart.")
+    p.add_argument("rung", nargs="?", help="rung slug or number (see `gemmlab list`)")
     add_dtype(p, None, "default: the rung's first dtype")
     p.add_argument("--arch", default="sm_90a", help="target architecture (default sm_90a)")
     add_config(p)
     p.add_argument("--a-col", action="store_true", help="A stored column-major")
     p.add_argument("--b-col", action="store_true", help="B stored column-major")
     g = p.add_mutually_exclusive_group()
+    g.add_argument("--all", action="store_true", help="every rung side by side (its default dtype and config)")
     g.add_argument("--ptx", action="store_true", help="print the PTX")
-    g.add_argument("--sass", action="store_true", help="print the SASS")
+    g.add_argument("--sass", action="store_true", help="print the hot loop's SASS, the interior path marked")
+    g.add_argument("--sass-all", action="store_true", help="print the whole kernel's SASS")
     g.add_argument("--json", action="store_true", help="print everything as JSON")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    if args.all:
+        if args.rung or args.config:
+            raise ValueError("--all inspects every rung in its default configuration: give no rung or --config")
+        render_all([inspect_rung(r.slug, dtype=args.dtype if args.dtype in r.dtypes else None, arch=args.arch)
+                    for r in kernels() if arch_number(args.arch) >= r.min_arch])
+        return 0
+    if not args.rung:
+        raise ValueError("name a rung (see `gemmlab list`), or give --all")
+    text = args.ptx or args.sass or args.sass_all
     info = inspect_rung(args.rung, dtype=args.dtype, arch=args.arch, config=args.config,
-                        a_col=args.a_col, b_col=args.b_col, with_text=args.ptx or args.sass)
+                        a_col=args.a_col, b_col=args.b_col, with_text=text)
     if args.ptx:
         print(info["ptx"])
-        return 0
-    if args.sass:
+    elif args.sass:
+        print(hot_loop_listing(info["sass"], info["hot_loop"], get(args.rung).kernel))
+    elif args.sass_all:
         print(info["sass"])
-        return 0
-    if args.json:
+    elif args.json:
         print(json.dumps(info, indent=2))
-        return 0
-    render(info)
+    else:
+        render(info)
     return 0
+
+
+def _loads_text(h: Mapping) -> str:
+    parts = [f"{kind} {_widths(d)}" for kind, d in h["loads"].items() if sum(d.values())]
+    return "; ".join(parts) or "-"
+
+
+def render_all(infos: list[dict], console=None) -> None:
+    """The rungs side by side: registers, occupancy, hot-loop math share and load widths."""
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"gemmlab inspect --all ({infos[0]['arch'] if infos else ''}; interior path of each hot loop)")
+    for col, kw in (("#", {"justify": "right"}), ("rung", {}), ("dtype", {}), ("regs", {"justify": "right"}),
+                    ("smem", {"justify": "right"}), ("occupancy", {"justify": "right"}), ("limited by", {}),
+                    ("math share", {"justify": "right"}), ("math", {}), ("loads (count x width)", {"overflow": "fold"}),
+                    ("edge instr.", {"justify": "right"})):
+        t.add_column(col, **kw)
+    for info in infos:
+        r, o, h = info["resources"], info["occupancy"], info["hot_loop"]
+        math = "-" if not h else ", ".join(f"{k.upper()} {h[k]}" for k in ("ffma", "hmma", "hgmma", "other_mma") if h[k])
+        t.add_row(str(info["number"]), info["rung"], info["dtype"], str(r["registers"]),
+                  f"{r['shared_static'] + r['shared_dynamic']}", f"{o['occupancy_pct']:.0f}%", o["limiter"],
+                  "-" if not h else f"{h['math_share']:.3f}", math or "-", "-" if not h else _loads_text(h),
+                  "-" if not h else str(h["edge"]["n_instructions"]))
+    import sys
+
+    (console or (Console() if sys.stdout.isatty() else Console(width=180))).print(t)
 
 
 _SHORT = {"threads": "threads", "blocks": "blocks", "registers": "regs", "shared memory": "smem"}
@@ -86,7 +128,8 @@ def render(info: dict, console=None) -> None:
         con.print("[yellow]no loop with math instructions found in the SASS[/yellow]")
         return
     n = h["n_instructions"]
-    t = Table(title=f"hot loop {h['start_hex']}-{h['end_hex']} ({n} instr.)", title_justify="left",
+    t = Table(title=f"hot loop {h['start_hex']}-{h['end_hex']}, interior path: {n} instructions per trip "
+                    f"(edge code beside it: {h['edge']['n_instructions']})", title_justify="left",
               box=None, pad_edge=False)
     t.add_column("class", style="cyan")
     t.add_column("count", justify="right")
