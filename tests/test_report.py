@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from gemmlab.report import build as R
+from gemmlab.report import collect as C, figures as F, model as M, render as R, steps as S
 from gemmlab.core.registry import kernels
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
@@ -38,7 +38,7 @@ def built(results, tmp_path_factory):
 # ---- the document --------------------------------------------------------------------------------
 
 def test_ladder_is_every_rung_in_order(results):
-    rungs, cublas = R.ladder(results)
+    rungs, cublas = M.ladder(results)
     assert [r.slug for r in rungs] == [r.slug for r in kernels()]
     assert [r.number for r in rungs] == sorted(r.number for r in rungs)
     assert set(cublas) == {"fp32", "fp16"}
@@ -48,7 +48,7 @@ def test_ladder_is_every_rung_in_order(results):
 
 
 def test_one_sentence_per_step(results):
-    steps = R.steps(results)
+    steps = S.steps(results)
     assert len(steps) == len(list(kernels())) - 1
     for st in steps:
         assert st["sentence"].endswith(".") and st["sentence"].count(".") >= 1
@@ -69,7 +69,7 @@ def test_one_sentence_per_step(results):
 
 def _view(slug, number, tflops, **prof):
     stalls = prof.pop("stalls", None)
-    v = R.RungView(slug, number, slug, "", "fp32", {"tflops": tflops}, prof.pop("inspect", {}), dict(prof))
+    v = M.RungView(slug, number, slug, "", "fp32", {"tflops": tflops}, prof.pop("inspect", {}), dict(prof))
     if stalls:
         v.profile["stalls"] = [{"reason": r, "share": s, "cycles_per_issue": 10 * s} for r, s in stalls]
     return v
@@ -82,7 +82,7 @@ def test_explain_step_names_the_counters_that_moved():
     b = _view("b", 2, 8.0, dram_bytes=1.0e8, l2_bytes=4.9e9, bank_conflicts_ld=0.0, shared_ld_wavefronts=1.2e8,
               achieved_occupancy=52, ipc=1.05, inspect={"hot_loop": {"ffma_share": 0.89}},
               stalls=[("mio_throttle", 0.40), ("long_scoreboard", 0.3), ("selected", 0.3)])
-    st = R.explain_step(a, b)
+    st = S.explain_step(a, b)
     s = st["sentence"]
     assert s.startswith("2. b vs 1. a: 4.00x faster (2 to 8 TFLOP/s)")
     texts = [o["text"] for o in st["observations"]]
@@ -97,14 +97,14 @@ def test_explain_step_names_the_counters_that_moved():
 
 
 def test_explain_step_without_counters_says_so():
-    st = R.explain_step(_view("a", 1, 1.0), _view("b", 2, 1.01))
+    st = S.explain_step(_view("a", 1, 1.0), _view("b", 2, 1.01))
     assert "about as fast" in st["sentence"] and "no counters recorded" in st["sentence"]
 
 
 def test_small_conflict_counts_are_noise():
     a = _view("a", 1, 1.0, bank_conflicts_ld=0.0, shared_ld_wavefronts=1e9)
     b = _view("b", 2, 1.0, bank_conflicts_ld=3.7e3, shared_ld_wavefronts=1e9)
-    assert not R.explain_step(a, b)["observations"]
+    assert not S.explain_step(a, b)["observations"]
 
 
 # ---- the files -----------------------------------------------------------------------------------
@@ -166,7 +166,7 @@ def test_cli_from_json(tmp_path):
     out = tmp_path / "rep"
     assert main(["report", "--from-json", os.path.join(DATA, "report_results.json"), "--out", str(out)]) == 0
     assert (out / "report.html").is_file() and (out / "report.md").is_file()
-    assert sorted(p.name for p in out.glob("*.png")) == sorted(f"{n}.png" for n, _, _ in R.FIGURES)
+    assert sorted(p.name for p in out.glob("*.png")) == sorted(f"{n}.png" for n, _, _ in F.FIGURES)
 
 
 def test_collect_needs_a_gpu(monkeypatch):
@@ -175,7 +175,7 @@ def test_collect_needs_a_gpu(monkeypatch):
 
     monkeypatch.setattr(gemmlab.core.driver, "gpu_available", lambda: False)
     with pytest.raises(NoGPUError, match="--from-json"):
-        R.collect(progress=False)
+        C.collect(progress=False)
 
 
 # ---- in a browser --------------------------------------------------------------------------------

@@ -6,8 +6,9 @@ import json
 import os
 
 from ..core.registry import landmarks
-from ..core.shapes import BENCH_SHAPE, PROFILE_SHAPE, SWEEP_SIZES, fmt_shape
-from ..report.build import build, collect
+from ..core.shapes import BENCH_SHAPE, PROFILE_SHAPE, SWEEP_SIZES, fmt_shape, parse_shape
+from ..report.collect import collect
+from ..report.render import build
 from .common import add_dtype, add_lib
 
 
@@ -32,8 +33,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..core.shapes import parse_shape
-
     if args.from_json:
         with open(args.from_json, encoding="utf-8") as fh:
             results = json.load(fh)

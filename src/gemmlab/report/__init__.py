@@ -1,2 +1,34 @@
 """Layer 5: the measured worklog (``gemmlab report``) and the README's generated tables. Uses the
-layers below."""
+layers below.
+
+``gemmlab report`` is the measured worklog of the ladder as one self-contained HTML page.
+
+On a GPU, ``collect.collect`` runs the ladder: the benchmark of every rung at one shape beside
+cuBLAS, a size sweep of a few rungs, ``inspect`` of every rung (what the compiler made of it),
+Nsight Compute counters of every rung at a smaller shape (ncu replays each kernel many times), and
+the device's measured ceilings (a large device-to-device copy for bandwidth, cuBLAS at 8192^3 for
+compute, beside the theoretical peak). The results are one JSON document::
+
+    {"bench": <bench JSON>, "sweep": <bench JSON over sizes>, "inspect": {slug: inspect dict},
+     "profile": {slug or "cublas": profile dict}, "ceilings": {...}, "env": {...}}
+
+``render.build`` turns that document into ``report.html`` (inline CSS, figures as base64 PNG, no
+script, no external resource: it opens from disk in any browser) and ``report.md`` (figures saved
+beside it as PNG files). ``build`` needs no GPU: ``gemmlab report --from-json results.json``
+rebuilds the page from saved results anywhere.
+
+The page explains each step up the ladder by the counters that moved: for every pair of
+consecutive rungs, ``steps.explain_step`` compares DRAM/L2 bytes, shared-memory bank conflicts, the
+FFMA share of the hot loop, the top warp-stall reason, occupancy, instruction counts and tensor
+instructions, ranks the changes by size and writes one sentence from the largest.
+
+Modules, each using only those listed before it (and the layers below):
+
+    fmt       how numbers, bytes, percentages and shapes are written
+    model     reading a results document: RungView, ladder(), main_dtype, peak_tflops
+    steps     explaining a step up the ladder by its counters
+    figures   the four matplotlib figures (FIGURES)
+    render    the tables, the HTML page and its Markdown twin; build()
+    collect   measuring the ladder on a GPU into a results document
+    docs      the README's tables from the registry and benchmark JSON
+"""

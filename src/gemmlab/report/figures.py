@@ -1,0 +1,212 @@
+"""The report's four figures, drawn with matplotlib (Agg figures, no pyplot state) as PNG bytes:
+the ladder beside cuBLAS and the peak, TFLOP/s against size, the roofline from the counters, and
+the warp-stall reasons of each rung. matplotlib is imported only when a figure is drawn."""
+
+from __future__ import annotations
+
+import io
+from typing import Callable, Mapping
+
+from ..core.shapes import CEILING_SHAPE
+from . import fmt
+from .model import dig, ladder, main_dtype, peak_tflops, registry_info, stall_label
+
+_COLORS = {"fp32": "#3b6fb6", "fp16": "#d9822b", "bf16": "#8c5bb5", "cublas": "#2e8b57"}
+
+
+def _figure(w: float, h: float):
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as exc:
+        raise RuntimeError("gemmlab report draws with matplotlib: pip install 'gemmlab[report]'") from exc
+    return Figure(figsize=(w, h), dpi=100, layout="constrained")
+
+
+def _png(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, metadata={"Software": None})
+    return buf.getvalue()
+
+
+def fig_ladder(results: Mapping) -> bytes | None:
+    """TFLOP/s of each rung at the ladder shape beside cuBLAS and the peak, one panel per dtype."""
+    rungs, cublas = ladder(results)
+    rungs = [r for r in rungs if r.tflops]
+    if not rungs:
+        return None
+    dts = [d for d in dict.fromkeys([main_dtype(results)] + [r.dtype for r in rungs]) if any(r.dtype == d for r in rungs)]
+    counts = [sum(r.dtype == d for r in rungs) + (1 if d in cublas else 0) for d in dts]
+    fig = _figure(max(7.5, 0.55 * sum(counts) + 2.5), 4.6)
+    axes = fig.subplots(1, len(dts), width_ratios=counts, squeeze=False)[0]
+    for ax, d in zip(axes, dts):
+        rs = [r for r in rungs if r.dtype == d]
+        shapes = [fmt.shape_label(r.bench) for r in rs]
+        shape = max(set(shapes), key=shapes.count)
+        labels = [r.label + ("" if sh == shape else f" ({sh})") for r, sh in zip(rs, shapes)]
+        vals = [r.tflops for r in rs]
+        colors = [_COLORS.get(d, "#777") for _ in rs]
+        cb = cublas.get(d)
+        if cb and cb.tflops:
+            labels.append("cuBLAS")
+            vals.append(cb.tflops)
+            colors.append(_COLORS["cublas"])
+        x = range(len(vals))
+        bars = ax.bar(x, vals, color=colors)
+        for b, v in zip(bars, vals):
+            ax.annotate(fmt.tflops(v), (b.get_x() + b.get_width() / 2, v), ha="center", va="bottom", fontsize=7,
+                        xytext=(0, 2), textcoords="offset points")
+        ax.set_xticks(list(x), labels, rotation=55, ha="right", fontsize=8)
+        pk = peak_tflops(results, d)
+        if cb and cb.tflops:
+            ax.axhline(cb.tflops, color=_COLORS["cublas"], ls="--", lw=1, label=f"cuBLAS {fmt.tflops(cb.tflops)}")
+        if pk:
+            ax.axhline(pk, color="#b22222", ls=":", lw=1.2, label=f"peak {fmt.tflops(pk)}")
+        ax.set_ylim(0, max(vals + [pk or 0]) * 1.12)
+        ax.set_title(f"{d} at {shape}", fontsize=10)
+        ax.set_ylabel("TFLOP/s")
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=8, loc="upper left")
+    fig.suptitle("TFLOP/s of each rung beside cuBLAS and the peak", fontsize=11)
+    return _png(fig)
+
+
+def fig_sweep(results: Mapping) -> bytes | None:
+    """TFLOP/s against size for the swept rungs and cuBLAS (seed 001's figure)."""
+    entries = dig(results, "sweep", "results", default=[]) or []
+    series: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for e in entries:
+        if e.get("tflops") is None or e.get("M") is None:
+            continue
+        size = (e["M"] * e["N"] * e["K"]) ** (1 / 3)
+        series.setdefault((e["kernel"], e.get("dtype", "")), []).append((size, e["tflops"]))
+    if not series:
+        return None
+    fig = _figure(7.5, 4.6)
+    ax = fig.subplots()
+    order = sorted(series, key=lambda k: (k[0] == "cublas", registry_info(k[0])[0] or 0, k[1]))
+    multi_dt = len({k[1] for k in series}) > 1
+    for i, key in enumerate(order):
+        pts = sorted(series[key])
+        kern, dt = key
+        num = registry_info(kern)[0]
+        name = "cuBLAS" if kern == "cublas" else (f"{num}. {kern}" if num else kern)
+        if multi_dt:
+            name += f" ({dt})"
+        style = dict(color=_COLORS["cublas"], lw=2.2, marker="s") if kern == "cublas" else dict(marker="o", lw=1.5)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], label=name, **style)
+    ax.set_xscale("log", base=2)
+    sizes = sorted({round(p[0]) for v in series.values() for p in v})
+    ax.set_xticks(sizes, [str(s) for s in sizes])
+    ax.set_xlabel("matrix size N (M = N = K; cube root of MNK otherwise)")
+    ax.set_ylabel("TFLOP/s")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title("TFLOP/s against size", fontsize=11)
+    return _png(fig)
+
+
+def fig_roofline(results: Mapping) -> bytes | None:
+    """Each rung's arithmetic intensity (FLOPs per DRAM byte from the counters; hollow markers:
+    per L2 byte) and achieved FLOP/s under the measured bandwidth and compute ceilings."""
+    rungs, cublas = ladder(results)
+    views = [r for r in list(rungs) + list(cublas.values())
+             if r.profile.get("arithmetic_intensity") and r.profile.get("tflops")]
+    if not views:
+        return None
+    d = main_dtype(results)
+    dts = list(dict.fromkeys([d] + [r.dtype for r in views]))
+    bw = dig(results, "ceilings", "dram_bw_Bps")
+    bw_theory = dig(results, "ceilings", "dram_bw_theoretical_Bps")
+    peaks = {t: peak_tflops(results, t) for t in dts}
+    cbs = {t: dig(results, "ceilings", "cublas_tflops", t) for t in dts}
+    ceils = [v for v in list(peaks.values()) + list(cbs.values()) if v]
+    top = max(ceils) if ceils else None
+    fig = _figure(8.0, 5.4)
+    ax = fig.subplots()
+    xs = [r.profile["arithmetic_intensity"] for r in views]
+    l2 = {r.slug + r.dtype: r.profile["flops"] / r.profile["l2_bytes"] for r in views
+          if r.profile.get("flops") and r.profile.get("l2_bytes")}
+    ys = [r.profile["tflops"] for r in views]
+    allx = xs + list(l2.values())
+    x0, x1 = min(allx + [1.0]) / 3, max(allx + [1000.0]) * 3
+    grid = [x0 * (x1 / x0) ** (i / 200) for i in range(201)]
+    for bw_v, ls, lab in ((bw, "-", "measured (copy)"), (bw_theory, ":", "theoretical")):
+        if bw_v:
+            ax.plot(grid, [min(x * bw_v / 1e12, top or float("inf")) for x in grid], color="#555", ls=ls, lw=1.2,
+                    label=f"DRAM {lab} {bw_v / 1e12:.2f} TB/s")
+    for t in dts:
+        col = _COLORS.get(t, "#777")
+        if peaks[t]:
+            ax.axhline(peaks[t], color=col, ls="--", lw=1, label=f"{t} peak {fmt.tflops(peaks[t])} TFLOP/s")
+        if cbs[t]:
+            ax.axhline(cbs[t], color=col, ls="-.", lw=1,
+                       label=f"{t} cuBLAS {CEILING_SHAPE[0]}^3 {fmt.tflops(cbs[t])} TFLOP/s")
+    for i, r in enumerate(views):
+        is_cb = r.slug == "cublas"
+        col = _COLORS["cublas"] if is_cb else _COLORS.get(r.dtype, "#777")
+        x, y = r.profile["arithmetic_intensity"], r.profile["tflops"]
+        ax.scatter([x], [y], s=70 if is_cb else 28, marker="*" if is_cb else "o", color=col, zorder=3)
+        xl = l2.get(r.slug + r.dtype)
+        if xl:
+            ax.scatter([xl], [y], s=26, marker="s", facecolors="none", edgecolors=col, zorder=3, lw=0.9)
+            ax.plot([xl, x], [y, y], color=col, lw=0.4, alpha=0.5)
+        name = ("cuBLAS" + ("" if r.dtype == d else f" {r.dtype}")) if is_cb else str(r.number or r.slug)
+        ax.annotate(name, (x, y), fontsize=7, xytext=(5 if i % 2 == 0 else -5, 3 if i % 4 < 2 else -8),
+                    ha="left" if i % 2 == 0 else "right", textcoords="offset points")
+    ax.scatter([], [], marker="o", color="#777", s=28, label="per DRAM byte (filled)")
+    ax.scatter([], [], marker="s", facecolors="none", edgecolors="#777", s=26, label="per L2 byte (hollow)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(x0, x1)
+    ax.set_ylim(min(ys) / 3, max(ys + [top or 0]) * 2)
+    ax.set_xlabel("arithmetic intensity (FLOPs per byte, measured by the counters)")
+    ax.set_ylabel("achieved TFLOP/s (one launch under ncu)")
+    shape = dig(views[0].profile, "shape")
+    ax.set_title(f"roofline (counters at {'x'.join(map(str, shape)) if shape else '?'})", fontsize=11)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return _png(fig)
+
+
+def fig_stalls(results: Mapping) -> bytes | None:
+    """Where warps spend their time: the stall shares of each rung (stacked)."""
+    rungs, cublas = ladder(results)
+    views = [r for r in list(rungs) + list(cublas.values()) if r.profile.get("stalls")]
+    if not views:
+        return None
+    totals: dict[str, float] = {}
+    for r in views:
+        for s in r.profile["stalls"]:
+            totals[s["reason"]] = totals.get(s["reason"], 0) + s["share"]
+    top = [k for k, _ in sorted(totals.items(), key=lambda kv: -kv[1])][:8]
+    fig = _figure(8.5, 0.3 * len(views) + 1.4)
+    ax = fig.subplots()
+    labels = [("cuBLAS" if r.slug == "cublas" else r.label) + ("" if r.dtype == main_dtype(results) else f" ({r.dtype})")
+              for r in views]
+    left = [0.0] * len(views)
+    cmap = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#bab0ac"]
+    for i, reason in enumerate(top + ["other"]):
+        vals = []
+        for r in views:
+            sh = {s["reason"]: s["share"] for s in r.profile["stalls"]}
+            vals.append(sum(v for k, v in sh.items() if k not in top) if reason == "other" else sh.get(reason, 0.0))
+        ax.barh(range(len(views)), [100 * v for v in vals], left=left, color=cmap[i % len(cmap)],
+                label=stall_label(reason))
+        left = [a + 100 * b for a, b in zip(left, vals)]
+    ax.set_yticks(range(len(views)), labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("share of warp cycles between issued instructions (%)")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.set_title("warp states by rung (Nsight Compute)", fontsize=11)
+    return _png(fig)
+
+
+FIGURES: tuple[tuple[str, str, Callable[[Mapping], bytes | None]], ...] = (
+    ("fig_ladder", "TFLOP/s of each rung beside cuBLAS and the peak", fig_ladder),
+    ("fig_sweep", "TFLOP/s against size", fig_sweep),
+    ("fig_roofline", "Roofline: FLOPs per DRAM byte (filled) and per L2 byte (hollow), measured by the counters, "
+                     "and the FLOP/s of the same launch, under the measured bandwidth and the compute ceilings",
+     fig_roofline),
+    ("fig_stalls", "Warp stall reasons by rung", fig_stalls),
+)

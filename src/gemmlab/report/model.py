@@ -1,0 +1,145 @@
+"""Reading a results document (see ``gemmlab.report``): one ``RungView`` per rung and per cuBLAS
+dtype, gathered from the benchmark, ``inspect`` and the Nsight Compute profiles; the main dtype,
+the peak each dtype is compared with, and the display name of a warp-stall reason."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from ..analysis.ncu import STALL_LABEL
+from ..core.registry import get as get_rung
+
+
+def dig(d: Any, *path, default=None):
+    """d[path0][path1]... or default when any level is missing or None."""
+    for p in path:
+        if not isinstance(d, Mapping) or d.get(p) is None:
+            return default
+        d = d[p]
+    return d
+
+
+def stall_label(reason: str) -> str:
+    """How a warp-stall reason is written: Nsight Compute's label (``analysis.ncu.STALL_LABEL``),
+    else the reason with spaces for underscores."""
+    return STALL_LABEL.get(reason, reason.replace("_", " "))
+
+
+def _share_pct(v: float | None) -> float | None:
+    """A share given as a fraction (0.89) or a percentage (89.0) -> percent."""
+    if v is None:
+        return None
+    return 100.0 * v if v <= 1.0 else float(v)
+
+
+@dataclass
+class RungView:
+    """Everything the page says about one rung (or cuBLAS), gathered from the document."""
+
+    slug: str
+    number: int | None
+    title: str
+    summary: str
+    dtype: str
+    bench: dict = field(default_factory=dict)     # the bench entry at the ladder shape
+    inspect: dict = field(default_factory=dict)
+    profile: dict = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return f"{self.number}. {self.slug}" if self.number is not None else self.slug
+
+    @property
+    def tflops(self) -> float | None:
+        return self.bench.get("tflops")
+
+    @property
+    def ffma_share(self) -> float | None:
+        return _share_pct(dig(self.inspect, "hot_loop", "ffma_share"))
+
+    def top_stall(self) -> dict | None:
+        for s in self.profile.get("stalls") or ():
+            if s.get("reason") not in ("selected", "not_selected"):
+                return s
+        return None
+
+
+def registry_info(slug: str) -> tuple[int | None, str, str, tuple[str, ...]]:
+    """(number, title, summary, dtypes) of a rung; (None, slug, "", ()) for a name the registry
+    does not know (cuBLAS, or a rung of another version)."""
+    try:
+        r = get_rung(slug)
+    except (TypeError, ValueError):
+        return None, slug, "", ()
+    return r.number, r.title, r.summary, r.dtypes
+
+
+def main_dtype(results: Mapping) -> str:
+    return (dig(results, "bench", "settings", "dtype") or results.get("dtype")
+            or next((e.get("dtype") for e in dig(results, "bench", "results", default=[]) if e.get("dtype")), "fp32"))
+
+
+def ladder(results: Mapping) -> tuple[list[RungView], dict[str, RungView]]:
+    """(rungs in ladder order, {dtype: cuBLAS view}) from a results document."""
+    entries = dig(results, "bench", "results", default=[]) or []
+    insp = results.get("inspect") or {}
+    prof = results.get("profile") or {}
+    by_slug: dict[str, RungView] = {}
+    cublas: dict[str, RungView] = {}
+    cb_entries: dict[str, list[dict]] = {}
+    for e in entries:
+        k = e.get("kernel")
+        if not k:
+            continue
+        dt = e.get("dtype") or main_dtype(results)
+        if k == "cublas":
+            cb_entries.setdefault(dt, []).append(e)
+            continue
+        if k in by_slug:
+            continue
+        num, title, summary, _ = registry_info(k)
+        if num is None and e.get("number") is not None:
+            num = int(e["number"])
+        by_slug[k] = RungView(k, num, title, summary, dt, e, insp.get(k) or {}, _prof_for(prof, k, dt))
+    # cuBLAS of each dtype: the entry at the shape most of that dtype's rungs were timed at
+    for dt, es in cb_entries.items():
+        shapes = [(r.bench.get("M"), r.bench.get("N"), r.bench.get("K")) for r in by_slug.values() if r.dtype == dt]
+        common = max(set(shapes), key=shapes.count) if shapes else None
+        e = next((x for x in es if (x.get("M"), x.get("N"), x.get("K")) == common), es[0])
+        cublas[dt] = RungView("cublas", None, "cuBLAS", "the vendor library", dt, e, {}, _prof_for(prof, "cublas", dt))
+    # rungs profiled or inspected but not benchmarked still belong on the ladder
+    for k in list(prof) + list(insp):
+        if k == "cublas" or k.startswith("cublas") or k in by_slug:
+            continue
+        num, title, summary, dts = registry_info(k)
+        p = prof.get(k) or {}
+        dt = p.get("dtype") or dig(insp, k, "dtype") or (dts[0] if dts else main_dtype(results))
+        by_slug[k] = RungView(k, num, title, summary, dt, {}, insp.get(k) or {}, p)
+    for k, p in prof.items():
+        if (k == "cublas" or k.startswith("cublas")) and isinstance(p, Mapping):
+            dt = p.get("dtype") or main_dtype(results)
+            if dt not in cublas:
+                cublas[dt] = RungView("cublas", None, "cuBLAS", "the vendor library", dt, {}, {}, dict(p))
+            elif not cublas[dt].profile:
+                cublas[dt].profile = dict(p)
+    rungs = sorted(by_slug.values(), key=lambda r: (r.number if r.number is not None else 10**6, r.slug))
+    return rungs, cublas
+
+
+def _prof_for(prof: Mapping, key: str, dtype: str) -> dict:
+    """The profile of ``key``; cuBLAS of another dtype may be stored as 'cublas_fp16'."""
+    p = prof.get(key)
+    if key == "cublas":
+        alt = prof.get(f"cublas_{dtype}")
+        if alt is not None and (p is None or (p.get("dtype") and p.get("dtype") != dtype)):
+            p = alt
+        if p is not None and p.get("dtype") and p.get("dtype") != dtype:
+            return {}
+    return dict(p or {})
+
+
+def peak_tflops(results: Mapping, dtype: str) -> float | None:
+    """The peak ``dtype`` is compared with: the ceilings', else the benchmark's, else the report's env."""
+    return (dig(results, "ceilings", "peak_tflops", dtype) or dig(results, "bench", "env", "peak_tflops", dtype)
+            or dig(results, "env", "peak_tflops", dtype))
