@@ -163,7 +163,7 @@ def test_loops_are_back_edges_and_the_hot_loop_is_the_innermost_one_doing_math(l
     assert mix["ffma_lds_share"] == 0.5 and mix["ffma_load_share"] == 0.4
     assert mix["loads"]["LDG"] == {"8": 0, "16": 0, "32": 0, "64": 0, "128": 1}
     assert mix["loads"]["LDS"] == {"8": 0, "16": 0, "32": 1, "64": 0, "128": 1}
-    assert mix["stores"]["STS"] == {"32": 0, "64": 0, "128": 1}
+    assert mix["stores"]["STS"] == {"8": 0, "16": 0, "32": 0, "64": 0, "128": 1}
     assert (mix["barriers"], mix["address_arith"], mix["control"]) == (1, 1, 2)
 
 
