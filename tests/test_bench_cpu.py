@@ -11,7 +11,8 @@ from rich.console import Console
 
 from gemmlab.measure import arrays
 
-from gemmlab.bench import runner as bench
+from gemmlab.bench import results, runner, stats, table
+from gemmlab.bench import schedule as sched
 
 from gemmlab.cli import app as cli
 
@@ -41,20 +42,20 @@ def _synthetic_result(peak=66.9):
     records = []
     times = {"cublas": [2.8, 2.7, 2.75], "tile_2d": [5.4, 5.3, 5.5], "warp_tiling": [3.6, 3.5, 3.7],
              "naive": [34.0, 35.0, 36.0]}
-    for g in bench.schedule(rungs, None):
+    for g in sched.schedule(rungs, None):
         for job in g.jobs:
-            rec = bench._blank(job, "fp32")
-            if job.slug == "cublas" and job.shape == bench.REDUCED_SHAPE:
+            rec = stats.blank_record(job, "fp32")
+            if job.slug == "cublas" and job.shape == sched.REDUCED_SHAPE:
                 rec["times_ms"] = [0.37, 0.36, 0.38]
             elif job.slug == "vectorized":
                 rec["status"], rec["verified"], rec["rel_error"] = "failed", False, 0.5
-                bench._add_note(rec, "FAILED verification: rel. Frobenius error 5.0e-01")
+                stats.add_note(rec, "FAILED verification: rel. Frobenius error 5.0e-01")
             else:
                 rec["times_ms"] = times[job.slug]
                 rec["verified"], rec["rel_error"] = True, 1e-7
             rec["repeats"] = len(rec["times_ms"])
             records.append(rec)
-    bench.summarize(records, peak)
+    stats.summarize(records, peak)
     env = {"gpu_name": "NVIDIA H100 80GB HBM3", "arch": "sm_90a", "sm_count": 132, "max_sm_clock_mhz": 1980,
            "l2_bytes": 50 * 2**20, "peaks": envinfo.peaks((9, 0), 132, 1980),
            "clocks_before": {"sm_mhz": 1980, "mem_mhz": 2619}, "clocks_after": {"sm_mhz": 1755, "mem_mhz": 2619}}
@@ -66,7 +67,7 @@ def _synthetic_result(peak=66.9):
 
 def _render(result) -> str:
     con = Console(record=True, width=240, color_system=None)
-    bench.render(result, con)
+    table.render(result, con)
     return con.export_text()
 
 
@@ -86,23 +87,23 @@ def test_bench_parses_rungs_shapes_and_every_option(bench_cli):
 def test_bench_defaults_are_fp32_all_rungs_default_shape_flush_and_verify(bench_cli):
     a = _parse(bench_cli, [])
     assert a.rungs == [] and a.shapes is None and a.dtype == "fp32"
-    assert (a.repeats, a.warmup) == (bench.DEFAULT_REPEATS, bench.DEFAULT_WARMUP)
+    assert (a.repeats, a.warmup) == (sched.DEFAULT_REPEATS, sched.DEFAULT_WARMUP)
     assert a.flush_l2 and a.verify and a.progress and a.lib is None and a.json is None
 
 
 def test_default_rungs_are_those_supporting_the_dtype_in_ladder_order():
-    fp32 = bench.select_rungs(None, "fp32")
+    fp32 = sched.select_rungs(None, "fp32")
     assert fp32 == [r for r in kernels() if "fp32" in r.dtypes]
-    assert all("bf16" in r.dtypes for r in bench.select_rungs(None, "bf16"))
+    assert all("bf16" in r.dtypes for r in sched.select_rungs(None, "bf16"))
 
 
 def test_rungs_are_named_by_slug_or_number_and_sorted_into_ladder_order():
-    assert [r.slug for r in bench.select_rungs(["15", "naive", "tile_2d"], "fp32")] == ["naive", "tile_2d", "warp_tiling"]
+    assert [r.slug for r in sched.select_rungs(["15", "naive", "tile_2d"], "fp32")] == ["naive", "tile_2d", "warp_tiling"]
 
 
 def test_a_rung_that_does_not_support_the_dtype_is_rejected_with_the_dtype_to_use():
     with pytest.raises(ValueError, match="--dtype fp16"):
-        bench.select_rungs(["wmma"], "fp32")
+        sched.select_rungs(["wmma"], "fp32")
 
 
 def _gpu_must_not_be_touched(monkeypatch):
@@ -114,19 +115,19 @@ def _gpu_must_not_be_touched(monkeypatch):
 def test_config_needs_exactly_one_rung_and_is_checked_before_the_gpu(monkeypatch):
     _gpu_must_not_be_touched(monkeypatch)
     with pytest.raises(ValueError, match="exactly one rung"):
-        bench.run_bench(rungs=["tile_2d", "warp_tiling"], config={"BM": 64})
+        runner.run_bench(rungs=["tile_2d", "warp_tiling"], config={"BM": 64})
     with pytest.raises(ValueError, match="has no parameter"):
-        bench.run_bench(rungs=["tile_2d"], config={"NOPE": 64})
+        runner.run_bench(rungs=["tile_2d"], config={"NOPE": 64})
 
 
 def test_bad_shapes_repeats_and_bf16_on_cupy_are_rejected_before_the_gpu(monkeypatch):
     _gpu_must_not_be_touched(monkeypatch)
     with pytest.raises(ValueError, match="not N, N"):
-        bench.run_bench(shapes="4096x12")
+        runner.run_bench(shapes="4096x12")
     with pytest.raises(ValueError, match="repeats"):
-        bench.run_bench(repeats=0)
+        runner.run_bench(repeats=0)
     with pytest.raises(ValueError, match="bf16 needs --lib torch"):
-        bench.run_bench(dtype="bf16", lib="cupy")
+        runner.run_bench(dtype="bf16", lib="cupy")
 
 
 def test_library_choice_prefers_torch_and_bf16_needs_torch():
@@ -141,23 +142,23 @@ def test_library_choice_prefers_torch_and_bf16_needs_torch():
 
 # ---- shape rule --------------------------------------------------------------------------------
 def test_naive_rungs_are_the_ones_without_a_k_tile_rungs_1_to_3():
-    assert [r.number for r in kernels() if bench.is_naive(r)] == [1, 2, 3]
+    assert [r.number for r in kernels() if sched.is_naive(r)] == [1, 2, 3]
 
 
 def test_default_shape_times_naive_rungs_at_2048_beside_cublas_at_2048():
-    groups = bench.schedule(bench.select_rungs(None, "fp32"), None)
-    assert [g.shape for g in groups] == [bench.DEFAULT_SHAPE, bench.REDUCED_SHAPE]
+    groups = sched.schedule(sched.select_rungs(None, "fp32"), None)
+    assert [g.shape for g in groups] == [sched.DEFAULT_SHAPE, sched.REDUCED_SHAPE]
     full, reduced = groups
     assert full.jobs[0].rung is None and reduced.jobs[0].rung is None  # cuBLAS first in each group
     assert [j.rung.number for j in reduced.jobs[1:]] == [1, 2, 3]
     assert all(j.rung.number > 3 for j in full.jobs[1:])
     assert all("2048^3" in j.note and "bounded" in j.note for j in reduced.jobs[1:])
-    assert all(j.requested == bench.DEFAULT_SHAPE for g in groups for j in g.jobs)
+    assert all(j.requested == sched.DEFAULT_SHAPE for g in groups for j in g.jobs)
 
 
 def test_given_shapes_apply_to_every_rung_without_reduction():
-    rungs = bench.select_rungs(["naive", "warp_tiling"], "fp32")
-    groups = bench.schedule(rungs, bench._as_shapes("4096,127x4097x1023,4096^3"))
+    rungs = sched.select_rungs(["naive", "warp_tiling"], "fp32")
+    groups = sched.schedule(rungs, sched.as_shapes("4096,127x4097x1023,4096^3"))
     assert [g.shape for g in groups] == [(4096, 4096, 4096), (127, 4097, 1023)]  # duplicates dropped
     for g in groups:
         assert [j.slug for j in g.jobs] == ["cublas", "naive", "warp_tiling"]
@@ -165,17 +166,17 @@ def test_given_shapes_apply_to_every_rung_without_reduction():
 
 
 def test_only_naive_rungs_at_default_shape_need_just_the_2048_group():
-    groups = bench.schedule(bench.select_rungs(["naive"], "fp32"), None)
-    assert [g.shape for g in groups] == [bench.REDUCED_SHAPE]
+    groups = sched.schedule(sched.select_rungs(["naive"], "fp32"), None)
+    assert [g.shape for g in groups] == [sched.REDUCED_SHAPE]
     assert [j.slug for j in groups[0].jobs] == ["cublas", "naive"]
 
 
 def test_a_run_slower_than_200_ms_gets_fewer_repeats_but_never_fewer_than_3():
-    assert bench.slow_repeats(5.0, 50) == 50
-    assert bench.slow_repeats(bench.SLOW_RUN_MS, 50) == 50
-    assert bench.slow_repeats(250.0, 50) == 8            # ~2 s budget
-    assert bench.slow_repeats(5000.0, 50) == bench.MIN_REPEATS
-    assert bench.slow_repeats(5000.0, 1) == 1             # never more than asked
+    assert sched.slow_repeats(5.0, 50) == 50
+    assert sched.slow_repeats(sched.SLOW_RUN_MS, 50) == 50
+    assert sched.slow_repeats(250.0, 50) == 8            # ~2 s budget
+    assert sched.slow_repeats(5000.0, 50) == sched.MIN_REPEATS
+    assert sched.slow_repeats(5000.0, 1) == 1             # never more than asked
 
 
 # ---- no GPU ------------------------------------------------------------------------------------
@@ -193,7 +194,7 @@ def test_without_a_gpu_bench_exits_3_pointing_to_list_and_inspect(bench_cli, mon
 def test_run_bench_raises_no_gpu_error_without_a_gpu(monkeypatch):
     monkeypatch.setattr(driver, "gpu_available", lambda: False)
     with pytest.raises(driver.NoGPUError, match="gemmlab list"):
-        bench.run_bench(rungs=["tile_2d"], progress=False)
+        runner.run_bench(rungs=["tile_2d"], progress=False)
 
 
 # ---- statistics, JSON, table -------------------------------------------------------------------
@@ -215,7 +216,7 @@ def test_summary_takes_the_median_and_compares_with_cublas_at_the_same_shape():
 def test_json_has_the_schema_keys_every_repeat_and_is_strict(tmp_path):
     res = _synthetic_result()
     res["results"][0]["rel_error"] = float("inf")
-    path = bench.write_json(res, tmp_path / "sub" / "bench.json")
+    path = results.write_json(res, tmp_path / "sub" / "bench.json")
     text = path.read_text()
     assert "Infinity" not in text and "NaN" not in text
     data = json.loads(text)
@@ -256,9 +257,9 @@ def test_table_says_naive_rungs_ran_at_2048_against_cublas_at_2048():
 
 def test_exit_code_is_1_when_a_rung_failed_or_errored():
     res = _synthetic_result()
-    assert bench.exit_code(res) == 1
+    assert results.exit_code(res) == 1
     res["results"] = [r for r in res["results"] if r["status"] == "ok"]
-    assert bench.exit_code(res) == 0
+    assert results.exit_code(res) == 0
 
 
 # ---- environment -------------------------------------------------------------------------------
@@ -406,13 +407,13 @@ def fake_gpu(monkeypatch):
         return _FakePlan(a, b, c, kernel, broken=kernel == "vectorized", sleep=0.01 if kernel == "naive" else 0.0)
 
     monkeypatch.setattr(api, "plan", plan)
-    monkeypatch.setattr(bench, "SLOW_RUN_MS", 5.0)
-    monkeypatch.setattr(bench, "SLOW_BUDGET_MS", 20.0)
+    monkeypatch.setattr(sched, "SLOW_RUN_MS", 5.0)
+    monkeypatch.setattr(sched, "SLOW_BUDGET_MS", 20.0)
 
 
 def test_a_whole_run_verifies_times_interleaved_and_reports_every_figure(fake_gpu, tmp_path):
-    res = bench.run_bench(rungs=["naive", "tile_1d", "tile_2d", "vectorized", "warp_tiling"], shapes="64x48x32",
-                          repeats=6, warmup=2, progress=False)
+    res = runner.run_bench(rungs=["naive", "tile_1d", "tile_2d", "vectorized", "warp_tiling"], shapes="64x48x32",
+                           repeats=6, warmup=2, progress=False)
     by = {r["kernel"]: r for r in res["results"]}
     assert [r["kernel"] for r in res["results"]] == ["cublas", "naive", "tile_1d", "tile_2d", "vectorized",
                                                      "warp_tiling"]
@@ -434,8 +435,8 @@ def test_a_whole_run_verifies_times_interleaved_and_reports_every_figure(fake_gp
     assert res["settings"]["peak_tflops"] == pytest.approx(66.9, abs=0.05)
     assert res["env"]["peak_tflops"]["fp32"] == res["settings"]["peak_tflops"]
     assert res["env"]["peak_tflops"]["bf16"] == pytest.approx(1070.5, abs=0.1)
-    assert bench.exit_code(res) == 1
-    data = json.loads(bench.write_json(res, tmp_path / "b.json").read_text())
+    assert results.exit_code(res) == 1
+    data = json.loads(results.write_json(res, tmp_path / "b.json").read_text())
     assert data["results"][3]["times_ms"] == ok["times_ms"]
     text = _render(res)
     assert "Fake H100" in text and "FAILED" in text

@@ -19,6 +19,7 @@ import textwrap
 import pytest
 
 from gemmlab.analysis import ncu as P
+from gemmlab.analysis.ncu import run as ncu_run
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 SHAPE = (2048, 2048, 2048)
@@ -208,7 +209,7 @@ def test_unknown_metric_messages():
 
 def test_permission_error_is_explained():
     with pytest.raises(P.NcuPermissionError, match="NVreg_RestrictProfilingToAdminUsers"):
-        P._check_output("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters")
+        P.check_permission("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters")
 
 
 FAKE_NCU = r'''#!{python}
@@ -223,6 +224,9 @@ log = args[args.index("--log-file") + 1]
 metrics = args[args.index("--metrics") + 1].split(",")
 with open(os.environ["FAKE_NCU_ARGS"], "a") as fh:
     fh.write(" ".join(args) + "\n")
+if os.environ.get("FAKE_NCU_ENV"):
+    with open(os.environ["FAKE_NCU_ENV"], "a") as fh:
+        fh.write(os.environ.get("PYTHONPATH", "") + "\n")
 if mode == "perm":
     open(log, "w").write("==PROF== Connected to process 1\n==ERROR== ERR_NVGPUCTRPERM - The user does not have permission\n")
     sys.exit(1)
@@ -252,7 +256,7 @@ def fake_ncu(tmp_path, monkeypatch):
     exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("FAKE_NCU_CSV", os.path.join(DATA, "ncu_smem_raw.csv"))
     monkeypatch.setenv("FAKE_NCU_ARGS", str(tmp_path / "args.txt"))
-    monkeypatch.setattr(P, "_REJECTED", set())
+    monkeypatch.setattr(ncu_run, "REJECTED_METRICS", set())
     return str(exe)
 
 
@@ -318,6 +322,21 @@ def test_profile_command_end_to_end_with_fake_ncu(fake_ncu, monkeypatch, capsys)
     rc = main(["profile", "smem", "--shape", "2048", "--ncu", fake_ncu])
     out = capsys.readouterr().out
     assert rc == 0 and "bank conflicts" in out and "top warp stalls" in out
+
+
+def test_the_profiled_target_imports_this_very_gemmlab(fake_ncu, monkeypatch, tmp_path):
+    """ncu's child runs ``python -m gemmlab.measure.ncu_target`` with PYTHONPATH starting at the
+    directory that holds this gemmlab package."""
+    import gemmlab.core.driver
+
+    monkeypatch.setattr(gemmlab.core.driver, "gpu_available", lambda: True)
+    monkeypatch.setenv("FAKE_NCU_ENV", str(tmp_path / "env.txt"))
+    P.profile_rung("smem", SHAPE, "fp32", ncu=fake_ncu)
+    first = (tmp_path / "env.txt").read_text().splitlines()[0].split(os.pathsep)[0]
+    import gemmlab
+
+    assert os.path.samefile(first, os.path.dirname(os.path.dirname(gemmlab.__file__)))
+    assert os.path.isfile(os.path.join(first, "gemmlab", "measure", "ncu_target.py"))
 
 
 def test_profile_rejects_a_dtype_the_rung_lacks(fake_ncu):

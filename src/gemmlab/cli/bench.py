@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from ..bench.runner import DEFAULT_REPEATS, DEFAULT_WARMUP, exit_code, render, run_bench, write_json
+from ..bench.results import exit_code, write_json
+from ..bench.runner import run_bench
+from ..bench.schedule import DEFAULT_REPEATS, DEFAULT_WARMUP
+from ..bench.table import render
 from ..core.config import parse_config
 from .common import add_config, add_dtype, add_lib
 

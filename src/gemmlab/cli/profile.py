@@ -6,7 +6,8 @@ import json
 
 from ..analysis.ncu import STALL_MEANING, profile_rung
 from ..core.config import parse_config
-from ..core.shapes import PROFILE_SHAPE, fmt_shape
+from ..core.registry import get
+from ..core.shapes import PROFILE_SHAPE, fmt_shape, parse_shape
 from .common import add_config, add_dtype, add_lib
 
 
@@ -71,9 +72,6 @@ TABLE_ROWS: tuple[tuple[str, str, str], ...] = (
 
 
 def run(args) -> int:
-    from ..core.registry import get
-    from ..core.shapes import parse_shape
-
     rung = get(args.rung)
     dtype = args.dtype or rung.dtypes[0]
     shape = parse_shape(args.shape)
@@ -83,27 +81,41 @@ def run(args) -> int:
         print(json.dumps(res, indent=2, default=str))
         return 0
     from rich.console import Console
-    from rich.table import Table
 
     con = Console()
     cols = [(rung.slug, res)] + ([("cuBLAS", res["cublas"])] if res.get("cublas") else [])
-    t = Table(title=f"gemmlab profile {rung.slug} {dtype} {'x'.join(map(str, shape))}  (ncu {res.get('ncu', '?')})")
+    title = f"gemmlab profile {rung.slug} {dtype} {'x'.join(map(str, shape))}  (ncu {res.get('ncu', '?')})"
+    con.print(_counter_table(title, cols))
+    for name, r in cols:
+        con.print(_stall_table(name, r))
+    missing = sorted(set(res["missing"]) | set((res.get("cublas") or {}).get("missing", [])))
+    if missing:
+        con.print(f"[dim]not available from this ncu/GPU: {', '.join(missing)}[/dim]")
+    return 0
+
+
+def _counter_table(title: str, cols: list[tuple[str, dict]]):
+    """The TABLE_ROWS counters, one column per profiled kernel (the rung, then cuBLAS)."""
+    from rich.table import Table
+
+    t = Table(title=title)
     t.add_column("counter")
     for name, _ in cols:
         t.add_column(name, justify="right")
     for key, label, unit in TABLE_ROWS:
         t.add_row(label, *[_fmt(r.get(key), unit) for _, r in cols])
-    con.print(t)
-    for name, r in cols:
-        st = Table(title=f"top warp stalls: {name}  ({_fmt(r.get('warp_cycles_per_issue'), 'ratio')} cycles between issues)")
-        st.add_column("reason")
-        st.add_column("cycles/issue", justify="right")
-        st.add_column("share", justify="right")
-        st.add_column("meaning")
-        for s in r["stalls"][:6]:
-            st.add_row(s["label"], f"{s['cycles_per_issue']:.2f}", f"{100 * s['share']:.0f}%", STALL_MEANING[s["reason"]])
-        con.print(st)
-    missing = sorted(set(res["missing"]) | set((res.get("cublas") or {}).get("missing", [])))
-    if missing:
-        con.print(f"[dim]not available from this ncu/GPU: {', '.join(missing)}[/dim]")
-    return 0
+    return t
+
+
+def _stall_table(name: str, r: dict, top: int = 6):
+    """The ``top`` warp stall reasons of one profiled kernel, with their share and meaning."""
+    from rich.table import Table
+
+    st = Table(title=f"top warp stalls: {name}  ({_fmt(r.get('warp_cycles_per_issue'), 'ratio')} cycles between issues)")
+    st.add_column("reason")
+    st.add_column("cycles/issue", justify="right")
+    st.add_column("share", justify="right")
+    st.add_column("meaning")
+    for s in r["stalls"][:top]:
+        st.add_row(s["label"], f"{s['cycles_per_issue']:.2f}", f"{100 * s['share']:.0f}%", STALL_MEANING[s["reason"]])
+    return st

@@ -1,0 +1,130 @@
+"""The benchmark's result on the terminal: header lines (device, clocks, versions) and a rich
+table, cuBLAS first then the ladder per requested shape, with its caption (what % peak is of,
+how it was timed). Pure: reads only the result dict."""
+
+from __future__ import annotations
+
+import sys
+
+from ..core.shapes import fmt_shape
+
+
+def _fmt_tflops(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.0f}" if x >= 100 else f"{x:.1f}" if x >= 10 else f"{x:.2f}"
+
+
+def _ordered(result: dict) -> list[dict]:
+    """Rows in table order: per requested shape, cuBLAS first (requested shape first), then the ladder."""
+    recs = result.get("results", [])
+
+    def req(r):
+        return tuple(r.get("requested_shape") or (r["M"], r["N"], r["K"]))
+
+    order: list[tuple] = []
+    for r in recs:
+        if req(r) not in order:
+            order.append(req(r))
+
+    def key(r):
+        shape = (r["M"], r["N"], r["K"])
+        return (order.index(req(r)), 0 if r["kernel"] == "cublas" else 1, r.get("number", 0), shape != req(r))
+
+    return sorted(recs, key=key)
+
+
+def build_table(result: dict):
+    """The results as a rich Table (pure: reads only the result dict)."""
+    from rich.table import Table
+
+    settings = result.get("settings", {})
+    env = result.get("env", {})
+    dtype = settings.get("dtype", "")
+    title = f"gemmlab bench -- {env.get('gpu_name') or 'GPU'}, {dtype}"
+    t = Table(title=title, caption=_caption(result), caption_justify="left")
+    fixed = {"no_wrap": True}
+    right = {"justify": "right", "no_wrap": True}
+    for col, kw in (("#", right), ("rung", fixed), ("shape", fixed), ("ms", right), ("TFLOP/s", right),
+                    ("vs cuBLAS", right), ("% peak", right), ("check", fixed), ("note", {"overflow": "fold", "min_width": 20})):
+        t.add_column(col, **kw)
+    prev_req = None
+    for r in _ordered(result):
+        req = tuple(r.get("requested_shape") or (r["M"], r["N"], r["K"]))
+        if prev_req is not None and req != prev_req:
+            t.add_section()
+        prev_req = req
+        status = r.get("status", "ok")
+        if status == "failed" or r.get("verified") is False and r["kernel"] != "cublas":
+            check, ms = "[red]FAILED[/red]", "[red]FAILED[/red]"
+        elif status in ("error", "skipped"):
+            check, ms = f"[yellow]{status}[/yellow]", "-"
+        else:
+            check = {True: "[green]ok[/green]", False: "[red]FAILED[/red]", None: "-"}[r.get("verified")]
+            ms = f"{r['ms']:.3f}" if r.get("ms") is not None else "-"
+        v = r.get("vs_cublas")
+        vs = "-" if v is None else f"{v:.2f}x" if v >= 0.1 else f"{v:.3f}x"
+        pct = f"{r['pct_peak']:.1f}%" if r.get("pct_peak") is not None else "-"
+        name = "cuBLAS" if r["kernel"] == "cublas" else r["kernel"]
+        num = "" if r["kernel"] == "cublas" else str(r.get("number", ""))
+        t.add_row(num, name, fmt_shape((r["M"], r["N"], r["K"])), ms, _fmt_tflops(r.get("tflops")), vs, pct, check,
+                  r.get("note") or "")
+    return t
+
+
+def _caption(result: dict) -> str:
+    """The table's caption: what % peak is a percentage of, and how the figures were timed."""
+    s = result.get("settings", {})
+    env = result.get("env", {})
+    peaks = env.get("peaks") or {}
+    parts = []
+    if s.get("peak_tflops"):
+        if s.get("dtype") == "fp32":
+            how = (f"{peaks.get('sm_count')} SMs x {peaks.get('fp32_fma_per_clk_sm')} FMA/clk x 2 x "
+                   f"{peaks.get('clock_mhz'):.0f} MHz" if peaks.get("clock_mhz") else "")
+        else:
+            how = (f"{peaks.get('sm_count')} SMs x {peaks.get('tensor_flop_per_clk_sm')} flop/clk x "
+                   f"{peaks.get('clock_mhz'):.0f} MHz" if peaks.get("clock_mhz") else "")
+        parts.append(f"% peak: of {s['peak_tflops']:.1f} TFLOP/s ({s.get('peak_kind', '')}{': ' + how if how else ''})")
+    parts.append(f"median of {s.get('repeats')} repeats after {s.get('warmup')} warm-up runs, "
+                 f"L2 {'flushed' if s.get('flush_l2') else 'NOT flushed'} before each run, "
+                 f"cuBLAS via {s.get('lib')} interleaved with the rungs")
+    return "\n".join(parts)
+
+
+def summary_lines(result: dict) -> list[str]:
+    """Header lines: device, clocks before and after, versions."""
+    env = result.get("env", {})
+    lib = env.get("libraries") or {}
+    cb, ca = env.get("clocks_before") or {}, env.get("clocks_after") or {}
+
+    def clk(c):
+        if c.get("sm_mhz") is None:
+            return "n/a"
+        extra = f", {c['temperature_c']} C" if c.get("temperature_c") is not None else ""
+        extra += f", {c['power_w']:.0f} W" if c.get("power_w") is not None else ""
+        return f"SM {c['sm_mhz']} MHz, mem {c.get('mem_mhz')} MHz{extra}"
+
+    mhz = env.get("max_sm_clock_mhz")
+    lines = [
+        f"{env.get('gpu_name')} ({env.get('arch')}, {env.get('sm_count')} SMs, max SM clock "
+        f"{f'{mhz:.0f}' if mhz is not None else 'n/a'} MHz, L2 {((env.get('l2_bytes') or 0) / 2**20):.0f} MiB)",
+        f"driver {env.get('driver_version')}, CUDA {env.get('cuda_driver_version')}, NVRTC {env.get('nvrtc_version')}, "
+        f"torch {lib.get('torch')}, cupy {lib.get('cupy')}, gemmlab {result.get('gemmlab_version')}"
+        + (f" ({env['git_commit'][:10]}{'+dirty' if env.get('git_dirty') else ''})" if env.get("git_commit") else ""),
+        f"clocks before: {clk(cb)}; after: {clk(ca)}",
+    ]
+    if cb.get("sm_mhz") is None and cb.get("error"):
+        lines.append(f"(no NVML clocks: {cb['error']})")
+    return lines
+
+
+def render(result: dict, console=None) -> None:
+    """Print the header lines and the table (to ``console``, default stdout)."""
+    from rich.console import Console
+
+    # a log file gets a wide table; a terminal gets its own width
+    con = console or (Console() if sys.stdout.isatty() else Console(width=200))
+    for line in summary_lines(result):
+        con.print(line, highlight=False, markup=False)
+    con.print(build_table(result))
