@@ -81,15 +81,13 @@ def _check_arguments(rungs, shapes, dtype: str, repeats, warmup, lib: str | None
     return rung_list, shape_list
 
 
-def _no_gpu_message() -> str:
-    reason = "no usable NVIDIA GPU"
+def _no_gpu_reason() -> str:
+    """Why there is no GPU, for the one no-GPU message of the CLI (cli/app.py)."""
     try:
         driver.init()
     except Exception as exc:  # NoGPUError, ImportError of cuda-python ...
-        reason = str(exc)
-    return (f"benchmarking needs an NVIDIA GPU, and this machine has none usable ({reason}).\n"
-            "Without a GPU you can still run `gemmlab list` (the ladder) and "
-            "`gemmlab inspect RUNG --arch sm_90a` (compile a rung and read its SASS).")
+        return str(exc)
+    return "no usable NVIDIA GPU"
 
 
 # ---- the run's state ---------------------------------------------------------------------------
@@ -342,7 +340,7 @@ def run_bench(rungs=None, shapes=None, dtype: str = "fp32", repeats: int = DEFAU
     rung_list, shape_list = _check_arguments(rungs, shapes, dtype, repeats, warmup, lib, config)
     groups = schedule(rung_list, shape_list)
     if not driver.gpu_available():
-        raise driver.NoGPUError(_no_gpu_message())
+        raise driver.NoGPUError(_no_gpu_reason())
 
     run = _start(dtype=dtype, repeats=repeats, warmup=warmup, verify=verify, config=config, lib=lib,
                  flush_l2=flush_l2, progress=progress, n_entries=sum(len(g.jobs) for g in groups))
