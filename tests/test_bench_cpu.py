@@ -9,12 +9,13 @@ import math
 import pytest
 from rich.console import Console
 
-from gemmlab.measure import arrays
+from gemmlab.measure import arrays, timing
 
 from gemmlab.bench import results, runner, stats, table
 from gemmlab.bench import schedule as sched
 
 from gemmlab.cli import app as cli
+from gemmlab.cli import common
 
 from gemmlab.analysis import environment as envinfo
 
@@ -74,21 +75,26 @@ def _render(result) -> str:
 # ---- arguments ---------------------------------------------------------------------------------
 def test_bench_parses_rungs_shapes_and_every_option(bench_cli):
     a = _parse(bench_cli, ["tile_2d", "15", "--shape", "4096,127x4097x1023", "--shapes", "2048^3",
-                           "--dtype", "fp16", "--repeats", "7", "--warmup", "2", "--no-flush", "--no-verify",
+                           "--dtype", "fp16", "--min-samples", "7", "--max-samples", "9", "--warmup", "2",
+                           "--no-flush", "--no-verify", "--noise", "0.01", "--time-cap", "1.5", "--order", "shuffle",
+                           "--seed", "5", "--spin-us", "500", "--peers", "cublas,triton",
                            "--config", "BM=64", "--config", "BN=64", "--lib", "cupy", "--json", "out.json",
                            "--no-progress"])
     assert a.rungs == ["tile_2d", "15"]
     assert a.shapes == ["4096,127x4097x1023", "2048^3"]
-    assert (a.dtype, a.repeats, a.warmup) == ("fp16", 7, 2)
-    assert (a.flush_l2, a.verify, a.progress) == (False, False, False)
+    assert a.dtype == "fp16" and a.peers == "cublas,triton"
+    assert common.timing_settings(a) == timing.Settings(l2="hot", spin_us=500.0, warmup=2, min_samples=7, max_samples=9,
+                                                        target_error=0.01, time_cap_s=1.5, order="shuffle", seed=5)
+    assert (a.verify, a.progress) == (False, False)
     assert a.config == ["BM=64", "BN=64"] and a.lib == "cupy" and a.json == "out.json"
 
 
 def test_bench_defaults_are_fp32_all_rungs_default_shape_flush_and_verify(bench_cli):
     a = _parse(bench_cli, [])
-    assert a.rungs == [] and a.shapes is None and a.dtype == "fp32"
-    assert (a.repeats, a.warmup) == (sched.DEFAULT_REPEATS, sched.DEFAULT_WARMUP)
-    assert a.flush_l2 and a.verify and a.progress and a.lib is None and a.json is None
+    assert a.rungs == [] and a.shapes is None and a.dtype == "fp32" and a.peers is None
+    assert common.timing_settings(a) == timing.Settings()   # the engine's defaults, cold L2
+    assert timing.Settings().l2 == "cold"
+    assert a.verify and a.progress and a.lib is None and a.json is None
 
 
 def test_default_rungs_are_those_supporting_the_dtype_in_ladder_order():
@@ -120,12 +126,12 @@ def test_config_needs_exactly_one_rung_and_is_checked_before_the_gpu(monkeypatch
         runner.run_bench(rungs=["tile_2d"], config={"NOPE": 64})
 
 
-def test_bad_shapes_repeats_and_bf16_on_cupy_are_rejected_before_the_gpu(monkeypatch):
+def test_bad_shapes_peers_and_bf16_on_cupy_are_rejected_before_the_gpu(monkeypatch):
     _gpu_must_not_be_touched(monkeypatch)
     with pytest.raises(ValueError, match="not N, N"):
         runner.run_bench(shapes="4096x12")
-    with pytest.raises(ValueError, match="repeats"):
-        runner.run_bench(repeats=0)
+    with pytest.raises(ValueError, match="unknown peer 'rocblas'"):
+        runner.run_bench(peers=["rocblas"])
     with pytest.raises(ValueError, match="bf16 needs --lib torch"):
         runner.run_bench(dtype="bf16", lib="cupy")
 
@@ -169,14 +175,6 @@ def test_only_naive_rungs_at_default_shape_need_just_the_2048_group():
     groups = sched.schedule(sched.select_rungs(["naive"], "fp32"), None)
     assert [g.shape for g in groups] == [sched.REDUCED_SHAPE]
     assert [j.slug for j in groups[0].jobs] == ["cublas", "naive"]
-
-
-def test_a_run_slower_than_200_ms_gets_fewer_repeats_but_never_fewer_than_3():
-    assert sched.slow_repeats(5.0, 50) == 50
-    assert sched.slow_repeats(sched.SLOW_RUN_MS, 50) == 50
-    assert sched.slow_repeats(250.0, 50) == 8            # ~2 s budget
-    assert sched.slow_repeats(5000.0, 50) == sched.MIN_REPEATS
-    assert sched.slow_repeats(5000.0, 1) == 1             # never more than asked
 
 
 # ---- no GPU ------------------------------------------------------------------------------------
@@ -287,17 +285,14 @@ def test_clocks_are_none_with_a_reason_when_nvml_is_missing(monkeypatch):
         envinfo._handle.cache_clear()
 
 
-def test_collect_always_returns_json_ready_fields():
+def test_the_environment_without_a_gpu_says_why_and_is_strict_json(monkeypatch):
+    monkeypatch.setattr(driver, "device_info", lambda ordinal=0: (_ for _ in ()).throw(driver.NoGPUError("no driver")))
     env = envinfo.collect(0)
-    for key in ("gpu_name", "sm_count", "compute_capability", "arch", "max_sm_clock_mhz", "l2_bytes",
-                "driver_version", "cuda_driver_version", "nvrtc_version", "libraries", "gemmlab_version",
-                "git_commit", "clocks", "peaks", "peak_tflops"):
-        assert key in env
-    assert {"python", "platform", "numpy", "cupy", "torch", "cuda-bindings"} <= set(env["libraries"])
-    json.dumps(env, allow_nan=False)
-    if not driver.gpu_available():
-        assert env["gpu_name"] is None or env.get("cuda_error")
-        assert env["peaks"]["fp32_tflops"] is None or math.isfinite(env["peaks"]["fp32_tflops"])
+    assert env["gpu_name"] is None or env["nvml_error"] is None  # NVML may still name a GPU
+    assert env["cuda_error"] == "NoGPUError: no driver"
+    assert env["peaks"]["fp32_tflops"] is None and "compute capability" in env["peaks"]["unknown"]
+    assert env["peak_tflops"] == {"fp32": None, "fp16": None, "bf16": None}
+    assert json.loads(json.dumps(env, allow_nan=False)) == env
 
 
 # ---- the whole run, on CPU fakes ---------------------------------------------------------------
@@ -390,6 +385,32 @@ class _FakePlan:
             time.sleep(self.sleep)
 
 
+class _WallDevice:
+    """timing.Device on the host: events read the wall clock, the spin and the flush are counted."""
+
+    def __init__(self, lib, ordinal, l2_bytes, flush=True):
+        self.stream, self.spins, self.flushes = 0, 0, 0
+        self.flush_bytes = 2 * max(int(l2_bytes), 1 << 20) if flush else 0
+
+    def new_event(self):
+        return _FakeEvent()
+
+    def record(self, ev):
+        ev.record()
+
+    def elapsed_ms(self, s, e):
+        return (e.t - s.t) * 1e3
+
+    def spin(self, ns):
+        self.spins += 1
+
+    def flush(self):
+        self.flushes += 1
+
+    def synchronize(self):
+        pass
+
+
 @pytest.fixture
 def fake_gpu(monkeypatch):
     from gemmlab.core import api
@@ -401,43 +422,76 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(launch, "current_stream", lambda lib, ordinal: 0)
     monkeypatch.setattr(arrays, "available_libs", lambda: ["cupy"])
     monkeypatch.setattr(arrays, "Lib", _FakeLib)
+    monkeypatch.setattr(timing, "CudaDevice", _WallDevice)
+    monkeypatch.setattr(envinfo, "max_sm_clock_mhz", lambda ordinal=0: None)  # no NVML: no clock thread
 
     def plan(a, b, c, *, alpha=1.0, beta=0.0, kernel="auto", config=None):
         if kernel == "tile_1d":
             raise ValueError("invalid configuration for rung 'tile_1d'")
-        return _FakePlan(a, b, c, kernel, broken=kernel == "vectorized", sleep=0.01 if kernel == "naive" else 0.0)
+        return _FakePlan(a, b, c, kernel, broken=kernel == "vectorized", sleep=0.02 if kernel == "naive" else 0.0)
 
     monkeypatch.setattr(api, "plan", plan)
-    monkeypatch.setattr(sched, "SLOW_RUN_MS", 5.0)
-    monkeypatch.setattr(sched, "SLOW_BUDGET_MS", 20.0)
 
 
-def test_a_whole_run_verifies_times_interleaved_and_reports_every_figure(fake_gpu, tmp_path):
+FAST = timing.Settings(min_samples=6, max_samples=6, warmup=2, time_cap_s=0.05)
+
+
+def test_a_whole_run_verifies_times_in_rotating_order_and_reports_every_figure(fake_gpu, tmp_path):
     res = runner.run_bench(rungs=["naive", "tile_1d", "tile_2d", "vectorized", "warp_tiling"], shapes="64x48x32",
-                           repeats=6, warmup=2, progress=False)
+                           timing_settings=FAST, progress=False)
     by = {r["kernel"]: r for r in res["results"]}
     assert [r["kernel"] for r in res["results"]] == ["cublas", "naive", "tile_1d", "tile_2d", "vectorized",
                                                      "warp_tiling"]
     ok = by["tile_2d"]
     assert ok["status"] == "ok" and ok["verified"] is True and ok["rel_error"] < 1e-5
-    assert len(ok["times_ms"]) == 6 and ok["ms"] is not None and ok["tflops"] > 0 and ok["vs_cublas"] > 0
+    assert ok["samples"] == len(ok["times_ms"]) == 6 and ok["stop_reason"] == "max samples"
+    assert ok["ms"] is not None and ok["tflops"] > 0 and ok["vs_cublas"] > 0 and ok["vs_best_peer"] > 0
     assert (ok["M"], ok["N"], ok["K"]) == (64, 48, 32) and ok["config"] == {"BM": 128}
-    assert by["cublas"]["verified"] is True and len(by["cublas"]["times_ms"]) == 6
-    # a rung whose output is wrong is FAILED and not timed
+    assert by["cublas"]["verified"] is True and by["cublas"]["peer"] is True and by["cublas"]["best_peer"] == "cublas"
+    # a rung whose output is wrong is FAILED and not timed; one that cannot be planned is an error
     assert by["vectorized"]["status"] == "failed" and by["vectorized"]["times_ms"] == []
     assert "FAILED verification" in by["vectorized"]["note"]
-    # a rung that cannot be planned is an error, not a crash
     assert by["tile_1d"]["status"] == "error" and "invalid configuration" in by["tile_1d"]["note"]
-    # a slow rung gets fewer repeats (at least 3) and says so
-    assert by["naive"]["repeats"] == 3 and len(by["naive"]["times_ms"]) == 3 and "3 repeats" in by["naive"]["note"]
-    assert res["settings"]["lib"] == "cupy" and res["settings"]["flush_l2"] is True
-    assert res["settings"]["flush_bytes"] == 2 * (1 << 20)
-    assert {"clocks_before", "clocks_after", "peaks"} <= set(res["env"])
+    # a slow rung stops at the time cap after 3 samples, and says why
+    assert (by["naive"]["samples"], by["naive"]["stop_reason"]) == (3, "time cap")
+    # the order rotates: every timed entry leads some round, and no entry always comes first
+    rounds = res["groups"][0]["rounds"]
+    timed = {"cublas", "naive", "tile_2d", "warp_tiling"}
+    assert {r["order"][0] for r in rounds} == timed
+    assert all(set(r["order"]) <= timed for r in rounds)
+    # the self-check timed cuBLAS alone and compared
+    check = res["groups"][0]["self_check"]
+    assert check["isolated_ms"] > 0 and check["interleaved_ms"] > 0 and "alone" in check["message"]
+    assert res["self_check"]["ok"] == check["ok"]
+    assert res["settings"]["timing"]["l2"] == "cold" and res["settings"]["flush_bytes"] == 2 * (1 << 20)
+    assert res["settings"]["peers"] == ["cublas"]          # Triton needs PyTorch operands: not with CuPy
     assert res["settings"]["peak_tflops"] == pytest.approx(66.9, abs=0.05)
-    assert res["env"]["peak_tflops"]["fp32"] == res["settings"]["peak_tflops"]
     assert res["env"]["peak_tflops"]["bf16"] == pytest.approx(1070.5, abs=0.1)
     assert results.exit_code(res) == 1
     data = json.loads(results.write_json(res, tmp_path / "b.json").read_text())
     assert data["results"][3]["times_ms"] == ok["times_ms"]
     text = _render(res)
-    assert "Fake H100" in text and "FAILED" in text
+    assert "Fake H100" in text and "FAILED" in text and "self-check" in text
+
+
+def test_cold_l2_flushes_and_spins_before_every_timed_launch_and_hot_l2_only_spins(fake_gpu):
+    devices = []
+    orig = timing.CudaDevice
+
+    class Recording(orig):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            devices.append(self)
+
+    timing.CudaDevice = Recording
+    try:
+        runner.run_bench(rungs=["tile_2d"], shapes="32x32x32", timing_settings=FAST, progress=False, verify=False)
+        cold = devices[-1]
+        runner.run_bench(rungs=["tile_2d"], shapes="32x32x32", progress=False, verify=False,
+                         timing_settings=timing.Settings(min_samples=6, max_samples=6, warmup=0, l2="hot"))
+        hot = devices[-1]
+    finally:
+        timing.CudaDevice = orig
+    timed = 2 * 6 + 6                      # cuBLAS and tile_2d interleaved, then cuBLAS alone
+    assert cold.spins == timed and cold.flushes == timed + 2 * FAST.warmup
+    assert hot.spins == timed and hot.flushes == 0

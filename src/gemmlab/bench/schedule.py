@@ -1,16 +1,14 @@
 """What ``gemmlab bench`` runs: the rungs, the shapes, the groups of jobs timed on one set of
 operands, and how many repeats a slow entry gets. Pure: no GPU.
 
-Keeping the default run bounded (a few minutes on an H100, most of it compiling)
----------------------------------------------------------------------------------
-* Without ``--shape`` the shape is 4096^3, except for the naive rungs -- those without a K tile
-  (no ``BK`` parameter: every thread reads A and B straight from global memory, rungs 1-3 today),
-  which reach 0.5-7 TFLOP/s -- timed at 2048^3, with a note in the table and the JSON; cuBLAS is
-  timed at 2048^3 too, so their ratio compares like with like. A shape given with ``--shape`` is
-  used for every rung as given.
-* Any entry whose estimate run takes more than ``SLOW_RUN_MS`` (200 ms) skips the remaining
-  warm-up and is timed ``min(repeats, max(3, SLOW_BUDGET_MS // estimate))`` times (a ~2 s
-  budget, never fewer than 3 repeats); the table's note says so.
+Keeping the default run bounded
+-------------------------------
+Without ``--shape`` the shape is 4096^3, except for the naive rungs -- those without a K tile (no
+``BK`` parameter: every thread reads A and B straight from global memory, rungs 1-3 today), which
+reach 0.5-7 TFLOP/s -- timed at 2048^3, with a note in the table and the JSON; cuBLAS and the
+peers are timed at 2048^3 too, so their ratio compares like with like. A shape given with
+``--shape`` is used for every rung as given. How many samples each entry gets is the timing
+engine's stopping rule (``gemmlab.measure.timing``), whose time cap bounds a slow entry.
 """
 
 from __future__ import annotations
@@ -23,11 +21,7 @@ from ..core.registry import Rung, for_dtype, get
 from ..core.shapes import BENCH_SHAPE as DEFAULT_SHAPE
 from ..core.shapes import REDUCED_SHAPE, Shape, fmt_shape, parse_shapes
 
-DEFAULT_REPEATS = 50
-DEFAULT_WARMUP = 5
-SLOW_RUN_MS = 200.0
-SLOW_BUDGET_MS = 2000.0
-MIN_REPEATS = 3
+PEER_TITLES = {"cublas": "cuBLAS", "triton": "Triton (autotuned)"}
 
 
 def is_naive(rung: Rung) -> bool:
@@ -77,63 +71,70 @@ def as_shapes(shapes) -> list[Shape] | None:
 
 @dataclass(frozen=True)
 class Job:
-    """One kernel timed at one shape; ``rung`` None is cuBLAS."""
+    """One kernel timed at one shape: a rung, or a peer (``peer``: "cublas", "triton") when
+    ``rung`` is None."""
 
     rung: Rung | None
     requested: Shape
     shape: Shape
     note: str = ""
+    peer: str = "cublas"
 
     @property
     def slug(self) -> str:
-        return self.rung.slug if self.rung else "cublas"
+        return self.rung.slug if self.rung else self.peer
+
+    @property
+    def title(self) -> str:
+        return self.rung.title if self.rung else PEER_TITLES.get(self.peer, self.peer)
 
 
 @dataclass
 class Group:
-    """Everything timed on one set of operands: cuBLAS first, then the rungs in ladder order."""
+    """Everything timed on one set of operands: the peers (cuBLAS first), then the rungs in ladder
+    order."""
 
     shape: Shape
     jobs: list[Job] = field(default_factory=list)
 
 
-def schedule(rungs: Sequence[Rung], shapes: Sequence[Shape] | None = None) -> list[Group]:
+def schedule(rungs: Sequence[Rung], shapes: Sequence[Shape] | None = None,
+             peers: Sequence[str] = ("cublas",)) -> list[Group]:
     """The groups to time. ``shapes`` None means the default shape, where naive rungs move to
-    ``REDUCED_SHAPE`` (see the module docstring); given shapes apply to every rung."""
+    ``REDUCED_SHAPE`` (see the module docstring); given shapes apply to every rung. Every group
+    times every peer (cuBLAS is always the first: the baseline)."""
+    peers = ["cublas"] + [p for p in peers if p != "cublas"]
     groups: dict[Shape, Group] = {}
 
-    def add(requested: Shape, shape: Shape, rung: Rung | None, note: str):
+    def add(requested: Shape, shape: Shape, rung: Rung | None, note: str, peer: str = "cublas"):
         g = groups.get(shape)
         if g is None:
             g = groups[shape] = Group(shape)
-        if not any(j.rung is rung for j in g.jobs):
-            g.jobs.append(Job(rung, requested, shape, note))
+        if not any(j.rung is rung and (rung is not None or j.peer == peer) for j in g.jobs):
+            g.jobs.append(Job(rung, requested, shape, note, peer))
+
+    def add_peers(requested: Shape, shape: Shape, note: str):
+        for p in peers:
+            add(requested, shape, None, note if p == "cublas" else "", p)
 
     if shapes is None:
         reduced_note = f"naive rung: timed at {fmt_shape(REDUCED_SHAPE)} to keep the run bounded"
         full = [r for r in rungs if not is_naive(r)]
         naive = [r for r in rungs if is_naive(r)]
         if full:
-            add(DEFAULT_SHAPE, DEFAULT_SHAPE, None, "")
+            add_peers(DEFAULT_SHAPE, DEFAULT_SHAPE, "")
             for r in full:
                 add(DEFAULT_SHAPE, DEFAULT_SHAPE, r, "")
         if naive:
-            add(DEFAULT_SHAPE, REDUCED_SHAPE, None,
-                f"the reference of the naive rungs at {fmt_shape(REDUCED_SHAPE)}" if full else "")
+            add_peers(DEFAULT_SHAPE, REDUCED_SHAPE,
+                      f"the reference of the naive rungs at {fmt_shape(REDUCED_SHAPE)}" if full else "")
             for r in naive:
                 add(DEFAULT_SHAPE, REDUCED_SHAPE, r, reduced_note)
     else:
         for s in shapes:
-            add(s, s, None, "")
+            add_peers(s, s, "")
             for r in rungs:
                 add(s, s, r, "")
     for g in groups.values():
-        g.jobs.sort(key=lambda j: j.rung.number if j.rung else 0)
+        g.jobs.sort(key=lambda j: (j.rung.number, 0) if j.rung else (0, peers.index(j.peer)))
     return list(groups.values())
-
-
-def slow_repeats(estimate_ms: float, repeats: int) -> int:
-    """Repeats for an entry whose one run takes ``estimate_ms`` (the dynamic bound of the docstring)."""
-    if estimate_ms <= SLOW_RUN_MS:
-        return repeats
-    return min(repeats, max(MIN_REPEATS, int(SLOW_BUDGET_MS // estimate_ms)))

@@ -1,7 +1,8 @@
 """The benchmark's records and statistics: one record (a dict, the JSON's ``results`` entry) per
-(kernel, shape), notes, and the figures derived from the repeats -- the median, min and max,
+(kernel, shape), notes, and the figures derived from the samples -- the median, min and max,
 TFLOP/s = 2*M*N*K / median, the ratio to cuBLAS's median at the same shape from the same run
-(> 1 means faster than cuBLAS) and % of the device's peak. Pure: no GPU."""
+(> 1 means faster than cuBLAS), the ratio to the best peer (the fastest of cuBLAS, Triton, ...)
+and % of the device's peak. Pure: no GPU."""
 
 from __future__ import annotations
 
@@ -16,12 +17,13 @@ def blank_record(job: Job, dtype: str) -> dict:
     """The record of ``job`` before anything ran: status "ok", no times, no figures."""
     M, N, K = job.shape
     return {
-        "kernel": job.slug, "number": job.rung.number if job.rung else 0,
-        "title": job.rung.title if job.rung else "cuBLAS", "dtype": dtype, "M": M, "N": N, "K": K,
+        "kernel": job.slug, "number": job.rung.number if job.rung else 0, "peer": job.rung is None,
+        "title": job.title, "dtype": dtype, "M": M, "N": N, "K": K,
         "requested_shape": list(job.requested), "ms": None, "ms_min": None, "ms_max": None, "times_ms": [],
-        "tflops": None, "vs_cublas": None, "pct_peak": None, "verified": None, "rel_error": None,
-        "max_scaled_error": None, "config": {}, "note": job.note, "status": "ok", "repeats": 0, "warmup": 0,
-        "first_run_ms": None,
+        "tflops": None, "vs_cublas": None, "vs_best_peer": None, "best_peer": None, "pct_peak": None,
+        "verified": None, "rel_error": None, "max_scaled_error": None, "config": {}, "note": job.note,
+        "status": "ok", "samples": 0, "noise": None, "median_error": None, "stop_reason": None,
+        "throttled_samples": 0,
     }
 
 
@@ -31,9 +33,11 @@ def add_note(rec: dict, text: str) -> None:
 
 
 def summarize(records: list[dict], peak_tflops: float | None) -> None:
-    """Fill ms / ms_min / ms_max / tflops / vs_cublas / pct_peak from times_ms, in place.
+    """Fill ms / ms_min / ms_max / tflops / pct_peak from times_ms, then vs_cublas and
+    vs_best_peer, in place.
 
-    vs_cublas compares with the cuBLAS record of the same M, N, K in ``records``."""
+    vs_cublas compares with the cuBLAS record of the same M, N, K in ``records``; vs_best_peer
+    with the fastest peer record there (cuBLAS, Triton, ...), named in best_peer."""
     for rec in records:
         t = rec["times_ms"]
         if rec["status"] != "ok" or not t:
@@ -42,8 +46,17 @@ def summarize(records: list[dict], peak_tflops: float | None) -> None:
         rec["ms_min"], rec["ms_max"] = min(t), max(t)
         rec["tflops"] = 2.0 * rec["M"] * rec["N"] * rec["K"] / (rec["ms"] * 1e-3) / 1e12
         rec["pct_peak"] = 100.0 * rec["tflops"] / peak_tflops if peak_tflops else None
-    ref = {(r["M"], r["N"], r["K"]): r for r in records if r["kernel"] == "cublas" and r.get("tflops")}
+    shape = lambda r: (r["M"], r["N"], r["K"])  # noqa: E731
+    ref = {shape(r): r for r in records if r["kernel"] == "cublas" and r.get("tflops")}
+    best: dict = {}
+    for r in records:
+        if r.get("peer") and r.get("tflops") and (shape(r) not in best or r["tflops"] > best[shape(r)]["tflops"]):
+            best[shape(r)] = r
     for rec in records:
-        c = ref.get((rec["M"], rec["N"], rec["K"]))
-        if rec.get("tflops") and c:
+        if not rec.get("tflops"):
+            continue
+        c, b = ref.get(shape(rec)), best.get(shape(rec))
+        if c:
             rec["vs_cublas"] = rec["tflops"] / c["tflops"]
+        if b:
+            rec["vs_best_peer"], rec["best_peer"] = rec["tflops"] / b["tflops"], b["kernel"]

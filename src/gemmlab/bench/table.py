@@ -16,7 +16,7 @@ def _fmt_tflops(x: float | None) -> str:
 
 
 def _ordered(result: dict) -> list[dict]:
-    """Rows in table order: per requested shape, cuBLAS first (requested shape first), then the ladder."""
+    """Rows in table order: per requested shape, the peers first (cuBLAS leading), then the ladder."""
     recs = result.get("results", [])
 
     def req(r):
@@ -29,9 +29,37 @@ def _ordered(result: dict) -> list[dict]:
 
     def key(r):
         shape = (r["M"], r["N"], r["K"])
-        return (order.index(req(r)), 0 if r["kernel"] == "cublas" else 1, r.get("number", 0), shape != req(r))
+        peer = r.get("peer", r["kernel"] == "cublas")
+        return (order.index(req(r)), 0 if peer else 1, 0 if r["kernel"] == "cublas" else 1, r.get("number", 0),
+                shape != req(r))
 
     return sorted(recs, key=key)
+
+
+def _ratio(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}x" if v >= 0.1 else f"{v:.3f}x"
+
+
+def _status_cells(r: dict) -> tuple[str, str]:
+    status = r.get("status", "ok")
+    if status == "failed" or r.get("verified") is False and r["kernel"] != "cublas":
+        return "[red]FAILED[/red]", "[red]FAILED[/red]"
+    if status in ("error", "skipped"):
+        return f"[yellow]{status}[/yellow]", "-"
+    check = {True: "[green]ok[/green]", False: "[red]FAILED[/red]", None: "-"}[r.get("verified")]
+    return check, f"{r['ms']:.3f}" if r.get("ms") is not None else "-"
+
+
+def _row(r: dict) -> list[str]:
+    check, ms = _status_cells(r)
+    noise = r.get("noise")
+    pct = f"{r['pct_peak']:.1f}%" if r.get("pct_peak") is not None else "-"
+    peer = r.get("peer", r["kernel"] == "cublas")
+    name = {"cublas": "cuBLAS", "triton": "Triton"}.get(r["kernel"], r["kernel"]) if peer else r["kernel"]
+    num = "" if peer else str(r.get("number", ""))
+    return [num, name, fmt_shape((r["M"], r["N"], r["K"])), ms, "-" if noise is None else f"{100 * noise:.1f}%",
+            str(r.get("samples") or len(r.get("times_ms") or [])), _fmt_tflops(r.get("tflops")),
+            _ratio(r.get("vs_cublas")), _ratio(r.get("vs_best_peer")), pct, check, r.get("note") or ""]
 
 
 def build_table(result: dict):
@@ -40,13 +68,13 @@ def build_table(result: dict):
 
     settings = result.get("settings", {})
     env = result.get("env", {})
-    dtype = settings.get("dtype", "")
-    title = f"gemmlab bench -- {env.get('gpu_name') or 'GPU'}, {dtype}"
+    title = f"gemmlab bench -- {env.get('gpu_name') or 'GPU'}, {settings.get('dtype', '')}"
     t = Table(title=title, caption=_caption(result), caption_justify="left")
     fixed = {"no_wrap": True}
     right = {"justify": "right", "no_wrap": True}
-    for col, kw in (("#", right), ("rung", fixed), ("shape", fixed), ("ms", right), ("TFLOP/s", right),
-                    ("vs cuBLAS", right), ("% peak", right), ("check", fixed), ("note", {"overflow": "fold", "min_width": 20})):
+    for col, kw in (("#", right), ("rung", fixed), ("shape", fixed), ("ms", right), ("noise", right), ("n", right),
+                    ("TFLOP/s", right), ("vs cuBLAS", right), ("vs best peer", right), ("% peak", right),
+                    ("check", fixed), ("note", {"overflow": "fold", "min_width": 20})):
         t.add_column(col, **kw)
     prev_req = None
     for r in _ordered(result):
@@ -54,41 +82,48 @@ def build_table(result: dict):
         if prev_req is not None and req != prev_req:
             t.add_section()
         prev_req = req
-        status = r.get("status", "ok")
-        if status == "failed" or r.get("verified") is False and r["kernel"] != "cublas":
-            check, ms = "[red]FAILED[/red]", "[red]FAILED[/red]"
-        elif status in ("error", "skipped"):
-            check, ms = f"[yellow]{status}[/yellow]", "-"
-        else:
-            check = {True: "[green]ok[/green]", False: "[red]FAILED[/red]", None: "-"}[r.get("verified")]
-            ms = f"{r['ms']:.3f}" if r.get("ms") is not None else "-"
-        v = r.get("vs_cublas")
-        vs = "-" if v is None else f"{v:.2f}x" if v >= 0.1 else f"{v:.3f}x"
-        pct = f"{r['pct_peak']:.1f}%" if r.get("pct_peak") is not None else "-"
-        name = "cuBLAS" if r["kernel"] == "cublas" else r["kernel"]
-        num = "" if r["kernel"] == "cublas" else str(r.get("number", ""))
-        t.add_row(num, name, fmt_shape((r["M"], r["N"], r["K"])), ms, _fmt_tflops(r.get("tflops")), vs, pct, check,
-                  r.get("note") or "")
+        t.add_row(*_row(r))
     return t
 
 
+def _peak_text(result: dict) -> str | None:
+    s, peaks = result.get("settings", {}), (result.get("env", {}).get("peaks") or {})
+    if not s.get("peak_tflops"):
+        missing = ", ".join(peaks.get("unknown") or []) or "unknown"
+        return f"% peak: no peak for this device ({missing})"
+    if not peaks.get("clock_mhz"):
+        return f"% peak: of {s['peak_tflops']:.1f} TFLOP/s ({s.get('peak_kind', '')})"
+    rate = (f"{peaks.get('fp32_fma_per_clk_sm')} FMA/clk x 2" if s.get("peak_kind") == "fp32 CUDA cores"
+            else f"{peaks.get('tensor_flop_per_clk_sm')} flop/clk")
+    return (f"% peak: of {s['peak_tflops']:.1f} TFLOP/s ({s.get('peak_kind', '')}: {peaks.get('sm_count')} SMs x "
+            f"{rate} x {peaks['clock_mhz']:.0f} MHz, the {peaks.get('clock_source') or 'maximum SM clock'})")
+
+
+def _timing_text(s: dict) -> str:
+    tm = s.get("timing")
+    if not isinstance(tm, dict):  # a JSON from before the timing engine
+        return (f"median of {s.get('repeats')} repeats after {s.get('warmup')} warm-up runs, "
+                f"L2 {'flushed' if s.get('flush_l2') else 'NOT flushed'} before each run, "
+                f"cuBLAS via {s.get('lib')} interleaved with the rungs")
+    return (f"median of {tm.get('min_samples')}-{tm.get('max_samples')} samples (until the median's standard error "
+            f"is <= {100 * tm.get('target_error', 0):.1f}% or {tm.get('time_cap_s')} s) after {tm.get('warmup')} "
+            f"warm-up runs; L2 {'flushed' if tm.get('l2') == 'cold' else 'NOT flushed (hot)'} and a "
+            f"{tm.get('spin_us'):.0f} us spin before every timed launch; order {tm.get('order')}ed per round; "
+            f"cuBLAS via {s.get('lib')}; clocks: {tm.get('clocks', 'n/a')}")
+
+
 def _caption(result: dict) -> str:
-    """The table's caption: what % peak is a percentage of, and how the figures were timed."""
+    """The table's caption: what % peak is a percentage of, how the figures were timed, and the
+    self-check's verdict."""
     s = result.get("settings", {})
-    env = result.get("env", {})
-    peaks = env.get("peaks") or {}
-    parts = []
-    if s.get("peak_tflops"):
-        if s.get("dtype") == "fp32":
-            how = (f"{peaks.get('sm_count')} SMs x {peaks.get('fp32_fma_per_clk_sm')} FMA/clk x 2 x "
-                   f"{peaks.get('clock_mhz'):.0f} MHz" if peaks.get("clock_mhz") else "")
-        else:
-            how = (f"{peaks.get('sm_count')} SMs x {peaks.get('tensor_flop_per_clk_sm')} flop/clk x "
-                   f"{peaks.get('clock_mhz'):.0f} MHz" if peaks.get("clock_mhz") else "")
-        parts.append(f"% peak: of {s['peak_tflops']:.1f} TFLOP/s ({s.get('peak_kind', '')}{': ' + how if how else ''})")
-    parts.append(f"median of {s.get('repeats')} repeats after {s.get('warmup')} warm-up runs, "
-                 f"L2 {'flushed' if s.get('flush_l2') else 'NOT flushed'} before each run, "
-                 f"cuBLAS via {s.get('lib')} interleaved with the rungs")
+    parts = [p for p in (_peak_text(result), _timing_text(s)) if p]
+    check = result.get("self_check")
+    if check:
+        verdict = {True: "self-check OK: ", False: "SELF-CHECK FAILED: ", None: "self-check: "}[check.get("ok")]
+        parts.append(verdict + check.get("message", ""))
+    throttled = sum(r.get("throttled_samples") or 0 for r in result.get("results", []))
+    if throttled:
+        parts.append(f"{throttled} samples were taken at throttled SM clocks (see the notes)")
     return "\n".join(parts)
 
 

@@ -25,3 +25,34 @@ def add_config(p, what: str = "the rung named") -> None:
 def add_lib(p) -> None:
     p.add_argument("--lib", choices=list(LIBS), default=None,
                    help="array library for the operands and cuBLAS (default: torch if it has CUDA, else cupy)")
+
+
+def add_timing(p) -> None:
+    """The timing engine's options (``gemmlab.measure.timing.Settings``), shared by every command
+    that times."""
+    from ..measure.timing import L2_MODES, ORDERS, Settings
+
+    d = Settings()
+    g = p.add_argument_group("timing (one engine for bench, report and tune; see gemmlab.measure.timing)")
+    g.add_argument("--l2", choices=L2_MODES, default=d.l2,
+                   help=f"cold: flush L2 before every timed launch; hot: leave the operands in L2 (default {d.l2})")
+    g.add_argument("--no-flush", dest="l2", action="store_const", const="hot", help="the same as --l2 hot")
+    g.add_argument("--min-samples", type=int, default=d.min_samples, help=f"default {d.min_samples}")
+    g.add_argument("--max-samples", type=int, default=d.max_samples, help=f"default {d.max_samples}")
+    g.add_argument("--noise", type=float, default=d.target_error, metavar="REL",
+                   help=f"stop sampling once the median's relative standard error is at most REL (default {d.target_error})")
+    g.add_argument("--time-cap", type=float, default=d.time_cap_s, metavar="S",
+                   help=f"timed seconds per entry at most, once it has 3 samples (default {d.time_cap_s})")
+    g.add_argument("--warmup", type=int, default=d.warmup, help=f"untimed runs per entry first (default {d.warmup})")
+    g.add_argument("--spin-us", type=float, default=d.spin_us,
+                   help=f"GPU busy time before every timed launch, in microseconds (default {d.spin_us:.0f})")
+    g.add_argument("--order", choices=ORDERS, default=d.order, help=f"order within a round (default {d.order})")
+    g.add_argument("--seed", type=int, default=None, help="seed of the shuffled order (recorded in the JSON)")
+
+
+def timing_settings(args):
+    from ..measure.timing import Settings
+
+    return Settings(l2=args.l2, spin_us=args.spin_us, warmup=args.warmup, min_samples=args.min_samples,
+                    max_samples=args.max_samples, target_error=args.noise, time_cap_s=args.time_cap,
+                    order=args.order, seed=args.seed)

@@ -9,7 +9,7 @@ from ..core.registry import landmarks
 from ..core.shapes import BENCH_SHAPE, PROFILE_SHAPE, SWEEP_SIZES, fmt_shape, parse_shape
 from ..report.collect import collect
 from ..report.render import build
-from .common import add_dtype, add_lib
+from .common import add_dtype, add_lib, add_timing, timing_settings
 
 
 def register(sub) -> None:
@@ -24,7 +24,7 @@ def register(sub) -> None:
                    help="rungs of the size sweep (default: the ladder's landmarks; cuBLAS is always there)")
     p.add_argument("--rungs", default=None, help="comma-separated rungs (default: the whole ladder)")
     add_lib(p)
-    p.add_argument("--repeats", type=int, default=None, help="timed repeats per benchmark point")
+    add_timing(p)
     p.add_argument("--no-profile", action="store_true", help="skip Nsight Compute (no counters, no roofline)")
     p.add_argument("--no-inspect", action="store_true", help="skip the SASS inspection")
     p.add_argument("--ncu", default=None, help="path to ncu")
@@ -41,7 +41,7 @@ def run(args) -> int:
             args.dtype, parse_shape(args.shape), [int(s) for s in args.sweep_sizes.split(",") if s.strip()],
             [s.strip() for s in args.rungs.split(",")] if args.rungs else None,
             [s.strip() for s in args.sweep_rungs.split(",") if s.strip()],
-            parse_shape(args.profile_shape), lib=args.lib, repeats=args.repeats,
+            parse_shape(args.profile_shape), lib=args.lib, timing=timing_settings(args),
             do_inspect=not args.no_inspect, do_profile=not args.no_profile, ncu=args.ncu,
         )
         os.makedirs(args.out, exist_ok=True)

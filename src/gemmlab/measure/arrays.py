@@ -53,18 +53,6 @@ def choose_lib(lib: str | None, dtype: str, available=None, prefer: tuple[str, .
                        "(pip install 'gemmlab[cu13]')" + (" -- bf16 needs PyTorch" if dtype == "bf16" else ""))
 
 
-def event_pair(L: "Lib"):
-    """Two timing events of the library, recorded on its current stream."""
-    E = L.xp.cuda.Event
-    return (E(enable_timing=True), E(enable_timing=True)) if L.name == "torch" else (E(), E())
-
-
-def elapsed_ms(L: "Lib", start, end) -> float:
-    if L.name == "torch":
-        return float(start.elapsed_time(end))
-    return float(L.xp.cuda.get_elapsed_time(start, end))
-
-
 class TrueFP32:
     """Keep cuBLAS on true FP32 (no TF32) inside the block; restore the library's setting after.
     ``settings`` records what was set, for the benchmark's JSON."""

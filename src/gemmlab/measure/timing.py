@@ -267,8 +267,10 @@ class Engine:
                 readings, self.clocks.max_sm_mhz, self.settings.throttle_fraction)
         return info
 
-    def measure(self, candidates: Sequence[Candidate]) -> Run:
-        """Interleaved rounds until every candidate has stopped (see the module docstring)."""
+    def measure(self, candidates: Sequence[Candidate],
+                on_round: Callable[[RoundInfo, dict[str, Samples]], None] | None = None) -> Run:
+        """Interleaved rounds until every candidate has stopped (see the module docstring);
+        ``on_round`` is called after each round (a progress bar)."""
         names = [c.name for c in candidates]
         if len(set(names)) != len(names):
             raise ValueError(f"candidate names must be unique: {names}")
@@ -291,6 +293,8 @@ class Engine:
                 if reason:
                     samples[c.name].stop_reason = reason
                     active.remove(c)
+            if on_round is not None:
+                on_round(info, samples)
         return Run(samples, rounds, seed)
 
     def isolated(self, candidate: Candidate) -> Samples:

@@ -13,7 +13,7 @@ from .. import __version__
 from ..analysis import environment
 from ..analysis.inspect import inspect_rung
 from ..analysis.ncu import profile_cublas, profile_rung
-from ..bench.runner import DEFAULT_REPEATS, run_bench
+from ..bench.runner import run_bench
 from ..core import driver
 from ..core.dtypes import DTYPES
 from ..core.registry import Rung, get, kernels, landmarks
@@ -86,26 +86,26 @@ class _Failures:
         return msg
 
 
-def _run_bench(slugs: Sequence[str], shapes: Sequence[tuple[int, int, int]], dtype: str, lib, repeats) -> dict:
+def _run_bench(slugs: Sequence[str], shapes: Sequence[tuple[int, int, int]], dtype: str, lib, timing) -> dict:
     return run_bench(rungs=list(slugs), shapes=[tuple(s) for s in shapes], dtype=dtype, lib=lib,
-                     repeats=repeats or DEFAULT_REPEATS, progress=False)
+                     timing_settings=timing, progress=False)
 
 
-def bench_part(p: CollectPlan, shape, sweep_sizes: Sequence[int], lib, repeats, prog: Progress,
+def bench_part(p: CollectPlan, shape, sweep_sizes: Sequence[int], lib, timing, prog: Progress,
                fail: _Failures) -> tuple[dict, dict]:
     """(the benchmark at ``shape``, every dtype's rungs in one document; the size sweep)."""
     prog.step("benchmark: the ladder at " + "x".join(map(str, shape)))
-    bench_doc = _run_bench([r.slug for r in p.main], [shape], p.dtype, lib, repeats)
+    bench_doc = _run_bench([r.slug for r in p.main], [shape], p.dtype, lib, timing)
     for dt, rs in p.other.items():
         prog.step(f"benchmark: {dt} rungs")
         try:
-            extra = _run_bench([r.slug for r in rs], [shape], dt, lib, repeats)
+            extra = _run_bench([r.slug for r in rs], [shape], dt, lib, timing)
             bench_doc.setdefault("results", []).extend(extra.get("results", []))
         except Exception as exc:  # noqa: BLE001
             fail(f"bench {dt}", exc)
     prog.step("benchmark: size sweep")
     try:
-        sweep_doc = _run_bench(p.sweepers, [(n, n, n) for n in sweep_sizes], p.dtype, lib, repeats) if p.sweepers else {}
+        sweep_doc = _run_bench(p.sweepers, [(n, n, n) for n in sweep_sizes], p.dtype, lib, timing) if p.sweepers else {}
     except Exception as exc:  # noqa: BLE001
         fail("sweep", exc)
         sweep_doc = {}
@@ -186,14 +186,15 @@ def collect(dtype: str = "fp32", shape: tuple[int, int, int] = BENCH_SHAPE,
             sweep_sizes: Sequence[int] = SWEEP_SIZES, rungs: Sequence[str] | None = None,
             sweep_rungs: Sequence[str] | None = None,
             profile_shape: tuple[int, int, int] = PROFILE_SHAPE, *, lib: str | None = None,
-            repeats: int | None = None, do_inspect: bool = True, do_profile: bool = True,
+            timing=None, do_inspect: bool = True, do_profile: bool = True,
             other_dtypes: bool = True, ncu: str | None = None, progress: bool = True,
             on_error: Callable[[str, Exception], None] | None = None) -> dict:
     """Measure the ladder on this GPU -> the results document ``build`` reads.
 
     Rungs that do not take ``dtype`` (WMMA at fp32) run in their own first dtype with cuBLAS of
     that dtype beside them (``other_dtypes``). A rung that fails to inspect or profile is recorded
-    with {"error": message} and the run goes on.
+    with {"error": message} and the run goes on. ``timing``: the timing engine's settings
+    (``measure.timing.Settings``; None for its defaults), for every benchmark of the report.
     """
     if not driver.gpu_available():
         raise driver.NoGPUError("gemmlab report measures on a GPU; without one, rebuild a page with --from-json")
@@ -203,7 +204,7 @@ def collect(dtype: str = "fp32", shape: tuple[int, int, int] = BENCH_SHAPE,
     total = (2 + len(p.other) + (n_rungs if do_inspect else 0)
              + ((n_rungs + 1 + len(p.other)) if do_profile else 0) + 1)
     with Progress(total, enabled=progress, label="report", transient=False) as prog:
-        bench_doc, sweep_doc = bench_part(p, shape, sweep_sizes, lib, repeats, prog, fail)
+        bench_doc, sweep_doc = bench_part(p, shape, sweep_sizes, lib, timing, prog, fail)
         insp = inspect_part(p, prog, fail) if do_inspect else {}
         prof = profile_part(p, profile_shape, lib, ncu, prog, fail) if do_profile else {}
         ceilings = ceilings_part(p, bench_doc, lib, prog, fail)
