@@ -18,6 +18,8 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "cupy": ("CuPy", 'pip install "gemmlab[cu13]" (or "gemmlab[cu12]")'),
     "torch": ("PyTorch", 'pip install "gemmlab[torch]"'),
     "matplotlib": ("matplotlib (the report\'s figures)", 'pip install "gemmlab[report]"'),
+    "triton": ("Triton (the benchmark's Triton peer, an autotuned Triton matmul on PyTorch operands)",
+               "pip install triton"),
 }
 
 
