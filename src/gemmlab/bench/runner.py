@@ -119,7 +119,7 @@ def _start(*, dtype: str, verify: bool, config, lib: str | None, settings: timin
     device = timing.CudaDevice(L, ordinal, info.l2_bytes, flush=settings.l2 == "cold")
     clocks = timing.NvmlClocks(ordinal) if envinfo.max_sm_clock_mhz(ordinal) else None
     engine = timing.Engine(device, settings, clocks)
-    peers = {p.name: p for p in peer_lib.peers(peer_names, dtype, L)}
+    peers = {p.name: p for p in peer_lib.peers(peer_names, dtype, L.name)}
     prog = Progress(n_groups, enabled=progress, label="bench")
     return _Run(dtype, verify, config, L, ordinal, info, started, t0, clocks_before, env, peak, prog, engine,
                 device, peers)

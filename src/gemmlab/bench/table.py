@@ -108,7 +108,7 @@ def _timing_text(s: dict) -> str:
     return (f"median of {tm.get('min_samples')}-{tm.get('max_samples')} samples (until the median's standard error "
             f"is <= {100 * tm.get('target_error', 0):.1f}% or {tm.get('time_cap_s')} s) after {tm.get('warmup')} "
             f"warm-up runs; L2 {'flushed' if tm.get('l2') == 'cold' else 'NOT flushed (hot)'} and a "
-            f"{tm.get('spin_us'):.0f} us spin before every timed launch; order {tm.get('order')}ed per round; "
+            f"{tm.get('spin_us'):.0f} us spin before every timed launch; order {'rotating' if tm.get('order') == 'rotate' else 'shuffled'} per round; "
             f"cuBLAS via {s.get('lib')}; clocks: {tm.get('clocks', 'n/a')}")
 
 
