@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One batched GPU job for the device machine: install, GPU tests, sanitizers, benchmark.
 # Usage: GEMMLAB_GIT_COMMIT=$(git rev-parse HEAD) tools/gpu_suite.sh [stage ...]
-# stages: env warm verify pytest pytest-profile memcheck racecheck bench bench16 bench-bf16 ncu-record
+# stages: env warm verify pytest pytest-profile memcheck racecheck bench bench16 bench-bf16 plain ncu-record
 #         report inspect (default: env warm pytest memcheck racecheck bench bench16 bench-bf16)
 # The device gets a copy of the tree without .git: GEMMLAB_GIT_COMMIT records the commit in the JSON.
 # Logs, JSON and the report are packed into $OUT/suite.tgz (default ./out). Each stage's exit
@@ -50,6 +50,7 @@ for st in "${stages[@]}"; do
     bench) run bench $GL bench --json "$OUT/bench.json" ;;
     bench16) run bench16 $GL bench --dtype fp16 --json "$OUT/bench_fp16.json" ;;
     bench-bf16) run bench-bf16 $GL bench --dtype bf16 --json "$OUT/bench_bf16.json" ;;
+    plain) run plain $PY tools/plain_cublas.py $(ls "$OUT"/bench*.json) --json "$OUT/plain_cublas.json" ;;
     ncu-record) run ncu-record bash -c "$GL profile smem --shape 2048 --keep-csv $OUT/rec --vs-cublas --json && $GL profile smem_padded --shape 2048 --keep-csv $OUT/rec --json" ;;
     report) run report $GL report --out "$OUT/report" ;;
     inspect) run inspect bash -c "for r in \$($GL list --slugs); do \$GL inspect \$r; done" ;;
