@@ -47,3 +47,10 @@ def test_python_dash_m_gemmlab_runs_the_cli():
 
     out = subprocess.run([sys.executable, "-m", "gemmlab", "--help"], capture_output=True, text=True)
     assert out.returncode == 0 and "inspect" in out.stdout and "bench" in out.stdout
+
+
+def test_profile_without_a_gpu_talks_about_the_gpu_not_ncu(capsys, monkeypatch):
+    _no_gpu(monkeypatch)
+    assert main(["profile", "smem", "--ncu", "/nonexistent/ncu"]) == 3
+    err = capsys.readouterr().err
+    assert "needs an NVIDIA GPU" in err and "ncu" not in err.split("\n")[0].split("(")[0]

@@ -306,7 +306,7 @@ def test_profile_command_end_to_end_with_fake_ncu(fake_ncu, monkeypatch, capsys)
     import gemmlab.core.driver
     from gemmlab.cli import main
 
-    monkeypatch.setattr(gemmlab.core.driver, "gpu_available", lambda: True)
+    monkeypatch.setattr(gemmlab.core.driver, "require_gpu", lambda: None)
     rc = main(["profile", "smem", "--shape", "2048", "--vs-cublas", "--json", "--ncu", fake_ncu])
     assert rc == 0
     res = json.loads(capsys.readouterr().out)
@@ -329,7 +329,7 @@ def test_the_profiled_target_imports_this_very_gemmlab(fake_ncu, monkeypatch, tm
     directory that holds this gemmlab package."""
     import gemmlab.core.driver
 
-    monkeypatch.setattr(gemmlab.core.driver, "gpu_available", lambda: True)
+    monkeypatch.setattr(gemmlab.core.driver, "require_gpu", lambda: None)
     monkeypatch.setenv("FAKE_NCU_ENV", str(tmp_path / "env.txt"))
     P.profile_rung("smem", SHAPE, "fp32", ncu=fake_ncu)
     first = (tmp_path / "env.txt").read_text().splitlines()[0].split(os.pathsep)[0]

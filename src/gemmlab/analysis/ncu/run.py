@@ -226,9 +226,8 @@ def profile_rung(rung: str, shape: tuple[int, int, int], dtype: str = "fp32", vs
     r = get(rung)
     r.require(dtype)
     config = r.config(config) if config is not None else None  # resolved here: the child gets JSON
+    driver.require_gpu()      # the GPU first: without one, where ncu is does not matter
     exe = find_ncu(ncu)
-    if not driver.gpu_available():
-        raise driver.NoGPUError("gemmlab profile needs an NVIDIA GPU and driver")
     out = _profile_one("rung", r.slug, tuple(shape), dtype, config=config, lib=lib, ncu=exe, timeout=timeout,
                        keep_csv=keep_csv)
     out["ncu"] = ncu_version(exe)
