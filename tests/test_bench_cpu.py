@@ -4,7 +4,6 @@ JSON writer and the table renderer on synthetic results. Nothing here needs a GP
 from __future__ import annotations
 
 import json
-import math
 
 import pytest
 from rich.console import Console
