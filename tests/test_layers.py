@@ -114,3 +114,12 @@ def test_the_layer_check_sees_a_wrong_way_import(tmp_path):
     assert ("gemmlab.bench.runner", ["run_bench"], 1) in found
     assert ("gemmlab.core.driver", ["_primary_context"], 2) in found
     assert LAYERS.index(_layer("gemmlab.bench.runner")) < LAYERS.index(_layer("gemmlab.core.x"))
+
+
+def test_no_function_is_longer_than_80_lines():
+    long = []
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 80:
+                long.append(f"{module}.{node.name}: {node.end_lineno - node.lineno + 1} lines")
+    assert long == []
