@@ -646,12 +646,13 @@ def profile_rung(rung: str, shape: tuple[int, int, int], dtype: str = "fp32", vs
     Raises ToolNotFoundError (no ncu), NcuPermissionError (ERR_NVGPUCTRPERM), NcuError,
     NoGPUError (no GPU, checked before ncu starts), ValueError (unknown rung / unsupported dtype).
     """
-    from ..core.driver import NoGPUError, gpu_available
+    from ..core.driver import NoGPUError, cuda, gpu_available
     from ..core.registry import get
 
     r = get(rung)
     r.require(dtype)
     config = r.config(config) if config is not None else None  # resolved here: the child gets JSON
+    cuda()  # the child launches the kernel: cuda-python's extra is named before ncu or the GPU
     exe = find_ncu(ncu)
     if not gpu_available():
         raise NoGPUError("gemmlab profile needs an NVIDIA GPU and driver")

@@ -328,7 +328,8 @@ def run_bench(rungs=None, shapes=None, dtype: str = "fp32", repeats: int = DEFAU
         raise ValueError("CuPy has no bfloat16 arrays: bf16 needs --lib torch")
     groups = schedule(rung_list, shape_list)
 
-    # -- the GPU
+    # -- the GPU: cuda-python first (a base install gets the extra to install, not "no GPU")
+    driver.cuda()
     if not driver.gpu_available():
         raise driver.NoGPUError(_no_gpu_message())
     from ..core import api

@@ -55,6 +55,6 @@ def main(argv: list[str] | None = None) -> int:
             "\nWithout a GPU you can still run `gemmlab list` and `gemmlab inspect RUNG --arch sm_90a`.")
         print(f"gemmlab {args.command}: no GPU available: {exc}{hint}", file=sys.stderr)
         return EXIT_NO_GPU
-    except (ValueError, TypeError, RuntimeError) as exc:
+    except (ValueError, TypeError, RuntimeError, OSError) as exc:  # OSError: a file named on the command line
         print(f"gemmlab {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_FAILED

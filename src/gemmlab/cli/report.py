@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 
+from ..core.deps import require
 from ..core.registry import landmarks
 from ..core.shapes import BENCH_SHAPE, PROFILE_SHAPE, SWEEP_SIZES, fmt_shape
 from ..report.build import build, collect
@@ -35,6 +36,7 @@ def run(args) -> int:
     from ..core.shapes import parse_shape
 
     if args.from_json:
+        require("matplotlib.figure")  # the figures: gemmlab[report], named before reading anything
         with open(args.from_json, encoding="utf-8") as fh:
             results = json.load(fh)
     else:

@@ -23,6 +23,7 @@ def register(sub) -> None:
 def run(args) -> int:
     from rich.console import Console
 
+    from ..core import driver
     from ..core.registry import get, kernels
     from ..measure.verify import verify
 
@@ -31,6 +32,9 @@ def run(args) -> int:
     config = parse_config(args.config)
     if config is not None and len(rungs) != 1:
         raise ValueError("--config applies to one rung: name exactly one rung")
+    driver.cuda()  # the extra to install (exit 4) before the GPU question (exit 3)
+    if not driver.gpu_available():
+        raise driver.NoGPUError("gemmlab verify runs the rungs and cuBLAS on an NVIDIA GPU")
     failures = 0
     for rung in rungs:
         for dtype in ([args.dtype] if args.dtype else rung.dtypes):

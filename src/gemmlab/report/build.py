@@ -416,10 +416,9 @@ _COLORS = {"fp32": "#3b6fb6", "fp16": "#d9822b", "bf16": "#8c5bb5", "cublas": "#
 
 
 def _figure(w: float, h: float):
-    try:
-        from matplotlib.figure import Figure
-    except ImportError as exc:
-        raise RuntimeError("gemmlab report draws with matplotlib: pip install 'gemmlab[report]'") from exc
+    from ..core.deps import require
+
+    Figure = require("matplotlib.figure").Figure  # MissingDependencyError naming gemmlab[report]
     return Figure(figsize=(w, h), dpi=100, layout="constrained")
 
 
@@ -975,9 +974,12 @@ def collect(dtype: str = "fp32", shape: tuple[int, int, int] = BENCH_SHAPE,
     that dtype beside them (``other_dtypes``). A rung that fails to inspect or profile is recorded
     with {"error": message} and the run goes on.
     """
+    from ..core.deps import require_all
     from ..core.driver import NoGPUError, device_info, gpu_available
     from ..core.registry import get, kernels, landmarks
 
+    # every extra the run needs, in one line, before the GPU question and before any measuring
+    require_all("cuda.bindings.driver", "matplotlib.figure")
     if not gpu_available():
         raise NoGPUError("gemmlab report measures on a GPU; without one, rebuild a page with --from-json")
     info = device_info(0)
