@@ -41,14 +41,6 @@ def test_the_a_suffix_below_sm_90_is_refused(capsys):
     assert "'a' suffix from sm_90 on" in capsys.readouterr().err
 
 
-def test_python_dash_m_gemmlab_runs_the_cli():
-    import subprocess
-    import sys
-
-    out = subprocess.run([sys.executable, "-m", "gemmlab", "--help"], capture_output=True, text=True)
-    assert out.returncode == 0 and "inspect" in out.stdout and "bench" in out.stdout
-
-
 def test_profile_without_a_gpu_talks_about_the_gpu_not_ncu(capsys, monkeypatch):
     _no_gpu(monkeypatch)
     assert main(["profile", "smem", "--ncu", "/nonexistent/ncu"]) == 3

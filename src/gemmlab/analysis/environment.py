@@ -165,8 +165,9 @@ def library_versions() -> dict:
 def cuda_driver_version() -> str | None:
     """The CUDA version the driver supports (cuDriverGetVersion), e.g. ``'13.0'``."""
     try:
-        from cuda.bindings import driver
+        from ..core.driver import cuda
 
+        driver = cuda()  # absent in a base install: the record says None
         err, v = driver.cuDriverGetVersion()
         if err != driver.CUresult.CUDA_SUCCESS:
             return None

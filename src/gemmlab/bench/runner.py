@@ -305,6 +305,7 @@ def run_bench(rungs=None, shapes=None, dtype: str = "fp32", *, timing_settings: 
     touching the GPU)."""
     settings = timing_settings or timing.Settings()
     rung_list, shape_list, peer_names = _check_arguments(rungs, shapes, dtype, lib, config, peers)
+    driver.cuda()  # cuda-python first: a base install gets the extra to install, not "no GPU"
     if not driver.gpu_available():
         raise driver.NoGPUError(_no_gpu_reason())
     run = _start(dtype=dtype, verify=verify, config=config, lib=lib, settings=settings, progress=progress,

@@ -57,6 +57,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gemmlab {args.command}: needs an NVIDIA GPU, and none is usable here ({exc}).\n{NO_GPU_HINT}",
               file=sys.stderr)
         return EXIT_NO_GPU
-    except (ValueError, TypeError, RuntimeError) as exc:
+    except (ValueError, TypeError, RuntimeError, OSError) as exc:  # OSError: a file named on the command line
         print(f"gemmlab {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_FAILED

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 
+from ..core.deps import require
 from ..core.registry import landmarks
 from ..core.shapes import BENCH_SHAPE, PROFILE_SHAPE, SWEEP_SIZES, fmt_shape, parse_shape
 from ..report.collect import collect
@@ -34,6 +35,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     if args.from_json:
+        require("matplotlib.figure")  # the figures: gemmlab[report], named before reading anything
         with open(args.from_json, encoding="utf-8") as fh:
             results = json.load(fh)
     else:

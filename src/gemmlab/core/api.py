@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import dispatch
+from .deps import require
 from .driver import device_info
 from .launch import Plan
 from .dtypes import get as get_dtype
@@ -12,9 +13,7 @@ from .problem import describe_array, make_problem
 def _scale_in_place(c, beta: float) -> None:
     """c <- beta * c without a kernel (used when K == 0); beta == 0 writes zeros (NaN never leaks)."""
     if not hasattr(c, "mul_"):  # CuPy, or any __cuda_array_interface__ array through a CuPy view
-        import cupy
-
-        c = cupy.asarray(c)
+        c = require("cupy").asarray(c)
     if beta == 0.0:
         c.fill_(0) if hasattr(c, "fill_") else c.fill(0)
     elif beta != 1.0:
@@ -57,12 +56,10 @@ def gemm(a, b, c, *, alpha=1.0, beta=0.0, kernel: str = "auto", config=None):
 def _empty_like_lib(x, shape, dtype: str):
     info = describe_array("a", x)
     if info.lib == "torch":
-        import torch
-
+        torch = require("torch")
         return torch.empty(shape, dtype=getattr(torch, get_dtype(dtype).array_name), device=f"cuda:{info.device}")
     if info.lib == "cupy":
-        import cupy
-
+        cupy = require("cupy")
         with cupy.cuda.Device(info.device):
             return cupy.empty(shape, dtype=x.dtype)
     raise TypeError("matmul without out= needs CuPy or PyTorch inputs to allocate the result; pass out=")

@@ -4,7 +4,12 @@ A base install (``pip install gemmlab``) has the registry, the CLI and the analy
 read files; compiling needs NVIDIA's cuda-python and NVRTC (the ``cu13`` or ``cu12`` extra),
 running on a GPU needs CuPy or PyTorch as well, and the report's figures need matplotlib.
 ``require`` imports a module or raises ``MissingDependencyError``, whose message is one line
-naming the extra to install; the CLI prints exactly that line.
+naming the extra to install; the CLI prints exactly that line (exit code 4). ``require_all``
+checks several at once (a command that needs two extras names both in that one line).
+
+Every import of cuda.bindings, CuPy, PyTorch or matplotlib whose absence should stop a command
+goes through here. Probing which GPU array library is usable (``measure.arrays.available_libs``)
+and reading versions for the environment record stay plain try/except: absence is an answer there.
 """
 
 from __future__ import annotations
@@ -41,3 +46,18 @@ def require(module: str):
         if isinstance(exc, MissingDependencyError):
             raise
         raise MissingDependencyError(f"{install_hint(module)} (import of {module} failed: {exc})") from None
+
+
+def require_all(*modules: str) -> None:
+    """Check that every module imports; else one ``MissingDependencyError`` naming each missing
+    one's extra, in one line (``; ``-separated)."""
+    missing: list[str] = []
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            hint = install_hint(module)
+            if hint not in missing:
+                missing.append(hint)
+    if missing:
+        raise MissingDependencyError("; ".join(missing))

@@ -60,11 +60,10 @@ def init() -> None:
 
 
 def require_gpu() -> None:
-    """NoGPUError saying why when no NVIDIA GPU is usable (before any array library is touched)."""
-    try:
-        init()
-    except ImportError as exc:
-        raise NoGPUError(str(exc)) from None
+    """For a command that runs on the GPU: MissingDependencyError naming the extra when
+    cuda-python is missing (exit 4), else NoGPUError saying why when no GPU is usable (exit 3)."""
+    cuda()
+    init()
 
 
 def gpu_available() -> bool:

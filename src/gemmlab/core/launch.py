@@ -13,6 +13,7 @@ import threading
 from collections import OrderedDict
 
 from .compile import CompiledKernel
+from .deps import require
 from .driver import check, context, cuda, device_info
 from .dtypes import get as get_dtype
 from .problem import GemmProblem, KernelProblem
@@ -116,14 +117,11 @@ def texture_for(ptr: int, span_bytes: int, channels: int, ordinal: int) -> tuple
 # ---- launching ------------------------------------------------------------------------------
 def current_stream(lib: str, ordinal: int) -> int:
     if lib == "cupy":
-        import cupy
-
+        cupy = require("cupy")
         with cupy.cuda.Device(ordinal):
             return int(cupy.cuda.get_current_stream().ptr)
     if lib == "torch":
-        import torch
-
-        return int(torch.cuda.current_stream(ordinal).cuda_stream)
+        return int(require("torch").cuda.current_stream(ordinal).cuda_stream)
     return 0
 
 

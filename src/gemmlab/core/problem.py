@@ -86,7 +86,7 @@ def _layout(name: str, shape, strides_el) -> tuple[bool, int]:
 
 def describe_array(name: str, x) -> ArrayInfo:
     lib = _lib_of(x)
-    if lib == "torch":
+    if lib == "torch":  # x is a torch.Tensor: torch is imported already
         if not x.is_cuda:
             raise TypeError(f"{name} is a PyTorch tensor on {x.device}; gemmlab needs CUDA tensors (x.cuda())")
         dt = str(x.dtype).removeprefix("torch.")

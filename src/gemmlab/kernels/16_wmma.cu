@@ -206,7 +206,18 @@ __device__ __forceinline__ void gl_load_frag(wmma::fragment<Use, 16, 16, 16, T, 
 // cores idle during barriers and global-load waits); an NVRTC left to itself may use a few more
 // than 128 and halve the occupancy (seen on the H100 test machine's NVRTC for BF16 row/row: one
 // block per SM, 160 instead of 228 TFLOP/s). Larger warp tiles: no floor.
+// The floor is for sm_90 and later only. Below sm_90, 128 registers is at the edge and ptxas
+// spills (default tile, 4 layouts, local bytes): NVRTC 12.9 on sm_80 8 B fp16 row/row, 16 B
+// bf16 row/row, 8 B bf16 col/col (2-4 STL, 3-5 LDL, 2-4 in the hot loop); on sm_86/sm_89 8-16 B
+// under both 12.9 and 13.5. Without the floor, sm_80 takes 145-154 registers (NVRTC 13.5, which
+// fitted 126-128 without spills) or 154-163 (12.9): no spills, one block per SM instead of two
+// (the floor's gain was measured on the H100 only; sm_80 trades it for never spilling).
+// sm_90a keeps 126-128 registers, no spills, two blocks per SM under 12.9 and 13.5.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+constexpr int MIN_BLOCKS = 1;
+#else
 constexpr int MIN_BLOCKS = (WM * WN / 32 <= 64 && THREADS <= 512) ? 512 / THREADS : 1;   // 65536 / (THREADS * 128)
+#endif
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc)

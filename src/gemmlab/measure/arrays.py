@@ -6,12 +6,16 @@ leading dimensions, offset base pointers), NaN poisoning, the float64 cuBLAS ref
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 
+from ..core.deps import MissingDependencyError, require
 from ..core.dtypes import get as get_dtype
 
 
 def available_libs() -> list[str]:
+    """The GPU array libraries usable here (imported and seeing a GPU). A plain probe: absence is
+    an answer; ``choose_lib`` turns "none installed" into the one-line install hint."""
     libs = []
     try:
         import cupy
@@ -33,6 +37,14 @@ def available_libs() -> list[str]:
 LIBS = ("torch", "cupy")
 
 
+def _installed(name: str) -> bool:
+    """Whether ``name`` is installed at all (found without importing it)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def choose_lib(lib: str | None, dtype: str, available=None, prefer: tuple[str, ...] = LIBS) -> str:
     """The array library for operands and cuBLAS: ``lib`` if given and usable, else the first of
     ``prefer`` that is available (CuPy has no bfloat16 arrays: bf16 needs PyTorch)."""
@@ -49,6 +61,10 @@ def choose_lib(lib: str | None, dtype: str, available=None, prefer: tuple[str, .
     for cand in prefer:
         if cand in available and not (cand == "cupy" and dtype == "bf16"):
             return cand
+    if not available and not any(_installed(name) for name in LIBS):
+        raise MissingDependencyError("no GPU array library for the operands and cuBLAS: neither CuPy nor PyTorch is "
+                                     'installed: pip install "gemmlab[cu13]" (CuPy; or "gemmlab[cu12]") or '
+                                     '"gemmlab[torch]" (PyTorch' + (", which bf16 needs)" if dtype == "bf16" else ")"))
     raise RuntimeError("no GPU array library for the operands and cuBLAS: install PyTorch with CUDA or CuPy "
                        "(pip install 'gemmlab[cu13]')" + (" -- bf16 needs PyTorch" if dtype == "bf16" else ""))
 
@@ -82,7 +98,8 @@ class TrueFP32:
                     self.settings["torch_" + flag] = bool(getattr(m, flag))
         else:
             import numpy
-            from cupy._core import _routines_linalg as rl
+
+            rl = require("cupy._core._routines_linalg")
 
             prev = rl.get_compute_type(numpy.float32)
             rl.set_compute_type(numpy.float32, rl.COMPUTE_TYPE_DEFAULT)
@@ -103,14 +120,8 @@ class Lib:
 
     def __init__(self, name: str):
         self.name = name
-        if name == "cupy":
-            import cupy
-
-            self.xp = cupy
-        elif name == "torch":
-            import torch
-
-            self.xp = torch
+        if name in LIBS:
+            self.xp = require(name)
         else:
             raise ValueError(f"unknown array library {name!r}; use 'cupy' or 'torch'")
 

@@ -15,6 +15,7 @@ from ..analysis.inspect import inspect_rung
 from ..analysis.ncu import profile_cublas, profile_rung
 from ..bench.runner import run_bench
 from ..core import driver
+from ..core.deps import require_all
 from ..core.dtypes import DTYPES
 from ..core.registry import Rung, get, kernels, landmarks
 from ..core.shapes import BENCH_SHAPE, CEILING_SHAPE, PROFILE_SHAPE, SWEEP_SIZES
@@ -196,6 +197,8 @@ def collect(dtype: str = "fp32", shape: tuple[int, int, int] = BENCH_SHAPE,
     with {"error": message} and the run goes on. ``timing``: the timing engine's settings
     (``measure.timing.Settings``; None for its defaults), for every benchmark of the report.
     """
+    # every extra the run needs, in one line, before the GPU question and before any measuring
+    require_all("cuda.bindings.driver", "matplotlib.figure")
     if not driver.gpu_available():
         raise driver.NoGPUError("gemmlab report measures on a GPU; without one, rebuild a page with --from-json")
     p = plan(dtype, rungs, sweep_rungs, other_dtypes)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 from typing import Callable, Mapping
 
+from ..core.deps import require
 from ..core.shapes import CEILING_SHAPE
 from . import fmt
 from .model import dig, ladder, main_dtype, peak_tflops, registry_info, stall_label
@@ -15,10 +16,7 @@ _COLORS = {"fp32": "#3b6fb6", "fp16": "#d9822b", "bf16": "#8c5bb5", "cublas": "#
 
 
 def _figure(w: float, h: float):
-    try:
-        from matplotlib.figure import Figure
-    except ImportError as exc:
-        raise RuntimeError("gemmlab report draws with matplotlib: pip install 'gemmlab[report]'") from exc
+    Figure = require("matplotlib.figure").Figure  # MissingDependencyError naming gemmlab[report]
     return Figure(figsize=(w, h), dpi=100, layout="constrained")
 
 
