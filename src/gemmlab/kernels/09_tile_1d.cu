@@ -68,7 +68,8 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
         // Unrolled by 2, not fully: with BK = 8 fully unrolled the compiler hoists the As reads
         // of all k's (44 registers -> 2 blocks of 512 threads per SM); by 2 it reads As as
         // LDS.64 pairs and needs 32 registers -> 4 blocks (64 warps) per SM, which hides the
-        // global-load latency of this barrier-bound loop better (H100 4096^3: 17.0 vs 16.3).
+        // global-load latency of this barrier-bound loop better (registers and occupancy:
+        // `gemmlab inspect tile_1d`; its speed: benchmarks/results/h100_fp32.json).
 #pragma unroll 2
         for (int k = 0; k < BK; ++k) {
             const float b = Bs[k][tn];

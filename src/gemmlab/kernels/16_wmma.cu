@@ -25,8 +25,8 @@
 // (or guarded scalar stores at the edges / without GL_VEC_C).
 // Seed figure: 002 v07 reached 33.7% of cuBLAS on an RTX 3090 ("future work"); on the H100 the
 // seed's v07 runs 65 TFLOP/s (118 vectorized) at 4096^3 against cuBLAS ~860.
-// This rung, H100 SXM, 4096^3, default config, median of 30-50 runs: FP16 225-260 TFLOP/s and
-// BF16 217-248 over the four A/B layouts, cuBLAS 650-715 through PyTorch (~0.33x).
+// This rung on the H100 beside cuBLAS and Triton, measured in one run: benchmarks/results/
+// h100_fp16.json and h100_bf16.json (`gemmlab bench --dtype fp16|bf16`).
 #include "common.cuh"
 #include <mma.h>
 
@@ -205,7 +205,7 @@ __device__ __forceinline__ void gl_load_frag(wmma::fragment<Use, 16, 16, 16, T, 
 // 128 registers per thread so two 256-thread blocks share an SM (one would leave the tensor
 // cores idle during barriers and global-load waits); an NVRTC left to itself may use a few more
 // than 128 and halve the occupancy (seen on the H100 test machine's NVRTC for BF16 row/row: one
-// block per SM, 160 instead of 228 TFLOP/s). Larger warp tiles: no floor.
+// block per SM, and a clearly slower rung). Larger warp tiles: no floor.
 // The floor is for sm_90 and later only. Below sm_90, 128 registers is at the edge and ptxas
 // spills (default tile, 4 layouts, local bytes): NVRTC 12.9 on sm_80 8 B fp16 row/row, 16 B
 // bf16 row/row, 8 B bf16 col/col (2-4 STL, 3-5 LDL, 2-4 in the hot loop); on sm_86/sm_89 8-16 B
