@@ -65,6 +65,16 @@ def test_one_sentence_per_step(results):
     assert "[fp32 to fp16]" in by[("warp_tiling", "wmma")]["sentence"]
     assert any("top stall moved from" in s["sentence"] for s in steps)
     assert any("FFMA share rose" in s["sentence"] for s in steps)
+    # the explanations come from the instructions that changed (inspect's hot loop)
+    tex = by[("ldg", "texture")]["sentence"]
+    assert "texture path" in tex and "wider" not in tex
+    wm = by[("warp_tiling", "wmma")]["sentence"]
+    assert "ldmatrix" in wm and "LDS.128" not in wm and "wider" not in wm
+    assert "wider" in by[("tile_2d", "vectorized")]["sentence"]
+    assert "texture path" in by[("vectorized", "vec_texture")]["sentence"]
+    # padding the tile (33 floats a row) breaks the 128-bit alignment: LDS.128 -> LDS.32
+    pad = {o["kind"]: o["text"] for o in by[("smem", "smem_padded")]["observations"]}
+    assert "narrower LDS loads" in pad["shared_ld_inst"]
 
 
 def _view(slug, number, tflops, **prof):
@@ -94,6 +104,63 @@ def test_explain_step_names_the_counters_that_moved():
     assert not any("occupancy" in t for t in texts)
     assert s.count(";") >= 3                                   # speed + the three largest changes
     assert st["speedup"] == pytest.approx(4.0)
+
+
+def _hot(math=32, **kinds):
+    """An inspect dict whose hot loop has ``math`` math instructions and the given loads, e.g.
+    LDG={"32": 2}; the widths a kind does not name are absent (like documents from before the
+    8- and 16-bit keys)."""
+    return {"hot_loop": {"math": math, "ffma": math, "loads": {k: dict(v) for k, v in kinds.items()}}}
+
+
+def _load_text(a, b, kind):
+    return next(o["text"] for o in S.explain_step(a, b)["observations"] if o["kind"] == kind)
+
+
+def test_loads_that_moved_to_the_texture_path_are_not_called_wider():
+    """ldg -> texture: the LDG of the hot loop became TEX fetches, at the same 32-bit width."""
+    a = _view("ldg", 6, 6.9, global_ld_inst=1.7e7, inspect=_hot(LDG={"32": 2, "64": 0, "128": 0}, TEX={"32": 0}))
+    b = _view("texture", 7, 7.0, global_ld_inst=0.0, inspect=_hot(LDG={"32": 0}, TEX={"32": 2, "64": 0, "128": 0}))
+    text = _load_text(a, b, "global_ld_inst")
+    assert text.startswith("global load instructions fell from 1.7e7 to 0")
+    assert "texture path" in text and "TEX" in text
+    assert "wider" not in text and "128-bit" not in text
+    # and back: texture -> LDG is a move back, not "more, narrower" loads
+    back = _load_text(b, a, "global_ld_inst")
+    assert "back" in back and "texture path" in back and "narrower" not in back
+
+
+def test_wider_only_when_the_same_kind_of_load_moved_to_wider_widths():
+    # 8 x LDG.32 -> 6 x LDG.32 + 2 x LDG.128 (the older documents: no "8"/"16" keys)
+    a = _view("tile_2d", 10, 29.0, global_ld_inst=4.2e6, inspect=_hot(512, LDG={"32": 8, "64": 0, "128": 0}))
+    b = _view("vectorized", 11, 35.0, global_ld_inst=1.0e6, inspect=_hot(512, LDG={"32": 6, "64": 0, "128": 2}))
+    assert "wider" in _load_text(a, b, "global_ld_inst")
+    # the newer documents: 8/16-bit keys; 16-bit -> 32-bit loads are wider too
+    a = _view("a", 1, 1.0, global_ld_inst=8e6, inspect=_hot(LDG={"8": 0, "16": 8, "32": 0, "64": 0, "128": 0}))
+    b = _view("b", 2, 1.0, global_ld_inst=4e6, inspect=_hot(LDG={"8": 0, "16": 0, "32": 4, "64": 0, "128": 0}))
+    assert "wider" in _load_text(a, b, "global_ld_inst")
+    # same widths, fewer loads per math instruction: not "wider"
+    a = _view("a", 1, 1.0, global_ld_inst=5.4e8, inspect=_hot(16, LDG={"32": 32}))
+    b = _view("b", 2, 1.0, global_ld_inst=1.7e7, inspect=_hot(128, LDG={"32": 8}))
+    text = _load_text(a, b, "global_ld_inst")
+    assert "wider" not in text and "per math instruction" in text
+    # a wider load of ANOTHER kind does not make these loads wider
+    a = _view("a", 1, 1.0, shared_ld_inst=5e8, inspect=_hot(LDS={"32": 64}, LDG={"32": 2}))
+    b = _view("b", 2, 1.0, shared_ld_inst=1e8, inspect=_hot(LDS={"32": 16}, LDG={"128": 2}))
+    assert "wider" not in _load_text(a, b, "shared_ld_inst")
+    # no inspection: no made-up cause
+    a = _view("a", 1, 1.0, global_ld_inst=8e6)
+    b = _view("b", 2, 1.0, global_ld_inst=1e6)
+    text = _load_text(a, b, "global_ld_inst")
+    assert "wider" not in text and "not inspected" in text
+
+
+def test_shared_loads_that_became_ldmatrix_are_named_so():
+    a = _view("warp_tiling", 15, 42.0, shared_ld_inst=1.7e7, inspect=_hot(512, LDS={"32": 0, "64": 0, "128": 32}))
+    b = _view("wmma", 16, 183.0, shared_ld_inst=3.3e4, inspect=_hot(32, LDS={"128": 0}, LDSM={"128": 12}))
+    text = _load_text(a, b, "shared_ld_inst")
+    assert "ldmatrix" in text and "LDSM" in text and "tensor cores" in text
+    assert "LDS.128" not in text and "wider" not in text
 
 
 def test_explain_step_without_counters_says_so():
