@@ -174,6 +174,19 @@ def test_small_conflict_counts_are_noise():
     assert not S.explain_step(a, b)["observations"]
 
 
+# ---- the figures ---------------------------------------------------------------------------------
+
+def test_every_stall_series_has_its_own_colour(results):
+    """Eight reasons and "other": nine series, each drawn in a colour of its own."""
+    drawn: dict = {}
+    assert F.fig_stalls(results, drawn)
+    series = drawn["series"]
+    assert len(series) == 9 and series[-1][0] == "other"
+    assert {"not selected", "other"} <= {label for label, _ in series}
+    colours = [c for _, c in series]
+    assert len(set(colours)) == len(colours), series
+
+
 # ---- the files -----------------------------------------------------------------------------------
 
 def test_html_is_self_contained_with_every_figure(built):

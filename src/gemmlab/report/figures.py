@@ -168,8 +168,26 @@ def fig_roofline(results: Mapping) -> bytes | None:
     return _png(fig)
 
 
-def fig_stalls(results: Mapping) -> bytes | None:
-    """Where warps spend their time: the stall shares of each rung (stacked)."""
+# Ten well-separated colours (matplotlib's tab10); a chart with more series takes tab20's twenty.
+_TAB10 = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+          "#17becf")
+_TAB20 = ("#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78", "#2ca02c", "#98df8a", "#d62728", "#ff9896", "#9467bd",
+          "#c5b0d5", "#8c564b", "#c49c94", "#e377c2", "#f7b6d2", "#7f7f7f", "#c7c7c7", "#bcbd22", "#dbdb8d",
+          "#17becf", "#9edae5")
+
+
+def distinct_colors(n: int) -> list[str]:
+    """``n`` different colours (at most 20)."""
+    palette = _TAB10 if n <= len(_TAB10) else _TAB20
+    if n > len(palette):
+        raise ValueError(f"{n} series but only {len(palette)} distinct colours")
+    return list(palette[:n])
+
+
+def fig_stalls(results: Mapping, drawn: dict | None = None) -> bytes | None:
+    """Where warps spend their time: the stall shares of each rung (stacked): the eight largest
+    reasons over all rungs and "other", each in its own colour (``drawn["series"]``: (label,
+    colour) of each series as drawn)."""
     rungs, cublas = ladder(results)
     views = [r for r in list(rungs) + list(cublas.values()) if r.profile.get("stalls")]
     if not views:
@@ -184,14 +202,15 @@ def fig_stalls(results: Mapping) -> bytes | None:
     labels = [("cuBLAS" if r.slug == "cublas" else r.label) + ("" if r.dtype == main_dtype(results) else f" ({r.dtype})")
               for r in views]
     left = [0.0] * len(views)
-    cmap = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#bab0ac"]
-    for i, reason in enumerate(top + ["other"]):
+    reasons = top + ["other"]
+    series = []
+    for reason, color in zip(reasons, distinct_colors(len(reasons))):
         vals = []
         for r in views:
             sh = {s["reason"]: s["share"] for s in r.profile["stalls"]}
             vals.append(sum(v for k, v in sh.items() if k not in top) if reason == "other" else sh.get(reason, 0.0))
-        ax.barh(range(len(views)), [100 * v for v in vals], left=left, color=cmap[i % len(cmap)],
-                label=stall_label(reason))
+        bars = ax.barh(range(len(views)), [100 * v for v in vals], left=left, color=color, label=stall_label(reason))
+        series.append((stall_label(reason), _hex(bars.patches[0].get_facecolor())))
         left = [a + 100 * b for a, b in zip(left, vals)]
     ax.set_yticks(range(len(views)), labels, fontsize=8)
     ax.invert_yaxis()
@@ -199,7 +218,15 @@ def fig_stalls(results: Mapping) -> bytes | None:
     ax.set_xlabel("share of warp cycles between issued instructions (%)")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_title("warp states by rung (Nsight Compute)", fontsize=11)
+    if drawn is not None:
+        drawn["series"] = series
     return _png(fig)
+
+
+def _hex(rgba) -> str:
+    from matplotlib.colors import to_hex
+
+    return to_hex(rgba)
 
 
 FIGURES: tuple[tuple[str, str, Callable[[Mapping], bytes | None]], ...] = (
