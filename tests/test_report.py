@@ -187,6 +187,59 @@ def test_every_stall_series_has_its_own_colour(results):
     assert len(set(colours)) == len(colours), series
 
 
+def _overlaps(a, b) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def test_roofline_labels_do_not_overlap(results):
+    drawn: dict = {}
+    assert F.fig_roofline(results, drawn)
+    boxes = drawn["labels"]                     # (text, (x0, y0, x1, y1)) in pixels, as drawn
+    assert len(boxes) == 18                     # 16 rungs and cuBLAS in two dtypes
+    bad = [(a[0], b[0]) for i, a in enumerate(boxes) for b in boxes[i + 1:] if _overlaps(a[1], b[1])]
+    assert not bad, f"overlapping labels: {bad}"
+
+
+def test_roofline_draws_the_l2_roof_from_the_counters_as_a_lower_bound(results):
+    drawn: dict = {}
+    F.fig_roofline(results, drawn)
+    roofs = {r["name"]: r for r in drawn["roofs"]}
+    assert {"DRAM measured (copy)", "DRAM theoretical", "L2"} <= set(roofs)
+    l2 = roofs["L2"]
+    # no L2 bandwidth in the document: the highest L2 rate of a profiled launch (cuBLAS fp16 here:
+    # l2 bytes / duration) is a lower bound of it, and the caption says so
+    p = results["profile"]["cublas_fp16"]
+    assert l2["Bps"] == pytest.approx(p["l2_bytes"] / p["duration_s"])
+    assert l2["basis"] == "lower bound"
+    assert drawn["l2_points"] == 18
+    assert any("lower bound" in n and "L2" in n for n in drawn["notes"])
+
+
+def test_roofline_prefers_a_measured_l2_bandwidth_and_leaves_l2_points_out_without_one(results):
+    doc = copy.deepcopy(results)
+    doc["ceilings"]["l2_bw_Bps"] = 9.0e12
+    drawn: dict = {}
+    F.fig_roofline(doc, drawn)
+    l2 = next(r for r in drawn["roofs"] if r["name"] == "L2")
+    assert l2["Bps"] == 9.0e12 and l2["basis"] == "measured"
+    # neither measured nor derivable (no launch durations): no L2 roof, no L2 points, and why
+    doc = copy.deepcopy(results)
+    for p in doc["profile"].values():
+        p.pop("duration_s", None)
+    drawn = {}
+    F.fig_roofline(doc, drawn)
+    assert "L2" not in {r["name"] for r in drawn["roofs"]}
+    assert drawn["l2_points"] == 0
+    assert any("L2" in n and "left out" in n for n in drawn["notes"])
+
+
+def test_roofline_caption_names_its_l2_roof(built):
+    _, html_path, _ = built
+    text = open(html_path, encoding="utf-8").read()
+    cap = re.search(r'<figure id="fig_roofline">.*?<figcaption>(.*?)</figcaption>', text, re.S).group(1)
+    assert "L2" in cap and "lower bound" in cap
+
+
 # ---- the files -----------------------------------------------------------------------------------
 
 def test_html_is_self_contained_with_every_figure(built):

@@ -9,6 +9,7 @@ from typing import Any, Mapping
 
 from ..analysis.ncu import STALL_LABEL
 from ..core.registry import get as get_rung
+from . import fmt
 
 
 def dig(d: Any, *path, default=None):
@@ -143,3 +144,39 @@ def peak_tflops(results: Mapping, dtype: str) -> float | None:
     """The peak ``dtype`` is compared with: the ceilings', else the benchmark's, else the report's env."""
     return (dig(results, "ceilings", "peak_tflops", dtype) or dig(results, "bench", "env", "peak_tflops", dtype)
             or dig(results, "env", "peak_tflops", dtype))
+
+
+def profile_name(key: str, p: Mapping) -> str:
+    """How a profile of the document is named: 'cuBLAS fp16' for 'cublas_fp16', '16. wmma' for a rung."""
+    if key == "cublas" or key.startswith("cublas_"):
+        dt = p.get("dtype") or key.partition("_")[2]
+        return f"cuBLAS {dt}".strip()
+    num = registry_info(key)[0]
+    return f"{num}. {key}" if num is not None else key
+
+
+def l2_bandwidth(results: Mapping) -> dict | None:
+    """The L2 bandwidth a roofline can draw, and what it is: {"Bps", "basis", "source"}.
+
+    A measured one (``ceilings["l2_bw_Bps"]``) first, basis "measured". Otherwise the highest L2
+    rate of a profiled launch (its L2 bytes / its duration, from the counters), basis "lower
+    bound": the L2 delivered at least that, so its bandwidth is at least that; the tightest such
+    bound is the largest rate. None when neither is in the document: no number is made up."""
+    measured = dig(results, "ceilings", "l2_bw_Bps")
+    if measured:
+        return {"Bps": float(measured), "basis": "measured",
+                "source": dig(results, "ceilings", "l2_bw_source") or "measured (ceilings)"}
+    best = None
+    for key, p in (results.get("profile") or {}).items():
+        if isinstance(p, Mapping) and p.get("l2_bytes") and p.get("duration_s"):
+            rate = p["l2_bytes"] / p["duration_s"]
+            if best is None or rate > best[0]:
+                best = (rate, key, p)
+    if best is None:
+        return None
+    rate, key, p = best
+    pct = p.get("l2_throughput_pct")
+    return {"Bps": rate, "basis": "lower bound", "kernel": key,
+            "source": (f"the highest L2 rate of a profiled launch: {profile_name(key, p)}, "
+                       f"{fmt.nbytes(p['l2_bytes'])} of L2 traffic in {p['duration_s'] * 1e6:.1f} us"
+                       + ("" if pct is None else f", ncu's L2 throughput {pct:.1f}%"))}

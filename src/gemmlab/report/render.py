@@ -213,9 +213,11 @@ def _page(results: Mapping) -> _Page:
     figs: dict[str, bytes] = {}
     captions: dict[str, str] = {}
     for name, caption, fn in FIGURES:
-        png = fn(results)
+        drawn: dict = {}
+        png = fn(results, drawn)
         if png:
-            figs[name], captions[name] = png, caption
+            figs[name] = png
+            captions[name] = " ".join([caption] + list(drawn.get("notes") or ()))
     d = main_dtype(results)
     rungs, _ = ladder(results)
     gpu = dig(results, "bench", "env", "gpu_name") or dig(results, "env", "gpu_name") or "unknown GPU"
