@@ -94,7 +94,7 @@ def test_explain_step_names_the_counters_that_moved():
               stalls=[("mio_throttle", 0.40), ("long_scoreboard", 0.3), ("selected", 0.3)])
     st = S.explain_step(a, b)
     s = st["sentence"]
-    assert s.startswith("2. b vs 1. a: 4.00x faster (2 to 8 TFLOP/s)")
+    assert s.startswith("b (rung 2) vs a (rung 1): 4.00x faster (2 to 8 TFLOP/s)")
     texts = [o["text"] for o in st["observations"]]
     assert any(t.startswith("DRAM bytes fell 12.3x") for t in texts)
     assert any(t.startswith("shared-load bank conflicts fell from 1.2e8 to 0") for t in texts)
@@ -271,6 +271,29 @@ def test_markdown_twin_with_its_images(built):
         assert os.path.isfile(p) and open(p, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
     assert "| # | rung | dtype |" in md
     assert md.count("\n| ") > 2 * len(list(kernels()))
+
+
+def _md_section(md: str, heading: str) -> str:
+    return md.split(f"## {heading}", 1)[1].split("\n## ", 1)[0]
+
+
+def test_step_list_is_numbered_once_and_stays_one_list(built):
+    """The sentences started with the rung's own number ("2. coalesced vs 1. naive"): in an
+    ordered list that read "1. 2. coalesced", and in Markdown it opened a list inside each item."""
+    markdown_it = pytest.importorskip("markdown_it")
+    out, html_path, md_path = built
+    md = open(md_path, encoding="utf-8").read()
+    tokens = markdown_it.MarkdownIt("commonmark").enable("table").parse(_md_section(md, "What each step changed"))
+    lists = [t for t in tokens if t.type in ("bullet_list_open", "ordered_list_open")]
+    assert len(lists) == 1, [t.type for t in lists]          # one list, none nested in its items
+    assert sum(t.type == "list_item_open" for t in tokens) == len(list(kernels())) - 1
+    # underscores of __restrict__, __ldg and __syncthreads are text, not emphasis
+    inline = [c.type for t in tokens if t.type == "inline" for c in t.children or ()]
+    assert "strong_open" not in inline and "em_open" not in inline
+    text = open(html_path, encoding="utf-8").read()
+    items = re.findall(r"<li>(.*?)</li>", text.split('id="steps"', 1)[1].split("<h2", 1)[0], re.S)
+    assert len(items) == len(list(kernels())) - 1
+    assert not [i for i in items if re.match(r"\s*\d+\.", i)], "a step item starts with a number of its own"
 
 
 def test_build_from_partial_results(tmp_path, results):

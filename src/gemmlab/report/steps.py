@@ -293,6 +293,12 @@ def _stall_pair(s: dict | None):
     return None if not s else {"reason": s["reason"], "share": s.get("share")}
 
 
+def _ref(r: RungView) -> str:
+    """A rung as a sentence names it: 'coalesced (rung 2)'. Not '2. coalesced': a sentence that
+    starts with a number reads as a second numbering in a list (and opens a list in Markdown)."""
+    return r.slug if r.number is None else f"{r.slug} (rung {r.number})"
+
+
 def explain_step(prev: RungView, cur: RungView) -> dict:
     """The measured change from ``prev`` to ``cur``: a row of deltas, the ranked observations and
     one sentence naming the largest (at most three)."""
@@ -319,7 +325,7 @@ def explain_step(prev: RungView, cur: RungView) -> dict:
         "achieved_occupancy": [pp.get("achieved_occupancy"), cp.get("achieved_occupancy")],
         "ipc": [pp.get("ipc"), cp.get("ipc")],
         "observations": [{"kind": o.kind, "score": round(o.score, 3), "text": o.text} for o in obs],
-        "sentence": f"{cur.label} vs {prev.label}{dt_note}: {speed}; {body}.",
+        "sentence": f"{_ref(cur)} vs {_ref(prev)}{dt_note}: {speed}; {body}.",
     }
 
 
