@@ -296,6 +296,37 @@ def test_step_list_is_numbered_once_and_stays_one_list(built):
     assert not [i for i in items if re.match(r"\s*\d+\.", i)], "a step item starts with a number of its own"
 
 
+def _md_captions(md: str) -> dict[str, str]:
+    return {ref[:-4]: cap for cap, ref in re.findall(r"!\[([^\]]*)\]\(([^)]+)\)", md)}
+
+
+def test_headings_and_captions_name_the_dtypes_of_their_rows(built, results, tmp_path):
+    """The ladder mixes the report's dtype (fp32) and the rungs that do not take it (wmma, fp16):
+    the intro, the ladder's heading and the figures' captions say which rows are which."""
+    out, _, md_path = built
+    md = open(md_path, encoding="utf-8").read()
+    row_dtypes = {row[2] for row in R.ladder_rows(results)}
+    assert row_dtypes == {"fp32", "fp16"}
+    heading = next(line for line in md.splitlines() if line.startswith("## The ladder"))
+    intro = md.splitlines()[2]
+    for text in (heading, intro):
+        assert "fp32" in text and "fp16" in text and "wmma" in text, text
+    assert "16 rungs, fp32" not in intro
+    caps = _md_captions(md)
+    assert "fp16" in caps["fig_ladder"] and "fp32" in caps["fig_ladder"]
+    assert "fp32" in caps["fig_sweep"] and "fp16" not in caps["fig_sweep"]      # the sweep is fp32 only
+    # one dtype: the heading says it, and no other
+    one = copy.deepcopy(results)
+    one["bench"]["results"] = [e for e in one["bench"]["results"] if e.get("dtype") == "fp32"]
+    one["inspect"].pop("wmma")
+    for k in ("wmma", "cublas_fp16"):
+        one["profile"].pop(k)
+    _, md_path = R.build(one, str(tmp_path / "one"))
+    md = open(md_path, encoding="utf-8").read()
+    heading = next(line for line in md.splitlines() if line.startswith("## The ladder"))
+    assert "fp32" in heading and "fp16" not in heading
+
+
 def test_build_from_partial_results(tmp_path, results):
     """Only the benchmark: a page with the ladder figure, no roofline, no crash."""
     part = {"bench": copy.deepcopy(results["bench"])}

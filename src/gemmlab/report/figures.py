@@ -13,7 +13,7 @@ from typing import Callable, Mapping
 
 from ..core.shapes import CEILING_SHAPE
 from . import fmt
-from .model import dig, l2_bandwidth, ladder, main_dtype, peak_tflops, registry_info, stall_label
+from .model import dig, dtype_text, l2_bandwidth, ladder, main_dtype, peak_tflops, registry_info, stall_label
 
 _COLORS = {"fp32": "#3b6fb6", "fp16": "#d9822b", "bf16": "#8c5bb5", "cublas": "#2e8b57"}
 
@@ -71,6 +71,9 @@ def fig_ladder(results: Mapping, drawn: dict | None = None) -> bytes | None:
         ax.grid(axis="y", alpha=0.3)
         ax.legend(fontsize=8, loc="upper left")
     fig.suptitle("TFLOP/s of each rung beside cuBLAS and the peak", fontsize=11)
+    if drawn is not None:
+        drawn["notes"] = [f"Rungs in {dtype_text(rungs, main_dtype(results))}; each panel is one dtype, beside "
+                          "cuBLAS and the peak of that dtype."]
     return _png(fig)
 
 
@@ -105,7 +108,12 @@ def fig_sweep(results: Mapping, drawn: dict | None = None) -> bytes | None:
     ax.set_ylabel("TFLOP/s")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    ax.set_title("TFLOP/s against size", fontsize=11)
+    dts = sorted({k[1] for k in series if k[1]})
+    ax.set_title(f"TFLOP/s against size{' (' + ', '.join(dts) + ')' if dts else ''}", fontsize=11)
+    if drawn is not None:
+        drawn["notes"] = ([f"All in {dts[0]}."] if len(dts) == 1 else
+                          [f"In {', '.join(dts)}: each line's dtype is in its legend."] if dts else
+                          ["The sweep's dtype is not recorded."])
     return _png(fig)
 
 
@@ -259,6 +267,7 @@ def fig_roofline(results: Mapping, drawn: dict | None = None) -> bytes | None:
     fig.draw_without_rendering()                  # the layout first: the names are placed in pixels
     labels = _place_labels(fig, ax, points)
     if drawn is not None:
+        notes.insert(0, f"Rungs in {dtype_text([r for r in views if r.slug != 'cublas'], d)}, coloured by dtype.")
         drawn.update(roofs=[{k: v for k, v in r.items() if k != "style"} for r in roofs], labels=labels,
                      l2_points=len(l2), notes=notes)
     return _png(fig)
@@ -337,6 +346,8 @@ def fig_stalls(results: Mapping, drawn: dict | None = None) -> bytes | None:
     ax.set_title("warp states by rung (Nsight Compute)", fontsize=11)
     if drawn is not None:
         drawn["series"] = series
+        drawn["notes"] = [f"Rungs in {dtype_text([r for r in views if r.slug != 'cublas'], main_dtype(results))}; "
+                          "a row in another dtype than the report's says so."]
     return _png(fig)
 
 
@@ -347,11 +358,11 @@ def _hex(rgba) -> str:
 
 
 FIGURES: tuple[tuple[str, str, Callable[[Mapping], bytes | None]], ...] = (
-    ("fig_ladder", "TFLOP/s of each rung beside cuBLAS and the peak", fig_ladder),
-    ("fig_sweep", "TFLOP/s against size", fig_sweep),
+    ("fig_ladder", "TFLOP/s of each rung beside cuBLAS and the peak.", fig_ladder),
+    ("fig_sweep", "TFLOP/s against size.", fig_sweep),
     ("fig_roofline", "Roofline: FLOPs per DRAM byte (filled) and per L2 byte (hollow), measured by the counters, "
                      "and the FLOP/s of the same launch, under the bandwidth roofs (DRAM; L2 where its bandwidth is "
                      "known) and the compute ceilings; the numbers name the rungs.",
      fig_roofline),
-    ("fig_stalls", "Warp stall reasons by rung", fig_stalls),
+    ("fig_stalls", "Warp stall reasons by rung.", fig_stalls),
 )

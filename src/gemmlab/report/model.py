@@ -5,7 +5,7 @@ the peak each dtype is compared with, and the display name of a warp-stall reaso
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from ..analysis.ncu import STALL_LABEL
 from ..core.registry import get as get_rung
@@ -79,6 +79,36 @@ def registry_info(slug: str) -> tuple[int | None, str, str, tuple[str, ...]]:
 def main_dtype(results: Mapping) -> str:
     return (dig(results, "bench", "settings", "dtype") or results.get("dtype")
             or next((e.get("dtype") for e in dig(results, "bench", "results", default=[]) if e.get("dtype")), "fp32"))
+
+
+def _numbers_text(nums: list[int]) -> str:
+    """[1, ..., 15] -> 'rungs 1-15'; [16] -> 'rung 16'; [1, 3, 4] -> 'rungs 1, 3-4'."""
+    runs: list[list[int]] = []
+    for n in sorted(nums):
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    text = ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+    return f"rung{'s' if len(nums) > 1 else ''} {text}"
+
+
+def dtype_text(rungs: Sequence[RungView], main: str) -> str:
+    """The dtypes of a list of rungs, ``main`` first: 'fp32' when all are in it, else which rungs
+    are in which: 'fp32 (rungs 1-15) and fp16 (rung 16: wmma)'."""
+    groups: dict[str, list[RungView]] = {}
+    for r in sorted(rungs, key=lambda r: r.dtype != main):
+        groups.setdefault(r.dtype, []).append(r)
+    if len(groups) <= 1:
+        return next(iter(groups), main)
+    parts = []
+    for d, rs in groups.items():
+        nums = [r.number for r in rs if r.number is not None]
+        who = _numbers_text(nums) if nums else ""
+        if len(rs) <= 3 or len(nums) < len(rs):
+            who += (": " if who else "") + ", ".join(r.slug for r in rs)
+        parts.append(f"{d} ({who})")
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def ladder(results: Mapping) -> tuple[list[RungView], dict[str, RungView]]:

@@ -15,7 +15,7 @@ from typing import Iterable, Mapping, Sequence
 from ..core.shapes import CEILING_SHAPE
 from . import fmt
 from .figures import FIGURES
-from .model import dig, ladder, main_dtype, stall_label
+from .model import dig, dtype_text, ladder, main_dtype, stall_label
 from .steps import explain_step
 
 # =============================================================================================
@@ -209,6 +209,7 @@ class _Page:
 
     title: str
     intro: str
+    ladder_heading: str                 # names the dtype of the rows under it
     env_rows: list[tuple[str, str]]
     ladder_rows: list[list[str]]
     step_rows: list[tuple[list[str], str]]
@@ -233,13 +234,17 @@ def _page(results: Mapping) -> _Page:
     shape = fmt.shape_label(rungs[0].bench) if rungs and rungs[0].bench else "?"
     pshape = next((r.profile.get("shape") for r in rungs if r.profile.get("shape")), None)
     title = f"gemmlab worklog: the GEMM ladder on {gpu}"
-    intro = (f"{len(rungs)} rungs, {d}, timed at {shape} beside cuBLAS"
+    dts = dtype_text(rungs, d)
+    mixed = len({r.dtype for r in rungs}) > 1
+    intro = (f"{len(rungs)} rungs timed at {shape}, "
+             + (f"each beside cuBLAS in its dtype: {dts}" if mixed else f"in {dts}, beside cuBLAS in {dts}")
              + (f"; hardware counters (Nsight Compute) at {'x'.join(map(str, pshape))}" if pshape else "") + ".")
     srows = step_rows(results)
     lrows = ladder_rows(results)
     erows = env_rows(results)
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return _Page(title, intro, erows, lrows, srows, results.get("errors") or {}, generated, figs, captions)
+    return _Page(title, intro, f"The ladder: {dts}", erows, lrows, srows, results.get("errors") or {}, generated, figs,
+                 captions)
 
 
 def _html(p: _Page) -> str:
@@ -255,7 +260,7 @@ def _html(p: _Page) -> str:
         b64 = base64.b64encode(png).decode("ascii")
         H.append(f'<figure id="{name}"><img alt="{_h(p.captions[name])}" src="data:image/png;base64,{b64}">'
                  f"<figcaption>{_h(p.captions[name])}</figcaption></figure>")
-    H.append('<h2 id="ladder">The ladder</h2>')
+    H.append(f'<h2 id="ladder">{_h(p.ladder_heading)}</h2>')
     H.append(_html_table(LADDER_COLUMNS, p.ladder_rows, numeric=(0, 3, 4, 5, 6, 10, 11, 12, 13, 14, 16)))
     H.append('<p class="muted">ms, TFLOP/s, vs cuBLAS and % peak: the benchmark (median of timed runs, L2 flushed). '
              "DRAM, L2, conflicts, occupancy, IPC, top stall: Nsight Compute, one launch at the profile shape. "
@@ -275,11 +280,12 @@ def _html(p: _Page) -> str:
 
 
 def _markdown(p: _Page) -> str:
-    M = [f"# {p.title}", "", p.intro, "", "## Machine and software", "", _md_table(("", ""), p.env_rows), "",
+    M = [f"# {_md_text(p.title)}", "", _md_text(p.intro), "", "## Machine and software", "", _md_table(("", ""), p.env_rows), "",
          "## Figures", ""]
     for name in p.figs:
         M += [f"![{_md_text(p.captions[name])}]({name}.png)", "", f"*{_md_text(p.captions[name])}*", ""]
-    M += ["## The ladder", "", _md_table(LADDER_COLUMNS, p.ladder_rows), "", "## What each step changed", ""]
+    M += [f"## {_md_text(p.ladder_heading)}", "", _md_table(LADDER_COLUMNS, p.ladder_rows), "",
+          "## What each step changed", ""]
     M += [f"- {_md_text(s)}" for _, s in p.step_rows] or ["Fewer than two rungs: no step to explain."]
     if p.step_rows:
         M += ["", _md_table(STEP_COLUMNS, [r for r, _ in p.step_rows])]
