@@ -187,6 +187,19 @@ def test_every_stall_series_has_its_own_colour(results):
     assert len(set(colours)) == len(colours), series
 
 
+def test_every_sweep_line_has_its_own_colour(results):
+    """The default colour cycle drew rung 11 in a green next to cuBLAS's green."""
+    drawn: dict = {}
+    assert F.fig_sweep(results, drawn)
+    colours = [c for _, c in drawn["series"]]
+    assert len(drawn["series"]) == 5 and len(set(colours)) == len(colours), drawn["series"]
+    from matplotlib.colors import to_rgb
+
+    def far(a, b):
+        return sum(abs(x - y) for x, y in zip(to_rgb(a), to_rgb(b))) > 0.3
+    assert all(far(a, b) for i, a in enumerate(colours) for b in colours[i + 1:]), drawn["series"]
+
+
 def _overlaps(a, b) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 

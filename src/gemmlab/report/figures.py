@@ -9,6 +9,7 @@ what it drew (the roofline's roofs and label boxes, the stall chart's series and
 from __future__ import annotations
 
 import io
+import itertools
 from typing import Callable, Mapping
 
 from ..core.shapes import CEILING_SHAPE
@@ -92,15 +93,20 @@ def fig_sweep(results: Mapping, drawn: dict | None = None) -> bytes | None:
     ax = fig.subplots()
     order = sorted(series, key=lambda k: (k[0] == "cublas", registry_info(k[0])[0] or 0, k[1]))
     multi_dt = len({k[1] for k in series}) > 1
-    for i, key in enumerate(order):
+    # the rungs' lines in tab10 without its green (cuBLAS is drawn in green)
+    palette = itertools.cycle([c for c in _TAB10 + _TAB20[1::2] if c not in ("#2ca02c", "#98df8a")])
+    drawn_series = []
+    for key in order:
         pts = sorted(series[key])
         kern, dt = key
         num = registry_info(kern)[0]
         name = "cuBLAS" if kern == "cublas" else (f"{num}. {kern}" if num else kern)
         if multi_dt:
             name += f" ({dt})"
-        style = dict(color=_COLORS["cublas"], lw=2.2, marker="s") if kern == "cublas" else dict(marker="o", lw=1.5)
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], label=name, **style)
+        style = (dict(color=_COLORS["cublas"], lw=2.2, marker="s") if kern == "cublas"
+                 else dict(color=next(palette), marker="o", lw=1.5))
+        line, = ax.plot([p[0] for p in pts], [p[1] for p in pts], label=name, **style)
+        drawn_series.append((name, _hex(line.get_color())))
     ax.set_xscale("log", base=2)
     sizes = sorted({round(p[0]) for v in series.values() for p in v})
     ax.set_xticks(sizes, [str(s) for s in sizes])
@@ -111,6 +117,7 @@ def fig_sweep(results: Mapping, drawn: dict | None = None) -> bytes | None:
     dts = sorted({k[1] for k in series if k[1]})
     ax.set_title(f"TFLOP/s against size{' (' + ', '.join(dts) + ')' if dts else ''}", fontsize=11)
     if drawn is not None:
+        drawn["series"] = drawn_series
         drawn["notes"] = ([f"All in {dts[0]}."] if len(dts) == 1 else
                           [f"In {', '.join(dts)}: each line's dtype is in its legend."] if dts else
                           ["The sweep's dtype is not recorded."])
