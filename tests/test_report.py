@@ -340,6 +340,22 @@ def test_headings_and_captions_name_the_dtypes_of_their_rows(built, results, tmp
     assert "fp32" in heading and "fp16" not in heading
 
 
+def test_tensor_core_rungs_show_their_tensor_instruction_share(results):
+    """wmma's hot loop has no FFMA: its math is HMMA, and the tables say so (not 'FFMA 0%')."""
+    col = next(c for c in R.LADDER_COLUMNS if c.startswith("math share"))
+    assert "FFMA" in col and "tensor" in col
+    i = R.LADDER_COLUMNS.index(col)
+    rows = {r[1]: r for r in R.ladder_rows(results)}
+    h = results["inspect"]["wmma"]["hot_loop"]
+    assert rows["wmma"][i] == f"HMMA {100 * h['hmma'] / h['n_instructions']:.0f}%" == "HMMA 11%"
+    assert rows["warp_tiling"][i] == "FFMA 80%"
+    assert rows["cuBLAS"][i] == "n/a"                       # not inspected
+    j = R.STEP_COLUMNS.index(next(c for c in R.STEP_COLUMNS if c.startswith("math share")))
+    steps = {r[0]: r for r, _ in R.step_rows(results)}
+    assert steps["15. warp_tiling → 16. wmma"][j] == "FFMA 80% → HMMA 11%"
+    assert not any(c == "FFMA share" for c in R.LADDER_COLUMNS + R.STEP_COLUMNS)
+
+
 def test_build_from_partial_results(tmp_path, results):
     """Only the benchmark: a page with the ladder figure, no roofline, no crash."""
     part = {"bench": copy.deepcopy(results["bench"])}

@@ -59,6 +59,20 @@ class RungView:
     def ffma_share(self) -> float | None:
         return _share_pct(dig(self.inspect, "hot_loop", "ffma_share"))
 
+    @property
+    def math_share(self) -> tuple[str, float] | None:
+        """(what the math is, its percent of the hot loop's instructions): ('FFMA', 80.0) on the
+        CUDA cores; ('HMMA', 11.1) (or HGMMA, MMA) when tensor-core instructions outnumber the
+        FFMA; None when the rung was not inspected."""
+        h = dig(self.inspect, "hot_loop")
+        if not isinstance(h, Mapping):
+            return None
+        tensor = {"HMMA": h.get("hmma") or 0, "HGMMA": h.get("hgmma") or 0, "MMA": h.get("other_mma") or 0}
+        n_tensor, n = sum(tensor.values()), h.get("n_instructions")
+        if n_tensor and n and n_tensor > (h.get("ffma") or 0):
+            return "+".join(k for k, v in tensor.items() if v), 100.0 * n_tensor / n
+        return None if self.ffma_share is None else ("FFMA", self.ffma_share)
+
     def top_stall(self) -> dict | None:
         for s in self.profile.get("stalls") or ():
             if s.get("reason") not in ("selected", "not_selected"):

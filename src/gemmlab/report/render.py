@@ -22,8 +22,9 @@ from .steps import explain_step
 # Tables
 # =============================================================================================
 
+MATH_SHARE = "math share (FFMA / tensor)"    # FFMA, or HMMA/HGMMA on the tensor cores: see RungView.math_share
 LADDER_COLUMNS = ("#", "rung", "dtype", "ms", "TFLOP/s", "vs cuBLAS", "% peak", "ok", "DRAM", "L2",
-                  "ld conflicts", "st conflicts", "occupancy", "IPC", "FFMA share", "top stall", "regs")
+                  "ld conflicts", "st conflicts", "occupancy", "IPC", MATH_SHARE, "top stall", "regs")
 
 
 def ladder_rows(results: Mapping) -> list[list[str]]:
@@ -50,7 +51,7 @@ def ladder_rows(results: Mapping) -> list[list[str]]:
             fmt.number(p.get("bank_conflicts_st")),
             fmt.percent(p.get("achieved_occupancy")),
             "n/a" if p.get("ipc") is None else f"{p['ipc']:.2f}",
-            fmt.percent(r.ffma_share),
+            math_cell(r.math_share),
             "n/a" if not ts else f"{stall_label(ts['reason'])} {100 * ts['share']:.0f}%",
             "n/a" if regs is None else str(int(regs)),
         ])
@@ -58,7 +59,12 @@ def ladder_rows(results: Mapping) -> list[list[str]]:
 
 
 STEP_COLUMNS = ("step", "what it adds", "speed-up", "DRAM bytes", "L2 bytes", "ld conflicts", "st conflicts",
-                "FFMA share", "top stall", "occupancy")
+                MATH_SHARE, "top stall", "occupancy")
+
+
+def math_cell(share: tuple[str, float] | None) -> str:
+    """'FFMA 80%', 'HMMA 11%', or 'n/a' (not inspected)."""
+    return "n/a" if share is None else f"{share[0]} {share[1]:.0f}%"
 
 
 def _pair(v, f) -> str:
@@ -83,7 +89,7 @@ def step_rows(results: Mapping) -> list[tuple[list[str], str]]:
             _pair(st["l2_bytes"], fmt.nbytes),
             _pair(st["bank_conflicts_ld"], fmt.number),
             _pair(st["bank_conflicts_st"], fmt.number),
-            _pair(st["ffma_share"], fmt.percent),
+            _pair(st["math_share"], math_cell),
             _pair(st["top_stall"], _stall_cell),
             _pair(st["achieved_occupancy"], fmt.percent),
         ], st["sentence"]))
@@ -264,7 +270,8 @@ def _html(p: _Page) -> str:
     H.append(_html_table(LADDER_COLUMNS, p.ladder_rows, numeric=(0, 3, 4, 5, 6, 10, 11, 12, 13, 14, 16)))
     H.append('<p class="muted">ms, TFLOP/s, vs cuBLAS and % peak: the benchmark (median of timed runs, L2 flushed). '
              "DRAM, L2, conflicts, occupancy, IPC, top stall: Nsight Compute, one launch at the profile shape. "
-             "FFMA share: the hot loop of the SASS (gemmlab inspect).</p>")
+             "Math share: the share of the hot loop's SASS instructions that do the math, FFMA on the CUDA cores or "
+             "HMMA/HGMMA on the tensor cores (gemmlab inspect).</p>")
     H.append('<h2 id="steps">What each step changed</h2>')
     if p.step_rows:
         H.append('<ul class="steps">' + "".join(f"<li>{_h(s)}</li>" for _, s in p.step_rows) + "</ul>")

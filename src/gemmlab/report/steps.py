@@ -321,6 +321,7 @@ def explain_step(prev: RungView, cur: RungView) -> dict:
         "bank_conflicts_ld": [pp.get("bank_conflicts_ld"), cp.get("bank_conflicts_ld")],
         "bank_conflicts_st": [pp.get("bank_conflicts_st"), cp.get("bank_conflicts_st")],
         "ffma_share": [prev.ffma_share, cur.ffma_share],
+        "math_share": [prev.math_share, cur.math_share],
         "top_stall": [_stall_pair(prev.top_stall()), _stall_pair(cur.top_stall())],
         "achieved_occupancy": [pp.get("achieved_occupancy"), cp.get("achieved_occupancy")],
         "ipc": [pp.get("ipc"), cp.get("ipc")],
