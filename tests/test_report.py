@@ -385,6 +385,62 @@ def test_cli_from_json(tmp_path):
     assert sorted(p.name for p in out.glob("*.png")) == sorted(f"{n}.png" for n, _, _ in F.FIGURES)
 
 
+def _report_cli(path, out, capsys) -> tuple[int, str]:
+    from gemmlab.cli import main
+
+    rc = main(["report", "--from-json", str(path), "--out", str(out)])
+    return rc, capsys.readouterr().err
+
+
+def test_cli_from_a_missing_file_says_so_in_one_line(tmp_path, capsys):
+    missing = tmp_path / "nope.json"
+    rc, err = _report_cli(missing, tmp_path / "out", capsys)
+    assert rc == 1 and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1 and str(missing) in err and "no such file" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_from_a_file_that_is_not_json_names_it_and_the_position(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"bench": {"results": []},\n "sweep": ,}', encoding="utf-8")
+    rc, err = _report_cli(bad, tmp_path / "out", capsys)
+    assert rc == 1 and len(err.strip().splitlines()) == 1
+    assert str(bad) in err and "not valid JSON" in err and "line 2 column 11" in err
+    binary = tmp_path / "bin.json"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
+    rc, err = _report_cli(binary, tmp_path / "out", capsys)
+    assert rc == 1 and len(err.strip().splitlines()) == 1 and str(binary) in err
+
+
+@pytest.mark.parametrize("content", ['[1, 2]', '"text"', '{"hello": 1}', "{}", '{"results": "x"}'])
+def test_cli_refuses_json_that_is_not_a_results_document(tmp_path, capsys, content):
+    other = tmp_path / "other.json"
+    other.write_text(content, encoding="utf-8")
+    rc, err = _report_cli(other, tmp_path / "out", capsys)
+    assert rc == 1 and len(err.strip().splitlines()) == 1
+    assert str(other) in err and "gemmlab bench --json" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_from_a_bench_json_renders_the_ladder_and_says_what_is_missing(tmp_path, capsys):
+    """benchmarks/results/h100_fp32.json (what the README points to) is a `gemmlab bench --json`
+    result: its ladder table and figure are drawn, and the page says the rest is not in it."""
+    bench = os.path.join(os.path.dirname(DATA), os.pardir, "benchmarks", "results", "h100_fp32.json")
+    rc, err = _report_cli(bench, tmp_path / "out", capsys)
+    assert rc == 0, err
+    text = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    assert text.count("<img ") == 1 and 'id="fig_ladder"' in text
+    for slug in ("naive", "warp_tiling"):
+        assert f">{slug}<" in text
+    assert ">cuBLAS<" in text
+    assert "not in this file" in text and "counters" in text and "sweep" in text
+    md = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert "not in this file" in md
+    # its slow rungs were timed at the reduced shape: the intro and the step across it say so
+    assert "4096^3 (naive, coalesced, warp_shuffle at 2048^3)" in md
+    assert "smem (rung 4) vs warp_shuffle (rung 3) [2048^3 to 4096^3]:" in text
+
+
 def test_collect_needs_a_gpu(monkeypatch):
     import gemmlab.core.driver
     from gemmlab.core.driver import NoGPUError

@@ -224,3 +224,31 @@ def l2_bandwidth(results: Mapping) -> dict | None:
             "source": (f"the highest L2 rate of a profiled launch: {profile_name(key, p)}, "
                        f"{fmt.nbytes(p['l2_bytes'])} of L2 traffic in {p['duration_s'] * 1e6:.1f} us"
                        + ("" if pct is None else f", ncu's L2 throughput {pct:.1f}%"))}
+
+
+REPORT_PARTS = ("bench", "sweep", "inspect", "profile", "ceilings")
+BENCH_ONLY_NOTE = ("This page is built from a benchmark result (gemmlab bench --json): the hardware counters "
+                   "(Nsight Compute), the SASS inspection, the size sweep and the device's measured ceilings are "
+                   "not in this file, so only the ladder's timings are shown.")
+
+
+def is_bench_document(doc: Any) -> bool:
+    """Whether ``doc`` is a ``gemmlab bench --json`` result: a list of results and the settings."""
+    return isinstance(doc, Mapping) and isinstance(doc.get("results"), list) and isinstance(doc.get("settings"), Mapping)
+
+
+def results_document(doc: Any, name: str = "the document") -> dict:
+    """What ``build`` reads, from a loaded JSON document: a report results document as it is (one
+    part or more of ``REPORT_PARTS``); a ``gemmlab bench --json`` result wrapped as its "bench",
+    with a note that the rest is not in it; anything else refused with a ValueError naming ``name``."""
+    if isinstance(doc, Mapping) and any(isinstance(doc.get(k), Mapping) for k in REPORT_PARTS):
+        return dict(doc)
+    if is_bench_document(doc):
+        return {"dtype": doc["settings"].get("dtype"), "timestamp": doc.get("timestamp"), "bench": dict(doc),
+                "notes": [BENCH_ONLY_NOTE]}
+    kinds = {list: "a JSON array", str: "a JSON string", bool: "a JSON boolean", int: "a JSON number",
+             float: "a JSON number", type(None): "JSON null"}
+    what = kinds.get(type(doc), type(doc).__name__) if not isinstance(doc, Mapping) else (
+        "an object with " + (", ".join(map(repr, list(doc)[:5])) if doc else "no keys"))
+    raise ValueError(f"{name} is not a report results document (gemmlab report's results.json, with "
+                     f"{'/'.join(REPORT_PARTS)}) nor a gemmlab bench --json result (results + settings): it is {what}")

@@ -175,6 +175,7 @@ th{background:#f3f5f8;text-align:left}td.n{text-align:right;font-variant-numeric
 tr:nth-child(even) td{background:#fafbfc}figure{margin:1em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
 figcaption{font-size:.85em;color:#555}.env td:first-child{font-weight:600;white-space:nowrap}
 ul.steps li{margin:.35em 0}.muted{color:#777;font-size:.85em}
+.note{background:#fff8e5;border-left:4px solid #e0a800;padding:.4em .8em}
 """
 
 
@@ -216,6 +217,7 @@ class _Page:
     title: str
     intro: str
     ladder_heading: str                 # names the dtype of the rows under it
+    notes: list[str]                    # what the page must say before anything else (what is not in it)
     env_rows: list[tuple[str, str]]
     ladder_rows: list[list[str]]
     step_rows: list[tuple[list[str], str]]
@@ -223,6 +225,19 @@ class _Page:
     generated: str
     figs: dict[str, bytes]
     captions: dict[str, str]
+
+
+def _shape_text(rungs) -> str:
+    """The shape most rungs were timed at, and the rungs timed at another: '4096^3 (naive at 2048^3)'."""
+    shapes = {r.slug: fmt.shape_label(r.bench) for r in rungs if r.bench}
+    if not shapes:
+        return "?"
+    common = max(set(shapes.values()), key=list(shapes.values()).count)
+    others: dict[str, list[str]] = {}
+    for slug, sh in shapes.items():
+        if sh != common:
+            others.setdefault(sh, []).append(slug)
+    return common + (" (" + "; ".join(f"{', '.join(s)} at {sh}" for sh, s in others.items()) + ")" if others else "")
 
 
 def _page(results: Mapping) -> _Page:
@@ -237,7 +252,7 @@ def _page(results: Mapping) -> _Page:
     d = main_dtype(results)
     rungs, _ = ladder(results)
     gpu = dig(results, "bench", "env", "gpu_name") or dig(results, "env", "gpu_name") or "unknown GPU"
-    shape = fmt.shape_label(rungs[0].bench) if rungs and rungs[0].bench else "?"
+    shape = _shape_text(rungs)
     pshape = next((r.profile.get("shape") for r in rungs if r.profile.get("shape")), None)
     title = f"gemmlab worklog: the GEMM ladder on {gpu}"
     dts = dtype_text(rungs, d)
@@ -249,7 +264,7 @@ def _page(results: Mapping) -> _Page:
     lrows = ladder_rows(results)
     erows = env_rows(results)
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return _Page(title, intro, f"The ladder: {dts}", erows, lrows, srows, results.get("errors") or {}, generated, figs,
+    return _Page(title, intro, f"The ladder: {dts}", [str(n) for n in results.get("notes") or ()], erows, lrows, srows, results.get("errors") or {}, generated, figs,
                  captions)
 
 
@@ -257,7 +272,7 @@ def _html(p: _Page) -> str:
     H = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
          '<meta name="viewport" content="width=device-width,initial-scale=1">',
          f"<title>{_h(p.title)}</title><style>{_CSS}</style></head><body>",
-         f"<h1>{_h(p.title)}</h1>", f"<p>{_h(p.intro)}</p>",
+         f"<h1>{_h(p.title)}</h1>", f"<p>{_h(p.intro)}</p>", *(f'<p class="note">{_h(n)}</p>' for n in p.notes),
          '<h2 id="env">Machine and software</h2>',
          '<table class="env"><tbody>' + "".join(f"<tr><td>{_h(k)}</td><td>{_h(v)}</td></tr>" for k, v in p.env_rows)
          + "</tbody></table>"]
@@ -287,8 +302,8 @@ def _html(p: _Page) -> str:
 
 
 def _markdown(p: _Page) -> str:
-    M = [f"# {_md_text(p.title)}", "", _md_text(p.intro), "", "## Machine and software", "", _md_table(("", ""), p.env_rows), "",
-         "## Figures", ""]
+    M = [f"# {_md_text(p.title)}", "", _md_text(p.intro), ""] + [x for n in p.notes for x in (f"> {_md_text(n)}", "")]
+    M += ["## Machine and software", "", _md_table(("", ""), p.env_rows), "", "## Figures", ""]
     for name in p.figs:
         M += [f"![{_md_text(p.captions[name])}]({name}.png)", "", f"*{_md_text(p.captions[name])}*", ""]
     M += [f"## {_md_text(p.ladder_heading)}", "", _md_table(LADDER_COLUMNS, p.ladder_rows), "",

@@ -306,7 +306,9 @@ def explain_step(prev: RungView, cur: RungView) -> dict:
     obs = observations(prev, cur)
     t0, t1 = prev.tflops, cur.tflops
     s, speed = _speed(t0, t1)
-    dt_note = f" [{prev.dtype} to {cur.dtype}]" if prev.dtype != cur.dtype else ""
+    changed = [f"{a} to {b}" for a, b in ((prev.dtype, cur.dtype), (fmt.shape_label(prev.bench), fmt.shape_label(cur.bench)))
+               if a != b and "?" not in (a, b)]
+    dt_note = f" [{'; '.join(changed)}]" if changed else ""     # the dtype or the timed shape changed
     if not pp or not cp:
         body = "no counters recorded for " + (" and ".join(r.slug for r in (prev, cur) if not r.profile))
     elif obs:
