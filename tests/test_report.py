@@ -356,6 +356,19 @@ def test_tensor_core_rungs_show_their_tensor_instruction_share(results):
     assert not any(c == "FFMA share" for c in R.LADDER_COLUMNS + R.STEP_COLUMNS)
 
 
+def test_the_page_says_how_the_benchmark_was_timed_from_its_settings(results, tmp_path):
+    doc = copy.deepcopy(results)
+    doc["bench"]["settings"]["flush_l2"] = False
+    html_path, md_path = R.build(doc, str(tmp_path / "hot"))
+    for path in (html_path, md_path):
+        text = open(path, encoding="utf-8").read()
+        assert "L2 flushed" not in text and "L2 not flushed" in text
+    doc["bench"]["settings"]["timing"] = {"l2": "cold", "spin_us": 1000.0, "min_samples": 10, "max_samples": 100}
+    html_path, _ = R.build(doc, str(tmp_path / "cold"))
+    text = open(html_path, encoding="utf-8").read()
+    assert "L2 flushed before each timed run" in text and "10 to 100" in text
+
+
 def test_build_from_partial_results(tmp_path, results):
     """Only the benchmark: a page with the ladder figure, no roofline, no crash."""
     part = {"bench": copy.deepcopy(results["bench"])}

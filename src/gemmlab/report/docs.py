@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..core.registry import kernels
+from .model import timing_text
 
 
 def rungs_markdown() -> str:
@@ -18,7 +19,7 @@ def bench_markdown(bench: dict) -> str:
     res = bench["results"]
     head = (f"{env.get('gpu_name', '?')}, {env.get('sm_count', '?')} SMs, "
             f"gemmlab {bench.get('gemmlab_version', '?')}, {bench.get('timestamp', '?')}; "
-            f"median of {bench.get('settings', {}).get('repeats', '?')} runs, L2 flushed, cuBLAS timed in the same run.")
+            f"{timing_text(bench)}.")
     rows = [head, "", "| # | rung | dtype | shape | ms | TFLOP/s | vs cuBLAS | % of peak |",
             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in res:

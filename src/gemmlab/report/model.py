@@ -252,3 +252,32 @@ def results_document(doc: Any, name: str = "the document") -> dict:
         "an object with " + (", ".join(map(repr, list(doc)[:5])) if doc else "no keys"))
     raise ValueError(f"{name} is not a report results document (gemmlab report's results.json, with "
                      f"{'/'.join(REPORT_PARTS)}) nor a gemmlab bench --json result (results + settings): it is {what}")
+
+
+def timing_text(bench: Mapping) -> str:
+    """How a benchmark document's times were taken, said from its settings and nothing else: the
+    samples ("median of 50 timed runs"), whether L2 was flushed (``settings["timing"]["l2"]``,
+    "cold" or "hot", from the timing engine; else ``settings["flush_l2"]``), the spin before each
+    launch, and whether cuBLAS was timed in the same run (its results are in the document). What the
+    settings do not record is said to be not recorded."""
+    s = bench.get("settings") if isinstance(bench.get("settings"), Mapping) else {}
+    t = s.get("timing") if isinstance(s.get("timing"), Mapping) else {}
+    lo, hi = t.get("min_samples"), t.get("max_samples")
+    if lo is not None or hi is not None:
+        n = f"{lo} to {hi}" if lo is not None and hi is not None and lo != hi else f"{lo if lo is not None else hi}"
+        parts = [f"median of {n} timed runs per kernel"]
+    elif s.get("repeats") is not None:
+        parts = [f"median of {s['repeats']} timed runs"]
+    else:
+        parts = ["number of timed runs not recorded"]
+    l2 = t.get("l2")
+    if l2 is None and isinstance(s.get("flush_l2"), bool):
+        l2 = "cold" if s["flush_l2"] else "hot"
+    parts.append({"cold": "L2 flushed before each timed run",
+                  "hot": "L2 not flushed (operands may stay in L2 from run to run)",
+                  None: "whether L2 was flushed is not recorded"}.get(l2, f"L2 mode {l2!r}"))
+    if t.get("spin_us"):
+        parts.append(f"a {t['spin_us']:g} us GPU spin before each launch")
+    cublas = any(isinstance(e, Mapping) and e.get("kernel") == "cublas" for e in bench.get("results") or ())
+    parts.append("cuBLAS timed in the same run" if cublas else "no cuBLAS in this run")
+    return ", ".join(parts)

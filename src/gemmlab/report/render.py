@@ -15,7 +15,7 @@ from typing import Iterable, Mapping, Sequence
 from ..core.shapes import CEILING_SHAPE
 from . import fmt
 from .figures import FIGURES
-from .model import dig, dtype_text, ladder, main_dtype, stall_label
+from .model import dig, dtype_text, ladder, main_dtype, stall_label, timing_text
 from .steps import explain_step
 
 # =============================================================================================
@@ -152,6 +152,8 @@ def env_rows(results: Mapping) -> list[tuple[str, str]]:
         add("source", f"{env['git_commit'][:12]}{' (uncommitted changes)' if env.get('git_dirty') else ''}")
     add("measured", dig(results, "bench", "timestamp") or results.get("timestamp"))
     add("bench settings", settings)
+    if results.get("bench"):
+        add("timing", timing_text(results["bench"]))
     c = results.get("ceilings") or {}
     if c.get("dram_bw_Bps"):
         add("DRAM bandwidth (copy)", f"{c['dram_bw_Bps'] / 1e12:.2f} TB/s measured"
@@ -218,6 +220,7 @@ class _Page:
     intro: str
     ladder_heading: str                 # names the dtype of the rows under it
     notes: list[str]                    # what the page must say before anything else (what is not in it)
+    ladder_note: str                    # where the ladder table's columns come from
     env_rows: list[tuple[str, str]]
     ladder_rows: list[list[str]]
     step_rows: list[tuple[list[str], str]]
@@ -238,6 +241,14 @@ def _shape_text(rungs) -> str:
         if sh != common:
             others.setdefault(sh, []).append(slug)
     return common + (" (" + "; ".join(f"{', '.join(s)} at {sh}" for sh, s in others.items()) + ")" if others else "")
+
+
+def _ladder_note(results: Mapping) -> str:
+    """Where the ladder table's columns come from, the benchmark's method read from its settings."""
+    return (f"ms, TFLOP/s, vs cuBLAS and % peak: the benchmark ({timing_text(results.get('bench') or {})}). "
+            "DRAM, L2, conflicts, occupancy, IPC, top stall: Nsight Compute, one launch at the profile shape. "
+            "Math share: the share of the hot loop's SASS instructions that do the math, FFMA on the CUDA cores or "
+            "HMMA/HGMMA on the tensor cores (gemmlab inspect).")
 
 
 def _page(results: Mapping) -> _Page:
@@ -264,7 +275,8 @@ def _page(results: Mapping) -> _Page:
     lrows = ladder_rows(results)
     erows = env_rows(results)
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return _Page(title, intro, f"The ladder: {dts}", [str(n) for n in results.get("notes") or ()], erows, lrows, srows, results.get("errors") or {}, generated, figs,
+    return _Page(title, intro, f"The ladder: {dts}", [str(n) for n in results.get("notes") or ()],
+                 _ladder_note(results), erows, lrows, srows, results.get("errors") or {}, generated, figs,
                  captions)
 
 
@@ -283,10 +295,7 @@ def _html(p: _Page) -> str:
                  f"<figcaption>{_h(p.captions[name])}</figcaption></figure>")
     H.append(f'<h2 id="ladder">{_h(p.ladder_heading)}</h2>')
     H.append(_html_table(LADDER_COLUMNS, p.ladder_rows, numeric=(0, 3, 4, 5, 6, 10, 11, 12, 13, 14, 16)))
-    H.append('<p class="muted">ms, TFLOP/s, vs cuBLAS and % peak: the benchmark (median of timed runs, L2 flushed). '
-             "DRAM, L2, conflicts, occupancy, IPC, top stall: Nsight Compute, one launch at the profile shape. "
-             "Math share: the share of the hot loop's SASS instructions that do the math, FFMA on the CUDA cores or "
-             "HMMA/HGMMA on the tensor cores (gemmlab inspect).</p>")
+    H.append(f'<p class="muted">{_h(p.ladder_note)}</p>')
     H.append('<h2 id="steps">What each step changed</h2>')
     if p.step_rows:
         H.append('<ul class="steps">' + "".join(f"<li>{_h(s)}</li>" for _, s in p.step_rows) + "</ul>")
@@ -307,7 +316,7 @@ def _markdown(p: _Page) -> str:
     for name in p.figs:
         M += [f"![{_md_text(p.captions[name])}]({name}.png)", "", f"*{_md_text(p.captions[name])}*", ""]
     M += [f"## {_md_text(p.ladder_heading)}", "", _md_table(LADDER_COLUMNS, p.ladder_rows), "",
-          "## What each step changed", ""]
+          _md_text(p.ladder_note), "", "## What each step changed", ""]
     M += [f"- {_md_text(s)}" for _, s in p.step_rows] or ["Fewer than two rungs: no step to explain."]
     if p.step_rows:
         M += ["", _md_table(STEP_COLUMNS, [r for r, _ in p.step_rows])]
