@@ -54,3 +54,13 @@ def test_bench_table_header_says_how_it_was_timed_from_the_settings():
     head = _head({})
     assert "L2 flushed" not in head and "not recorded" in head
     assert "cuBLAS" not in _head({"repeats": 5, "flush_l2": True}, kernels=("naive",)).replace("no cuBLAS", "")
+
+
+def test_bench_table_header_states_the_peak_basis():
+    import json
+
+    bench = json.loads((README.parent / "benchmarks" / "results" / "h100_fp16.json").read_text())
+    p = bench["env"]["peaks"]
+    head = bench_markdown(bench).split("\n\n", 1)[0]
+    assert f"{p['sm_count']} SMs x {p['tensor_flop_per_clk_sm']} flop/clk/SM x {p['clock_mhz']:.0f} MHz" in head
+    assert f"{bench['settings']['peak_tflops']:.1f} TFLOP/s" in head

@@ -310,7 +310,8 @@ def test_step_list_is_numbered_once_and_stays_one_list(built):
 
 
 def _md_captions(md: str) -> dict[str, str]:
-    return {ref[:-4]: cap for cap, ref in re.findall(r"!\[([^\]]*)\]\(([^)]+)\)", md)}
+    """{figure: its caption} of the Markdown twin (the italic line under each image)."""
+    return {ref[:-4]: cap for ref, cap in re.findall(r"!\[[^\]]*\]\(([^)]+)\)\n\n\*(.*)\*\n", md)}
 
 
 def test_headings_and_captions_name_the_dtypes_of_their_rows(built, results, tmp_path):
@@ -367,6 +368,57 @@ def test_the_page_says_how_the_benchmark_was_timed_from_its_settings(results, tm
     html_path, _ = R.build(doc, str(tmp_path / "cold"))
     text = open(html_path, encoding="utf-8").read()
     assert "L2 flushed before each timed run" in text and "10 to 100" in text
+
+
+def _bases(peaks: dict) -> tuple[str, str]:
+    """How the page writes the basis of the fp32 and of the tensor-core peak."""
+    return (f"{peaks['sm_count']} SMs x {peaks['fp32_fma_per_clk_sm']} FMA/clk/SM x 2 flop/FMA x {peaks['clock_mhz']:.0f} MHz",
+            f"{peaks['sm_count']} SMs x {peaks['tensor_flop_per_clk_sm']} flop/clk/SM x {peaks['clock_mhz']:.0f} MHz")
+
+
+def test_every_peak_on_the_page_states_its_basis(results, built):
+    """The fp16 peak (1071 TFLOP/s at the maximum SM clock; the datasheet's 989 is at a lower
+    clock) is only meaningful with its basis: the env table, the ladder note and the captions of the
+    figures that draw a peak say it, from the document's env["peaks"]."""
+    _, html_path, md_path = built
+    fp32, tensor = _bases(results["bench"]["env"]["peaks"])
+    rows = dict(R.env_rows(results))
+    basis = " ".join(v for k, v in rows.items() if k.startswith("peak basis"))
+    assert fp32 in basis and tensor in basis
+    # this document predates "clock_source": the clock is the driver's maximum (env max_sm_clock_mhz)
+    assert "maximum SM clock" in basis
+    md = open(md_path, encoding="utf-8").read()
+    caps = _md_captions(md)
+    for name in ("fig_ladder", "fig_roofline"):
+        assert fp32 in caps[name] and tensor in caps[name], name
+    text = open(html_path, encoding="utf-8").read()
+    assert "% peak: of" in text and "peak basis" in text
+
+
+def test_the_peak_basis_comes_from_the_document(results, tmp_path):
+    doc = copy.deepcopy(results)
+    peaks = doc["bench"]["env"]["peaks"]
+    peaks.update(clock_mhz=1500, sm_count=100, clock_source="a clock the test chose")
+    tf = peaks["sm_count"] * peaks["tensor_flop_per_clk_sm"] * peaks["clock_mhz"] * 1e6 / 1e12
+    f32 = peaks["sm_count"] * peaks["fp32_fma_per_clk_sm"] * 2 * peaks["clock_mhz"] * 1e6 / 1e12
+    for part in (doc["bench"]["env"]["peak_tflops"], doc["ceilings"]["peak_tflops"]):
+        part.update(fp32=f32, fp16=tf, bf16=tf)
+    fp32, tensor = _bases(peaks)
+    rows = dict(R.env_rows(doc))
+    basis = " ".join(v for k, v in rows.items() if k.startswith("peak basis"))
+    assert fp32 in basis and tensor in basis and "a clock the test chose" in basis
+    # a peak that is not SMs x rate x clock of the document: its basis is not recorded, not guessed
+    doc["ceilings"]["peak_tflops"]["fp16"] = 999.0
+    rows = dict(R.env_rows(doc))
+    assert "not recorded" in rows.get("peak basis (fp16)", "")
+
+
+def test_report_code_hard_codes_no_device_numbers():
+    src = os.path.join(os.path.dirname(DATA), os.pardir, "src", "gemmlab", "report")
+    for name in os.listdir(src):
+        if name.endswith(".py"):
+            text = open(os.path.join(src, name), encoding="utf-8").read()
+            assert not re.search(r"\b(1980|1830|989|1070|1071)\b", text), name
 
 
 def test_build_from_partial_results(tmp_path, results):

@@ -14,7 +14,8 @@ from typing import Callable, Mapping
 
 from ..core.shapes import CEILING_SHAPE
 from . import fmt
-from .model import dig, dtype_text, l2_bandwidth, ladder, main_dtype, peak_tflops, registry_info, stall_label
+from .model import (DATASHEET_NOTE, dig, dtype_text, env_of, l2_bandwidth, ladder, main_dtype, peak_basis,
+                    peak_tflops, registry_info, stall_label)
 
 _COLORS = {"fp32": "#3b6fb6", "fp16": "#d9822b", "bf16": "#8c5bb5", "cublas": "#2e8b57"}
 
@@ -31,6 +32,19 @@ def _png(fig) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, metadata={"Software": None})
     return buf.getvalue()
+
+
+def peak_notes(results: Mapping, dtypes) -> list[str]:
+    """A caption's sentence on each peak a figure draws: its value and how it is made."""
+    env = env_of(results)
+    out = []
+    for d in dtypes:
+        v = peak_tflops(results, d)
+        if v:
+            out.append(f"{d} peak {fmt.tflops(v)} TFLOP/s = {peak_basis(env, d, v)}.")
+    if out and any("not recorded" not in n for n in out):
+        out.append(DATASHEET_NOTE[0].upper() + DATASHEET_NOTE[1:] + ".")
+    return out
 
 
 def fig_ladder(results: Mapping, drawn: dict | None = None) -> bytes | None:
@@ -74,7 +88,7 @@ def fig_ladder(results: Mapping, drawn: dict | None = None) -> bytes | None:
     fig.suptitle("TFLOP/s of each rung beside cuBLAS and the peak", fontsize=11)
     if drawn is not None:
         drawn["notes"] = [f"Rungs in {dtype_text(rungs, main_dtype(results))}; each panel is one dtype, beside "
-                          "cuBLAS and the peak of that dtype."]
+                          "cuBLAS and the peak of that dtype."] + peak_notes(results, dts)
     return _png(fig)
 
 
@@ -275,6 +289,7 @@ def fig_roofline(results: Mapping, drawn: dict | None = None) -> bytes | None:
     labels = _place_labels(fig, ax, points)
     if drawn is not None:
         notes.insert(0, f"Rungs in {dtype_text([r for r in views if r.slug != 'cublas'], d)}, coloured by dtype.")
+        notes += peak_notes(results, [t for t in dts if peaks[t]])
         drawn.update(roofs=[{k: v for k, v in r.items() if k != "style"} for r in roofs], labels=labels,
                      l2_points=len(l2), notes=notes)
     return _png(fig)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from ..analysis.ncu import STALL_LABEL
+from ..core.dtypes import get as get_dtype
 from ..core.registry import get as get_rung
 from . import fmt
 
@@ -182,6 +183,45 @@ def _prof_for(prof: Mapping, key: str, dtype: str) -> dict:
         if p is not None and p.get("dtype") and p.get("dtype") != dtype:
             return {}
     return dict(p or {})
+
+
+def env_of(results: Mapping) -> dict:
+    """The environment of a results document: the benchmark's (``envinfo.collect()``), updated by
+    the report's own."""
+    env = dict(dig(results, "bench", "env", default={}) or {})
+    env.update({k: v for k, v in (results.get("env") or {}).items() if v is not None})
+    return env
+
+
+DATASHEET_NOTE = ("a vendor datasheet may quote its peak at a lower, sustained clock, and then give a lower "
+                  "number than this one")
+
+
+def peak_basis(env: Mapping, dtype: str, value: float | None = None) -> str:
+    """How the peak of ``dtype`` is made, from ``env["peaks"]`` (``core.arch.peaks``): 'N SMs x R
+    flop/clk/SM x C MHz (where the clock comes from)'. The clock's source is the document's
+    ``clock_source``, else 'the maximum SM clock the driver reports' when the clock is the env's
+    ``max_sm_clock_mhz``; 'basis not recorded' when a factor is missing or ``value`` (the peak the
+    page shows) is not their product. Nothing here is a device's number."""
+    p = env.get("peaks") if isinstance(env.get("peaks"), Mapping) else {}
+    try:
+        tensor = get_dtype(dtype).tensor_cores
+    except (KeyError, ValueError):
+        return f"basis not recorded (unknown dtype {dtype})"
+    sm, clk = p.get("sm_count"), p.get("clock_mhz")
+    rate = p.get("tensor_flop_per_clk_sm") if tensor else p.get("fp32_fma_per_clk_sm")
+    if not (sm and clk and rate):
+        return "basis not recorded in this document (no SM count, per-SM rate and clock)"
+    product = sm * rate * (1 if tensor else 2) * clk * 1e6 / 1e12
+    if value and abs(product - value) > 0.005 * value:
+        return (f"basis not recorded: {fmt.tflops(value)} TFLOP/s is not the SMs x rate x clock of the "
+                f"document's peaks ({fmt.tflops(product)})")
+    how = (f"{sm} SMs x {rate} flop/clk/SM x {clk:.0f} MHz" if tensor
+           else f"{sm} SMs x {rate} FMA/clk/SM x 2 flop/FMA x {clk:.0f} MHz")
+    src = p.get("clock_source")
+    if not src and env.get("max_sm_clock_mhz") and abs(float(env["max_sm_clock_mhz"]) - float(clk)) < 0.5:
+        src = "the maximum SM clock the driver reports"
+    return f"{how} ({src or 'clock source not recorded'})"
 
 
 def peak_tflops(results: Mapping, dtype: str) -> float | None:

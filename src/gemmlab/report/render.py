@@ -15,7 +15,8 @@ from typing import Iterable, Mapping, Sequence
 from ..core.shapes import CEILING_SHAPE
 from . import fmt
 from .figures import FIGURES
-from .model import dig, dtype_text, ladder, main_dtype, stall_label, timing_text
+from .model import (DATASHEET_NOTE, dig, dtype_text, env_of, ladder, main_dtype, peak_basis, peak_tflops,
+                    stall_label, timing_text)
 from .steps import explain_step
 
 # =============================================================================================
@@ -97,7 +98,7 @@ def step_rows(results: Mapping) -> list[tuple[list[str], str]]:
 
 
 def _clock_text(c) -> str | None:
-    """envinfo.clocks() -> 'SM 1980 MHz, memory 2619 MHz, 41 C, 312 W (reasons: ...)'."""
+    """envinfo.clocks() -> 'SM <MHz> MHz, memory <MHz> MHz, <T> C, <P> W (clock events: ...)'."""
     if not isinstance(c, Mapping):
         return None if c is None else str(c)
     parts = []
@@ -114,11 +115,28 @@ def _clock_text(c) -> str | None:
     return text + (f" (clock events: {', '.join(reasons)})" if reasons else "")
 
 
+def _peak_rows(results: Mapping, env: Mapping) -> list[tuple[str, str]]:
+    """'peak basis (fp16, bf16)': how each peak the page compares with is made (dtypes with the same
+    basis share a row), and the document's own note on the peaks."""
+    by_text: dict[str, list[str]] = {}
+    dts = list(dict.fromkeys(list(env.get("peak_tflops") or {}) + list(dig(results, "ceilings", "peak_tflops") or {})))
+    for d in dts:
+        v = peak_tflops(results, d)
+        if v:
+            by_text.setdefault(f"{fmt.tflops(v)} TFLOP/s = {peak_basis(env, d, v)}", []).append(d)
+    rows = [(f"peak basis ({', '.join(ds)})", text) for text, ds in by_text.items()]
+    if rows and any("not recorded" not in t for t in by_text):
+        rows.append(("peak note", DATASHEET_NOTE + "."))
+    note = dig(env, "peaks", "note")
+    if note:
+        rows.append(("peak note (from the document)", str(note)))
+    return rows
+
+
 def env_rows(results: Mapping) -> list[tuple[str, str]]:
     """(label, text) rows of the machine-and-software table, from the bench JSON's env
     (envinfo.collect()) and the report's own env."""
-    env = dict(dig(results, "bench", "env", default={}) or {})
-    env.update({k: v for k, v in (results.get("env") or {}).items() if v is not None})
+    env = env_of(results)
     settings = dig(results, "bench", "settings", default={}) or {}
     rows: list[tuple[str, str]] = []
 
@@ -137,6 +155,7 @@ def env_rows(results: Mapping) -> list[tuple[str, str]]:
     add("compute capability", env.get("compute_capability") or env.get("cc"))
     add("max SM clock", None if env.get("max_sm_clock_mhz") is None else f"{env['max_sm_clock_mhz']:.0f} MHz")
     add("peak TFLOP/s", {k: fmt.tflops(v) for k, v in (env.get("peak_tflops") or {}).items() if v})
+    rows += _peak_rows(results, env)
     add("clocks before the benchmark", _clock_text(env.get("clocks_before")))
     add("clocks after the benchmark", _clock_text(env.get("clocks_after")))
     add("driver", env.get("driver_version") or env.get("driver"))
@@ -245,7 +264,8 @@ def _shape_text(rungs) -> str:
 
 def _ladder_note(results: Mapping) -> str:
     """Where the ladder table's columns come from, the benchmark's method read from its settings."""
-    return (f"ms, TFLOP/s, vs cuBLAS and % peak: the benchmark ({timing_text(results.get('bench') or {})}). "
+    return (f"ms, TFLOP/s, vs cuBLAS and % peak: the benchmark ({timing_text(results.get('bench') or {})}); "
+            "% peak: of the theoretical peak of the row's dtype (its peak basis: Machine and software). "
             "DRAM, L2, conflicts, occupancy, IPC, top stall: Nsight Compute, one launch at the profile shape. "
             "Math share: the share of the hot loop's SASS instructions that do the math, FFMA on the CUDA cores or "
             "HMMA/HGMMA on the tensor cores (gemmlab inspect).")
@@ -280,6 +300,11 @@ def _page(results: Mapping) -> _Page:
                  captions)
 
 
+def _alt(caption: str) -> str:
+    """A figure's alt text: the first sentence of its caption."""
+    return caption.split(". ", 1)[0].rstrip(".")
+
+
 def _html(p: _Page) -> str:
     H = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
          '<meta name="viewport" content="width=device-width,initial-scale=1">',
@@ -291,7 +316,7 @@ def _html(p: _Page) -> str:
     H.append('<h2 id="figures">Figures</h2>')
     for name, png in p.figs.items():
         b64 = base64.b64encode(png).decode("ascii")
-        H.append(f'<figure id="{name}"><img alt="{_h(p.captions[name])}" src="data:image/png;base64,{b64}">'
+        H.append(f'<figure id="{name}"><img alt="{_h(_alt(p.captions[name]))}" src="data:image/png;base64,{b64}">'
                  f"<figcaption>{_h(p.captions[name])}</figcaption></figure>")
     H.append(f'<h2 id="ladder">{_h(p.ladder_heading)}</h2>')
     H.append(_html_table(LADDER_COLUMNS, p.ladder_rows, numeric=(0, 3, 4, 5, 6, 10, 11, 12, 13, 14, 16)))
@@ -314,7 +339,7 @@ def _markdown(p: _Page) -> str:
     M = [f"# {_md_text(p.title)}", "", _md_text(p.intro), ""] + [x for n in p.notes for x in (f"> {_md_text(n)}", "")]
     M += ["## Machine and software", "", _md_table(("", ""), p.env_rows), "", "## Figures", ""]
     for name in p.figs:
-        M += [f"![{_md_text(p.captions[name])}]({name}.png)", "", f"*{_md_text(p.captions[name])}*", ""]
+        M += [f"![{_md_text(_alt(p.captions[name]))}]({name}.png)", "", f"*{_md_text(p.captions[name])}*", ""]
     M += [f"## {_md_text(p.ladder_heading)}", "", _md_table(LADDER_COLUMNS, p.ladder_rows), "",
           _md_text(p.ladder_note), "", "## What each step changed", ""]
     M += [f"- {_md_text(s)}" for _, s in p.step_rows] or ["Fewer than two rungs: no step to explain."]
