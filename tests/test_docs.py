@@ -28,3 +28,39 @@ def test_bench_table_lists_each_timed_result_with_its_ratio():
     md = bench_markdown(bench)
     assert "| cublas | fp32 | 8x8x8 | 2.000 | 50.0 | 1.00x | 75.0% |" in md
     assert "naive" not in md
+
+
+def _head(settings: dict, kernels=("cublas", "naive")) -> str:
+    bench = {"gemmlab_version": "0", "timestamp": "t", "env": {"gpu_name": "H100", "sm_count": 132},
+             "settings": settings,
+             "results": [{"kernel": k, "number": i, "dtype": "fp32", "M": 8, "N": 8, "K": 8, "ms": 1.0,
+                          "tflops": 1.0, "vs_cublas": 1.0, "pct_peak": 1.0} for i, k in enumerate(kernels)]}
+    return bench_markdown(bench).splitlines()[0]
+
+
+def test_bench_table_header_says_how_it_was_timed_from_the_settings():
+    head = _head({"repeats": 5, "flush_l2": True})
+    assert "median of 5 timed runs" in head and "L2 flushed before each timed run" in head
+    assert "cuBLAS timed in the same run" in head
+    head = _head({"repeats": 5, "flush_l2": False})
+    assert "L2 not flushed" in head and "L2 flushed" not in head
+    # the timing engine's settings["timing"] wins over flush_l2
+    head = _head({"flush_l2": True, "timing": {"l2": "hot", "spin_us": 1000.0, "min_samples": 10, "max_samples": 100}})
+    assert "L2 not flushed" in head and "L2 flushed" not in head
+    assert "10 to 100" in head and "1000 us" in head
+    head = _head({"flush_l2": False, "timing": {"l2": "cold", "min_samples": 10}})
+    assert "L2 flushed before each timed run" in head
+    # what the settings do not say is not claimed
+    head = _head({})
+    assert "L2 flushed" not in head and "not recorded" in head
+    assert "cuBLAS" not in _head({"repeats": 5, "flush_l2": True}, kernels=("naive",)).replace("no cuBLAS", "")
+
+
+def test_bench_table_header_states_the_peak_basis():
+    import json
+
+    bench = json.loads((README.parent / "benchmarks" / "results" / "h100_fp16.json").read_text())
+    p = bench["env"]["peaks"]
+    head = bench_markdown(bench).split("\n\n", 1)[0]
+    assert f"{p['sm_count']} SMs x {p['tensor_flop_per_clk_sm']} flop/clk/SM x {p['clock_mhz']:.0f} MHz" in head
+    assert f"{bench['settings']['peak_tflops']:.1f} TFLOP/s" in head

@@ -9,6 +9,7 @@ from ..core.deps import require
 from ..core.registry import landmarks
 from ..core.shapes import BENCH_SHAPE, PROFILE_SHAPE, SWEEP_SIZES, fmt_shape, parse_shape
 from ..report.collect import collect
+from ..report.model import results_document
 from ..report.render import build
 from .common import add_dtype, add_lib, add_timing, timing_settings
 
@@ -33,11 +34,29 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def load_results(path: str) -> dict:
+    """The document of ``--from-json``: ValueError (one line, naming the file) when it is missing,
+    unreadable, not JSON, or neither a report results document nor a benchmark result."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        raise ValueError(f"no such file: {path}") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path} is not valid JSON: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    return results_document(doc, path)
+
+
 def run(args) -> int:
     if args.from_json:
         require("matplotlib.figure")  # the figures: gemmlab[report], named before reading anything
-        with open(args.from_json, encoding="utf-8") as fh:
-            results = json.load(fh)
+        results = load_results(args.from_json)
     else:
         results = collect(
             args.dtype, parse_shape(args.shape), [int(s) for s in args.sweep_sizes.split(",") if s.strip()],

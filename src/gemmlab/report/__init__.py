@@ -19,13 +19,15 @@ rebuilds the page from saved results anywhere.
 
 The page explains each step up the ladder by the counters that moved: for every pair of
 consecutive rungs, ``steps.explain_step`` compares DRAM/L2 bytes, shared-memory bank conflicts, the
-FFMA share of the hot loop, the top warp-stall reason, occupancy, instruction counts and tensor
-instructions, ranks the changes by size and writes one sentence from the largest.
+FFMA share of the hot loop, the top warp-stall reason, occupancy, instruction counts (explained by
+the hot loop's load instructions) and tensor instructions, ranks the changes by size and writes one
+sentence from the largest.
 
 Modules, each using only those listed before it (and the layers below):
 
     fmt       how numbers, bytes, percentages and shapes are written
-    model     reading a results document: RungView, ladder(), main_dtype, peak_tflops
+    model     reading a results document: RungView, ladder(), main_dtype, dtype_text, peak_tflops and
+              peak_basis, l2_bandwidth, timing_text, results_document (what --from-json accepts)
     steps     explaining a step up the ladder by its counters
     figures   the four matplotlib figures (FIGURES)
     render    the tables, the HTML page and its Markdown twin; build()

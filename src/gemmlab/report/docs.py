@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..core.registry import kernels
+from .model import DATASHEET_NOTE, peak_basis, timing_text
 
 
 def rungs_markdown() -> str:
@@ -12,13 +13,23 @@ def rungs_markdown() -> str:
     return "\n".join(rows)
 
 
+def _peak_text(bench: dict) -> str:
+    """' % of peak: of 66.9 TFLOP/s (fp32 CUDA cores) = <its basis>.' from the settings and env."""
+    s = bench.get("settings") or {}
+    if not s.get("peak_tflops") or not s.get("dtype"):
+        return ""
+    kind = f" ({s['peak_kind']})" if s.get("peak_kind") else ""
+    return (f" % of peak: of {s['peak_tflops']:.1f} TFLOP/s{kind} = "
+            f"{peak_basis(bench.get('env') or {}, s['dtype'], s['peak_tflops'])}; {DATASHEET_NOTE}.")
+
+
 def bench_markdown(bench: dict) -> str:
     """The ladder table of one `gemmlab bench --json` result."""
     env = bench.get("env", {})
     res = bench["results"]
     head = (f"{env.get('gpu_name', '?')}, {env.get('sm_count', '?')} SMs, "
             f"gemmlab {bench.get('gemmlab_version', '?')}, {bench.get('timestamp', '?')}; "
-            f"median of {bench.get('settings', {}).get('repeats', '?')} runs, L2 flushed, cuBLAS timed in the same run.")
+            f"{timing_text(bench)}." + _peak_text(bench))
     rows = [head, "", "| # | rung | dtype | shape | ms | TFLOP/s | vs cuBLAS | % of peak |",
             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in res:

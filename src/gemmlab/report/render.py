@@ -8,21 +8,24 @@ import base64
 import datetime as _dt
 import html
 import os
+import re
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 from ..core.shapes import CEILING_SHAPE
 from . import fmt
 from .figures import FIGURES
-from .model import dig, ladder, main_dtype, stall_label
+from .model import (DATASHEET_NOTE, dig, dtype_text, env_of, ladder, main_dtype, peak_basis, peak_tflops,
+                    stall_label, timing_text)
 from .steps import explain_step
 
 # =============================================================================================
 # Tables
 # =============================================================================================
 
+MATH_SHARE = "math share (FFMA / tensor)"    # FFMA, or HMMA/HGMMA on the tensor cores: see RungView.math_share
 LADDER_COLUMNS = ("#", "rung", "dtype", "ms", "TFLOP/s", "vs cuBLAS", "% peak", "ok", "DRAM", "L2",
-                  "ld conflicts", "st conflicts", "occupancy", "IPC", "FFMA share", "top stall", "regs")
+                  "ld conflicts", "st conflicts", "occupancy", "IPC", MATH_SHARE, "top stall", "regs")
 
 
 def ladder_rows(results: Mapping) -> list[list[str]]:
@@ -49,7 +52,7 @@ def ladder_rows(results: Mapping) -> list[list[str]]:
             fmt.number(p.get("bank_conflicts_st")),
             fmt.percent(p.get("achieved_occupancy")),
             "n/a" if p.get("ipc") is None else f"{p['ipc']:.2f}",
-            fmt.percent(r.ffma_share),
+            math_cell(r.math_share),
             "n/a" if not ts else f"{stall_label(ts['reason'])} {100 * ts['share']:.0f}%",
             "n/a" if regs is None else str(int(regs)),
         ])
@@ -57,7 +60,12 @@ def ladder_rows(results: Mapping) -> list[list[str]]:
 
 
 STEP_COLUMNS = ("step", "what it adds", "speed-up", "DRAM bytes", "L2 bytes", "ld conflicts", "st conflicts",
-                "FFMA share", "top stall", "occupancy")
+                MATH_SHARE, "top stall", "occupancy")
+
+
+def math_cell(share: tuple[str, float] | None) -> str:
+    """'FFMA 80%', 'HMMA 11%', or 'n/a' (not inspected)."""
+    return "n/a" if share is None else f"{share[0]} {share[1]:.0f}%"
 
 
 def _pair(v, f) -> str:
@@ -82,7 +90,7 @@ def step_rows(results: Mapping) -> list[tuple[list[str], str]]:
             _pair(st["l2_bytes"], fmt.nbytes),
             _pair(st["bank_conflicts_ld"], fmt.number),
             _pair(st["bank_conflicts_st"], fmt.number),
-            _pair(st["ffma_share"], fmt.percent),
+            _pair(st["math_share"], math_cell),
             _pair(st["top_stall"], _stall_cell),
             _pair(st["achieved_occupancy"], fmt.percent),
         ], st["sentence"]))
@@ -90,7 +98,7 @@ def step_rows(results: Mapping) -> list[tuple[list[str], str]]:
 
 
 def _clock_text(c) -> str | None:
-    """envinfo.clocks() -> 'SM 1980 MHz, memory 2619 MHz, 41 C, 312 W (reasons: ...)'."""
+    """envinfo.clocks() -> 'SM <MHz> MHz, memory <MHz> MHz, <T> C, <P> W (clock events: ...)'."""
     if not isinstance(c, Mapping):
         return None if c is None else str(c)
     parts = []
@@ -107,11 +115,28 @@ def _clock_text(c) -> str | None:
     return text + (f" (clock events: {', '.join(reasons)})" if reasons else "")
 
 
+def _peak_rows(results: Mapping, env: Mapping) -> list[tuple[str, str]]:
+    """'peak basis (fp16, bf16)': how each peak the page compares with is made (dtypes with the same
+    basis share a row), and the document's own note on the peaks."""
+    by_text: dict[str, list[str]] = {}
+    dts = list(dict.fromkeys(list(env.get("peak_tflops") or {}) + list(dig(results, "ceilings", "peak_tflops") or {})))
+    for d in dts:
+        v = peak_tflops(results, d)
+        if v:
+            by_text.setdefault(f"{fmt.tflops(v)} TFLOP/s = {peak_basis(env, d, v)}", []).append(d)
+    rows = [(f"peak basis ({', '.join(ds)})", text) for text, ds in by_text.items()]
+    if rows and any("not recorded" not in t for t in by_text):
+        rows.append(("peak note", DATASHEET_NOTE + "."))
+    note = dig(env, "peaks", "note")
+    if note:
+        rows.append(("peak note (from the document)", str(note)))
+    return rows
+
+
 def env_rows(results: Mapping) -> list[tuple[str, str]]:
     """(label, text) rows of the machine-and-software table, from the bench JSON's env
     (envinfo.collect()) and the report's own env."""
-    env = dict(dig(results, "bench", "env", default={}) or {})
-    env.update({k: v for k, v in (results.get("env") or {}).items() if v is not None})
+    env = env_of(results)
     settings = dig(results, "bench", "settings", default={}) or {}
     rows: list[tuple[str, str]] = []
 
@@ -130,6 +155,7 @@ def env_rows(results: Mapping) -> list[tuple[str, str]]:
     add("compute capability", env.get("compute_capability") or env.get("cc"))
     add("max SM clock", None if env.get("max_sm_clock_mhz") is None else f"{env['max_sm_clock_mhz']:.0f} MHz")
     add("peak TFLOP/s", {k: fmt.tflops(v) for k, v in (env.get("peak_tflops") or {}).items() if v})
+    rows += _peak_rows(results, env)
     add("clocks before the benchmark", _clock_text(env.get("clocks_before")))
     add("clocks after the benchmark", _clock_text(env.get("clocks_after")))
     add("driver", env.get("driver_version") or env.get("driver"))
@@ -145,6 +171,8 @@ def env_rows(results: Mapping) -> list[tuple[str, str]]:
         add("source", f"{env['git_commit'][:12]}{' (uncommitted changes)' if env.get('git_dirty') else ''}")
     add("measured", dig(results, "bench", "timestamp") or results.get("timestamp"))
     add("bench settings", settings)
+    if results.get("bench"):
+        add("timing", timing_text(results["bench"]))
     c = results.get("ceilings") or {}
     if c.get("dram_bw_Bps"):
         add("DRAM bandwidth (copy)", f"{c['dram_bw_Bps'] / 1e12:.2f} TB/s measured"
@@ -167,7 +195,8 @@ table{border-collapse:collapse;font-size:.82em;margin:.6em 0}th,td{border:1px so
 th{background:#f3f5f8;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}
 tr:nth-child(even) td{background:#fafbfc}figure{margin:1em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
 figcaption{font-size:.85em;color:#555}.env td:first-child{font-weight:600;white-space:nowrap}
-ol.steps li{margin:.35em 0}.muted{color:#777;font-size:.85em}
+ul.steps li{margin:.35em 0}.muted{color:#777;font-size:.85em}
+.note{background:#fff8e5;border-left:4px solid #e0a800;padding:.4em .8em}
 """
 
 
@@ -184,8 +213,16 @@ def _html_table(cols: Sequence[str], rows: Iterable[Sequence[str]], numeric: Ite
     return "\n".join(out)
 
 
+def _md_text(s) -> str:
+    """Text as Markdown shows it literally: backslashes, backticks, asterisks, brackets and angle
+    brackets escaped, and the underscores that could open emphasis (``__restrict__``, ``__ldg``;
+    not the one inside ``warp_tiling``)."""
+    s = re.sub(r"([\\`*\[\]<>])", r"\\\1", str(s))
+    return re.sub(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])", r"\\_", s)
+
+
 def _md_cell(s) -> str:
-    return str(s).replace("|", "\\|").replace("\n", " ")
+    return _md_text(s).replace("|", "\\|").replace("\n", " ")
 
 
 def _md_table(cols: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
@@ -200,6 +237,9 @@ class _Page:
 
     title: str
     intro: str
+    ladder_heading: str                 # names the dtype of the rows under it
+    notes: list[str]                    # what the page must say before anything else (what is not in it)
+    ladder_note: str                    # where the ladder table's columns come from
     env_rows: list[tuple[str, str]]
     ladder_rows: list[list[str]]
     step_rows: list[tuple[list[str], str]]
@@ -209,49 +249,81 @@ class _Page:
     captions: dict[str, str]
 
 
+def _shape_text(rungs) -> str:
+    """The shape most rungs were timed at, and the rungs timed at another: '4096^3 (naive at 2048^3)'."""
+    shapes = {r.slug: fmt.shape_label(r.bench) for r in rungs if r.bench}
+    if not shapes:
+        return "?"
+    common = max(set(shapes.values()), key=list(shapes.values()).count)
+    others: dict[str, list[str]] = {}
+    for slug, sh in shapes.items():
+        if sh != common:
+            others.setdefault(sh, []).append(slug)
+    return common + (" (" + "; ".join(f"{', '.join(s)} at {sh}" for sh, s in others.items()) + ")" if others else "")
+
+
+def _ladder_note(results: Mapping) -> str:
+    """Where the ladder table's columns come from, the benchmark's method read from its settings."""
+    return (f"ms, TFLOP/s, vs cuBLAS and % peak: the benchmark ({timing_text(results.get('bench') or {})}); "
+            "% peak: of the theoretical peak of the row's dtype (its peak basis: Machine and software). "
+            "DRAM, L2, conflicts, occupancy, IPC, top stall: Nsight Compute, one launch at the profile shape. "
+            "Math share: the share of the hot loop's SASS instructions that do the math, FFMA on the CUDA cores or "
+            "HMMA/HGMMA on the tensor cores (gemmlab inspect).")
+
+
 def _page(results: Mapping) -> _Page:
     figs: dict[str, bytes] = {}
     captions: dict[str, str] = {}
     for name, caption, fn in FIGURES:
-        png = fn(results)
+        drawn: dict = {}
+        png = fn(results, drawn)
         if png:
-            figs[name], captions[name] = png, caption
+            figs[name] = png
+            captions[name] = " ".join([caption] + list(drawn.get("notes") or ()))
     d = main_dtype(results)
     rungs, _ = ladder(results)
     gpu = dig(results, "bench", "env", "gpu_name") or dig(results, "env", "gpu_name") or "unknown GPU"
-    shape = fmt.shape_label(rungs[0].bench) if rungs and rungs[0].bench else "?"
+    shape = _shape_text(rungs)
     pshape = next((r.profile.get("shape") for r in rungs if r.profile.get("shape")), None)
     title = f"gemmlab worklog: the GEMM ladder on {gpu}"
-    intro = (f"{len(rungs)} rungs, {d}, timed at {shape} beside cuBLAS"
+    dts = dtype_text(rungs, d)
+    mixed = len({r.dtype for r in rungs}) > 1
+    intro = (f"{len(rungs)} rungs timed at {shape}, "
+             + (f"each beside cuBLAS in its dtype: {dts}" if mixed else f"in {dts}, beside cuBLAS in {dts}")
              + (f"; hardware counters (Nsight Compute) at {'x'.join(map(str, pshape))}" if pshape else "") + ".")
     srows = step_rows(results)
     lrows = ladder_rows(results)
     erows = env_rows(results)
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return _Page(title, intro, erows, lrows, srows, results.get("errors") or {}, generated, figs, captions)
+    return _Page(title, intro, f"The ladder: {dts}", [str(n) for n in results.get("notes") or ()],
+                 _ladder_note(results), erows, lrows, srows, results.get("errors") or {}, generated, figs,
+                 captions)
+
+
+def _alt(caption: str) -> str:
+    """A figure's alt text: the first sentence of its caption."""
+    return caption.split(". ", 1)[0].rstrip(".")
 
 
 def _html(p: _Page) -> str:
     H = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
          '<meta name="viewport" content="width=device-width,initial-scale=1">',
          f"<title>{_h(p.title)}</title><style>{_CSS}</style></head><body>",
-         f"<h1>{_h(p.title)}</h1>", f"<p>{_h(p.intro)}</p>",
+         f"<h1>{_h(p.title)}</h1>", f"<p>{_h(p.intro)}</p>", *(f'<p class="note">{_h(n)}</p>' for n in p.notes),
          '<h2 id="env">Machine and software</h2>',
          '<table class="env"><tbody>' + "".join(f"<tr><td>{_h(k)}</td><td>{_h(v)}</td></tr>" for k, v in p.env_rows)
          + "</tbody></table>"]
     H.append('<h2 id="figures">Figures</h2>')
     for name, png in p.figs.items():
         b64 = base64.b64encode(png).decode("ascii")
-        H.append(f'<figure id="{name}"><img alt="{_h(p.captions[name])}" src="data:image/png;base64,{b64}">'
+        H.append(f'<figure id="{name}"><img alt="{_h(_alt(p.captions[name]))}" src="data:image/png;base64,{b64}">'
                  f"<figcaption>{_h(p.captions[name])}</figcaption></figure>")
-    H.append('<h2 id="ladder">The ladder</h2>')
+    H.append(f'<h2 id="ladder">{_h(p.ladder_heading)}</h2>')
     H.append(_html_table(LADDER_COLUMNS, p.ladder_rows, numeric=(0, 3, 4, 5, 6, 10, 11, 12, 13, 14, 16)))
-    H.append('<p class="muted">ms, TFLOP/s, vs cuBLAS and % peak: the benchmark (median of timed runs, L2 flushed). '
-             "DRAM, L2, conflicts, occupancy, IPC, top stall: Nsight Compute, one launch at the profile shape. "
-             "FFMA share: the hot loop of the SASS (gemmlab inspect).</p>")
+    H.append(f'<p class="muted">{_h(p.ladder_note)}</p>')
     H.append('<h2 id="steps">What each step changed</h2>')
     if p.step_rows:
-        H.append('<ol class="steps">' + "".join(f"<li>{_h(s)}</li>" for _, s in p.step_rows) + "</ol>")
+        H.append('<ul class="steps">' + "".join(f"<li>{_h(s)}</li>" for _, s in p.step_rows) + "</ul>")
         H.append(_html_table(STEP_COLUMNS, [r for r, _ in p.step_rows]))
     else:
         H.append("<p>Fewer than two rungs: no step to explain.</p>")
@@ -264,16 +336,17 @@ def _html(p: _Page) -> str:
 
 
 def _markdown(p: _Page) -> str:
-    M = [f"# {p.title}", "", p.intro, "", "## Machine and software", "", _md_table(("", ""), p.env_rows), "",
-         "## Figures", ""]
+    M = [f"# {_md_text(p.title)}", "", _md_text(p.intro), ""] + [x for n in p.notes for x in (f"> {_md_text(n)}", "")]
+    M += ["## Machine and software", "", _md_table(("", ""), p.env_rows), "", "## Figures", ""]
     for name in p.figs:
-        M += [f"![{p.captions[name]}]({name}.png)", "", f"*{p.captions[name]}*", ""]
-    M += ["## The ladder", "", _md_table(LADDER_COLUMNS, p.ladder_rows), "", "## What each step changed", ""]
-    M += [f"{i}. {s}" for i, (_, s) in enumerate(p.step_rows, 1)] or ["Fewer than two rungs: no step to explain."]
+        M += [f"![{_md_text(_alt(p.captions[name]))}]({name}.png)", "", f"*{_md_text(p.captions[name])}*", ""]
+    M += [f"## {_md_text(p.ladder_heading)}", "", _md_table(LADDER_COLUMNS, p.ladder_rows), "",
+          _md_text(p.ladder_note), "", "## What each step changed", ""]
+    M += [f"- {_md_text(s)}" for _, s in p.step_rows] or ["Fewer than two rungs: no step to explain."]
     if p.step_rows:
         M += ["", _md_table(STEP_COLUMNS, [r for r, _ in p.step_rows])]
     if p.errors:
-        M += ["", "## What could not be measured", ""] + [f"- **{k}**: {v}" for k, v in p.errors.items()]
+        M += ["", "## What could not be measured", ""] + [f"- **{_md_text(k)}**: {_md_text(v)}" for k, v in p.errors.items()]
     M += ["", f"Generated by gemmlab report on {p.generated}. Rebuild: `gemmlab report --from-json results.json`.", ""]
     return "\n".join(M)
 

@@ -3,7 +3,9 @@
 For a pair of consecutive rungs, ``explain_step`` compares DRAM/L2/L1 bytes, shared-memory bank
 conflicts, the FFMA share of the hot loop, load instruction counts, the top warp-stall reason,
 occupancy, IPC and tensor-core use; it ranks the changes by size and writes one sentence from the
-largest three."""
+largest three. A load counter that moved is explained by the hot loop's load instructions
+(inspect): loads that moved to another path (LDG -> TEX, LDS -> LDSM), wider or narrower loads of
+the same kind, or more or fewer of them per math instruction."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from typing import Mapping
 
 from ..analysis.ncu import STALL_MEANING
 from . import fmt
-from .model import RungView, ladder, stall_label
+from .model import RungView, dig, ladder, stall_label
 
 
 @dataclass
@@ -123,23 +125,114 @@ def _traffic_obs(pp: Mapping, cp: Mapping) -> list[Observation | None]:
     ]
 
 
+# The load instructions of the SASS (inspect's hot_loop["loads"][KIND][WIDTH]) that can carry the
+# data a profile counter counts: the first of each tuple is the kind the counter counts, the others
+# are the paths the same data can take instead.
+GLOBAL_PATHS = ("LDG", "TEX", "LDGSTS", "TMA")
+SHARED_PATHS = ("LDS", "LDSM")
+LOAD_KIND_NAME = {    # what a kind is, said where the loads moved to it
+    "LDG": "global loads (LDG)",
+    "TEX": "the texture path, TEX fetches through the texture cache",
+    "LDGSTS": "cp.async, LDGSTS copies from global to shared memory past the registers",
+    "TMA": "TMA bulk copies from global to shared memory",
+    "LDS": "shared loads (LDS)",
+    "LDSM": "ldmatrix (LDSM), the shared -> register fragment loads for the tensor cores",
+}
+LOAD_KIND_SHORT = {"LDG": "global loads (LDG)", "TEX": "the texture path (TEX)", "LDGSTS": "cp.async (LDGSTS)",
+                   "TMA": "TMA", "LDS": "shared loads (LDS)", "LDSM": "ldmatrix (LDSM)"}
+
+
+def hot_loads(v: RungView) -> dict[str, dict[int, int]] | None:
+    """{kind: {width in bits: count}} of the hot loop's load instructions (the widths with a
+    nonzero count; documents from before the 8- and 16-bit widths simply lack those keys);
+    None when the rung was not inspected."""
+    loads = dig(v.inspect, "hot_loop", "loads")
+    if not isinstance(loads, Mapping):
+        return None
+    out: dict[str, dict[int, int]] = {}
+    for kind, widths in loads.items():
+        if isinstance(widths, Mapping):
+            out[kind] = {int(w): int(c) for w, c in widths.items() if str(w).isdigit() and c}
+    return out
+
+
+def _n(loads: Mapping, kind: str) -> int:
+    return sum((loads.get(kind) or {}).values())
+
+
+def _mean_width(widths: Mapping[int, int]) -> float | None:
+    n = sum(widths.values())
+    return sum(w * c for w, c in widths.items()) / n if n else None
+
+
+def _widths_text(kind: str, widths: Mapping[int, int]) -> str:
+    return " + ".join(f"{c} {kind}.{w}" for w, c in sorted(widths.items())) or f"no {kind}"
+
+
+def _moved(la: Mapping, lb: Mapping, paths: tuple[str, ...], fell: bool) -> str | None:
+    """The path the loads moved to (fell) or back from (rose): the other kind whose share of the
+    hot loop's ``paths`` loads moved the most the other way (at least a quarter of them)."""
+    ta, tb = sum(_n(la, k) for k in paths), sum(_n(lb, k) for k in paths)
+    if not ta or not tb:
+        return None
+    best, gain = None, 0.25
+    for k in paths[1:]:
+        d = _n(lb, k) / tb - _n(la, k) / ta
+        if (d if fell else -d) >= gain:
+            best, gain = k, (d if fell else -d)
+    return best
+
+
+def _load_reason(paths: tuple[str, ...], prev: RungView, cur: RungView, fell: bool) -> str:
+    """Why the count of ``paths[0]`` load instructions fell (or rose), from the hot loops' loads:
+    a move to (or back from) another path, wider (narrower) loads of the same kind, or more/fewer
+    of them per math instruction; never a cause the instructions do not show."""
+    la, lb = hot_loads(prev), hot_loads(cur)
+    if la is None or lb is None:
+        return "the hot loops were not inspected"
+    k = paths[0]
+    other = _moved(la, lb, paths, fell)
+    if other:
+        counts = f"(hot loop: {k} {_n(la, k)} to {_n(lb, k)}, {other} {_n(la, other)} to {_n(lb, other)})"
+        return (f"the loads moved to {LOAD_KIND_NAME[other]} {counts}" if fell
+                else f"the loads moved back from {LOAD_KIND_SHORT[other]} to {LOAD_KIND_SHORT[k]} {counts}")
+    wa, wb = _mean_width(la.get(k) or {}), _mean_width(lb.get(k) or {})
+    if wa and wb and (wb >= 1.2 * wa if fell else wa >= 1.2 * wb):
+        return (f"{'wider' if fell else 'narrower'} {k} loads "
+                f"(hot loop: {_widths_text(k, la.get(k) or {})} to {_widths_text(k, lb.get(k) or {})})")
+    ma, mb = dig(prev.inspect, "hot_loop", "math"), dig(cur.inspect, "hot_loop", "math")
+    per = f" per {ma} to {mb} math instructions" if ma and mb else ""
+    if ma and mb:
+        ra, rb = _n(la, k) / ma, _n(lb, k) / mb
+        if (ra >= 1.3 * rb) if fell else (rb >= 1.3 * ra):
+            return (f"{'fewer' if fell else 'more'} {k} per math instruction in the hot loop "
+                    f"({fmt.number(ra)} to {fmt.number(rb)})")
+    return f"no wider or re-routed {k} in the hot loop ({_n(la, k)} to {_n(lb, k)} {k}{per})"
+
+
+def _load_obs(kind: str, what: str, paths: tuple[str, ...], prev: RungView, cur: RungView) -> Observation | None:
+    """A load instruction counter of the profile that moved, with the reason the SASS shows."""
+    a, b = prev.profile.get(kind), cur.profile.get(kind)
+    o = _count_obs(kind, what, a, b, "", "", weight=0.6)
+    if o is None:
+        return None
+    o.text = o.text[: o.text.rindex(" (")] + f": {_load_reason(paths, prev, cur, fell=a > b)}"
+    return o
+
+
 def _mix_obs(prev: RungView, cur: RungView) -> list[Observation | None]:
     """The hot loop's instruction mix (inspect) and the load instruction counts."""
-    pp, cp = prev.profile, cur.profile
     obs: list[Observation | None] = []
     fa, fb = prev.ffma_share, cur.ffma_share
-    if fa is not None and fb is not None and abs(fb - fa) >= 5 and not _uses_tensor_cores(cp):
+    if fa is not None and fb is not None and abs(fb - fa) >= 5 and not _uses_tensor_cores(cur.profile):
         if fb > fa:
             obs.append(Observation("ffma", (fb - fa) / 10, f"hot-loop FFMA share rose from {fa:.0f}% to {fb:.0f}% "
                                                            "(fewer loads and address instructions per FFMA)"))
         else:
             obs.append(Observation("ffma", (fa - fb) / 12, f"hot-loop FFMA share fell from {fa:.0f}% to {fb:.0f}% "
                                                            "(more address, load and control instructions per FFMA)"))
-    obs.append(_count_obs("shared_ld_inst", "shared load instructions", pp.get("shared_ld_inst"), cp.get("shared_ld_inst"),
-                          "wider LDS.128 loads, or values kept in registers", "more, narrower shared loads", weight=0.6))
-    obs.append(_count_obs("global_ld_inst", "global load instructions", pp.get("global_ld_inst"), cp.get("global_ld_inst"),
-                          "wider 128-bit loads, or each element loaded once per tile", "more, narrower global loads",
-                          weight=0.6))
+    obs.append(_load_obs("shared_ld_inst", "shared load instructions", SHARED_PATHS, prev, cur))
+    obs.append(_load_obs("global_ld_inst", "global load instructions", GLOBAL_PATHS, prev, cur))
     return obs
 
 
@@ -200,6 +293,12 @@ def _stall_pair(s: dict | None):
     return None if not s else {"reason": s["reason"], "share": s.get("share")}
 
 
+def _ref(r: RungView) -> str:
+    """A rung as a sentence names it: 'coalesced (rung 2)'. Not '2. coalesced': a sentence that
+    starts with a number reads as a second numbering in a list (and opens a list in Markdown)."""
+    return r.slug if r.number is None else f"{r.slug} (rung {r.number})"
+
+
 def explain_step(prev: RungView, cur: RungView) -> dict:
     """The measured change from ``prev`` to ``cur``: a row of deltas, the ranked observations and
     one sentence naming the largest (at most three)."""
@@ -207,7 +306,9 @@ def explain_step(prev: RungView, cur: RungView) -> dict:
     obs = observations(prev, cur)
     t0, t1 = prev.tflops, cur.tflops
     s, speed = _speed(t0, t1)
-    dt_note = f" [{prev.dtype} to {cur.dtype}]" if prev.dtype != cur.dtype else ""
+    changed = [f"{a} to {b}" for a, b in ((prev.dtype, cur.dtype), (fmt.shape_label(prev.bench), fmt.shape_label(cur.bench)))
+               if a != b and "?" not in (a, b)]
+    dt_note = f" [{'; '.join(changed)}]" if changed else ""     # the dtype or the timed shape changed
     if not pp or not cp:
         body = "no counters recorded for " + (" and ".join(r.slug for r in (prev, cur) if not r.profile))
     elif obs:
@@ -222,11 +323,12 @@ def explain_step(prev: RungView, cur: RungView) -> dict:
         "bank_conflicts_ld": [pp.get("bank_conflicts_ld"), cp.get("bank_conflicts_ld")],
         "bank_conflicts_st": [pp.get("bank_conflicts_st"), cp.get("bank_conflicts_st")],
         "ffma_share": [prev.ffma_share, cur.ffma_share],
+        "math_share": [prev.math_share, cur.math_share],
         "top_stall": [_stall_pair(prev.top_stall()), _stall_pair(cur.top_stall())],
         "achieved_occupancy": [pp.get("achieved_occupancy"), cp.get("achieved_occupancy")],
         "ipc": [pp.get("ipc"), cp.get("ipc")],
         "observations": [{"kind": o.kind, "score": round(o.score, 3), "text": o.text} for o in obs],
-        "sentence": f"{cur.label} vs {prev.label}{dt_note}: {speed}; {body}.",
+        "sentence": f"{_ref(cur)} vs {_ref(prev)}{dt_note}: {speed}; {body}.",
     }
 
 
