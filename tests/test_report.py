@@ -551,3 +551,22 @@ def test_page_renders_in_headless_chromium(built, tmp_path):
         lo, hi = im.getextrema()
         colors = len(im.getcolors(maxcolors=1 << 16) or [])
     assert hi - lo > 100 and colors > 50, "the screenshot is blank"
+
+
+def test_a_peer_stands_beside_cublas_and_is_not_a_step_of_the_ladder():
+    from gemmlab.report.model import ladder, peers
+    from gemmlab.report.steps import steps
+
+    def rec(kernel, number, ms, peer=False):
+        return {"kernel": kernel, "number": number, "peer": peer, "title": kernel, "dtype": "fp32", "M": 4096,
+                "N": 4096, "K": 4096, "ms": ms, "tflops": 2 * 4096**3 / (ms * 1e-3) / 1e12, "status": "ok",
+                "verified": True}
+
+    doc = {"bench": {"results": [rec("cublas", 0, 2.67, True), rec("triton", 0, 3.02, True),
+                                 rec("double_buffer", 14, 3.27), rec("warp_tiling", 15, 3.24)]}}
+    rungs, cublas = ladder(doc)
+    assert [r.slug for r in rungs] == ["double_buffer", "warp_tiling"] and "fp32" in cublas
+    assert [p.slug for p in peers(doc)] == ["triton"]
+    assert len(steps(doc)) == 1 and "triton" not in json.dumps(steps(doc))
+    rows = R.ladder_rows(doc)
+    assert [r[1] for r in rows] == ["double_buffer", "warp_tiling", "cuBLAS", "triton"]

@@ -15,10 +15,10 @@ from typing import Callable, Mapping
 from ..core.deps import require
 from ..core.shapes import CEILING_SHAPE
 from . import fmt
-from .model import (DATASHEET_NOTE, dig, dtype_text, env_of, l2_bandwidth, ladder, main_dtype, peak_basis,
+from .model import (DATASHEET_NOTE, dig, dtype_text, env_of, l2_bandwidth, ladder, main_dtype, peak_basis, peers,
                     peak_tflops, registry_info, stall_label)
 
-_COLORS = {"fp32": "#3b6fb6", "fp16": "#d9822b", "bf16": "#8c5bb5", "cublas": "#2e8b57"}
+_COLORS = {"fp32": "#3b6fb6", "fp16": "#d9822b", "bf16": "#8c5bb5", "cublas": "#2e8b57", "peer": "#555555"}
 
 
 def _figure(w: float, h: float):
@@ -76,6 +76,8 @@ def fig_ladder(results: Mapping, drawn: dict | None = None) -> bytes | None:
         pk = peak_tflops(results, d)
         if cb and cb.tflops:
             ax.axhline(cb.tflops, color=_COLORS["cublas"], ls="--", lw=1, label=f"cuBLAS {fmt.tflops(cb.tflops)}")
+        for pv in (v for v in peers(results) if v.dtype == d and v.tflops):
+            ax.axhline(pv.tflops, color=_COLORS["peer"], ls="-.", lw=1, label=f"{pv.title} {fmt.tflops(pv.tflops)}")
         if pk:
             ax.axhline(pk, color="#b22222", ls=":", lw=1.2, label=f"peak {fmt.tflops(pk)}")
         ax.set_ylim(0, max(vals + [pk or 0]) * 1.12)
@@ -83,7 +85,7 @@ def fig_ladder(results: Mapping, drawn: dict | None = None) -> bytes | None:
         ax.set_ylabel("TFLOP/s")
         ax.grid(axis="y", alpha=0.3)
         ax.legend(fontsize=8, loc="upper left")
-    fig.suptitle("TFLOP/s of each rung beside cuBLAS and the peak", fontsize=11)
+    fig.suptitle("TFLOP/s of each rung beside cuBLAS, the peers and the peak", fontsize=11)
     if drawn is not None:
         drawn["notes"] = [f"Rungs in {dtype_text(rungs, main_dtype(results))}; each panel is one dtype, beside "
                           "cuBLAS and the peak of that dtype."] + peak_notes(results, dts)

@@ -142,7 +142,7 @@ def ladder(results: Mapping) -> tuple[list[RungView], dict[str, RungView]]:
         if k == "cublas":
             cb_entries.setdefault(dt, []).append(e)
             continue
-        if k in by_slug:
+        if k in by_slug or e.get("peer"):  # peers other than cuBLAS (Triton): ``peers()``
             continue
         num, title, summary, _ = registry_info(k)
         if num is None and e.get("number") is not None:
@@ -171,6 +171,23 @@ def ladder(results: Mapping) -> tuple[list[RungView], dict[str, RungView]]:
                 cublas[dt].profile = dict(p)
     rungs = sorted(by_slug.values(), key=lambda r: (r.number if r.number is not None else 10**6, r.slug))
     return rungs, cublas
+
+
+def peers(results: Mapping) -> list[RungView]:
+    """The peers other than cuBLAS (an autotuned Triton matmul ...), one per (peer, dtype): the
+    entry at the shape of that dtype's cuBLAS view."""
+    _, cublas = ladder(results)
+    out: dict[tuple[str, str], RungView] = {}
+    for e in dig(results, "bench", "results", default=[]) or []:
+        k, dt = e.get("kernel"), e.get("dtype") or main_dtype(results)
+        if not e.get("peer") or k == "cublas" or not k:
+            continue
+        cb = cublas.get(dt)
+        at_cublas = cb is not None and (e.get("M"), e.get("N"), e.get("K")) == (
+            cb.bench.get("M"), cb.bench.get("N"), cb.bench.get("K"))
+        if (k, dt) not in out or at_cublas:
+            out[(k, dt)] = RungView(k, None, e.get("title") or k, "a peer: what a user would pick instead", dt, e, {}, {})
+    return list(out.values())
 
 
 def _prof_for(prof: Mapping, key: str, dtype: str) -> dict:

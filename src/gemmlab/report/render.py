@@ -15,7 +15,7 @@ from typing import Iterable, Mapping, Sequence
 from ..core.shapes import CEILING_SHAPE
 from . import fmt
 from .figures import FIGURES
-from .model import (DATASHEET_NOTE, dig, dtype_text, env_of, ladder, main_dtype, peak_basis, peak_tflops,
+from .model import (DATASHEET_NOTE, dig, dtype_text, env_of, ladder, main_dtype, peak_basis, peak_tflops, peers,
                     stall_label, timing_text)
 from .steps import explain_step
 
@@ -31,7 +31,7 @@ LADDER_COLUMNS = ("#", "rung", "dtype", "ms", "TFLOP/s", "vs cuBLAS", "% peak", 
 def ladder_rows(results: Mapping) -> list[list[str]]:
     rungs, cublas = ladder(results)
     rows = []
-    for r in list(rungs) + [cublas[d] for d in cublas]:
+    for r in list(rungs) + [cublas[d] for d in cublas] + peers(results):
         b, p = r.bench, r.profile
         ts = r.top_stall()
         regs = dig(r.inspect, "resources", "registers") or p.get("registers")
