@@ -83,10 +83,11 @@ def test_profile_wmma_uses_tensor_cores(ncu):
 
 def test_report_on_two_rungs(ncu, tmp_path):
     """The whole report, cut down: two rungs, a small sweep."""
+    from gemmlab.measure.timing import Settings
     from gemmlab.report import collect as C, render as R
 
     res = C.collect("fp32", (1024, 1024, 1024), [256, 512], ["smem", "smem_padded"], ["smem"], (512, 512, 512),
-                    repeats=5, ncu=ncu, progress=False, other_dtypes=False)
+                    timing=Settings(min_samples=3, max_samples=5), ncu=ncu, progress=False, other_dtypes=False)
     assert not {k: v for k, v in res["errors"].items() if not k.startswith("bandwidth")}, res["errors"]
     assert res["ceilings"]["dram_bw_Bps"] > 1e11
     assert res["ceilings"]["cublas_tflops"]["fp32"] > 1
