@@ -2,11 +2,11 @@
 
 For every cuBLAS record of the given ``gemmlab bench --json`` files, this times the same call
 (``torch.matmul(a, b, out=c)``, TF32 off for fp32) at the same shape with nothing of gemmlab's
-timing engine: CUDA events around a batch of back-to-back [L2 flush, call] pairs, minus the same
-batch of flushes alone (the GPU never idles inside either interval, so no host latency enters
-it, and every call starts with a cold L2 as in the benchmark's default), the batch repeated, the
-median per call. It writes one JSON with both figures and their difference, and exits 1 when
-any differs by more than 3 %.
+timing engine: a plain loop of [L2 flush, start event, call, end event], enqueued back to back
+so the GPU runs ahead of nothing (after the first iterations the host is far ahead of the GPU,
+and no host latency enters an interval), every call starting with a cold L2 as in the
+benchmark's default; the first iterations dropped, the median of the rest. It writes one JSON
+with both figures and their difference, and exits 1 when any differs by more than 3 %.
 
     python tools/plain_cublas.py benchmarks/results/h100_fp32.json ... --json plain.json
 """
@@ -21,19 +21,7 @@ import sys
 TOLERANCE = 0.03
 
 
-def _batch_ms(fn, batch: int) -> float:
-    import torch
-
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record()
-    for _ in range(batch):
-        fn()
-    e.record()
-    e.synchronize()
-    return s.elapsed_time(e)
-
-
-def plain_ms(M: int, N: int, K: int, dtype: str, batch: int = 20, repeats: int = 7) -> float:
+def plain_ms(M: int, N: int, K: int, dtype: str, calls: int = 60, dropped: int = 10) -> float:
     import torch
 
     dt = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
@@ -43,16 +31,17 @@ def plain_ms(M: int, N: int, K: int, dtype: str, batch: int = 20, repeats: int =
     c = torch.empty(M, N, device="cuda", dtype=dt)
     scratch = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
     torch.backends.cuda.matmul.allow_tf32 = False
-
-    def both():
-        scratch.zero_()
-        torch.matmul(a, b, out=c)
-
     for _ in range(5):
-        both()
+        torch.matmul(a, b, out=c)
     torch.cuda.synchronize()
-    per_call = [(_batch_ms(both, batch) - _batch_ms(scratch.zero_, batch)) / batch for _ in range(repeats)]
-    return statistics.median(per_call)
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(calls)]
+    for s, e in events:
+        scratch.zero_()
+        s.record()
+        torch.matmul(a, b, out=c)
+        e.record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in events[dropped:])
 
 
 def main(argv=None) -> int:
