@@ -494,3 +494,16 @@ def test_cold_l2_flushes_and_spins_before_every_timed_launch_and_hot_l2_only_spi
     timed = 2 * 6 + 6                      # cuBLAS and tile_2d interleaved, then cuBLAS alone
     assert cold.spins == timed and cold.flushes == timed + 2 * FAST.warmup
     assert hot.spins == timed and hot.flushes == 0
+
+
+def test_the_median_leaves_out_samples_at_throttled_clocks_when_enough_remain():
+    job = sched.schedule([get("warp_tiling")], [(64, 64, 64)])[0].jobs[1]
+    rec = stats.blank_record(job, "fp32")
+    rec["times_ms"] = [1.0, 1.0, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0]
+    rec["throttled"] = [False] * 5 + [True] * 3
+    stats.summarize([rec], None)
+    assert rec["ms"] == 1.0 and rec["median_basis"].startswith("5 of 8")
+    few = stats.blank_record(job, "fp32")
+    few["times_ms"], few["throttled"] = [1.0, 2.0, 2.0], [False, True, True]
+    stats.summarize([few], None)
+    assert few["ms"] == 2.0 and "too few at full clocks" in few["median_basis"]

@@ -49,7 +49,7 @@ from ..measure import arrays, peers as peer_lib, timing
 from ..measure.progress import Progress
 from ..measure.verify import check as verify_check
 from .schedule import DEFAULT_SHAPE, REDUCED_SHAPE, Group, Job, as_shapes, schedule, select_rungs
-from .stats import add_note, blank_record, summarize
+from .stats import MIN_UNTHROTTLED, add_note, blank_record, summarize
 
 
 # ---- arguments ---------------------------------------------------------------------------------
@@ -217,8 +217,10 @@ def _record_samples(rec: dict, s: timing.Samples) -> None:
     rec["times_ms"] = d["times_ms"]
     rec["samples"], rec["noise"], rec["median_error"] = d["n"], d["noise"], d["median_error"]
     rec["stop_reason"], rec["throttled_samples"] = d["stop_reason"], d["throttled_samples"]
+    rec["throttled"] = list(s.throttled)
     if d["throttled_samples"]:
-        add_note(rec, f"{d['throttled_samples']} of {d['n']} samples at throttled clocks")
+        add_note(rec, f"{d['throttled_samples']} of {d['n']} samples at throttled clocks"
+                      + (" (left out of the median)" if d["n"] - d["throttled_samples"] >= MIN_UNTHROTTLED else ""))
 
 
 def _time_group(run: _Run, g: Group, records: list[dict]) -> dict:

@@ -32,6 +32,26 @@ def add_note(rec: dict, text: str) -> None:
     rec["note"] = f"{rec['note']}; {text}" if rec["note"] else text
 
 
+MIN_UNTHROTTLED = 5
+
+
+def _basis(rec: dict) -> list[float]:
+    """The samples the figures come from: those taken at full clocks when there are at least
+    ``MIN_UNTHROTTLED`` of them (a round that ran into the power or thermal limit slows every
+    entry of that round, so all entries drop the same rounds), else every sample. The record
+    says which (``median_basis``); ``times_ms`` keeps every sample."""
+    t, flags = rec["times_ms"], rec.get("throttled") or []
+    if len(flags) == len(t) and any(flags):
+        full = [x for x, f in zip(t, flags) if not f]
+        if len(full) >= MIN_UNTHROTTLED:
+            rec["median_basis"] = f"{len(full)} of {len(t)} samples, those at full clocks"
+            return full
+        rec["median_basis"] = f"all {len(t)} samples ({sum(flags)} at throttled clocks: too few at full clocks)"
+        return t
+    rec["median_basis"] = f"all {len(t)} samples"
+    return t
+
+
 def summarize(records: list[dict], peak_tflops: float | None) -> None:
     """Fill ms / ms_min / ms_max / tflops / pct_peak from times_ms, then vs_cublas and
     vs_best_peer, in place.
@@ -39,7 +59,7 @@ def summarize(records: list[dict], peak_tflops: float | None) -> None:
     vs_cublas compares with the cuBLAS record of the same M, N, K in ``records``; vs_best_peer
     with the fastest peer record there (cuBLAS, Triton, ...), named in best_peer."""
     for rec in records:
-        t = rec["times_ms"]
+        t = _basis(rec)
         if rec["status"] != "ok" or not t:
             continue
         rec["ms"] = statistics.median(t)
