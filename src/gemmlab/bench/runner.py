@@ -116,7 +116,7 @@ def _start(*, dtype: str, verify: bool, config, lib: str | None, settings: timin
     clocks_before = envinfo.clocks(ordinal)
     env = envinfo.collect(ordinal)
     peak = peak_for_dtype(env["peaks"], dtype)
-    device = timing.CudaDevice(L, ordinal, info.l2_bytes, flush=settings.l2 == "cold")
+    device = timing.CudaDevice(L, ordinal, info.l2_bytes, flush=settings.l2 == "cold", spin=settings.spin)
     clocks = timing.NvmlClocks(ordinal) if envinfo.max_sm_clock_mhz(ordinal) else None
     engine = timing.Engine(device, settings, clocks)
     peers = {p.name: p for p in peer_lib.peers(peer_names, dtype, L.name)}

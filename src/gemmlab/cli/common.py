@@ -30,7 +30,7 @@ def add_lib(p) -> None:
 def add_timing(p) -> None:
     """The timing engine's options (``gemmlab.measure.timing.Settings``), shared by every command
     that times."""
-    from ..measure.timing import L2_MODES, ORDERS, Settings
+    from ..measure.timing import L2_MODES, ORDERS, SPINS, Settings
 
     d = Settings()
     g = p.add_argument_group("timing (one engine for bench, report and tune; see gemmlab.measure.timing)")
@@ -46,6 +46,8 @@ def add_timing(p) -> None:
     g.add_argument("--warmup", type=int, default=d.warmup, help=f"untimed runs per entry first (default {d.warmup})")
     g.add_argument("--spin-us", type=float, default=d.spin_us,
                    help=f"GPU busy time before every timed launch, in microseconds (default {d.spin_us:.0f})")
+    g.add_argument("--spin", choices=SPINS, default=d.spin,
+                   help=f"busy: the spin kernel keeps every SM and the memory reading; idle: one thread (default {d.spin})")
     g.add_argument("--order", choices=ORDERS, default=d.order, help=f"order within a round (default {d.order})")
     g.add_argument("--seed", type=int, default=None, help="seed of the shuffled order (recorded in the JSON)")
 
@@ -53,6 +55,6 @@ def add_timing(p) -> None:
 def timing_settings(args):
     from ..measure.timing import Settings
 
-    return Settings(l2=args.l2, spin_us=args.spin_us, warmup=args.warmup, min_samples=args.min_samples,
+    return Settings(l2=args.l2, spin_us=args.spin_us, spin=args.spin, warmup=args.warmup, min_samples=args.min_samples,
                     max_samples=args.max_samples, target_error=args.noise, time_cap_s=args.time_cap,
                     order=args.order, seed=args.seed)

@@ -88,12 +88,12 @@ def build_options(arch: str, defines: dict[str, object] | None = None, extra: li
     return opts
 
 
-def _key(source_name: str, source: str, headers: dict[str, str], options: list[str], arch: str) -> str:
+def _key(source_name: str, kernel: str, source: str, headers: dict[str, str], options: list[str], arch: str) -> str:
     h = hashlib.sha256()
     # include dirs are machine paths, not content: leave them out so the key is portable
     portable = [o for o in options if not o.startswith("-I")]
     blob = json.dumps(
-        {"src": source_name, "opts": portable, "arch": arch, "nvrtc": toolchain.nvrtc_version()},
+        {"src": source_name, "kernel": kernel, "opts": portable, "arch": arch, "nvrtc": toolchain.nvrtc_version()},
         sort_keys=True,
     )
     h.update(blob.encode())
@@ -217,7 +217,7 @@ def compile_source(
     source = path.read_text()
     headers = _headers()
     options = build_options(arch, defines, extra_options)
-    key = _key(source_name, source, headers, options, arch)
+    key = _key(source_name, kernel, source, headers, options, arch)  # one file may hold several kernels
     with _memo_lock:
         hit = _memo.get(key)
     if hit is not None:

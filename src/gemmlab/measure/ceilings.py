@@ -14,7 +14,8 @@ from .timing import Candidate, CudaDevice, Engine, Settings
 
 def _median_ms(L: Lib, name: str, fn: Callable[[], object], l2: str) -> float:
     info = device_info(0)
-    eng = Engine(CudaDevice(L, 0, info.l2_bytes, flush=l2 == "cold"), Settings(l2=l2, max_samples=30))
+    st = Settings(l2=l2, max_samples=30)
+    eng = Engine(CudaDevice(L, 0, info.l2_bytes, flush=l2 == "cold", spin=st.spin), st)
     eng.warm_up([Candidate(name, fn)])
     return eng.isolated(Candidate(name, fn)).median
 

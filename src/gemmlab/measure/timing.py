@@ -58,6 +58,7 @@ from typing import Callable, Protocol, Sequence
 
 L2_MODES = ("cold", "hot")
 ORDERS = ("rotate", "shuffle")
+SPINS = ("busy", "idle")
 SLOWDOWN_REASONS = frozenset({"HwSlowdown", "HwThermalSlowdown", "SwThermalSlowdown", "HwPowerBrakeSlowdown"})
 MEDIAN_SE_FACTOR = math.sqrt(math.pi / 2)   # standard error of a median / that of a mean (normal data)
 
@@ -67,6 +68,7 @@ MEDIAN_SE_FACTOR = math.sqrt(math.pi / 2)   # standard error of a median / that 
 class Settings:
     l2: str = "cold"                 # "cold": flush L2 before every sample; "hot": do not
     spin_us: float = 1000.0          # GPU busy time before every timed launch
+    spin: str = "busy"               # "busy": every SM reads a small buffer; "idle": one thread
     warmup: int = 3                  # untimed runs of each candidate before the first round
     min_samples: int = 10
     max_samples: int = 100
@@ -80,6 +82,8 @@ class Settings:
     def __post_init__(self):
         if self.l2 not in L2_MODES:
             raise ValueError(f"l2 must be one of {', '.join(L2_MODES)}, got {self.l2!r}")
+        if self.spin not in SPINS:
+            raise ValueError(f"spin must be one of {', '.join(SPINS)}, got {self.spin!r}")
         if self.order not in ORDERS:
             raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {self.order!r}")
         for name in ("min_samples", "max_samples"):
@@ -324,7 +328,9 @@ class CudaDevice:
 
     FLUSH_FACTOR = 2
 
-    def __init__(self, lib, ordinal: int, l2_bytes: int, flush: bool = True):
+    SPIN_BUFFER_BYTES = 4 << 20
+
+    def __init__(self, lib, ordinal: int, l2_bytes: int, flush: bool = True, spin: str = "busy"):
         from ..core.compile import compile_source
         from ..core.driver import device_info
         from ..core.launch import current_stream, load_compiled
@@ -332,14 +338,23 @@ class CudaDevice:
         self.L = lib
         self.ordinal = ordinal
         self.stream = current_stream(lib.name, ordinal)
-        ck = compile_source("spin.cu", "spin", device_info(ordinal).arch)
-        self._spin = load_compiled(ck, ordinal, "spin.cu")
+        info = device_info(ordinal)
+        self.busy = spin == "busy"
+        name = "spin_busy" if self.busy else "spin"
+        self._spin = load_compiled(compile_source("spin.cu", name, info.arch), ordinal, "spin.cu")
+        self._sms = info.sm_count
         self.flush_bytes = self.FLUSH_FACTOR * max(int(l2_bytes), 1 << 20) if flush else 0
-        self._buf = None
-        if flush:
-            xp = lib.xp
-            self._buf = (xp.empty(self.flush_bytes, dtype=xp.uint8, device="cuda") if lib.name == "torch"
-                         else xp.empty(self.flush_bytes, dtype=xp.uint8))
+        self._buf = self._zeros(self.flush_bytes) if flush else None
+        self._spin_buf = self._zeros(self.SPIN_BUFFER_BYTES) if self.busy else None
+        self._sink = self._zeros(16) if self.busy else None
+
+    def _zeros(self, nbytes: int):
+        xp = self.L.xp
+        return (xp.zeros(nbytes, dtype=xp.uint8, device="cuda") if self.L.name == "torch"
+                else xp.zeros(nbytes, dtype=xp.uint8))
+
+    def _ptr(self, x) -> int:
+        return int(x.data_ptr()) if self.L.name == "torch" else int(x.data.ptr)
 
     def new_event(self):
         E = self.L.xp.cuda.Event
@@ -359,9 +374,16 @@ class CudaDevice:
         from ..core.driver import check, context, cuda
 
         cu = cuda()
+        if self.busy:
+            grid, block = self._sms, 256
+            args = ((int(ns), self._ptr(self._spin_buf), self.SPIN_BUFFER_BYTES // 16, self._ptr(self._sink)),
+                    (ctypes.c_ulonglong, ctypes.c_void_p, ctypes.c_ulonglong, ctypes.c_void_p))
+        else:
+            grid, block = 1, 1
+            args = ((int(ns),), (ctypes.c_ulonglong,))
         with context(self.ordinal):
-            check(cu.cuLaunchKernel(self._spin, 1, 1, 1, 1, 1, 1, 0, self.stream,
-                                    ((int(ns),), (ctypes.c_ulonglong,)), 0), "launch of the spin kernel")
+            check(cu.cuLaunchKernel(self._spin, grid, 1, 1, block, 1, 1, 0, self.stream, args, 0),
+                  "launch of the spin kernel")
 
     def flush(self) -> None:
         if self._buf is not None:
