@@ -387,7 +387,7 @@ class _FakePlan:
 class _WallDevice:
     """timing.Device on the host: events read the wall clock, the spin and the flush are counted."""
 
-    def __init__(self, lib, ordinal, l2_bytes, flush=True):
+    def __init__(self, lib, ordinal, l2_bytes, flush=True, spin="busy"):
         self.stream, self.spins, self.flushes = 0, 0, 0
         self.flush_bytes = 2 * max(int(l2_bytes), 1 << 20) if flush else 0
 
