@@ -26,7 +26,7 @@ def test_bench_table_lists_each_timed_result_with_its_ratio():
                           "tflops": 50.0, "vs_cublas": 1.0, "pct_peak": 75.0},
                          {"kernel": "naive", "number": 1, "dtype": "fp32", "M": 8, "N": 8, "K": 8, "ms": None}]}
     md = bench_markdown(bench)
-    assert "| cublas | fp32 | 8x8x8 | 2.000 | 50.0 | 1.00x | 75.0% |" in md
+    assert "| cuBLAS | fp32 | 8x8x8 | 2.000 | - | 50.0 | 1.00x | - | 75.0% |" in md
     assert "naive" not in md
 
 

@@ -30,15 +30,19 @@ def bench_markdown(bench: dict) -> str:
     head = (f"{env.get('gpu_name', '?')}, {env.get('sm_count', '?')} SMs, "
             f"gemmlab {bench.get('gemmlab_version', '?')}, {bench.get('timestamp', '?')}; "
             f"{timing_text(bench)}." + _peak_text(bench))
-    rows = [head, "", "| # | rung | dtype | shape | ms | TFLOP/s | vs cuBLAS | % of peak |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    rows = [head, "", "| # | rung | dtype | shape | ms | noise | TFLOP/s | vs cuBLAS | vs best peer | % of peak |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in res:
         if r.get("ms") is None:
             continue
         shape = f"{r['M']}x{r['N']}x{r['K']}"
         vs = f"{r['vs_cublas']:.2f}x" if r.get("vs_cublas") else "-"
+        best = f"{r['vs_best_peer']:.2f}x ({r.get('best_peer')})" if r.get("vs_best_peer") else "-"
+        noise = f"{100 * r['noise']:.1f}%" if r.get("noise") is not None else "-"
         pct = f"{r['pct_peak']:.1f}%" if r.get("pct_peak") is not None else "-"
-        rows.append(f"| {r.get('number', 0) or ''} | {r['kernel']} | {r['dtype']} | {shape} | {r['ms']:.3f} | {r['tflops']:.1f} | {vs} | {pct} |")
+        name = {"cublas": "cuBLAS", "triton": "Triton"}.get(r["kernel"], r["kernel"]) if r.get("peer", r["kernel"] == "cublas") else f"`{r['kernel']}`"
+        rows.append(f"| {r.get('number', 0) or ''} | {name} | {r['dtype']} | {shape} | {r['ms']:.3f} | {noise} | "
+                    f"{r['tflops']:.1f} | {vs} | {best} | {pct} |")
     return "\n".join(rows)
 
 
