@@ -1,7 +1,7 @@
 """The benchmark's result as a file, and as an exit status.
 
 The JSON (``--json FILE``, also the return value of ``run_bench``) has the keys
-``gemmlab_version``, ``timestamp`` (ISO UTC), ``env`` (``envinfo.collect()`` plus
+``gemmlab_version``, ``timestamp`` (ISO UTC), ``env`` (``analysis.environment.collect()`` plus
 ``clocks_before`` / ``clocks_after``), ``settings`` and ``results``: one entry per (kernel, shape)
 with kernel, number (0 for cuBLAS), dtype, M, N, K, ms (median), ms_min, ms_max, times_ms,
 tflops, vs_cublas, pct_peak, verified, rel_error, config, note -- and more (status,

@@ -14,7 +14,7 @@
 // C^T = B^T A^T (swap A and B, M and N, flip their layouts). A and B are either layout, chosen at
 // compile time by the defines below. When beta == 0, C is never read (BLAS semantics).
 //
-// Defines given by the host (gemmlab/launch.py) at compile time:
+// Defines given by the host (gemmlab/core/variant.py, Variant.defines) at compile time:
 //   GL_DTYPE   0 = fp32, 1 = fp16, 2 = bf16          (element type T of A, B and C)
 //   GL_A_COL   0: A(i,k) = A[i*lda + k]   1: A(i,k) = A[k*lda + i]
 //   GL_B_COL   0: B(k,j) = B[k*ldb + j]   1: B(k,j) = B[j*ldb + k]

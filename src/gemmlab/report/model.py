@@ -203,7 +203,7 @@ def _prof_for(prof: Mapping, key: str, dtype: str) -> dict:
 
 
 def env_of(results: Mapping) -> dict:
-    """The environment of a results document: the benchmark's (``envinfo.collect()``), updated by
+    """The environment of a results document: the benchmark's (``analysis.environment.collect()``), updated by
     the report's own."""
     env = dict(dig(results, "bench", "env", default={}) or {})
     env.update({k: v for k, v in (results.get("env") or {}).items() if v is not None})

@@ -98,7 +98,7 @@ def step_rows(results: Mapping) -> list[tuple[list[str], str]]:
 
 
 def _clock_text(c) -> str | None:
-    """envinfo.clocks() -> 'SM <MHz> MHz, memory <MHz> MHz, <T> C, <P> W (clock events: ...)'."""
+    """analysis.environment.clocks() -> 'SM <MHz> MHz, memory <MHz> MHz, <T> C, <P> W (clock events: ...)'."""
     if not isinstance(c, Mapping):
         return None if c is None else str(c)
     parts = []
@@ -135,7 +135,7 @@ def _peak_rows(results: Mapping, env: Mapping) -> list[tuple[str, str]]:
 
 def env_rows(results: Mapping) -> list[tuple[str, str]]:
     """(label, text) rows of the machine-and-software table, from the bench JSON's env
-    (envinfo.collect()) and the report's own env."""
+    (analysis.environment.collect()) and the report's own env."""
     env = env_of(results)
     settings = dig(results, "bench", "settings", default={}) or {}
     rows: list[tuple[str, str]] = []
