@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+from ..core.compile import ptxas_report
 from ..core.toolchain import find_tool
 
 
@@ -36,25 +37,6 @@ class Resources:
 
 
 _RES = re.compile(r"REG:(\d+)\s+STACK:(\d+)\s+SHARED:(\d+)\s+LOCAL:(\d+)(?:\s+CONSTANT\[0\]:(\d+))?(?:.*?TEXTURE:(\d+))?(?:.*?SAMPLER:(\d+))?")
-_PTXAS_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
-
-
-_PTXAS_SMEM = re.compile(r"Used \d+ registers.*?(\d+) bytes smem")
-
-
-def ptxas_report(log: str) -> dict | None:
-    """Stack frame, spill bytes and static shared memory of the kernel from ptxas's ``-v`` report
-    in a compile log (the compile layer always asks for it), or None when the log has none."""
-    m = _PTXAS_FRAME.search(log or "")
-    if not m:
-        return None
-    out = {"stack_frame": int(m.group(1)), "spill_stores": int(m.group(2)), "spill_loads": int(m.group(3))}
-    s = _PTXAS_SMEM.search(log)
-    if s:
-        out["smem"] = int(s.group(1))
-    return out
-
-
 def resource_usage(cubin: bytes, log: str = "") -> Resources:
     """Registers, static shared memory and local memory of the (single) kernel in ``cubin``
     (cuobjdump), and the spill bytes from ptxas's report in the compile ``log``."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 import threading
 from dataclasses import dataclass, field
@@ -61,6 +62,31 @@ class CompiledKernel:
     key: str             # cache key (hex)
     cache_hit: bool = field(default=False, compare=False)
 
+    @property
+    def spill_bytes(self) -> int | None:
+        """Bytes ptxas spilled to local memory (stores + loads), from its report in the log."""
+        rep = ptxas_report(self.log)
+        return None if rep is None else rep["spill_stores"] + rep["spill_loads"]
+
+
+_PTXAS_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+
+
+_PTXAS_SMEM = re.compile(r"Used \d+ registers.*?(\d+) bytes smem")
+
+
+def ptxas_report(log: str) -> dict | None:
+    """Stack frame, spill bytes and static shared memory of the kernel from ptxas's ``-v`` report
+    in a compile log (the compile layer always asks for it), or None when the log has none."""
+    m = _PTXAS_FRAME.search(log or "")
+    if not m:
+        return None
+    out = {"stack_frame": int(m.group(1)), "spill_stores": int(m.group(2)), "spill_loads": int(m.group(3))}
+    s = _PTXAS_SMEM.search(log)
+    if s:
+        out["smem"] = int(s.group(1))
+    return out
+
 
 def cache_dir() -> Path | None:
     env = os.environ.get("GEMMLAB_CACHE_DIR")
@@ -78,7 +104,7 @@ def _headers() -> dict[str, str]:
 
 def build_options(arch: str, defines: dict[str, object] | None = None, extra: list[str] | tuple[str, ...] = ()) -> list[str]:
     # --ptxas-options=-v: ptxas reports registers, stack frame and spill bytes in the log
-    # (analysis.disasm.ptxas_report reads them for inspect and the static guards)
+    # (ptxas_report reads them: inspect, the static guards, and Variant.compile, which refuses spills)
     opts = [f"--gpu-architecture={normalize_arch(arch)}", "-std=c++17", "-lineinfo", "--ptxas-options=-v"]
     for d in toolchain.include_dirs():
         opts.append(f"-I{d}")

@@ -171,8 +171,30 @@ def _thread_tile_threads(cfg) -> int:
     return (cfg["BM"] // cfg["TM"]) * (cfg["BN"] // cfg["TN"])
 
 
-def _thread_tile_constraints(cfg) -> list[str]:
-    return _divides(cfg, "TM", "BM") + _divides(cfg, "TN", "BN") + _mult(cfg, "BK", 4) + _mult(cfg, "TN", 4) + _mult(cfg, "TM", 4) + _float4_split(cfg, _thread_tile_threads(cfg))
+def _registers(cfg, threads: int, min_blocks: int = 1, prefetch: bool = False) -> list[str]:
+    """A TM x TN thread tile must fit the registers a thread may have: 255, or fewer when the
+    kernel asks for ``min_blocks`` blocks of ``threads`` per SM (65536 registers). The estimate:
+    the accumulators, one fragment of A and of B, ~24 for addresses and loop state, and the
+    register prefetch of the next tiles for the double-buffered rungs."""
+    cap = min(255, 65536 // (threads * min_blocks) // 8 * 8)
+    need = cfg["TM"] * cfg["TN"] + cfg["TM"] + cfg["TN"] + 24
+    if prefetch:
+        need += (cfg["BM"] * cfg["BK"] + cfg["BK"] * cfg["BN"]) // threads
+    return [] if need <= cap else [f"a {cfg['TM']}x{cfg['TN']} thread tile needs about {need} registers per thread; "
+                                   f"{threads} threads x {min_blocks} block(s) per SM allow {cap}"]
+
+
+def _thread_tile_constraints(cfg, min_blocks: int = 1, prefetch: bool = False) -> list[str]:
+    out = (_divides(cfg, "TM", "BM") + _divides(cfg, "TN", "BN") + _mult(cfg, "BK", 4) + _mult(cfg, "TN", 4)
+           + _mult(cfg, "TM", 4))
+    if out:
+        return out
+    threads = _thread_tile_threads(cfg)
+    return _float4_split(cfg, threads) + ([] if threads < 32 else _registers(cfg, threads, min_blocks, prefetch))
+
+
+def _double_buffer_constraints(cfg) -> list[str]:
+    return _thread_tile_constraints(cfg, min_blocks=2, prefetch=True)
 
 
 def _warp_threads(cfg) -> int:
@@ -187,6 +209,8 @@ def _warp_tile_constraints(cfg) -> list[str]:
         if lanes != 32:
             out.append(f"(WM/TM)*(WN/TN)={lanes}: a warp tile must hold exactly 32 lanes of TM x TN outputs")
         out += _float4_split(cfg, _warp_threads(cfg))
+        if not out and 32 <= _warp_threads(cfg) <= 1024:
+            out += _registers(cfg, _warp_threads(cfg), min_blocks=2, prefetch=True)
     return out
 
 
@@ -224,6 +248,7 @@ RUNGS: tuple[Rung, ...] = (
         "One thread per C element; threadIdx.x walks the rows of C, so a warp's loads of B and stores of C stride by a row.",
         ("002 gemm_v00", "000 gemm_32x32_v0"), "01_naive.cu",
         params=_SIMPLE32,
+        constraints=lambda c: [] if c["BM"] * c["BN"] == c["THREADS"] else [f"THREADS={c['THREADS']} must be BM*BN={c['BM'] * c['BN']} (one thread per element of C)"],
     ),
     Rung(
         2, "coalesced", "Naive, coalesced",
@@ -323,7 +348,7 @@ RUNGS: tuple[Rung, ...] = (
         "Two shared tiles (ping-pong) and a register prefetch of the next tile overlap global loads with math: one barrier per tile.",
         ("001 sgemm 128x128x8 prefetch", "000 TWO_BUFFER"), "14_double_buffer.cu",
         params={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
-        threads=_thread_tile_threads, constraints=_thread_tile_constraints,
+        threads=_thread_tile_threads, constraints=_double_buffer_constraints,
         sass_claims=("LDG.E.128", "LDS.128"),
     ),
     Rung(

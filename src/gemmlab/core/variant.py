@@ -13,6 +13,10 @@ from .dtypes import get as get_dtype
 from .registry import Rung, get
 
 
+class SpillError(ValueError):
+    """A configuration the registry's rules accept needs more registers than a thread may have."""
+
+
 @dataclass(frozen=True)
 class Variant:
     rung: Rung
@@ -46,7 +50,14 @@ class Variant:
         return d
 
     def compile(self, arch: str) -> _compile.CompiledKernel:
-        return _compile.compile_source(self.rung.source, self.rung.kernel, arch, self.defines())
+        """The compiled variant; ``SpillError`` when ptxas had to spill registers for it (the API
+        accepts no configuration that spills: a spilling tile is never the fast one)."""
+        ck = _compile.compile_source(self.rung.source, self.rung.kernel, arch, self.defines())
+        if ck.spill_bytes:
+            raise SpillError(f"configuration {self.describe()} spills {ck.spill_bytes} bytes of registers to local "
+                             f"memory on {ck.arch}; choose a smaller thread tile or fewer threads per block")
+        return ck
+
 
     def describe(self) -> str:
         lay = ("col" if self.a_col else "row") + "/" + ("col" if self.b_col else "row")

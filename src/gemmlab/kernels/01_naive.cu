@@ -10,6 +10,8 @@
 // on the H100 siboehm's k1 / Lei Mao's v00 reach 0.50 TFLOP/s at 4096^3 (baselines.md).
 #include "common.cuh"
 
+static_assert(THREADS == BM * BN, "rung 1 uses one thread per element of the BM x BN tile");
+
 extern "C" __global__ void __launch_bounds__(THREADS)
 gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc)
 {

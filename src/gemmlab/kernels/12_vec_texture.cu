@@ -31,6 +31,7 @@ constexpr int PAD = 4;   // floats appended to each shared row: 16-byte aligned 
 
 static_assert(THREADS == (BM / TM) * (BN / TN), "THREADS must be (BM/TM)*(BN/TN)");
 static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "float4 fragments need TM, TN, BK multiples of 4");
+static_assert(BM % TM == 0 && BN % TN == 0, "TM/TN must divide BM/BN");
 static_assert((BM + PAD) % 4 == 0 && (BN + PAD) % 4 == 0, "shared rows must stay 16-byte aligned");
 
 // Four consecutive elements e..e+3 (along the operand's contiguous dimension) from a texture;

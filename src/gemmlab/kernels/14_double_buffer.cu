@@ -26,6 +26,10 @@
 #define PAD_A 4                    // As row stride BM+4: the transposing stores hit distinct banks
 #define PAD_B 4
 
+static_assert(THREADS == TY * TX, "THREADS must be (BM/TM)*(BN/TN)");
+static_assert(BM % TM == 0 && BN % TN == 0, "TM/TN must divide BM/BN");
+static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "4x4 blocks need TM, TN, BK multiples of 4");
+
 extern "C" __global__ void __launch_bounds__(THREADS, 2)
 gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T* __restrict__ B, int ldb,
      float beta, T* __restrict__ C, int ldc)

@@ -23,6 +23,8 @@
 #define PAD_A 4                     // As row stride BM+4: the transposing stores hit distinct banks
 #define PAD_B 4
 static_assert(LY * LX == 32, "a warp tile must hold exactly 32 lanes of TM x TN outputs");
+static_assert(BM % WM == 0 && BN % WN == 0 && WM % TM == 0 && WN % TN == 0, "the tiles must nest evenly");
+static_assert(THREADS == 32 * (BM / WM) * (BN / WN), "THREADS must be one warp per WM x WN warp tile");
 
 extern "C" __global__ void __launch_bounds__(THREADS, 2)
 gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T* __restrict__ B, int ldb,

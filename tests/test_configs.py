@@ -1,0 +1,94 @@
+"""Any configuration the registry accepts is a configuration the kernel was written for: it compiles
+(the kernels' static_asserts restate the registry's constraints) without spills, and on the GPU it
+is correct on odd shapes with beta != 0 (every element written once, no block overlapping another).
+
+The configurations are drawn from a grid of powers of two for every parameter of every rung, kept
+when the registry accepts them, and sampled with a fixed seed so CI stays fast."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from gemmlab.analysis import disasm
+from gemmlab.core.registry import kernels
+from gemmlab.core.variant import SpillError, Variant
+
+VALUES = {"BM": (16, 32, 64, 128, 256), "BN": (16, 32, 64, 128, 256), "BK": (4, 8, 16, 32, 64),
+          "TM": (2, 4, 8, 16), "TN": (2, 4, 8, 16), "WM": (16, 32, 64, 128), "WN": (16, 32, 64, 128),
+          "THREADS": (128, 256, 512, 1024)}
+PER_RUNG = 4
+
+
+def accepted(rung) -> list[dict]:
+    names = list(rung.params)
+    out = []
+    for combo in itertools.product(*(VALUES[n] for n in names)):
+        cfg = dict(zip(names, combo))
+        if not rung.check_config(cfg):
+            out.append(cfg)
+    return out
+
+
+def sample(rung) -> list[dict]:
+    cfgs = accepted(rung)
+    default = dict(rung.params)
+    rest = [c for c in cfgs if c != default]
+    return [default] + random.Random(rung.number).sample(rest, min(PER_RUNG, len(rest)))
+
+
+CASES = [(r, cfg) for r in kernels() for cfg in sample(r)]
+
+
+def test_every_rung_accepts_its_defaults_and_more_than_one_configuration():
+    for r in kernels():
+        cfgs = accepted(r)
+        assert dict(r.params) in cfgs, r.slug
+        assert len(cfgs) >= 1
+
+
+@pytest.mark.parametrize("rung, cfg", CASES, ids=[f"{r.slug}-{','.join(f'{k}{v}' for k, v in c.items())}" for r, c in CASES])
+def test_an_accepted_configuration_compiles_without_spills_or_is_refused_naming_them(rung, cfg):
+    v = Variant.make(rung, rung.dtypes[0], config=cfg)
+    try:
+        ck = v.compile("sm_90a")
+    except SpillError as exc:       # the registry's register estimate let it through; the compile did not
+        assert "spills" in str(exc) and "smaller thread tile" in str(exc)
+        return
+    res = disasm.resource_usage(ck.cubin, ck.log)
+    assert res.local == 0 and (res.spill_stores, res.spill_loads) == (0, 0), f"{rung.slug} {cfg}"
+
+
+def test_a_configuration_that_spills_is_refused_with_a_clear_error():
+    from gemmlab.core.registry import get
+
+    cfg = {"BM": 256, "BN": 32, "BK": 16, "TM": 16, "TN": 8}   # 128 accumulators per thread
+    with pytest.raises(SpillError, match="spills .* bytes"):
+        Variant.make(get("double_buffer"), "fp32", config=cfg).compile("sm_90a")
+
+
+def test_the_naive_rung_refuses_a_block_that_does_not_cover_its_tile():
+    from gemmlab.core.registry import get
+
+    for bad in ({"THREADS": 512}, {"BM": 64}, {"BN": 16}):
+        with pytest.raises(ValueError, match="must be BM\\*BN"):
+            get("naive").config(bad)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rung, cfg", CASES, ids=[f"{r.slug}-{','.join(f'{k}{v}' for k, v in c.items())}" for r, c in CASES])
+def test_an_accepted_configuration_is_correct_on_odd_shapes_with_beta(rung, cfg):
+    from gemmlab.measure.verify import verify
+
+    dtype = rung.dtypes[0]
+    lib = "torch" if dtype == "bf16" else None
+    try:
+        Variant.make(rung, dtype, config=cfg).compile("sm_90a")
+    except SpillError as exc:
+        pytest.skip(f"refused by the API: {exc}")
+    for (M, N, K), lay in itertools.product([(131, 67, 45), (257, 129, 33)], [(0, 0, 0), (1, 1, 1)]):
+        r = verify(rung.slug, M, N, K, dtype, lib=lib, a_col=lay[0], b_col=lay[1], c_col=lay[2], alpha=1.5,
+                   beta=-0.75, config=cfg)
+        assert r.ok, r.message()
