@@ -45,8 +45,11 @@ class Variant:
         )
         return d
 
-    def compile(self, arch: str) -> _compile.CompiledKernel:
-        return _compile.compile_source(self.rung.source, self.rung.kernel, arch, self.defines())
+    def compile(self, arch: str, before_compile=None) -> _compile.CompiledKernel:
+        """The compiled kernel (memory cache, disk cache, else NVRTC; ``before_compile()`` is
+        called right before a real NVRTC compile, see ``compile.compile_source``)."""
+        return _compile.compile_source(self.rung.source, self.rung.kernel, arch, self.defines(),
+                                       before_compile=before_compile)
 
     def describe(self) -> str:
         lay = ("col" if self.a_col else "row") + "/" + ("col" if self.b_col else "row")
