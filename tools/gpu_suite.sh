@@ -38,7 +38,7 @@ pack() {  # the device tool returns at most 8 files: logs, JSON and report go ba
 for st in "${stages[@]}"; do
   case $st in
     env) run env bash -c "nvidia-smi; $PY -c 'import cupy, torch, cuda.bindings, cuda.pathfinder, sys; print(sys.version); print(cupy.__version__, torch.__version__, cuda.bindings.__version__, cuda.pathfinder.__version__)'; $PY -m pip list 2>/dev/null | grep -i -E 'nvidia|cuda|cupy|rich|matplotlib|pytest'; ls /usr/local/cuda/include | head -3" ;;
-    warm) run warm $PY tools/warm_cache.py sm_90a 16 ;;
+    warm) run warm $GL compile --arch sm_90a --jobs 16 --no-progress ;;
     verify) run verify $GL verify --shapes 1x1x1,7x5x3,127x129x65,257x31x300,130x257x129 ;;
     pytest) run pytest $PY -m pytest tests -m gpu -q -p no:cacheprovider --maxfail=10 --ignore=tests/test_profile_gpu.py ;;
     pytest-profile) run pytest-profile $PY -m pytest tests/test_profile_gpu.py -q -s -rs -p no:cacheprovider ;;

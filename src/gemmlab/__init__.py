@@ -5,6 +5,7 @@ cuBLAS, timed honestly, and explained.
 >>> a, b = cp.random.rand(1000, 700, dtype=cp.float32), cp.random.rand(700, 900, dtype=cp.float32)
 >>> c = gemmlab.matmul(a, b)                       # fastest rung for fp32
 >>> gemmlab.gemm(a, b, c, alpha=2.0, beta=0.5, kernel="tile_2d")   # c <- 2 a@b + 0.5 c
+>>> gemmlab.precompile(kernels=["tile_2d"], dtypes=["fp32"])   # build ahead of time, in parallel
 
 The package is layered; each folder is one layer and imports only from the layers below it:
 
@@ -23,7 +24,8 @@ from .core.api import gemm, matmul, plan  # noqa: E402
 from .core.compile import CompileError  # noqa: E402
 from .core.deps import MissingDependencyError  # noqa: E402
 from .core.driver import NoGPUError  # noqa: E402
+from .core.precompile import precompile  # noqa: E402
 from .core.registry import Rung, kernels  # noqa: E402
 
-__all__ = ["gemm", "matmul", "plan", "kernels", "Rung", "CompileError", "NoGPUError", "MissingDependencyError",
+__all__ = ["gemm", "matmul", "plan", "precompile", "kernels", "Rung", "CompileError", "NoGPUError", "MissingDependencyError",
            "__version__"]

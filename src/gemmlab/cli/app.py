@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
 
 from ..core.deps import MissingDependencyError
@@ -18,7 +19,7 @@ from ..core.driver import NoGPUError
 
 # subcommand -> module of this package, in the order `gemmlab --help` lists them
 COMMANDS = {"list": "listing", "bench": "bench", "verify": "verify", "inspect": "inspect",
-            "profile": "profile", "report": "report"}
+            "profile": "profile", "report": "report", "compile": "compile"}
 
 EXIT_FAILED, EXIT_USAGE, EXIT_NO_GPU, EXIT_MISSING = 1, 2, 3, 4
 NO_GPU_HINT = ("Without a GPU: `gemmlab list`, `gemmlab inspect RUNG --arch sm_90a`, and "
@@ -43,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    # a library call that compiles logs a warning (core.launch.compile_for_launch); the commands
+    # compile by design, behind their progress bars, so only errors are worth a line here
+    logging.getLogger("gemmlab").setLevel(logging.ERROR)
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_USAGE

@@ -27,6 +27,7 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from . import toolchain
 from .arch import arch_number, normalize_arch
@@ -228,8 +229,12 @@ def compile_source(
     arch: str,
     defines: dict[str, object] | None = None,
     extra_options: tuple[str, ...] = (),
+    before_compile: Callable[[], None] | None = None,
 ) -> CompiledKernel:
-    """Compile ``kernels/<source_name>`` for ``arch`` (e.g. ``"sm_90a"``); cached in memory and on disk."""
+    """Compile ``kernels/<source_name>`` for ``arch`` (e.g. ``"sm_90a"``); cached in memory and on disk.
+
+    ``before_compile`` is called only when neither cache has the kernel, right before the NVRTC
+    call (the launch path logs there, and refuses to compile while a CUDA graph is captured)."""
     arch = normalize_arch(arch)
     check_arch(arch)
     request = (source_name, kernel, arch, tuple(sorted((defines or {}).items())), tuple(extra_options))
@@ -255,6 +260,8 @@ def compile_source(
     unpacked = _read_entry(entry) if entry is not None and entry.exists() else None
     cache_hit = unpacked is not None
     if unpacked is None:
+        if before_compile is not None:
+            before_compile()
         unpacked = _nvrtc_compile(kernel, source_name, source, headers, options)
         if entry is not None:
             _write_entry(entry, _pack(*unpacked))

@@ -8,6 +8,7 @@ tuple) so that ``Plan.run()`` costs one ``cuLaunchKernel``: the benchmark times 
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 import threading
 from collections import OrderedDict
@@ -21,6 +22,7 @@ from .registry import MAX_GRID_Y, Launch, Rung
 from .variant import Variant
 
 
+log = logging.getLogger("gemmlab")
 _modules: dict[tuple[int, str], tuple[object, object]] = {}
 _modules_lock = threading.Lock()
 
@@ -41,9 +43,38 @@ def load_compiled(ck: CompiledKernel, ordinal: int, what: str | None = None):
     return fn
 
 
-def load_function(variant: Variant, ordinal: int):
-    """(CUfunction, CompiledKernel) of a variant on a device, compiled and loaded once."""
-    ck = variant.compile(device_info(ordinal).arch)
+def stream_capturing(stream: int, ordinal: int) -> bool:
+    """Whether ``stream`` is capturing a CUDA graph (the legacy stream counts as capturing while
+    another stream captures in global mode: the driver then refuses to query it)."""
+    cu = cuda()
+    with context(ordinal):
+        err, status = cu.cuStreamIsCapturing(stream)
+    if err == cu.CUresult.CUDA_ERROR_STREAM_CAPTURE_IMPLICIT:
+        return True
+    check((err, status), "cuStreamIsCapturing")
+    return status != cu.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
+
+
+def compile_for_launch(variant: Variant, arch: str, capturing=None) -> CompiledKernel:
+    """The compiled kernel a launch needs. Served from the memory or disk cache when there; a real
+    NVRTC compile is logged (logger ``gemmlab``, WARNING: it takes seconds) and refused with a
+    RuntimeError while ``capturing()`` says the launch stream is capturing a CUDA graph."""
+
+    def before_compile() -> None:
+        if capturing is not None and capturing():
+            raise RuntimeError(
+                f"gemmlab: {variant.describe()} is not compiled yet and the stream is capturing a CUDA graph; "
+                f"compile it first with gemmlab.precompile(...) or `gemmlab compile`")
+        log.warning("compiling %s for %s (not in the cache: gemmlab.precompile(...) or `gemmlab compile` "
+                    "builds it ahead of time)", variant.describe(), arch)
+
+    return variant.compile(arch, before_compile=before_compile)
+
+
+def load_function(variant: Variant, ordinal: int, capturing=None):
+    """(CUfunction, CompiledKernel) of a variant on a device, compiled and loaded once
+    (``capturing``: see ``compile_for_launch``)."""
+    ck = compile_for_launch(variant, device_info(ordinal).arch, capturing)
     return load_compiled(ck, ordinal, variant.describe()), ck
 
 
@@ -133,7 +164,7 @@ def checked_mode() -> bool:
 class Plan:
     """One rung on one problem, ready to launch: ``run()`` is a single cuLaunchKernel."""
 
-    def __init__(self, problem: GemmProblem, rung: Rung, config=None):
+    def __init__(self, problem: GemmProblem, rung: Rung, config=None, stream: int | None = None):
         self.problem = problem
         self.rung = rung
         kp: KernelProblem = problem.kernel_view()
@@ -162,7 +193,11 @@ class Plan:
             raise ValueError(
                 f"kernel {rung.slug!r} would need {self.geometry.grid[1]} row tiles (> {MAX_GRID_Y}); M={kp.M} is too tall for BM={cfg['BM']}"
             )
-        self.function, self.compiled = load_function(self.variant, self.ordinal)
+        def capturing() -> bool:  # asked only when the variant needs a real compile
+            s = current_stream(problem.c.lib, self.ordinal) if stream is None else stream
+            return stream_capturing(s, self.ordinal)
+
+        self.function, self.compiled = load_function(self.variant, self.ordinal, capturing)
         if self.geometry.smem > limits.default_smem_per_block:
             # more than 48 KB of dynamic shared memory needs the function's opt-in
             cu = cuda()

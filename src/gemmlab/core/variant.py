@@ -49,10 +49,13 @@ class Variant:
         )
         return d
 
-    def compile(self, arch: str) -> _compile.CompiledKernel:
-        """The compiled variant; ``SpillError`` when ptxas had to spill registers for it (the API
-        accepts no configuration that spills: a spilling tile is never the fast one)."""
-        ck = _compile.compile_source(self.rung.source, self.rung.kernel, arch, self.defines())
+    def compile(self, arch: str, before_compile=None) -> _compile.CompiledKernel:
+        """The compiled kernel (memory cache, disk cache, else NVRTC; ``before_compile()`` is
+        called right before a real NVRTC compile, see ``compile.compile_source``).
+        ``SpillError`` when ptxas had to spill registers for it: the API accepts no configuration
+        that spills (a spilling tile is never the fast one)."""
+        ck = _compile.compile_source(self.rung.source, self.rung.kernel, arch, self.defines(),
+                                     before_compile=before_compile)
         if ck.spill_bytes:
             raise SpillError(f"configuration {self.describe()} spills {ck.spill_bytes} bytes of registers to local "
                              f"memory on {ck.arch}; choose a smaller thread tile or fewer threads per block")

@@ -1,0 +1,43 @@
+"""``gemmlab compile``: build rung variants into the disk cache ahead of time, in parallel
+(``gemmlab.precompile``), so that no launch compiles in the middle of a run (no GPU needed with
+``--arch``)."""
+
+from __future__ import annotations
+
+import sys
+
+from ..core.dtypes import DTYPES
+
+
+def register(sub) -> None:
+    p = sub.add_parser("compile", help="compile rung variants into the kernel cache ahead of time (no GPU needed with --arch)",
+                       description="Compile every variant a launch may pick (dtypes x A/B layouts x vector-access flags) "
+                                   "of the rungs named (default: all) into the disk cache, in parallel processes, so that "
+                                   "no call compiles in the middle of a run or inside a CUDA graph capture. Same as "
+                                   "gemmlab.precompile(...).")
+    p.add_argument("rungs", nargs="*", metavar="RUNG", help="rung slugs or numbers (default: every rung)")
+    p.add_argument("--arch", default=None, help="target architecture, e.g. sm_90a (default: this machine's GPU)")
+    p.add_argument("--dtype", action="append", default=None, choices=list(DTYPES),
+                   help="element type; repeatable (default: every dtype each rung supports)")
+    p.add_argument("--layouts", default=None, metavar="LIST",
+                   help="A/B layouts, comma-separated from rr,rc,cr,cc (r row-major, c column-major; default all four)")
+    p.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: the CPU count)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..core.precompile import default_arch, precompile, variants
+    from ..measure.progress import Progress
+
+    arch = args.arch or default_arch()
+    kernels = args.rungs or None
+    n = len(variants(kernels, args.dtype, args.layouts, arch))
+    with Progress(n, enabled=not args.no_progress and sys.stderr.isatty(), label=f"compile {arch}") as bar:
+        res = precompile(kernels, args.dtype, args.layouts, arch, processes=args.jobs,
+                         on_done=lambda v, status: bar.update(v.describe(), advance=1))
+    for e in res["errors"]:
+        print(f"FAILED {e['variant']}: {e['error'].splitlines()[0]}", file=sys.stderr)
+    print(f"{res['arch']}: {res['variants']} variants, {res['compiled']} compiled, {res['cached']} already cached, "
+          f"{len(res['errors'])} failed in {res['seconds']:.1f} s")
+    return 1 if res["errors"] else 0

@@ -1,0 +1,236 @@
+"""Ahead-of-time compilation: build rung variants into the disk cache in parallel, so that nothing
+compiles in the middle of a run (``gemmlab.precompile``, ``gemmlab compile``).
+
+A launch picks its variant at run time from the operands: the A/B layouts the kernel sees and
+whether 16-byte vector access is legal for A, B and C (pointer and leading-dimension alignment).
+So a rung and dtype have 4 layouts x 8 vector combinations = 32 variants per tile configuration;
+``precompile`` builds all of them unless told fewer, each in a worker process (NVRTC only, no GPU
+needed when ``arch`` is given). The disk cache is safe across processes (see ``core.compile``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from typing import Callable, Mapping
+
+from . import compile as _compile
+from .arch import normalize_arch
+from .config import ConfigLike
+from .dtypes import get as get_dtype
+from .registry import RUNGS, Rung, get
+from .variant import Variant
+
+LAYOUTS = ("rr", "rc", "cr", "cc")  # A then B: r row-major, c column-major (as the kernel sees them)
+VECTOR_FLAGS = tuple(itertools.product((False, True), repeat=3))  # (vec_a, vec_b, vec_c)
+
+
+def _as_list(x) -> list:
+    if isinstance(x, str):
+        return [p for p in (s.strip() for s in x.split(",")) if p]
+    if isinstance(x, (int, Rung)):
+        return [x]
+    return list(x)
+
+
+def parse_layouts(layouts) -> list[tuple[bool, bool]]:
+    """``None`` (all four), ``"rr,cc"``, ``["rr", "rc"]`` or ``[(a_col, b_col), ...]`` ->
+    [(a_col, b_col), ...] in the given order, duplicates dropped."""
+    if layouts is None:
+        layouts = LAYOUTS
+    out: list[tuple[bool, bool]] = []
+    for lay in _as_list(layouts):
+        if isinstance(lay, str):
+            key = lay.strip().lower()
+            if len(key) != 2 or any(ch not in "rc" for ch in key):
+                raise ValueError(f"bad layout {lay!r}: two letters, A's then B's, each r (row-major) or c "
+                                 f"(column-major): one of {', '.join(LAYOUTS)}")
+            pair = (key[0] == "c", key[1] == "c")
+        elif isinstance(lay, tuple) and len(lay) == 2 and all(isinstance(v, bool) for v in lay):
+            pair = lay
+        else:
+            raise ValueError(f"bad layout {lay!r}: give a string such as 'rc' or a tuple (a_col, b_col) of bools")
+        if pair not in out:
+            out.append(pair)
+    if not out:
+        raise ValueError("no layouts given")
+    return out
+
+
+def _rungs(kernels) -> tuple[list[Rung], bool]:
+    if kernels is None:
+        return list(RUNGS), False
+    out: list[Rung] = []
+    for k in _as_list(kernels):
+        r = get(str(k) if isinstance(k, int) else k)
+        if r not in out:
+            out.append(r)
+    if not out:
+        raise ValueError("no kernels given")
+    return out, True
+
+
+def _config_for(rung: Rung, configs) -> ConfigLike:
+    """``configs``: None (each rung's defaults), one configuration for every rung, or a mapping
+    from rung slug to its configuration."""
+    if isinstance(configs, Mapping) and configs and all(isinstance(k, str) and k in {r.slug for r in RUNGS}
+                                                        for k in configs):
+        return configs.get(rung.slug)
+    return configs
+
+
+def default_arch() -> str:
+    """The architecture of GPU 0; ValueError asking for ``arch=`` when there is no usable GPU."""
+    from .driver import device_info, gpu_available
+
+    if not gpu_available():
+        raise ValueError("no usable GPU to take the architecture from: pass arch= (e.g. arch=\"sm_90a\"; "
+                         "`gemmlab compile --arch sm_90a`)")
+    return device_info(0).arch
+
+
+def variants(kernels=None, dtypes=None, layouts=None, arch: str | None = None, *,
+             configs=None) -> list[Variant]:
+    """The variants ``precompile`` builds (same arguments); ValueError on a bad argument."""
+    rungs, named = _rungs(kernels)
+    want = None if dtypes is None else [get_dtype(d).name for d in _as_list(dtypes)]
+    if want is not None and not want:
+        raise ValueError("no dtypes given")
+    pairs = parse_layouts(layouts)
+    out: list[Variant] = []
+    for r in rungs:
+        if arch is not None and named:
+            r.require(arch=arch)
+        elif arch is not None:
+            try:
+                r.require(arch=arch)
+            except ValueError:
+                continue  # every rung by default: the ones this architecture cannot run are left out
+        dts = [d for d in r.dtypes if want is None or d in want]
+        if not dts:
+            if named:
+                raise ValueError(f"kernel {r.slug!r} does not support dtype {', '.join(want)}; it supports "
+                                 f"{', '.join(r.dtypes)}")
+            continue
+        cfg = _config_for(r, configs)
+        for dt in dts:
+            for (a_col, b_col), (va, vb, vc) in itertools.product(pairs, VECTOR_FLAGS):
+                out.append(Variant.make(r, dt, a_col=a_col, b_col=b_col, vec_a=va, vec_b=vb, vec_c=vc, config=cfg))
+    if not out:
+        raise ValueError("nothing to compile: no rung takes the dtypes given on this architecture")
+    return out
+
+
+def _job(v: Variant) -> tuple:
+    """A variant as plain data a worker process can unpickle (a Rung holds lambdas)."""
+    return (v.rung.slug, v.dtype, v.a_col, v.b_col, v.vec_a, v.vec_b, v.vec_c, v.config)
+
+
+def _build(job: tuple, arch: str) -> tuple[bool, str | None]:
+    """(served from the disk cache, error message or None): one variant, in a worker process."""
+    _compile.clear_memory_cache()  # a forked worker inherits the parent's memory: ask the disk
+    try:
+        slug, dtype, a_col, b_col, va, vb, vc, cfg = job
+        variant = Variant.make(slug, dtype, a_col=a_col, b_col=b_col, vec_a=va, vec_b=vb, vec_c=vc, config=dict(cfg))
+        return variant.compile(arch).cache_hit, None
+    except Exception as exc:  # noqa: BLE001 - reported per variant, the others go on
+        return False, f"{type(exc).__name__}: {exc}"
+
+
+def _context():
+    # fork when the platform has it: a worker only runs NVRTC (never the CUDA driver), and fork
+    # does not re-import the caller's __main__ the way spawn does
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+
+
+def precompile(kernels=None, dtypes=None, layouts=None, arch: str | None = None, *, configs=None,
+               processes: int | None = None, progress: bool = False,
+               on_done: Callable[[Variant, str], None] | None = None) -> dict:
+    """Compile rung variants into the disk cache ahead of time, in parallel worker processes.
+
+    kernels: rung slugs or numbers (default every rung); dtypes: default every dtype each rung
+    takes (a dtype a named rung lacks is an error); layouts: A/B storage as ``"rr"``, ``"rc"``,
+    ``"cr"``, ``"cc"`` or (a_col, b_col) tuples (default all four); arch: e.g. ``"sm_90a"``
+    (default: GPU 0's); configs: one tile configuration for every rung, or {slug: config} (default
+    each rung's own). Every combination of the vector flags is built, since operand alignment
+    picks them at run time. processes: worker count (default the CPU count; 1 compiles in this
+    process). progress: a progress bar on stderr. on_done(variant, status) is called in this
+    process as each variant finishes, status "compiled", "cached" or "error".
+
+    Returns {"arch", "variants", "compiled", "cached", "seconds", "errors": [{"variant", "error"}]}.
+    """
+    arch = normalize_arch(arch) if arch is not None else default_arch()
+    _compile.check_arch(arch)
+    if _compile.cache_dir() is None:
+        raise ValueError("the disk cache is off (GEMMLAB_CACHE_DIR=off): precompile would keep nothing")
+    todo = variants(kernels, dtypes, layouts, arch, configs=configs)
+    if processes is not None and processes < 1:
+        raise ValueError(f"processes must be at least 1, got {processes}")
+    bar = None
+    if progress:
+        bar = _bar(len(todo), arch)
+    counts = {"compiled": 0, "cached": 0}
+    errors: list[dict] = []
+
+    def done(v: Variant, hit: bool, err: str | None) -> None:
+        status = "error" if err else ("cached" if hit else "compiled")
+        if err:
+            errors.append({"variant": v.describe(), "error": err})
+        else:
+            counts[status] += 1
+        if bar is not None:
+            bar.advance(v.describe())
+        if on_done is not None:
+            on_done(v, status)
+
+    t0 = time.perf_counter()
+    try:
+        workers = min(processes or os.cpu_count() or 1, len(todo))
+        if workers == 1:
+            for v in todo:
+                hit, err = _build_here(v, arch)
+                done(v, hit, err)
+        else:
+            with ProcessPoolExecutor(workers, mp_context=_context()) as ex:
+                futs = {ex.submit(_build, _job(v), arch): v for v in todo}
+                for f in as_completed(futs):
+                    done(futs[f], *f.result())
+    finally:
+        if bar is not None:
+            bar.stop()
+    return {"arch": arch, "variants": len(todo), "compiled": counts["compiled"], "cached": counts["cached"],
+            "seconds": round(time.perf_counter() - t0, 3), "errors": errors}
+
+
+def _build_here(variant: Variant, arch: str) -> tuple[bool, str | None]:
+    """One variant in this process; the memory cache keeps it, so report the disk's answer."""
+    compiled = []
+    try:
+        variant.compile(arch, before_compile=lambda: compiled.append(True))
+    except Exception as exc:  # noqa: BLE001
+        return False, f"{type(exc).__name__}: {exc}"
+    return not compiled, None
+
+
+class _bar:
+    """A minimal rich progress bar (core cannot use measure.progress; the CLI passes its own
+    through ``on_done`` instead)."""
+
+    def __init__(self, total: int, arch: str):
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._p = Progress(TextColumn(f"[bold]compile {arch}[/bold]"), TextColumn("{task.description}"), BarColumn(),
+                           MofNCompleteColumn(), TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+        self._p.start()
+        self._t = self._p.add_task("", total=total)
+
+    def advance(self, what: str) -> None:
+        self._p.update(self._t, advance=1, description=what)
+
+    def stop(self) -> None:
+        self._p.stop()
