@@ -64,7 +64,7 @@ def _imports(module: str, path: Path):
 
 def test_every_module_lives_in_a_layer_folder():
     loose = [m for m in MODULES if m.count(".") == 1 and _layer(m) is None
-             and m not in ("gemmlab.__main__",)]
+             and m not in ("gemmlab.__main__", "gemmlab.torch")]  # thin public facades, like __init__
     assert loose == [], f"modules outside the layer folders: {loose}"
 
 

@@ -177,3 +177,13 @@ def test_a_missing_results_file_is_refused_input_not_a_traceback(tmp_path, capsy
     assert main(["report", "--from-json", str(tmp_path / "nope.json"), "--out", str(tmp_path / "rep")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("gemmlab report: error:") and "nope.json" in err and len(err.splitlines()) == 1
+
+
+def test_import_gemmlab_does_not_import_torch_and_gemmlab_torch_names_the_extra(base):
+    # nothing blocked: even where PyTorch is installed, importing gemmlab leaves it alone
+    rc, out, err = base(code="import sys, gemmlab\nprint('torch' in sys.modules)\n", block=())
+    assert rc == 0 and out.strip() == "False", err
+    # PyTorch blocked: gemmlab.torch (lazy attribute or import) is one line naming the extra
+    for code in ("import gemmlab\ngemmlab.torch\n", "import gemmlab.torch\n"):
+        rc, out, err = base(code=code)
+        assert rc != 0 and "MissingDependencyError" in err and 'pip install "gemmlab[torch]"' in err, err

@@ -7,6 +7,9 @@ cuBLAS, timed honestly, and explained.
 >>> gemmlab.gemm(a, b, c, alpha=2.0, beta=0.5, kernel="tile_2d")   # c <- 2 a@b + 0.5 c
 >>> gemmlab.precompile(kernels=["tile_2d"], dtypes=["fp32"])   # build ahead of time, in parallel
 
+``gemmlab.torch.matmul(a, b)`` is the PyTorch operator ``gemmlab::matmul`` (autograd and
+``torch.compile``); it is imported on first use, so ``import gemmlab`` does not import PyTorch.
+
 The package is layered; each folder is one layer and imports only from the layers below it:
 
     cli       the command line, one module per subcommand
@@ -29,3 +32,12 @@ from .core.registry import Rung, kernels  # noqa: E402
 
 __all__ = ["gemm", "matmul", "plan", "precompile", "kernels", "Rung", "CompileError", "NoGPUError", "MissingDependencyError",
            "__version__"]
+
+
+def __getattr__(name: str):
+    """``gemmlab.torch`` on first use (importing it imports PyTorch; ``import gemmlab`` does not)."""
+    if name == "torch":
+        import importlib
+
+        return importlib.import_module("gemmlab.torch")
+    raise AttributeError(f"module 'gemmlab' has no attribute {name!r}")

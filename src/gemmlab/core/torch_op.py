@@ -1,0 +1,115 @@
+"""gemmlab as a PyTorch operator: ``gemmlab::matmul``, usable under ``torch.compile`` and autograd.
+
+>>> import torch, gemmlab.torch
+>>> a = torch.randn(300, 200, device="cuda", requires_grad=True)
+>>> b = torch.randn(200, 100, device="cuda", requires_grad=True)
+>>> y = gemmlab.torch.matmul(a, b)            # torch.ops.gemmlab.matmul(a, b, "auto")
+>>> y.sum().backward()                         # a.grad = g @ b.T, b.grad = a.T @ g: two gemmlab GEMMs
+
+The operator is a ``torch.library.custom_op`` (PyTorch >= 2.4) with a fake implementation
+(shapes and dtypes only, with the same input checks as the real one), so ``torch.compile`` traces
+it without graph breaks, and an autograd formula whose two products are the operator itself on
+transposed views (gemmlab reads column-major views without copies). The real implementation
+runs ``gemmlab.core.api.matmul`` on CUDA tensors, on torch's current stream; tensors on any
+other device get a TypeError. Importing this module registers the operator (once per process).
+"""
+
+from __future__ import annotations
+
+from .api import matmul as _gemmlab_matmul
+from .deps import MissingDependencyError, require
+from .dtypes import from_array_name
+from .registry import get as get_rung
+
+torch = require("torch")
+
+if not hasattr(torch.library, "custom_op"):  # pragma: no cover - old torch
+    raise MissingDependencyError(
+        f"gemmlab.torch needs PyTorch >= 2.4 (torch.library.custom_op); found {torch.__version__}: "
+        'pip install -U "gemmlab[torch]"')
+
+OP_NAME = "gemmlab::matmul"
+
+
+def check_operands(a, b, kernel: str) -> None:
+    """The input checks shared by the real and the fake implementation (so a traced call fails
+    the way an eager one does): 2-D, one supported dtype, matching inner dimension, one device,
+    a known kernel that takes the dtype."""
+    for name, x in (("a", a), ("b", b)):
+        if x.dim() != 2:
+            raise ValueError(f"gemmlab::matmul: {name} must be 2-D, got {x.dim()}-D with shape {tuple(x.shape)}")
+    if a.dtype != b.dtype:
+        raise TypeError(f"gemmlab::matmul: mixed dtypes: a is {a.dtype}, b is {b.dtype}; both must match")
+    try:
+        dtype = from_array_name(str(a.dtype).removeprefix("torch.")).name
+    except TypeError as exc:
+        raise TypeError(f"gemmlab::matmul: {exc}") from None
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"gemmlab::matmul: shape mismatch: a is {tuple(a.shape)}, b is {tuple(b.shape)}; "
+                         "a.shape[1] must equal b.shape[0]")
+    if a.device != b.device:
+        raise ValueError(f"gemmlab::matmul: a is on {a.device} but b is on {b.device}; both must be on one device")
+    if not isinstance(kernel, str):
+        raise TypeError(f"gemmlab::matmul: kernel must be a string (a rung slug or 'auto'), got {type(kernel).__name__}")
+    if kernel != "auto":
+        get_rung(kernel).require(dtype)
+
+
+def _gemmlab_layout(x):
+    """x itself when gemmlab can read it (row- or column-major, any leading dimension), else a
+    contiguous copy (e.g. an expanded gradient with stride 0)."""
+    rows, cols = x.shape
+    s0, s1 = x.stride()
+    if rows == 0 or cols == 0:
+        return x
+    if (s1 == 1 or cols == 1) and (rows == 1 or s0 >= cols):
+        return x
+    if (s0 == 1 or rows == 1) and (cols == 1 or s1 >= rows):
+        return x
+    return x.contiguous()
+
+
+@torch.library.custom_op(OP_NAME, mutates_args=())
+def _matmul_op(a: torch.Tensor, b: torch.Tensor, kernel: str) -> torch.Tensor:
+    check_operands(a, b, kernel)
+    if a.device.type != "cuda":
+        raise TypeError(f"gemmlab::matmul computes on the GPU: got tensors on {a.device}; "
+                        "move them to a CUDA device first (x.cuda())")
+    with torch.cuda.device(a.device):
+        return _gemmlab_matmul(_gemmlab_layout(a), _gemmlab_layout(b), kernel=kernel)
+
+
+@_matmul_op.register_fake
+def _matmul_fake(a, b, kernel):
+    check_operands(a, b, kernel)
+    return a.new_empty((a.shape[0], b.shape[1]))
+
+
+def _setup_context(ctx, inputs, output):
+    a, b, kernel = inputs
+    ctx.save_for_backward(a, b)
+    ctx.kernel = kernel
+
+
+def _backward(ctx, grad):
+    a, b = ctx.saved_tensors
+    grad_a = grad_b = None
+    if ctx.needs_input_grad[0]:
+        grad_a = _matmul_op(grad, b.t(), ctx.kernel)   # (M, N) @ (N, K): b.t() is a column-major view
+    if ctx.needs_input_grad[1]:
+        grad_b = _matmul_op(a.t(), grad, ctx.kernel)   # (K, M) @ (M, N): a.t() is a column-major view
+    return grad_a, grad_b, None
+
+
+_matmul_op.register_autograd(_backward, setup_context=_setup_context)
+
+
+def matmul(a, b, kernel: str = "auto"):
+    """a @ b for 2-D CUDA tensors through gemmlab (``torch.ops.gemmlab.matmul``): differentiable
+    in a and b, traceable by ``torch.compile(fullgraph=True)``. ``kernel``: a rung slug or "auto"."""
+    return torch.ops.gemmlab.matmul(a, b, kernel)
+
+
+op = torch.ops.gemmlab.matmul.default
+
+__all__ = ["matmul", "op", "check_operands", "OP_NAME"]

@@ -1,0 +1,9 @@
+"""``gemmlab.torch``: the PyTorch operator ``gemmlab::matmul`` (see ``gemmlab.core.torch_op``).
+
+A thin public facade, like the package root: importing it imports PyTorch and registers the
+operator; ``import gemmlab`` alone never imports PyTorch.
+"""
+
+from .core.torch_op import OP_NAME, check_operands, matmul, op
+
+__all__ = ["matmul", "op", "check_operands", "OP_NAME"]
