@@ -51,14 +51,15 @@ def test_every_rung_accepts_its_defaults_and_more_than_one_configuration():
 
 @pytest.mark.parametrize("rung, cfg", CASES, ids=[f"{r.slug}-{','.join(f'{k}{v}' for k, v in c.items())}" for r, c in CASES])
 def test_an_accepted_configuration_compiles_without_spills_or_is_refused_naming_them(rung, cfg):
-    v = Variant.make(rung, rung.dtypes[0], config=cfg)
-    try:
-        ck = v.compile("sm_90a")
-    except SpillError as exc:       # the registry's register estimate let it through; the compile did not
-        assert "spills" in str(exc) and "smaller thread tile" in str(exc)
-        return
-    res = disasm.resource_usage(ck.cubin, ck.log)
-    assert res.local == 0 and (res.spill_stores, res.spill_loads) == (0, 0), f"{rung.slug} {cfg}"
+    for vec in (True, False):   # aligned operands (vector access) and the scalar fallback
+        v = Variant.make(rung, rung.dtypes[0], vec_a=vec, vec_b=vec, vec_c=vec, config=cfg)
+        try:
+            ck = v.compile("sm_90a")
+        except SpillError as exc:   # the registry's register estimate let it through; the compile did not
+            assert "spills" in str(exc) and "smaller thread tile" in str(exc)
+            continue
+        res = disasm.resource_usage(ck.cubin, ck.log)
+        assert res.local == 0 and (res.spill_stores, res.spill_loads) == (0, 0), f"{v.describe()}"
 
 
 def test_a_configuration_that_spills_is_refused_with_a_clear_error():
@@ -84,10 +85,11 @@ def test_an_accepted_configuration_is_correct_on_odd_shapes_with_beta(rung, cfg)
 
     dtype = rung.dtypes[0]
     lib = "torch" if dtype == "bf16" else None
-    try:
-        Variant.make(rung, dtype, config=cfg).compile("sm_90a")
-    except SpillError as exc:
-        pytest.skip(f"refused by the API: {exc}")
+    for lay, vec in itertools.product((False, True), (False, True)):   # the variants these calls can pick
+        try:
+            Variant.make(rung, dtype, a_col=lay, b_col=lay, vec_a=vec, vec_b=vec, vec_c=vec, config=cfg).compile("sm_90a")
+        except SpillError as exc:
+            pytest.skip(f"refused by the API for some operand alignments: {exc}")
     for (M, N, K), lay in itertools.product([(131, 67, 45), (257, 129, 33)], [(0, 0, 0), (1, 1, 1)]):
         r = verify(rung.slug, M, N, K, dtype, lib=lib, a_col=lay[0], b_col=lay[1], c_col=lay[2], alpha=1.5,
                    beta=-0.75, config=cfg)
