@@ -35,3 +35,14 @@ def _kernel_cache(tmp_path_factory):
     if "GEMMLAB_CACHE_DIR" not in os.environ:
         os.environ["GEMMLAB_CACHE_DIR"] = str(tmp_path_factory.mktemp("gemmlab-cache"))
     yield
+
+
+@pytest.fixture()
+def fresh_cache(tmp_path, monkeypatch):
+    """An empty kernel cache (disk and memory) for one test."""
+    from gemmlab.core import compile as glc
+
+    monkeypatch.setenv("GEMMLAB_CACHE_DIR", str(tmp_path))
+    glc.clear_memory_cache()
+    yield tmp_path
+    glc.clear_memory_cache()

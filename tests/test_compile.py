@@ -11,14 +11,6 @@ from gemmlab.core import compile as glc
 from gemmlab.core.variant import Variant
 
 
-@pytest.fixture()
-def fresh_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("GEMMLAB_CACHE_DIR", str(tmp_path))
-    glc.clear_memory_cache()
-    yield tmp_path
-    glc.clear_memory_cache()
-
-
 def test_compiles_for_an_explicit_architecture_without_a_gpu(fresh_cache):
     ck = Variant.make("naive").compile("sm_90a")
     assert ck.cubin[:4] == b"\x7fELF"

@@ -16,14 +16,6 @@ from gemmlab.core import precompile as pc
 from gemmlab.core.variant import Variant
 
 
-@pytest.fixture()
-def fresh_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("GEMMLAB_CACHE_DIR", str(tmp_path))
-    glc.clear_memory_cache()
-    yield tmp_path
-    glc.clear_memory_cache()
-
-
 def _entries(cache, arch="sm_80"):
     d = cache / arch
     return sorted(p.name for p in d.glob("*.cubin")) if d.exists() else []

@@ -130,6 +130,13 @@ def max_sm_clock_mhz(ordinal: int = 0) -> int | None:
 
 
 # ---- versions ----------------------------------------------------------------------------------
+def package_version(module: str) -> str | None:
+    """The installed version of the package that provides ``module`` (``"cupy"`` finds
+    cupy-cuda13x), without importing it; None when it is not installed."""
+    return _dist_version(module)[1]
+
+
+@functools.lru_cache(maxsize=None)
 def _dist_version(module: str) -> tuple[str | None, str | None]:
     """(distribution name, version) of the installed package providing ``module``, without importing it."""
     import importlib.metadata as md

@@ -46,7 +46,7 @@ from ..core.arch import peak_for_dtype, peak_kind
 from ..core.registry import Rung
 from ..core.shapes import Shape, fmt_shape
 from ..measure import arrays, peers as peer_lib, timing
-from ..measure.progress import Progress
+from ..core.progress import Progress
 from ..measure.verify import check as verify_check
 from .schedule import DEFAULT_SHAPE, REDUCED_SHAPE, Group, Job, as_shapes, schedule, select_rungs
 from .stats import MIN_UNTHROTTLED, add_note, blank_record, summarize
@@ -105,9 +105,10 @@ class _Run:
 
 
 def _start(*, dtype: str, verify: bool, config, lib: str | None, settings: timing.Settings, progress: bool,
-           n_groups: int, peer_names) -> _Run:
+           peer_names) -> _Run:
     """The array library, the device, the environment before the run, the timing engine, the
-    peers and the progress bar (in this order)."""
+    peers and the progress bar (in this order; the bar's total, the groups, is set once they are
+    scheduled)."""
     L = arrays.Lib(arrays.choose_lib(lib, dtype, arrays.available_libs()))
     ordinal = int(L.xp.cuda.current_device()) if L.name == "torch" else int(L.xp.cuda.runtime.getDevice())
     info = driver.device_info(ordinal)
@@ -120,7 +121,7 @@ def _start(*, dtype: str, verify: bool, config, lib: str | None, settings: timin
     clocks = timing.NvmlClocks(ordinal) if envinfo.max_sm_clock_mhz(ordinal) else None
     engine = timing.Engine(device, settings, clocks)
     peers = {p.name: p for p in peer_lib.peers(peer_names, dtype, L.name)}
-    prog = Progress(n_groups, enabled=progress, label="bench")
+    prog = Progress(0, enabled=progress, label="bench")
     return _Run(dtype, verify, config, L, ordinal, info, started, t0, clocks_before, env, peak, prog, engine,
                 device, peers)
 
@@ -311,8 +312,9 @@ def run_bench(rungs=None, shapes=None, dtype: str = "fp32", *, timing_settings: 
     if not driver.gpu_available():
         raise driver.NoGPUError(_no_gpu_reason())
     run = _start(dtype=dtype, verify=verify, config=config, lib=lib, settings=settings, progress=progress,
-                 n_groups=len(schedule(rung_list, shape_list)), peer_names=peer_names)
+                 peer_names=peer_names)
     groups = schedule(rung_list, shape_list, list(run.peers))
+    run.prog.update(total_delta=len(groups))
     records: list[dict] = []
     group_info: list[dict] = []
     with run.prog, arrays.TrueFP32(run.L) as precision:

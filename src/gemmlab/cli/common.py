@@ -11,9 +11,10 @@ from ..core.dtypes import DTYPES
 from ..measure.arrays import LIBS
 
 
-def add_dtype(p, default: str | None, help_default: str | None = None) -> None:
+def add_dtype(p, default: str | None, help_default: str | None = None, repeatable: bool = False) -> None:
     text = help_default or (f"default {default}" if default else "default: every dtype a rung supports")
-    p.add_argument("--dtype", default=default, choices=list(DTYPES), help=f"element type ({text})")
+    p.add_argument("--dtype", default=default, choices=list(DTYPES), action="append" if repeatable else "store",
+                   help=f"element type{'; repeatable' if repeatable else ''} ({text})")
 
 
 def add_config(p, what: str = "the rung named") -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from ..core.dtypes import DTYPES
+from .common import add_dtype
 
 
 def register(sub) -> None:
@@ -17,8 +17,7 @@ def register(sub) -> None:
                                    "gemmlab.precompile(...).")
     p.add_argument("rungs", nargs="*", metavar="RUNG", help="rung slugs or numbers (default: every rung)")
     p.add_argument("--arch", default=None, help="target architecture, e.g. sm_90a (default: this machine's GPU)")
-    p.add_argument("--dtype", action="append", default=None, choices=list(DTYPES),
-                   help="element type; repeatable (default: every dtype each rung supports)")
+    add_dtype(p, None, "default: every dtype each rung supports", repeatable=True)
     p.add_argument("--layouts", default=None, metavar="LIST",
                    help="A/B layouts, comma-separated from rr,rc,cr,cc (r row-major, c column-major; default all four)")
     p.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: the CPU count)")
@@ -27,15 +26,11 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..core.precompile import default_arch, precompile, variants
-    from ..measure.progress import Progress
+    from ..core.precompile import default_arch, precompile
 
     arch = args.arch or default_arch()
-    kernels = args.rungs or None
-    n = len(variants(kernels, args.dtype, args.layouts, arch))
-    with Progress(n, enabled=not args.no_progress and sys.stderr.isatty(), label=f"compile {arch}") as bar:
-        res = precompile(kernels, args.dtype, args.layouts, arch, processes=args.jobs,
-                         on_done=lambda v, status: bar.update(v.describe(), advance=1))
+    res = precompile(args.rungs or None, args.dtype, args.layouts, arch, processes=args.jobs,
+                     progress=not args.no_progress and sys.stderr.isatty())
     for e in res["errors"]:
         print(f"FAILED {e['variant']}: {e['error'].splitlines()[0]}", file=sys.stderr)
     print(f"{res['arch']}: {res['variants']} variants, {res['compiled']} compiled, {res['cached']} already cached, "

@@ -21,6 +21,7 @@ from . import compile as _compile
 from .arch import normalize_arch
 from .config import ConfigLike
 from .dtypes import get as get_dtype
+from .progress import Progress
 from .registry import RUNGS, Rung, get
 from .variant import Variant
 
@@ -170,9 +171,7 @@ def precompile(kernels=None, dtypes=None, layouts=None, arch: str | None = None,
     todo = variants(kernels, dtypes, layouts, arch, configs=configs)
     if processes is not None and processes < 1:
         raise ValueError(f"processes must be at least 1, got {processes}")
-    bar = None
-    if progress:
-        bar = _bar(len(todo), arch)
+    bar = Progress(len(todo), enabled=progress, label=f"compile {arch}")
     counts = {"compiled": 0, "cached": 0}
     errors: list[dict] = []
 
@@ -182,8 +181,7 @@ def precompile(kernels=None, dtypes=None, layouts=None, arch: str | None = None,
             errors.append({"variant": v.describe(), "error": err})
         else:
             counts[status] += 1
-        if bar is not None:
-            bar.advance(v.describe())
+        bar.update(v.describe(), advance=1)
         if on_done is not None:
             on_done(v, status)
 
@@ -200,8 +198,7 @@ def precompile(kernels=None, dtypes=None, layouts=None, arch: str | None = None,
                 for f in as_completed(futs):
                     done(futs[f], *f.result())
     finally:
-        if bar is not None:
-            bar.stop()
+        bar.stop()
     return {"arch": arch, "variants": len(todo), "compiled": counts["compiled"], "cached": counts["cached"],
             "seconds": round(time.perf_counter() - t0, 3), "errors": errors}
 
@@ -214,23 +211,3 @@ def _build_here(variant: Variant, arch: str) -> tuple[bool, str | None]:
     except Exception as exc:  # noqa: BLE001
         return False, f"{type(exc).__name__}: {exc}"
     return not compiled, None
-
-
-class _bar:
-    """A minimal rich progress bar (core cannot use measure.progress; the CLI passes its own
-    through ``on_done`` instead)."""
-
-    def __init__(self, total: int, arch: str):
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self._p = Progress(TextColumn(f"[bold]compile {arch}[/bold]"), TextColumn("{task.description}"), BarColumn(),
-                           MofNCompleteColumn(), TimeElapsedColumn(), console=Console(stderr=True), transient=True)
-        self._p.start()
-        self._t = self._p.add_task("", total=total)
-
-    def advance(self, what: str) -> None:
-        self._p.update(self._t, advance=1, description=what)
-
-    def stop(self) -> None:
-        self._p.stop()

@@ -30,16 +30,15 @@ This module imports neither Triton nor PyTorch at import time.
 
 from __future__ import annotations
 
-import importlib.metadata
 import math
-import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 
+from ..analysis.environment import package_version
 from ..core.deps import MissingDependencyError, require
 from ..core.dtypes import DTYPES
 from ..core.dtypes import get as get_dtype
-from .arrays import Lib, Operands, TrueFP32
+from .arrays import LIBS, Lib, Operands, TrueFP32
 
 # ---- the Triton peer's autotune lists ----------------------------------------------------------
 # Each entry: tile BLOCK_M x BLOCK_N x BLOCK_K, GROUP_M row-tiles per group of the program order,
@@ -110,20 +109,9 @@ def _version_tuple(v: str) -> tuple[int, ...]:
 
 def _lib_name(lib: Lib | str) -> str:
     name = lib.name if isinstance(lib, Lib) else str(lib)
-    if name not in ("torch", "cupy"):
-        raise ValueError(f"unknown array library {name!r}; use 'torch' or 'cupy'")
+    if name not in LIBS:
+        raise ValueError(f"unknown array library {name!r}; use one of {', '.join(LIBS)}")
     return name
-
-
-def _dist_version(dist: str) -> str | None:
-    """The version of an installed distribution (the imported module's when it is loaded)."""
-    mod = sys.modules.get(dist)
-    if mod is not None and isinstance(getattr(mod, "__version__", None), str):
-        return str(mod.__version__)
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def _check_operands(ops: Operands, dtype: str) -> tuple[int, int, int]:
@@ -211,7 +199,7 @@ class CublasPeer(Peer):
 
     def describe(self, dtype: str | None = None) -> dict:
         out = {"name": self.name, "library": self.lib,
-               "library_version": _dist_version("torch") if self.lib == "torch" else _cupy_version(),
+               "library_version": package_version(self.lib),
                "call": f"{self.lib}.matmul(a, b, out=c)"}
         if dtype is not None:
             out["dtype"] = dtype
@@ -219,14 +207,6 @@ class CublasPeer(Peer):
         else:
             out["precision"] = dict(self._precision)
         return out
-
-
-def _cupy_version() -> str | None:
-    for dist in ("cupy-cuda13x", "cupy-cuda12x", "cupy"):
-        v = _dist_version(dist)
-        if v:
-            return v
-    return None
 
 
 class TritonPeer(Peer):
@@ -295,7 +275,7 @@ class TritonPeer(Peer):
 
     def describe(self, dtype: str | None = None) -> dict:
         out = {"name": self.name, "library": self.lib,
-               "triton_version": _dist_version("triton"), "torch_version": _dist_version("torch"),
+               "triton_version": package_version("triton"), "torch_version": package_version("torch"),
                "kernel": "gemmlab.measure.triton_gemm.matmul_kernel: tiled tl.dot, grouped program order "
                          "(GROUP_M), masked edges, any strides, FP32 accumulation",
                "autotune_key": list(TRITON_AUTOTUNE_KEY) + ["dtypes of A, B, C"]}

@@ -20,7 +20,7 @@ from ..core.dtypes import DTYPES
 from ..core.registry import Rung, get, kernels, landmarks
 from ..core.shapes import BENCH_SHAPE, CEILING_SHAPE, PROFILE_SHAPE, SWEEP_SIZES
 from ..measure.ceilings import measure_bandwidth, measure_cublas
-from ..measure.progress import Progress
+from ..core.progress import Progress
 from .model import dig
 
 

@@ -1,5 +1,5 @@
-"""The one progress bar of long GPU runs (bench, report, and the tuner): rich, on stderr,
-a no-op when disabled (``--no-progress``, or output that is not a terminal's concern)."""
+"""The one progress bar of long runs (precompile, bench, report, and the tuner): rich, on
+stderr, a no-op when disabled (``--no-progress``). In the lowest layer so that every layer can use it."""
 
 from __future__ import annotations
 
