@@ -7,6 +7,7 @@ import itertools
 import pytest
 
 import gemmlab
+from gemmlab.core import registry
 from gemmlab.measure.verify import verify
 
 pytestmark = pytest.mark.gpu
@@ -46,6 +47,20 @@ def test_rung_matches_cublas_for_odd_shapes_in_every_layout(slug, dtype, layout)
         if not r.ok:
             failures.append(r.message())
     assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("slug,dtype", [(r.slug, r.dtypes[0]) for r in gemmlab.kernels()])
+def test_m_beyond_65535_row_tiles_is_computed_in_full(slug, dtype):
+    """M = 65535 x BM + 1: one row tile more than grid.y holds (the rows continue along grid.z)."""
+    bm = registry.get(slug).config()["BM"]
+    r = verify(slug, 65535 * bm + 1, 7, 9, dtype, lib=_lib(dtype), alpha=1.5, beta=-0.5)
+    assert r.ok, r.message()
+
+
+def test_tall_grid_with_surplus_tiles_in_its_last_slice_writes_only_inside_c():
+    """M = 2 x 65535 x BM + 1 splits into 3 slices of 43691 row tiles: 2 tiles lie wholly past M."""
+    r = verify("warp_tiling", 2 * 65535 * 128 + 1, 5, 6, "fp32", a_col=True, alpha=1.0, beta=2.0)
+    assert r.ok, r.message()
 
 
 @pytest.mark.parametrize("slug", ["warp_tiling", "naive"])

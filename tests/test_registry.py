@@ -87,3 +87,13 @@ def test_get_accepts_slug_or_number_and_rejects_unknown_names():
     assert registry.get("15").slug == "warp_tiling"
     with pytest.raises(ValueError, match="unknown kernel 'nope'.*available"):
         registry.get("nope")
+
+
+def test_grid_folds_row_tiles_beyond_grid_y_into_grid_z_without_losing_any():
+    r = registry.get("warp_tiling")
+    cfg = r.config()
+    bm = cfg["BM"]
+    assert r.launch(65535 * bm, 10, cfg).grid[1:] == (65535, 1)
+    for tiles in (65536, 2 * 65535 + 1, 5 * 65535 + 3):
+        _, gy, gz = r.launch(tiles * bm - 1, 10, cfg).grid
+        assert gy <= 65535 and tiles <= gy * gz < tiles + gz

@@ -27,6 +27,23 @@ def test_rung_compiles_without_spills_or_local_memory_in_every_layout(slug, dtyp
         assert (res.spill_stores, res.spill_loads) == (0, 0), f"{v.describe()} on {arch}: ptxas reports spills"
 
 
+@pytest.mark.parametrize("slug,dtype", CASES)
+def test_tall_grid_variant_compiles_without_spills_in_every_layout(slug, dtype):
+    """The GL_TALL variant (row tiles continued along grid.z, for M > 65535 x BM) stays spill-free."""
+    for a_col, b_col in itertools.product((False, True), (False, True)):
+        v = Variant.make(slug, dtype, a_col=a_col, b_col=b_col, tall=True)
+        ck = v.compile("sm_90a")
+        res = disasm.resource_usage(ck.cubin, ck.log)
+        assert res.local == 0 and (res.spill_stores, res.spill_loads) == (0, 0), f"{v.describe()} spills"
+
+
+def test_ordinary_variant_reads_no_grid_z():
+    """Below grid.y's limit a rung runs the code it always ran: no blockIdx.z, no gridDim.y."""
+    sass = disasm.sass(Variant.make("warp_tiling", "fp32").compile("sm_90a").cubin)
+    tall = disasm.sass(Variant.make("warp_tiling", "fp32", tall=True).compile("sm_90a").cubin)
+    assert "SR_CTAID.Z" not in sass and "SR_CTAID.Z" in tall
+
+
 @pytest.mark.parametrize("slug,dtype", [(r.slug, r.dtypes[0]) for r in kernels() if r.sass_claims])
 def test_rung_sass_contains_the_instructions_it_claims(slug, dtype):
     v = Variant.make(slug, dtype)

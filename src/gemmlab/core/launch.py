@@ -8,6 +8,7 @@ tuple) so that ``Plan.run()`` costs one ``cuLaunchKernel``: the benchmark times 
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import logging
 import os
 import threading
@@ -18,7 +19,7 @@ from .deps import require
 from .driver import check, context, cuda, device_info
 from .dtypes import get as get_dtype
 from .problem import GemmProblem, KernelProblem
-from .registry import MAX_GRID_Y, Launch, Rung
+from .registry import Launch, Rung
 from .variant import Variant
 
 
@@ -189,10 +190,8 @@ class Plan:
         limits = info.limits
         rung.check_resources(cfg, limits)
         self.geometry: Launch = rung.launch(kp.M, kp.N, cfg)
-        if self.geometry.grid[1] > MAX_GRID_Y:
-            raise ValueError(
-                f"kernel {rung.slug!r} would need {self.geometry.grid[1]} row tiles (> {MAX_GRID_Y}); M={kp.M} is too tall for BM={cfg['BM']}"
-            )
+        if self.geometry.grid[2] > 1:   # row tiles beyond grid.y's limit: the GL_TALL variant
+            self.variant = dataclasses.replace(self.variant, tall=True)
         def capturing() -> bool:  # asked only when the variant needs a real compile
             s = current_stream(problem.c.lib, self.ordinal) if stream is None else stream
             return stream_capturing(s, self.ordinal)

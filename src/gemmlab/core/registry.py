@@ -7,7 +7,8 @@ parameters with defaults, the constraints on them, the launch geometry, and the 
 SASS must satisfy (checked in CI by ``tests/test_static_guards.py``).
 
 Launch geometry is uniform: a 1-D block of ``THREADS`` threads computes one ``BM x BN`` tile of C
-(row-major inside the kernel, see kernels/common.cuh); the grid is ``(ceil(N/BN), ceil(M/BM))``.
+(row-major inside the kernel, see kernels/common.cuh); the grid is ``(ceil(N/BN), ceil(M/BM))``, with the row tiles folded into grid.z past
+grid.y's limit of 65535 (``Rung.launch``).
 """
 
 from __future__ import annotations
@@ -130,7 +131,12 @@ class Rung:
         return d
 
     def launch(self, M: int, N: int, cfg: Mapping[str, int]) -> Launch:
-        grid = ((N + cfg["BN"] - 1) // cfg["BN"], (M + cfg["BM"] - 1) // cfg["BM"], 1)
+        """Column tiles along grid.x; row tiles along grid.y, continued along grid.z past grid.y's
+        limit (GL_TILE_ROW in kernels/common.cuh), so no M below 2^31 is refused."""
+        tiles_m = (M + cfg["BM"] - 1) // cfg["BM"]
+        gz = (tiles_m + MAX_GRID_Y - 1) // MAX_GRID_Y
+        gy = (tiles_m + gz - 1) // gz      # balanced slices: fewer than gz surplus tiles in all
+        grid = ((N + cfg["BN"] - 1) // cfg["BN"], gy, gz)
         return Launch(grid, (self.threads(cfg), 1, 1), self.smem(cfg))
 
 

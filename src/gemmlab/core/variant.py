@@ -27,14 +27,16 @@ class Variant:
     vec_b: bool = True
     vec_c: bool = True
     config: tuple[tuple[str, int], ...] = field(default=())  # sorted (name, value) pairs, defaults merged
+    tall: bool = False   # more row tiles than grid.y takes: they continue along grid.z (GL_TALL)
 
     @classmethod
     def make(cls, rung: Rung | str, dtype: str = "fp32", *, a_col=False, b_col=False,
-             vec_a=True, vec_b=True, vec_c=True, config: ConfigLike = None) -> "Variant":
+             vec_a=True, vec_b=True, vec_c=True, config: ConfigLike = None, tall=False) -> "Variant":
         rung = get(rung) if isinstance(rung, str) else rung
         rung.require(dtype)
         cfg = rung.config(config)
-        return cls(rung, dtype, bool(a_col), bool(b_col), bool(vec_a), bool(vec_b), bool(vec_c), tuple(sorted(cfg.items())))
+        return cls(rung, dtype, bool(a_col), bool(b_col), bool(vec_a), bool(vec_b), bool(vec_c),
+                   tuple(sorted(cfg.items())), bool(tall))
 
     @property
     def cfg(self) -> dict[str, int]:
@@ -47,6 +49,8 @@ class Variant:
             GL_A_COL=int(self.a_col), GL_B_COL=int(self.b_col),
             GL_VEC_A=int(self.vec_a), GL_VEC_B=int(self.vec_b), GL_VEC_C=int(self.vec_c),
         )
+        if self.tall:   # only then: the cache keys (and SASS) of ordinary variants stay as they were
+            d["GL_TALL"] = 1
         return d
 
     def compile(self, arch: str, before_compile=None) -> _compile.CompiledKernel:
@@ -66,4 +70,5 @@ class Variant:
         lay = ("col" if self.a_col else "row") + "/" + ("col" if self.b_col else "row")
         vec = "".join(n for n, v in (("A", self.vec_a), ("B", self.vec_b), ("C", self.vec_c)) if v) or "none"
         cfg = ",".join(f"{k}={v}" for k, v in self.config)
-        return f"{self.rung.slug}[{self.dtype}, A/B {lay}, vec {vec}, {cfg}]"
+        tall = ", tall grid" if self.tall else ""
+        return f"{self.rung.slug}[{self.dtype}, A/B {lay}, vec {vec}, {cfg}{tall}]"

@@ -16,7 +16,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc)
 {
     // block = BM x BN threads in a 1-D block; lane-fast index -> row (the "wrong" one)
-    const int i = blockIdx.y * BM + threadIdx.x % BM;   // row of C
+    const int i = GL_TILE_ROW * BM + threadIdx.x % BM;   // row of C
     const int j = blockIdx.x * BN + threadIdx.x / BM;   // column of C
     if (i >= M || j >= N) return;
 

@@ -22,7 +22,7 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
 {
     // lane-fast index -> column of C (the "right" one for row-major B and C)
     const int tid = threadIdx.x;
-    const int i = blockIdx.y * BM + tid / BN;   // row of C
+    const int i = GL_TILE_ROW * BM + tid / BN;   // row of C
     const int j = blockIdx.x * BN + tid % BN;   // column of C
     if (i >= M || j >= N) return;               // no barriers in this kernel: early exit is safe
 

@@ -42,7 +42,7 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     const int tid = threadIdx.x;
     const int warp = tid / 32;         // this warp's rows: warp, warp + NWARPS, ...
     const int lane = tid % 32;         // this lane's column of C
-    const int row0 = blockIdx.y * BM;
+    const int row0 = GL_TILE_ROW * BM;
     const int col0 = blockIdx.x * BN;
 
     // zero this thread's own accumulators (no other thread touches them: no barrier needed)

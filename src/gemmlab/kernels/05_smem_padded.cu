@@ -31,7 +31,7 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     const int tid = threadIdx.x;
     const int tx = tid % BN;       // lane-fast: column of C
     const int ty = tid / BN;       // row of C
-    const int row0 = blockIdx.y * BM;
+    const int row0 = GL_TILE_ROW * BM;
     const int col0 = blockIdx.x * BN;
 
     float acc = 0.0f;

@@ -31,7 +31,7 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     const int tid = threadIdx.x;
     const int tn = (int)(threadIdx.x % BN);   // column inside the block tile
     const int tm = (int)(threadIdx.x / BN);   // row group: rows tm*TM .. tm*TM+TM-1
-    const int row0 = blockIdx.y * BM;
+    const int row0 = GL_TILE_ROW * BM;
     const int col0 = blockIdx.x * BN;
 
     float acc[TM];                 // [TM] outputs C(row0 + tm*TM + i, col0 + tn)

@@ -45,7 +45,7 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     const int tid = threadIdx.x;
     const int tx = (int)(threadIdx.x % (BN / TN));   // column group: columns tx*TN .. tx*TN+TN-1
     const int ty = (int)(threadIdx.x / (BN / TN));   // row group:    rows    ty*TM .. ty*TM+TM-1
-    const int row0 = blockIdx.y * BM;
+    const int row0 = GL_TILE_ROW * BM;
     const int col0 = blockIdx.x * BN;
 
     GlATileLoader<BM, BK, THREADS, PAD> la;   // float4 per thread, global -> registers -> As

@@ -39,7 +39,7 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
 
     const int tid = threadIdx.x;
     const int tx = tid % TX, ty = tid / TX;
-    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    const int row0 = GL_TILE_ROW * BM, col0 = blockIdx.x * BN;
 
     GlATileLoader<BM, BK, THREADS, PAD_A> a_ld;
     GlBTileLoader<BK, BN, THREADS, PAD_B> b_ld;

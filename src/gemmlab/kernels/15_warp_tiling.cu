@@ -38,7 +38,7 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
     // first row/column of this lane's outputs inside the block tile (sub-blocks add BM_SUB/BN_SUB)
     const int m_lane = (warp / WARPS_N) * WM + (lane / LX) * 4;
     const int n_lane = (warp % WARPS_N) * WN + (lane % LX) * 4;
-    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    const int row0 = GL_TILE_ROW * BM, col0 = blockIdx.x * BN;
 
     GlATileLoader<BM, BK, THREADS, PAD_A> a_ld;
     GlBTileLoader<BK, BN, THREADS, PAD_B> b_ld;

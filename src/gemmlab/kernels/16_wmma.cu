@@ -213,8 +213,8 @@ __device__ __forceinline__ void gl_load_frag(wmma::fragment<Use, 16, 16, 16, T, 
 // fitted 126-128 without spills) or 154-163 (12.9): no spills, one block per SM instead of two
 // (the floor's gain was measured on the H100 only; sm_80 trades it for never spilling).
 // sm_90a keeps 126-128 registers, no spills, two blocks per SM under 12.9 and 13.5.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-constexpr int MIN_BLOCKS = 1;
+#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900) || GL_TALL
+constexpr int MIN_BLOCKS = 1;   // (GL_TALL: the grid.z term's register does not fit the floor)
 #else
 constexpr int MIN_BLOCKS = (WM * WN / 32 <= 64 && THREADS <= 512) ? 512 / THREADS : 1;   // 65536 / (THREADS * 128)
 #endif
@@ -232,7 +232,7 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     const int tid = threadIdx.x;
     const int warp = tid / 32, lane = tid % 32;
     const int wm = warp / WARPS_N, wn = warp % WARPS_N;   // warp tile position in the block tile
-    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    const int row0 = GL_TILE_ROW * BM, col0 = blockIdx.x * BN;
 
     // ---- global -> registers -> shared loaders -----------------------------------------------
     // Vector v of a tile -> (shared row o, inner offset in), see gl_tile_pos.

@@ -22,6 +22,7 @@
 //              the base pointer is 16-byte aligned and the leading dimension is a multiple of
 //              the vector width (4 fp32 or 8 fp16/bf16). Rungs that vectorize fall back to
 //              scalar, bounds-checked access when 0 and at the matrix edges.
+//   GL_TALL    1 when the row tiles exceed grid.y's limit and continue along grid.z (see below)
 //   plus each rung's own tile parameters (BM, BN, BK, TM, TN, WM, WN, THREADS, ...).
 // ---------------------------------------------------------------------------------------------
 #pragma once
@@ -56,6 +57,24 @@ typedef float T;
 #endif
 
 #define GL_CEIL_DIV(a, b) (((a) + (b) - 1) / (b))
+
+// ---- grid mapping -----------------------------------------------------------------------------
+// Column tiles run along grid.x (up to 2^31 - 1), row tiles along grid.y. grid.y stops at 65535:
+// a taller problem (more than 65535 row tiles) gets the GL_TALL=1 variant, whose row tiles go on
+// along grid.z (core/registry.py, Rung.launch), so M is never capped at 65535 x BM. In that
+// variant the last z slice may hold a few (< grid.z) tiles wholly past M; every rung
+// bounds-checks rows against M, so such a tile loads zeros and stores nothing. GL_TALL is a
+// compile-time switch because the two extra terms cost a register, and rung 16 sits exactly at
+// its 128-register floor (it spilled 16 bytes with them); an early `return` for surplus tiles made
+// rung 8 spill. Problems of ordinary height run exactly the code they ran before.
+#ifndef GL_TALL
+#define GL_TALL 0
+#endif
+#if GL_TALL
+#define GL_TILE_ROW ((int)(blockIdx.z * gridDim.y + blockIdx.y))
+#else
+#define GL_TILE_ROW ((int)blockIdx.y)
+#endif
 
 // ---- element conversion -------------------------------------------------------------------
 __device__ __forceinline__ float gl_to_float(float x) { return x; }
