@@ -1,9 +1,9 @@
-"""Where the texture rungs' 1-D textures start and end (launch.texture_extent): inside the
+"""Where the texture rungs' 1-D textures start and end (textures.texture_extent): inside the
 operand's allocation, aligned as the device requires, float4 only when the last vector fits."""
 
 import pytest
 
-from gemmlab.core.launch import texture_extent
+from gemmlab.core.textures import texture_extent
 
 ALIGN, WIDE = 512, 1 << 27
 ALLOC = 1 << 20  # an allocation at 1 MiB

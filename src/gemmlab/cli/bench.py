@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from ..bench import overhead
 from ..bench.results import exit_code, write_json
 from ..bench.runner import run_bench
 from ..bench.table import render
 from ..core.config import parse_config
+from ..core.shapes import OVERHEAD_SHAPE, fmt_shape, parse_shapes
 from .common import add_config, add_dtype, add_lib, add_timing, timing_settings
 
 
@@ -30,12 +32,31 @@ def register(sub) -> None:
     add_config(p, "the one rung named")
     add_lib(p)
     add_timing(p)
+    p.add_argument("--overhead", action="store_true",
+                   help="measure host time per call instead: gemmlab.gemm / gemmlab.matmul beside cupy.matmul and "
+                        f"torch.matmul on a problem seen before (one RUNG or auto; --shape, default {fmt_shape(OVERHEAD_SHAPE)})")
     p.add_argument("--json", metavar="FILE", default=None, help="write every figure and the environment to FILE")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar on stderr")
     p.set_defaults(func=run)
 
 
+def run_overhead(args) -> int:
+    if len(args.rungs) > 1:
+        raise ValueError("bench --overhead takes one RUNG (or none: auto)")
+    shapes = parse_shapes(",".join(args.shapes)) if args.shapes else [OVERHEAD_SHAPE]
+    if len(shapes) != 1:
+        raise ValueError("bench --overhead takes one --shape")
+    result = overhead.run_overhead(shapes[0], args.dtype, args.rungs[0] if args.rungs else "auto",
+                                   [args.lib] if args.lib else None)
+    overhead.render(result)
+    if args.json:
+        print(f"wrote {write_json(result, args.json)}")
+    return overhead.exit_code(result)
+
+
 def run(args) -> int:
+    if args.overhead:
+        return run_overhead(args)
     config = parse_config(args.config)
     shapes = ",".join(args.shapes) if args.shapes else None
     peers = [s.strip() for s in args.peers.split(",") if s.strip()] if args.peers is not None else None

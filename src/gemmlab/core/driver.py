@@ -131,7 +131,8 @@ def device_info(ordinal: int = 0) -> DeviceInfo:
 
 
 @functools.lru_cache(maxsize=None)
-def _primary_context(ordinal: int):
+def primary_context(ordinal: int):
+    """The device's primary context (retained once): the one CuPy and PyTorch use."""
     init()
     cu = cuda()
     dev = check(cu.cuDeviceGet(ordinal), "cuDeviceGet")
@@ -142,7 +143,7 @@ class context:
     """Make the device's primary context current for the duration (the one CuPy/PyTorch use)."""
 
     def __init__(self, ordinal: int):
-        self.ctx = _primary_context(ordinal)
+        self.ctx = primary_context(ordinal)
 
     def __enter__(self):
         check(cuda().cuCtxPushCurrent(self.ctx), "cuCtxPushCurrent")

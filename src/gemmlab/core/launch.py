@@ -12,11 +12,11 @@ import dataclasses
 import logging
 import os
 import threading
-from collections import OrderedDict
 
 from .compile import CompiledKernel
 from .deps import require
-from .driver import check, context, cuda, device_info
+from . import textures
+from .driver import check, context, cuda, device_info, primary_context
 from .dtypes import get as get_dtype
 from .problem import GemmProblem, KernelProblem
 from .registry import Launch, Rung
@@ -79,91 +79,69 @@ def load_function(variant: Variant, ordinal: int, capturing=None):
     return load_compiled(ck, ordinal, variant.describe()), ck
 
 
-# ---- texture objects ------------------------------------------------------------------------
-_tex_cache: "OrderedDict[tuple, int]" = OrderedDict()
-_TEX_CACHE_MAX = 64
-
-
-def texture_extent(ptr: int, span_bytes: int, channels: int, alloc_base: int, alloc_size: int,
-                   tex_align: int, max_width: int) -> tuple[int, int, int]:
-    """(base, size in bytes, channels) of a 1-D linear fp32 texture over ``span_bytes`` at ``ptr``.
-
-    The texture starts at ``ptr`` aligned down to the device's texture alignment (never below
-    the allocation's start) and ends at the array's last byte rounded up to a whole float4. A
-    float4 texture whose last partial float4 would cross the allocation's end becomes a float
-    texture (channels 1): the caller then compiles the scalar-fetch variant. Fetches outside the
-    texture return 0 and never fault.
-    """
-    base = max(alloc_base, ptr - ptr % tex_align)
-    if base % tex_align:
-        raise ValueError(
-            f"the texture rungs need the operand's allocation aligned to {tex_align} bytes "
-            f"(allocation at {alloc_base:#x}); use another kernel"
-        )
-    end = -(-(ptr + span_bytes) // 16) * 16
-    if end > alloc_base + alloc_size:
-        end, channels = alloc_base + alloc_size, 1
-    size = end - base
-    size -= size % (4 * channels)
-    width = size // (4 * channels)
-    if width > max_width:
-        raise ValueError(
-            f"operand spans {width} texels, over the device's 1-D linear texture limit of "
-            f"{max_width}; use a non-texture kernel"
-        )
-    return base, size, channels
-
-
-def texture_for(ptr: int, span_bytes: int, channels: int, ordinal: int) -> tuple[int, int, int]:
-    """(texture object, element offset of ptr from the texture's base, channels) for 1-D linear
-    fp32 reads over the operand (extent: ``texture_extent``); objects are cached per range."""
-    cu = cuda()
-    info = device_info(ordinal)
-    with context(ordinal):
-        alloc_base, alloc_size = check(cu.cuMemGetAddressRange(ptr), "cuMemGetAddressRange")
-        base, size, channels = texture_extent(ptr, span_bytes, channels, int(alloc_base), int(alloc_size),
-                                              info.tex_align, info.tex1d_linear_max)
-        key = (ordinal, base, size, channels)
-        obj = _tex_cache.get(key)
-        if obj is None:
-            res = cu.CUDA_RESOURCE_DESC()
-            res.resType = cu.CUresourcetype.CU_RESOURCE_TYPE_LINEAR
-            res.res.linear.devPtr = base
-            res.res.linear.format = cu.CUarray_format.CU_AD_FORMAT_FLOAT
-            res.res.linear.numChannels = channels
-            res.res.linear.sizeInBytes = size
-            tex = cu.CUDA_TEXTURE_DESC()
-            tex.filterMode = cu.CUfilter_mode.CU_TR_FILTER_MODE_POINT
-            obj = int(check(cu.cuTexObjectCreate(res, tex, None), "cuTexObjectCreate"))
-            _tex_cache[key] = obj
-            if len(_tex_cache) > _TEX_CACHE_MAX:
-                # a kernel in flight may still read the oldest one: finish the work first
-                check(cu.cuCtxSynchronize(), "cuCtxSynchronize")
-                _, old = _tex_cache.popitem(last=False)
-                check(cu.cuTexObjectDestroy(old), "cuTexObjectDestroy")
-        else:
-            _tex_cache.move_to_end(key)
-    return obj, (ptr - base) // 4, channels
-
-
 # ---- launching ------------------------------------------------------------------------------
-def current_stream(lib: str, ordinal: int) -> int:
+def _torch_stream_reader():
+    """ordinal -> the raw cudaStream_t of PyTorch's current stream. torch.cuda.current_stream()
+    builds a Stream object per call (microseconds); torch._C._cuda_getCurrentRawStream returns
+    the handle (Triton's launcher reads it the same way). The public call where it is absent."""
+    torch = require("torch")
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw
+    return lambda ordinal: torch.cuda.current_stream(ordinal).cuda_stream
+
+
+def stream_reader(lib: str):
+    """ordinal -> the current stream handle of the array library ``lib`` (0, the legacy default
+    stream, for a bare ``__cuda_array_interface__`` object)."""
     if lib == "cupy":
-        cupy = require("cupy")
-        with cupy.cuda.Device(ordinal):
-            return int(cupy.cuda.get_current_stream().ptr)
+        get = require("cupy").cuda.get_current_stream
+        return lambda ordinal: get(ordinal).ptr
     if lib == "torch":
-        return int(require("torch").cuda.current_stream(ordinal).cuda_stream)
-    return 0
+        return _torch_stream_reader()
+    return lambda ordinal: 0
 
 
-def checked_mode() -> bool:
-    """GEMMLAB_CHECK=1: synchronize after every launch and raise on asynchronous errors."""
-    return os.environ.get("GEMMLAB_CHECK", "") not in ("", "0")
+def current_stream(lib: str, ordinal: int) -> int:
+    return int(stream_reader(lib)(ordinal))
+
+
+# GEMMLAB_CHECK=1: synchronize after every launch and raise on asynchronous errors (read once)
+CHECKED = os.environ.get("GEMMLAB_CHECK", "") not in ("", "0")
+
+# CUDA Array Interface v3 stream values with a fixed meaning (the driver takes the same handles)
+_CAI_LEGACY, _CAI_PER_THREAD = 1, 2
+
+
+def _same_stream(producer: int, launch: int) -> bool:
+    return producer == launch or {producer, launch} == {0, _CAI_LEGACY}
+
+
+class _Params:
+    """A persistent kernel parameter block: one ctypes value per argument and the void* array
+    cuLaunchKernel reads (passed by address), updated in place between launches."""
+
+    __slots__ = ("values", "array", "address")
+
+    def __init__(self, values, types):
+        self.values = [t(v) for t, v in zip(types, values)]
+        self.array = (ctypes.c_void_p * len(self.values))(*[ctypes.addressof(v) for v in self.values])
+        self.address = ctypes.addressof(self.array)
+
+
+_ARG_TYPES = (ctypes.c_int,) * 3 + (ctypes.c_float, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int,
+                                    ctypes.c_float, ctypes.c_void_p, ctypes.c_int)
+_TEX_TYPES = (ctypes.c_ulonglong, ctypes.c_longlong, ctypes.c_ulonglong, ctypes.c_longlong)
+_A, _B, _C, _ALPHA, _BETA, _TEX = 4, 6, 9, 3, 8, 11   # argument slots (kernels/common.cuh contract)
 
 
 class Plan:
-    """One rung on one problem, ready to launch: ``run()`` is a single cuLaunchKernel."""
+    """One rung on one problem, ready to launch: ``run()`` is a single cuLaunchKernel.
+
+    Everything is resolved once: the variant, its function, the geometry and a persistent
+    parameter block. ``launch(a_ptr, b_ptr, c_ptr, alpha, beta)`` reuses the plan for other
+    operands of the same shapes, strides, dtype and alignment class (gemmlab.gemm's fast path).
+    """
 
     def __init__(self, problem: GemmProblem, rung: Rung, config=None, stream: int | None = None):
         self.problem = problem
@@ -173,49 +151,141 @@ class Plan:
         self.ordinal = problem.c.device
         info = device_info(self.ordinal)
         rung.require(problem.dtype, info.arch)
-        vec_a, vec_b = kp.vec_a, kp.vec_b
-        tex_args: list[int] = []
+        self._stream_of = self._default_stream(problem)
+        self._producers = tuple({x.stream for x in (problem.a, problem.b, problem.c) if x.stream is not None})
+        self._lock = threading.Lock()
+        vec_a, vec_b, tex_args = kp.vec_a, kp.vec_b, []
         if rung.textures:
-            # float4 texels only for a rung that fetches float4, and only where 16-byte access is legal
-            a_info, b_info = (problem.a, problem.b) if not problem.c.col_major else (problem.b, problem.a)
-            isz = get_dtype(problem.dtype).itemsize
-            ta, oa, ch_a = texture_for(kp.a_ptr, a_info.span_elements * isz, rung.textures if vec_a else 1, self.ordinal)
-            tb, ob, ch_b = texture_for(kp.b_ptr, b_info.span_elements * isz, rung.textures if vec_b else 1, self.ordinal)
-            if rung.textures == 4:
-                vec_a, vec_b = ch_a == 4, ch_b == 4
-            tex_args = [ta, oa, tb, ob]
+            textures.LOCK.acquire()   # held until the parameter block holds the objects
+            try:
+                vec_a, vec_b, tex_args = self._bind_textures(problem, kp)
+            finally:
+                textures.LOCK.release()
         self.variant = Variant.make(rung, problem.dtype, a_col=kp.a_col, b_col=kp.b_col,
                                     vec_a=vec_a, vec_b=vec_b, vec_c=kp.vec_c, config=config)
-        cfg = self.variant.cfg
-        limits = info.limits
-        rung.check_resources(cfg, limits)
-        self.geometry: Launch = rung.launch(kp.M, kp.N, cfg)
+        rung.check_resources(self.variant.cfg, info.limits)
+        self.geometry: Launch = rung.launch(kp.M, kp.N, self.variant.cfg)
         if self.geometry.grid[2] > 1:   # row tiles beyond grid.y's limit: the GL_TALL variant
             self.variant = dataclasses.replace(self.variant, tall=True)
+
         def capturing() -> bool:  # asked only when the variant needs a real compile
-            s = current_stream(problem.c.lib, self.ordinal) if stream is None else stream
-            return stream_capturing(s, self.ordinal)
+            return stream_capturing(self._stream_of(self.ordinal) if stream is None else stream, self.ordinal)
 
         self.function, self.compiled = load_function(self.variant, self.ordinal, capturing)
-        if self.geometry.smem > limits.default_smem_per_block:
+        cu = cuda()
+        if self.geometry.smem > info.limits.default_smem_per_block:
             # more than 48 KB of dynamic shared memory needs the function's opt-in
-            cu = cuda()
             check(cu.cuFuncSetAttribute(self.function, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                         self.geometry.smem), "cuFuncSetAttribute")
         vals = [kp.M, kp.N, kp.K, kp.alpha, kp.a_ptr, kp.lda, kp.b_ptr, kp.ldb, kp.beta, kp.c_ptr, kp.ldc, *tex_args]
-        i32, f32, vp = ctypes.c_int, ctypes.c_float, ctypes.c_void_p
-        types = [i32, i32, i32, f32, vp, i32, vp, i32, f32, vp, i32]
-        if tex_args:
-            types += [ctypes.c_ulonglong, ctypes.c_longlong, ctypes.c_ulonglong, ctypes.c_longlong]
-        self._args = (tuple(vals), tuple(types))
+        self._params = _Params(vals, _ARG_TYPES + (_TEX_TYPES if tex_args else ()))
+        self._launch_head = (self.function, *self.geometry.grid, *self.geometry.block, self.geometry.smem)
+        self._context = int(primary_context(self.ordinal))
+        self._cu = cu
 
+    @staticmethod
+    def _default_stream(problem: GemmProblem):
+        """ordinal -> the stream a launch goes to: the current stream of C's library; for a bare
+        ``__cuda_array_interface__`` C, the stream it names (else the legacy default stream)."""
+        c = problem.c
+        if c.lib == "cai":
+            s = 0 if c.stream in (None, _CAI_LEGACY) else c.stream
+            return lambda ordinal: s
+        return stream_reader(c.lib)
+
+    def _bind_textures(self, problem: GemmProblem, kp: KernelProblem):
+        """(vec_a, vec_b, texture arguments) for a texture rung; float4 texels only for a rung
+        that fetches float4, and only where 16-byte access is legal. Call with textures.LOCK."""
+        a_info, b_info = (problem.a, problem.b) if not problem.c.col_major else (problem.b, problem.a)
+        isz = get_dtype(problem.dtype).itemsize
+        self._spans = (a_info.span_elements * isz, b_info.span_elements * isz)
+        self._want = (self.rung.textures if kp.vec_a else 1, self.rung.textures if kp.vec_b else 1)
+        ta = textures.acquire(kp.a_ptr, self._spans[0], self._want[0], self.ordinal)
+        tb = textures.acquire(kp.b_ptr, self._spans[1], self._want[1], self.ordinal)
+        vec_a, vec_b = kp.vec_a, kp.vec_b
+        if self.rung.textures == 4:
+            vec_a, vec_b = ta.channels == 4, tb.channels == 4
+        self._channels = (ta.channels, tb.channels)
+        return vec_a, vec_b, [ta.handle, ta.offset, tb.handle, tb.offset]
+
+    # ---- launching ------------------------------------------------------------------------
     def run(self, stream: int | None = None) -> None:
-        cu = cuda()
+        """Launch on ``stream`` (default: the current stream of C's library) with the plan's own
+        operands."""
+        kp = self.kp
+        if not self.launch(kp.a_ptr, kp.b_ptr, kp.c_ptr, kp.alpha, kp.beta, stream):
+            raise RuntimeError(f"{self.variant.describe()}: the operands' texture extent changed since the plan was made")
+
+    def launch(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float,
+               stream: int | None = None) -> bool:
+        """Launch on other operands (the kernel's view: A, B, C after any transposition) of the
+        plan's shapes, strides and alignment class. False, launching nothing, when a texture
+        rung would need another variant for them (the caller then makes a new plan)."""
         if stream is None:
-            stream = current_stream(self.problem.c.lib, self.ordinal)
-        g, b = self.geometry.grid, self.geometry.block
-        with context(self.ordinal):
-            check(cu.cuLaunchKernel(self.function, *g, *b, self.geometry.smem, stream, self._args, 0),
-                  f"launch of {self.variant.describe()}")
-            if checked_mode():
+            stream = self._stream_of(self.ordinal)
+        if self._producers:
+            self._wait_for_producers(stream)
+        if self.rung.textures:
+            with textures.LOCK:
+                return self._launch_textured(a_ptr, b_ptr, c_ptr, alpha, beta, stream)
+        with self._lock:
+            self._set(a_ptr, b_ptr, c_ptr, alpha, beta)
+            self._launch(stream)
+        return True
+
+    def _set(self, a_ptr, b_ptr, c_ptr, alpha, beta) -> None:
+        v = self._params.values
+        v[_A].value, v[_B].value, v[_C].value, v[_ALPHA].value, v[_BETA].value = a_ptr, b_ptr, c_ptr, alpha, beta
+
+    def _launch_textured(self, a_ptr, b_ptr, c_ptr, alpha, beta, stream) -> bool:
+        ta = textures.acquire(a_ptr, self._spans[0], self._want[0], self.ordinal)
+        tb = textures.acquire(b_ptr, self._spans[1], self._want[1], self.ordinal)
+        if (ta.channels, tb.channels) != self._channels:
+            return False
+        with self._lock:
+            self._set(a_ptr, b_ptr, c_ptr, alpha, beta)
+            v = self._params.values
+            v[_TEX].value, v[_TEX + 1].value, v[_TEX + 2].value, v[_TEX + 3].value = ta.handle, ta.offset, tb.handle, tb.offset
+            self._launch(stream)
+        textures.used((ta, tb), stream, self.ordinal, stream_capturing(stream, self.ordinal))
+        return True
+
+    def _launch(self, stream: int) -> None:
+        cu = self._cu
+        # the right context is almost always current (CuPy and PyTorch use the primary one):
+        # push/pop only when it is not
+        if int(cu.cuCtxGetCurrent()[1]) == self._context:
+            err = cu.cuLaunchKernel(*self._launch_head, stream, self._params.address, 0)[0]
+        else:
+            with context(self.ordinal):
+                err = cu.cuLaunchKernel(*self._launch_head, stream, self._params.address, 0)[0]
+        if err:
+            check((err,), f"launch of {self.variant.describe()}")
+        if CHECKED:
+            with context(self.ordinal):
                 check(cu.cuStreamSynchronize(stream), f"kernel {self.variant.describe()}")
+
+    def _wait_for_producers(self, stream: int) -> None:
+        """CUDA Array Interface v3: work pending on an operand's producer stream finishes before
+        the kernel reads it (an event on that stream, waited for on the launch stream)."""
+        cu = self._cu
+        with context(self.ordinal):
+            for producer in self._producers:
+                if _same_stream(producer, stream):
+                    continue
+                ev = _sync_event(self.ordinal)
+                check(cu.cuEventRecord(ev, producer), "cuEventRecord on the operand's stream")
+                check(cu.cuStreamWaitEvent(stream, ev, 0), "cuStreamWaitEvent")
+
+
+_events: dict[int, object] = {}
+
+
+def _sync_event(ordinal: int):
+    """One reusable event per device for stream-to-stream ordering (a wait copies the event's
+    state when it is enqueued, so the event may be recorded again right after)."""
+    ev = _events.get(ordinal)
+    if ev is None:
+        cu = cuda()
+        ev = _events[ordinal] = check(cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
+    return ev

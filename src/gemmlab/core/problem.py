@@ -31,6 +31,7 @@ class ArrayInfo:
     device: int
     lib: str           # "cupy" | "torch" | "cai"
     obj: object = None  # the user's array, kept to build outputs of the same library
+    stream: int | None = None  # CUDA Array Interface v3: the producer's stream to order after
 
     @property
     def itemsize(self) -> int:
@@ -86,6 +87,7 @@ def _layout(name: str, shape, strides_el) -> tuple[bool, int]:
 
 def describe_array(name: str, x) -> ArrayInfo:
     lib = _lib_of(x)
+    stream = None
     if lib == "torch":  # x is a torch.Tensor: torch is imported already
         if not x.is_cuda:
             raise TypeError(f"{name} is a PyTorch tensor on {x.device}; gemmlab needs CUDA tensors (x.cuda())")
@@ -108,6 +110,7 @@ def describe_array(name: str, x) -> ArrayInfo:
             strides = (shape[1], 1)
         elif strides is not None:
             strides = tuple(s // itemsize for s in strides)
+        stream = _cai_stream(name, cai)
         ptr, dev = cai["data"][0], _device_of_pointer(cai["data"][0])
     if len(shape) != 2:
         raise ValueError(f"{name} must be 2-D, got {len(shape)}-D with shape {shape}")
@@ -116,7 +119,22 @@ def describe_array(name: str, x) -> ArrayInfo:
     except TypeError as exc:
         raise TypeError(f"{name} has {exc}") from None
     col_major, ld = _layout(name, shape, strides)
-    return ArrayInfo(int(ptr), int(shape[0]), int(shape[1]), int(ld), col_major, dtype, int(dev), lib, x)
+    return ArrayInfo(int(ptr), int(shape[0]), int(shape[1]), int(ld), col_major, dtype, int(dev), lib, x, stream)
+
+
+def _cai_stream(name: str, cai: dict) -> int | None:
+    """The ``stream`` entry of a CUDA Array Interface (v3): None when the producer needs no
+    ordering, 1 the legacy default stream, 2 the per-thread default stream, else a stream handle
+    that the launch must wait for. 0 is forbidden by the protocol (ambiguous)."""
+    stream = cai.get("stream")
+    if stream is None:
+        return None
+    if isinstance(stream, bool) or not isinstance(stream, int):
+        raise TypeError(f"{name}.__cuda_array_interface__['stream'] must be an int or None, got {stream!r}")
+    if stream == 0:
+        raise ValueError(f"{name}.__cuda_array_interface__ has stream 0, which the CUDA Array Interface forbids "
+                         "(ambiguous): export 1 for the legacy default stream, 2 for per-thread, or the handle")
+    return stream
 
 
 def _device_of_pointer(ptr: int) -> int:

@@ -13,6 +13,7 @@ SWEEP_SIZES: tuple[int, ...] = (256, 512, 1024, 2048, 4096)  # the report's size
 CEILING_SHAPE: Shape = (8192, 8192, 8192)     # cuBLAS at its best: the report's compute ceiling
 # verify: odd sizes below and across tile edges, the 1x1x1 corner and a long K
 VERIFY_SHAPES: tuple[Shape, ...] = ((127, 129, 65), (1, 1, 1), (257, 31, 1000))
+OVERHEAD_SHAPE: Shape = (64, 64, 64)          # bench --overhead: kernels of a few microseconds
 
 
 def fmt_shape(shape) -> str:

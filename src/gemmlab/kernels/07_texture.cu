@@ -11,7 +11,7 @@
 // On Volta and later, textures and L1 share one unit and a TEX fetch has a longer latency than
 // an LDG, so the expected result on an H100 is "no faster, maybe slower" — measured, not
 // assumed, by the benchmark.
-// Host contract (gemmlab/core/launch.py, texture_for): texA / texB are cudaTextureObject_t for a 1-D
+// Host contract (gemmlab/core/textures.py): texA / texB are cudaTextureObject_t for a 1-D
 // linear float texture (1 channel, point filtering, element read mode) whose base is the
 // operand's pointer aligned DOWN to the texture alignment; offA / offB are the element offsets
 // of A / B from that base. The A / B pointer arguments are still passed (same launch contract as

@@ -1,0 +1,122 @@
+"""gemmlab.gemm's fast path: a call that looks like one made before reuses that call's plan.
+
+A call's signature is, per operand, (shape, strides, dtype, device, 16-byte alignment of the
+base), plus the kernel name and the configuration: everything the full path's validation, dispatch
+and variant choice depend on. A hit skips all of them (no ``describe_array``, no dispatch, no
+``Variant``, no new parameter block) and launches the remembered plan on the new pointers.
+What the signature does not fix is checked on every call: C must not overlap A or B (the
+pointers), and alpha/beta must be plain Python numbers; anything else takes the full path, which
+validates everything and raises the clear errors. The full path's plan is then remembered.
+
+Only CuPy arrays and PyTorch tensors take the fast path (their attributes are cheap to read);
+a bare ``__cuda_array_interface__`` object always takes the full path, which honours the stream
+it names.
+"""
+
+from __future__ import annotations
+
+from .launch import Plan
+from .problem import GemmProblem
+
+CAPACITY = 1024   # remembered signatures; past it the oldest is forgotten
+
+
+def _cupy_signature(x):
+    data = x.data
+    ptr = data.ptr
+    return (x.shape, x.strides, x.dtype, data.device_id, not ptr & 15), ptr
+
+
+def _torch_signature(x):
+    ptr = x.data_ptr()
+    return (x.shape, x.stride(), x.dtype, x.get_device(), not ptr & 15), ptr
+
+
+_SIGNATURE_OF_LIB = {"cupy": _cupy_signature, "torch": _torch_signature}
+_signature_of_type: dict[type, object] = {}   # filled as the full path meets each array type
+
+
+class _Entry:
+    """A remembered plan and what a hit checks: the operands' byte spans (for the overlap test)
+    and whether the kernel computes C^T = B^T A^T (a column-major C swaps A and B)."""
+
+    __slots__ = ("plan", "swap", "span_a", "span_b", "span_c")
+
+    def __init__(self, plan: Plan, problem: GemmProblem):
+        self.plan = plan
+        self.swap = problem.c.col_major
+        self.span_a, self.span_b, self.span_c = (x.span_elements * x.itemsize for x in (problem.a, problem.b, problem.c))
+
+
+_entries: dict[tuple, _Entry] = {}
+
+
+def _config_key(config):
+    if config is None or isinstance(config, str):
+        return config
+    if isinstance(config, dict):
+        return tuple(sorted(config.items()))
+    if isinstance(config, (list, tuple)) and all(isinstance(c, str) for c in config):
+        return tuple(config)
+    raise TypeError   # not cacheable: the full path handles (and checks) it
+
+
+def operand_key(x):
+    """The signature part of one operand, or None when it has none (an unseen type)."""
+    sig = _signature_of_type.get(type(x))
+    return None if sig is None else sig(x)[0]
+
+
+def signature(a, b, c, kernel, config):
+    """(key, (a_ptr, b_ptr, c_ptr)) of a call, or None when the call cannot take the fast path."""
+    try:
+        sa, sb, sc = _signature_of_type[type(a)], _signature_of_type[type(b)], _signature_of_type[type(c)]
+        (ka, pa), (kb, pb), (kc, pc) = sa(a), sb(b), sc(c)
+        key = (ka, kb, kc, kernel, _config_key(config))
+        hash(key)
+    except (KeyError, TypeError, AttributeError):
+        return None
+    return key, (pa, pb, pc)
+
+
+def launch(call, alpha, beta) -> bool:
+    """Launch a call (``signature``'s result) through its remembered plan: False, launching
+    nothing, when there is none or the call needs the full path."""
+    entry = _entries.get(call[0])
+    if entry is None:
+        return False
+    if (alpha.__class__ is not float and alpha.__class__ is not int) or \
+            (beta.__class__ is not float and beta.__class__ is not int):
+        return False   # bool, NumPy scalars, strings...: the full path converts or refuses them
+    pa, pb, pc = call[1]
+    end_c = pc + entry.span_c
+    if (pc < pa + entry.span_a and pa < end_c) or (pc < pb + entry.span_b and pb < end_c):
+        return False   # C aliases an input: the full path raises
+    if entry.swap:
+        return entry.plan.launch(pb, pa, pc, alpha, beta)
+    return entry.plan.launch(pa, pb, pc, alpha, beta)
+
+
+def register(x, lib: str) -> None:
+    """Give arrays of ``type(x)`` a signature (``lib``: its library, as describe_array says)."""
+    sig = _SIGNATURE_OF_LIB.get(lib)
+    if sig is not None:
+        _signature_of_type.setdefault(type(x), sig)
+
+
+def remember(arrays, kernel, config, plan: Plan, problem: GemmProblem) -> None:
+    """Remember the full path's plan for this call's signature (registering the array types
+    first, so the very first call of a type is remembered too)."""
+    for x, info in zip(arrays, (problem.a, problem.b, problem.c)):
+        register(x, info.lib)
+    call = signature(*arrays, kernel, config)
+    if call is None:
+        return
+    if len(_entries) >= CAPACITY:
+        del _entries[next(iter(_entries))]
+    _entries[call[0]] = _Entry(plan, problem)
+
+
+def forget() -> None:
+    """Drop every remembered plan (tests; a process that wants its memory back)."""
+    _entries.clear()
