@@ -112,6 +112,16 @@ def test_a_hit_with_an_alpha_that_is_not_a_plain_number_goes_to_the_full_path(al
     assert plan.launches == []
 
 
+def test_a_remembered_product_allocates_and_launches_without_the_full_path():
+    (a, b, c), plan = _remembered()
+    fresh = FakeArray(0x70000)
+    fastpath.remember_product(a, b, c, "auto", None, lambda: fresh, "cupy")
+    a2, b2 = FakeArray(0x40000), FakeArray(0x50000)
+    assert fastpath.product(a2, b2, "auto", None) is fresh
+    assert plan.launches == [(0x40000, 0x50000, 0x70000, 1.0, 0.0)]
+    assert fastpath.product(a2, b2, "naive", None) is None   # another kernel: not remembered
+
+
 class _CAI:
     def __init__(self, stream):
         self.__cuda_array_interface__ = {"shape": (4, 4), "typestr": "<f4", "data": (0x1000, False),

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One batched GPU job for the device machine: install, GPU tests, sanitizers, benchmark.
 # Usage: GEMMLAB_GIT_COMMIT=$(git rev-parse HEAD) tools/gpu_suite.sh [stage ...]
-# stages: env warm verify pytest pytest-profile memcheck racecheck bench bench16 bench-bf16 plain ncu-record
-#         report inspect (default: env warm pytest memcheck racecheck bench bench16 bench-bf16)
+# stages: env warm verify pytest pytest-par pytest-profile memcheck racecheck memcheck-configs
+#         racecheck-configs bench bench16 bench-bf16 plain overhead overhead16 ncu-record report inspect
+#         (default: env warm pytest memcheck racecheck bench bench16 bench-bf16)
 # The device gets a copy of the tree without .git: GEMMLAB_GIT_COMMIT records the commit in the JSON.
 # Logs, JSON and the report are packed into $OUT/suite.tgz (default ./out). Each stage's exit
 # status is printed at the end.
@@ -41,12 +42,21 @@ for st in "${stages[@]}"; do
     warm) run warm $GL compile --arch sm_90a --jobs 16 --no-progress ;;
     verify) run verify $GL verify --shapes 1x1x1,7x5x3,127x129x65,257x31x300,130x257x129 ;;
     pytest) run pytest $PY -m pytest tests -m gpu -q -p no:cacheprovider --maxfail=10 --ignore=tests/test_profile_gpu.py ;;
+    pytest-par)  # the GPU tests on ${JOBS:-6} workers, then the timing tests alone (they measure)
+      run pytest-par bash -c "$PY -m pytest tests -m gpu -q -p no:cacheprovider -n ${JOBS:-6} --maxfail=10 \
+        --ignore=tests/test_profile_gpu.py --ignore=tests/test_timing_gpu.py && \
+        $PY -m pytest tests/test_timing_gpu.py -m gpu -q -p no:cacheprovider" ;;
     pytest-profile) run pytest-profile $PY -m pytest tests/test_profile_gpu.py -q -s -rs -p no:cacheprovider ;;
     pytest-all) run pytest-all $PY -m pytest tests -q -p no:cacheprovider ;;
     memcheck|racecheck)
       # only our kernels (extern "C" gemm) are instrumented; cuBLAS/CuPy kernels run as usual
       run $st compute-sanitizer --tool $st --kernel-name kne=gemm --report-api-errors no --error-exitcode 9 \
         $GL verify --shapes 13x17x9,33x65x31 --alpha 1.5 --beta -0.5 ;;
+    memcheck-configs|racecheck-configs)  # every configuration the registry accepts (tests/test_configs.py)
+      run $st compute-sanitizer --tool ${st%-configs} --kernel-name kne=gemm --report-api-errors no --error-exitcode 9 \
+        $PY -m pytest tests/test_configs.py -m gpu -q -p no:cacheprovider -x ;;
+    overhead) run overhead $GL bench --overhead --json "$OUT/overhead.json" ;;
+    overhead16) run overhead16 $GL bench --overhead --dtype fp16 --json "$OUT/overhead_fp16.json" ;;
     bench) run bench $GL bench --json "$OUT/bench.json" ;;
     bench16) run bench16 $GL bench --dtype fp16 --json "$OUT/bench_fp16.json" ;;
     bench-bf16) run bench-bf16 $GL bench --dtype bf16 --json "$OUT/bench_bf16.json" ;;

@@ -2,10 +2,12 @@
 
 ``gemmlab bench --overhead``. What a caller in a training loop pays on the CPU for one call on a
 problem seen before (the fast path): host wall time per call, not GPU time. Each sample is a batch
-of calls timed with ``time.perf_counter_ns`` around the Python loop; the GPU is synchronized
-between batches, outside the timed interval, so a batch starts on an idle launch queue and never
-fills it (a batch of 200 launches; the queue holds about a thousand), and the small problem keeps
-each kernel at a few microseconds. Figures: the median and the minimum over the batches, per call.
+of 10 calls timed with ``time.perf_counter_ns`` around the Python loop; the GPU is synchronized
+between batches, outside the timed interval, so every batch starts on an idle launch queue and
+the queue never holds more than the batch (GPU time cannot leak into the figure through a full
+queue, whatever the kernel's duration). Batches of the contenders alternate in a rotating order,
+so the CPU's state (a shared machine's clock moves by tens of percent) hits each alike.
+Figures: the median and the minimum over the batches, per call.
 
 Compared in pairs that do the same work: ``gemmlab.gemm(a, b, c)`` (in place) beside the library's
 ``matmul(a, b, out=c)``, and ``gemmlab.matmul(a, b)`` (allocates the result) beside the library's
@@ -59,7 +61,7 @@ def _contenders(L: Lib, ops, kernel: str) -> dict:
 
 
 def measure_lib(lib: str, shape: tuple[int, int, int], dtype: str, kernel: str,
-                calls: int = 200, batches: int = 60) -> dict:
+                calls: int = 10, batches: int = 400) -> dict:
     """Every contender on ``lib``'s operands, verified first (gemmlab's answer against the
     float64 reference), then timed in rotating order so drift hits each alike."""
     L = Lib(lib)
@@ -70,7 +72,7 @@ def measure_lib(lib: str, shape: tuple[int, int, int], dtype: str, kernel: str,
     verdict = check(ops, 1.0, 0.0, f"{kernel} {dtype} {M}x{N}x{K} ({lib})")
     contenders = _contenders(L, ops, kernel)
     for fn in contenders.values():           # warm every path (allocator pools, cuBLAS handles)
-        _per_call_us(fn, calls, 2, L.synchronize)
+        _per_call_us(fn, calls, 20, L.synchronize)
     samples: dict[str, list[float]] = {name: [] for name in contenders}
     names = list(contenders)
     for i in range(batches):
@@ -89,7 +91,7 @@ def _verdict(entry: dict) -> dict:
 
 
 def run_overhead(shape=OVERHEAD_SHAPE, dtype: str = "fp32", kernel: str = "auto", libs=None,
-                 calls: int = 200, batches: int = 60) -> dict:
+                 calls: int = 10, batches: int = 400) -> dict:
     """The overhead benchmark's result (JSON-ready): environment, settings, per library the
     figures of every contender and the verdicts."""
     from ..analysis.environment import collect

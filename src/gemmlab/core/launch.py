@@ -11,6 +11,7 @@ import ctypes
 import dataclasses
 import logging
 import os
+import struct
 import threading
 
 from .compile import CompiledKernel
@@ -118,21 +119,36 @@ def _same_stream(producer: int, launch: int) -> bool:
 
 
 class _Params:
-    """A persistent kernel parameter block: one ctypes value per argument and the void* array
-    cuLaunchKernel reads (passed by address), updated in place between launches."""
+    """A persistent kernel parameter block, updated in place between launches: one buffer holds
+    every argument, laid out so that what changes per call (the three pointers, alpha, beta)
+    is one contiguous ``struct`` pack, and the void* array cuLaunchKernel reads (passed by
+    address) points into it in the kernel's argument order (kernels/common.cuh)."""
 
-    __slots__ = ("values", "array", "address")
+    # byte offsets in the buffer, in the kernel's argument order
+    _ORDER = (32, 36, 40, 24, 0, 44, 8, 48, 28, 16, 52)   # M N K alpha A lda B ldb beta C ldc
+    _TEX_ORDER = (56, 64, 72, 80)                          # texA offA texB offB
+    _SHAPE = struct.Struct("<6i")                          # M N K lda ldb ldc at byte 32
+    _CALL = struct.Struct("<QQQff")                        # A B C alpha beta at byte 0
+    _TEX = struct.Struct("<QqQq")                          # at byte 56
 
-    def __init__(self, values, types):
-        self.values = [t(v) for t, v in zip(types, values)]
-        self.array = (ctypes.c_void_p * len(self.values))(*[ctypes.addressof(v) for v in self.values])
+    __slots__ = ("buffer", "array", "address", "pack")
+
+    def __init__(self, kp: KernelProblem, textured: bool):
+        order = self._ORDER + (self._TEX_ORDER if textured else ())
+        self.buffer = ctypes.create_string_buffer(88)
+        base = ctypes.addressof(self.buffer)
+        self.array = (ctypes.c_void_p * len(order))(*[base + off for off in order])
         self.address = ctypes.addressof(self.array)
+        self._SHAPE.pack_into(self.buffer, 32, kp.M, kp.N, kp.K, kp.lda, kp.ldb, kp.ldc)
+        self.pack = self._CALL.pack_into
+
+    def textures(self, ta, oa, tb, ob) -> None:
+        self._TEX.pack_into(self.buffer, 56, ta, oa, tb, ob)
 
 
-_ARG_TYPES = (ctypes.c_int,) * 3 + (ctypes.c_float, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int,
-                                    ctypes.c_float, ctypes.c_void_p, ctypes.c_int)
-_TEX_TYPES = (ctypes.c_ulonglong, ctypes.c_longlong, ctypes.c_ulonglong, ctypes.c_longlong)
-_A, _B, _C, _ALPHA, _BETA, _TEX = 4, 6, 9, 3, 8, 11   # argument slots (kernels/common.cuh contract)
+def _f32(x: float) -> float:
+    """x as the kernel's float argument receives it (out of range: +-inf, as a C cast gives)."""
+    return ctypes.c_float(x).value
 
 
 class Plan:
@@ -177,8 +193,9 @@ class Plan:
             # more than 48 KB of dynamic shared memory needs the function's opt-in
             check(cu.cuFuncSetAttribute(self.function, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                         self.geometry.smem), "cuFuncSetAttribute")
-        vals = [kp.M, kp.N, kp.K, kp.alpha, kp.a_ptr, kp.lda, kp.b_ptr, kp.ldb, kp.beta, kp.c_ptr, kp.ldc, *tex_args]
-        self._params = _Params(vals, _ARG_TYPES + (_TEX_TYPES if tex_args else ()))
+        self._params = _Params(kp, bool(tex_args))
+        if tex_args:
+            self._params.textures(*tex_args)
         self._launch_head = (self.function, *self.geometry.grid, *self.geometry.block, self.geometry.smem)
         self._context = int(primary_context(self.ordinal))
         self._cu = cu
@@ -220,7 +237,8 @@ class Plan:
                stream: int | None = None) -> bool:
         """Launch on other operands (the kernel's view: A, B, C after any transposition) of the
         plan's shapes, strides and alignment class. False, launching nothing, when a texture
-        rung would need another variant for them (the caller then makes a new plan)."""
+        rung would need another variant for them (the caller then makes a new plan).
+        The path of gemmlab.gemm's every call: kept flat (each Python call costs ~0.1 us)."""
         if stream is None:
             stream = self._stream_of(self.ordinal)
         if self._producers:
@@ -228,24 +246,24 @@ class Plan:
         if self.rung.textures:
             with textures.LOCK:
                 return self._launch_textured(a_ptr, b_ptr, c_ptr, alpha, beta, stream)
+        params = self._params
         with self._lock:
-            self._set(a_ptr, b_ptr, c_ptr, alpha, beta)
+            try:
+                params.pack(params.buffer, 0, a_ptr, b_ptr, c_ptr, alpha, beta)
+            except OverflowError:
+                params.pack(params.buffer, 0, a_ptr, b_ptr, c_ptr, _f32(alpha), _f32(beta))
             self._launch(stream)
         return True
-
-    def _set(self, a_ptr, b_ptr, c_ptr, alpha, beta) -> None:
-        v = self._params.values
-        v[_A].value, v[_B].value, v[_C].value, v[_ALPHA].value, v[_BETA].value = a_ptr, b_ptr, c_ptr, alpha, beta
 
     def _launch_textured(self, a_ptr, b_ptr, c_ptr, alpha, beta, stream) -> bool:
         ta = textures.acquire(a_ptr, self._spans[0], self._want[0], self.ordinal)
         tb = textures.acquire(b_ptr, self._spans[1], self._want[1], self.ordinal)
         if (ta.channels, tb.channels) != self._channels:
             return False
+        params = self._params
         with self._lock:
-            self._set(a_ptr, b_ptr, c_ptr, alpha, beta)
-            v = self._params.values
-            v[_TEX].value, v[_TEX + 1].value, v[_TEX + 2].value, v[_TEX + 3].value = ta.handle, ta.offset, tb.handle, tb.offset
+            params.pack(params.buffer, 0, a_ptr, b_ptr, c_ptr, _f32(alpha), _f32(beta))
+            params.textures(ta.handle, ta.offset, tb.handle, tb.offset)
             self._launch(stream)
         textures.used((ta, tb), stream, self.ordinal, stream_capturing(stream, self.ordinal))
         return True
