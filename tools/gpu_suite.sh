@@ -60,7 +60,8 @@ for st in "${stages[@]}"; do
     bench) run bench $GL bench --json "$OUT/bench.json" ;;
     bench16) run bench16 $GL bench --dtype fp16 --json "$OUT/bench_fp16.json" ;;
     bench-bf16) run bench-bf16 $GL bench --dtype bf16 --json "$OUT/bench_bf16.json" ;;
-    plain) run plain $PY tools/plain_cublas.py $(ls "$OUT"/bench*.json) --json "$OUT/plain_cublas.json" ;;
+    plain) run plain $PY tools/plain_cublas.py $(ls "$OUT"/bench*.json "$OUT"/report/results.json 2>/dev/null) \
+             --json "$OUT/plain_cublas.json" ;;
     ncu-record) run ncu-record bash -c "$GL profile smem --shape 2048 --keep-csv $OUT/rec --vs-cublas --json && $GL profile smem_padded --shape 2048 --keep-csv $OUT/rec --json" ;;
     report) run report $GL report --out "$OUT/report" ;;
     inspect) run inspect bash -c "for r in \$($GL list --slugs); do \$GL inspect \$r; done" ;;
