@@ -112,8 +112,8 @@ def remember(arrays, kernel, config, plan: Plan, problem: GemmProblem) -> None:
     call = signature(*arrays, kernel, config)
     if call is None:
         return
-    if len(_entries) >= CAPACITY:
-        del _entries[next(iter(_entries))]
+    if len(_entries) >= CAPACITY:   # forget the oldest (another thread may be doing the same)
+        _entries.pop(next(iter(_entries), None), None)
     _entries[call[0]] = _Entry(plan, problem)
 
 
@@ -150,7 +150,7 @@ def remember_product(a, b, c, kernel, config, allocate, lib: str) -> None:
         return
     key = (operand_key(a), operand_key(b), kernel, _config_key(config))
     if len(_products) >= CAPACITY:
-        del _products[next(iter(_products))]
+        _products.pop(next(iter(_products), None), None)
     _products[key] = (allocate, _POINTER_OF_LIB[lib], entry)
 
 

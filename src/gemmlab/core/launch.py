@@ -287,7 +287,7 @@ class Plan:
         """CUDA Array Interface v3: work pending on an operand's producer stream finishes before
         the kernel reads it (an event on that stream, waited for on the launch stream)."""
         cu = self._cu
-        with context(self.ordinal):
+        with context(self.ordinal), _events_lock:   # one thread's record-then-wait at a time
             for producer in self._producers:
                 if _same_stream(producer, stream):
                     continue
@@ -297,6 +297,7 @@ class Plan:
 
 
 _events: dict[int, object] = {}
+_events_lock = threading.Lock()
 
 
 def _sync_event(ordinal: int):
