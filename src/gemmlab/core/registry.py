@@ -238,6 +238,63 @@ def _wmma_constraints(cfg) -> list[str]:
     return _divides(cfg, "WM", "BM") + _divides(cfg, "WN", "BN") + _mult(cfg, "WM", 16) + _mult(cfg, "WN", 16) + _mult(cfg, "BK", 16)
 
 
+# ---- rung 18 (async_simt): cp.async multistage SIMT ------------------------------------------
+_SIMT_MAX_SMEM = 227 * 1024   # the largest opt-in shared memory per block of any table arch (sm_90/sm_100);
+                              # the launch still checks the device's own limit (Rung.check_resources)
+
+
+def _simt_pad(cfg) -> int:
+    """18_async_simt.cu's shared row padding: the transposing copies take KC = 8 (or 4, when BK is
+    not a multiple of 8) consecutive k per row, and a row stride of 32/KC (mod 32) floats spreads
+    a warp's writes over 32 banks."""
+    return 32 // (8 if cfg["BK"] % 8 == 0 else 4)
+
+
+def _simt_smem(cfg) -> int:
+    """STAGES stages of As[BK][BM+PAD] and Bs[BK][BN+PAD], FP32, dynamic (above 48 KB the launch opts in)."""
+    pad = _simt_pad(cfg)
+    return cfg["STAGES"] * cfg["BK"] * (cfg["BM"] + pad + cfg["BN"] + pad) * 4
+
+
+def _simt_registers(cfg) -> list[str]:
+    """18_async_simt.cu's register estimate (its launch bounds use the same): the accumulators,
+    two buffers of A and B fragments, ~48 for indices, pointers and loop state, and ~1 per 4-byte
+    copy a thread issues per stage (at most 24). It must fit the 255 registers a thread may have,
+    and with more than 256 threads (fewer than 255 registers each) leave 24 of headroom."""
+    threads = _warp_threads(cfg)
+    copies = -(-(cfg["BM"] + cfg["BN"]) * cfg["BK"] // threads)
+    if copies > 24:
+        return [f"(BM+BN)*BK/THREADS = {copies} copies per thread per stage; at most 24 fit beside the accumulators "
+                f"(a smaller BK or more threads)"]
+    need = cfg["TM"] * cfg["TN"] + 2 * (cfg["TM"] + cfg["TN"]) + 48 + copies
+    cap = 255 if threads <= 256 else 65536 // threads - 24
+    return [] if need <= cap else [f"a {cfg['TM']}x{cfg['TN']} thread tile with double-buffered fragments and {copies} "
+                                   f"copies per stage needs about {need} registers per thread; {threads} threads per "
+                                   f"block allow {cap}"]
+
+
+def _simt_constraints(cfg) -> list[str]:
+    out = _divides(cfg, "WM", "BM") + _divides(cfg, "WN", "BN") + _divides(cfg, "TM", "WM") + _divides(cfg, "TN", "WN")
+    out += _mult(cfg, "TM", 4) + _mult(cfg, "TN", 4) + _mult(cfg, "BK", 4)
+    out += [f"{k}={cfg[k]} must be a multiple of 32 (a warp's transposing copy covers whole rows)"
+            for k in ("BM", "BN") if cfg[k] % 32]
+    if cfg["BK"] > 32:
+        out.append(f"BK={cfg['BK']} must be at most 32 (the k loop is fully unrolled: code and registers grow with BK)")
+    if cfg["STAGES"] < 2:
+        out.append(f"STAGES={cfg['STAGES']} must be at least 2 (a stage in flight while one is computed)")
+    if out:
+        return out
+    lanes = (cfg["WM"] // cfg["TM"]) * (cfg["WN"] // cfg["TN"])
+    if lanes != 32:
+        return [f"(WM/TM)*(WN/TN)={lanes}: a warp tile must hold exactly 32 lanes of TM x TN outputs"]
+    if _simt_smem(cfg) > _SIMT_MAX_SMEM:
+        out.append(f"STAGES*BK*(BM+BN+2*{_simt_pad(cfg)})*4 = {_simt_smem(cfg)} B of shared memory; "
+                   f"a block may have at most {_SIMT_MAX_SMEM} B")
+    if 32 <= _warp_threads(cfg) <= 1024:
+        out += _simt_registers(cfg)
+    return out
+
+
 # ---- the ladder --------------------------------------------------------------------------------
 _SIMPLE32 = {"BM": 32, "BN": 32, "THREADS": 1024}
 _SMEM32 = {"BM": 32, "BN": 32, "BK": 32, "THREADS": 1024}
@@ -373,6 +430,22 @@ RUNGS: tuple[Rung, ...] = (
         params={"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 32},
         threads=_wmma_threads, constraints=_wmma_constraints, smem=_wmma_smem,
         sass_claims=("HMMA",), min_arch=80,
+    ),
+    Rung(
+        18, "async_simt", "cp.async multistage SIMT, 128x256 tiles",
+        "cp.async (LDGSTS) copies global to shared with no register staging through a STAGES-deep pipeline; 128x256 block tiles, 16x8 thread tiles, fragments double-buffered in registers.",
+        ("CUTLASS SIMT sgemm (MmaMultistage)", "A100 cp.async 128x256x8 SGEMM", "RTX 4090 register-blocked SGEMM"),
+        "18_async_simt.cu",
+        params={"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "TM": 16, "TN": 8, "STAGES": 4},
+        presets={
+            "128x256": {"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "TM": 16, "TN": 8, "STAGES": 4},
+            "256x128": {"BM": 256, "BN": 128, "BK": 8, "WM": 64, "WN": 64, "TM": 8, "TN": 16, "STAGES": 4},
+            "128x128": {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "TM": 8, "TN": 8, "STAGES": 4},
+            "small": {"BM": 64, "BN": 64, "BK": 16, "WM": 32, "WN": 32, "TM": 4, "TN": 8, "STAGES": 3},
+            "skinny": {"BM": 32, "BN": 128, "BK": 16, "WM": 32, "WN": 32, "TM": 4, "TN": 8, "STAGES": 3},
+        },
+        threads=_warp_threads, constraints=_simt_constraints, smem=_simt_smem,
+        sass_claims=("LDGSTS", "LDS.128", "FFMA"), min_arch=80,
     ),
 )
 

@@ -1,0 +1,308 @@
+// Rung 18 — asynchronous SIMT: cp.async multistage pipeline, 128x256 block tile, 16x8 thread tile,
+// register double buffering of the fragments.       seeds: CUTLASS SIMT sgemm (MmaMultistage),
+//                                     the cp.async 128x256x8 A100 SGEMM, the RTX 4090 SGEMMs
+//
+// What changes against rung 15 (warp tiling), and why each change buys FP32 issue slots:
+//
+// * Global -> shared by cp.async (LDGSTS), no register staging. Rung 15 prefetches the next tile
+//   into registers (LDG), then stores them (STS) after the math: every element crosses the
+//   register file twice and the prefetch registers are held across the whole tile. cp.async
+//   copies straight into shared memory, costs one instruction per 16 (or 4) bytes and no
+//   registers, so the registers go to a bigger thread tile instead.
+// * STAGES shared-memory stages (default 4) instead of 2: tile t+STAGES-1 is in flight while
+//   tile t is computed, so 3 tiles (~6000 cycles at the default tile) of math cover the L2/DRAM
+//   latency of ~600-1000 cycles; one cp.async.wait_group + one barrier per tile.
+// * Block tile 128 x 256 (8 warps of 64 x 64), thread tile TM x TN = 16 x 8: per k a thread reads
+//   TM/4 + TN/4 = 4 + 2 LDS.128 and issues 128 FFMA (21.3 FFMA per LDS; rung 15: 64 per 4, 16).
+//   An SM sub-partition issues one warp instruction per clock and FFMA is one of them, so every
+//   non-FFMA instruction costs FP32 throughput: the FFMA share of the hot loop is the ceiling.
+// * Register double buffering: the A/B fragments of step k+1 are read from shared memory while
+//   the 128 FFMAs of step k run, across tile boundaries too (the wait + barrier sit before the
+//   last step of a tile, whose FFMAs then hide the first fragment load of the next stage).
+// * Conflict-free by construction: the 32 lanes of a warp form a LY x LX = 4 x 8 grid inside the
+//   64 x 64 warp tile; a lane's 16 rows are 4 float4 spaced 4*LY = 16 rows apart, its 8 columns 2
+//   float4 spaced 4*LX = 32 apart. One LDS.128 of A then reads 4 distinct float4 (64 contiguous
+//   bytes, each broadcast to the 8 lanes of a lane row), one of B 8 distinct float4 (128
+//   contiguous bytes): a single shared-memory wavefront each.
+//
+// Shared layout, per stage: As[BK][BM + PAD] (A transposed: k-major, m contiguous) and
+// Bs[BK][BN + PAD] (n contiguous), so both fragments are float4 reads along m or n.
+// Layouts: an operand whose global contiguous dimension is m (A column-major) or n (B row-major)
+// is copied 16 bytes at a time (LDGSTS.128, .cg: L2 only) when 16-byte access is legal
+// (GL_VEC_A/B), else 4 bytes at a time. An operand contiguous along k (A row-major, B
+// column-major) needs a transpose on its way to shared memory: cp.async cannot transpose inside a
+// 16-byte copy, so it is copied with 4-byte cp.async (LDGSTS.32, .ca) instead of a register-
+// staged transposing store: 4 copy instructions per 16 bytes, but no registers held across the
+// math and the same STAGES-deep pipeline for all four layouts. A warp's 4-byte copies take
+// KC = 8 consecutive k (one 32-byte sector) of 4 consecutive rows, and the shared row stride
+// BM + PAD is = 32/KC (mod 32) floats, so the 32 transposed writes land in 32 distinct banks.
+// At the default tile that is 4 (A) + 8 (B) copies per thread per 1024 FFMAs at worst (A
+// row-major and B column-major).
+// Edges: every copy names how many source bytes are inside the matrix (cp.async's src-size);
+// the rest of the 16 or 4 bytes is zero-filled by the hardware, so ragged M, N, K tiles compute
+// with zeros and no thread ever reads outside A or B (a copy with src-size 0 reads nothing and
+// is pointed at the operand's base). The epilogue writes C with 128-bit stores where legal
+// (gl_store_c4), never reading C when beta == 0.
+//
+// Expected, not measured (the lead benchmarks it): at the default tile, ptxas (NVRTC 13, sm_90a)
+// gives 221-225 registers in every layout, no spills; the hot loop's interior path (`gemmlab
+// inspect async_simt`) issues 1115 instructions per tile: 1024 FFMA (91.8%), 48 LDS.128 (+3
+// LDS the compiler pads before LDGSTS), 6 LDGSTS, ~27 address/loop, 1 barrier. With one block of
+// 8 warps per SM to hide the barrier and the LDS latency, and register-bank stalls the compiler
+// does not avoid perfectly, the expected rate is 80-85% of the 66.9 TFLOP/s FP32 peak, 53-57
+// TFLOP/s at 4096^3: 1.03-1.10x cuBLAS's 51.5 (77%). Seed figures: the A100 cp.async 128x256x8
+// SGEMM reached 98% of cuBLAS; the RTX 4090/4070 Ti SGEMMs 1.13-1.21x cuBLAS (baselines.md).
+#include "common.cuh"
+
+#if GL_DTYPE != 0
+#error "rung 18 (async_simt) is FP32 only (GL_DTYPE 0): it computes on the CUDA cores"
+#endif
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#error "rung 18 (async_simt) needs sm_80 or newer for cp.async"
+#endif
+#ifndef GL_DYN_SMEM
+#error "rung 18 (async_simt) needs GL_DYN_SMEM, the dynamic shared memory the launch gives each block"
+#endif
+
+// ---- geometry (the registry's constraints, restated) ----------------------------------------
+constexpr int LY = WM / TM;                        // lanes of a warp along M
+constexpr int LX = WN / TN;                        // lanes of a warp along N
+constexpr int WARPS_N = BN / WN;                   // warps along N
+constexpr int SUBM = TM / 4;                       // float4 of A per thread per k
+constexpr int SUBN = TN / 4;                       // float4 of B per thread per k
+static_assert(BM % WM == 0 && BN % WN == 0 && WM % TM == 0 && WN % TN == 0, "the tiles must nest evenly");
+static_assert(LY * LX == 32, "a warp tile must hold exactly 32 lanes of TM x TN outputs");
+static_assert(THREADS == 32 * (BM / WM) * (BN / WN), "THREADS must be one warp per WM x WN warp tile");
+static_assert(TM % 4 == 0 && TN % 4 == 0, "thread tiles are read as float4 (LDS.128): TM, TN multiples of 4");
+static_assert(BM % 32 == 0 && BN % 32 == 0, "a warp's transposing copy covers whole rows: BM, BN multiples of 32");
+static_assert(BK % 4 == 0 && BK <= 32, "BK must be a multiple of 4, at most 32 (the k loop is unrolled: code and registers grow with it)");
+static_assert(STAGES >= 2, "the pipeline needs at least 2 stages");
+
+// The transposing (k-contiguous) copies: a warp takes KC consecutive k of 32/KC consecutive rows.
+constexpr int KC = (BK % 8 == 0) ? 8 : 4;
+constexpr int PAD = 32 / KC;                       // row stride = 32/KC (mod 32): distinct banks
+constexpr int LDA_S = BM + PAD;                    // As row stride, floats (a multiple of 4)
+constexpr int LDB_S = BN + PAD;
+constexpr int A_STAGE = BK * LDA_S;                // floats
+constexpr int STAGE = BK * (LDA_S + LDB_S);        // floats per stage (A then B)
+constexpr int SMEM_BYTES = STAGES * STAGE * 4;
+static_assert(SMEM_BYTES <= GL_DYN_SMEM, "the registry's shared-memory size (GL_DYN_SMEM) is too small for this tile");
+static_assert(LDA_S % 4 == 0 && LDB_S % 4 == 0 && A_STAGE % 4 == 0, "float4 reads need 16-byte aligned rows");
+
+// Registers: the accumulators, two buffers of fragments, ~48 for indices, pointers and loop state,
+// and ~1 per 4-byte copy a thread issues per stage (the worst layout: both operands transposed),
+// whose addresses the compiler computes ahead of the copies. More than 24 copies per thread per
+// stage crowd out the accumulators (ptxas spills), hence the cap.
+// The launch bounds ask for as many blocks per SM as this estimate plus 24 registers of headroom
+// allow (at most 4; ptxas spilled where the estimate met its cap exactly): small thread tiles get
+// several blocks to hide each other's barrier, and the compiler is held to the registers they
+// need; a 16x8 thread tile gets one block of up to 255 registers.
+// The registry's constraints (_simt_registers) use the same estimate and headroom.
+constexpr int COPIES = GL_CEIL_DIV((BM + BN) * BK, THREADS);
+constexpr int REG_ESTIMATE = TM * TN + 2 * (TM + TN) + 48 + COPIES;
+constexpr int REG_HEADROOM = 24;
+constexpr int MIN_BLOCKS_FIT = 65536 / (THREADS * (REG_ESTIMATE + REG_HEADROOM));
+constexpr int MIN_BLOCKS = MIN_BLOCKS_FIT < 1 ? 1 : (MIN_BLOCKS_FIT > 4 ? 4 : MIN_BLOCKS_FIT);
+static_assert(COPIES <= 24, "more than 24 copies per thread per stage: use a smaller BK or more threads");
+static_assert(REG_ESTIMATE <= 255 && (THREADS <= 256 || (REG_ESTIMATE + REG_HEADROOM) * THREADS <= 65536),
+              "the thread tile needs more registers than a thread may have");
+
+// ---- cp.async ----------------------------------------------------------------------------
+// `bytes` of the 16 (or 4) are read from global memory, the rest of the destination is zero.
+__device__ __forceinline__ void cp_async16(unsigned dst, const float* src, int bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async4(unsigned dst, const float* src, int bytes) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }
+
+// ---- one operand's stage: global -> shared [BK][MN + PAD] --------------------------------------
+// The operand P is (extent n_mn) x (extent n_k) with MN = m for A, n for B; element (mn, k) at
+//   MN_CONTIG: P[k*ld + mn]  (A column-major, B row-major)    else: P[mn*ld + k]  (A row-major, B column-major).
+// A thread's copies are the units u = tid + p*THREADS of the stage, cut into rows of D units:
+//   MN_CONTIG: one unit = W floats along mn (W = 4 with 16-byte copies, else 1); row = k, D = MN/W.
+//     A warp writes 32 consecutive units of one k row: coalesced and conflict-free.
+//   transposing: one unit = 1 float; u -> k_lo = u % KC, r = u / KC; row = r / MN (a block of KC
+//     k), mn = r % MN, k = row*KC + k_lo. A warp reads KC consecutive k (one 32-byte sector) of
+//     32/KC consecutive rows and writes banks (k_lo * 32/KC + row) % 32: 32 distinct.
+template <int MN, int LDS, bool MN_CONTIG, bool VEC>
+struct StageCopy {
+    static constexpr bool V16 = MN_CONTIG && VEC;
+    static constexpr int W = V16 ? 4 : 1;                          // floats per copy
+    static constexpr int TOTAL = BK * MN / W;                      // copies per stage
+    static constexpr int PER = GL_CEIL_DIV(TOTAL, THREADS);        // ... per thread (last one guarded)
+    static constexpr int D = MN_CONTIG ? MN / W : MN;              // units per row of the decomposition
+    static constexpr int S = MN_CONTIG ? THREADS : THREADS / KC;   // row index step per copy
+    // With D % S == 0 or S % D == 0, copy p of every thread sits at a compile-time offset (dk, dmn)
+    // from the thread's copy 0, so the interior path needs one 64-bit pointer per operand and
+    // immediate offsets; other shapes (never the presets) take the checked path everywhere.
+    static constexpr bool UNIFORM = (D % S == 0) || (S % D == 0);
+
+    // (k, mn) of copy unit u inside the stage
+    __device__ static __forceinline__ void at(int u, int& k, int& mn) {
+        if constexpr (MN_CONTIG) {
+            k = u / D; mn = (u % D) * W;
+        } else {
+            const int r = u / KC;
+            k = (r / MN) * KC + u % KC; mn = r % MN;
+        }
+    }
+    __device__ static constexpr int dk(int p) { return MN_CONTIG ? (p * S) / D : ((p * S) / D) * KC; }
+    __device__ static constexpr int dmn(int p) { return MN_CONTIG ? ((p * S) % D) * W : (p * S) % D; }
+    __device__ static __forceinline__ long long goff(int k, int mn, int ld) {
+        return MN_CONTIG ? (long long)k * ld + mn : (long long)mn * ld + k;
+    }
+    __device__ static __forceinline__ void copy(unsigned dst, const float* src, int bytes) {
+        if constexpr (V16) cp_async16(dst, src, bytes); else cp_async4(dst, src, bytes);
+    }
+
+    // Interior stage (every copy inside the matrix): src = &P(mn0 + mn_t, k0 + k_t) and dst = the
+    // shared address of this thread's copy 0; copy p is at compile-time offsets from them.
+    __device__ static __forceinline__ void full(unsigned dst, const float* __restrict__ src, int ld, int tid) {
+#pragma unroll
+        for (int p = 0; p < PER; ++p)
+            if (TOTAL % THREADS == 0 || tid + p * THREADS < TOTAL)
+                copy(dst + 4u * (dk(p) * LDS + dmn(p)), src + goff(dk(p), dmn(p), ld), 4 * W);
+    }
+
+    // Any stage: each copy reads only the bytes inside the matrix (cp.async src-size), the hardware
+    // zero-fills the rest; a copy wholly outside reads nothing (src-size 0, pointed at P itself).
+    __device__ static __forceinline__ void checked(unsigned s_tile, const float* __restrict__ P, int ld, int mn0, int k0,
+                                                   int n_mn, int n_k, int tid) {
+        // An opaque copy of tid: the index arithmetic below is redone at each checked stage instead
+        // of being hoisted out of the main loop, where its results would hold registers through
+        // the math of every tile (this path runs only at the edges and the last k tile).
+        asm volatile("" : "+r"(tid));
+#pragma unroll
+        for (int p = 0; p < PER; ++p) {
+            const int u = tid + p * THREADS;
+            if (TOTAL % THREADS == 0 || u < TOTAL) {
+                int k, mn;
+                at(u, k, mn);
+                const int gk = k0 + k, gmn = mn0 + mn;
+                const int bytes = gk < n_k ? 4 * max(0, min(W, n_mn - gmn)) : 0;
+                copy(s_tile + 4u * (k * LDS + mn), bytes ? P + goff(gk, gmn, ld) : P, bytes);
+            }
+        }
+    }
+};
+
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T* __restrict__ B, int ldb,
+     float beta, T* __restrict__ C, int ldc)
+{
+    extern __shared__ __align__(16) float smem[];  // [STAGES][ As[BK][LDA_S] | Bs[BK][LDB_S] ]
+    const unsigned s_base = (unsigned)__cvta_generic_to_shared(smem);
+
+    const int tid = threadIdx.x;
+    const int warp = tid / 32, lane = tid % 32;
+    // first row / column of this lane's outputs inside the block tile (float4 s adds s*4*LY / s*4*LX)
+    const int m_lane = (warp / WARPS_N) * WM + (lane / LX) * 4;
+    const int n_lane = (warp % WARPS_N) * WN + (lane % LX) * 4;
+    const int row0 = GL_TILE_ROW * BM, col0 = blockIdx.x * BN;
+    const int tiles = GL_CEIL_DIV(K, BK);
+
+    // ---- load: tile t of A and B -> stage t % STAGES, one commit group per tile ------------------
+    using CopyA = StageCopy<BM, LDA_S, GL_A_COL != 0, GL_VEC_A != 0>;
+    using CopyB = StageCopy<BN, LDB_S, GL_B_COL == 0, GL_VEC_B != 0>;
+    // This thread's copy 0 in a stage: shared offset (bytes) and global pointer for tile 0; the
+    // pointers advance by one tile (BK along k) per issue.
+    int ka, ma, kb, nb;
+    CopyA::at(tid, ka, ma);
+    CopyB::at(tid, kb, nb);
+    const unsigned a_dst = 4u * (ka * LDA_S + ma), b_dst = 4u * (A_STAGE + kb * LDB_S + nb);
+    const float* a_src = A + gl_a_off(row0 + ma, ka, lda);
+    const float* b_src = B + gl_b_off(kb, col0 + nb, ldb);
+    const long long a_step = GL_A_COL ? (long long)BK * lda : BK;
+    const long long b_step = GL_B_COL ? BK : (long long)BK * ldb;
+    // Interior blocks: every row and column of the tile inside C (block-uniform)
+    const bool inside_mn = row0 + BM <= M && col0 + BN <= N;
+    int ws = 0;                                    // the stage the next issue writes
+    // (an empty commit group past the last tile keeps the wait_group count uniform)
+    auto issue = [&](int t) {
+        if (t < tiles) {
+            const unsigned s = s_base + 4u * (unsigned)(ws * STAGE);
+            if (CopyA::UNIFORM && CopyB::UNIFORM && inside_mn && (t + 1) * BK <= K) {
+                CopyA::full(s + a_dst, a_src, lda, tid);
+                CopyB::full(s + b_dst, b_src, ldb, tid);
+            } else {
+                CopyA::checked(s, A, lda, row0, t * BK, M, K, tid);
+                CopyB::checked(s + 4u * A_STAGE, B, ldb, col0, t * BK, N, K, tid);
+            }
+            a_src += a_step;
+            b_src += b_step;
+        }
+        ws = (ws + 1 == STAGES) ? 0 : ws + 1;
+        cp_async_commit();
+    };
+
+    float acc[TM][TN];                             // [4*SUBM rows][4*SUBN cols] register tile
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+
+    float a_frag[2][TM], b_frag[2][TN];            // [buffer][...]: step k+1 loads while step k computes
+    // the fragments of step k of a stage (As at `as`, Bs at `as + A_STAGE`) into buffer `buf`
+    auto load_frag = [&](int buf, const float* as, int k) {
+        const float* bs = as + A_STAGE;
+#pragma unroll
+        for (int s = 0; s < SUBM; ++s)
+            *reinterpret_cast<float4*>(&a_frag[buf][4 * s]) =
+                *reinterpret_cast<const float4*>(&as[k * LDA_S + m_lane + s * (4 * LY)]);
+#pragma unroll
+        for (int s = 0; s < SUBN; ++s)
+            *reinterpret_cast<float4*>(&b_frag[buf][4 * s]) =
+                *reinterpret_cast<const float4*>(&bs[k * LDB_S + n_lane + s * (4 * LX)]);
+    };
+
+    // ---- prologue: tiles 0 .. STAGES-2 in flight; wait for tile 0 -------------------------------
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) issue(s);
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    int rs = 0;                                    // the stage being read
+    const float* as = smem;
+    load_frag(0, as, 0);
+
+    // ---- main loop ------------------------------------------------------------------------------
+    // Tile t: first issue tile t+STAGES-1 into the stage tile t-1 used (every thread finished
+    // reading it before the barrier at the end of tile t-1), then BK steps of outer products.
+    // Before the last step: wait until tile t+1 has landed (this thread's copies), barrier (every
+    // thread's), and read step 0 of tile t+1 while the last step of tile t computes.
+    for (int t = 0; t < tiles; ++t) {
+        issue(t + STAGES - 1);
+#pragma unroll
+        for (int k = 0; k < BK; ++k) {
+            if (k < BK - 1) {
+                load_frag((k + 1) & 1, as, k + 1);
+            } else {
+                cp_async_wait<STAGES - 2>();
+                __syncthreads();
+                rs = (rs + 1 == STAGES) ? 0 : rs + 1;
+                as = smem + rs * STAGE;
+                load_frag((k + 1) & 1, as, 0);     // after the last tile: a stale stage, never used
+            }
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a_frag[k & 1][i], b_frag[k & 1][j], acc[i][j]);
+        }
+    }
+    cp_async_wait<0>();                            // no copy outlives the block (all are empty by now)
+
+    // ---- epilogue: alpha/beta, 128-bit stores where the row allows ------------------------------
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        const int row = row0 + m_lane + (i / 4) * (4 * LY) + (i % 4);
+#pragma unroll
+        for (int s = 0; s < SUBN; ++s) {
+            const int col = col0 + n_lane + s * (4 * LX);
+            gl_store_c4(C, ldc, M, N, row, col,
+                        make_float4(acc[i][4 * s], acc[i][4 * s + 1], acc[i][4 * s + 2], acc[i][4 * s + 3]), alpha, beta);
+        }
+    }
+}
