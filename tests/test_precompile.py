@@ -31,7 +31,7 @@ def test_one_rung_one_dtype_two_layouts_is_two_layouts_times_eight_vector_combin
 
 
 def test_defaults_cover_every_dtype_of_the_rung_and_all_four_layouts():
-    r = gemmlab.kernels()[-1]  # the last rung (wmma): more than one dtype
+    r = gemmlab.kernels()[-1]  # the last rung (a tensor-core rung): more than one dtype
     vs = pc.variants([r.slug], arch="sm_90a")
     assert len(vs) == len(r.dtypes) * 4 * 8
     assert {v.dtype for v in vs} == set(r.dtypes)

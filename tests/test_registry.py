@@ -61,7 +61,7 @@ def test_every_rung_source_opens_with_a_header_naming_its_seed():
 
 def test_the_ladder_ends_with_tensor_cores_for_half_types():
     last = gemmlab.kernels()[-1]
-    assert set(last.dtypes) == {"fp16", "bf16"} and "HMMA" in last.sass_claims
+    assert set(last.dtypes) == {"fp16", "bf16"} and any(c.startswith("HMMA") for c in last.sass_claims)
 
 
 def test_default_configs_are_valid():
