@@ -257,7 +257,7 @@ def _mma_regs(cfg) -> list[str]:
     WM*WN/32 FP32 accumulators, two sets of fragments (WM/16 x 4 + WN/8 x 2 registers each), about
     40 for addresses, copy state and loop counters, and 2 per 16-byte copy a thread issues per
     tile (its 64-bit source address). Fitted to ptxas (NVRTC 13, sm_90a and sm_80, every layout,
-    with and without vector access): 232-246 registers at the default tile (estimate 244); a
+    every vector-access combination): 230-254 registers at the default tile (estimate 244); a
     single warp copying 40 chunks per tile spills."""
     acc = cfg["WM"] * cfg["WN"] // 32
     threads = _mma_threads(cfg)

@@ -36,8 +36,9 @@
 // Geometry (defaults BM=128, BN=256, BK=32, WM=64, WN=64, STAGES=3): 8 warps as 2 x 4, each a 64x64
 // warp tile = 4 x 8 mma tiles of 16x8 (128 FP32 accumulators per thread); BK = 32 is 2 k-steps of
 // 16; the shared memory is STAGES x (BM*BK + BK*BN) x 2 B = 72 KB. ptxas (NVRTC 13.5) gives it
-// 232-246 registers per thread on sm_90a and sm_80 in the 4 layouts, with and without vector
-// access, no spills: one block (8 warps) per SM, registers being the limit. The larger tile halves
+// 230-254 registers per thread on sm_90a and sm_80 in the 4 layouts and the 8 vector-access
+// combinations (252 for fp16/bf16 row/row with vector access on sm_90a), no spills; NVRTC 12.9
+// fits it too: one block (8 warps) per SM, registers being the limit. The larger tile halves
 // the L2 -> shared traffic per flop against 128x128 (BM+BN elements per BM*BN products). The preset
 // "128x128" (4 warps of 64x64, 4 stages, 64 KB) fits two blocks per SM instead: the same 8 warps,
 // but one block's barrier no longer stalls the whole SM. Which is faster on the H100 is for
