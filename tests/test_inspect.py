@@ -430,3 +430,24 @@ def test_static_shared_memory_is_the_kernels_own_and_the_driver_reservation_is_c
     info = _inspect("smem", "fp32")
     assert info["resources"]["shared_static"] == 2 * 32 * 32 * 4   # As[32][32] + Bs[32][32]
     assert info["occupancy"]["smem_per_block_allocated"] == 2 * 32 * 32 * 4 + 1024  # Nsight Compute: 9216
+
+
+@pytest.mark.parametrize("dtype", get("mma_sync").dtypes)
+def test_mma_sync_hot_loop_runs_hmma_fed_by_ldmatrix_and_cp_async(dtype):
+    h = _inspect("mma_sync", dtype)["hot_loop"]
+    assert h["hmma"] > 0 and h["ffma"] == 0
+    assert h["loads"]["LDSM"]["128"] > 0 and h["loads"]["LDGSTS"]["128"] > 0
+    # the copies go global -> shared: no register round trip (LDG + STS) in the loop
+    assert sum(h["loads"]["LDG"].values()) == 0 and sum(h["stores"]["STS"].values()) == 0
+
+
+def test_inspect_mma_sync_for_sm_80_shows_hmma_16816_ldmatrix_and_cp_async(capsys):
+    from gemmlab.cli import main
+
+    assert main(["inspect", "mma_sync", "--arch", "sm_80", "--sass"]) == 0
+    out = capsys.readouterr().out
+    for opcode in ("HMMA.16816", "LDSM", "LDGSTS"):
+        assert opcode in out, opcode
+    assert main(["inspect", "mma_sync", "--arch", "sm_80"]) == 0
+    table = capsys.readouterr().out
+    assert "sm_80" in table and "HMMA" in table and "LDSM" in table and "LDGSTS" in table

@@ -64,7 +64,7 @@ def test_every_rung_source_opens_with_a_header_naming_its_seed():
 def test_the_top_rung_for_half_types_uses_tensor_cores():
     top = registry.for_dtype("fp16")[-1]
     assert set(top.dtypes) == {"fp16", "bf16"} and registry.for_dtype("bf16")[-1] is top
-    assert "HMMA" in top.sass_claims
+    assert any(c.startswith("HMMA") for c in top.sass_claims)
 
 
 def test_the_top_fp32_rung_is_the_async_simt_pipeline_and_needs_sm80():

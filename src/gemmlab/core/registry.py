@@ -16,11 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from .arch import ArchLimits, arch_number
+from .arch import LIMITS, ArchLimits, arch_number
 from .config import ConfigLike, ConfigSpec, parse_config
 from .dtypes import get as get_dtype
 
 MAX_GRID_Y = 65535
+# the most dynamic shared memory any GPU in the table gives one block (227 KB on sm_90 / sm_100)
+MAX_SMEM_PER_BLOCK = max(lim.max_smem_per_block for lim in LIMITS.values())
 
 
 @dataclass(frozen=True)
@@ -239,8 +241,6 @@ def _wmma_constraints(cfg) -> list[str]:
 
 
 # ---- rung 18 (async_simt): cp.async multistage SIMT ------------------------------------------
-_SIMT_MAX_SMEM = 227 * 1024   # the largest opt-in shared memory per block of any table arch (sm_90/sm_100);
-                              # the launch still checks the device's own limit (Rung.check_resources)
 
 
 def _simt_pad(cfg) -> int:
@@ -287,12 +287,63 @@ def _simt_constraints(cfg) -> list[str]:
     lanes = (cfg["WM"] // cfg["TM"]) * (cfg["WN"] // cfg["TN"])
     if lanes != 32:
         return [f"(WM/TM)*(WN/TN)={lanes}: a warp tile must hold exactly 32 lanes of TM x TN outputs"]
-    if _simt_smem(cfg) > _SIMT_MAX_SMEM:
+    if _simt_smem(cfg) > MAX_SMEM_PER_BLOCK:
         out.append(f"STAGES*BK*(BM+BN+2*{_simt_pad(cfg)})*4 = {_simt_smem(cfg)} B of shared memory; "
-                   f"a block may have at most {_SIMT_MAX_SMEM} B")
+                   f"a block may have at most {MAX_SMEM_PER_BLOCK} B")
     if 32 <= _warp_threads(cfg) <= 1024:
         out += _simt_registers(cfg)
     return out
+
+
+def _mma_threads(cfg) -> int:
+    return 32 * (cfg["BM"] // cfg["WM"]) * (cfg["BN"] // cfg["WN"])
+
+
+def _mma_smem(cfg) -> int:
+    """17_mma_sync.cu's dynamic shared memory: STAGES unpadded (swizzled) 16-bit A and B tiles, or
+    the FP32 per-warp epilogue staging [warps][16][WN+8] that overlays them, whichever is larger."""
+    pipeline = cfg["STAGES"] * (cfg["BM"] * cfg["BK"] + cfg["BK"] * cfg["BN"]) * 2
+    staging = _mma_threads(cfg) // 32 * 16 * (cfg["WN"] + 8) * 4
+    return max(pipeline, staging)
+
+
+def _mma_regs(cfg) -> list[str]:
+    """A warp tile must fit a thread's registers (255, or 65536 / THREADS for bigger blocks): its
+    WM*WN/32 FP32 accumulators, two sets of fragments (WM/16 x 4 + WN/8 x 2 registers each), about
+    40 for addresses, copy state and loop counters, and 2 per 16-byte copy a thread issues per
+    tile (its 64-bit source address). Fitted to ptxas (NVRTC 13, sm_90a and sm_80, every layout,
+    every vector-access combination): 230-254 registers at the default tile (estimate 244); a
+    single warp copying 40 chunks per tile spills."""
+    acc = cfg["WM"] * cfg["WN"] // 32
+    threads = _mma_threads(cfg)
+    copies = -(-cfg["BM"] * cfg["BK"] // 8 // threads) - (-cfg["BK"] * cfg["BN"] // 8 // threads)
+    need = acc + 2 * (cfg["WM"] // 16 * 4 + cfg["WN"] // 8 * 2) + 40 + 2 * copies
+    cap = min(255, 65536 // threads // 8 * 8)
+    return [] if need <= cap else [f"a {cfg['WM']}x{cfg['WN']} warp tile with {copies} copies per thread and tile needs "
+                                   f"about {need} registers per thread; {threads} threads allow {cap}"]
+
+
+def _pow2(cfg, a: str, least: int) -> list[str]:
+    v = cfg[a]
+    return [] if v >= least and v & (v - 1) == 0 else [f"{a}={v} must be a power of two >= {least}"]
+
+
+def _mma_constraints(cfg) -> list[str]:
+    """What 17_mma_sync.cu static_asserts: m16 x n16 pieces per warp, an even number of k16 steps
+    per tile (the two fragment register sets alternate), power-of-two widths (the XOR swizzle
+    permutes 16-byte chunks inside a row), at least two stages, and shared memory within the
+    227 KB a block may have on the largest GPUs (a smaller device refuses it at launch)."""
+    out = (_divides(cfg, "WM", "BM") + _divides(cfg, "WN", "BN") + _mult(cfg, "WM", 16) + _mult(cfg, "WN", 16)
+           + _mult(cfg, "BK", 32) + _pow2(cfg, "BM", 16) + _pow2(cfg, "BN", 16) + _pow2(cfg, "BK", 32))
+    if cfg["STAGES"] < 2:
+        out.append(f"STAGES={cfg['STAGES']}: the cp.async pipeline needs at least 2 stages")
+    if out:
+        return out
+    smem = _mma_smem(cfg)
+    if smem > MAX_SMEM_PER_BLOCK:
+        out.append(f"{cfg['STAGES']} stages of {cfg['BM']}x{cfg['BK']} + {cfg['BK']}x{cfg['BN']} need {smem} B of "
+                   f"shared memory; a block may have at most {MAX_SMEM_PER_BLOCK} B")
+    return out + _mma_regs(cfg)
 
 
 # ---- the ladder --------------------------------------------------------------------------------
@@ -430,6 +481,16 @@ RUNGS: tuple[Rung, ...] = (
         params={"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 32},
         threads=_wmma_threads, constraints=_wmma_constraints, smem=_wmma_smem,
         sass_claims=("HMMA",), min_arch=80,
+    ),
+    Rung(
+        17, "mma_sync", "Tensor cores through mma.sync, ldmatrix and cp.async",
+        "mma.sync m16n8k16 on ldmatrix fragments from XOR-swizzled (unpadded) shared tiles, filled by a STAGES-deep cp.async pipeline that bypasses the registers.",
+        ("002 future work after gemm_v07",), "17_mma_sync.cu", dtypes=("fp16", "bf16"),
+        params={"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 3},
+        presets={"128x128": {"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4},
+                 "128x256": {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 3}},
+        threads=_mma_threads, constraints=_mma_constraints, smem=_mma_smem,
+        sass_claims=("HMMA.16816", "LDSM", "LDGSTS"), min_arch=80,
     ),
     Rung(
         18, "async_simt", "cp.async multistage SIMT, 128x256 tiles",

@@ -86,24 +86,6 @@ constexpr int B_VECS = B_OUTER * B_INNER / 8;
 constexpr int A_PER = (A_VECS + THREADS - 1) / THREADS;
 constexpr int B_PER = (B_VECS + THREADS - 1) / THREADS;
 
-// ---- 16-bit element helpers ----------------------------------------------------------------
-// Two floats -> two packed T (low half = first); and back.
-__device__ __forceinline__ unsigned gl_pack2(float lo, float hi) {
-#if GL_DTYPE == 1
-    __half2 h = __floats2half2_rn(lo, hi);
-#else
-    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-#endif
-    return *reinterpret_cast<unsigned*>(&h);
-}
-__device__ __forceinline__ float2 gl_unpack2(unsigned u) {
-#if GL_DTYPE == 1
-    return __half22float2(*reinterpret_cast<__half2*>(&u));
-#else
-    return __bfloat1622float2(*reinterpret_cast<__nv_bfloat162*>(&u));
-#endif
-}
-
 // Which 16-byte vector of an [OUTER][INNER + PAD] tile the v-th copy moves: shared row o, inner
 // offset in. With 8 or more vectors per row, a row is read by consecutive v. With fewer (INNER =
 // BK = 32 or 16 -> 4 or 2 vectors), 8 consecutive v take ONE column of 8 consecutive rows: the
@@ -119,58 +101,6 @@ __device__ __forceinline__ void gl_tile_pos(int v, int& o, int& in) {
         const int w = v % (8 * CH);
         o = (v / (8 * CH)) * 8 + w % 8; in = (w / 8) * 8;
     }
-}
-
-// Eight consecutive 16-bit elements P[outer*ld + inner .. +7] of an operand, as raw bits.
-// outer >= n_outer or elements at inner+e >= n_inner read nothing and give 0 (zero fill).
-// One 128-bit load when legal (VEC) and all eight are inside; else guarded 16-bit loads.
-template <int VEC>
-__device__ __forceinline__ uint4 gl_load8(const T* __restrict__ P, int ld, int outer, int inner, int n_outer, int n_inner) {
-    uint4 r = make_uint4(0u, 0u, 0u, 0u);
-    if (outer < n_outer) {
-        const size_t off = (size_t)outer * ld + inner;
-        const int left = n_inner - inner;
-        if (VEC && left >= 8) {
-            r = __ldg(reinterpret_cast<const uint4*>(P + off));
-        } else {
-            const unsigned short* p = reinterpret_cast<const unsigned short*>(P) + off;
-            unsigned short h[8];
-#pragma unroll
-            for (int e = 0; e < 8; ++e) h[e] = (e < left) ? __ldg(p + e) : (unsigned short)0;
-            r.x = h[0] | ((unsigned)h[1] << 16);
-            r.y = h[2] | ((unsigned)h[3] << 16);
-            r.z = h[4] | ((unsigned)h[5] << 16);
-            r.w = h[6] | ((unsigned)h[7] << 16);
-        }
-    }
-    return r;
-}
-
-// Eight outputs C(i, j..j+7) from FP32 values v[0..7]: one 128-bit store when legal (GL_VEC_C,
-// j % 8 == 0 holds) and all eight are inside; else guarded scalar stores. beta == 0: C not read.
-__device__ __forceinline__ void gl_store_c8(T* C, int ldc, int M, int N, int i, int j, const float* v, float alpha, float beta) {
-    if (i >= M) return;
-#if GL_VEC_C
-    if (N - j >= 8) {
-        uint4* p = reinterpret_cast<uint4*>(C + gl_c_off(i, j, ldc));
-        float o[8];
-#pragma unroll
-        for (int e = 0; e < 8; ++e) o[e] = alpha * v[e];
-        if (beta != 0.0f) {
-            const uint4 c = *p;
-            const float2 c0 = gl_unpack2(c.x), c1 = gl_unpack2(c.y), c2 = gl_unpack2(c.z), c3 = gl_unpack2(c.w);
-            o[0] = fmaf(beta, c0.x, o[0]); o[1] = fmaf(beta, c0.y, o[1]);
-            o[2] = fmaf(beta, c1.x, o[2]); o[3] = fmaf(beta, c1.y, o[3]);
-            o[4] = fmaf(beta, c2.x, o[4]); o[5] = fmaf(beta, c2.y, o[5]);
-            o[6] = fmaf(beta, c3.x, o[6]); o[7] = fmaf(beta, c3.y, o[7]);
-        }
-        *p = make_uint4(gl_pack2(o[0], o[1]), gl_pack2(o[2], o[3]), gl_pack2(o[4], o[5]), gl_pack2(o[6], o[7]));
-        return;
-    }
-#endif
-#pragma unroll
-    for (int e = 0; e < 8; ++e)
-        if (j + e < N) gl_store_c(C, ldc, i, j + e, v[e], alpha, beta);
 }
 
 // Fragment load from shared memory. FP16: wmma::load_matrix_sync (NVVM sees the pointer is in
