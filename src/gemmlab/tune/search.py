@@ -22,6 +22,7 @@ database keeps them apart: a candidate asked by one is RUNNING for the others). 
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -61,6 +62,7 @@ class _View:
     recorded: dict                       # key -> {"state", "value", "status", "ms", "number"}
     attempts: dict                       # key -> crashed or interrupted evaluations
     running: set                         # keys held by a worker now
+    queued: set                          # keys waiting in the study's queue (retries, exhaustive)
     used: int                            # evaluations of this run so far, all workers
     best_ms: float | None
 
@@ -68,8 +70,11 @@ class _View:
 def _view(study, run: str) -> _View:
     TS = optuna().trial.TrialState
     trials = retrying(lambda: study.get_trials(deepcopy=False), "reading the trials")
-    recorded, attempts, running, used, best = {}, {}, set(), 0, None
+    recorded, attempts, running, queued, used, best = {}, {}, set(), set(), 0, None
     for t in trials:
+        if t.state == TS.WAITING:
+            queued.add(t.user_attrs.get("queued_key"))
+            continue
         cand, res = t.user_attrs.get("candidate") or {}, t.user_attrs.get("result") or {}
         key, status = cand.get("key"), res.get("status")
         if key is None or status in ("invalid", "repeat"):
@@ -85,7 +90,7 @@ def _view(study, run: str) -> _View:
                              "number": t.number}
             if status == "ok" and res.get("ms") and (best is None or res["ms"] < best):
                 best = res["ms"]
-    return _View(recorded, attempts, running, used, best)
+    return _View(recorded, attempts, running, queued, used, best)
 
 
 def retry_failed(study, space: Space) -> int:
@@ -93,14 +98,14 @@ def retry_failed(study, space: Space) -> int:
     record since, fewer than ``MAX_ATTEMPTS`` times; returns how many were queued."""
     TS = optuna().trial.TrialState
     v = _view(study, run="")
-    waiting = {t.user_attrs.get("retry_key") for t in study.get_trials(deepcopy=False, states=(TS.WAITING,))}
+    waiting = set(v.queued)
     n = 0
     for t in study.get_trials(deepcopy=False, states=(TS.FAIL,)):
         cand = t.user_attrs.get("candidate") or {}
         key, cfg = cand.get("key"), cand.get("config")
         if (key and cfg and key not in v.recorded and key not in v.running and key not in waiting
                 and v.attempts.get(key, 0) < MAX_ATTEMPTS):
-            study.enqueue_trial(space.encode(cfg), user_attrs={"retry_of": t.number, "retry_key": key})
+            study.enqueue_trial(space.encode(cfg), user_attrs={"retry_of": t.number, "queued_key": key})
             waiting.add(key)
             n += 1
     return n
@@ -153,10 +158,15 @@ class _Worker:
     # -- asking
     def _ask(self, view: _View, batch: list, exhaustive_todo: list):
         """One proposal: (trial, config) to evaluate, or None when it was told at once."""
-        if exhaustive_todo:
+        if exhaustive_todo and not self._queue_busy():
+            # one at a time, and only into an empty queue: the queue hands out first what was queued
+            # first (configurations retried after a crash), so nothing this worker queues is left behind
             cfg = exhaustive_todo.pop(0)
-            retrying(lambda: self.study.enqueue_trial(self.space.encode(cfg)), "queueing a candidate")
-        trial = retrying(self.study.ask, "asking for a trial")
+            retrying(lambda: self.study.enqueue_trial(self.space.encode(cfg), user_attrs={"queued_key": self.space.key(cfg)}),
+                     "queueing a candidate")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)   # Optuna: "heartbeat ... used with Study.optimize"
+            trial = retrying(self.study.ask, "asking for a trial")
         self.held[trial.number] = trial
         if self.heart:
             self.heart.hold(trial._trial_id)
@@ -179,6 +189,10 @@ class _Worker:
             return None
         return trial, cfg
 
+    def _queue_busy(self) -> bool:
+        TS = optuna().trial.TrialState
+        return bool(retrying(lambda: self.study.get_trials(deepcopy=False, states=(TS.WAITING,)), "reading the queue"))
+
     def _told(self, trial, tell: Callable[[], object]) -> None:
         retrying(tell, f"telling trial {trial.number}")
         self.held.pop(trial.number, None)
@@ -191,7 +205,7 @@ class _Worker:
             return f"budget of {j.budget} evaluations used"
         if j.seconds is not None and time.monotonic() - self.t0 >= j.seconds:
             return f"time limit of {j.seconds:g} s reached"
-        if j.strategy == "exhaustive" and not todo:
+        if j.strategy == "exhaustive" and not todo and not view.queued:
             return "every candidate of the pruned space is recorded"
         if self.all_keys <= set(view.recorded):
             return "every candidate of the pruned space is recorded"
@@ -202,7 +216,7 @@ class _Worker:
         if self.job.strategy != "exhaustive":
             return []
         return [c for c in self.mine if (k := self.space.key(c)) not in view.recorded and k not in view.running
-                and view.attempts.get(k, 0) < MAX_ATTEMPTS]
+                and k not in view.queued and view.attempts.get(k, 0) < MAX_ATTEMPTS]
 
     def _batch(self, view: _View) -> tuple[list, str]:
         todo = self._todo(view)
@@ -212,7 +226,7 @@ class _Worker:
         room = self.job.batch if self.job.budget is None else min(self.job.batch, self.job.budget - view.used)
         batch, misses = [], 0
         while len(batch) < room and misses < MAX_MISSES:
-            if self.job.strategy == "exhaustive" and not todo:
+            if self.job.strategy == "exhaustive" and not todo and not self._queue_busy():
                 break
             got = self._ask(view, batch, todo)
             if got is None:

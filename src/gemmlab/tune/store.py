@@ -74,19 +74,31 @@ def open_storage(url: str | None = None, heartbeat_s: int = HEARTBEAT_S, grace_s
 
 
 def _sqlite_wal(engine) -> None:
-    """Write-ahead logging, synced at checkpoints: a commit no longer waits for an fsync (12 ms
-    each on a plain disk: a tuning run makes thousands), readers do not block the writer (several
-    workers), and a crashed process still leaves every committed transaction. Only a power loss
-    may lose the last commits."""
+    """SQLite for several processes.
+
+    Transactions: Python's sqlite3 starts a transaction only at the first write, so a read-then-
+    write (Optuna's "pop a WAITING trial, mark it RUNNING") reads outside any transaction and two
+    workers could both take one trial (seen with two workers). Every transaction here begins with
+    BEGIN IMMEDIATE instead (SQLAlchemy's recipe for pysqlite): it takes the write lock first, so
+    transactions are serialized and the other process waits (``SQLITE_TIMEOUT_S``).
+
+    Write-ahead logging, synced at checkpoints: a commit no longer waits for an fsync (12 ms each on
+    a plain disk: a tuning run makes thousands), and a crashed process still leaves every committed
+    transaction; only a power loss may lose the last commits."""
     from sqlalchemy import event
 
-    def pragmas(dbapi_connection, _record) -> None:
+    def on_connect(dbapi_connection, _record) -> None:
+        dbapi_connection.isolation_level = None      # the driver opens no transaction of its own
         cur = dbapi_connection.cursor()
         cur.execute("PRAGMA journal_mode=WAL")
         cur.execute("PRAGMA synchronous=NORMAL")
         cur.close()
 
-    event.listen(engine, "connect", pragmas)
+    def on_begin(conn) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    event.listen(engine, "connect", on_connect)
+    event.listen(engine, "begin", on_begin)
     engine.dispose()   # the connections made while creating the tables reconnect with the pragmas
 
 
