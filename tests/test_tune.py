@@ -316,3 +316,22 @@ def test_a_postgresql_storage_shares_one_study_between_workers(tmp_path):
         assert again["evaluated"] == 0 and again["study"] == s["study"]
     finally:
         stop()
+
+
+# ---- the report's tuning section ---------------------------------------------------------------------------------
+def test_the_report_gains_a_tuning_section_with_a_table_and_a_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    from gemmlab.report.model import results_document
+    from gemmlab.report.render import build
+    from gemmlab.report.tuning import collect_tuning
+
+    s = spec(tmp_path, "tile_1d", strategy="exhaustive")
+    tune(s, ReplayFactory(landscape("tile_1d"), peers={"cublas": 0.5}))
+    assert collect_tuning("someone else's GPU", s.storage) == []
+    docs = collect_tuning("replay", s.storage)
+    base = json.loads((Path(__file__).parent / "data" / "report_results.json").read_text())
+    html_path, md_path = build(results_document({**base, "tuning": docs}), str(tmp_path / "rep"))
+    md = Path(md_path).read_text()
+    assert "## Tuning" in md and "% of cuBLAS" in md and "tuning_1.png" in md
+    assert (tmp_path / "rep" / "tuning_1.png").stat().st_size > 1000
+    assert 'id="tuning"' in Path(html_path).read_text()

@@ -23,7 +23,7 @@ from ..core.shapes import fmt_shape
 from .evaluate import EvaluatorFactory
 from .search import Job, Stats, retry_failed, search
 from .space import Space
-from .store import (GRACE_S, HEARTBEAT_S, fail_stale, open_storage, open_study, optuna, study_document, study_key,
+from .store import (GRACE_S, HEARTBEAT_S, MEMORY, fail_stale, open_storage, open_study, optuna, study_document, study_key,
                     study_name)
 from .strategies import resolve, sampler
 
@@ -42,6 +42,7 @@ class TuneSpec:
     storage: str | None = None          # None: SQLite in the cache folder
     devices: tuple[int, ...] = (0,)
     heartbeat: tuple[int, int] = (HEARTBEAT_S, GRACE_S)
+    target: float | None = None         # stop once a candidate reaches this many TFLOP/s
 
     def checked(self) -> "TuneSpec":
         """The spec with its defaults filled; ValueError naming what is wrong."""
@@ -60,6 +61,8 @@ class TuneSpec:
             raise ValueError(f"the time limit must be positive, got {self.seconds!r}")
         if not self.devices or len(set(self.devices)) != len(self.devices):
             raise ValueError(f"devices must be distinct GPU ordinals, got {self.devices!r}")
+        if self.storage == MEMORY and len(self.devices) > 1:
+            raise ValueError("an in-memory storage lives in one process: several devices need a database URL")
         batch = self.batch or max(1, min(8, (os.cpu_count() or 1) // len(self.devices)))
         return replace(self, rung=rung.slug, dtype=dtype, batch=batch)
 
@@ -79,6 +82,8 @@ def _public_url(url: str | None) -> str:
     from .store import default_url
 
     url = url or default_url()
+    if url == MEMORY:
+        return url
     try:
         from sqlalchemy.engine import make_url
 
@@ -167,7 +172,7 @@ def tune(spec: TuneSpec, factory: EvaluatorFactory, *, progress: bool = False) -
     fail_stale(study)
     retried = retry_failed(study, space)
     run = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
-    job = Job(strategy, run, spec.budget, spec.seconds, spec.batch)
+    job = Job(strategy, run, spec.budget, spec.seconds, spec.batch, target=spec.target)
     t0 = time.perf_counter()
     failures: list[str] = []
     stopped = ""

@@ -45,6 +45,7 @@ class Job:
     seconds: float | None = None         # wall time of this worker
     batch: int = 8                       # candidates asked, compiled in parallel, then timed
     stripe: tuple[int, int] = (0, 1)     # exhaustive: worker i of n takes candidates i, i+n, ...
+    target: float | None = None          # stop once a candidate reaches this many TFLOP/s (replays)
 
 
 @dataclass
@@ -205,6 +206,8 @@ class _Worker:
             return f"budget of {j.budget} evaluations used"
         if j.seconds is not None and time.monotonic() - self.t0 >= j.seconds:
             return f"time limit of {j.seconds:g} s reached"
+        if j.target is not None and view.best_ms and self.flop / (view.best_ms * 1e-3) / 1e12 >= j.target:
+            return f"a candidate reached the target of {j.target:.4g} TFLOP/s"
         if j.strategy == "exhaustive" and not todo and not view.queued:
             return "every candidate of the pruned space is recorded"
         if self.all_keys <= set(view.recorded):

@@ -39,6 +39,7 @@ SQLITE_TIMEOUT_S = 60
 HEARTBEAT_S = 10            # a worker beats this often for each trial it holds
 GRACE_S = 120               # a RUNNING trial without a beat for this long belongs to a dead worker
 RETRIES = 5
+MEMORY = ":memory:"         # a storage URL of its own: Optuna's in-memory storage (replays; nothing kept)
 T = TypeVar("T")
 
 
@@ -60,9 +61,12 @@ def default_url() -> str:
 
 
 def open_storage(url: str | None = None, heartbeat_s: int = HEARTBEAT_S, grace_s: int = GRACE_S):
-    """Optuna's RDBStorage at ``url`` (default ``default_url()``), heartbeats on."""
+    """Optuna's RDBStorage at ``url`` (default ``default_url()``), heartbeats on; ``MEMORY``:
+    an in-memory storage of this process (the strategy experiment's replays)."""
     opt = optuna()
     url = url or default_url()
+    if url == MEMORY:
+        return opt.storages.InMemoryStorage()
     # SQLite: wait for a lock instead of failing at once; a server: drop dead pooled connections
     kw = {"connect_args": {"timeout": SQLITE_TIMEOUT_S}} if url.startswith("sqlite") else {"pool_pre_ping": True}
     with warnings.catch_warnings():
