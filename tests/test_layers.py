@@ -10,7 +10,7 @@ import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "src" / "gemmlab"
 # top to bottom; a module may import its own layer and the layers below it
-LAYERS = ("cli", "report", "bench", "measure", "analysis", "core")
+LAYERS = ("cli", "report", "tune", "bench", "measure", "analysis", "core")
 
 
 def _modules() -> dict[str, Path]:

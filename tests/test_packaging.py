@@ -22,7 +22,7 @@ DATA = Path(__file__).parent / "data"
 SRC = str(Path(gemmlab.__file__).resolve().parents[1])  # the folder holding this very gemmlab
 
 # What the extras install: cu13/cu12 -> cuda.bindings + CuPy, torch -> PyTorch, report -> matplotlib
-EXTRA_MODULES = ("cuda.bindings", "cupy", "cupy_backends", "torch", "matplotlib")
+EXTRA_MODULES = ("cuda.bindings", "cupy", "cupy_backends", "torch", "matplotlib", "optuna")
 
 SITECUSTOMIZE = '''
 import importlib.abc, os, sys
@@ -43,6 +43,7 @@ sys.meta_path.insert(0, _BaseInstall())
 '''
 
 CU = ('"gemmlab[cu13]"', '"gemmlab[cu12]"')
+TUNE = ('"gemmlab[tune]"',)
 REPORT = ('"gemmlab[report]"',)
 
 
@@ -88,7 +89,7 @@ def test_python_m_gemmlab_help_exits_0(base):
     assert p.returncode == 0 and "COMMAND" in p.stdout
 
 
-@pytest.mark.parametrize("command", ["list", "bench", "verify", "inspect", "profile", "report"])
+@pytest.mark.parametrize("command", ["list", "bench", "verify", "inspect", "profile", "report", "tune"])
 def test_every_command_has_help_in_a_base_install(base, command):
     rc, out, err = base(command, "--help")
     assert rc == 0 and out.startswith(f"usage: gemmlab {command}") and err == ""
@@ -119,6 +120,8 @@ CASES = [
     ("report", ["report", "--rungs", "naive", "--shape", "64", "--sweep-sizes", "64", "--sweep-rungs", "naive",
                 "--no-profile", "--no-inspect", "--out", "rep"], CU + REPORT),
     ("report", ["report", "--from-json", str(DATA / "report_results.json"), "--out", "rep-json"], REPORT),
+    ("tune", ["tune", "naive", "--shape", "64", "--budget", "1", "--no-progress"], TUNE),
+    ("tune", ["tune", "naive", "--show"], TUNE),
 ]
 
 

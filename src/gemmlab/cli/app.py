@@ -19,7 +19,7 @@ from ..core.driver import NoGPUError
 
 # subcommand -> module of this package, in the order `gemmlab --help` lists them
 COMMANDS = {"list": "listing", "bench": "bench", "verify": "verify", "inspect": "inspect",
-            "profile": "profile", "report": "report", "compile": "compile"}
+            "profile": "profile", "tune": "tune", "report": "report", "compile": "compile"}
 
 EXIT_FAILED, EXIT_USAGE, EXIT_NO_GPU, EXIT_MISSING = 1, 2, 3, 4
 NO_GPU_HINT = ("Without a GPU: `gemmlab list`, `gemmlab inspect RUNG --arch sm_90a`, and "

@@ -30,6 +30,8 @@ def register(sub) -> None:
     p.add_argument("--no-profile", action="store_true", help="skip Nsight Compute (no counters, no roofline)")
     p.add_argument("--no-inspect", action="store_true", help="skip the SASS inspection")
     p.add_argument("--ncu", default=None, help="path to ncu")
+    p.add_argument("--tune-storage", default=None, metavar="URL",
+                   help="tuning database for the tuning section (default: gemmlab tune's)")
     p.add_argument("--from-json", default=None, metavar="FILE", help="rebuild the page from saved results (no GPU)")
     p.set_defaults(func=run)
 
@@ -64,6 +66,7 @@ def run(args) -> int:
             [s.strip() for s in args.sweep_rungs.split(",") if s.strip()],
             parse_shape(args.profile_shape), lib=args.lib, timing=timing_settings(args),
             do_inspect=not args.no_inspect, do_profile=not args.no_profile, ncu=args.ncu,
+            tune_storage=args.tune_storage,
         )
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, "results.json"), "w", encoding="utf-8") as fh:

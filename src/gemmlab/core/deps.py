@@ -25,6 +25,7 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "matplotlib": ("matplotlib (the report\'s figures)", 'pip install "gemmlab[report]"'),
     "triton": ("Triton (the benchmark's Triton peer, an autotuned Triton matmul on PyTorch operands)",
                "pip install triton"),
+    "optuna": ("Optuna (gemmlab tune's strategies and results database)", 'pip install "gemmlab[tune]"'),
 }
 
 

@@ -141,11 +141,52 @@ def _build(job: tuple, arch: str) -> tuple[bool, str | None]:
         return False, f"{type(exc).__name__}: {exc}"
 
 
-def _context():
+def _context(method: str | None = None):
     # fork when the platform has it: a worker only runs NVRTC (never the CUDA driver), and fork
-    # does not re-import the caller's __main__ the way spawn does
+    # does not re-import the caller's __main__ the way spawn does. The tuner asks for forkserver:
+    # its process holds a CUDA context and threads (clocks, heartbeats) that a fork would copy.
     methods = multiprocessing.get_all_start_methods()
+    if method is not None and method in methods:
+        return multiprocessing.get_context(method)
     return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+
+
+class CompilePool:
+    """Worker processes that compile variants into the disk cache (``precompile``, and the tuner
+    between its batches: one pool kept for the whole run). ``processes=1`` compiles in this process.
+
+    ``build(variants, arch, done)`` compiles each and calls ``done(variant, hit, error)`` in this
+    process as each finishes (``hit``: served from the disk cache; ``error``: "Type: message" or None)."""
+
+    def __init__(self, processes: int | None = None, start_method: str | None = None):
+        if processes is not None and processes < 1:
+            raise ValueError(f"processes must be at least 1, got {processes}")
+        self.processes = processes or os.cpu_count() or 1
+        self._start_method = start_method
+        self._ex: ProcessPoolExecutor | None = None
+
+    def build(self, todo: list[Variant], arch: str,
+              done: Callable[[Variant, bool, str | None], None]) -> None:
+        if self.processes == 1 or (len(todo) == 1 and self._ex is None):  # no pool for one job
+            for v in todo:
+                done(v, *_build_here(v, arch))
+            return
+        if self._ex is None:
+            self._ex = ProcessPoolExecutor(self.processes, mp_context=_context(self._start_method))
+        futs = {self._ex.submit(_build, _job(v), arch): v for v in todo}
+        for f in as_completed(futs):
+            done(futs[f], *f.result())
+
+    def close(self) -> None:
+        if self._ex is not None:
+            self._ex.shutdown(cancel_futures=True)
+            self._ex = None
+
+    def __enter__(self) -> "CompilePool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def precompile(kernels=None, dtypes=None, layouts=None, arch: str | None = None, *, configs=None,
@@ -187,16 +228,8 @@ def precompile(kernels=None, dtypes=None, layouts=None, arch: str | None = None,
 
     t0 = time.perf_counter()
     try:
-        workers = min(processes or os.cpu_count() or 1, len(todo))
-        if workers == 1:
-            for v in todo:
-                hit, err = _build_here(v, arch)
-                done(v, hit, err)
-        else:
-            with ProcessPoolExecutor(workers, mp_context=_context()) as ex:
-                futs = {ex.submit(_build, _job(v), arch): v for v in todo}
-                for f in as_completed(futs):
-                    done(futs[f], *f.result())
+        with CompilePool(min(processes or os.cpu_count() or 1, len(todo))) as pool:
+            pool.build(todo, arch, done)
     finally:
         bar.stop()
     return {"arch": arch, "variants": len(todo), "compiled": counts["compiled"], "cached": counts["cached"],

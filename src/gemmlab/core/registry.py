@@ -60,6 +60,8 @@ class Rung:
     landmark: bool = False             # a landmark of the ladder: the report's size sweep plots it
     kernel: str = "gemm"               # extern "C" entry point
     min_arch: int = 75
+    space: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # what `gemmlab tune` searches:
+                                       # values per parameter (the others stay at their defaults)
 
     @property
     def name(self) -> str:
@@ -356,12 +358,27 @@ def _square_tile(cfg) -> list[str]:
     out = [] if cfg["BM"] == cfg["BN"] == cfg["BK"] else [f"BM, BN and BK must be equal (got {cfg['BM']}, {cfg['BN']}, {cfg['BK']})"]
     return out + ([] if cfg["THREADS"] == cfg["BM"] * cfg["BN"] else [f"THREADS={cfg['THREADS']} must be BM*BN={cfg['BM'] * cfg['BN']}"])
 
+
+# ---- the tuner's search spaces (gemmlab tune) --------------------------------------------------
+# Powers of two around each rung's defaults. The constraints above prune the product before any
+# compile; the ranges keep every pruned space at a few hundred candidates at most (an exhaustive
+# run stays in minutes) while holding seed 001's sweep (bm, bk, bn, rm, rn) for the thread-tiled rungs.
+def _p2(lo: int, hi: int) -> tuple[int, ...]:
+    """Powers of two from 2**lo to 2**hi."""
+    return tuple(2 ** i for i in range(lo, hi + 1))
+
+
+_SPACE_SIMPLE = {"BM": _p2(3, 5), "BN": _p2(3, 5), "THREADS": (64, 128, 256, 512, 1024)}
+_SPACE_SQUARE = {"BM": _p2(3, 5), "BN": _p2(3, 5), "BK": _p2(3, 5), "THREADS": (64, 256, 1024)}
+_SPACE_VEC = {"BM": _p2(5, 8), "BN": _p2(5, 8), "BK": _p2(2, 4), "TM": _p2(2, 3), "TN": _p2(2, 3)}
+
 RUNGS: tuple[Rung, ...] = (
     Rung(
         1, "naive", "Naive, non-coalesced",
         "One thread per C element; threadIdx.x walks the rows of C, so a warp's loads of B and stores of C stride by a row.",
         ("002 gemm_v00", "000 gemm_32x32_v0"), "01_naive.cu",
         params=_SIMPLE32,
+        space=_SPACE_SIMPLE,
         constraints=lambda c: [] if c["BM"] * c["BN"] == c["THREADS"] else [f"THREADS={c['THREADS']} must be BM*BN={c['BM'] * c['BN']} (one thread per element of C)"],
     ),
     Rung(
@@ -369,6 +386,7 @@ RUNGS: tuple[Rung, ...] = (
         "threadIdx.x walks the columns of C: a warp reads one row of B and writes one row of C contiguously (coalesced).",
         ("002 gemm_v01", "000 gemm_32x32_v1", "000 gemm_32x32_v2"), "02_coalesced.cu",
         params=_SIMPLE32,
+        space=_SPACE_SIMPLE,
         constraints=lambda c: [] if c["BM"] * c["BN"] == c["THREADS"] else [f"THREADS={c['THREADS']} must be BM*BN={c['BM'] * c['BN']}"],
     ),
     Rung(
@@ -376,6 +394,7 @@ RUNGS: tuple[Rung, ...] = (
         "Each lane loads one A value of a 32-wide slice and the warp broadcasts it with __shfl_sync instead of 32 loads.",
         ("004 sgemm_naive",), "03_warp_shuffle.cu",
         params={"BM": 32, "BN": 32, "THREADS": 256},
+        space={"THREADS": (32, 64, 128, 256, 512, 1024)},
         constraints=lambda c: ([] if c["BM"] == 32 and c["BN"] == 32 else ["BM and BN must be 32 (the warp width)"])
         + ([] if 32 % max(1, c["THREADS"] // 32) == 0 else [f"THREADS/32={c['THREADS'] // 32} warps must divide the 32 rows"]),
     ),
@@ -384,6 +403,7 @@ RUNGS: tuple[Rung, ...] = (
         "A block stages 32x32 tiles of A and B in shared memory; each global element is loaded once per block instead of 32 times.",
         ("000 gemm_32x32_v3", "002 gemm_v02", "Alcanderian sgemm_1"), "04_smem.cu",
         params=_SMEM32, constraints=_square_tile,
+        space=_SPACE_SQUARE,
         landmark=True,
     ),
     Rung(
@@ -391,24 +411,28 @@ RUNGS: tuple[Rung, ...] = (
         "The shared tile rows are 33 floats wide, so a warp reading a column hits 32 different banks (no bank conflicts).",
         ("000 gemm_32x32_v4", "Alcanderian sgemm_2"), "05_smem_padded.cu",
         params=_SMEM32, constraints=_square_tile,
+        space=_SPACE_SQUARE,
     ),
     Rung(
         6, "ldg", "Read-only data path (__ldg)",
         "A and B are const __restrict__ and read with __ldg, through the read-only (texture) cache.",
         ("003 ldg", "Alcanderian sgemm_3"), "06_ldg.cu",
         params=_SMEM32, constraints=_square_tile, sass_claims=("LDG.E.CONSTANT",),
+        space=_SPACE_SQUARE,
     ),
     Rung(
         7, "texture", "Texture objects (tex1Dfetch<float>)",
         "A and B are read through 1-D texture objects over linear memory, the pre-Kepler way to the read-only cache.",
         ("003 texture",), "07_texture.cu",
         params=_SMEM32, constraints=_square_tile, textures=1, sass_claims=("TLD",),
+        space=_SPACE_SQUARE,
     ),
     Rung(
         8, "reg_accum", "Accumulators in registers",
         "The partial sums live in registers (4 per thread, one output row per warp iteration; the seed's column in column-major) instead of a shared-memory output tile.",
         ("004 sgemm_shared",), "08_reg_accum.cu",
         params={"BM": 32, "BN": 32, "BK": 32, "THREADS": 256},
+        space={"BM": _p2(3, 7), "BK": _p2(3, 6), "THREADS": (64, 128, 256, 512, 1024)},
         constraints=lambda c: ([] if c["BN"] == 32 else ["BN must be 32 (lane -> column of C)"])
         + ([] if c["BM"] % max(1, c["THREADS"] // 32) == 0 else [f"THREADS/32={c['THREADS'] // 32} warps must divide BM={c['BM']}"])
         + _scalar_split(c, c["THREADS"]),
@@ -418,6 +442,7 @@ RUNGS: tuple[Rung, ...] = (
         "Each thread computes TM outputs of one column, reusing each B value from shared memory TM times in a register.",
         ("002 gemm_v03",), "09_tile_1d.cu",
         params={"BM": 64, "BN": 64, "BK": 8, "TM": 8},
+        space={"BM": _p2(5, 7), "BN": _p2(5, 7), "BK": _p2(3, 5), "TM": _p2(2, 4)},
         threads=_tile_1d_threads,
         constraints=lambda c: _divides(c, "TM", "BM") + _scalar_split(c, _tile_1d_threads(c)),
     ),
@@ -427,6 +452,7 @@ RUNGS: tuple[Rung, ...] = (
         ("002 gemm_v04", "004 sgemm 2x2 tile", "003 BEAST THR_M x THR_N"), "10_tile_2d.cu",
         params={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
         presets={"2x2": {"BM": 32, "BN": 32, "BK": 32, "TM": 2, "TN": 2}},
+        space={"BM": _p2(5, 8), "BN": _p2(5, 8), "BK": _p2(3, 4), "TM": _p2(1, 3), "TN": _p2(1, 3)},
         threads=_thread_tile_threads,
         constraints=lambda c: _divides(c, "TM", "BM") + _divides(c, "TN", "BN") + _scalar_split(c, _thread_tile_threads(c)),
         landmark=True,
@@ -437,7 +463,7 @@ RUNGS: tuple[Rung, ...] = (
         ("000 gemm_32x32_v5", "002 gemm_v05", "003 ldg(float4)"), "11_vectorized.cu",
         params={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
         threads=_thread_tile_threads, constraints=_thread_tile_constraints,
-        sass_claims=("LDG.E.128", "LDS.128"),
+        sass_claims=("LDG.E.128", "LDS.128"), space=_SPACE_VEC,
         landmark=True,
     ),
     Rung(
@@ -446,6 +472,7 @@ RUNGS: tuple[Rung, ...] = (
         ("003 texture<float4>",), "12_vec_texture.cu",
         params={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
         threads=_thread_tile_threads, constraints=_thread_tile_constraints, textures=4,
+        space=_SPACE_VEC,
         sass_claims=("TLD", "LDS.128"),  # tex1Dfetch on linear memory compiles to TLD.LZ (seed 003's SASS too), not TEX
     ),
     Rung(
@@ -454,6 +481,7 @@ RUNGS: tuple[Rung, ...] = (
         ("000 gemm_64x64", "000 gemm_128x128", "fynv g_fgemm"), "13_blocked.cu",
         params={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
         presets={"64x64": {"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4}, "128x128": {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}},
+        space=_SPACE_VEC,
         threads=_thread_tile_threads, constraints=_thread_tile_constraints,
         sass_claims=("LDG.E.128", "LDS.128"),
     ),
@@ -463,6 +491,7 @@ RUNGS: tuple[Rung, ...] = (
         ("001 sgemm 128x128x8 prefetch", "000 TWO_BUFFER"), "14_double_buffer.cu",
         params={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
         threads=_thread_tile_threads, constraints=_double_buffer_constraints,
+        space={"BM": _p2(5, 8), "BN": _p2(5, 8), "BK": _p2(2, 5), "TM": _p2(2, 4), "TN": _p2(2, 4)},  # seed 001's sweep
         sass_claims=("LDG.E.128", "LDS.128"),
     ),
     Rung(
@@ -471,6 +500,7 @@ RUNGS: tuple[Rung, ...] = (
         ("002 gemm_v06",), "15_warp_tiling.cu",
         params={"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "TM": 8, "TN": 8},
         threads=_warp_threads, constraints=_warp_tile_constraints,
+        space={"BM": _p2(5, 8), "BN": _p2(5, 8), "BK": _p2(3, 5), "WM": _p2(4, 7), "WN": _p2(4, 7), "TM": _p2(2, 3), "TN": _p2(2, 3)},
         sass_claims=("LDG.E.128", "LDS.128"),
         landmark=True,
     ),
@@ -480,6 +510,7 @@ RUNGS: tuple[Rung, ...] = (
         ("002 gemm_v07",), "16_wmma.cu", dtypes=("fp16", "bf16"),
         params={"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 32},
         threads=_wmma_threads, constraints=_wmma_constraints, smem=_wmma_smem,
+        space={"BM": _p2(5, 8), "BN": _p2(5, 8), "BK": _p2(4, 5), "WM": _p2(4, 6), "WN": _p2(4, 6)},
         sass_claims=("HMMA",), min_arch=80,
     ),
     Rung(
@@ -491,6 +522,7 @@ RUNGS: tuple[Rung, ...] = (
                  "128x256": {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 3}},
         threads=_mma_threads, constraints=_mma_constraints, smem=_mma_smem,
         sass_claims=("HMMA.16816", "LDSM", "LDGSTS"), min_arch=80,
+        space={"BM": _p2(6, 8), "BN": _p2(6, 8), "BK": (32, 64), "WM": _p2(5, 7), "WN": _p2(5, 7), "STAGES": (2, 3, 4, 5)},
     ),
     Rung(
         18, "async_simt", "cp.async multistage SIMT, 128x256 tiles",
@@ -507,6 +539,8 @@ RUNGS: tuple[Rung, ...] = (
         },
         threads=_warp_threads, constraints=_simt_constraints, smem=_simt_smem,
         sass_claims=("LDGSTS", "LDS.128", "FFMA"), min_arch=80,
+        space={"BM": _p2(6, 8), "BN": _p2(6, 8), "BK": (8, 16, 32), "WM": _p2(5, 7), "WN": _p2(5, 7),
+               "TM": (4, 8, 16), "TN": (4, 8, 16), "STAGES": (2, 3, 4)},
     ),
 )
 

@@ -22,6 +22,7 @@ from ..core.shapes import BENCH_SHAPE, CEILING_SHAPE, PROFILE_SHAPE, SWEEP_SIZES
 from ..measure.ceilings import measure_bandwidth, measure_cublas
 from ..core.progress import Progress
 from .model import dig
+from .tuning import collect_tuning
 
 
 @dataclass
@@ -189,13 +190,14 @@ def collect(dtype: str = "fp32", shape: tuple[int, int, int] = BENCH_SHAPE,
             profile_shape: tuple[int, int, int] = PROFILE_SHAPE, *, lib: str | None = None,
             timing=None, do_inspect: bool = True, do_profile: bool = True,
             other_dtypes: bool = True, ncu: str | None = None, progress: bool = True,
-            on_error: Callable[[str, Exception], None] | None = None) -> dict:
+            on_error: Callable[[str, Exception], None] | None = None, tune_storage: str | None = None) -> dict:
     """Measure the ladder on this GPU -> the results document ``build`` reads.
 
     Rungs that do not take ``dtype`` (WMMA at fp32) run in their own first dtype with cuBLAS of
     that dtype beside them (``other_dtypes``). A rung that fails to inspect or profile is recorded
     with {"error": message} and the run goes on. ``timing``: the timing engine's settings
     (``measure.timing.Settings``; None for its defaults), for every benchmark of the report.
+    ``tune_storage``: the tuning database to read the tuning section from (default gemmlab tune's).
     """
     # every extra the run needs, in one line, before the GPU question and before any measuring
     require_all("cuda.bindings.driver", "matplotlib.figure")
@@ -213,4 +215,13 @@ def collect(dtype: str = "fp32", shape: tuple[int, int, int] = BENCH_SHAPE,
         ceilings = ceilings_part(p, bench_doc, lib, prog, fail)
     return {"dtype": dtype, "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "bench": bench_doc, "sweep": sweep_doc, "inspect": insp, "profile": prof, "ceilings": ceilings,
-            "env": _env(p.info, prof, profile_shape), "errors": fail.errors}
+            "env": _env(p.info, prof, profile_shape), "errors": fail.errors,
+            "tuning": _tuning(p.info.name, tune_storage, fail)}
+
+
+def _tuning(gpu_name: str, storage: str | None, fail: _Failures) -> list[dict]:
+    try:
+        return collect_tuning(gpu_name, storage)
+    except Exception as exc:  # noqa: BLE001 - an unreadable database costs the section, not the report
+        fail("tuning results", exc)
+        return []

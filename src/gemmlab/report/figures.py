@@ -32,6 +32,16 @@ def _png(fig) -> bytes:
     return buf.getvalue()
 
 
+def panels(n: int, height: float = 3.4):
+    """(figure, axes) of ``n`` side-by-side panels sharing the y axis (the tuning section)."""
+    fig = _figure(max(6.0, 2.6 * n), height)
+    return fig, list(fig.subplots(1, n, sharey=True, squeeze=False)[0])
+
+
+def png_bytes(fig) -> bytes:
+    return _png(fig)
+
+
 def peak_notes(results: Mapping, dtypes) -> list[str]:
     """A caption's sentence on each peak a figure draws: its value and how it is made."""
     env = env_of(results)

@@ -1,0 +1,115 @@
+"""``gemmlab tune``: search a rung's tile parameters on this GPU; ``--show`` prints the stored
+results (no GPU needed). See ``gemmlab.tune``."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import replace
+
+from ..core.deps import require, require_all
+from ..core.shapes import parse_shape
+from .common import add_dtype, add_lib, add_timing, timing_settings
+
+
+def register(sub) -> None:
+    from ..tune.strategies import STRATEGIES
+
+    p = sub.add_parser(
+        "tune", help="search a rung's tile parameters on this GPU; results kept in a database (--show prints them)",
+        description="Search the tile parameters of a rung (the registry's space, pruned by its constraints before "
+                    "anything compiles): candidates compile in parallel, are verified, then timed by the timing "
+                    "engine beside cuBLAS and the peers. Failures (compile errors, spills, wrong results) and "
+                    "candidates 3x slower than the best so far are recorded with the reason. Every result goes to a "
+                    "database (SQLite in the cache folder by default), one study per GPU, driver, NVRTC and "
+                    "gemmlab version, rung, dtype, layout and shape; an interrupted run resumes and nothing is "
+                    "measured twice. Needs the tune extra (pip install \"gemmlab[tune]\").")
+    p.add_argument("rung", metavar="RUNG", help="rung slug or number")
+    p.add_argument("--shape", default=None, help="N, N^3 or MxNxK (required unless --show)")
+    add_dtype(p, None, "default: the rung's first dtype")
+    p.add_argument("--layout", default="rr", choices=("rr", "rc", "cr", "cc"),
+                   help="A and B: r row-major, c column-major (C row-major; default rr)")
+    p.add_argument("--strategy", default="auto", choices=STRATEGIES,
+                   help="auto: exhaustive when the pruned space fits the budget (or is small), else tpe (default auto)")
+    lim = p.add_mutually_exclusive_group()
+    lim.add_argument("--budget", type=int, default=None, metavar="N", help="evaluate at most N candidates in this run")
+    lim.add_argument("--time", type=float, default=None, metavar="S", help="stop asking for candidates after S seconds")
+    p.add_argument("--devices", default="0", metavar="all|0,1", help="GPUs: one worker process each, on one study (default 0)")
+    p.add_argument("--storage", default=None, metavar="URL",
+                   help="database URL (default sqlite:///<cache dir>/tune.db; postgresql://... shares it between hosts)")
+    p.add_argument("--show", action="store_true", help="print the stored results (every matching study) and exit")
+    p.add_argument("--top", type=int, default=30, metavar="N", help="rows of measured configurations shown (0: all)")
+    p.add_argument("--sampler-seed", dest="tune_seed", type=int, default=None, help="the strategy's seed (repeatable proposals)")
+    p.add_argument("--batch", type=int, default=None, help="candidates compiled together (default: CPUs per device, at most 8)")
+    p.add_argument("--jobs", "-j", type=int, default=None, help="compile processes per device (default: CPUs / devices)")
+    p.add_argument("--peers", default=None, metavar="NAMES", help="peers timed beside (cublas,triton; default all usable)")
+    add_lib(p)
+    add_timing(p)
+    p.add_argument("--json", metavar="FILE", default=None, help="write the run's summary and every record to FILE")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar on stderr")
+    p.set_defaults(func=run)
+
+
+def _devices(text: str) -> tuple[int, ...]:
+    if text.strip() == "all":
+        from ..core.driver import cuda, check
+
+        return tuple(range(int(check(cuda().cuDeviceGetCount(), "cuDeviceGetCount"))))
+    try:
+        out = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise ValueError(f"--devices: give 'all' or GPU ordinals such as 0,1; got {text!r}") from None
+    if not out:
+        raise ValueError("--devices: no GPU named")
+    return out
+
+
+def _show(args) -> int:
+    from ..core.registry import get
+    from ..tune import table
+    from ..tune.store import documents
+
+    match = {"rung": get(args.rung).slug, "dtype": args.dtype, "layout": args.layout,
+             "shape": "x".join(map(str, parse_shape(args.shape))) if args.shape else None}
+    docs = documents(args.storage, **match)
+    if not docs:
+        print(f"gemmlab tune: no tuning results for {', '.join(f'{k} {v}' for k, v in match.items() if v)}",
+              file=sys.stderr)
+        return 1
+    for doc in docs:
+        table.render(doc, args.top or None)
+    return 0
+
+
+def run(args) -> int:
+    require("optuna")    # the tune extra: named before anything else
+    if args.show:
+        return _show(args)
+    if args.shape is None:
+        raise ValueError("--shape is required (e.g. --shape 4096 or 4096x4096x1024)")
+    require_all("cuda.bindings.driver")
+    from ..bench.results import write_json
+    from ..core import driver
+    from ..tune import table
+    from ..tune.gpu import GpuFactory
+    from ..tune.runner import TuneSpec, tune
+
+    spec = TuneSpec(args.rung, parse_shape(args.shape), args.dtype, args.layout, args.strategy, args.budget,
+                    args.time, args.batch, args.tune_seed, args.storage)
+    spec.checked()       # refuse bad arguments before looking for a GPU
+    if not driver.gpu_available():
+        raise driver.NoGPUError("gemmlab tune measures on a GPU; gemmlab tune --show reads stored results without one")
+    devices = _devices(args.devices)
+    spec = replace(spec, devices=devices).checked()
+    peers = tuple(s.strip() for s in args.peers.split(",") if s.strip()) if args.peers else None
+    jobs = args.jobs or max(1, (os.cpu_count() or 1) // len(devices))
+    factory = GpuFactory(spec.rung, spec.dtype, spec.shape, spec.layout, timing_settings(args), args.lib, peers, jobs)
+    summary = tune(spec, factory, progress=args.progress and sys.stderr.isatty())
+    print(f"{summary['study']}\nstrategy {summary['strategy']}, {summary['candidates']} candidates of "
+          f"{summary['space_size']} after pruning; this run evaluated {summary['evaluated']} "
+          f"({', '.join(f'{v} {k}' for k, v in summary['counts'].items()) or 'none'}); stopped: {summary['stopped']}; "
+          f"storage {summary['storage']}")
+    table.render(summary["document"], args.top or None)
+    if args.json:
+        print(f"wrote {write_json(summary, args.json)}")
+    return 1 if summary["worker_failures"] else 0

@@ -1,0 +1,149 @@
+"""The real evaluator: candidates compiled by NVRTC in worker processes (``core.precompile.
+CompilePool``), verified against the float64 reference (``measure.verify``), and timed by the one
+timing engine (``measure.timing``) on one GPU, beside the peers (cuBLAS, Triton) timed by the same
+engine on the same operands at the start of the run.
+
+The operands are made once per run: fresh random A and B of the tuned shape and layout and a C
+poisoned with NaN before every verification, so each candidate is checked on data it did not see
+before it wrote C. The compile pool builds the very variant the launch will pick (the layouts and
+vector-access flags of these operands), so nothing compiles while the GPU is being timed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Sequence
+
+from ..analysis import environment
+from ..core import api, driver
+from ..core.precompile import CompilePool
+from ..core.problem import make_problem
+from ..core.registry import get
+from ..core.variant import SpillError, Variant
+from ..measure import arrays, peers as peer_lib, timing
+from ..measure.verify import check as verify_check
+from .evaluate import Outcome
+
+
+@dataclass(frozen=True)
+class GpuFactory:
+    """``EvaluatorFactory`` of ``GpuEvaluator`` (picklable: a worker process per device)."""
+
+    rung: str
+    dtype: str
+    shape: tuple[int, int, int]
+    layout: str = "rr"
+    settings: timing.Settings = timing.Settings()
+    lib: str | None = None
+    peers: tuple[str, ...] | None = None     # None: every peer usable here (cuBLAS always)
+    processes: int | None = None             # compile workers per device (None: CPUs / devices)
+
+    def identity(self, device: int) -> dict:
+        env = environment.collect(device)
+        return {"gpu_name": env.get("gpu_name"), "arch": env.get("arch"), "driver": env.get("driver_version"),
+                "nvrtc": env.get("nvrtc_version"), "gemmlab": env.get("gemmlab_version")}
+
+    def create(self, device: int) -> "GpuEvaluator":
+        return GpuEvaluator(self, device)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+
+
+class GpuEvaluator:
+    def __init__(self, f: GpuFactory, device: int):
+        self.f = f
+        self.rung = get(f.rung)
+        self.L = arrays.Lib(arrays.choose_lib(f.lib, f.dtype, arrays.available_libs()))
+        if self.L.name == "torch":
+            self.L.xp.cuda.set_device(device)
+        else:
+            self.L.xp.cuda.Device(device).use()
+        self.info = driver.device_info(device)
+        self.device = f"GPU {device} ({environment.collect(device).get('pci_bus_id') or self.info.name})"
+        self.pool = CompilePool(f.processes, start_method="forkserver")
+        M, N, K = f.shape
+        self.ops = arrays.make_operands(self.L, M, N, K, f.dtype, a_col=f.layout[0] == "c", b_col=f.layout[1] == "c",
+                                        beta_nonzero=False)
+        self.kv = make_problem(self.ops.a, self.ops.b, self.ops.c).kernel_view()
+        st = f.settings
+        self.dev = timing.CudaDevice(self.L, device, self.info.l2_bytes, flush=st.l2 == "cold", spin=st.spin)
+        clocks = timing.NvmlClocks(device) if environment.max_sm_clock_mhz(device) else None
+        self.engine = timing.Engine(self.dev, st, clocks)
+        # the 3x rule's short estimate: three samples, no noise target
+        self.quick = timing.Engine(self.dev, replace(st, min_samples=3, max_samples=3, warmup=0), None)
+
+    def _variant(self, cfg: dict) -> Variant:
+        kv = self.kv
+        tall = self.rung.launch(kv.M, kv.N, cfg).grid[2] > 1
+        return Variant.make(self.rung, self.f.dtype, a_col=kv.a_col, b_col=kv.b_col, vec_a=kv.vec_a,
+                            vec_b=kv.vec_b, vec_c=kv.vec_c, config=cfg, tall=tall)
+
+    def compile(self, configs: Sequence[dict]) -> list[Outcome | None]:
+        variants, errors = [], {}
+        for i, cfg in enumerate(configs):
+            try:
+                variants.append((i, self._variant(cfg)))
+            except ValueError as exc:
+                errors[i] = f"ValueError: {exc}"
+        self.pool.build([v for _, v in variants], self.info.arch,
+                        lambda v, hit, err: errors.__setitem__(next(i for i, w in variants if w is v), err))
+        out: list[Outcome | None] = []
+        for i in range(len(configs)):
+            err = errors.get(i)
+            if err is None:
+                out.append(None)
+            else:
+                status = "spill" if err.startswith("SpillError") else "compile_error"
+                out.append(Outcome(status, reason=err.strip().splitlines()[0]))
+        return out
+
+    def _verified(self, plan, cfg: dict) -> tuple[Outcome | None, float | None]:
+        L, ops = self.L, self.ops
+        L.fill_nan(ops.c)
+        plan.run(self.dev.stream)
+        L.synchronize()
+        vr = verify_check(ops, 1.0, 0.0, f"{self.rung.slug} {cfg}")
+        if vr.ok:
+            return None, vr.rel_error
+        return Outcome("wrong", reason=(f"rel. error {vr.rel_error:.2e} (tol {vr.tol:.1e}), max scaled "
+                                        f"{vr.max_scaled:.2e} (tol {vr.elem_tol:.1e}), {vr.nonfinite} non-finite"),
+                       detail={"rel_error": vr.rel_error, "max_scaled": vr.max_scaled}), vr.rel_error
+
+    def measure(self, config: dict, cutoff_ms: float | None) -> Outcome:
+        try:
+            plan = api.plan(self.ops.a, self.ops.b, self.ops.c, kernel=self.rung.slug, config=config)
+        except SpillError as exc:
+            return Outcome("spill", reason=_first_line(exc))
+        except Exception as exc:  # noqa: BLE001 - CompileError, resources ...
+            return Outcome("compile_error", reason=_first_line(exc))
+        bad, rel = self._verified(plan, config)
+        if bad is not None:
+            return bad
+        cand = timing.Candidate("candidate", lambda: plan.run(self.dev.stream))
+        self.engine.warm_up([cand])
+        if cutoff_ms is not None:
+            q = self.quick.measure([cand]).samples["candidate"]
+            if q.median > cutoff_ms:
+                return Outcome("ok", q.median, detail={"estimate": True, "samples": q.n, "rel_error": rel})
+        s = self.engine.measure([cand]).samples["candidate"]
+        return Outcome("ok", s.median, detail={"samples": s.n, "noise": s.noise, "min_ms": s.minimum,
+                                               "stop_reason": s.stop_reason, "throttled_samples": sum(s.throttled),
+                                               "rel_error": rel})
+
+    def peers(self) -> dict[str, float]:
+        cands = []
+        for peer in peer_lib.peers(self.f.peers, self.f.dtype, self.L.name):
+            ok, _why = peer.available(self.f.dtype)
+            if ok:
+                cands.append(timing.Candidate(peer.name, peer.prepare(self.ops, self.f.dtype)))
+        if not cands:
+            return {}
+        self.engine.warm_up(cands)
+        run = self.engine.measure(cands)
+        return {name: s.median for name, s in run.samples.items() if s.median}
+
+    def close(self) -> None:
+        self.pool.close()

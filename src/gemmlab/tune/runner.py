@@ -1,0 +1,197 @@
+"""``tune``: one tuning run -- the space from the registry, the study from the database, the
+strategy, and one worker per device (in this process for one device, else one process each).
+
+Before the workers start: the stale trials of crashed workers are failed and every configuration
+whose evaluation crashed or was interrupted is queued again (``search.retry_failed``), so a run
+interrupted by Ctrl-C or a crash resumes where it stopped; nothing already recorded is measured
+again. Workers on several devices share the study: the database hands each candidate to one.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import time
+import uuid
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+
+from ..core.progress import Progress
+from ..core.registry import get
+from ..core.shapes import fmt_shape
+from .evaluate import EvaluatorFactory
+from .search import Job, Stats, retry_failed, search
+from .space import Space
+from .store import (GRACE_S, HEARTBEAT_S, MEMORY, fail_stale, open_storage, open_study, optuna, study_document, study_key,
+                    study_name)
+from .strategies import resolve, sampler
+
+
+@dataclass(frozen=True)
+class TuneSpec:
+    rung: str
+    shape: tuple[int, int, int]
+    dtype: str | None = None            # None: the rung's first dtype
+    layout: str = "rr"                  # A and B as the kernel sees them (C row-major)
+    strategy: str = "auto"
+    budget: int | None = None
+    seconds: float | None = None
+    batch: int | None = None            # None: the CPU count per device, at most 8
+    seed: int | None = None
+    storage: str | None = None          # None: SQLite in the cache folder
+    devices: tuple[int, ...] = (0,)
+    heartbeat: tuple[int, int] = (HEARTBEAT_S, GRACE_S)
+    target: float | None = None         # stop once a candidate reaches this many TFLOP/s
+
+    def checked(self) -> "TuneSpec":
+        """The spec with its defaults filled; ValueError naming what is wrong."""
+        rung = get(self.rung)
+        dtype = self.dtype or rung.dtypes[0]
+        rung.require(dtype)
+        if len(self.shape) != 3 or any(not isinstance(x, int) or x < 1 for x in self.shape):
+            raise ValueError(f"shape must be three positive integers M, N, K, got {self.shape!r}")
+        if self.layout not in ("rr", "rc", "cr", "cc"):
+            raise ValueError(f"layout must be one of rr, rc, cr, cc (A then B; r row-major), got {self.layout!r}")
+        for name in ("budget", "batch"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        if self.seconds is not None and not self.seconds > 0:
+            raise ValueError(f"the time limit must be positive, got {self.seconds!r}")
+        if not self.devices or len(set(self.devices)) != len(self.devices):
+            raise ValueError(f"devices must be distinct GPU ordinals, got {self.devices!r}")
+        if self.storage == MEMORY and len(self.devices) > 1:
+            raise ValueError("an in-memory storage lives in one process: several devices need a database URL")
+        batch = self.batch or max(1, min(8, (os.cpu_count() or 1) // len(self.devices)))
+        return replace(self, rung=rung.slug, dtype=dtype, batch=batch)
+
+
+def _machine(spec: TuneSpec, factory: EvaluatorFactory) -> dict:
+    """The machine part of the key, the same for every device (else ValueError: a study holds one GPU)."""
+    ids = {d: factory.identity(d) for d in spec.devices}
+    first = ids[spec.devices[0]]
+    for d, m in ids.items():
+        if m != first:
+            raise ValueError(f"GPU {spec.devices[0]} and GPU {d} differ ({first} vs {m}): a study holds one kind of "
+                             "GPU; tune them in separate runs")
+    return first
+
+
+def _public_url(url: str | None) -> str:
+    from .store import default_url
+
+    url = url or default_url()
+    if url == MEMORY:
+        return url
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - an unparsable URL is shown as given to the error that follows
+        return url
+
+
+def _worker_main(factory, device: int, spec: TuneSpec, key: dict, job: Job, seed: int | None) -> None:
+    """A worker process: its own storage connection, sampler and evaluator on one device."""
+    try:
+        storage = open_storage(spec.storage, *spec.heartbeat)
+        space = Space.of(key["rung"], key["arch"])
+        study = open_study(storage, key, sampler(job.strategy, space.params, seed))
+        ev = factory.create(device)
+        try:
+            search(study, storage, space, ev, job)
+        finally:
+            ev.close()
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as exc:  # noqa: BLE001 - one line for the parent's summary, not a traceback
+        print(f"gemmlab tune: worker on device {device}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        sys.exit(1)
+
+
+def _run_workers(factory, spec: TuneSpec, key: dict, job: Job, study, bar: Progress) -> list[str]:
+    """One process per device; this process follows the study for the progress bar. Returns
+    the workers' failures (one line each)."""
+    seen = [0]
+    ctx = multiprocessing.get_context("spawn")   # CUDA in a worker must not inherit a parent's state
+    procs = []
+    for i, d in enumerate(spec.devices):
+        wjob = replace(job, stripe=(i, len(spec.devices)))
+        seed = None if spec.seed is None else spec.seed + i   # differing proposals per worker
+        p = ctx.Process(target=_worker_main, args=(factory, d, spec, key, wjob, seed), name=f"gemmlab-tune-{d}")
+        p.start()
+        procs.append((d, p))
+    try:
+        while any(p.is_alive() for _, p in procs):
+            _poll_progress(study, job.run, bar, seen)
+            time.sleep(1.0)
+    finally:
+        for _, p in procs:
+            p.join()
+    _poll_progress(study, job.run, bar, seen)
+    return [f"worker on device {d} exited with code {p.exitcode}" for d, p in procs if p.exitcode not in (0, None)]
+
+
+def _poll_progress(study, run: str, bar: Progress, seen: list[int]) -> None:
+    """Move the bar by the records this run added since the last look (``seen[0]``)."""
+    doc = study_document(study)
+    done = sum(1 for r in doc["records"] if r["run"] == run)
+    best = next((r for r in doc["records"] if r["status"] == "ok"), None)
+    bar.update(_bar_text(best), advance=max(0, done - seen[0]))
+    seen[0] = done
+
+
+def _bar_text(best: dict | None) -> str:
+    if not best or not best.get("tflops"):
+        return "no candidate measured yet"
+    cfg = ",".join(f"{k}={v}" for k, v in best["config"].items())
+    return f"best {best['tflops']:.1f} TFLOP/s ({cfg})"
+
+
+def _on_result(bar: Progress):
+    def on_result(rec: dict, stats: Stats) -> None:
+        bar.update(_bar_text(stats.best), advance=1)
+    return on_result
+
+
+def tune(spec: TuneSpec, factory: EvaluatorFactory, *, progress: bool = False) -> dict:
+    """Run the tuner (see the module docstring) and return its summary: the study, the strategy,
+    what this run evaluated, why it stopped, the best configuration and the study's records."""
+    opt = optuna()
+    spec = spec.checked()
+    machine = _machine(spec, factory)
+    space = Space.of(spec.rung, machine.get("arch"))
+    cands = space.candidates()
+    if not cands:
+        raise ValueError(f"no configuration of {space.describe()} passes the constraints")
+    strategy = resolve(spec.strategy, len(cands), spec.budget)
+    key = study_key(machine, spec.rung, spec.dtype, spec.layout, spec.shape)
+    storage = open_storage(spec.storage, *spec.heartbeat)
+    study = open_study(storage, key, sampler(strategy, space.params, spec.seed), space.params)
+    fail_stale(study)
+    retried = retry_failed(study, space)
+    run = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+    job = Job(strategy, run, spec.budget, spec.seconds, spec.batch, target=spec.target)
+    t0 = time.perf_counter()
+    failures: list[str] = []
+    stopped = ""
+    with Progress(spec.budget or len(cands), enabled=progress, label=f"tune {spec.rung}") as bar:
+        if len(spec.devices) == 1:
+            ev = factory.create(spec.devices[0])
+            try:
+                stopped = search(study, storage, space, ev, job, _on_result(bar)).stopped
+            finally:
+                ev.close()
+        else:
+            failures = _run_workers(factory, spec, key, job, study, bar)
+    doc = study_document(opt.load_study(study_name=study_name(key), storage=storage))
+    mine = [r for r in doc["records"] if r["run"] == run]
+    return {"study": doc["study"], "key": key, "storage": _public_url(spec.storage), "run": run,
+            "strategy": strategy, "requested_strategy": spec.strategy, "shape": fmt_shape(spec.shape),
+            "space": {k: list(v) for k, v in space.params.items()}, "space_size": space.size,
+            "candidates": len(cands), "retried": retried, "evaluated": len(mine),
+            "counts": {s: sum(r["status"] == s for r in mine) for s in sorted({r["status"] for r in mine})},
+            "stopped": stopped or ("; ".join(failures) if failures else "every worker finished"),
+            "worker_failures": failures, "seconds": round(time.perf_counter() - t0, 3),
+            "best": next((r for r in doc["records"] if r["status"] == "ok"), None), "document": doc}

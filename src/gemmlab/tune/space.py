@@ -1,0 +1,106 @@
+"""The search space of a rung, read from the registry: the values of each tunable parameter
+(``Rung.space``), every other parameter at its default, and the constraints that prune the product
+before anything compiles (``Rung.check_config``: the rung's rules and the block size, with
+readable reasons; ``Rung.check_resources``: shared memory against the architecture's limit).
+
+A point of the space is a full configuration (a dict of every parameter of the rung). The
+strategies see a point as one integer per searched parameter, the index of its value in the
+sorted value list (``encode``/``decode``): indices keep the order of the values, which TPE and
+CMA-ES use (a categorical would not), and every index maps to a value the rung can compile.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Iterator, Mapping
+
+from ..core.arch import ArchLimits, limits as arch_limits
+from ..core.config import format_config
+from ..core.registry import Rung, get
+
+
+@dataclass(frozen=True)
+class Space:
+    rung: Rung
+    params: dict[str, tuple[int, ...]]      # searched parameter -> its values, ascending
+    limits: ArchLimits | None = None        # shared-memory limit of the target; None: not checked
+
+    @classmethod
+    def of(cls, rung: Rung | str, arch: str | None = None,
+           overrides: Mapping[str, tuple[int, ...]] | None = None) -> "Space":
+        """The registry's space of ``rung`` (``overrides`` replaces the values of some parameters);
+        ValueError when the rung has nothing to tune or a parameter is unknown."""
+        rung = get(rung) if isinstance(rung, str) else rung
+        values = dict(rung.space)
+        for k, v in (overrides or {}).items():
+            if k not in rung.params:
+                raise ValueError(f"rung {rung.slug!r} has no parameter {k!r}; parameters: {sorted(rung.params)}")
+            if not v or any(isinstance(x, bool) or not isinstance(x, int) or x <= 0 for x in v):
+                raise ValueError(f"values of {k} must be positive integers, got {v!r}")
+            values[k] = tuple(v)
+        if not values:
+            raise ValueError(f"rung {rung.slug!r} has no tunable parameters (no search space in the registry)")
+        params = {k: tuple(sorted(set(values[k]))) for k in rung.params if k in values}
+        return cls(rung, params, arch_limits(arch) if arch else None)
+
+    # ---- points ----------------------------------------------------------------------------
+    @property
+    def size(self) -> int:
+        """Points in the product, before pruning."""
+        n = 1
+        for v in self.params.values():
+            n *= len(v)
+        return n
+
+    def point(self, values: Mapping[str, int]) -> dict[str, int]:
+        """The full configuration: the rung's defaults with ``values`` on top, in parameter order."""
+        cfg = dict(self.rung.params)
+        cfg.update({k: int(v) for k, v in values.items()})
+        return cfg
+
+    def points(self) -> Iterator[dict[str, int]]:
+        """Every point of the product, in a fixed order (the last parameter fastest)."""
+        names = list(self.params)
+        for combo in itertools.product(*self.params.values()):
+            yield self.point(dict(zip(names, combo)))
+
+    def encode(self, cfg: Mapping[str, int]) -> dict[str, int]:
+        """Point -> {parameter: index of its value}."""
+        return {k: self.params[k].index(cfg[k]) for k in self.params}
+
+    def decode(self, indices: Mapping[str, int]) -> dict[str, int]:
+        """{parameter: index} -> point."""
+        return self.point({k: self.params[k][int(i)] for k, i in indices.items()})
+
+    def key(self, cfg: Mapping[str, int]) -> str:
+        """The point's canonical text, ``BM=64,BN=128,...`` (the database's config key)."""
+        return format_config({k: cfg[k] for k in self.rung.params})
+
+    # ---- pruning ---------------------------------------------------------------------------
+    def check(self, cfg: Mapping[str, int]) -> list[str]:
+        """Why the rung cannot take ``cfg`` (empty: it can)."""
+        reasons = self.rung.check_config(cfg)
+        if not reasons and self.limits is not None:
+            try:
+                self.rung.check_resources(cfg, self.limits)
+            except ValueError as exc:
+                reasons.append(str(exc))
+        return reasons
+
+    def candidates(self) -> list[dict[str, int]]:
+        """The pruned space: every point the constraints accept, in ``points`` order."""
+        return [p for p in self.points() if not self.check(p)]
+
+    def pruned(self) -> list[tuple[dict[str, int], list[str]]]:
+        """The points the constraints refuse, each with its reasons."""
+        out = []
+        for p in self.points():
+            reasons = self.check(p)
+            if reasons:
+                out.append((p, reasons))
+        return out
+
+    def describe(self) -> str:
+        vals = "; ".join(f"{k} in {{{', '.join(map(str, v))}}}" for k, v in self.params.items())
+        return f"{self.rung.slug}: {vals} ({self.size} points before pruning)"

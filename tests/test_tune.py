@@ -1,0 +1,344 @@
+"""The tuner on the CPU: strategies, pruning, persistence, resume after an interruption or a crash,
+failure recording, the 3x-slower rule and worker processes sharing one SQLite study -- the whole
+``gemmlab.tune`` with a replayed landscape in place of the GPU (``ReplayEvaluator``)."""
+
+from __future__ import annotations
+
+import json
+import math
+import multiprocessing
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+optuna = pytest.importorskip("optuna")
+
+from gemmlab.core.registry import RUNGS  # noqa: E402
+from gemmlab.tune import store  # noqa: E402
+from gemmlab.tune.evaluate import Outcome, ReplayEvaluator, ReplayFactory  # noqa: E402
+from gemmlab.tune.runner import TuneSpec, tune  # noqa: E402
+from gemmlab.tune.space import Space  # noqa: E402
+from gemmlab.tune.strategies import AUTO_EXHAUSTIVE, resolve  # noqa: E402
+
+SHAPE = (512, 512, 512)
+
+
+def landscape(rung: str, special: dict | None = None) -> dict:
+    """A made-up but smooth landscape over the pruned space: bigger tiles are faster."""
+    sp = Space.of(rung, "sm_90a")
+    table = {}
+    for c in sp.candidates():
+        work = math.log2(c.get("BM", 32) * c.get("BN", 32)) + math.log2(c.get("TM", 1) * c.get("THREADS", 256))
+        table[sp.key(c)] = {"status": "ok", "ms": 10.0 / work}
+    table.update(special or {})
+    return table
+
+
+def spec(tmp_path, rung="naive", **kw) -> TuneSpec:
+    kw.setdefault("storage", f"sqlite:///{tmp_path / 'tune.db'}")
+    return TuneSpec(rung, SHAPE, **kw)
+
+
+class Recording(ReplayFactory):
+    """Keeps the evaluator it made, to see what was compiled and measured."""
+
+    def create(self, device):
+        self.made = super().create(device)
+        return self.made
+
+
+def _statuses(summary) -> dict:
+    return {r["key"]: r["status"] for r in summary["document"]["records"]}
+
+
+# ---- the space -------------------------------------------------------------------------------------
+def test_constraints_prune_the_space_with_the_registrys_reasons():
+    sp = Space.of("naive", "sm_90a")
+    refused = sp.pruned()
+    assert len(refused) + len(sp.candidates()) == sp.size
+    assert all("must be BM*BN" in "; ".join(reasons) for _, reasons in refused)
+
+
+def test_every_rung_space_is_a_few_hundred_candidates_at_most():
+    for r in [r for r in RUNGS if r.space]:     # a rung without a space is refused by the tuner, by name
+        n = len(Space.of(r, "sm_90a").candidates())
+        assert 1 <= n <= 400, (r.slug, n)
+
+
+def test_a_rung_without_a_space_is_refused_by_name():
+    from dataclasses import replace
+
+    with pytest.raises(ValueError, match="no tunable parameters"):
+        Space.of(replace(RUNGS[0], space={}))
+
+
+def test_a_refused_proposal_is_recorded_invalid_and_never_compiled(tmp_path):
+    f = Recording(landscape("tile_1d"))
+    s = tune(spec(tmp_path, "tile_1d", strategy="random", budget=6, seed=3), f)
+    sp = Space.of("tile_1d", "sm_90a")
+    assert all(not sp.check(dict(zip(sp.rung.params, (int(x.split("=")[1]) for x in k.split(",")))))
+               for k in f.made.compiled)
+    assert s["evaluated"] == 6
+
+
+# ---- strategies --------------------------------------------------------------------------------------
+def test_auto_is_exhaustive_when_the_space_fits_else_tpe():
+    assert resolve("auto", 50, None) == "exhaustive"
+    assert resolve("auto", AUTO_EXHAUSTIVE + 1, None) == "tpe"
+    assert resolve("auto", 50, 10) == "tpe"
+    with pytest.raises(ValueError, match="unknown strategy"):
+        resolve("annealing", 5, None)
+
+
+@pytest.mark.parametrize("strategy", ["random", "tpe", "cmaes", "grid"])
+def test_each_strategy_evaluates_its_budget_of_distinct_candidates(tmp_path, strategy):
+    f = Recording(landscape("tile_1d"))
+    s = tune(spec(tmp_path, "tile_1d", strategy=strategy, budget=8, batch=4, seed=1), f)
+    assert s["strategy"] == strategy and s["evaluated"] == 8
+    assert len(set(f.made.measured)) == len(f.made.measured) == 8
+
+
+def test_exhaustive_measures_every_candidate_once(tmp_path):
+    f = Recording(landscape("naive"))
+    s = tune(spec(tmp_path, strategy="exhaustive"), f)
+    assert sorted(f.made.measured) == sorted(landscape("naive"))
+    assert s["stopped"] == "every candidate of the pruned space is recorded"
+
+
+# ---- persistence ---------------------------------------------------------------------------------------
+def test_a_second_run_measures_nothing_already_recorded(tmp_path):
+    tune(spec(tmp_path, strategy="exhaustive"), ReplayFactory(landscape("naive")))
+    f = Recording(landscape("naive"))
+    s = tune(spec(tmp_path, strategy="tpe", budget=5), f)
+    assert f.made.measured == [] and s["evaluated"] == 0
+
+
+def test_the_study_is_keyed_by_machine_versions_rung_dtype_layout_and_shape(tmp_path):
+    s = tune(spec(tmp_path, strategy="exhaustive", layout="rc"), ReplayFactory(landscape("naive")))
+    key = s["document"]["key"]
+    assert set(key) == set(store.KEY_FIELDS)
+    assert key["layout"] == "rc" and key["shape"] == "512x512x512" and key["dtype"] == "fp32"
+    other = tune(spec(tmp_path, strategy="exhaustive", layout="rr"), ReplayFactory(landscape("naive")))
+    assert other["study"] != s["study"] and other["evaluated"] == 9
+
+
+# ---- failures and the 3x rule --------------------------------------------------------------------------------
+def test_failures_are_recorded_with_their_reason_and_the_search_goes_on(tmp_path):
+    keys = list(landscape("naive"))
+    special = {keys[0]: {"status": "compile_error", "reason": "NVRTC: error"},
+               keys[1]: {"status": "spill", "reason": "spills 8 bytes"},
+               keys[2]: {"status": "wrong", "reason": "rel. error 1e-1"}}
+
+    class Raising(ReplayFactory):
+        def create(self, device):
+            ev = super().create(device)
+            measure = ev.measure
+
+            def boom(config, cutoff):
+                if ev.key(config) == keys[3]:
+                    raise RuntimeError("illegal memory access")
+                return measure(config, cutoff)
+            ev.measure = boom
+            return ev
+
+    s = tune(spec(tmp_path, strategy="exhaustive"), Raising(landscape("naive", special)))
+    st = _statuses(s)
+    assert [st[k] for k in keys[:4]] == ["compile_error", "spill", "wrong", "error"]
+    assert s["evaluated"] == 9 and sum(v == "ok" for v in st.values()) == 5
+    reasons = {r["key"]: r["reason"] for r in s["document"]["records"]}
+    assert "illegal memory access" in reasons[keys[3]] and reasons[keys[1]] == "spills 8 bytes"
+
+
+def test_a_candidate_3x_slower_than_the_best_so_far_is_recorded_slow(tmp_path):
+    keys = list(landscape("naive"))
+    table = {k: {"status": "ok", "ms": 1.0} for k in keys}
+    table[keys[-1]] = {"status": "ok", "ms": 3.5}
+    table[keys[-2]] = {"status": "ok", "ms": 2.9}
+    s = tune(spec(tmp_path, strategy="exhaustive", batch=1), ReplayFactory(table))
+    st = _statuses(s)
+    assert st[keys[-1]] == "slow" and st[keys[-2]] == "ok"
+    slow = next(r for r in s["document"]["records"] if r["key"] == keys[-1])
+    assert "3x the best so far" in slow["reason"] and slow["tflops"] is not None
+
+
+# ---- interruption and crashes -------------------------------------------------------------------------------
+class Interrupting(ReplayFactory):
+    def create(self, device):
+        ev = super().create(device)
+        calls = []
+        measure = ev.measure
+
+        def stop_on_the_fourth(config, cutoff):
+            calls.append(config)
+            if len(calls) == 4:
+                raise KeyboardInterrupt
+            return measure(config, cutoff)
+        ev.measure = stop_on_the_fourth
+        return ev
+
+
+def test_an_interrupted_run_keeps_its_results_and_resumes_without_remeasuring(tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        tune(spec(tmp_path, strategy="exhaustive", batch=2), Interrupting(landscape("naive")))
+    f = Recording(landscape("naive"))
+    s = tune(spec(tmp_path, strategy="exhaustive"), f)
+    assert s["retried"] == 1                    # the one interrupted in the middle of its timing
+    assert len(f.made.measured) == 9 - 3        # the first three are kept, never timed again
+    assert all(v == "ok" for v in _statuses(s).values()) and len(_statuses(s)) == 9
+
+
+@dataclass
+class Crashing(ReplayFactory):
+    """Kills its process (no clean-up at all) at its third measurement."""
+
+    def create(self, device):
+        ev = super().create(device)
+        measure, calls = ev.measure, []
+
+        def die(config, cutoff):
+            calls.append(1)
+            if len(calls) == 3:
+                os._exit(9)
+            return measure(config, cutoff)
+        ev.measure = die
+        return ev
+
+
+def _tune_in_child(s: TuneSpec, f) -> None:
+    tune(s, f)
+
+
+def test_a_crashed_run_is_failed_by_its_heartbeat_and_retried_on_resume(tmp_path):
+    s = spec(tmp_path, strategy="exhaustive", batch=4, heartbeat=(1, 2))
+    p = multiprocessing.get_context("spawn").Process(target=_tune_in_child, args=(s, Crashing(landscape("naive"))))
+    p.start()
+    p.join(120)
+    assert p.exitcode == 9
+    time.sleep(3)                               # past the grace period: the held trials are stale
+    f = Recording(landscape("naive"))
+    out = tune(s, f)
+    assert out["retried"] == 2                  # the crash left 2 of its batch of 4 unmeasured
+    assert sorted(set(f.made.measured) | {k for k, v in _statuses(out).items()}) == sorted(landscape("naive"))
+    assert all(v == "ok" for v in _statuses(out).values()) and len(_statuses(out)) == 9
+
+
+# ---- worker processes ------------------------------------------------------------------------------------------
+def test_two_worker_processes_share_one_sqlite_study(tmp_path):
+    s = tune(spec(tmp_path, "tile_1d", strategy="exhaustive", devices=(0, 1), batch=4), ReplayFactory(landscape("tile_1d")))
+    recs = s["document"]["records"]
+    assert s["worker_failures"] == [] and len(recs) == len(landscape("tile_1d"))
+    assert len({r["key"] for r in recs}) == len(recs)              # nothing measured twice
+    assert {r["device"] for r in recs} == {"replay 0", "replay 1"}  # tagged by device
+
+
+def test_devices_of_different_gpus_are_refused(tmp_path):
+    class Mixed(ReplayFactory):
+        def identity(self, device):
+            return {**self.machine, "gpu_name": f"GPU model {device}"}
+
+    with pytest.raises(ValueError, match="tune them in separate runs"):
+        tune(spec(tmp_path, devices=(0, 1)), Mixed(landscape("naive")))
+
+
+# ---- reading the results -----------------------------------------------------------------------------------------
+def test_ratios_use_the_peers_timed_in_the_candidates_own_run(tmp_path):
+    table = {k: {"status": "ok", "ms": 2.0} for k in landscape("naive")}
+    s = tune(spec(tmp_path, strategy="exhaustive"), ReplayFactory(table, peers={"cublas": 1.0, "triton": 0.5}))
+    r = s["document"]["records"][0]
+    assert r["vs_cublas"] == pytest.approx(0.5) and r["vs_best_peer"] == pytest.approx(0.25)
+    assert r["best_peer"] == "triton"
+
+
+def test_show_prints_seed_001s_table_from_the_database(tmp_path, capsys):
+    from gemmlab.cli import main
+
+    s = spec(tmp_path, strategy="exhaustive")
+    tune(s, ReplayFactory(landscape("naive"), peers={"cublas": 0.5}))
+    assert main(["tune", "naive", "--show", "--storage", s.storage, "--shape", "512"]) == 0
+    out = capsys.readouterr().out
+    for col in ("BM", "BN", "THREADS", "TFLOP/s", "% of cuBLAS", "% of best peer"):
+        assert col in out
+    assert main(["tune", "naive", "--show", "--storage", s.storage, "--shape", "1024"]) == 1
+
+
+def test_the_summary_is_strict_json(tmp_path):
+    from gemmlab.bench.results import write_json
+
+    s = tune(spec(tmp_path, strategy="exhaustive"), ReplayFactory(landscape("naive")))
+    doc = json.loads(write_json(s, tmp_path / "s.json").read_text())
+    assert doc["best"]["status"] == "ok" and doc["evaluated"] == 9
+
+
+def test_an_outcome_with_an_unknown_status_is_refused():
+    with pytest.raises(ValueError, match="unknown status"):
+        Outcome("great")
+    assert ReplayEvaluator({}).measure({"BM": 1}, None).status == "error"
+
+
+# ---- a shared server -----------------------------------------------------------------------------------------------
+def _postgres(tmp_path):
+    """A throw-away PostgreSQL server from Debian's package (run as the postgres user when root);
+    skips with the reason when none can start here."""
+    pytest.importorskip("psycopg2", reason="psycopg2 (pip install psycopg2-binary) is needed for PostgreSQL URLs")
+    bins = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))
+    if not bins:
+        pytest.skip("no PostgreSQL server here (apt-get install postgresql)")
+    bindir = bins[-1].parent
+    as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    if as_user and not shutil.which("runuser"):
+        pytest.skip("running as root without runuser: initdb refuses root")
+    d = Path(tempfile.mkdtemp(prefix="gemmlab-pg-"))   # not under pytest's folder: the postgres user must reach it
+    if as_user:
+        shutil.chown(d, "postgres")
+    port = 54000 + os.getpid() % 1000
+    run = lambda *a: subprocess.run(as_user + [str(bindir / a[0]), *a[1:]], capture_output=True, text=True, timeout=60)  # noqa: E731
+    r = run("initdb", "-D", str(d / "data"), "-A", "trust", "-U", "gemmlab")
+    if r.returncode:
+        pytest.skip(f"initdb failed: {r.stderr.strip()[:200]}")
+    r = run("pg_ctl", "-D", str(d / "data"), "-o", f"-k {d} -p {port} -c listen_addresses=''", "-l", str(d / "log"),
+            "-w", "start")
+    if r.returncode:
+        pytest.skip(f"the PostgreSQL server did not start: {r.stderr.strip()[:200]}")
+
+    def stop():
+        run("pg_ctl", "-D", str(d / "data"), "-m", "fast", "stop")
+        shutil.rmtree(d, ignore_errors=True)
+
+    return f"postgresql+psycopg2://gemmlab@/postgres?host={d}&port={port}", stop
+
+
+def test_a_postgresql_storage_shares_one_study_between_workers(tmp_path):
+    url, stop = _postgres(tmp_path)
+    try:
+        s = tune(TuneSpec("naive", SHAPE, strategy="exhaustive", storage=url, devices=(0, 1), batch=2),
+                 ReplayFactory(landscape("naive")))
+        assert s["worker_failures"] == [] and len(s["document"]["records"]) == 9
+        again = tune(TuneSpec("naive", SHAPE, strategy="tpe", budget=3, storage=url), ReplayFactory(landscape("naive")))
+        assert again["evaluated"] == 0 and again["study"] == s["study"]
+    finally:
+        stop()
+
+
+# ---- the report's tuning section ---------------------------------------------------------------------------------
+def test_the_report_gains_a_tuning_section_with_a_table_and_a_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    from gemmlab.report.model import results_document
+    from gemmlab.report.render import build
+    from gemmlab.report.tuning import collect_tuning
+
+    s = spec(tmp_path, "tile_1d", strategy="exhaustive")
+    tune(s, ReplayFactory(landscape("tile_1d"), peers={"cublas": 0.5}))
+    assert collect_tuning("someone else's GPU", s.storage) == []
+    docs = collect_tuning("replay", s.storage)
+    base = json.loads((Path(__file__).parent / "data" / "report_results.json").read_text())
+    html_path, md_path = build(results_document({**base, "tuning": docs}), str(tmp_path / "rep"))
+    md = Path(md_path).read_text()
+    assert "## Tuning" in md and "% of cuBLAS" in md and "tuning_1.png" in md
+    assert (tmp_path / "rep" / "tuning_1.png").stat().st_size > 1000
+    assert 'id="tuning"' in Path(html_path).read_text()
