@@ -19,6 +19,11 @@ stages=("$@")
 declare -A status
 
 $PY -m pip install -q --no-deps --no-build-isolation -e . >"$OUT/install.log" 2>&1 || echo "pip install -e . failed (see install.log); using PYTHONPATH"
+# wheels carried to a device without network (e.g. the tune extra's optuna): WHEELS=.whl
+if [ -n "${WHEELS:-}" ] && ls "$WHEELS"/*.whl >/dev/null 2>&1; then
+  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$WHEELS"/*.whl \
+    && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
 export PYTHONPATH=$PWD/src${PYTHONPATH:+:$PYTHONPATH}
 GL="$PY -m gemmlab"
 

@@ -33,16 +33,14 @@
 // on Hopper mma.sync does not reach the tensor cores' full rate, WGMMA (operands read from shared
 // memory by a whole warpgroup) does.
 //
-// Geometry (defaults BM=128, BN=256, BK=32, WM=64, WN=64, STAGES=3): 8 warps as 2 x 4, each a 64x64
+// Geometry (defaults BM=128, BN=128, BK=32, WM=64, WN=64, STAGES=4): 4 warps as 2 x 2, each a 64x64
 // warp tile = 4 x 8 mma tiles of 16x8 (128 FP32 accumulators per thread); BK = 32 is 2 k-steps of
-// 16; the shared memory is STAGES x (BM*BK + BK*BN) x 2 B = 72 KB. ptxas (NVRTC 13.5) gives it
-// 230-254 registers per thread on sm_90a and sm_80 in the 4 layouts and the 8 vector-access
-// combinations (252 for fp16/bf16 row/row with vector access on sm_90a), no spills; NVRTC 12.9
-// fits it too: one block (8 warps) per SM, registers being the limit. The larger tile halves
-// the L2 -> shared traffic per flop against 128x128 (BM+BN elements per BM*BN products). The preset
-// "128x128" (4 warps of 64x64, 4 stages, 64 KB) fits two blocks per SM instead: the same 8 warps,
-// but one block's barrier no longer stalls the whole SM. Which is faster on the H100 is for
-// `gemmlab bench` to say (--config 128x128).
+// 16; the shared memory is STAGES x (BM*BK + BK*BN) x 2 B = 64 KB; about 240 registers per thread,
+// so two blocks (8 warps) share an SM and one block's barrier no longer stalls the whole SM. The
+// preset "128x256" (8 warps as 2 x 4, 3 stages, 72 KB, 230-254 registers in the 4 layouts and 8
+// vector-access combinations on sm_90a and sm_80, no spills, one block per SM) halves the L2 ->
+// shared traffic per flop instead; on the H100 it measured slower than 128x128 at 4096^3 (the
+// benchmark's figures: benchmarks/results/h100_fp16.json and benchmarks/NOTES.md).
 // Epilogue: each warp stages 16 rows x WN of its FP32 accumulators in shared memory (reusing the
 // pipeline buffers), then every lane takes 8 consecutive outputs, applies alpha/beta (C not read
 // when beta == 0), converts to T and writes one 16-byte store (GL_VEC_C) or guarded scalar stores.
