@@ -25,7 +25,7 @@ import itertools
 
 import numpy as np
 
-DEFAULT = {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 3}
+DEFAULT = {"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4}
 
 
 class Swz:
@@ -319,7 +319,7 @@ def check_gemm(cfg: dict, a_col: bool, b_col: bool, M: int, N: int, K: int, seed
 
 
 CONFIGS = [DEFAULT,
-           {"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4},
+           {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 3},
            {"BM": 32, "BN": 64, "BK": 64, "WM": 16, "WN": 32, "STAGES": 2},
            {"BM": 16, "BN": 16, "BK": 32, "WM": 16, "WN": 16, "STAGES": 4}]
 

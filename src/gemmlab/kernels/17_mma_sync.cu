@@ -27,9 +27,12 @@
 // benchmarks/results/h100_fp16.json). It held a 2-stage pipeline whose loads went through
 // registers, so the tensor cores idled on global-memory latency and on the stores into shared
 // memory. Here the copies are asynchronous and STAGES deep, ldmatrix reads are conflict-free, and
-// a 64x64 warp tile gives 32 HMMA.16816 per 8 LDSM.x4. Prediction (not a measurement; the figures
-// will come from `gemmlab bench mma_sync --dtype fp16`): 0.55-0.7x cuBLAS on the H100 at 4096^3,
-// i.e. 400-520 TFLOP/s. The rest of the way is WGMMA + TMA (a later rung), which cuBLAS uses:
+// a 64x64 warp tile gives 32 HMMA.16816 per 8 LDSM.x4. Prediction, written before the first
+// measurement: 0.55-0.7x cuBLAS on the H100 at 4096^3, i.e. 400-520 TFLOP/s. Measured
+// (benchmarks/results/h100_fp16.json, h100_bf16.json): 440.9 TFLOP/s fp16 (0.58x cuBLAS) and
+// 448.6 bf16 (0.57x) with the 128x128 default, 2.4x rung 16; the top stalls are "wait" (ldmatrix
+// to mma dependencies) and "math pipe throttle" (report_h100/results.json, profile.mma_sync).
+// The rest of the way is WGMMA + TMA (a later rung), which cuBLAS uses:
 // on Hopper mma.sync does not reach the tensor cores' full rate, WGMMA (operands read from shared
 // memory by a whole warpgroup) does.
 //

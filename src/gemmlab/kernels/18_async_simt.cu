@@ -44,7 +44,7 @@
 // is pointed at the operand's base). The epilogue writes C with 128-bit stores where legal
 // (gl_store_c4), never reading C when beta == 0.
 //
-// Expected, not measured (the lead benchmarks it): at the default tile, ptxas (NVRTC 13, sm_90a)
+// Prediction, written before the first measurement: at the default tile, ptxas (NVRTC 13, sm_90a)
 // gives 221-225 registers in every layout, no spills; the hot loop's interior path (`gemmlab
 // inspect async_simt`) issues 1115 instructions per tile: 1024 FFMA (91.8%), 48 LDS.128 (+3
 // LDS the compiler pads before LDGSTS), 6 LDGSTS, ~27 address/loop, 1 barrier. With one block of
@@ -52,6 +52,11 @@
 // does not avoid perfectly, the expected rate is 80-85% of the 66.9 TFLOP/s FP32 peak, 53-57
 // TFLOP/s at 4096^3: 1.03-1.10x cuBLAS's 51.5 (77%). Seed figures: the A100 cp.async 128x256x8
 // SGEMM reached 98% of cuBLAS; the RTX 4090/4070 Ti SGEMMs 1.13-1.21x cuBLAS (baselines.md).
+// Measured on the H100 (benchmarks/results/h100_fp32.json): 46.7 TFLOP/s at 4096^3, 0.91x cuBLAS
+// and 1.10x rung 15: above the autotuned Triton peer (0.88x), short of the prediction. Nsight
+// Compute (report_h100/results.json, profile.async_simt) shows it issue-bound: 3.19 of 4
+// instructions per cycle, 11% of the warp cycles in "dispatch stall" with 8 warps per SM to
+// hide them, no bank conflicts (benchmarks/NOTES.md).
 #include "common.cuh"
 
 #if GL_DTYPE != 0
