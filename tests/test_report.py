@@ -577,3 +577,19 @@ def test_a_peer_stands_beside_cublas_and_is_not_a_step_of_the_ladder():
     assert len(steps(doc)) == 1 and "triton" not in json.dumps(steps(doc))
     rows = R.ladder_rows(doc)
     assert [r[1] for r in rows] == ["double_buffer", "warp_tiling", "cuBLAS", "triton"]
+
+
+def test_a_rung_steps_up_from_the_latest_earlier_rung_of_its_dtype(results):
+    """Rung 18 (fp32) is explained against rung 15, not the fp16 rung numbered before it; the first
+    fp16 rung, with no fp16 rung before it, against the rung just before it."""
+    doc = copy.deepcopy(results)
+    entries = doc["bench"]["results"]
+    for slug, like in (("async_simt", "warp_tiling"), ("mma_sync", "wmma")):   # rungs 17 and 18
+        if not any(e["kernel"] == slug for e in entries):
+            entries.append(dict(next(e for e in entries if e["kernel"] == like), kernel=slug, number=None))
+    rungs, _ = M.ladder(doc)
+    slugs = [r.slug for r in rungs]
+    assert slugs[-4:] == ["warp_tiling", "wmma", "mma_sync", "async_simt"]
+    pairs = [tuple(x.split(". ")[1] for x in row[0].split(" → ")) for row, _ in R.step_rows(doc)]
+    assert pairs[-3:] == [("warp_tiling", "wmma"), ("wmma", "mma_sync"), ("warp_tiling", "async_simt")]
+    assert len(S.steps(doc)) == len(rungs) - 1

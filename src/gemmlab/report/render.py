@@ -17,7 +17,7 @@ from . import fmt
 from .figures import FIGURES
 from .model import (DATASHEET_NOTE, dig, dtype_text, env_of, ladder, main_dtype, peak_basis, peak_tflops, peers,
                     stall_label, timing_text)
-from .steps import explain_step
+from .steps import explain_step, predecessor
 from .tuning import section as tuning_section
 
 # =============================================================================================
@@ -81,7 +81,8 @@ def step_rows(results: Mapping) -> list[tuple[list[str], str]]:
     """(table row, sentence) of every step up the ladder."""
     rungs, _ = ladder(results)
     out = []
-    for a, b in zip(rungs, rungs[1:]):
+    for i in range(1, len(rungs)):
+        a, b = predecessor(rungs, i), rungs[i]
         st = explain_step(a, b)
         out.append(([
             f"{a.label} → {b.label}",

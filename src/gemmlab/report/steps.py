@@ -332,7 +332,15 @@ def explain_step(prev: RungView, cur: RungView) -> dict:
     }
 
 
+def predecessor(rungs: list, i: int):
+    """The rung that rung ``i`` of the ladder improves on: the latest earlier rung of its dtype
+    (rung 18, FP32, builds on rung 15, not on the FP16 rung 17 numbered before it); the rung just
+    before it where none shares its dtype (the first tensor-core rung against the last FP32 one)."""
+    same = [r for r in rungs[:i] if r.dtype == rungs[i].dtype]
+    return same[-1] if same else rungs[i - 1]
+
+
 def steps(results: Mapping) -> list[dict]:
-    """``explain_step`` of every pair of consecutive rungs of the document's ladder."""
+    """``explain_step`` of every rung of the document's ladder against its predecessor."""
     rungs, _ = ladder(results)
-    return [explain_step(a, b) for a, b in zip(rungs, rungs[1:])]
+    return [explain_step(predecessor(rungs, i), rungs[i]) for i in range(1, len(rungs))]
