@@ -183,12 +183,28 @@ class _Worker:
         if key in view.recorded:
             self._told(trial, lambda: _tell_repeat(self.study, trial, view.recorded[key]))
             return None
-        if key in view.running or any(self.space.key(c) == key for _, c in batch):
+        if key in view.running or any(self.space.key(c) == key for _, c in batch) or self._taken(trial, key):
             # held by another worker (or twice in this batch): not measured twice
             _attrs(trial, "result", status="repeat", reason="being measured by another trial")
             self._told(trial, lambda: self.study.tell(trial, state=optuna().trial.TrialState.PRUNED))
             return None
         return trial, cfg
+
+    def _taken(self, trial, key: str) -> bool:
+        """Whether another trial holds or recorded ``key`` now (``view`` is a snapshot from the
+        start of the batch). This trial's candidate attribute is written before the read, so of two
+        workers that ask for the same configuration at once, the later reader sees the earlier
+        one: at most one of them measures it (both may step back; the configuration then stays
+        unrecorded and is proposed again)."""
+        TS = optuna().trial.TrialState
+        trials = retrying(lambda: self.study.get_trials(deepcopy=False, states=(TS.RUNNING, TS.COMPLETE, TS.PRUNED)),
+                          "reading the trials")
+        for t in trials:
+            if t.number == trial.number or (t.user_attrs.get("candidate") or {}).get("key") != key:
+                continue
+            if (t.user_attrs.get("result") or {}).get("status") not in ("invalid", "repeat"):
+                return True
+        return False
 
     def _queue_busy(self) -> bool:
         TS = optuna().trial.TrialState
