@@ -172,7 +172,7 @@ class Plan:
         self._lock = threading.Lock()
         vec_a, vec_b, tex_args = kp.vec_a, kp.vec_b, []
         if rung.textures:
-            textures.LOCK.acquire()   # held until the parameter block holds the objects
+            textures.LOCK.acquire()   # each launch looks the objects up again under the lock
             try:
                 vec_a, vec_b, tex_args = self._bind_textures(problem, kp)
             finally:
