@@ -30,6 +30,19 @@ def test_every_gpu_command_without_a_gpu_exits_3_the_same_way(capsys, monkeypatc
     assert "report --from-json benchmarks/results/report_h100/results.json" in err
 
 
+def test_bench_overhead_without_a_gpu_exits_3(capsys, monkeypatch):
+    _no_gpu(monkeypatch)
+    assert main(["bench", "--overhead"]) == 3
+    assert capsys.readouterr().err.startswith("gemmlab bench: needs an NVIDIA GPU")
+
+
+def test_bench_overhead_takes_one_rung_and_one_shape(capsys):
+    assert main(["bench", "--overhead", "--shape", "64,128"]) == 1
+    assert "takes one --shape" in capsys.readouterr().err
+    assert main(["bench", "--overhead", "naive", "smem"]) == 1
+    assert "takes one RUNG" in capsys.readouterr().err
+
+
 def test_an_architecture_nvrtc_cannot_target_is_refused_naming_the_supported_ones(capsys):
     assert main(["inspect", "smem", "--arch", "sm_999"]) == 1
     err = capsys.readouterr().err
