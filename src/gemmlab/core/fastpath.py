@@ -47,6 +47,12 @@ class _Entry:
         self.swap = problem.c.col_major
         self.span_a, self.span_b, self.span_c = (x.span_elements * x.itemsize for x in (problem.a, problem.b, problem.c))
 
+    def launch(self, pa: int, pb: int, pc: int, alpha, beta) -> bool:
+        """The plan's launch on the user's pointers, in the kernel's order."""
+        if self.swap:
+            return self.plan.launch(pb, pa, pc, alpha, beta)
+        return self.plan.launch(pa, pb, pc, alpha, beta)
+
 
 _entries: dict[tuple, _Entry] = {}
 
@@ -92,9 +98,7 @@ def launch(call, alpha, beta) -> bool:
     end_c = pc + entry.span_c
     if (pc < pa + entry.span_a and pa < end_c) or (pc < pb + entry.span_b and pb < end_c):
         return False   # C aliases an input: the full path raises
-    if entry.swap:
-        return entry.plan.launch(pb, pa, pc, alpha, beta)
-    return entry.plan.launch(pa, pb, pc, alpha, beta)
+    return entry.launch(pa, pb, pc, alpha, beta)
 
 
 def register(x, lib: str) -> None:
@@ -137,8 +141,7 @@ def product(a, b, kernel, config):
     pc = pointer_of(c)
     if pc & 15:   # allocators hand out aligned blocks: never seen, but the plan assumes it
         return None
-    launched = entry.plan.launch(pb, pa, pc, 1.0, 0.0) if entry.swap else entry.plan.launch(pa, pb, pc, 1.0, 0.0)
-    return c if launched else None
+    return c if entry.launch(pa, pb, pc, 1.0, 0.0) else None
 
 
 def remember_product(a, b, c, kernel, config, allocate, lib: str) -> None:

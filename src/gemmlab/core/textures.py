@@ -142,9 +142,3 @@ def _sweep() -> None:
                 check(cu.cuEventDestroy(tex.event), "cuEventDestroy")
             check(cu.cuTexObjectDestroy(tex.handle), "cuTexObjectDestroy")
     _retired[:] = keep
-
-
-def cached() -> tuple[int, int, int]:
-    """(live, pinned, retired-but-not-yet-destroyed) object counts, for tests and diagnostics."""
-    with LOCK:
-        return len(_live), len(_pinned), len(_retired)
