@@ -112,6 +112,27 @@ def test_a_hit_with_an_alpha_that_is_not_a_plain_number_goes_to_the_full_path(al
     assert plan.launches == []
 
 
+def test_gemms_one_call_fast_path_launches_a_hit_and_declines_a_miss():
+    (a, b, c), plan = _remembered()
+    a2, b2, c2 = FakeArray(0x40000), FakeArray(0x50000), FakeArray(0x60000)
+    assert fastpath.run(a2, b2, c2, "auto", None, 2.0, 0.5)
+    assert not fastpath.run(a2, b2, c2, "naive", None, 1.0, 0.0)                 # another kernel
+    assert not fastpath.run(a2, b2, FakeArray(0x60000, shape=(8, 4)), "auto", None, 1.0, 0.0)
+    assert plan.launches == [(0x40000, 0x50000, 0x60000, 2.0, 0.5)]
+
+
+def test_operands_of_two_array_types_of_one_library_share_the_flat_signature():
+    class Subclass(FakeArray):   # as torch.nn.Parameter is to torch.Tensor
+        pass
+
+    (a, b, c), plan = _remembered()
+    fastpath.register(Subclass(0), "cupy")
+    mixed = fastpath.signature(a, Subclass(0x20000), c, "auto", None)
+    assert mixed == fastpath.signature(a, b, c, "auto", None)
+    assert fastpath.run(a, Subclass(0x50000), c, "auto", None, 1.0, 0.0)
+    assert plan.launches == [(0x10000, 0x50000, 0x30000, 1.0, 0.0)]
+
+
 def test_a_remembered_product_allocates_and_launches_without_the_full_path():
     (a, b, c), plan = _remembered()
     fresh = FakeArray(0x70000)
@@ -236,6 +257,27 @@ def test_every_rung_captures_into_a_cuda_graph_once_compiled(slug, dtype):
     torch.cuda.synchronize()
     ref = 2.0 * (a.double() @ b.double())
     assert float((c.double() - ref).norm() / ref.norm()) < (1e-5 if dtype == "fp32" else 1e-2)
+
+
+@pytest.mark.gpu
+def test_a_call_made_while_another_context_is_current_is_still_launched_and_right():
+    cp = _cupy()
+    from gemmlab.core.driver import check, cuda
+
+    cu = cuda()
+    a, b = cp.random.standard_normal((40, 24), cp.float32), cp.random.standard_normal((24, 56), cp.float32)
+    c = cp.full((40, 56), cp.nan, cp.float32)
+    gemmlab.gemm(a, b, c, kernel="tile_2d")                 # plan made, primary context current
+    c.fill(cp.nan)
+    cp.cuda.Device().synchronize()
+    other = check(cu.cuCtxCreate(None, 0, check(cu.cuDeviceGet(0), "cuDeviceGet")), "cuCtxCreate")
+    try:                            # a second context of the device is current (CuPy's kernels too
+        gemmlab.gemm(a, b, c, kernel="tile_2d", alpha=-1.0)   # would be refused in it)
+    finally:
+        check(cu.cuCtxPopCurrent(), "cuCtxPopCurrent")
+        check(cu.cuCtxDestroy(other), "cuCtxDestroy")
+    cp.cuda.Device().synchronize()
+    assert _rel_err(cp, -c, a, b) < 1e-5
 
 
 _SPIN = r"""

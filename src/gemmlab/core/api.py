@@ -44,8 +44,7 @@ def gemm(a, b, c, *, alpha=1.0, beta=0.0, kernel: str = "auto", config=None):
     A call whose operands match an earlier call's (shapes, strides, dtype, device, alignment),
     with the same kernel and config, reuses that call's plan: microseconds of host time.
     """
-    call = fastpath.signature(a, b, c, kernel, config)
-    if call is not None and fastpath.launch(call, alpha, beta):
+    if fastpath.run(a, b, c, kernel, config, alpha, beta):
         return c
     problem = make_problem(a, b, c, alpha, beta)
     rung = dispatch.choose(problem, kernel, _arch_for(problem, kernel))  # rejects unknown names and dtypes first

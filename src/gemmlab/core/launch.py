@@ -17,7 +17,7 @@ import threading
 from .compile import CompiledKernel
 from .deps import require
 from . import textures
-from .driver import check, context, cuda, device_info, primary_context
+from .driver import check, context, cuda, device_info
 from .dtypes import get as get_dtype
 from .problem import GemmProblem, KernelProblem
 from .registry import Launch, Rung
@@ -197,7 +197,6 @@ class Plan:
         if tex_args:
             self._params.textures(*tex_args)
         self._launch_head = (self.function, *self.geometry.grid, *self.geometry.block, self.geometry.smem)
-        self._context = int(primary_context(self.ordinal))
         self._cu = cu
 
     @staticmethod
@@ -252,7 +251,9 @@ class Plan:
                 params.pack(params.buffer, 0, a_ptr, b_ptr, c_ptr, alpha, beta)
             except OverflowError:
                 params.pack(params.buffer, 0, a_ptr, b_ptr, c_ptr, _f32(alpha), _f32(beta))
-            self._launch(stream)
+            err = self._cu.cuLaunchKernel(*self._launch_head, stream, params.address, 0)[0]
+            if err or CHECKED:
+                self._after_launch(err, stream)
         return True
 
     def _launch_textured(self, a_ptr, b_ptr, c_ptr, alpha, beta, stream) -> bool:
@@ -269,12 +270,18 @@ class Plan:
         return True
 
     def _launch(self, stream: int) -> None:
+        err = self._cu.cuLaunchKernel(*self._launch_head, stream, self._params.address, 0)[0]
+        if err or CHECKED:
+            self._after_launch(err, stream)
+
+    def _after_launch(self, err, stream: int) -> None:
+        """A launch that failed, or GEMMLAB_CHECK. The launch goes out without asking which
+        context is current (CuPy and PyTorch keep the primary one current; the query cost a
+        fifth of a microsecond per call): a function of another context is refused by the
+        driver with INVALID_HANDLE (INVALID_CONTEXT with none current) and launches nothing,
+        so that case pushes the plan's context and launches again."""
         cu = self._cu
-        # the right context is almost always current (CuPy and PyTorch use the primary one):
-        # push/pop only when it is not
-        if int(cu.cuCtxGetCurrent()[1]) == self._context:
-            err = cu.cuLaunchKernel(*self._launch_head, stream, self._params.address, 0)[0]
-        else:
+        if err in (cu.CUresult.CUDA_ERROR_INVALID_HANDLE, cu.CUresult.CUDA_ERROR_INVALID_CONTEXT):
             with context(self.ordinal):
                 err = cu.cuLaunchKernel(*self._launch_head, stream, self._params.address, 0)[0]
         if err:
