@@ -237,6 +237,12 @@ def test_two_worker_processes_share_one_sqlite_study(tmp_path):
     assert {r["device"] for r in recs} == {"replay 0", "replay 1"}  # tagged by device
 
 
+def test_two_workers_together_evaluate_no_more_than_the_budget(tmp_path):
+    s = tune(spec(tmp_path, "tile_1d", strategy="random", budget=7, devices=(0, 1), batch=4),
+             ReplayFactory(landscape("tile_1d")))
+    assert s["evaluated"] == 7 == len({r["key"] for r in s["document"]["records"]})
+
+
 def test_devices_of_different_gpus_are_refused(tmp_path):
     class Mixed(ReplayFactory):
         def identity(self, device):

@@ -47,3 +47,31 @@ def test_the_command_tunes_shows_and_writes_json(tmp_path, capsys):
     assert main(["tune", "tile_1d", "--show", "--storage", url]) == 0
     out = capsys.readouterr().out
     assert "TFLOP/s" in out and "% of cuBLAS" in out and "TM" in out
+
+
+def _gpu_count() -> int:
+    from gemmlab.core.driver import check, cuda
+
+    return check(cuda().cuDeviceGetCount(), "cuDeviceGetCount")
+
+
+def test_two_gpus_share_one_study_each_candidate_measured_once(tmp_path):
+    """--devices with two GPUs: one worker process per GPU on one SQLite study. Both workers take
+    candidates, no configuration is measured twice, and every record names the GPU it ran on."""
+    from gemmlab.measure.timing import Settings
+    from gemmlab.tune.gpu import GpuFactory
+    from gemmlab.tune.runner import TuneSpec, tune
+
+    if _gpu_count() < 2:
+        pytest.skip("needs two GPUs of one kind (run on a two-GPU host)")
+    url = f"sqlite:///{tmp_path / 'tune.db'}"
+    shape = (512, 512, 256)
+    s = tune(TuneSpec("tile_2d", shape, strategy="exhaustive", storage=url, devices=(0, 1), batch=4),
+             GpuFactory("tile_2d", "fp32", shape, settings=Settings(**FAST)))
+    recs = s["document"]["records"]
+    assert s["evaluated"] == s["candidates"] == len(recs) > 8
+    keys = [json.dumps(r["config"], sort_keys=True) for r in recs]
+    assert len(set(keys)) == len(keys)                   # each candidate once, across both workers
+    by_device = {r["device"] for r in recs}
+    assert len(by_device) == 2, f"records came from {by_device}"
+    assert all(r["status"] for r in recs)

@@ -183,28 +183,42 @@ class _Worker:
         if key in view.recorded:
             self._told(trial, lambda: _tell_repeat(self.study, trial, view.recorded[key]))
             return None
-        if key in view.running or any(self.space.key(c) == key for _, c in batch) or self._taken(trial, key):
-            # held by another worker (or twice in this batch): not measured twice
-            _attrs(trial, "result", status="repeat", reason="being measured by another trial")
+        busy = "being measured by another trial" if key in view.running or any(
+            self.space.key(c) == key for _, c in batch) else self._claim(trial, key)
+        if busy:
+            # held by another worker (or twice in this batch), or past the run's budget: not measured
+            _attrs(trial, "result", status="repeat", reason=busy)
             self._told(trial, lambda: self.study.tell(trial, state=optuna().trial.TrialState.PRUNED))
             return None
         return trial, cfg
 
-    def _taken(self, trial, key: str) -> bool:
-        """Whether another trial holds or recorded ``key`` now (``view`` is a snapshot from the
-        start of the batch). This trial's candidate attribute is written before the read, so of two
-        workers that ask for the same configuration at once, the later reader sees the earlier
-        one: at most one of them measures it (both may step back; the configuration then stays
-        unrecorded and is proposed again)."""
+    def _claim(self, trial, key: str) -> str:
+        """Why this trial may not measure ``key`` now ("" when it may), from a fresh read of the
+        study (``view`` is a snapshot from the start of the batch). This trial's candidate
+        attribute is written before the read, so of two workers that ask at once, the later
+        reader sees the earlier one:
+        - another trial holds or recorded ``key``: at most one of them measures it (both may step
+          back; the configuration then stays unrecorded and is proposed again);
+        - the run's budget: only the first ``budget`` trials of the run by number measure (a
+          lower-numbered trial not yet described counts as taking a slot), so workers that fill
+          their batches at the same moment never evaluate more than the budget together."""
         TS = optuna().trial.TrialState
         trials = retrying(lambda: self.study.get_trials(deepcopy=False, states=(TS.RUNNING, TS.COMPLETE, TS.PRUNED)),
                           "reading the trials")
+        ahead = 0
         for t in trials:
-            if t.number == trial.number or (t.user_attrs.get("candidate") or {}).get("key") != key:
+            cand = t.user_attrs.get("candidate")
+            if t.number == trial.number or (cand is None and t.state != TS.RUNNING):
                 continue
-            if (t.user_attrs.get("result") or {}).get("status") not in ("invalid", "repeat"):
-                return True
-        return False
+            if (t.user_attrs.get("result") or {}).get("status") in ("invalid", "repeat"):
+                continue
+            if cand is not None and cand.get("key") == key:
+                return "being measured by another trial"
+            if t.number < trial.number and (cand is None or cand.get("run") == self.job.run):
+                ahead += 1
+        if self.job.budget is not None and ahead >= self.job.budget:
+            return f"the budget of {self.job.budget} evaluations is taken by other trials of this run"
+        return ""
 
     def _queue_busy(self) -> bool:
         TS = optuna().trial.TrialState
