@@ -33,6 +33,16 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
     __shared__ __align__(16) float As[2][BK][BM + PAD_A];   // [buffer][k][m]  A tile, transposed
     __shared__ __align__(16) float Bs[2][BK][BN + PAD_B];   // [buffer][k][n]
 
+    // split-K: this block's slice of K is [k_first, K); C becomes its FP32 workspace slice, which
+    // takes the partial sums as they are (alpha = 1, beta = 0: the reduction kernel applies the
+    // caller's). A and B stay kernel parameters (no pointer registers: this rung sits at its
+    // 128-register bound of two blocks per SM), the loads start at k_first instead.
+    int k_first = 0;
+#if GL_SPLITK
+    C = gl_splitk_range(K, k_first, C, M, ldc, BK);
+    alpha = 1.0f;
+    beta = 0.0f;
+#endif
     const int tid = threadIdx.x;
     const int warp = tid / 32, lane = tid % 32;
     // first row/column of this lane's outputs inside the block tile (sub-blocks add BM_SUB/BN_SUB)
@@ -50,9 +60,9 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
         for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
 
     // ---- prologue: tile 0 -> buffer 0 -----------------------------------------------------------
-    const int tiles = GL_CEIL_DIV(K, BK);
-    a_ld.load(A, lda, M, K, row0, 0, tid);
-    b_ld.load(B, ldb, K, N, 0, col0, tid);
+    const int tiles = GL_CEIL_DIV(K - k_first, BK);
+    a_ld.load(A, lda, M, K, row0, k_first, tid);
+    b_ld.load(B, ldb, K, N, k_first, col0, tid);
     a_ld.store(As[0], tid);
     b_ld.store(Bs[0], tid);
     __syncthreads();
@@ -62,8 +72,8 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
         const int cur = t & 1;
         const bool has_next = t + 1 < tiles;
         if (has_next) {
-            a_ld.load(A, lda, M, K, row0, (t + 1) * BK, tid);
-            b_ld.load(B, ldb, K, N, (t + 1) * BK, col0, tid);
+            a_ld.load(A, lda, M, K, row0, k_first + (t + 1) * BK, tid);
+            b_ld.load(B, ldb, K, N, k_first + (t + 1) * BK, col0, tid);
         }
 #pragma unroll
         for (int k = 0; k < BK; ++k) {

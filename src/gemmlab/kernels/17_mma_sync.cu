@@ -221,6 +221,11 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     const unsigned b_base = a_base + STAGES * A_STAGE_B;                              // [STAGES][B_OUTER][B_INNER] swizzled
     float (*Cs)[16][CS_LD] = reinterpret_cast<float (*)[16][CS_LD]>(smem);           // [NWARPS][16][WN+8]
 
+#if GL_SPLITK
+    // split-K: this block's slice of K; its FP32 partial tile goes to the workspace slice W, with
+    // alpha and beta left to the reduction kernel
+    float* const W = gl_splitk_slice(A, lda, B, ldb, K, C, M, ldc, BK);
+#endif
     const int tid = threadIdx.x;
     const int warp = tid / 32, lane = tid % 32;
     const int wm = warp / WARPS_N, wn = warp % WARPS_N;   // warp tile position in the block tile
@@ -363,7 +368,11 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
             const float4 lo = *reinterpret_cast<const float4*>(&cs[r][c]);
             const float4 hi = *reinterpret_cast<const float4*>(&cs[r][c + 4]);
             const float o[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#if GL_SPLITK
+            gl_store_w8(W, ldc, M, N, row0 + wm * WM + i * 16 + r, col0 + wn * WN + c, o);
+#else
             gl_store_c8(C, ldc, M, N, row0 + wm * WM + i * 16 + r, col0 + wn * WN + c, o, alpha, beta);
+#endif
         }
         __syncwarp();                                   // staging read before the next i overwrites it
     }

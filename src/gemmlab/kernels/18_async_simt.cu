@@ -202,6 +202,13 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
     extern __shared__ __align__(16) float smem[];  // [STAGES][ As[BK][LDA_S] | Bs[BK][LDB_S] ]
     const unsigned s_base = (unsigned)__cvta_generic_to_shared(smem);
 
+#if GL_SPLITK
+    // split-K: this block's slice of K; C becomes its FP32 workspace slice, which takes the partial
+    // sums as they are (alpha = 1, beta = 0: the reduction kernel applies the caller's)
+    C = gl_splitk_slice(A, lda, B, ldb, K, C, M, ldc, BK);
+    alpha = 1.0f;
+    beta = 0.0f;
+#endif
     const int tid = threadIdx.x;
     const int warp = tid / 32, lane = tid % 32;
     // first row / column of this lane's outputs inside the block tile (float4 s adds s*4*LY / s*4*LX)
