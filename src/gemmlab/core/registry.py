@@ -410,8 +410,10 @@ def _square_tile(cfg) -> list[str]:
 
 # ---- the tuner's search spaces (gemmlab tune) --------------------------------------------------
 # Powers of two around each rung's defaults. The constraints above prune the product before any
-# compile; the ranges keep every pruned space at a few hundred candidates at most (an exhaustive
-# run stays in minutes) while holding seed 001's sweep (bm, bk, bn, rm, rn) for the thread-tiled rungs.
+# compile; the ranges keep every pruned space at a few hundred tile configurations at most (an
+# exhaustive run stays in minutes) while holding seed 001's sweep (bm, bk, bn, rm, rn) for the
+# thread-tiled rungs. The split-K rungs try each tile with every SPLITK of SPLITK_SPACE (x5: the
+# auto strategy then samples with TPE; the SPLITK values > 1 share one compiled kernel per tile).
 def _p2(lo: int, hi: int) -> tuple[int, ...]:
     """Powers of two from 2**lo to 2**hi."""
     return tuple(2 ** i for i in range(lo, hi + 1))
