@@ -167,3 +167,96 @@ def test_the_reduction_kernel_compiles_without_spills(dtype):
 def test_split_variant_reads_its_slice_from_grid_z():
     sass = disasm.sass(Variant.make("async_simt", "fp32", config={"SPLITK": 2}).compile("sm_90a").cubin)
     assert "SR_CTAID.Z" in sass
+
+
+# ---- GPU ------------------------------------------------------------------------------------------
+LAYOUTS = list(itertools.product((False, True), repeat=3))   # A, B, C column-major
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("splitk", [s for s in SPLITK_SPACE if s > 1])
+@pytest.mark.parametrize("slug,dtype", CASES)
+def test_split_k_is_correct_on_odd_shapes_in_every_layout_with_alpha_and_beta(slug, dtype, splitk):
+    from gemmlab.measure.verify import verify
+
+    lib = "torch" if dtype == "bf16" else None
+    # K not a multiple of BK nor of the slice; a K shorter than the split; M, N across tile edges
+    for (M, N, K), (a_col, b_col, c_col) in itertools.product([(131, 67, 1001), (33, 257, 77), (5, 3, 4099)], LAYOUTS):
+        for alpha, beta in ((1.5, -0.75), (1.0, 0.0)):   # beta == 0: C is NaN first and must not leak
+            r = verify(slug, M, N, K, dtype, lib=lib, a_col=a_col, b_col=b_col, c_col=c_col, alpha=alpha, beta=beta,
+                       config={"SPLITK": splitk})
+            assert r.ok, r.message()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("slug,dtype", CASES)
+def test_split_k_gives_the_same_bits_on_every_run(slug, dtype):
+    torch = pytest.importorskip("torch")
+    import gemmlab
+
+    tdt = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    a = torch.randn(200, 3000, device="cuda", dtype=tdt)
+    b = torch.randn(3000, 130, device="cuda", dtype=tdt)
+    outs = []
+    for _ in range(3):
+        c = torch.full((200, 130), float("nan"), device="cuda", dtype=tdt)
+        gemmlab.gemm(a, b, c, kernel=slug, config={"SPLITK": 16}, alpha=0.5)
+        outs.append(c)
+    torch.cuda.synchronize()
+    assert all(torch.equal(outs[0], o) for o in outs[1:])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("slug,dtype", CASES)
+def test_a_split_k_call_captures_into_a_cuda_graph(slug, dtype):
+    torch = pytest.importorskip("torch")
+    import gemmlab
+
+    tdt = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    a = torch.randn(70, 2049, device="cuda", dtype=tdt)
+    b = torch.randn(2049, 90, device="cuda", dtype=tdt)
+    c = torch.empty(70, 90, device="cuda", dtype=tdt)
+    g, stream = torch.cuda.CUDAGraph(), torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):      # warm-up on the capture stream: compiles, plans, its workspace
+        gemmlab.gemm(a, b, c, kernel=slug, config={"SPLITK": 8})
+    stream.synchronize()
+    with torch.cuda.graph(g, stream=stream):
+        gemmlab.gemm(a, b, c, kernel=slug, config={"SPLITK": 8}, alpha=2.0)
+    c.fill_(float("nan"))
+    g.replay()
+    torch.cuda.synchronize()
+    ref = 2.0 * (a.double() @ b.double())
+    assert float((c.double() - ref).norm() / ref.norm()) < (1e-5 if dtype == "fp32" else 1e-2)
+
+
+@pytest.mark.gpu
+def test_capturing_a_split_k_call_on_a_stream_without_a_workspace_is_refused_clearly():
+    torch = pytest.importorskip("torch")
+    import gemmlab
+
+    a = torch.randn(64, 4096, device="cuda")
+    b = torch.randn(4096, 64, device="cuda")
+    c = torch.empty(64, 64, device="cuda")
+    gemmlab.gemm(a, b, c, kernel="async_simt", config={"SPLITK": 4})   # planned on the current stream
+    torch.cuda.synchronize()
+    g, stream = torch.cuda.CUDAGraph(), torch.cuda.Stream()
+    with pytest.raises(RuntimeError, match="needs a workspace .* capturing a CUDA graph .* run the call once on this stream"):
+        with torch.cuda.graph(g, stream=stream):
+            gemmlab.gemm(a, b, c, kernel="async_simt", config={"SPLITK": 4})
+
+
+@pytest.mark.gpu
+def test_a_plan_says_its_split_and_why():
+    torch = pytest.importorskip("torch")
+    import gemmlab
+
+    a = torch.randn(256, 65536, device="cuda")
+    b = torch.randn(65536, 256, device="cuda")
+    c = torch.empty(256, 256, device="cuda")
+    p = gemmlab.plan(a, b, c)
+    assert p.splits > 1 and "split-K" in repr(p) and p.choice.source in ("tuned", "defaults", "rule")
+    p.run()
+    torch.cuda.synchronize()
+    ref = a.double() @ b.double()
+    assert float((c.double() - ref).norm() / ref.norm()) < 1e-5

@@ -197,9 +197,10 @@ class Plan:
     operands of the same shapes, strides, dtype and alignment class (gemmlab.gemm's fast path).
     """
 
-    def __init__(self, problem: GemmProblem, rung: Rung, config=None, stream: int | None = None):
+    def __init__(self, problem: GemmProblem, rung: Rung, config=None, stream: int | None = None, choice=None):
         self.problem = problem
         self.rung = rung
+        self.choice = choice    # core.dispatch's Choice: rung, configuration, source and why
         kp: KernelProblem = problem.kernel_view()
         self.kp = kp
         self.ordinal = problem.c.device
@@ -254,6 +255,12 @@ class Plan:
         workspace.get(self.ordinal, self._stream_of(self.ordinal) if stream is None else stream,
                       self.workspace_bytes, capturing)
         self.launch = self._launch_split
+
+    def __repr__(self) -> str:
+        p = self.problem
+        why = f"; {self.choice.source}: {self.choice.reason}" if self.choice is not None else ""
+        split = f", split-K {self.splits} slices" if self.splits > 1 else ""
+        return f"Plan({p.dtype} {p.M}x{p.N}x{p.K}: {self.variant.describe()}{split}{why})"
 
     @staticmethod
     def _default_stream(problem: GemmProblem):
