@@ -188,18 +188,23 @@ def test_split_k_is_correct_on_odd_shapes_in_every_layout_with_alpha_and_beta(sl
             assert r.ok, r.message()
 
 
+def _torch_operands(dtype: str, M: int, N: int, K: int):
+    """(torch, a, b, c) on the GPU: random a (M x K) and b (K x N), C full of NaN."""
+    torch = pytest.importorskip("torch")
+    tdt = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    a, b = torch.randn(M, K, device="cuda", dtype=tdt), torch.randn(K, N, device="cuda", dtype=tdt)
+    return torch, a, b, torch.full((M, N), float("nan"), device="cuda", dtype=tdt)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("slug,dtype", CASES)
 def test_split_k_gives_the_same_bits_on_every_run(slug, dtype):
-    torch = pytest.importorskip("torch")
     import gemmlab
 
-    tdt = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
-    a = torch.randn(200, 3000, device="cuda", dtype=tdt)
-    b = torch.randn(3000, 130, device="cuda", dtype=tdt)
+    torch, a, b, _ = _torch_operands(dtype, 200, 130, 3000)
     outs = []
     for _ in range(3):
-        c = torch.full((200, 130), float("nan"), device="cuda", dtype=tdt)
+        c = torch.full((200, 130), float("nan"), device="cuda", dtype=a.dtype)
         gemmlab.gemm(a, b, c, kernel=slug, config={"SPLITK": 16}, alpha=0.5)
         outs.append(c)
     torch.cuda.synchronize()
@@ -209,13 +214,9 @@ def test_split_k_gives_the_same_bits_on_every_run(slug, dtype):
 @pytest.mark.gpu
 @pytest.mark.parametrize("slug,dtype", CASES)
 def test_a_split_k_call_captures_into_a_cuda_graph(slug, dtype):
-    torch = pytest.importorskip("torch")
     import gemmlab
 
-    tdt = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
-    a = torch.randn(70, 2049, device="cuda", dtype=tdt)
-    b = torch.randn(2049, 90, device="cuda", dtype=tdt)
-    c = torch.empty(70, 90, device="cuda", dtype=tdt)
+    torch, a, b, c = _torch_operands(dtype, 70, 90, 2049)
     g, stream = torch.cuda.CUDAGraph(), torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):      # warm-up on the capture stream: compiles, plans, its workspace
@@ -232,12 +233,9 @@ def test_a_split_k_call_captures_into_a_cuda_graph(slug, dtype):
 
 @pytest.mark.gpu
 def test_capturing_a_split_k_call_on_a_stream_without_a_workspace_is_refused_clearly():
-    torch = pytest.importorskip("torch")
     import gemmlab
 
-    a = torch.randn(64, 4096, device="cuda")
-    b = torch.randn(4096, 64, device="cuda")
-    c = torch.empty(64, 64, device="cuda")
+    torch, a, b, c = _torch_operands("fp32", 64, 64, 4096)
     gemmlab.gemm(a, b, c, kernel="async_simt", config={"SPLITK": 4})   # planned on the current stream
     torch.cuda.synchronize()
     g, stream = torch.cuda.CUDAGraph(), torch.cuda.Stream()
@@ -248,12 +246,9 @@ def test_capturing_a_split_k_call_on_a_stream_without_a_workspace_is_refused_cle
 
 @pytest.mark.gpu
 def test_a_plan_says_its_split_and_why():
-    torch = pytest.importorskip("torch")
     import gemmlab
 
-    a = torch.randn(256, 65536, device="cuda")
-    b = torch.randn(65536, 256, device="cuda")
-    c = torch.empty(256, 256, device="cuda")
+    torch, a, b, c = _torch_operands("fp32", 256, 256, 65536)
     p = gemmlab.plan(a, b, c)
     assert p.splits > 1 and "split-K" in repr(p) and p.choice.source in ("tuned", "defaults", "rule")
     p.run()

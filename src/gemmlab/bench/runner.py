@@ -151,7 +151,7 @@ def _peer_callable(run: _Run, job: Job, rec: dict, ops) -> Callable[[], None] | 
 def _callable(run: _Run, job: Job, rec: dict, ops) -> Callable[[], None] | None:
     """The call to time for ``job`` (a peer, or the rung's plan), its config recorded in ``rec``;
     None, with the status and a note in ``rec``, when it is skipped or cannot be planned."""
-    if job.rung is None:
+    if job.rung is None and not job.auto:
         try:
             return _peer_callable(run, job, rec, ops)
         except Exception as exc:  # a peer that cannot run here (compile error, missing backend ...)
