@@ -106,6 +106,29 @@ def test_the_tuners_export_of_a_database_is_what_auto_reads(tuned, tmp_path):
     assert c.source == "tuned" and c.config == s["best"]["config"]
 
 
+def test_emit_defaults_merges_the_best_tuned_config_per_suite_shape_into_a_table(tuned, tmp_path):
+    pytest.importorskip("optuna")
+    from gemmlab.tune.evaluate import ReplayFactory
+    from gemmlab.tune.export import emit_defaults, read_table
+    from gemmlab.tune.runner import TuneSpec, tune
+    from gemmlab.tune.space import Space
+
+    sp = Space.of("tile_1d", "sm_90a")
+    table = {sp.key(c): {"status": "ok", "ms": 1.0 + 0.01 * i} for i, c in enumerate(sp.candidates())}
+    url = f"sqlite:///{tmp_path / 'tune.db'}"
+    machine = {"gpu_name": H100.name, "arch": "sm_90a", "driver": "-", "nvrtc": "-", "gemmlab": "-"}
+    for shape in ((64, 64, 64), (128, 128, 128)):
+        tune(TuneSpec("tile_1d", shape, strategy="random", budget=3, seed=2, storage=url), ReplayFactory(table, machine=machine))
+    out = tmp_path / "defaults.json"
+    out.write_text(json.dumps({"format": 1, "entries": [entry((64, 64, 64), dtype="fp16", rung="mma_sync"),
+                                                         entry((64, 64, 64), rung="tile_2d")]}))
+    doc = emit_defaults(out, machine, "fp32", [(64, 64, 64), (128, 128, 128)], url)
+    got = {(e["dtype"], e["rung"], tuple(e["shape"])) for e in doc["entries"]}
+    assert got == {("fp16", "mma_sync", (64, 64, 64)), ("fp32", "tile_1d", (64, 64, 64)),
+                   ("fp32", "tile_1d", (128, 128, 128))}    # the fp32 64^3 entry replaced, fp16's kept
+    assert "emit-defaults" in doc["source"] and read_table(out) == doc
+
+
 # ---- shipped defaults -------------------------------------------------------------------------
 def test_every_shipped_default_names_a_rung_and_a_configuration_the_registry_accepts():
     for path in sorted(dispatch.DATA_DIR.glob("defaults_sm*.json")):
