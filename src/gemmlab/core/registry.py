@@ -589,6 +589,7 @@ RUNGS: tuple[Rung, ...] = (
             "128x128": {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "TM": 8, "TN": 8, "STAGES": 4},
             "small": {"BM": 64, "BN": 64, "BK": 16, "WM": 32, "WN": 32, "TM": 4, "TN": 8, "STAGES": 3},
             "skinny": {"BM": 32, "BN": 128, "BK": 16, "WM": 32, "WN": 32, "TM": 4, "TN": 8, "STAGES": 3},
+            "tall": {"BM": 128, "BN": 32, "BK": 16, "WM": 32, "WN": 32, "TM": 8, "TN": 4, "STAGES": 3},   # N ~ 16
         },
         threads=_warp_threads, constraints=lambda c: _simt_constraints(c) + _splitk_constraints(c), smem=_simt_smem,
         sass_claims=("LDGSTS", "LDS.128", "FFMA"), min_arch=80,

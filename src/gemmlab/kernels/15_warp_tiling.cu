@@ -13,6 +13,9 @@
 // Double buffering with register prefetch and one barrier per tile is kept from rung 14.
 // Seed figures: 002 v06 (vectorized) 38.7 TFLOP/s at 4096^3 on the H100 = 0.75x cuBLAS, the best
 // public ladder figure (baselines.md); siboehm's k10 warptiling 36.4 (0.72x).
+// Split-K (SPLITK > 1, kernels/common.cuh): the loads start at this block's slice of K and the
+// epilogue writes the FP32 partial tile to the workspace (alpha = 1, beta = 0); splitk_reduce.cu
+// finishes. A and B stay kernel parameters: this rung has no register to spare for moved pointers.
 #include "common.cuh"
 
 #define SUBM (TM / 4)               // 4x4 blocks per thread along M

@@ -50,6 +50,9 @@
 // Without 16-byte legality of A or B (GL_VEC_A/B = 0: unaligned base or leading dimension not a
 // multiple of 8), that operand's copies are guarded 16-bit loads stored into the SAME swizzled
 // tile, so the main loop is the same code for any alignment.
+// Split-K (SPLITK > 1, kernels/common.cuh): blockIdx.z takes a slice of K (A and B advance to it,
+// K becomes its length) and the epilogue writes the FP32 partial tile to the workspace (gl_store_w8)
+// instead of alpha/beta into C; splitk_reduce.cu sums the slices in a fixed order and converts.
 #include "common.cuh"
 
 #if GL_DTYPE == 0

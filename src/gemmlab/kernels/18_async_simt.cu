@@ -57,6 +57,10 @@
 // Compute (report_h100/results.json, profile.async_simt) shows it issue-bound: 3.19 of 4
 // instructions per cycle, 11% of the warp cycles in "dispatch stall" with 8 warps per SM to
 // hide them, no bank conflicts (benchmarks/NOTES.md).
+// Split-K (SPLITK > 1, kernels/common.cuh): blockIdx.z takes a slice of K (A and B advance to it,
+// K becomes its length) and the epilogue writes the FP32 partial tile to the workspace with
+// alpha = 1, beta = 0; splitk_reduce.cu finishes. For few output tiles and a long K (256x256x65536:
+// 2 tiles of 128x256 for 132 SMs) it is the difference between 2 busy SMs and all of them.
 #include "common.cuh"
 
 #if GL_DTYPE != 0
