@@ -88,41 +88,41 @@ def test_a_column_major_c_is_looked_up_in_the_kernels_view(tuned):
     assert c.source == "tuned" and c.config["SPLITK"] == 2
 
 
-def test_the_tuners_export_of_a_database_is_what_auto_reads(tuned, tmp_path):
+MACHINE = {"gpu_name": H100.name, "arch": "sm_90a", "driver": "-", "nvrtc": "-", "gemmlab": "-"}
+
+
+def _replay_tune(tmp_path, rung, shapes, budget, seed) -> tuple[str, list[dict]]:
+    """Tune ``rung`` at ``shapes`` on a replayed landscape (the first candidates fastest) into a
+    SQLite database; (its URL, the runs' summaries)."""
     pytest.importorskip("optuna")
     from gemmlab.tune.evaluate import ReplayFactory
-    from gemmlab.tune.export import export_tuned
     from gemmlab.tune.runner import TuneSpec, tune
     from gemmlab.tune.space import Space
 
-    sp = Space.of("async_simt", "sm_90a")
+    sp = Space.of(rung, "sm_90a")
     table = {sp.key(c): {"status": "ok", "ms": 1.0 + 0.001 * i} for i, c in enumerate(sp.candidates())}
     url = f"sqlite:///{tmp_path / 'tune.db'}"
-    machine = {"gpu_name": H100.name, "arch": "sm_90a", "driver": "-", "nvrtc": "-", "gemmlab": "-"}
-    s = tune(TuneSpec("async_simt", (256, 256, 65536), strategy="random", budget=6, seed=1, storage=url),
-             ReplayFactory(table, machine=machine))
+    return url, [tune(TuneSpec(rung, shape, strategy="random", budget=budget, seed=seed, storage=url),
+                      ReplayFactory(table, machine=MACHINE)) for shape in shapes]
+
+
+def test_the_tuners_export_of_a_database_is_what_auto_reads(tuned, tmp_path):
+    url, (s,) = _replay_tune(tmp_path, "async_simt", [(256, 256, 65536)], 6, 1)
+    from gemmlab.tune.export import export_tuned
+
     export_tuned(url)
     c = dispatch.decide(problem(256, 256, 65536), "auto", None, H100)
     assert c.source == "tuned" and c.config == s["best"]["config"]
 
 
 def test_emit_defaults_merges_the_best_tuned_config_per_suite_shape_into_a_table(tuned, tmp_path):
-    pytest.importorskip("optuna")
-    from gemmlab.tune.evaluate import ReplayFactory
+    url, _ = _replay_tune(tmp_path, "tile_1d", [(64, 64, 64), (128, 128, 128)], 3, 2)
     from gemmlab.tune.export import emit_defaults, read_table
-    from gemmlab.tune.runner import TuneSpec, tune
-    from gemmlab.tune.space import Space
 
-    sp = Space.of("tile_1d", "sm_90a")
-    table = {sp.key(c): {"status": "ok", "ms": 1.0 + 0.01 * i} for i, c in enumerate(sp.candidates())}
-    url = f"sqlite:///{tmp_path / 'tune.db'}"
-    machine = {"gpu_name": H100.name, "arch": "sm_90a", "driver": "-", "nvrtc": "-", "gemmlab": "-"}
-    for shape in ((64, 64, 64), (128, 128, 128)):
-        tune(TuneSpec("tile_1d", shape, strategy="random", budget=3, seed=2, storage=url), ReplayFactory(table, machine=machine))
     out = tmp_path / "defaults.json"
     out.write_text(json.dumps({"format": 1, "entries": [entry((64, 64, 64), dtype="fp16", rung="mma_sync"),
                                                          entry((64, 64, 64), rung="tile_2d")]}))
-    doc = emit_defaults(out, machine, "fp32", [(64, 64, 64), (128, 128, 128)], url)
+    doc = emit_defaults(out, MACHINE, "fp32", [(64, 64, 64), (128, 128, 128)], url)
     got = {(e["dtype"], e["rung"], tuple(e["shape"])) for e in doc["entries"]}
     assert got == {("fp16", "mma_sync", (64, 64, 64)), ("fp32", "tile_1d", (64, 64, 64)),
                    ("fp32", "tile_1d", (128, 128, 128))}    # the fp32 64^3 entry replaced, fp16's kept
