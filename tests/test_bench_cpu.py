@@ -502,3 +502,70 @@ def test_the_median_leaves_out_samples_at_throttled_clocks_when_enough_remain():
     few["times_ms"], few["throttled"] = [1.0, 2.0, 2.0], [False, True, True]
     stats.summarize([few], None)
     assert few["ms"] == 2.0 and "too few at full clocks" in few["median_basis"]
+
+
+# ---- suites and auto -----------------------------------------------------------------------------
+def test_the_suites_are_defined_once_with_the_issues_shapes():
+    from gemmlab.core.shapes import FP32_SUITE, LLM_SUITE, suite
+
+    assert len(FP32_SUITE) == 13 and {(256, 256, 65536), (16, 4096, 4096), (4096, 16, 4096)} <= set(FP32_SUITE)
+    assert len(LLM_SUITE) == 19 and (8192, 14336, 4096) in LLM_SUITE and (4093, 4093, 4093) in LLM_SUITE
+    assert suite("fp32") == FP32_SUITE
+    with pytest.raises(ValueError, match="unknown suite 'nope'; suites: fp32, llm"):
+        suite("nope")
+
+
+def test_bench_suite_gives_the_suites_shapes_then_those_given(bench_cli):
+    from gemmlab.cli.bench import suite_shapes
+    from gemmlab.core.shapes import FP32_SUITE
+
+    a = _parse(bench_cli, ["auto", "async_simt", "--suite", "fp32", "--shape", "64"])
+    assert a.suite == "fp32" and a.rungs == ["auto", "async_simt"]
+    assert sched.as_shapes(suite_shapes(a.suite, a.shapes)) == list(FP32_SUITE) + [(64, 64, 64)]
+    assert suite_shapes(None, None) is None
+
+
+def test_auto_is_an_entry_after_the_ladder_at_every_shape():
+    assert sched.select_rungs(["auto"], "fp32") == [] and sched.wants_auto(["auto", "15"])
+    groups = sched.schedule([get("warp_tiling")], [(64, 64, 64), (32, 32, 32)], ["cublas"], auto=True)
+    assert [[j.slug for j in g.jobs] for g in groups] == [["cublas", "warp_tiling", "auto"]] * 2
+    rec = stats.blank_record(groups[0].jobs[2], "fp32")
+    assert rec["kernel"] == "auto" and rec["peer"] is False
+
+
+def _suite_record(kernel, shape, ratio, peer=False):
+    M, N, K = shape
+    return {"kernel": kernel, "peer": peer, "M": M, "N": N, "K": K, "vs_cublas": ratio}
+
+
+def test_a_suite_summary_is_the_geomean_of_the_ratios_and_the_shapes_below_the_floor():
+    recs = [_suite_record("cublas", (1, 1, 1), 1.0, True),
+            _suite_record("auto", (1, 1, 1), 2.0), _suite_record("auto", (2, 2, 2), 0.5),
+            _suite_record("auto", (3, 3, 3), 0.25), _suite_record("auto", (4, 4, 4), 4.0),
+            _suite_record("triton", (1, 1, 1), 0.9, True), _suite_record("triton", (2, 2, 2), 0.9, True),
+            _suite_record("tile_2d", (1, 1, 1), 0.1)]        # one shape: no suite figure
+    s = stats.suite_summary(recs)
+    assert set(s) == {"auto", "triton"}
+    assert s["auto"]["geomean_vs_cublas"] == pytest.approx(1.0) and s["auto"]["shapes"] == 4
+    assert [b["shape"] for b in s["auto"]["below_floor"]] == [[3, 3, 3], [2, 2, 2]]   # worst first
+    assert s["triton"]["below_floor"] == []
+    text = "\n".join(table.suite_lines({"summary": s}))
+    assert "auto: geomean 1.00x cuBLAS over 4 shapes; shapes below 0.8x: 3^3 (0.25x), 2^3 (0.50x)" in text
+    assert "triton: geomean 0.90x cuBLAS over 2 shapes; shapes below 0.8x: none" in text
+
+
+def test_a_run_with_auto_records_the_dispatchs_choice(fake_gpu, monkeypatch):
+    from gemmlab.core import api
+    from gemmlab.core.dispatch import Choice
+
+    def plan(a, b, c, *, alpha=1.0, beta=0.0, kernel="auto", config=None):
+        p = _FakePlan(a, b, c, kernel)
+        p.rung = get("async_simt")
+        p.choice = Choice(p.rung, {"SPLITK": 4}, "rule", "split-K 4: 2 output tiles for 132 SMs")
+        return p
+
+    monkeypatch.setattr(api, "plan", plan)
+    res = runner.run_bench(rungs=["auto"], shapes="64x48x32,32x32x32", timing_settings=FAST, progress=False)
+    auto = [r for r in res["results"] if r["kernel"] == "auto"]
+    assert len(auto) == 2 and auto[0]["number"] == 18 and auto[0]["dispatch"]["source"] == "rule"
+    assert "split-K 4" in auto[0]["note"] and res["summary"]["auto"]["shapes"] == 2

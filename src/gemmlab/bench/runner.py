@@ -48,8 +48,8 @@ from ..core.shapes import Shape, fmt_shape
 from ..measure import arrays, peers as peer_lib, timing
 from ..core.progress import Progress
 from ..measure.verify import check as verify_check
-from .schedule import DEFAULT_SHAPE, REDUCED_SHAPE, Group, Job, as_shapes, schedule, select_rungs
-from .stats import MIN_UNTHROTTLED, add_note, blank_record, summarize
+from .schedule import DEFAULT_SHAPE, REDUCED_SHAPE, Group, Job, as_shapes, schedule, select_rungs, wants_auto
+from .stats import MIN_UNTHROTTLED, add_note, blank_record, suite_summary, summarize
 
 
 # ---- arguments ---------------------------------------------------------------------------------
@@ -58,7 +58,7 @@ def _check_arguments(rungs, shapes, dtype: str, lib: str | None, config, peers):
     rung_list = select_rungs(rungs, dtype)
     shape_list = as_shapes(shapes)
     if config is not None:
-        if len(rung_list) != 1:
+        if len(rung_list) != 1:   # (auto chooses its own)
             raise ValueError("--config applies to one rung: name exactly one rung "
                              f"(got {len(rung_list)}: {', '.join(r.slug for r in rung_list)})")
         rung_list[0].config(config)  # raises ValueError naming the problem
@@ -151,7 +151,7 @@ def _peer_callable(run: _Run, job: Job, rec: dict, ops) -> Callable[[], None] | 
 def _callable(run: _Run, job: Job, rec: dict, ops) -> Callable[[], None] | None:
     """The call to time for ``job`` (a peer, or the rung's plan), its config recorded in ``rec``;
     None, with the status and a note in ``rec``, when it is skipped or cannot be planned."""
-    if job.rung is None:
+    if job.rung is None and not job.auto:
         try:
             return _peer_callable(run, job, rec, ops)
         except Exception as exc:  # a peer that cannot run here (compile error, missing backend ...)
@@ -159,20 +159,26 @@ def _callable(run: _Run, job: Job, rec: dict, ops) -> Callable[[], None] | None:
             add_note(rec, f"{exc.__class__.__name__}: {_first_line(str(exc))}")
             return None
     r = job.rung
+    if r is not None:
+        try:
+            r.require(arch=run.info.arch)
+        except ValueError as exc:
+            rec["status"] = "skipped"
+            add_note(rec, str(exc))
+            return None
     try:
-        r.require(arch=run.info.arch)
-    except ValueError as exc:
-        rec["status"] = "skipped"
-        add_note(rec, str(exc))
-        return None
-    try:
-        p = api.plan(ops.a, ops.b, ops.c, kernel=r.slug, config=run.config)
+        p = api.plan(ops.a, ops.b, ops.c, kernel=r.slug, config=run.config) if r else \
+            api.plan(ops.a, ops.b, ops.c, kernel="auto")
     except Exception as exc:  # CompileError, invalid config, missing source ...
         rec["status"] = "error"
         add_note(rec, f"{exc.__class__.__name__}: {_first_line(str(exc))}")
         return None
     rec["config"] = dict(p.variant.cfg)
     rec["variant"] = p.variant.describe()
+    if job.auto:   # what the dispatch chose, and why
+        rec["number"] = p.rung.number
+        rec["dispatch"] = p.choice.as_dict()
+        add_note(rec, f"{p.rung.slug} ({p.choice.source}: {p.choice.reason})")
     return lambda p=p: p.run(run.device.stream)
 
 
@@ -297,7 +303,8 @@ def self_check_summary(groups: list[dict]) -> dict:
 def run_bench(rungs=None, shapes=None, dtype: str = "fp32", *, timing_settings: timing.Settings | None = None,
               verify: bool = True, lib: str | None = None, progress: bool = True, config=None,
               peers=None) -> dict:
-    """Time ``rungs`` (slugs or numbers; default all that support ``dtype``), cuBLAS and the peers
+    """Time ``rungs`` (slugs or numbers, and ``auto``: the dispatch's choice; default all that
+    support ``dtype``), cuBLAS and the peers
     at ``shapes`` (None: the default shape and rule of ``gemmlab.bench.schedule``; a
     "4096,127x4097x1023" string or (M, N, K) tuples) and return the result dict described in
     ``gemmlab.bench.results``.
@@ -313,7 +320,7 @@ def run_bench(rungs=None, shapes=None, dtype: str = "fp32", *, timing_settings: 
         raise driver.NoGPUError(_no_gpu_reason())
     run = _start(dtype=dtype, verify=verify, config=config, lib=lib, settings=settings, progress=progress,
                  peer_names=peer_names)
-    groups = schedule(rung_list, shape_list, list(run.peers))
+    groups = schedule(rung_list, shape_list, list(run.peers), auto=wants_auto(rungs))
     run.prog.update(total_delta=len(groups))
     records: list[dict] = []
     group_info: list[dict] = []
@@ -329,4 +336,5 @@ def run_bench(rungs=None, shapes=None, dtype: str = "fp32", *, timing_settings: 
     return {"gemmlab_version": __version__, "timestamp": run.started.isoformat(timespec="seconds"),
             "duration_s": round(time.perf_counter() - run.t0, 3), "env": env,
             "settings": _settings(run, shape_list=shape_list, rung_list=rung_list),
-            "self_check": self_check_summary(group_info), "groups": group_info, "results": records}
+            "self_check": self_check_summary(group_info), "groups": group_info, "results": records,
+            "summary": suite_summary(records)}

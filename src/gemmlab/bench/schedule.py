@@ -22,6 +22,7 @@ from ..core.shapes import BENCH_SHAPE as DEFAULT_SHAPE
 from ..core.shapes import REDUCED_SHAPE, Shape, fmt_shape, parse_shapes
 
 PEER_TITLES = {"cublas": "cuBLAS", "triton": "Triton (autotuned)"}
+AUTO = "auto"   # a bench entry of its own: what kernel="auto" picks for each shape (rung and config)
 
 
 def is_naive(rung: Rung) -> bool:
@@ -29,9 +30,18 @@ def is_naive(rung: Rung) -> bool:
     return "BK" not in rung.params
 
 
+def wants_auto(names: Iterable[str | Rung] | None) -> bool:
+    """Whether ``auto`` is among the entries named."""
+    return any(n == AUTO for n in names or ())
+
+
 def select_rungs(names: Iterable[str | Rung] | None, dtype: str) -> list[Rung]:
-    """Rungs by slug or number, in ladder order; default: every rung that supports ``dtype``."""
+    """Rungs by slug or number, in ladder order (``auto`` is not a rung: ``wants_auto``); default:
+    every rung that supports ``dtype``. Only ``auto`` named: no rung."""
     get_dtype(dtype)
+    if names and all(n == AUTO for n in names):
+        return []
+    names = [n for n in names or () if n != AUTO]
     if not names:
         rungs = list(for_dtype(dtype))
         if not rungs:
@@ -79,13 +89,16 @@ class Job:
     shape: Shape
     note: str = ""
     peer: str = "cublas"
+    auto: bool = False                   # the dispatch's choice (rung None, not a peer)
 
     @property
     def slug(self) -> str:
-        return self.rung.slug if self.rung else self.peer
+        return self.rung.slug if self.rung else AUTO if self.auto else self.peer
 
     @property
     def title(self) -> str:
+        if self.auto:
+            return "auto (gemmlab's choice of rung and configuration)"
         return self.rung.title if self.rung else PEER_TITLES.get(self.peer, self.peer)
 
 
@@ -99,10 +112,11 @@ class Group:
 
 
 def schedule(rungs: Sequence[Rung], shapes: Sequence[Shape] | None = None,
-             peers: Sequence[str] = ("cublas",)) -> list[Group]:
+             peers: Sequence[str] = ("cublas",), auto: bool = False) -> list[Group]:
     """The groups to time. ``shapes`` None means the default shape, where naive rungs move to
     ``REDUCED_SHAPE`` (see the module docstring); given shapes apply to every rung. Every group
-    times every peer (cuBLAS is always the first: the baseline)."""
+    times every peer (cuBLAS is always the first: the baseline); ``auto``: the dispatch's choice
+    too, after the rungs, at every shape."""
     peers = ["cublas"] + [p for p in peers if p != "cublas"]
     groups: dict[Shape, Group] = {}
 
@@ -117,6 +131,10 @@ def schedule(rungs: Sequence[Rung], shapes: Sequence[Shape] | None = None,
         for p in peers:
             add(requested, shape, None, note if p == "cublas" else "", p)
 
+    if auto:
+        for s in shapes or [DEFAULT_SHAPE]:
+            add_peers(s, s, "")
+            groups[s].jobs.append(Job(None, s, s, "", peer=AUTO, auto=True))
     if shapes is None:
         reduced_note = f"naive rung: timed at {fmt_shape(REDUCED_SHAPE)} to keep the run bounded"
         full = [r for r in rungs if not is_naive(r)]
@@ -136,5 +154,5 @@ def schedule(rungs: Sequence[Rung], shapes: Sequence[Shape] | None = None,
             for r in rungs:
                 add(s, s, r, "")
     for g in groups.values():
-        g.jobs.sort(key=lambda j: (j.rung.number, 0) if j.rung else (0, peers.index(j.peer)))
+        g.jobs.sort(key=lambda j: (j.rung.number, 0) if j.rung else (10**6, 0) if j.auto else (0, peers.index(j.peer)))
     return list(groups.values())

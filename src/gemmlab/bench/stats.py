@@ -17,7 +17,7 @@ def blank_record(job: Job, dtype: str) -> dict:
     """The record of ``job`` before anything ran: status "ok", no times, no figures."""
     M, N, K = job.shape
     return {
-        "kernel": job.slug, "number": job.rung.number if job.rung else 0, "peer": job.rung is None,
+        "kernel": job.slug, "number": job.rung.number if job.rung else 0, "peer": job.rung is None and not job.auto,
         "title": job.title, "dtype": dtype, "M": M, "N": N, "K": K,
         "requested_shape": list(job.requested), "ms": None, "ms_min": None, "ms_max": None, "times_ms": [],
         "tflops": None, "vs_cublas": None, "vs_best_peer": None, "best_peer": None, "pct_peak": None,
@@ -80,3 +80,26 @@ def summarize(records: list[dict], peak_tflops: float | None) -> None:
             rec["vs_cublas"] = rec["tflops"] / c["tflops"]
         if b:
             rec["vs_best_peer"], rec["best_peer"] = rec["tflops"] / b["tflops"], b["kernel"]
+
+
+FLOOR = 0.8   # the suites' floor: no shape below 0.8x cuBLAS (issues 9 and 10)
+
+
+def suite_summary(records: list[dict]) -> dict:
+    """Per kernel timed at two shapes or more (rungs, auto, the peers other than cuBLAS): the
+    geometric mean of its ratios to cuBLAS over the shapes where both were timed, how many shapes
+    that is, and the shapes below ``FLOOR`` (each with its ratio), worst first. Pure."""
+    by: dict[str, list[dict]] = {}
+    for r in records:
+        if r["kernel"] != "cublas" and r.get("vs_cublas"):
+            by.setdefault(r["kernel"], []).append(r)
+    out = {}
+    for name, recs in by.items():
+        if len({(r["M"], r["N"], r["K"]) for r in recs}) < 2:
+            continue
+        ratios = [r["vs_cublas"] for r in recs]
+        below = sorted((r for r in recs if r["vs_cublas"] < FLOOR), key=lambda r: r["vs_cublas"])
+        out[name] = {"geomean_vs_cublas": statistics.geometric_mean(ratios), "shapes": len(recs),
+                     "below_floor": [{"shape": [r["M"], r["N"], r["K"]], "vs_cublas": r["vs_cublas"]} for r in below],
+                     "floor": FLOOR}
+    return out

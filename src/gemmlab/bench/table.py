@@ -30,8 +30,8 @@ def _ordered(result: dict) -> list[dict]:
     def key(r):
         shape = (r["M"], r["N"], r["K"])
         peer = r.get("peer", r["kernel"] == "cublas")
-        return (order.index(req(r)), 0 if peer else 1, 0 if r["kernel"] == "cublas" else 1, r.get("number", 0),
-                shape != req(r))
+        return (order.index(req(r)), 0 if peer else 1, 0 if r["kernel"] == "cublas" else 1, r["kernel"] == "auto",
+                r.get("number", 0), shape != req(r))
 
     return sorted(recs, key=key)
 
@@ -154,8 +154,21 @@ def summary_lines(result: dict) -> list[str]:
     return lines
 
 
+def suite_lines(result: dict) -> list[str]:
+    """Per kernel timed at several shapes: the geometric mean of its ratios to cuBLAS and the
+    shapes below the floor (bench's ``summary``), the dispatch (auto) first."""
+    summary = result.get("summary") or {}
+    lines = []
+    for name in sorted(summary, key=lambda n: (n != "auto", n)):
+        s = summary[name]
+        below = ", ".join(f"{fmt_shape(b['shape'])} ({_ratio(b['vs_cublas'])})" for b in s["below_floor"]) or "none"
+        lines.append(f"{name}: geomean {_ratio(s['geomean_vs_cublas'])} cuBLAS over {s['shapes']} shapes; "
+                     f"shapes below {s['floor']}x: {below}")
+    return lines
+
+
 def render(result: dict, console=None) -> None:
-    """Print the header lines and the table (to ``console``, default stdout)."""
+    """Print the header lines, the table, and a suite's summary lines (to ``console``, default stdout)."""
     from rich.console import Console
 
     # a log file gets a wide table; a terminal gets its own width
@@ -163,3 +176,5 @@ def render(result: dict, console=None) -> None:
     for line in summary_lines(result):
         con.print(line, highlight=False, markup=False)
     con.print(build_table(result))
+    for line in suite_lines(result):
+        con.print(line, highlight=False, markup=False)

@@ -7,7 +7,7 @@ from ..bench.results import exit_code, write_json
 from ..bench.runner import run_bench
 from ..bench.table import render
 from ..core.config import parse_config
-from ..core.shapes import OVERHEAD_SHAPE, fmt_shape, parse_shapes
+from ..core.shapes import OVERHEAD_SHAPE, SUITES, fmt_shape, parse_shapes, shapes_text, suite
 from .common import add_config, add_dtype, add_lib, add_timing, timing_settings
 
 
@@ -21,9 +21,13 @@ def register(sub) -> None:
                     "GPU's peak, and a self-check of the cuBLAS baseline timed alone. Without --shape the shape "
                     "is 4096^3 (the naive rungs 2048^3, beside cuBLAS at 2048^3).")
     p.add_argument("rungs", nargs="*", metavar="RUNG",
-                   help="rung slugs or numbers (default: every rung that supports --dtype)")
+                   help="rung slugs or numbers, and auto (what kernel=\"auto\" picks for each shape) "
+                        "(default: every rung that supports --dtype)")
     p.add_argument("--shape", "--shapes", dest="shapes", action="append", metavar="SHAPES",
                    help="N, N^3 or MxNxK, comma-separated; repeatable (default 4096^3, naive rungs 2048^3)")
+    p.add_argument("--suite", choices=list(SUITES), default=None,
+                   help="the shapes of a benchmark suite (core/shapes.py; with --shape: both); the table and "
+                        "JSON end with each kernel's geomean ratio to cuBLAS and its shapes below 0.8x")
     add_dtype(p, "fp32")
     p.add_argument("--peers", default=None, metavar="NAMES",
                    help="comma-separated peers to time beside the rungs (cublas, triton); default: every peer "
@@ -38,6 +42,12 @@ def register(sub) -> None:
     p.add_argument("--json", metavar="FILE", default=None, help="write every figure and the environment to FILE")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar on stderr")
     p.set_defaults(func=run)
+
+
+def suite_shapes(name: str | None, shapes: list[str] | None) -> str | None:
+    """The shapes of ``--suite`` then those of ``--shape`` as one comma-separated text (None: neither)."""
+    parts = ([shapes_text(suite(name))] if name else []) + list(shapes or [])
+    return ",".join(parts) if parts else None
 
 
 def run_overhead(args) -> int:
@@ -58,7 +68,7 @@ def run(args) -> int:
     if args.overhead:
         return run_overhead(args)
     config = parse_config(args.config)
-    shapes = ",".join(args.shapes) if args.shapes else None
+    shapes = suite_shapes(args.suite, args.shapes)
     peers = [s.strip() for s in args.peers.split(",") if s.strip()] if args.peers is not None else None
     result = run_bench(rungs=args.rungs or None, shapes=shapes, dtype=args.dtype,
                        timing_settings=timing_settings(args), verify=args.verify, lib=args.lib,

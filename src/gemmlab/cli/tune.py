@@ -8,7 +8,7 @@ import sys
 from dataclasses import replace
 
 from ..core.deps import require, require_all
-from ..core.shapes import parse_shape
+from ..core.shapes import SUITES, parse_shape, suite
 from .common import add_dtype, add_lib, add_timing, timing_settings
 
 
@@ -25,7 +25,13 @@ def register(sub) -> None:
                     "gemmlab version, rung, dtype, layout and shape; an interrupted run resumes and nothing is "
                     "measured twice. Needs the tune extra (pip install \"gemmlab[tune]\").")
     p.add_argument("rung", metavar="RUNG", help="rung slug or number")
-    p.add_argument("--shape", default=None, help="N, N^3 or MxNxK (required unless --show)")
+    p.add_argument("--shape", default=None, help="N, N^3 or MxNxK (required unless --show or --suite)")
+    p.add_argument("--suite", choices=list(SUITES), default=None,
+                   help="tune every shape of a benchmark suite (core/shapes.py), one after the other")
+    p.add_argument("--emit-defaults", dest="emit_defaults", metavar="FILE", default=None,
+                   help="after tuning, merge the best configuration per shape (across every rung tuned in the "
+                        "database for these shapes on this GPU) into the dispatch table FILE, e.g. "
+                        "src/gemmlab/data/defaults_sm90.json")
     add_dtype(p, None, "default: the rung's first dtype")
     p.add_argument("--layout", default="rr", choices=("rr", "rc", "cr", "cc"),
                    help="A and B: r row-major, c column-major (C row-major; default rr)")
@@ -81,26 +87,21 @@ def _show(args) -> int:
     return 0
 
 
-def run(args) -> int:
-    require("optuna")    # the tune extra: named before anything else
-    if args.show:
-        return _show(args)
-    if args.shape is None:
-        raise ValueError("--shape is required (e.g. --shape 4096 or 4096x4096x1024)")
-    require_all("cuda.bindings.driver")
-    from ..bench.results import write_json
-    from ..core import driver
+def _shapes(args) -> list[tuple[int, int, int]]:
+    shapes = list(suite(args.suite)) if args.suite else []
+    if args.shape is not None:
+        shapes.append(parse_shape(args.shape))
+    if not shapes:
+        raise ValueError("--shape or --suite is required (e.g. --shape 4096 or 4096x4096x1024, --suite fp32)")
+    return shapes
+
+
+def _tune_one(args, spec, devices) -> dict:
+    """One shape: the run, its summary line and table; returns the summary."""
     from ..tune import table
     from ..tune.gpu import GpuFactory
-    from ..tune.runner import TuneSpec, tune
+    from ..tune.runner import tune
 
-    spec = TuneSpec(args.rung, parse_shape(args.shape), args.dtype, args.layout, args.strategy, args.budget,
-                    args.time, args.batch, args.tune_seed, args.storage)
-    spec.checked()       # refuse bad arguments before looking for a GPU
-    if not driver.gpu_available():
-        raise driver.NoGPUError("gemmlab tune measures on a GPU; gemmlab tune --show reads stored results without one")
-    devices = _devices(args.devices)
-    spec = replace(spec, devices=devices).checked()
     peers = tuple(s.strip() for s in args.peers.split(",") if s.strip()) if args.peers else None
     jobs = args.jobs or max(1, (os.cpu_count() or 1) // len(devices))
     factory = GpuFactory(spec.rung, spec.dtype, spec.shape, spec.layout, timing_settings(args), args.lib, peers, jobs)
@@ -110,6 +111,32 @@ def run(args) -> int:
           f"({', '.join(f'{v} {k}' for k, v in summary['counts'].items()) or 'none'}); stopped: {summary['stopped']}; "
           f"storage {summary['storage']}")
     table.render(summary["document"], args.top or None)
+    return summary
+
+
+def run(args) -> int:
+    require("optuna")    # the tune extra: named before anything else
+    if args.show:
+        return _show(args)
+    shapes = _shapes(args)
+    require_all("cuda.bindings.driver")
+    from ..bench.results import write_json
+    from ..core import driver
+    from ..tune.export import emit_defaults, export_tuned
+    from ..tune.runner import TuneSpec
+
+    specs = [TuneSpec(args.rung, s, args.dtype, args.layout, args.strategy, args.budget, args.time, args.batch,
+                      args.tune_seed, args.storage).checked() for s in shapes]   # bad arguments first, no GPU
+    if not driver.gpu_available():
+        raise driver.NoGPUError("gemmlab tune measures on a GPU; gemmlab tune --show reads stored results without one")
+    devices = _devices(args.devices)
+    summaries = [_tune_one(args, replace(spec, devices=devices).checked(), devices) for spec in specs]
+    exported = export_tuned(args.storage)
+    if exported is not None:
+        print(f"kernel=\"auto\" now reads the best configurations from {exported}")
+    if args.emit_defaults:
+        table = emit_defaults(args.emit_defaults, summaries[0]["key"], specs[0].dtype, shapes, args.storage)
+        print(f"wrote {args.emit_defaults} ({len(table['entries'])} entries)")
     if args.json:
-        print(f"wrote {write_json(summary, args.json)}")
-    return 1 if summary["worker_failures"] else 0
+        print(f"wrote {write_json(summaries[0] if len(summaries) == 1 else {'runs': summaries}, args.json)}")
+    return 1 if any(s["worker_failures"] for s in summaries) else 0

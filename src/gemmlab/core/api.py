@@ -20,18 +20,19 @@ def _scale_in_place(c, beta: float) -> None:
         c.mul_(beta) if hasattr(c, "mul_") else c.__imul__(beta)
 
 
-def _arch_for(problem, kernel) -> str | None:
-    """The device's architecture when ``auto`` chooses (a named rung is checked at launch)."""
-    return device_info(problem.c.device).arch if kernel == "auto" else None
+def _device_for(problem, kernel):
+    """The device's facts when ``auto`` chooses (a named rung is checked at launch)."""
+    return device_info(problem.c.device) if kernel == "auto" else None
 
 
 def plan(a, b, c, *, alpha=1.0, beta=0.0, kernel: str = "auto", config=None) -> Plan:
-    """A prepared launch of one rung on these operands; ``plan(...).run()`` launches it."""
+    """A prepared launch of one rung on these operands; ``plan(...).run()`` launches it. Its repr
+    (and ``.choice``) says which rung and configuration run, and why (``core.dispatch``)."""
     problem = make_problem(a, b, c, alpha, beta)
-    rung = dispatch.choose(problem, kernel, _arch_for(problem, kernel))
+    choice = dispatch.decide(problem, kernel, config, _device_for(problem, kernel))
     if 0 in (problem.M, problem.N, problem.K):
         raise ValueError(f"empty problem {problem.M}x{problem.N}x{problem.K}: nothing to launch")
-    return Plan(problem, rung, config)
+    return Plan(problem, choice.rung, choice.config, choice=choice)
 
 
 def gemm(a, b, c, *, alpha=1.0, beta=0.0, kernel: str = "auto", config=None):
@@ -47,13 +48,13 @@ def gemm(a, b, c, *, alpha=1.0, beta=0.0, kernel: str = "auto", config=None):
     if fastpath.run(a, b, c, kernel, config, alpha, beta):
         return c
     problem = make_problem(a, b, c, alpha, beta)
-    rung = dispatch.choose(problem, kernel, _arch_for(problem, kernel))  # rejects unknown names and dtypes first
-    if problem.M == 0 or problem.N == 0:
+    if 0 in (problem.M, problem.N, problem.K):
+        dispatch.choose(problem, kernel)   # rejects unknown names and dtypes first
+        if problem.M and problem.N:
+            _scale_in_place(c, problem.beta)
         return c
-    if problem.K == 0:
-        _scale_in_place(c, problem.beta)
-        return c
-    plan = Plan(problem, rung, config)
+    choice = dispatch.decide(problem, kernel, config, _device_for(problem, kernel))
+    plan = Plan(problem, choice.rung, choice.config, choice=choice)
     plan.run()
     fastpath.remember((a, b, c), kernel, config, plan, problem)
     return c

@@ -1,17 +1,195 @@
-"""Choose a rung (and its configuration) for a problem.
+"""Choose a rung and its configuration for a problem: ``kernel="auto"`` (and a named rung).
 
-``kernel="auto"`` takes the highest rung of the ladder that supports the problem's dtype and runs
-on the device: the ladder is ordered so that each rung improves on the one before it (the H100
-measurements in benchmarks/results/ bear that out for every dtype). A device that no rung of the
-dtype supports gets a ValueError naming both.
+A named rung runs with the configuration given (its defaults when none). ``auto`` looks, in order:
+
+1. **tuned** -- the tuning database of this machine, through the file the tuner exports after every
+   run (``<cache dir>/tuned.json``, ``tune.export``; the cache folder is ``core.compile.cache_dir``).
+   Core reads that JSON rather than the database itself: the database is Optuna's (its SQLite
+   schema is Optuna's internal one and changes with Optuna; it may also be a PostgreSQL URL), and
+   ``tune`` sits above ``core`` in the layers. A JSON of best configurations reads in well under a
+   millisecond with no optional import; without the file nothing is imported or opened.
+2. **defaults** -- a small table per architecture shipped with gemmlab
+   (``gemmlab/data/defaults_sm90.json``: written by ``gemmlab tune --suite ... --emit-defaults``
+   on that GPU; the file says where its entries come from).
+3. **rule** -- the top rung for the dtype on this architecture (the ladder improves rung by rung),
+   its default tile, a preset instead when the default pads a skinny problem by a third or more,
+   and split-K when the output tiles leave more than half of the SMs idle (``_rule``).
+
+Both tables hold entries ``{dtype, shape [M, N, K], layout, rung, config}`` (the tuned file also
+``gpu_name`` and ``arch``; either may carry ``tflops``, ``vs_cublas`` and ``source``), in the
+kernel's view of the problem: C row-major (a column-major C swaps M and N, see problem.py), layout
+the two letters of A and B (r row-major, c column-major). The entry used is the nearest of the
+same dtype (the same layout class when there is one) whose rung can run here and whose
+configuration the registry accepts, by the distance in log2 space
+``sqrt(sum((log2 x - log2 y)^2 for x, y in (M, N, K)))``: a tile and a split that suit 4096^3 suit
+4093^3, and are less sure at 8192^3. Entries farther than ``MAX_DISTANCE`` (1.0: a factor of 2 in
+one dimension, or about 1.5 in all three) are not used: the next source answers instead.
+
+The choice (``Choice``) says rung, configuration, source and why; ``gemmlab.plan(...)`` shows it,
+and ``GEMMLAB_LOG_DISPATCH=1`` (read once) logs every choice (logger ``gemmlab``). gemm's fast
+path remembers a call's plan per signature (which holds kernel and config), so a choice is made
+once per signature. Tables are read once per process (``reload()`` forgets them).
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import math
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .arch import arch_number
+from .compile import cache_dir
 from .problem import GemmProblem
-from .registry import Rung, for_dtype, get
+from .registry import MAX_GRID_Y, Rung, for_dtype, get
+
+log = logging.getLogger("gemmlab")
+LOG_DISPATCH = os.environ.get("GEMMLAB_LOG_DISPATCH", "") not in ("", "0")
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+TUNED_FILE = "tuned.json"
+MAX_DISTANCE = 1.0
+SKINNY_PAD = 0.75     # a preset replaces the default tile when it pads to at most 3/4 of the area
+MIN_SLICE_K = 256     # split-K slices at least this long along K
 
 
+@dataclass(frozen=True)
+class Choice:
+    """What runs and why: ``source`` is "named", "tuned", "defaults" or "rule"."""
+
+    rung: Rung
+    config: object = None                 # what Plan takes: None, a preset name, a dict ...
+    source: str = "named"
+    reason: str = ""
+    entry: dict = field(default_factory=dict, compare=False)   # the table entry used, if any
+
+    def as_dict(self) -> dict:
+        return {"rung": self.rung.slug, "config": self.config, "source": self.source, "reason": self.reason}
+
+    def __str__(self) -> str:
+        cfg = self.config if not isinstance(self.config, dict) else ",".join(f"{k}={v}" for k, v in self.config.items())
+        return f"{self.rung.slug} [{cfg or 'defaults'}] ({self.source}: {self.reason})"
+
+
+# ---- the tables ---------------------------------------------------------------------------------
+_tables: dict[str, list[dict]] = {}
+_tables_lock = threading.Lock()
+
+
+def _read(path: Path | None) -> list[dict]:
+    """The entries of a table file, read once per process ([] when absent or unreadable)."""
+    if path is None:
+        return []
+    key = str(path)
+    hit = _tables.get(key)
+    if hit is not None:
+        return hit
+    entries: list[dict] = []
+    if path.is_file():
+        try:
+            doc = json.loads(path.read_text())
+            entries = [e for e in doc.get("entries", []) if isinstance(e, dict)]
+        except (OSError, ValueError, AttributeError) as exc:
+            log.warning("gemmlab: ignoring the dispatch table %s (%s)", path, exc)
+    with _tables_lock:
+        _tables[key] = entries
+    return entries
+
+
+def tuned_path() -> Path | None:
+    """Where the tuner exports its best configurations (None when the cache folder is off)."""
+    d = cache_dir()
+    return None if d is None else d / TUNED_FILE
+
+
+def defaults_path(arch: str | int) -> Path:
+    """The shipped defaults of an architecture: ``data/defaults_sm<NN>.json``."""
+    return DATA_DIR / f"defaults_sm{arch_number(arch)}.json"
+
+
+def reload() -> None:
+    """Forget the tables read so far (a new export, a test)."""
+    with _tables_lock:
+        _tables.clear()
+
+
+# ---- nearest entry ------------------------------------------------------------------------------
+def distance(a, b) -> float:
+    """The log2-space distance between two shapes (M, N, K)."""
+    return math.sqrt(sum((math.log2(x) - math.log2(y)) ** 2 for x, y in zip(a, b)))
+
+
+def _usable(e: dict, dtype: str, allowed: dict[str, Rung]) -> bool:
+    rung = allowed.get(e.get("rung"))
+    if e.get("dtype") != dtype or rung is None or len(e.get("shape") or ()) != 3:
+        return False
+    try:
+        rung.config(e.get("config") or {})
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
+def nearest(entries: list[dict], dtype: str, layout: str, shape, allowed: dict[str, Rung],
+            gpu_name: str | None = None) -> tuple[dict, float] | None:
+    """The entry nearest to ``shape`` among those of ``dtype`` whose rung is in ``allowed`` and whose
+    configuration it accepts (of GPU ``gpu_name`` when given and the entry names one), preferring
+    the layout class ``layout``; None when there is none within ``MAX_DISTANCE``."""
+    cands = [e for e in entries if _usable(e, dtype, allowed)
+             and (gpu_name is None or e.get("gpu_name") in (None, gpu_name))]
+    same = [e for e in cands if e.get("layout", layout) == layout] or cands
+    if not same:
+        return None
+    best = min(same, key=lambda e: distance(e["shape"], shape))
+    d = distance(best["shape"], shape)
+    return (best, d) if d <= MAX_DISTANCE else None
+
+
+# ---- the rule -----------------------------------------------------------------------------------
+def _padded(M: int, N: int, cfg) -> int:
+    return -(-M // cfg["BM"]) * cfg["BM"] * -(-N // cfg["BN"]) * cfg["BN"]
+
+
+def rule_config(rung: Rung, M: int, N: int, K: int, sm_count: int) -> tuple[dict, str]:
+    """The rule's configuration of ``rung`` for a kernel-view problem M x N x K on ``sm_count``
+    SMs, and why.
+
+    Tile: the default, unless a preset pads the output to at most ``SKINNY_PAD`` of the default's
+    padded area (16x4096: a 32-row tile instead of 128 computes 4x fewer wasted rows).
+    Split: with t output tiles and S SMs, a one-wave launch lasts as long as one block's K loop;
+    splitting K in s shortens that by s only while t*s blocks still fit one wave, so s = S // t,
+    used when it is 2 or more (t <= S/2: more than half of the SMs idle), at most 64
+    (registry.MAX_SPLITK) and at most K / 256 (a slice shorter than that spends as long filling the
+    pipeline and writing its FP32 tile as it computes). Above S/2 tiles a split only moves the wave
+    quantization (160 blocks on 132 SMs take two waves of half the work: no gain) and adds the
+    workspace traffic."""
+    cfg = rung.config()
+    why = f"top rung for the dtype, default {cfg['BM']}x{cfg['BN']} tile"
+    area = _padded(M, N, cfg)
+    better = [(p, rung.config(p)) for p in rung.presets if _padded(M, N, rung.config(p)) <= SKINNY_PAD * area]
+    if better:
+        name, cfg = min(better, key=lambda pc: _padded(M, N, pc[1]))
+        why = f"top rung for the dtype, preset {name!r}: its {cfg['BM']}x{cfg['BN']} tile pads {M}x{N} least"
+    if "SPLITK" not in rung.params:
+        return cfg, why
+    tiles = -(-M // cfg["BM"]) * -(-N // cfg["BN"])
+    split = min(sm_count // max(tiles, 1), 64, K // MIN_SLICE_K)
+    if split >= 2 and -(-M // cfg["BM"]) <= MAX_GRID_Y:
+        cfg = dict(cfg, SPLITK=split)
+        why += f"; split-K {split}: {tiles} output tiles for {sm_count} SMs, K={K}"
+    return cfg, why
+
+
+def _rule(problem: GemmProblem, arch, sm_count: int) -> Choice:
+    rung = choose(problem, "auto", arch)
+    kp = problem.kernel_view()
+    cfg, why = rule_config(rung, kp.M, kp.N, kp.K, sm_count)
+    return Choice(rung, cfg, "rule", why)
+
+
+# ---- choosing ------------------------------------------------------------------------------------
 def choose(problem: GemmProblem, kernel: str = "auto", arch: str | int | None = None) -> Rung:
     """The rung to run: ``kernel`` forced by slug, or the top rung for the dtype (and, when
     ``arch`` is given, the architecture; otherwise the launch checks it)."""
@@ -25,3 +203,41 @@ def choose(problem: GemmProblem, kernel: str = "auto", arch: str | int | None = 
     if not candidates:
         raise ValueError(f"no rung supports dtype {problem.dtype} on {arch}")
     return candidates[-1]
+
+
+def _from_table(problem: GemmProblem, device, source: str) -> Choice | None:
+    kp = problem.kernel_view()
+    allowed = {r.slug: r for r in for_dtype(problem.dtype, device.arch)}
+    layout = ("c" if kp.a_col else "r") + ("c" if kp.b_col else "r")
+    if source == "tuned":
+        entries = [e for e in _read(tuned_path()) if e.get("arch") == device.arch]
+        hit = nearest(entries, problem.dtype, layout, (kp.M, kp.N, kp.K), allowed, device.name)
+    else:
+        hit = nearest(_read(defaults_path(device.arch)), problem.dtype, layout, (kp.M, kp.N, kp.K), allowed)
+    if hit is None:
+        return None
+    e, d = hit
+    rung = allowed[e["rung"]]
+    cfg = rung.config(e.get("config") or {})
+    shape = "x".join(map(str, e["shape"]))
+    why = f"nearest {source} shape {shape} ({e.get('layout', 'any')} layout, distance {d:.2f})"
+    if cfg.get("SPLITK", 1) > 1 and -(-kp.M // cfg["BM"]) > MAX_GRID_Y:
+        cfg["SPLITK"] = 1
+        why += "; SPLITK=1: the row tiles need grid.z"
+    return Choice(rung, cfg, source, why, e)
+
+
+def decide(problem: GemmProblem, kernel: str = "auto", config=None, device=None) -> Choice:
+    """The rung and configuration to run (see the module docstring). ``device``: the DeviceInfo
+    of the problem's GPU (``auto`` needs it; a named rung does not)."""
+    if kernel != "auto" or config is not None or device is None:
+        rung = choose(problem, kernel, None if device is None else device.arch)
+        why = f"kernel={kernel!r}" if kernel != "auto" else "the top rung for the dtype"
+        choice = Choice(rung, config, "named" if kernel != "auto" else "rule",
+                        why + (", config given" if config is not None else ", its default config"))
+    else:
+        choice = (_from_table(problem, device, "tuned") or _from_table(problem, device, "defaults")
+                  or _rule(problem, device.arch, device.sm_count))
+    if LOG_DISPATCH:
+        log.warning("gemmlab dispatch: %s %dx%dx%d -> %s", problem.dtype, problem.M, problem.N, problem.K, choice)
+    return choice

@@ -2,13 +2,13 @@
 driver API (cuda-python), on the caller's current stream.
 
 ``Plan`` resolves everything once (variant, cubin, function handle, texture objects, argument
-tuple) so that ``Plan.run()`` costs one ``cuLaunchKernel``: the benchmark times plans.
+tuple) so that ``Plan.run()`` costs one ``cuLaunchKernel`` (two for a split-K plan: the partial
+products into a workspace of ``core.workspace``, then the reduction): the benchmark times plans.
 """
 
 from __future__ import annotations
 
 import ctypes
-import dataclasses
 import logging
 import os
 import struct
@@ -20,8 +20,9 @@ from . import textures
 from .driver import check, context, cuda, device_info
 from .dtypes import get as get_dtype
 from .problem import GemmProblem, KernelProblem
-from .registry import Launch, Rung
-from .variant import Variant
+from .registry import MAX_GRID_Y, Launch, Rung
+from .variant import REDUCE_THREADS, Variant, compile_reduce
+from . import workspace
 
 
 log = logging.getLogger("gemmlab")
@@ -57,20 +58,33 @@ def stream_capturing(stream: int, ordinal: int) -> bool:
     return status != cu.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
 
 
-def compile_for_launch(variant: Variant, arch: str, capturing=None) -> CompiledKernel:
-    """The compiled kernel a launch needs. Served from the memory or disk cache when there; a real
-    NVRTC compile is logged (logger ``gemmlab``, WARNING: it takes seconds) and refused with a
-    RuntimeError while ``capturing()`` says the launch stream is capturing a CUDA graph."""
+def _before_compile(what: str, arch: str, capturing):
+    """What runs right before a real NVRTC compile on the launch path (see compile_for_launch)."""
 
     def before_compile() -> None:
         if capturing is not None and capturing():
             raise RuntimeError(
-                f"gemmlab: {variant.describe()} is not compiled yet and the stream is capturing a CUDA graph; "
+                f"gemmlab: {what} is not compiled yet and the stream is capturing a CUDA graph; "
                 f"compile it first with gemmlab.precompile(...) or `gemmlab compile`")
         log.warning("compiling %s for %s (not in the cache: gemmlab.precompile(...) or `gemmlab compile` "
-                    "builds it ahead of time)", variant.describe(), arch)
+                    "builds it ahead of time)", what, arch)
 
-    return variant.compile(arch, before_compile=before_compile)
+    return before_compile
+
+
+def compile_for_launch(variant: Variant, arch: str, capturing=None) -> CompiledKernel:
+    """The compiled kernel a launch needs. Served from the memory or disk cache when there; a real
+    NVRTC compile is logged (logger ``gemmlab``, WARNING: it takes seconds) and refused with a
+    RuntimeError while ``capturing()`` says the launch stream is capturing a CUDA graph."""
+    return variant.compile(arch, before_compile=_before_compile(variant.describe(), arch, capturing))
+
+
+def load_reduce(dtype: str, ordinal: int, capturing=None):
+    """The CUfunction of the split-K reduction for ``dtype`` on a device (``capturing``: see
+    ``compile_for_launch``)."""
+    arch = device_info(ordinal).arch
+    what = f"the split-K reduction [{dtype}]"
+    return load_compiled(compile_reduce(dtype, arch, _before_compile(what, arch, capturing)), ordinal, what)
 
 
 def load_function(variant: Variant, ordinal: int, capturing=None):
@@ -145,6 +159,28 @@ class _Params:
     def textures(self, ta, oa, tb, ob) -> None:
         self._TEX.pack_into(self.buffer, 56, ta, oa, tb, ob)
 
+    def ldc(self, value: int) -> None:
+        """The leading dimension of what the kernel writes (split-K: the workspace's row length)."""
+        struct.pack_into("<i", self.buffer, 52, value)
+
+
+class _ReduceParams:
+    """The split-K reduction's persistent parameter block (kernels/splitk_reduce.cu: M N S W
+    alpha beta C ldc); per call the workspace, C, alpha and beta are one ``struct`` pack."""
+
+    _ORDER = (24, 28, 32, 0, 16, 20, 8, 36)                # M N S W alpha beta C ldc
+    _CALL = struct.Struct("<QQff")                         # W C alpha beta at byte 0
+
+    __slots__ = ("buffer", "array", "address", "pack")
+
+    def __init__(self, M: int, N: int, splits: int, ldc: int):
+        self.buffer = ctypes.create_string_buffer(40)
+        base = ctypes.addressof(self.buffer)
+        self.array = (ctypes.c_void_p * len(self._ORDER))(*[base + off for off in self._ORDER])
+        self.address = ctypes.addressof(self.array)
+        struct.pack_into("<4i", self.buffer, 24, M, N, splits, ldc)
+        self.pack = self._CALL.pack_into
+
 
 def _f32(x: float) -> float:
     """x as the kernel's float argument receives it (out of range: +-inf, as a C cast gives)."""
@@ -152,16 +188,19 @@ def _f32(x: float) -> float:
 
 
 class Plan:
-    """One rung on one problem, ready to launch: ``run()`` is a single cuLaunchKernel.
+    """One rung on one problem, ready to launch: ``run()`` is a single cuLaunchKernel (split-K:
+    two, the rung's kernel writing FP32 partial products to the stream's workspace, then the
+    deterministic reduction into C).
 
     Everything is resolved once: the variant, its function, the geometry and a persistent
     parameter block. ``launch(a_ptr, b_ptr, c_ptr, alpha, beta)`` reuses the plan for other
     operands of the same shapes, strides, dtype and alignment class (gemmlab.gemm's fast path).
     """
 
-    def __init__(self, problem: GemmProblem, rung: Rung, config=None, stream: int | None = None):
+    def __init__(self, problem: GemmProblem, rung: Rung, config=None, stream: int | None = None, choice=None):
         self.problem = problem
         self.rung = rung
+        self.choice = choice    # core.dispatch's Choice: rung, configuration, source and why
         kp: KernelProblem = problem.kernel_view()
         self.kp = kp
         self.ordinal = problem.c.device
@@ -180,9 +219,10 @@ class Plan:
         self.variant = Variant.make(rung, problem.dtype, a_col=kp.a_col, b_col=kp.b_col,
                                     vec_a=vec_a, vec_b=vec_b, vec_c=kp.vec_c, config=config)
         rung.check_resources(self.variant.cfg, info.limits)
-        self.geometry: Launch = rung.launch(kp.M, kp.N, self.variant.cfg)
-        if self.geometry.grid[2] > 1:   # row tiles beyond grid.y's limit: the GL_TALL variant
-            self.variant = dataclasses.replace(self.variant, tall=True)
+        self.geometry: Launch = rung.launch(kp.M, kp.N, self.variant.cfg, kp.K)
+        split = self.variant.cfg.get("SPLITK", 1) > 1
+        self.splits = self.geometry.grid[2] if split else 1     # K slices (split-K), else 1
+        self.variant = self.variant.for_geometry(self.geometry, kp.N)   # split-K or tall grid
 
         def capturing() -> bool:  # asked only when the variant needs a real compile
             return stream_capturing(self._stream_of(self.ordinal) if stream is None else stream, self.ordinal)
@@ -198,6 +238,29 @@ class Plan:
             self._params.textures(*tex_args)
         self._launch_head = (self.function, *self.geometry.grid, *self.geometry.block, self.geometry.smem)
         self._cu = cu
+        if split:
+            self._init_split(kp, stream, capturing)
+
+    def _init_split(self, kp: KernelProblem, stream: int | None, capturing) -> None:
+        """A split-K plan: the kernel writes the workspace (ld N), the reduction kernel and its
+        parameter block, and the workspace of the plan's stream allocated now (a launch only looks
+        it up; core/workspace.py); ``launch`` becomes the two-kernel launch."""
+        self._params.ldc(kp.N)
+        self.workspace_bytes = self.splits * kp.M * kp.N * 4
+        fn = load_reduce(self.problem.dtype, self.ordinal, capturing)
+        self._reduce = _ReduceParams(kp.M, kp.N, self.splits, kp.ldc)
+        grid = (-(-kp.N // REDUCE_THREADS), min(kp.M, MAX_GRID_Y), 1)
+        self._reduce_head = (fn, *grid, REDUCE_THREADS, 1, 1, 0)
+        if not capturing():   # a captured call takes the graph's own workspace at launch
+            workspace.get(self.ordinal, self._stream_of(self.ordinal) if stream is None else stream,
+                          self.workspace_bytes)
+        self.launch = self._launch_split
+
+    def __repr__(self) -> str:
+        p = self.problem
+        why = f"; {self.choice.source}: {self.choice.reason}" if self.choice is not None else ""
+        split = f", split-K {self.splits} slices" if self.splits > 1 else ""
+        return f"Plan({p.dtype} {p.M}x{p.N}x{p.K}: {self.variant.describe()}{split}{why})"
 
     @staticmethod
     def _default_stream(problem: GemmProblem):
@@ -256,6 +319,33 @@ class Plan:
                 self._after_launch(err, stream)
         return True
 
+    def _launch_split(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float,
+                      stream: int | None = None) -> bool:
+        """``launch`` of a split-K plan: the partial products into the stream's workspace (the
+        kernel ignores alpha and beta), then the reduction into C, on one stream."""
+        if stream is None:
+            stream = self._stream_of(self.ordinal)
+        if self._producers:
+            self._wait_for_producers(stream)
+        captured = stream_capturing(stream, self.ordinal)
+        if captured:   # the graph's own workspace (a memory node), shared with no other launch
+            ws = workspace.captured_alloc(self.ordinal, stream, self.workspace_bytes)
+        else:
+            ws = workspace.get(self.ordinal, stream, self.workspace_bytes)
+        params, red = self._params, self._reduce
+        with self._lock:
+            try:
+                params.pack(params.buffer, 0, a_ptr, b_ptr, ws, alpha, beta)
+                red.pack(red.buffer, 0, ws, c_ptr, alpha, beta)
+            except OverflowError:
+                params.pack(params.buffer, 0, a_ptr, b_ptr, ws, _f32(alpha), _f32(beta))
+                red.pack(red.buffer, 0, ws, c_ptr, _f32(alpha), _f32(beta))
+            self._launch(stream)
+            self._launch(stream, self._reduce_head, red.address)
+        if captured:
+            workspace.captured_free(self.ordinal, stream, ws)
+        return True
+
     def _launch_textured(self, a_ptr, b_ptr, c_ptr, alpha, beta, stream) -> bool:
         ta = textures.acquire(a_ptr, self._spans[0], self._want[0], self.ordinal)
         tb = textures.acquire(b_ptr, self._spans[1], self._want[1], self.ordinal)
@@ -269,21 +359,26 @@ class Plan:
         textures.used((ta, tb), stream, self.ordinal, stream_capturing(stream, self.ordinal))
         return True
 
-    def _launch(self, stream: int) -> None:
-        err = self._cu.cuLaunchKernel(*self._launch_head, stream, self._params.address, 0)[0]
+    def _launch(self, stream: int, head=None, address=None) -> None:
+        """One cuLaunchKernel: the plan's kernel, or ``head`` with the parameter array at ``address``."""
+        if head is None:
+            head, address = self._launch_head, self._params.address
+        err = self._cu.cuLaunchKernel(*head, stream, address, 0)[0]
         if err or CHECKED:
-            self._after_launch(err, stream)
+            self._after_launch(err, stream, head, address)
 
-    def _after_launch(self, err, stream: int) -> None:
+    def _after_launch(self, err, stream: int, head=None, address=None) -> None:
         """A launch that failed, or GEMMLAB_CHECK. The launch goes out without asking which
         context is current (CuPy and PyTorch keep the primary one current; the query cost a
         fifth of a microsecond per call): a function of another context is refused by the
         driver with INVALID_HANDLE (INVALID_CONTEXT with none current) and launches nothing,
         so that case pushes the plan's context and launches again."""
         cu = self._cu
+        if head is None:
+            head, address = self._launch_head, self._params.address
         if err in (cu.CUresult.CUDA_ERROR_INVALID_HANDLE, cu.CUresult.CUDA_ERROR_INVALID_CONTEXT):
             with context(self.ordinal):
-                err = cu.cuLaunchKernel(*self._launch_head, stream, self._params.address, 0)[0]
+                err = cu.cuLaunchKernel(*head, stream, address, 0)[0]
         if err:
             check((err,), f"launch of {self.variant.describe()}")
         if CHECKED:

@@ -23,7 +23,7 @@ from .config import ConfigLike
 from .dtypes import get as get_dtype
 from .progress import Progress
 from .registry import RUNGS, Rung, get
-from .variant import Variant
+from .variant import Variant, compile_reduce
 
 LAYOUTS = ("rr", "rc", "cr", "cc")  # A then B: r row-major, c column-major (as the kernel sees them)
 VECTOR_FLAGS = tuple(itertools.product((False, True), repeat=3))  # (vec_a, vec_b, vec_c)
@@ -136,9 +136,17 @@ def _build(job: tuple, arch: str) -> tuple[bool, str | None]:
     try:
         slug, dtype, a_col, b_col, va, vb, vc, cfg = job
         variant = Variant.make(slug, dtype, a_col=a_col, b_col=b_col, vec_a=va, vec_b=vb, vec_c=vc, config=dict(cfg))
-        return variant.compile(arch).cache_hit, None
+        hit = variant.compile(arch).cache_hit
+        _reduce_for(variant, arch)
+        return hit, None
     except Exception as exc:  # noqa: BLE001 - reported per variant, the others go on
         return False, f"{type(exc).__name__}: {exc}"
+
+
+def _reduce_for(variant: Variant, arch: str, before_compile=None) -> None:
+    """A split-K variant's launch also needs the reduction kernel of its dtype: build it too."""
+    if variant.cfg.get("SPLITK", 1) > 1:
+        compile_reduce(variant.dtype, arch, before_compile)
 
 
 def _context(method: str | None = None):
@@ -241,6 +249,7 @@ def _build_here(variant: Variant, arch: str) -> tuple[bool, str | None]:
     compiled = []
     try:
         variant.compile(arch, before_compile=lambda: compiled.append(True))
+        _reduce_for(variant, arch, lambda: compiled.append(True))
     except Exception as exc:  # noqa: BLE001
         return False, f"{type(exc).__name__}: {exc}"
     return not compiled, None

@@ -8,7 +8,8 @@ SASS must satisfy (checked in CI by ``tests/test_static_guards.py``).
 
 Launch geometry is uniform: a 1-D block of ``THREADS`` threads computes one ``BM x BN`` tile of C
 (row-major inside the kernel, see kernels/common.cuh); the grid is ``(ceil(N/BN), ceil(M/BM))``, with the row tiles folded into grid.z past
-grid.y's limit of 65535 (``Rung.launch``).
+grid.y's limit of 65535 (``Rung.launch``). A rung with a ``SPLITK`` parameter (> 1) splits K
+instead: grid.z holds the K slices (``splitk_slices``) and a reduction kernel sums them.
 """
 
 from __future__ import annotations
@@ -129,19 +130,67 @@ class Rung:
     def defines(self, cfg: Mapping[str, int]) -> dict[str, int]:
         d = dict(cfg)
         d["THREADS"] = self.threads(cfg)
+        # the slice count is gridDim.z, not a define: SPLITK = 2, 4, ... share one compiled kernel,
+        # and SPLITK = 1 compiles exactly what the rung compiled before it had the parameter
+        if d.pop("SPLITK", 1) > 1:
+            d["GL_SPLITK"] = 1
         smem = self.smem(cfg)
         if smem:
             d["GL_DYN_SMEM"] = smem  # the kernel checks its carve-up fits what the launch gives it
         return d
 
-    def launch(self, M: int, N: int, cfg: Mapping[str, int]) -> Launch:
+    def launch(self, M: int, N: int, cfg: Mapping[str, int], K: int | None = None) -> Launch:
         """Column tiles along grid.x; row tiles along grid.y, continued along grid.z past grid.y's
-        limit (GL_TILE_ROW in kernels/common.cuh), so no M below 2^31 is refused."""
+        limit (GL_TILE_ROW in kernels/common.cuh), so no M below 2^31 is refused.
+        With SPLITK > 1, grid.z holds the K slices instead: SPLITK of them, or, given ``K``, the
+        number ``splitk_slices`` gives (never an empty slice). Split-K and a grid.z of row tiles
+        exclude each other: a problem that needs both is refused with a ValueError."""
         tiles_m = (M + cfg["BM"] - 1) // cfg["BM"]
+        split = cfg.get("SPLITK", 1)
+        if split > 1:
+            if tiles_m > MAX_GRID_Y:
+                raise ValueError(f"rung {self.slug!r}: SPLITK={split} puts the K slices along grid.z, but M={M} has "
+                                 f"{tiles_m} row tiles of BM={cfg['BM']}, more than grid.y's {MAX_GRID_Y}, and needs "
+                                 f"grid.z for them: use SPLITK=1 (this many row tiles fill the GPU without a split)")
+            gz = split if K is None else splitk_slices(K, cfg["BK"], split)
+            return Launch(((N + cfg["BN"] - 1) // cfg["BN"], tiles_m, gz), (self.threads(cfg), 1, 1), self.smem(cfg))
         gz = (tiles_m + MAX_GRID_Y - 1) // MAX_GRID_Y
         gy = (tiles_m + gz - 1) // gz      # balanced slices: fewer than gz surplus tiles in all
         grid = ((N + cfg["BN"] - 1) // cfg["BN"], gy, gz)
         return Launch(grid, (self.threads(cfg), 1, 1), self.smem(cfg))
+
+
+# ---- split-K -------------------------------------------------------------------------------------
+MAX_SPLITK = 64
+SPLITK_SPACE = (1, 2, 4, 8, 16)    # what the tuner tries
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def splitk_slices(K: int, bk: int, splitk: int) -> int:
+    """The K slices a split-K launch uses for SPLITK = ``splitk``: with t = ceil(K/bk) tiles of
+    K and p = ceil(t/splitk) tiles per slice (the kernel's arithmetic, kernels/common.cuh), the
+    ceil(t/p) slices that hold at least one tile. The kernel recomputes p from this count and gets
+    the same p, so every slice is non-empty and the last one may be shorter."""
+    tiles = max(1, _cdiv(K, bk))
+    return _cdiv(tiles, _cdiv(tiles, splitk))
+
+
+def splitk_slice(K: int, bk: int, slices: int, z: int) -> tuple[int, int]:
+    """(first k, length) of slice ``z`` of ``slices``, as the kernel computes it (gl_splitk_slice)."""
+    per = _cdiv(_cdiv(K, bk), slices) * bk
+    k0 = per * z
+    return k0, max(0, min(per, K - k0))
+
+
+def _splitk_constraints(cfg) -> list[str]:
+    v = cfg.get("SPLITK", 1)
+    if v > MAX_SPLITK:
+        return [f"SPLITK={v} must be at most {MAX_SPLITK} (each slice adds an FP32 copy of C to the workspace "
+                f"that the reduction reads)"]
+    return []
 
 
 # ---- constraint helpers ------------------------------------------------------------------------
@@ -372,8 +421,10 @@ def _square_tile(cfg) -> list[str]:
 
 # ---- the tuner's search spaces (gemmlab tune) --------------------------------------------------
 # Powers of two around each rung's defaults. The constraints above prune the product before any
-# compile; the ranges keep every pruned space at a few hundred candidates at most (an exhaustive
-# run stays in minutes) while holding seed 001's sweep (bm, bk, bn, rm, rn) for the thread-tiled rungs.
+# compile; the ranges keep every pruned space at a few hundred tile configurations at most (an
+# exhaustive run stays in minutes) while holding seed 001's sweep (bm, bk, bn, rm, rn) for the
+# thread-tiled rungs. The split-K rungs try each tile with every SPLITK of SPLITK_SPACE (x5: the
+# auto strategy then samples with TPE; the SPLITK values > 1 share one compiled kernel per tile).
 def _p2(lo: int, hi: int) -> tuple[int, ...]:
     """Powers of two from 2**lo to 2**hi."""
     return tuple(2 ** i for i in range(lo, hi + 1))
@@ -509,9 +560,10 @@ RUNGS: tuple[Rung, ...] = (
         15, "warp_tiling", "Warp tiling",
         "Block tile -> warp tile (WM x WN) -> thread tile: each warp reads a compact sub-tile of shared memory, improving register reuse and locality.",
         ("002 gemm_v06",), "15_warp_tiling.cu",
-        params={"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "TM": 8, "TN": 8},
-        threads=_warp_threads, constraints=_warp_tile_constraints,
-        space={"BM": _p2(5, 8), "BN": _p2(5, 8), "BK": _p2(3, 5), "WM": _p2(4, 7), "WN": _p2(4, 7), "TM": _p2(2, 3), "TN": _p2(2, 3)},
+        params={"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "TM": 8, "TN": 8, "SPLITK": 1},
+        threads=_warp_threads, constraints=lambda c: _warp_tile_constraints(c) + _splitk_constraints(c),
+        space={"BM": _p2(5, 8), "BN": _p2(5, 8), "BK": _p2(3, 5), "WM": _p2(4, 7), "WN": _p2(4, 7), "TM": _p2(2, 3), "TN": _p2(2, 3),
+               "SPLITK": SPLITK_SPACE},
         sass_claims=("LDG.E.128", "LDS.128"),
         landmark=True,
     ),
@@ -528,30 +580,32 @@ RUNGS: tuple[Rung, ...] = (
         17, "mma_sync", "Tensor cores through mma.sync, ldmatrix and cp.async",
         "mma.sync m16n8k16 on ldmatrix fragments from XOR-swizzled (unpadded) shared tiles, filled by a STAGES-deep cp.async pipeline that bypasses the registers.",
         ("002 future work after gemm_v07",), "17_mma_sync.cu", dtypes=("fp16", "bf16"),
-        params={"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4},   # the faster of the two presets on the H100
+        params={"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4, "SPLITK": 1},   # the faster of the two presets on the H100
         presets={"128x128": {"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4},
                  "128x256": {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 3}},
-        threads=_mma_threads, constraints=_mma_constraints, smem=_mma_smem,
+        threads=_mma_threads, constraints=lambda c: _mma_constraints(c) + _splitk_constraints(c), smem=_mma_smem,
         sass_claims=("HMMA.16816", "LDSM", "LDGSTS"), min_arch=80,
-        space={"BM": _p2(6, 8), "BN": _p2(6, 8), "BK": (32, 64), "WM": _p2(5, 7), "WN": _p2(5, 7), "STAGES": (2, 3, 4, 5)},
+        space={"BM": _p2(6, 8), "BN": _p2(6, 8), "BK": (32, 64), "WM": _p2(5, 7), "WN": _p2(5, 7), "STAGES": (2, 3, 4, 5),
+               "SPLITK": SPLITK_SPACE},
     ),
     Rung(
         18, "async_simt", "cp.async multistage SIMT, 128x256 tiles",
         "cp.async (LDGSTS) copies global to shared with no register staging through a STAGES-deep pipeline; 128x256 block tiles, 16x8 thread tiles, fragments double-buffered in registers.",
         ("CUTLASS SIMT sgemm (MmaMultistage)", "A100 cp.async 128x256x8 SGEMM", "RTX 4090 register-blocked SGEMM"),
         "18_async_simt.cu",
-        params={"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "TM": 16, "TN": 8, "STAGES": 4},
+        params={"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "TM": 16, "TN": 8, "STAGES": 4, "SPLITK": 1},
         presets={
             "128x256": {"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "TM": 16, "TN": 8, "STAGES": 4},
             "256x128": {"BM": 256, "BN": 128, "BK": 8, "WM": 64, "WN": 64, "TM": 8, "TN": 16, "STAGES": 4},
             "128x128": {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "TM": 8, "TN": 8, "STAGES": 4},
             "small": {"BM": 64, "BN": 64, "BK": 16, "WM": 32, "WN": 32, "TM": 4, "TN": 8, "STAGES": 3},
             "skinny": {"BM": 32, "BN": 128, "BK": 16, "WM": 32, "WN": 32, "TM": 4, "TN": 8, "STAGES": 3},
+            "tall": {"BM": 128, "BN": 32, "BK": 16, "WM": 32, "WN": 32, "TM": 8, "TN": 4, "STAGES": 3},   # N ~ 16
         },
-        threads=_warp_threads, constraints=_simt_constraints, smem=_simt_smem,
+        threads=_warp_threads, constraints=lambda c: _simt_constraints(c) + _splitk_constraints(c), smem=_simt_smem,
         sass_claims=("LDGSTS", "LDS.128", "FFMA"), min_arch=80,
         space={"BM": _p2(6, 8), "BN": _p2(6, 8), "BK": (8, 16, 32), "WM": _p2(5, 7), "WN": _p2(5, 7),
-               "TM": (4, 8, 16), "TN": (4, 8, 16), "STAGES": (2, 3, 4)},
+               "TM": (4, 8, 16), "TN": (4, 8, 16), "STAGES": (2, 3, 4), "SPLITK": SPLITK_SPACE},
     ),
 )
 

@@ -6,11 +6,11 @@ disassembles. The defines it produces are the contract documented in kernels/com
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from . import compile as _compile
 from .config import ConfigLike
 from .dtypes import get as get_dtype
-from .registry import Rung, get
+from .registry import Launch, Rung, get
 
 
 class SpillError(ValueError):
@@ -66,9 +66,30 @@ class Variant:
         return ck
 
 
+    def for_geometry(self, geometry: Launch, N: int) -> "Variant":
+        """The variant a launch of ``geometry`` (``Rung.launch`` on this problem, kernel view ``N``
+        columns) runs: the split-K one (its C is the FP32 workspace, rows of N floats, so 16-byte
+        stores are legal when N % 4 == 0), the tall one (row tiles along grid.z), or itself."""
+        if self.cfg.get("SPLITK", 1) > 1:
+            return replace(self, vec_c=N % 4 == 0)
+        if geometry.grid[2] > 1:
+            return replace(self, tall=True)
+        return self
+
     def describe(self) -> str:
         lay = ("col" if self.a_col else "row") + "/" + ("col" if self.b_col else "row")
         vec = "".join(n for n, v in (("A", self.vec_a), ("B", self.vec_b), ("C", self.vec_c)) if v) or "none"
         cfg = ",".join(f"{k}={v}" for k, v in self.config)
         tall = ", tall grid" if self.tall else ""
         return f"{self.rung.slug}[{self.dtype}, A/B {lay}, vec {vec}, {cfg}{tall}]"
+
+
+# ---- the split-K reduction (kernels/splitk_reduce.cu): not a rung, one kernel per dtype ----------
+REDUCE_SOURCE, REDUCE_KERNEL = "splitk_reduce.cu", "splitk_reduce"
+REDUCE_THREADS = 128     # GL_REDUCE_THREADS in the kernel: one output column per thread
+
+
+def compile_reduce(dtype: str, arch: str, before_compile=None) -> _compile.CompiledKernel:
+    """The split-K reduction kernel for ``dtype`` (its output type) on ``arch``, cached like a variant."""
+    return _compile.compile_source(REDUCE_SOURCE, REDUCE_KERNEL, arch, {"GL_DTYPE": get_dtype(dtype).code},
+                                   before_compile=before_compile)

@@ -13,6 +13,9 @@
 // Double buffering with register prefetch and one barrier per tile is kept from rung 14.
 // Seed figures: 002 v06 (vectorized) 38.7 TFLOP/s at 4096^3 on the H100 = 0.75x cuBLAS, the best
 // public ladder figure (baselines.md); siboehm's k10 warptiling 36.4 (0.72x).
+// Split-K (SPLITK > 1, kernels/common.cuh): the loads start at this block's slice of K and the
+// epilogue writes the FP32 partial tile to the workspace (alpha = 1, beta = 0); splitk_reduce.cu
+// finishes. A and B stay kernel parameters: this rung has no register to spare for moved pointers.
 #include "common.cuh"
 
 #define SUBM (TM / 4)               // 4x4 blocks per thread along M
@@ -33,6 +36,16 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
     __shared__ __align__(16) float As[2][BK][BM + PAD_A];   // [buffer][k][m]  A tile, transposed
     __shared__ __align__(16) float Bs[2][BK][BN + PAD_B];   // [buffer][k][n]
 
+    // split-K: this block's slice of K is [k_first, K); C becomes its FP32 workspace slice, which
+    // takes the partial sums as they are (alpha = 1, beta = 0: the reduction kernel applies the
+    // caller's). A and B stay kernel parameters (no pointer registers: this rung sits at its
+    // 128-register bound of two blocks per SM), the loads start at k_first instead.
+    int k_first = 0;
+#if GL_SPLITK
+    C = gl_splitk_range(K, k_first, C, M, ldc, BK);
+    alpha = 1.0f;
+    beta = 0.0f;
+#endif
     const int tid = threadIdx.x;
     const int warp = tid / 32, lane = tid % 32;
     // first row/column of this lane's outputs inside the block tile (sub-blocks add BM_SUB/BN_SUB)
@@ -50,9 +63,9 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
         for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
 
     // ---- prologue: tile 0 -> buffer 0 -----------------------------------------------------------
-    const int tiles = GL_CEIL_DIV(K, BK);
-    a_ld.load(A, lda, M, K, row0, 0, tid);
-    b_ld.load(B, ldb, K, N, 0, col0, tid);
+    const int tiles = GL_CEIL_DIV(K - k_first, BK);
+    a_ld.load(A, lda, M, K, row0, k_first, tid);
+    b_ld.load(B, ldb, K, N, k_first, col0, tid);
     a_ld.store(As[0], tid);
     b_ld.store(Bs[0], tid);
     __syncthreads();
@@ -62,8 +75,8 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
         const int cur = t & 1;
         const bool has_next = t + 1 < tiles;
         if (has_next) {
-            a_ld.load(A, lda, M, K, row0, (t + 1) * BK, tid);
-            b_ld.load(B, ldb, K, N, (t + 1) * BK, col0, tid);
+            a_ld.load(A, lda, M, K, row0, k_first + (t + 1) * BK, tid);
+            b_ld.load(B, ldb, K, N, k_first + (t + 1) * BK, col0, tid);
         }
 #pragma unroll
         for (int k = 0; k < BK; ++k) {

@@ -50,6 +50,9 @@
 // Without 16-byte legality of A or B (GL_VEC_A/B = 0: unaligned base or leading dimension not a
 // multiple of 8), that operand's copies are guarded 16-bit loads stored into the SAME swizzled
 // tile, so the main loop is the same code for any alignment.
+// Split-K (SPLITK > 1, kernels/common.cuh): blockIdx.z takes a slice of K (A and B advance to it,
+// K becomes its length) and the epilogue writes the FP32 partial tile to the workspace (gl_store_w8)
+// instead of alpha/beta into C; splitk_reduce.cu sums the slices in a fixed order and converts.
 #include "common.cuh"
 
 #if GL_DTYPE == 0
@@ -221,6 +224,11 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     const unsigned b_base = a_base + STAGES * A_STAGE_B;                              // [STAGES][B_OUTER][B_INNER] swizzled
     float (*Cs)[16][CS_LD] = reinterpret_cast<float (*)[16][CS_LD]>(smem);           // [NWARPS][16][WN+8]
 
+#if GL_SPLITK
+    // split-K: this block's slice of K; its FP32 partial tile goes to the workspace slice W, with
+    // alpha and beta left to the reduction kernel
+    float* const W = gl_splitk_slice(A, lda, B, ldb, K, C, M, ldc, BK);
+#endif
     const int tid = threadIdx.x;
     const int warp = tid / 32, lane = tid % 32;
     const int wm = warp / WARPS_N, wn = warp % WARPS_N;   // warp tile position in the block tile
@@ -363,7 +371,11 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
             const float4 lo = *reinterpret_cast<const float4*>(&cs[r][c]);
             const float4 hi = *reinterpret_cast<const float4*>(&cs[r][c + 4]);
             const float o[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#if GL_SPLITK
+            gl_store_w8(W, ldc, M, N, row0 + wm * WM + i * 16 + r, col0 + wn * WN + c, o);
+#else
             gl_store_c8(C, ldc, M, N, row0 + wm * WM + i * 16 + r, col0 + wn * WN + c, o, alpha, beta);
+#endif
         }
         __syncwarp();                                   // staging read before the next i overwrites it
     }

@@ -57,6 +57,10 @@
 // Compute (report_h100/results.json, profile.async_simt) shows it issue-bound: 3.19 of 4
 // instructions per cycle, 11% of the warp cycles in "dispatch stall" with 8 warps per SM to
 // hide them, no bank conflicts (benchmarks/NOTES.md).
+// Split-K (SPLITK > 1, kernels/common.cuh): blockIdx.z takes a slice of K (A and B advance to it,
+// K becomes its length) and the epilogue writes the FP32 partial tile to the workspace with
+// alpha = 1, beta = 0; splitk_reduce.cu finishes. For few output tiles and a long K (256x256x65536:
+// 2 tiles of 128x256 for 132 SMs) it is the difference between 2 busy SMs and all of them.
 #include "common.cuh"
 
 #if GL_DTYPE != 0
@@ -202,6 +206,13 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
     extern __shared__ __align__(16) float smem[];  // [STAGES][ As[BK][LDA_S] | Bs[BK][LDB_S] ]
     const unsigned s_base = (unsigned)__cvta_generic_to_shared(smem);
 
+#if GL_SPLITK
+    // split-K: this block's slice of K; C becomes its FP32 workspace slice, which takes the partial
+    // sums as they are (alpha = 1, beta = 0: the reduction kernel applies the caller's)
+    C = gl_splitk_slice(A, lda, B, ldb, K, C, M, ldc, BK);
+    alpha = 1.0f;
+    beta = 0.0f;
+#endif
     const int tid = threadIdx.x;
     const int warp = tid / 32, lane = tid % 32;
     // first row / column of this lane's outputs inside the block tile (float4 s adds s*4*LY / s*4*LX)

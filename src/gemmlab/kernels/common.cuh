@@ -23,6 +23,8 @@
 //              the vector width (4 fp32 or 8 fp16/bf16). Rungs that vectorize fall back to
 //              scalar, bounds-checked access when 0 and at the matrix edges.
 //   GL_TALL    1 when the row tiles exceed grid.y's limit and continue along grid.z (see below)
+//   GL_SPLITK  1 for the split-K variant of a rung with a SPLITK parameter (see "split-K" below):
+//              blockIdx.z picks a slice of K, C is the FP32 workspace; never together with GL_TALL
 //   plus each rung's own tile parameters (BM, BN, BK, TM, TN, WM, WN, THREADS, ...).
 // ---------------------------------------------------------------------------------------------
 #pragma once
@@ -74,6 +76,56 @@ typedef float T;
 #define GL_TILE_ROW ((int)(blockIdx.z * gridDim.y + blockIdx.y))
 #else
 #define GL_TILE_ROW ((int)blockIdx.y)
+#endif
+
+// ---- split-K -------------------------------------------------------------------------------
+// A problem with few output tiles and a long K (256x256x65536, 16x4096x4096) leaves most SMs idle
+// when one block owns one tile of C for all of K. The split-K variant (GL_SPLITK = 1, from a
+// rung's SPLITK parameter > 1) launches gridDim.z = S blocks per tile of C (core/registry.py,
+// Rung.launch): block z multiplies the z-th slice of K and writes its FP32 partial tile, with
+// alpha and beta NOT applied, to the workspace slice W[z] of W[S][M][N]; a second kernel
+// (splitk_reduce.cu) sums the S slices in the order z = 0 .. S-1 and applies alpha, beta and the
+// output type. Every partial sum is computed by one block in its fixed k order and lands in its
+// own slice (no atomics), and the reduction's order is fixed: the result has the same bits on
+// every run (it differs from the unsplit kernel's, whose additions are in another order).
+// Contract of the split variant: the C argument is the workspace (float*, 16-byte aligned), ldc
+// its row length N, and GL_VEC_C says whether 16-byte stores to it are legal (N % 4 == 0); alpha
+// and beta are ignored. The slices are whole BK tiles: slice z covers k in [z*per, z*per + per)
+// with per = ceil(ceil(K/BK) / S) * BK, so it starts on a multiple of BK and the 16-byte
+// alignment of A and B (a multiple of BK elements along k) is the same as at k = 0. The host
+// picks S so that no slice is empty (core/registry.py, splitk_slices); an empty one would still
+// be correct: its blocks compute nothing and write zeros. The slice count is gridDim.z, not a
+// define: one compiled kernel serves every SPLITK.
+#ifndef GL_SPLITK
+#define GL_SPLITK 0
+#endif
+#if GL_SPLITK && GL_TALL
+#error "split-K (GL_SPLITK) and the tall grid (GL_TALL) both use grid.z: a variant has one or the other"
+#endif
+#if GL_SPLITK
+// This block's slice: A and B advance to its first k, K becomes its length; returns the
+// block's workspace slice W[z] (C is the workspace in the split variant).
+// The slice in place: K becomes the slice's end and k_first its start (k_first >= K: empty);
+// returns the block's workspace slice W[z] (C is the workspace in the split variant).
+__device__ __forceinline__ float* gl_splitk_range(int& K, int& k_first, T* C, int M, int ldc, int bk) {
+    const long long tiles = GL_CEIL_DIV((long long)K, (long long)bk);
+    const long long per = GL_CEIL_DIV(tiles, (long long)gridDim.z) * bk;
+    const long long k0 = per * blockIdx.z;
+    k_first = (int)(k0 < K ? k0 : K);
+    K = (int)(k0 + per < K ? k0 + per : K);
+    return reinterpret_cast<float*>(C) + (size_t)blockIdx.z * (size_t)M * (size_t)ldc;
+}
+// The slice as a problem of its own: A and B advance to its first k and K becomes its length
+// (PA, PB: the kernel's pointer types, __restrict__ or not); returns W[z] as above.
+template <typename PA, typename PB>
+__device__ __forceinline__ float* gl_splitk_slice(PA& A, int lda, PB& B, int ldb, int& K, T* C, int M, int ldc, int bk) {
+    int k_first;
+    float* const w = gl_splitk_range(K, k_first, C, M, ldc, bk);
+    A += GL_A_COL ? (long long)k_first * lda : (long long)k_first;
+    B += GL_B_COL ? (long long)k_first : (long long)k_first * ldb;
+    K -= k_first;
+    return w;
+}
 #endif
 
 // ---- element conversion -------------------------------------------------------------------
@@ -331,5 +383,25 @@ __device__ __forceinline__ void gl_store_c8(T* C, int ldc, int M, int N, int i, 
     for (int e = 0; e < 8; ++e)
         if (j + e < N) gl_store_c(C, ldc, i, j + e, v[e], alpha, beta);
 }
+
+#if GL_SPLITK
+// Eight FP32 partial sums W(i, j..j+7) of the split-K variant (no alpha/beta, no conversion): two
+// 128-bit stores when legal (GL_VEC_C: the workspace row length is a multiple of 4; j % 8 == 0)
+// and all eight are inside; else guarded scalar stores.
+__device__ __forceinline__ void gl_store_w8(float* W, int ldw, int M, int N, int i, int j, const float* v) {
+    if (i >= M) return;
+    float* p = W + gl_c_off(i, j, ldw);
+#if GL_VEC_C
+    if (N - j >= 8) {
+        reinterpret_cast<float4*>(p)[0] = make_float4(v[0], v[1], v[2], v[3]);
+        reinterpret_cast<float4*>(p)[1] = make_float4(v[4], v[5], v[6], v[7]);
+        return;
+    }
+#endif
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+        if (j + e < N) p[e] = v[e];
+}
+#endif
 
 #endif  // GL_DTYPE != 0

@@ -77,9 +77,9 @@ class GpuEvaluator:
 
     def _variant(self, cfg: dict) -> Variant:
         kv = self.kv
-        tall = self.rung.launch(kv.M, kv.N, cfg).grid[2] > 1
-        return Variant.make(self.rung, self.f.dtype, a_col=kv.a_col, b_col=kv.b_col, vec_a=kv.vec_a,
-                            vec_b=kv.vec_b, vec_c=kv.vec_c, config=cfg, tall=tall)
+        v = Variant.make(self.rung, self.f.dtype, a_col=kv.a_col, b_col=kv.b_col, vec_a=kv.vec_a,
+                         vec_b=kv.vec_b, vec_c=kv.vec_c, config=cfg)
+        return v.for_geometry(self.rung.launch(kv.M, kv.N, v.cfg, kv.K), kv.N)   # the variant the plan runs
 
     def compile(self, configs: Sequence[dict]) -> list[Outcome | None]:
         variants, errors = [], {}

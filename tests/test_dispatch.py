@@ -1,0 +1,196 @@
+"""kernel="auto" picks a rung and its configuration (core/dispatch.py): from the tuner's export of
+the tuning database for the nearest tuned shape of this GPU, else from the shipped defaults of the
+architecture, else by the rule (top rung, a preset for skinny problems, split-K when the output
+tiles leave more than half of the SMs idle). CPU only: stand-in problems and devices."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+from gemmlab.core import dispatch
+from gemmlab.core.problem import ArrayInfo, GemmProblem
+from gemmlab.core.registry import get
+
+H100 = SimpleNamespace(arch="sm_90a", name="NVIDIA H100 80GB HBM3", sm_count=132)
+A100 = SimpleNamespace(arch="sm_80", name="NVIDIA A100-SXM4-80GB", sm_count=108)
+
+
+def problem(M, N, K, dtype="fp32", a_col=False, b_col=False, c_col=False) -> GemmProblem:
+    def info(rows, cols, col):
+        return ArrayInfo(0x10000, rows, cols, rows if col else cols, col, dtype, 0, "cupy")
+
+    return GemmProblem(M, N, K, dtype, info(M, K, a_col), info(K, N, b_col), info(M, N, c_col), 1.0, 0.0)
+
+
+def entry(shape, rung="async_simt", dtype="fp32", layout="rr", gpu="NVIDIA H100 80GB HBM3", **cfg):
+    return {"dtype": dtype, "shape": list(shape), "layout": layout, "rung": rung, "config": cfg,
+            "gpu_name": gpu, "arch": "sm_90a", "tflops": 40.0}
+
+
+@pytest.fixture
+def tuned(tmp_path, monkeypatch):
+    """Write a tuned export into a fresh cache folder; returns the writer."""
+    monkeypatch.setenv("GEMMLAB_CACHE_DIR", str(tmp_path))
+    dispatch.reload()
+
+    def write(*entries):
+        (tmp_path / dispatch.TUNED_FILE).write_text(json.dumps({"format": 1, "entries": list(entries)}))
+        dispatch.reload()
+    yield write
+    dispatch.reload()
+
+
+# ---- named -------------------------------------------------------------------------------------
+def test_a_named_rung_runs_with_the_configuration_given(tuned):
+    c = dispatch.decide(problem(64, 64, 64), "warp_tiling", {"BM": 64}, H100)
+    assert (c.rung.slug, c.config, c.source) == ("warp_tiling", {"BM": 64}, "named")
+
+
+# ---- tuned ---------------------------------------------------------------------------------------
+def test_auto_takes_the_nearest_tuned_shape_of_this_gpu(tuned):
+    tuned(entry((4096, 4096, 4096), BM=128, BN=128, WM=64, WN=32, TM=8, TN=8),
+          entry((256, 256, 65536), BM=64, BN=64, BK=16, WM=32, WN=32, TM=4, TN=8, STAGES=3, SPLITK=8),
+          entry((250, 260, 60000), gpu="another GPU", SPLITK=2))
+    c = dispatch.decide(problem(250, 260, 60000), "auto", None, H100)
+    assert c.source == "tuned" and c.rung.slug == "async_simt"
+    assert c.config["SPLITK"] == 8 and c.config["BM"] == 64
+    assert "nearest tuned shape 256x256x65536" in c.reason
+
+
+def test_the_same_layout_class_is_preferred_over_a_nearer_shape_of_another(tuned):
+    tuned(entry((1024, 1024, 1024), layout="cc", SPLITK=2), entry((1500, 1024, 1024), layout="rr", SPLITK=4))
+    assert dispatch.decide(problem(1024, 1024, 1024), "auto", None, H100).config["SPLITK"] == 4
+    assert dispatch.decide(problem(1024, 1024, 1024, a_col=True, b_col=True), "auto", None, H100).config["SPLITK"] == 2
+
+
+def test_a_tuned_shape_farther_than_the_limit_is_not_used(tuned):
+    tuned(entry((4096, 4096, 4096), SPLITK=2))
+    assert dispatch.distance((4096, 4096, 4096), (2048, 4096, 4096)) == pytest.approx(1.0)
+    assert dispatch.decide(problem(2048, 4096, 4096), "auto", None, H100).source == "tuned"
+    assert dispatch.decide(problem(1000, 1000, 1000), "auto", None, H100).source == "defaults"
+
+
+def test_a_tuned_entry_the_registry_refuses_or_this_gpu_cannot_run_is_skipped(tuned):
+    tuned(entry((512, 512, 512), BM=100), entry((512, 512, 512), rung="no_such_rung"))
+    assert dispatch.decide(problem(512, 512, 512), "auto", None, H100).source != "tuned"
+    tuned(entry((512, 512, 512), SPLITK=2))
+    assert dispatch.decide(problem(512, 512, 512), "auto", None, A100).source == "rule"   # sm_90a entries only
+
+
+def test_a_column_major_c_is_looked_up_in_the_kernels_view(tuned):
+    tuned(entry((4096, 16, 4096), BM=64, BN=64, BK=16, WM=32, WN=32, TM=4, TN=8, STAGES=3, SPLITK=2))
+    c = dispatch.decide(problem(16, 4096, 4096, c_col=True), "auto", None, H100)   # C^T = B^T A^T: 4096 x 16
+    assert c.source == "tuned" and c.config["SPLITK"] == 2
+
+
+MACHINE = {"gpu_name": H100.name, "arch": "sm_90a", "driver": "-", "nvrtc": "-", "gemmlab": "-"}
+
+
+def _replay_tune(tmp_path, rung, shapes, budget, seed) -> tuple[str, list[dict]]:
+    """Tune ``rung`` at ``shapes`` on a replayed landscape (the first candidates fastest) into a
+    SQLite database; (its URL, the runs' summaries)."""
+    pytest.importorskip("optuna")
+    from gemmlab.tune.evaluate import ReplayFactory
+    from gemmlab.tune.runner import TuneSpec, tune
+    from gemmlab.tune.space import Space
+
+    sp = Space.of(rung, "sm_90a")
+    table = {sp.key(c): {"status": "ok", "ms": 1.0 + 0.001 * i} for i, c in enumerate(sp.candidates())}
+    url = f"sqlite:///{tmp_path / 'tune.db'}"
+    return url, [tune(TuneSpec(rung, shape, strategy="random", budget=budget, seed=seed, storage=url),
+                      ReplayFactory(table, machine=MACHINE)) for shape in shapes]
+
+
+def test_the_tuners_export_of_a_database_is_what_auto_reads(tuned, tmp_path):
+    url, (s,) = _replay_tune(tmp_path, "async_simt", [(256, 256, 65536)], 6, 1)
+    from gemmlab.tune.export import export_tuned
+
+    export_tuned(url)
+    c = dispatch.decide(problem(256, 256, 65536), "auto", None, H100)
+    assert c.source == "tuned" and c.config == s["best"]["config"]
+
+
+def test_emit_defaults_merges_the_best_tuned_config_per_suite_shape_into_a_table(tuned, tmp_path):
+    url, _ = _replay_tune(tmp_path, "tile_1d", [(64, 64, 64), (128, 128, 128)], 3, 2)
+    from gemmlab.tune.export import emit_defaults, read_table
+
+    out = tmp_path / "defaults.json"
+    out.write_text(json.dumps({"format": 1, "entries": [entry((64, 64, 64), dtype="fp16", rung="mma_sync"),
+                                                         entry((64, 64, 64), rung="tile_2d")]}))
+    doc = emit_defaults(out, MACHINE, "fp32", [(64, 64, 64), (128, 128, 128)], url)
+    got = {(e["dtype"], e["rung"], tuple(e["shape"])) for e in doc["entries"]}
+    assert got == {("fp16", "mma_sync", (64, 64, 64)), ("fp32", "tile_1d", (64, 64, 64)),
+                   ("fp32", "tile_1d", (128, 128, 128))}    # the fp32 64^3 entry replaced, fp16's kept
+    assert "emit-defaults" in doc["source"] and read_table(out) == doc
+
+
+# ---- shipped defaults -------------------------------------------------------------------------
+def test_every_shipped_default_names_a_rung_and_a_configuration_the_registry_accepts():
+    for path in sorted(dispatch.DATA_DIR.glob("defaults_sm*.json")):
+        doc = json.loads(path.read_text())
+        assert doc["source"] and doc["entries"], path
+        for e in doc["entries"]:
+            get(e["rung"]).config(e["config"])
+            assert e["source"] and len(e["shape"]) == 3 and e["dtype"] in get(e["rung"]).dtypes
+
+
+def test_without_a_tuned_export_the_h100_takes_the_shipped_defaults(tuned):
+    c = dispatch.decide(problem(256, 256, 65536), "auto", None, H100)
+    assert c.source == "defaults" and c.rung.slug == "async_simt" and c.config["SPLITK"] > 1
+
+
+def test_no_tuning_database_means_no_optional_import_at_call_time(tmp_path):
+    code = ("import sys; from types import SimpleNamespace as S; from gemmlab.core import dispatch; "
+            "from tests.test_dispatch import problem; "
+            "c = dispatch.decide(problem(300, 300, 300), 'auto', None, S(arch='sm_90a', name='x', sm_count=132)); "
+            "print(c.source, 'optuna' in sys.modules, 'sqlite3' in sys.modules, 'sqlalchemy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(_root()),
+                         env=_env(tmp_path), check=True).stdout.split()
+    assert out[1:] == ["False", "False", "False"] and out[0] in ("defaults", "rule")
+
+
+def _root():
+    from pathlib import Path
+
+    return Path(__file__).resolve().parent.parent
+
+
+def _env(tmp_path):
+    import os
+
+    return {**os.environ, "GEMMLAB_CACHE_DIR": str(tmp_path), "PYTHONPATH": os.pathsep.join(sys.path)}
+
+
+# ---- the rule ------------------------------------------------------------------------------------
+def test_the_rule_splits_k_until_the_tiles_fill_the_sms():
+    r = get("async_simt")                                   # 128 x 256 tiles
+    cfg, why = dispatch.rule_config(r, 256, 256, 65536, 132)   # 2 tiles: 66 wanted, at most 64
+    assert cfg["SPLITK"] == 64 and "split-K 64: 2 output tiles for 132 SMs" in why
+    assert dispatch.rule_config(r, 1024, 1024, 1024, 132)[0]["SPLITK"] == 4        # 32 tiles, 132 // 32
+    assert dispatch.rule_config(r, 1024, 1024, 600, 132)[0]["SPLITK"] == 2         # slices of >= 256 along K
+    assert dispatch.rule_config(r, 2048, 2048, 65536, 132)[0].get("SPLITK", 1) == 1  # 128 tiles: more than SMs/2
+    assert dispatch.rule_config(get("warp_tiling"), 128, 128, 8192, 108)[0]["SPLITK"] == 32
+
+
+def test_the_rule_takes_a_preset_when_the_default_tile_pads_a_skinny_problem():
+    cfg, why = dispatch.rule_config(get("async_simt"), 16, 4096, 4096, 132)
+    assert (cfg["BM"], cfg["BN"]) == (32, 128) and "preset 'skinny'" in why and cfg["SPLITK"] == 4
+    cfg, _ = dispatch.rule_config(get("async_simt"), 4096, 4096, 4096, 132)
+    assert cfg == get("async_simt").config()
+
+
+def test_without_any_table_auto_follows_the_rule(tuned):
+    c = dispatch.decide(problem(256, 256, 65536), "auto", None, A100)      # no defaults_sm80.json
+    assert c.source == "rule" and c.rung.slug == "async_simt" and c.config["SPLITK"] == 54
+
+
+def test_dispatch_logs_each_choice_when_asked(tuned, monkeypatch, caplog):
+    monkeypatch.setattr(dispatch, "LOG_DISPATCH", True)
+    with caplog.at_level("WARNING", logger="gemmlab"):
+        dispatch.decide(problem(256, 256, 65536), "auto", None, A100)
+    assert "gemmlab dispatch: fp32 256x256x65536 -> async_simt" in caplog.text and "(rule:" in caplog.text
