@@ -25,38 +25,43 @@ def _arch_for(problem, kernel) -> str | None:
     return device_info(problem.c.device).arch if kernel == "auto" else None
 
 
-def plan(a, b, c, *, alpha=1.0, beta=0.0, kernel: str = "auto", config=None) -> Plan:
+def plan(a, b, c, *, alpha=1.0, beta=0.0, kernel: str = "auto", config=None, precision: str | None = None) -> Plan:
     """A prepared launch of one rung on these operands; ``plan(...).run()`` launches it."""
     problem = make_problem(a, b, c, alpha, beta)
-    rung = dispatch.choose(problem, kernel, _arch_for(problem, kernel))
+    rung = dispatch.choose(problem, kernel, _arch_for(problem, kernel), precision)
     if 0 in (problem.M, problem.N, problem.K):
         raise ValueError(f"empty problem {problem.M}x{problem.N}x{problem.K}: nothing to launch")
-    return Plan(problem, rung, config)
+    return Plan(problem, rung, config, precision=precision)
 
 
-def gemm(a, b, c, *, alpha=1.0, beta=0.0, kernel: str = "auto", config=None):
+def gemm(a, b, c, *, alpha=1.0, beta=0.0, kernel: str = "auto", config=None, precision: str | None = None):
     """c <- alpha * (a @ b) + beta * c, in place; returns c.
 
     a (M, K), b (K, N), c (M, N): CuPy arrays or PyTorch CUDA tensors of one dtype (float32,
     float16 or bfloat16), each row- or column-major. The kernel runs on the current stream of
     c's library. With beta == 0, c is not read. ``kernel`` is a rung slug (see
     ``gemmlab.kernels()``) or "auto"; ``config`` a preset name or dict of tile parameters.
+    ``precision`` (``gemmlab.core.precision``): for float32 operands "fp32" (exact FP32 on the
+    CUDA cores), "tf32" (TF32 tensor cores) or "3xtf32" (three TF32 products: FP32-accurate on
+    the tensor cores); float16/bfloat16 take only their own (the default). None: the dtype's
+    exact precision under "auto", a named rung's own default (tf32_mma: "tf32").
     A call whose operands match an earlier call's (shapes, strides, dtype, device, alignment),
-    with the same kernel and config, reuses that call's plan: microseconds of host time.
+    with the same kernel, config and precision, reuses that call's plan: microseconds of host time.
     """
-    call = fastpath.signature(a, b, c, kernel, config)
+    call = fastpath.signature(a, b, c, kernel, config, precision)
     if call is not None and fastpath.launch(call, alpha, beta):
         return c
     problem = make_problem(a, b, c, alpha, beta)
-    rung = dispatch.choose(problem, kernel, _arch_for(problem, kernel))  # rejects unknown names and dtypes first
+    # rejects unknown names, dtypes and precisions first
+    rung = dispatch.choose(problem, kernel, _arch_for(problem, kernel), precision)
     if problem.M == 0 or problem.N == 0:
         return c
     if problem.K == 0:
         _scale_in_place(c, problem.beta)
         return c
-    plan = Plan(problem, rung, config)
+    plan = Plan(problem, rung, config, precision=precision)
     plan.run()
-    fastpath.remember((a, b, c), kernel, config, plan, problem)
+    fastpath.remember((a, b, c), kernel, config, plan, problem, precision)
     return c
 
 
@@ -87,16 +92,17 @@ def _allocator(a, b):
     raise TypeError("matmul without out= needs CuPy or PyTorch inputs to allocate the result; pass out=")
 
 
-def matmul(a, b, *, kernel: str = "auto", out=None, config=None):
-    """a @ b as a new array of the inputs' library (or into ``out``). A call like an earlier
-    one (shapes, strides, dtype, device, alignment, kernel, config) allocates and launches
-    without re-checking anything the earlier call checked."""
+def matmul(a, b, *, kernel: str = "auto", out=None, config=None, precision: str | None = None):
+    """a @ b as a new array of the inputs' library (or into ``out``); ``precision`` as for
+    ``gemm``. A call like an earlier one (shapes, strides, dtype, device, alignment, kernel,
+    config, precision) allocates and launches without re-checking anything the earlier call
+    checked."""
     if out is not None:
-        return gemm(a, b, out, alpha=1.0, beta=0.0, kernel=kernel, config=config)
-    c = fastpath.product(a, b, kernel, config)
+        return gemm(a, b, out, alpha=1.0, beta=0.0, kernel=kernel, config=config, precision=precision)
+    c = fastpath.product(a, b, kernel, config, precision)
     if c is not None:
         return c
     allocate, lib = _allocator(a, b)
-    c = gemm(a, b, allocate(), alpha=1.0, beta=0.0, kernel=kernel, config=config)
-    fastpath.remember_product(a, b, c, kernel, config, allocate, lib)
+    c = gemm(a, b, allocate(), alpha=1.0, beta=0.0, kernel=kernel, config=config, precision=precision)
+    fastpath.remember_product(a, b, c, kernel, config, allocate, lib, precision)
     return c

@@ -1,7 +1,7 @@
 """gemmlab.gemm's fast path: a call that looks like one made before reuses that call's plan.
 
 A call's signature is, per operand, (shape, strides, dtype, device, 16-byte alignment of the
-base), plus the kernel name and the configuration: everything the full path's validation, dispatch
+base), plus the kernel name, the configuration and the precision: everything the full path's validation, dispatch
 and variant choice depend on. A hit skips all of them (no ``describe_array``, no dispatch, no
 ``Variant``, no new parameter block) and launches the remembered plan on the new pointers.
 What the signature does not fix is checked on every call: C must not overlap A or B (the
@@ -73,12 +73,12 @@ def operand_key(x):
     return None if sig is None else sig(x)[0]
 
 
-def signature(a, b, c, kernel, config):
+def signature(a, b, c, kernel, config, precision=None):
     """(key, (a_ptr, b_ptr, c_ptr)) of a call, or None when the call cannot take the fast path."""
     try:
         sa, sb, sc = _signature_of_type[type(a)], _signature_of_type[type(b)], _signature_of_type[type(c)]
         (ka, pa), (kb, pb), (kc, pc) = sa(a), sb(b), sc(c)
-        key = (ka, kb, kc, kernel, _config_key(config))
+        key = (ka, kb, kc, kernel, _config_key(config), precision)
         hash(key)
     except (KeyError, TypeError, AttributeError):
         return None
@@ -108,12 +108,12 @@ def register(x, lib: str) -> None:
         _signature_of_type.setdefault(type(x), sig)
 
 
-def remember(arrays, kernel, config, plan: Plan, problem: GemmProblem) -> None:
+def remember(arrays, kernel, config, plan: Plan, problem: GemmProblem, precision=None) -> None:
     """Remember the full path's plan for this call's signature (registering the array types
     first, so the very first call of a type is remembered too)."""
     for x, info in zip(arrays, (problem.a, problem.b, problem.c)):
         register(x, info.lib)
-    call = signature(*arrays, kernel, config)
+    call = signature(*arrays, kernel, config, precision)
     if call is None:
         return
     if len(_entries) >= CAPACITY:   # forget the oldest (another thread may be doing the same)
@@ -123,15 +123,15 @@ def remember(arrays, kernel, config, plan: Plan, problem: GemmProblem) -> None:
 
 # ---- matmul: a @ b into a new array -----------------------------------------------------------
 _POINTER_OF_LIB = {"cupy": lambda x: x.data.ptr, "torch": lambda x: x.data_ptr()}
-_products: dict[tuple, tuple] = {}   # (a key, b key, kernel, config) -> (allocate, pointer_of, entry)
+_products: dict[tuple, tuple] = {}   # (a key, b key, kernel, config, precision) -> (allocate, pointer_of, entry)
 
 
-def product(a, b, kernel, config):
+def product(a, b, kernel, config, precision=None):
     """a @ b in a new array through a remembered product (allocation, then the plan's launch),
     or None when there is none: the full path then runs."""
     try:
         (ka, pa), (kb, pb) = _signature_of_type[type(a)](a), _signature_of_type[type(b)](b)
-        hit = _products.get((ka, kb, kernel, _config_key(config)))
+        hit = _products.get((ka, kb, kernel, _config_key(config), precision))
     except (KeyError, TypeError, AttributeError):
         return None
     if hit is None:
@@ -144,14 +144,14 @@ def product(a, b, kernel, config):
     return c if entry.launch(pa, pb, pc, 1.0, 0.0) else None
 
 
-def remember_product(a, b, c, kernel, config, allocate, lib: str) -> None:
+def remember_product(a, b, c, kernel, config, allocate, lib: str, precision=None) -> None:
     """After the full path computed a @ b into ``c`` (made by ``allocate()``, of library
     ``lib``): remember the allocation and the plan that gemm remembered for (a, b, c)."""
-    call = signature(a, b, c, kernel, config)
+    call = signature(a, b, c, kernel, config, precision)
     entry = _entries.get(call[0]) if call is not None else None
     if entry is None or lib not in _POINTER_OF_LIB:
         return
-    key = (operand_key(a), operand_key(b), kernel, _config_key(config))
+    key = (operand_key(a), operand_key(b), kernel, _config_key(config), precision)
     if len(_products) >= CAPACITY:
         _products.pop(next(iter(_products), None), None)
     _products[key] = (allocate, _POINTER_OF_LIB[lib], entry)
