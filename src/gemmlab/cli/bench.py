@@ -8,7 +8,7 @@ from ..bench.runner import run_bench
 from ..bench.table import render
 from ..core.config import parse_config
 from ..core.shapes import OVERHEAD_SHAPE, fmt_shape, parse_shapes
-from .common import add_config, add_dtype, add_lib, add_timing, timing_settings
+from .common import add_config, add_dtype, add_lib, add_precision, add_timing, timing_settings
 
 
 def register(sub) -> None:
@@ -25,6 +25,7 @@ def register(sub) -> None:
     p.add_argument("--shape", "--shapes", dest="shapes", action="append", metavar="SHAPES",
                    help="N, N^3 or MxNxK, comma-separated; repeatable (default 4096^3, naive rungs 2048^3)")
     add_dtype(p, "fp32")
+    add_precision(p)
     p.add_argument("--peers", default=None, metavar="NAMES",
                    help="comma-separated peers to time beside the rungs (cublas, triton); default: every peer "
                         "usable here (cuBLAS always)")
@@ -62,7 +63,7 @@ def run(args) -> int:
     peers = [s.strip() for s in args.peers.split(",") if s.strip()] if args.peers is not None else None
     result = run_bench(rungs=args.rungs or None, shapes=shapes, dtype=args.dtype,
                        timing_settings=timing_settings(args), verify=args.verify, lib=args.lib,
-                       progress=args.progress, config=config, peers=peers)
+                       progress=args.progress, config=config, peers=peers, precision=args.precision)
     render(result)
     if args.json:
         path = write_json(result, args.json)

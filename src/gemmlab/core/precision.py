@@ -29,6 +29,7 @@ class Precision:
     input_roundoff: float   # relative error of an operand as multiplied (0: exact)
     kernel_code: int        # GL_PRECISION (products per multiply-add); 0 for the exact path
     tensor_cores: bool      # the products run on the tensor cores
+    tensor_share: float     # its peak in useful flop/s, as a share of the dense 16-bit tensor peak
     summary: str
 
     @property
@@ -37,13 +38,13 @@ class Precision:
 
 
 _TABLE = (
-    Precision("fp32", "fp32", 23, 0.0, 0, False, "IEEE FP32 FMAs on the CUDA cores (exact products)"),
-    Precision("tf32", "fp32", 10, 2.0**-11, 1, True,
+    Precision("fp32", "fp32", 23, 0.0, 0, False, 0.0, "IEEE FP32 FMAs on the CUDA cores (exact products)"),
+    Precision("tf32", "fp32", 10, 2.0**-11, 1, True, 0.5,      # TF32 MMAs run at half the 16-bit rate
               "operands rounded to TF32 (10 fraction bits), one tensor-core product, FP32 accumulation"),
-    Precision("3xtf32", "fp32", 21, 2.0**-22, 3, True,
+    Precision("3xtf32", "fp32", 21, 2.0**-22, 3, True, 1 / 6,  # three TF32 products per multiply-add
               "operands split into two TF32 parts, three tensor-core products: FP32-level accuracy"),
-    Precision("fp16", "fp16", 10, 0.0, 0, True, "FP16 operands on the tensor cores, FP32 accumulation"),
-    Precision("bf16", "bf16", 7, 0.0, 0, True, "BF16 operands on the tensor cores, FP32 accumulation"),
+    Precision("fp16", "fp16", 10, 0.0, 0, True, 1.0, "FP16 operands on the tensor cores, FP32 accumulation"),
+    Precision("bf16", "bf16", 7, 0.0, 0, True, 1.0, "BF16 operands on the tensor cores, FP32 accumulation"),
 )
 
 PRECISIONS: tuple[str, ...] = tuple(p.name for p in _TABLE)
@@ -61,6 +62,12 @@ def get(name: str) -> Precision:
 def for_dtype(dtype: str) -> tuple[str, ...]:
     """The precisions operands of ``dtype`` may be multiplied in, the exact one first."""
     return tuple(p.name for p in _TABLE if p.dtype == dtype)
+
+
+def applies(precision: str, dtype: str) -> bool:
+    """Whether operands of ``dtype`` may be multiplied in ``precision``."""
+    p = BY_NAME.get(precision)
+    return p is not None and p.dtype == dtype
 
 
 def resolve(dtype: str, precision: str | None) -> str:

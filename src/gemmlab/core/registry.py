@@ -19,7 +19,7 @@ from typing import Callable, Mapping
 from .arch import LIMITS, ArchLimits, arch_number
 from .config import ConfigLike, ConfigSpec, parse_config
 from .dtypes import get as get_dtype
-from .precision import resolve as resolve_precision
+from .precision import applies, resolve as resolve_precision
 
 MAX_GRID_Y = 65535
 # the most dynamic shared memory any GPU in the table gives one block (227 KB on sm_90 / sm_100)
@@ -95,7 +95,7 @@ class Rung:
     def precision_for(self, dtype: str, precision: str | None = None) -> str:
         """The precision this rung computes ``dtype`` operands in: ``precision``, or with None its
         own default for the dtype (its first one that applies). ValueError when it cannot."""
-        own = [p for p in self.precisions if _applies(p, dtype)]
+        own = [p for p in self.precisions if applies(p, dtype)]
         if precision is None:
             return own[0]
         want = resolve_precision(dtype, precision)
@@ -163,14 +163,6 @@ class Rung:
         gy = (tiles_m + gz - 1) // gz      # balanced slices: fewer than gz surplus tiles in all
         grid = ((N + cfg["BN"] - 1) // cfg["BN"], gy, gz)
         return Launch(grid, (self.threads(cfg), 1, 1), self.smem(cfg))
-
-
-def _applies(precision: str, dtype: str) -> bool:
-    """Whether ``precision`` is one that ``dtype`` operands may be computed in."""
-    try:
-        return resolve_precision(dtype, precision) == precision
-    except ValueError:
-        return False
 
 
 # ---- constraint helpers ------------------------------------------------------------------------
