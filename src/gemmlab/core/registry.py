@@ -382,8 +382,9 @@ def _tf32_regs(cfg) -> list[str]:
     precisions; 3xTF32 needs more: the WM*WN/32 accumulators, two sets of raw fragments
     (WM/4 + WN/4 registers each) and the big and small parts of one set, about 40 for addresses and
     loop state, and 2 per 16-byte copy a thread issues per tile. Fitted to ptxas (NVRTC 13, sm_90a
-    and sm_80, every layout, with and without vector access, 3xTF32): 172-222 registers for 64x32
-    and 32x64 warp tiles (estimate 216-232); 64x64 spills (estimate 296)."""
+    and sm_80, every layout, with and without vector access): 64x32 warp tiles 152-196 registers in
+    TF32 and 138-200 in 3xTF32 (estimate 216 with 8 warps, 224 with 4), 32x32 96-128 (estimate
+    152); 64x64 warp tiles spill 100-160 bytes in 3xTF32 (estimate 296: refused)."""
     threads = _warp_threads(cfg)
     copies = -(-cfg["BM"] * cfg["BK"] // 4 // threads) - (-cfg["BK"] * cfg["BN"] // 4 // threads)
     need = cfg["WM"] * cfg["WN"] // 32 + 4 * (cfg["WM"] // 4 + cfg["WN"] // 4) + 40 + 2 * copies

@@ -196,27 +196,27 @@ struct GlTf32Copy {
         const float* base = first + kt * kstride;
         const int ol = K_INNER ? outer_left : outer_left - kt * BK;
         const int il = K_INNER ? inner_left - kt * BK : inner_left;
-        size_t rs = rstride;
-        int row0 = r0, col = c;
-        if (!VEC) {
-            // Four copies per chunk: opaque copies make the compiler redo their index math at each
-            // tile instead of hoisting one address per copy out of the main loop, where they held
-            // registers through the MMAs (3xTF32 spilled on sm_80 without this).
-            asm volatile("" : "+l"(rs), "+r"(row0), "+r"(col));
-        }
-#pragma unroll
-        for (int p = 0; p < PER; ++p) {
-            const int r = row0 + p * RSTEP;
+        auto chunk = [&](int p) {
+            const int r = r0 + p * RSTEP;
             if (CHUNKS % THREADS == 0 || r < OUTER) {
-                const unsigned dst = stage + (unsigned)(r * INNER * 4 + ((col ^ gl_sw<K_INNER>(r)) << 4));
+                const unsigned dst = stage + (unsigned)(r * INNER * 4 + ((c ^ gl_sw<K_INNER>(r)) << 4));
                 const bool in = ol > p * RSTEP && il > 0;
                 if (VEC) {
-                    gl_cp16(dst, base + p * rs, in ? (il >= 4 ? 16 : 4 * il) : 0);
+                    gl_cp16(dst, base + p * rstride, in ? (il >= 4 ? 16 : 4 * il) : 0);
                 } else {
 #pragma unroll
-                    for (int e = 0; e < 4; ++e) gl_cp4(dst + 4 * e, base + p * rs + e, in && il > e ? 4 : 0);
+                    for (int e = 0; e < 4; ++e) gl_cp4(dst + 4 * e, base + p * rstride + e, in && il > e ? 4 : 0);
                 }
             }
+        };
+        if (VEC) {
+#pragma unroll
+            for (int p = 0; p < PER; ++p) chunk(p);
+        } else {
+            // Four copies per chunk, a loop: unrolled, the compiler computed every copy's address
+            // ahead and 3xTF32 spilled on sm_80; this path (unaligned operands) is not the fast one.
+#pragma unroll 1
+            for (int p = 0; p < PER; ++p) chunk(p);
         }
     }
 };
