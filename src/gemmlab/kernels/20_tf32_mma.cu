@@ -49,18 +49,19 @@
 // chunk is four 4-byte copies (cp.async.ca), each zero-filled past the edge, so the main loop is
 // the same code for any alignment. The fragments of the next k-step are read while the tensor
 // cores work on the current one (two register sets), across tile boundaries too.
-// Conversions: cvt.rna.tf32.f32 is two instructions (a range test and a predicated add of half a
-// TF32 ulp: the tensor cores ignore the 13 low bits), so TF32 costs ~2 ALU instructions per
-// fragment register: with a 64x64 warp tile that is one register per HMMA. 3xTF32 adds the
-// subtraction, its mask and the second rounding: ~6 per register, 2 per HMMA.
+// Conversions: cvt.rna.tf32.f32 is a range test (FSETP) and a predicated add of half a TF32 ulp
+// (the tensor cores ignore the 13 low bits), done in registers for every fragment register, so an
+// element is rounded once per warp that reads it. `gemmlab inspect` (NVRTC 13, sm_90a, default
+// tile) counts per block tile and warp: TF32 485 instructions for 64 HMMA (96 FSETP, 188 IMAD);
+// 3xTF32 999 for 192 HMMA (192 FSETP, 107 SEL, 104 LOP3, 100 VIADD, 96 FADD): the rounding, not
+// the tensor cores, bounds the issue rate.
 //
 // Why it is expected to be faster: rung 18 ran 46.7 TFLOP/s at 4096^3 on the H100, 70% of the FP32
-// FMA peak (benchmarks/results/h100_fp32.json). Rung 17, the same pipeline with FP16 operands,
-// ran 441 TFLOP/s, 45% of the FP16 tensor peak (h100_fp16.json); TF32 moves twice the bytes per
-// flop through shared memory and spends CUDA-core instructions on the rounding. Predictions,
-// written before the first measurement (H100, 4096^3, default tile): TF32 230-280 TFLOP/s
-// (45-55% of the TF32 peak, 0.6-0.75x cuBLAS with TF32), 3xTF32 80-95 TFLOP/s (1.6-1.85x cuBLAS
-// SGEMM), i.e. TF32 5-6x and 3xTF32 ~1.9x rung 18.
+// FMA peak (benchmarks/results/h100_fp32.json). Predictions, written before the first
+// measurement (H100, 4096^3, default tile, 8 warps per SM): issue-bound at ~485 instructions per
+// 64 HMMA, TF32 180-230 TFLOP/s (36-46% of the 495 TF32 peak, ~0.5-0.6x cuBLAS with TF32);
+// 3xTF32 75-95 TFLOP/s (1.5-1.85x cuBLAS SGEMM), i.e. 4-5x and ~1.8x rung 18. Rounding each
+// element once in shared memory instead of once per reading warp is the next step.
 //
 // Geometry (defaults BM=128, BN=128, BK=32, WM=64, WN=64, STAGES=3): 4 warps as 2 x 2, each a
 // 64x64 warp tile = 4 x 8 mma tiles of 16x8 (128 FP32 accumulators per thread); BK = 32 is 4
