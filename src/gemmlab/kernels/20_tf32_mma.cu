@@ -63,9 +63,11 @@
 // 3xTF32 75-95 TFLOP/s (1.5-1.85x cuBLAS SGEMM), i.e. 4-5x and ~1.8x rung 18. Rounding each
 // element once in shared memory instead of once per reading warp is the next step.
 //
-// Geometry (defaults BM=128, BN=128, BK=32, WM=64, WN=64, STAGES=3): 4 warps as 2 x 2, each a
-// 64x64 warp tile = 4 x 8 mma tiles of 16x8 (128 FP32 accumulators per thread); BK = 32 is 4
-// k-steps of 8; shared memory STAGES x (BM*BK + BK*BN) x 4 B = 96 KB, two blocks per SM.
+// Geometry (defaults BM=128, BN=128, BK=32, WM=64, WN=32, STAGES=4): 8 warps as 2 x 4, each a
+// 64x32 warp tile = 4 x 4 mma tiles of 16x8 (64 FP32 accumulators per thread); BK = 32 is 4
+// k-steps of 8; shared memory STAGES x (BM*BK + BK*BN) x 4 B = 128 KB, one block (8 warps) per SM.
+// A 64x64 warp tile would halve the shared-memory reads per MMA but spills in 3xTF32 (big and
+// small parts of every fragment beside 128 accumulators): the registry refuses it for both.
 #include "common.cuh"
 
 #if GL_DTYPE != 0
