@@ -93,10 +93,22 @@ def test_bench_defaults_are_fp32_all_rungs_default_shape_flush_and_verify(bench_
     assert a.verify and a.progress and a.lib is None and a.json is None
 
 
-def test_default_rungs_are_those_supporting_the_dtype_in_ladder_order():
+def test_default_rungs_are_those_computing_the_dtype_exactly_in_ladder_order():
     fp32 = sched.select_rungs(None, "fp32")
-    assert fp32 == [r for r in kernels() if "fp32" in r.dtypes]
+    assert fp32 == [r for r in kernels() if "fp32" in r.precisions]
     assert all("bf16" in r.dtypes for r in sched.select_rungs(None, "bf16"))
+
+
+@pytest.mark.parametrize("precision", ["tf32", "3xtf32"])
+def test_default_rungs_of_a_tensor_core_precision_are_those_providing_it(precision):
+    assert [r.slug for r in sched.select_rungs(None, "fp32", precision)] == ["tf32_mma"]
+
+
+def test_a_named_rung_that_cannot_compute_the_precision_is_refused():
+    with pytest.raises(ValueError, match="does not compute fp32 in precision 'tf32'"):
+        sched.select_rungs(["async_simt"], "fp32", "tf32")
+    with pytest.raises(ValueError, match="precision 'fp32'"):
+        sched.select_rungs(["tf32_mma"], "fp32")     # the default run is exact FP32
 
 
 def test_rungs_are_named_by_slug_or_number_and_sorted_into_ladder_order():
@@ -365,7 +377,7 @@ class _FakePlan:
         from types import SimpleNamespace
 
         self.a, self.b, self.c, self.broken, self.sleep = a, b, c, broken, sleep
-        self.variant = SimpleNamespace(cfg={"BM": 128}, describe=lambda: f"{slug}[fake]")
+        self.variant = SimpleNamespace(cfg={"BM": 128}, describe=lambda: f"{slug}[fake]", precision="fp32")
 
     def run(self, stream=None):
         import time
@@ -419,7 +431,7 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(timing, "CudaDevice", _WallDevice)
     monkeypatch.setattr(envinfo, "max_sm_clock_mhz", lambda ordinal=0: None)  # no NVML: no clock thread
 
-    def plan(a, b, c, *, alpha=1.0, beta=0.0, kernel="auto", config=None):
+    def plan(a, b, c, *, alpha=1.0, beta=0.0, kernel="auto", config=None, precision=None):
         if kernel == "tile_1d":
             raise ValueError("invalid configuration for rung 'tile_1d'")
         return _FakePlan(a, b, c, kernel, broken=kernel == "vectorized", sleep=0.02 if kernel == "naive" else 0.0)
@@ -558,7 +570,7 @@ def test_a_run_with_auto_records_the_dispatchs_choice(fake_gpu, monkeypatch):
     from gemmlab.core import api
     from gemmlab.core.dispatch import Choice
 
-    def plan(a, b, c, *, alpha=1.0, beta=0.0, kernel="auto", config=None):
+    def plan(a, b, c, *, alpha=1.0, beta=0.0, kernel="auto", config=None, precision=None):
         p = _FakePlan(a, b, c, kernel)
         p.rung = get("async_simt")
         p.choice = Choice(p.rung, {"SPLITK": 4}, "rule", "split-K 4: 2 output tiles for 132 SMs")

@@ -115,9 +115,9 @@ def test_a_hit_with_an_alpha_that_is_not_a_plain_number_goes_to_the_full_path(al
 def test_gemms_one_call_fast_path_launches_a_hit_and_declines_a_miss():
     (a, b, c), plan = _remembered()
     a2, b2, c2 = FakeArray(0x40000), FakeArray(0x50000), FakeArray(0x60000)
-    assert fastpath.run(a2, b2, c2, "auto", None, 2.0, 0.5)
-    assert not fastpath.run(a2, b2, c2, "naive", None, 1.0, 0.0)                 # another kernel
-    assert not fastpath.run(a2, b2, FakeArray(0x60000, shape=(8, 4)), "auto", None, 1.0, 0.0)
+    assert fastpath.run(a2, b2, c2, "auto", None, None, 2.0, 0.5)
+    assert not fastpath.run(a2, b2, c2, "naive", None, None, 1.0, 0.0)                 # another kernel
+    assert not fastpath.run(a2, b2, FakeArray(0x60000, shape=(8, 4)), "auto", None, None, 1.0, 0.0)
     assert plan.launches == [(0x40000, 0x50000, 0x60000, 2.0, 0.5)]
 
 
@@ -129,7 +129,7 @@ def test_operands_of_two_array_types_of_one_library_share_the_flat_signature():
     fastpath.register(Subclass(0), "cupy")
     mixed = fastpath.signature(a, Subclass(0x20000), c, "auto", None)
     assert mixed == fastpath.signature(a, b, c, "auto", None)
-    assert fastpath.run(a, Subclass(0x50000), c, "auto", None, 1.0, 0.0)
+    assert fastpath.run(a, Subclass(0x50000), c, "auto", None, None, 1.0, 0.0)
     assert plan.launches == [(0x10000, 0x50000, 0x30000, 1.0, 0.0)]
 
 

@@ -1,6 +1,7 @@
-"""Every rung, every dtype it claims, all 8 layout combinations of A, B, C, alpha/beta (with
-beta = 0 on a NaN-poisoned C), over odd and degenerate shapes: checked against cuBLAS in float64
-on fresh random data (gemmlab.measure.verify)."""
+"""Every rung, every dtype it claims in every precision it provides (tf32 and 3xtf32 for rung 20),
+all 8 layout combinations of A, B, C, alpha/beta (with beta = 0 on a NaN-poisoned C), over odd and
+degenerate shapes: checked against cuBLAS in float64 on fresh random data (gemmlab.measure.verify),
+at the tolerance of the precision."""
 
 import itertools
 
@@ -8,6 +9,7 @@ import pytest
 
 import gemmlab
 from gemmlab.core import registry
+from gemmlab.core.precision import applies
 from gemmlab.measure.verify import verify
 
 pytestmark = pytest.mark.gpu
@@ -29,7 +31,7 @@ SHAPES = [
 ]
 ALPHA_BETA = [(1.0, 0.0), (1.5, -0.75)]
 LAYOUTS = list(itertools.product((False, True), repeat=3))
-CASES = [(r.slug, dt) for r in gemmlab.kernels() for dt in r.dtypes]
+CASES = [(r.slug, dt, p) for r in gemmlab.kernels() for dt in r.dtypes for p in r.precisions if applies(p, dt)]
 
 
 def _lib(dtype):
@@ -37,13 +39,13 @@ def _lib(dtype):
 
 
 @pytest.mark.parametrize("layout", LAYOUTS, ids=lambda l: "".join("C" if x else "R" for x in l))
-@pytest.mark.parametrize("slug,dtype", CASES)
-def test_rung_matches_cublas_for_odd_shapes_in_every_layout(slug, dtype, layout):
+@pytest.mark.parametrize("slug,dtype,precision", CASES)
+def test_rung_matches_cublas_for_odd_shapes_in_every_layout(slug, dtype, precision, layout):
     a_col, b_col, c_col = layout
     failures = []
     for (M, N, K, pad, off), (alpha, beta) in itertools.product(SHAPES, ALPHA_BETA):
         r = verify(slug, M, N, K, dtype, lib=_lib(dtype), a_col=a_col, b_col=b_col, c_col=c_col,
-                   alpha=alpha, beta=beta, ld_pad=pad, offset=off)
+                   alpha=alpha, beta=beta, ld_pad=pad, offset=off, precision=precision)
         if not r.ok:
             failures.append(r.message())
     assert not failures, "\n".join(failures)
@@ -74,6 +76,21 @@ def test_torch_tensors_work_like_cupy_arrays(slug):
 def test_auto_picks_a_correct_rung_for_each_dtype(dtype):
     r = verify("auto", 515, 259, 333, dtype, lib=_lib(dtype), alpha=1.0, beta=0.25)
     assert r.ok, r.message()
+
+
+@pytest.mark.parametrize("precision", ["tf32", "3xtf32"])
+def test_auto_computes_a_tensor_core_precision_correctly(precision):
+    r = verify("auto", 515, 259, 1333, "fp32", alpha=1.0, beta=0.25, precision=precision)
+    assert r.ok, r.message()
+
+
+@pytest.mark.parametrize("precision", ["tf32", "3xtf32"])
+@pytest.mark.parametrize("preset", sorted(registry.get("tf32_mma").presets))
+def test_tf32_presets_are_correct_across_tile_edges(precision, preset):
+    for a_col, b_col in itertools.product((False, True), repeat=2):
+        r = verify("tf32_mma", 300, 173, 229, "fp32", a_col=a_col, b_col=b_col, alpha=1.5, beta=-0.75,
+                   config=preset, precision=precision)
+        assert r.ok, r.message()
 
 
 def test_larger_problem_with_many_k_tiles_is_accurate():

@@ -1,7 +1,8 @@
 """Static guards on what makes each rung fast, read from the cubin without a GPU:
-every rung compiles for sm_90a and sm_80, never spills or uses local memory (any layout, with
-and without vector access), and its SASS contains the instructions the rung claims
-(128-bit loads for the vectorized rungs, HMMA for the tensor-core rung, TEX for textures)."""
+every rung compiles for sm_90a and sm_80 in every precision it provides, never spills or uses
+local memory (any layout, with and without vector access), and its SASS contains the instructions
+the rung claims (128-bit loads for the vectorized rungs, HMMA for the tensor-core rungs, TEX for
+textures)."""
 
 import itertools
 
@@ -10,17 +11,20 @@ import pytest
 from gemmlab.analysis import disasm
 
 from gemmlab import kernels
+from gemmlab.core.precision import applies
 from gemmlab.core.variant import Variant
 
 ARCHS = ("sm_90a", "sm_80")
 CASES = [(r.slug, dt) for r in kernels() for dt in r.dtypes]
+# every precision a rung provides for a dtype (the exact one for most; tf32 and 3xtf32 for rung 20)
+PRECISION_CASES = [(r.slug, dt, p) for r in kernels() for dt in r.dtypes for p in r.precisions if applies(p, dt)]
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("slug,dtype", CASES)
-def test_rung_compiles_without_spills_or_local_memory_in_every_layout(slug, dtype, arch):
+@pytest.mark.parametrize("slug,dtype,precision", PRECISION_CASES)
+def test_rung_compiles_without_spills_or_local_memory_in_every_layout(slug, dtype, precision, arch):
     for a_col, b_col, vec in itertools.product((False, True), (False, True), (True, False)):
-        v = Variant.make(slug, dtype, a_col=a_col, b_col=b_col, vec_a=vec, vec_b=vec, vec_c=vec)
+        v = Variant.make(slug, dtype, a_col=a_col, b_col=b_col, vec_a=vec, vec_b=vec, vec_c=vec, precision=precision)
         ck = v.compile(arch)
         res = disasm.resource_usage(ck.cubin, ck.log)
         assert res.local == 0, f"{v.describe()} on {arch}: {res.local} bytes of local memory/stack (spills)"
@@ -44,9 +48,10 @@ def test_ordinary_variant_reads_no_grid_z():
     assert "SR_CTAID.Z" not in sass and "SR_CTAID.Z" in tall
 
 
-@pytest.mark.parametrize("slug,dtype", [(r.slug, r.dtypes[0]) for r in kernels() if r.sass_claims])
-def test_rung_sass_contains_the_instructions_it_claims(slug, dtype):
-    v = Variant.make(slug, dtype)
+@pytest.mark.parametrize("slug,dtype,precision", [(r.slug, r.dtypes[0], p) for r in kernels() if r.sass_claims
+                                                   for p in r.precisions if applies(p, r.dtypes[0])])
+def test_rung_sass_contains_the_instructions_it_claims(slug, dtype, precision):
+    v = Variant.make(slug, dtype, precision=precision)
     sass = disasm.sass(v.compile("sm_90a").cubin)
     missing = [c for c in v.rung.sass_claims if not disasm.has_opcode(sass, c)]
     assert not missing, f"{slug}: SASS lacks {missing}"
@@ -55,10 +60,10 @@ def test_rung_sass_contains_the_instructions_it_claims(slug, dtype):
 @pytest.mark.parametrize("slug", [r.slug for r in kernels() if r.presets])
 def test_rung_presets_compile_without_local_memory(slug):
     r = next(k for k in kernels() if k.slug == slug)
-    for preset in r.presets:
-        ck = Variant.make(slug, r.dtypes[0], config=preset).compile("sm_90a")
+    for preset, precision in itertools.product(r.presets, [p for p in r.precisions if applies(p, r.dtypes[0])]):
+        ck = Variant.make(slug, r.dtypes[0], config=preset, precision=precision).compile("sm_90a")
         res = disasm.resource_usage(ck.cubin, ck.log)
-        assert res.local == 0 and (res.spill_stores, res.spill_loads) == (0, 0), f"{slug}[{preset}] spills"
+        assert res.local == 0 and (res.spill_stores, res.spill_loads) == (0, 0), f"{slug}[{preset}, {precision}] spills"
 
 
 def test_opcode_claims_match_modifiers_in_order_but_not_other_opcodes():

@@ -25,8 +25,12 @@ cuBLAS is ``Lib.matmul(a, b, out=c)`` on the same operands, through PyTorch (the
 has CUDA) or CuPy (``--lib``). For fp32 it is kept on true FP32 SGEMM: PyTorch's TF32 switch is
 turned off for the run (``fp32_precision = "ieee"``, or ``allow_tf32 = False`` on older
 versions) and CuPy's float32 compute type is set to DEFAULT (CUBLAS_COMPUTE_32F), which
-overrides ``CUPY_TF32=1``; both are restored afterwards and recorded in the JSON. The peers are
-``gemmlab.measure.peers``.
+overrides ``CUPY_TF32=1``; both are restored afterwards and recorded in the JSON. With
+``precision="tf32"`` (the rungs round the operands to TF32) cuBLAS runs with TF32 instead
+(``fp32_precision = "tf32"`` / ``allow_tf32 = True``; CuPy's COMPUTE_TYPE_TF32); "3xtf32" is
+FP32-accurate and is compared with strict SGEMM. The baseline's precision is in every cuBLAS
+record and in the settings. The peers are ``gemmlab.measure.peers`` (the Triton peer keeps
+``input_precision="ieee"`` for fp32 whatever the precision: the table's note says so).
 
 Which shapes: ``schedule``. The result dict and its JSON: ``results``.
 """
@@ -43,6 +47,7 @@ from .. import __version__
 from ..analysis import environment as envinfo
 from ..core import api, driver
 from ..core.arch import peak_for_dtype, peak_kind
+from ..core.precision import resolve as resolve_precision
 from ..core.registry import Rung
 from ..core.shapes import Shape, fmt_shape
 from ..measure import arrays, peers as peer_lib, timing
@@ -53,9 +58,9 @@ from .stats import MIN_UNTHROTTLED, add_note, blank_record, suite_summary, summa
 
 
 # ---- arguments ---------------------------------------------------------------------------------
-def _check_arguments(rungs, shapes, dtype: str, lib: str | None, config, peers):
+def _check_arguments(rungs, shapes, dtype: str, lib: str | None, config, peers, precision=None):
     """Everything that can be refused without a GPU, before looking for one."""
-    rung_list = select_rungs(rungs, dtype)
+    rung_list = select_rungs(rungs, dtype, precision)
     shape_list = as_shapes(shapes)
     if config is not None:
         if len(rung_list) != 1:   # (auto chooses its own)
@@ -101,11 +106,12 @@ class _Run:
     engine: timing.Engine
     device: timing.CudaDevice
     peers: dict = field(default_factory=dict)      # name -> measure.peers.Peer
-    precision: arrays.TrueFP32 | None = None       # set once entered, around the groups
+    precision: str = ""                            # what the rungs compute in (core.precision)
+    cublas_mode: arrays.Fp32Mode | None = None     # set once entered, around the groups
 
 
 def _start(*, dtype: str, verify: bool, config, lib: str | None, settings: timing.Settings, progress: bool,
-           peer_names) -> _Run:
+           peer_names, precision: str) -> _Run:
     """The array library, the device, the environment before the run, the timing engine, the
     peers and the progress bar (in this order; the bar's total, the groups, is set once they are
     scheduled)."""
@@ -116,14 +122,14 @@ def _start(*, dtype: str, verify: bool, config, lib: str | None, settings: timin
     t0 = time.perf_counter()
     clocks_before = envinfo.clocks(ordinal)
     env = envinfo.collect(ordinal)
-    peak = peak_for_dtype(env["peaks"], dtype)
+    peak = peak_for_dtype(env["peaks"], dtype, precision)
     device = timing.CudaDevice(L, ordinal, info.l2_bytes, flush=settings.l2 == "cold", spin=settings.spin)
     clocks = timing.NvmlClocks(ordinal) if envinfo.max_sm_clock_mhz(ordinal) else None
     engine = timing.Engine(device, settings, clocks)
-    peers = {p.name: p for p in peer_lib.peers(peer_names, dtype, L.name)}
+    peers = {p.name: p for p in peer_lib.peers(peer_names, dtype, L.name, precision)}
     prog = Progress(0, enabled=progress, label="bench")
     return _Run(dtype, verify, config, L, ordinal, info, started, t0, clocks_before, env, peak, prog, engine,
-                device, peers)
+                device, peers, precision)
 
 
 # ---- one entry: the call, verified -------------------------------------------------------------
@@ -145,6 +151,9 @@ def _peer_callable(run: _Run, job: Job, rec: dict, ops) -> Callable[[], None] | 
         return None
     fn = peer.prepare(ops, run.dtype)
     rec["config"] = peer.describe(run.dtype)
+    rec["precision"] = _baseline_precision(run) if job.peer == "cublas" else run.dtype
+    if job.peer != "cublas" and run.precision != run.dtype:
+        add_note(rec, f"the {job.peer} peer computes {run.dtype} exactly (input_precision ieee), not in {run.precision}")
     return fn
 
 
@@ -167,8 +176,8 @@ def _callable(run: _Run, job: Job, rec: dict, ops) -> Callable[[], None] | None:
             add_note(rec, str(exc))
             return None
     try:
-        p = api.plan(ops.a, ops.b, ops.c, kernel=r.slug, config=run.config) if r else \
-            api.plan(ops.a, ops.b, ops.c, kernel="auto")
+        p = api.plan(ops.a, ops.b, ops.c, kernel=r.slug, config=run.config, precision=run.precision) if r else \
+            api.plan(ops.a, ops.b, ops.c, kernel="auto", precision=run.precision)
     except Exception as exc:  # CompileError, invalid config, missing source ...
         rec["status"] = "error"
         add_note(rec, f"{exc.__class__.__name__}: {_first_line(str(exc))}")
@@ -179,6 +188,7 @@ def _callable(run: _Run, job: Job, rec: dict, ops) -> Callable[[], None] | None:
         rec["number"] = p.rung.number
         rec["dispatch"] = p.choice.as_dict()
         add_note(rec, f"{p.rung.slug} ({p.choice.source}: {p.choice.reason})")
+    rec["precision"] = p.variant.precision
     return lambda p=p: p.run(run.device.stream)
 
 
@@ -189,13 +199,13 @@ def _verify(run: _Run, job: Job, rec: dict, fn, ops, tag: str) -> bool:
     L.fill_nan(ops.c)
     fn()
     L.synchronize()
-    vr = verify_check(ops, 1.0, 0.0, f"{job.slug} {run.dtype} {tag}")
+    vr = verify_check(ops, 1.0, 0.0, f"{job.slug} {run.dtype} {tag}", run.precision)
     rec["verified"], rec["rel_error"], rec["max_scaled_error"] = vr.ok, vr.rel_error, vr.max_scaled
     if vr.ok:
         return True
     rec["verify_message"] = vr.message()
     if job.slug == "cublas":
-        add_note(rec, f"cuBLAS misses the {run.dtype} tolerance (TF32 on?): " + _verify_summary(vr))
+        add_note(rec, f"cuBLAS misses the {run.precision} tolerance (TF32 on?): " + _verify_summary(vr))
         return True
     rec["status"] = "failed"
     add_note(rec, "FAILED verification: " + _verify_summary(vr))
@@ -282,9 +292,15 @@ def _settings(run: _Run, *, shape_list: list[Shape] | None, rung_list: list[Rung
         "flush_l2": st.l2 == "cold", "flush_bytes": run.device.flush_bytes,
         "timing": {**st.as_dict(), "engine": "gemmlab.measure.timing",
                    "clocks": "NVML during every round" if run.engine.clocks else "NVML unavailable: not sampled"},
-        "peak_tflops": run.peak, "peak_kind": peak_kind(run.dtype),
-        "precision": run.precision.settings,
+        "peak_tflops": run.peak, "peak_kind": peak_kind(run.dtype, run.precision),
+        "precision": run.cublas_mode.settings,          # cuBLAS's float32 mode as set for the run
+        "compute_precision": run.precision, "baseline_precision": _baseline_precision(run),
     }
+
+
+def _baseline_precision(run: _Run) -> str:
+    """What the cuBLAS baseline computes in: TF32 beside "tf32" rungs, the dtype's own otherwise."""
+    return "tf32" if run.cublas_mode is not None and run.cublas_mode.tf32 else run.dtype
 
 
 def self_check_summary(groups: list[dict]) -> dict:
@@ -302,7 +318,7 @@ def self_check_summary(groups: list[dict]) -> dict:
 
 def run_bench(rungs=None, shapes=None, dtype: str = "fp32", *, timing_settings: timing.Settings | None = None,
               verify: bool = True, lib: str | None = None, progress: bool = True, config=None,
-              peers=None) -> dict:
+              peers=None, precision: str | None = None) -> dict:
     """Time ``rungs`` (slugs or numbers, and ``auto``: the dispatch's choice; default all that
     support ``dtype``), cuBLAS and the peers
     at ``shapes`` (None: the default shape and rule of ``gemmlab.bench.schedule``; a
@@ -310,22 +326,25 @@ def run_bench(rungs=None, shapes=None, dtype: str = "fp32", *, timing_settings: 
     ``gemmlab.bench.results``.
 
     ``peers``: names from ``measure.peers`` (None: every peer usable here; cuBLAS always).
+    ``precision``: what the rungs compute in (None: the dtype's exact one; see the module
+    docstring for the cuBLAS baseline it implies).
     ``config`` (a dict of tile parameters or a preset name) needs exactly one rung. Raises
     ``driver.NoGPUError`` without a GPU, ValueError for invalid arguments (checked first, without
     touching the GPU)."""
     settings = timing_settings or timing.Settings()
-    rung_list, shape_list, peer_names = _check_arguments(rungs, shapes, dtype, lib, config, peers)
+    precision = resolve_precision(dtype, precision)
+    rung_list, shape_list, peer_names = _check_arguments(rungs, shapes, dtype, lib, config, peers, precision)
     driver.cuda()  # cuda-python first: a base install gets the extra to install, not "no GPU"
     if not driver.gpu_available():
         raise driver.NoGPUError(_no_gpu_reason())
     run = _start(dtype=dtype, verify=verify, config=config, lib=lib, settings=settings, progress=progress,
-                 peer_names=peer_names)
+                 peer_names=peer_names, precision=precision)
     groups = schedule(rung_list, shape_list, list(run.peers), auto=wants_auto(rungs))
     run.prog.update(total_delta=len(groups))
     records: list[dict] = []
     group_info: list[dict] = []
-    with run.prog, arrays.TrueFP32(run.L) as precision:
-        run.precision = precision
+    with run.prog, arrays.Fp32Mode(run.L, tf32=precision == "tf32") as mode:
+        run.cublas_mode = mode
         for g in groups:
             group_info.append(_time_group(run, g, records))
 

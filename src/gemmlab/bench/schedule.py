@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from ..core.dtypes import get as get_dtype
+from ..core.precision import resolve as resolve_precision
 from ..core.registry import Rung, for_dtype, get
 from ..core.shapes import BENCH_SHAPE as DEFAULT_SHAPE
 from ..core.shapes import REDUCED_SHAPE, Shape, fmt_shape, parse_shapes
@@ -35,17 +36,18 @@ def wants_auto(names: Iterable[str | Rung] | None) -> bool:
     return any(n == AUTO for n in names or ())
 
 
-def select_rungs(names: Iterable[str | Rung] | None, dtype: str) -> list[Rung]:
+def select_rungs(names: Iterable[str | Rung] | None, dtype: str, precision: str | None = None) -> list[Rung]:
     """Rungs by slug or number, in ladder order (``auto`` is not a rung: ``wants_auto``); default:
-    every rung that supports ``dtype``. Only ``auto`` named: no rung."""
+    every rung that computes ``dtype`` in ``precision`` (None: the dtype's exact one). Only
+    ``auto`` named: no rung. A named rung that cannot compute the dtype in it is a ValueError."""
     get_dtype(dtype)
     if names and all(n == AUTO for n in names):
         return []
     names = [n for n in names or () if n != AUTO]
     if not names:
-        rungs = list(for_dtype(dtype))
+        rungs = list(for_dtype(dtype, precision=precision))
         if not rungs:
-            raise ValueError(f"no rung supports dtype {dtype}")
+            raise ValueError(f"no rung supports dtype {dtype}" + (f" in precision {precision}" if precision else ""))
         return rungs
     rungs = []
     for n in names:
@@ -53,6 +55,7 @@ def select_rungs(names: Iterable[str | Rung] | None, dtype: str) -> list[Rung]:
         if not r.supports(dtype):
             raise ValueError(f"rung {r.slug!r} does not support dtype {dtype}; it supports "
                              f"{', '.join(r.dtypes)} (use --dtype {r.dtypes[0]})")
+        r.require(dtype, precision=resolve_precision(dtype, precision))   # the exact one unless asked
         if r not in rungs:
             rungs.append(r)
     return sorted(rungs, key=lambda r: r.number)

@@ -68,7 +68,7 @@ def build_table(result: dict):
 
     settings = result.get("settings", {})
     env = result.get("env", {})
-    title = f"gemmlab bench -- {env.get('gpu_name') or 'GPU'}, {settings.get('dtype', '')}"
+    title = f"gemmlab bench -- {env.get('gpu_name') or 'GPU'}, {settings.get('dtype', '')}{_precision_text(settings)}"
     t = Table(title=title, caption=_caption(result), caption_justify="left")
     fixed = {"no_wrap": True}
     right = {"justify": "right", "no_wrap": True}
@@ -84,6 +84,15 @@ def build_table(result: dict):
         prev_req = req
         t.add_row(*_row(r))
     return t
+
+
+def _precision_text(s: dict) -> str:
+    """", computed as tf32 (cuBLAS: tf32)" when the rungs do not compute in the dtype's own
+    precision; nothing otherwise (and for a JSON from before precisions)."""
+    prec, dtype = s.get("compute_precision"), s.get("dtype")
+    if not prec or prec == dtype:
+        return ""
+    return f", computed as {prec} (cuBLAS baseline: {s.get('baseline_precision') or dtype})"
 
 
 def _peak_text(result: dict) -> str | None:

@@ -8,7 +8,7 @@ from ..bench.runner import run_bench
 from ..bench.table import render
 from ..core.config import parse_config
 from ..core.shapes import OVERHEAD_SHAPE, SUITES, fmt_shape, parse_shapes, shapes_text, suite
-from .common import add_config, add_dtype, add_lib, add_timing, timing_settings
+from .common import add_config, add_dtype, add_lib, add_precision, add_timing, timing_settings
 
 
 def register(sub) -> None:
@@ -29,6 +29,7 @@ def register(sub) -> None:
                    help="the shapes of a benchmark suite (core/shapes.py; with --shape: both); the table and "
                         "JSON end with each kernel's geomean ratio to cuBLAS and its shapes below 0.8x")
     add_dtype(p, "fp32")
+    add_precision(p)
     p.add_argument("--peers", default=None, metavar="NAMES",
                    help="comma-separated peers to time beside the rungs (cublas, triton); default: every peer "
                         "usable here (cuBLAS always)")
@@ -72,7 +73,7 @@ def run(args) -> int:
     peers = [s.strip() for s in args.peers.split(",") if s.strip()] if args.peers is not None else None
     result = run_bench(rungs=args.rungs or None, shapes=shapes, dtype=args.dtype,
                        timing_settings=timing_settings(args), verify=args.verify, lib=args.lib,
-                       progress=args.progress, config=config, peers=peers)
+                       progress=args.progress, config=config, peers=peers, precision=args.precision)
     render(result)
     if args.json:
         path = write_json(result, args.json)

@@ -8,6 +8,7 @@ JSON; repeatable, merged left to right).
 from __future__ import annotations
 
 from ..core.dtypes import DTYPES
+from ..core.precision import PRECISIONS
 from ..measure.arrays import LIBS
 
 
@@ -15,6 +16,13 @@ def add_dtype(p, default: str | None, help_default: str | None = None, repeatabl
     text = help_default or (f"default {default}" if default else "default: every dtype a rung supports")
     p.add_argument("--dtype", default=default, choices=list(DTYPES), action="append" if repeatable else "store",
                    help=f"element type{'; repeatable' if repeatable else ''} ({text})")
+
+
+def add_precision(p) -> None:
+    p.add_argument("--precision", default=None, choices=list(PRECISIONS),
+                   help="what float32 operands are multiplied in: fp32 (exact, CUDA cores; the default), tf32 "
+                        "(TF32 tensor cores) or 3xtf32 (three TF32 products: FP32-accurate); fp16/bf16 take only "
+                        "their own")
 
 
 def add_config(p, what: str = "the rung named") -> None:

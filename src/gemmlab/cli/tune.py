@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from ..core.deps import require, require_all
 from ..core.shapes import SUITES, parse_shape, suite
-from .common import add_dtype, add_lib, add_timing, timing_settings
+from .common import add_dtype, add_lib, add_precision, add_timing, timing_settings
 
 
 def register(sub) -> None:
@@ -33,6 +33,7 @@ def register(sub) -> None:
                         "database for these shapes on this GPU) into the dispatch table FILE, e.g. "
                         "src/gemmlab/data/defaults_sm90.json")
     add_dtype(p, None, "default: the rung's first dtype")
+    add_precision(p)
     p.add_argument("--layout", default="rr", choices=("rr", "rc", "cr", "cc"),
                    help="A and B: r row-major, c column-major (C row-major; default rr)")
     p.add_argument("--strategy", default="auto", choices=STRATEGIES,
@@ -73,9 +74,11 @@ def _devices(text: str) -> tuple[int, ...]:
 def _show(args) -> int:
     from ..core.registry import get
     from ..tune import table
+    from ..tune.runner import TuneSpec
     from ..tune.store import documents
 
-    match = {"rung": get(args.rung).slug, "dtype": args.dtype, "layout": args.layout,
+    key_dtype = TuneSpec(args.rung, (1, 1, 1), args.dtype, precision=args.precision).key_dtype if args.dtype else None
+    match = {"rung": get(args.rung).slug, "dtype": key_dtype, "layout": args.layout,
              "shape": "x".join(map(str, parse_shape(args.shape))) if args.shape else None}
     docs = documents(args.storage, **match)
     if not docs:
@@ -104,7 +107,8 @@ def _tune_one(args, spec, devices) -> dict:
 
     peers = tuple(s.strip() for s in args.peers.split(",") if s.strip()) if args.peers else None
     jobs = args.jobs or max(1, (os.cpu_count() or 1) // len(devices))
-    factory = GpuFactory(spec.rung, spec.dtype, spec.shape, spec.layout, timing_settings(args), args.lib, peers, jobs)
+    factory = GpuFactory(spec.rung, spec.dtype, spec.shape, spec.layout, timing_settings(args), args.lib, peers, jobs,
+                         spec.precision)
     summary = tune(spec, factory, progress=args.progress and sys.stderr.isatty())
     print(f"{summary['study']}\nstrategy {summary['strategy']}, {summary['candidates']} candidates of "
           f"{summary['space_size']} after pruning; this run evaluated {summary['evaluated']} "
@@ -126,7 +130,8 @@ def run(args) -> int:
     from ..tune.runner import TuneSpec
 
     specs = [TuneSpec(args.rung, s, args.dtype, args.layout, args.strategy, args.budget, args.time, args.batch,
-                      args.tune_seed, args.storage).checked() for s in shapes]   # bad arguments first, no GPU
+                      args.tune_seed, args.storage, precision=args.precision).checked()
+             for s in shapes]   # bad arguments first, no GPU
     if not driver.gpu_available():
         raise driver.NoGPUError("gemmlab tune measures on a GPU; gemmlab tune --show reads stored results without one")
     devices = _devices(args.devices)

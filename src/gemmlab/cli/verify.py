@@ -5,14 +5,16 @@ from __future__ import annotations
 import itertools
 
 from ..core.config import parse_config
+from ..core.precision import applies
 from ..core.shapes import VERIFY_SHAPES, parse_shapes, shapes_text
-from .common import add_config, add_dtype
+from .common import add_config, add_dtype, add_precision
 
 
 def register(sub) -> None:
     p = sub.add_parser("verify", help="check rungs against cuBLAS (float64 reference) on random data, all layouts")
     p.add_argument("rungs", nargs="*", help="rung slugs (default: all)")
     add_dtype(p, None)
+    add_precision(p)
     add_config(p, "the rung named (one rung)")
     p.add_argument("--shapes", default=shapes_text(VERIFY_SHAPES), help="comma-separated MxNxK list")
     p.add_argument("--alpha", type=float, default=1.5)
@@ -32,25 +34,29 @@ def run(args) -> int:
     config = parse_config(args.config)
     if config is not None and len(rungs) != 1:
         raise ValueError("--config applies to one rung: name exactly one rung")
-    jobs = [(r, d) for r in rungs for d in ([args.dtype] if args.dtype else r.dtypes) if r.supports(d)]
+    jobs = [(r, d, p) for r in rungs for d in ([args.dtype] if args.dtype else r.dtypes) if r.supports(d)
+            for p in r.precisions if p == args.precision or (args.precision is None and applies(p, d))]
     if not jobs:
-        supported = "; ".join(f"{r.slug}: {', '.join(r.dtypes)}" for r in rungs)
-        raise ValueError(f"nothing to verify: no rung named supports {args.dtype} ({supported})")
+        supported = "; ".join(f"{r.slug}: {', '.join(r.dtypes)} ({', '.join(r.precisions)})" for r in rungs)
+        what = " ".join(x for x in (args.dtype, args.precision and f"in precision {args.precision}") if x)
+        raise ValueError(f"nothing to verify: no rung named supports {what} ({supported})")
     require_gpu()
     shapes = parse_shapes(args.shapes)
     total_failed = 0
-    for rung, dtype in jobs:
+    for rung, dtype, precision in jobs:
         failed = checked = 0
         for (M, N, K), lay in itertools.product(shapes, itertools.product((0, 1), repeat=3)):
             for beta in (0.0, args.beta):
                 r = verify(rung.slug, M, N, K, dtype, a_col=lay[0], b_col=lay[1], c_col=lay[2], alpha=args.alpha,
-                           beta=beta, config=config)
+                           beta=beta, config=config, precision=precision)
                 checked += 1
                 if not r.ok:
                     failed += 1
                     con.print(f"[red]{r.message()}[/red]")
         total_failed += failed
         status = "[green]ok[/green]" if not failed else f"[red]{failed} of {checked} FAILED[/red]"
-        con.print(f"{rung.slug:>14} {dtype}: {checked} checks, {status}")
-    con.print(f"{len(jobs)} rung/dtype pairs, {total_failed} failed" if total_failed else f"{len(jobs)} rung/dtype pairs ok")
+        shown = dtype if precision == dtype else f"{dtype} as {precision}"
+        con.print(f"{rung.slug:>14} {shown}: {checked} checks, {status}")
+    con.print(f"{len(jobs)} rung/precision pairs, {total_failed} failed" if total_failed
+              else f"{len(jobs)} rung/precision pairs ok")
     return 1 if total_failed else 0

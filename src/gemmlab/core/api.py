@@ -25,38 +25,43 @@ def _device_for(problem, kernel):
     return device_info(problem.c.device) if kernel == "auto" else None
 
 
-def plan(a, b, c, *, alpha=1.0, beta=0.0, kernel: str = "auto", config=None) -> Plan:
+def plan(a, b, c, *, alpha=1.0, beta=0.0, kernel: str = "auto", config=None, precision: str | None = None) -> Plan:
     """A prepared launch of one rung on these operands; ``plan(...).run()`` launches it. Its repr
-    (and ``.choice``) says which rung and configuration run, and why (``core.dispatch``)."""
+    (and ``.choice``) says which rung and configuration run, and why (``core.dispatch``);
+    ``precision`` as for ``gemm``."""
     problem = make_problem(a, b, c, alpha, beta)
-    choice = dispatch.decide(problem, kernel, config, _device_for(problem, kernel))
+    choice = dispatch.decide(problem, kernel, config, _device_for(problem, kernel), precision)
     if 0 in (problem.M, problem.N, problem.K):
         raise ValueError(f"empty problem {problem.M}x{problem.N}x{problem.K}: nothing to launch")
-    return Plan(problem, choice.rung, choice.config, choice=choice)
+    return Plan(problem, choice.rung, choice.config, choice=choice, precision=precision)
 
 
-def gemm(a, b, c, *, alpha=1.0, beta=0.0, kernel: str = "auto", config=None):
+def gemm(a, b, c, *, alpha=1.0, beta=0.0, kernel: str = "auto", config=None, precision: str | None = None):
     """c <- alpha * (a @ b) + beta * c, in place; returns c.
 
     a (M, K), b (K, N), c (M, N): CuPy arrays or PyTorch CUDA tensors of one dtype (float32,
     float16 or bfloat16), each row- or column-major. The kernel runs on the current stream of
     c's library. With beta == 0, c is not read. ``kernel`` is a rung slug (see
     ``gemmlab.kernels()``) or "auto"; ``config`` a preset name or dict of tile parameters.
+    ``precision`` (``gemmlab.core.precision``): for float32 operands "fp32" (exact FP32 on the
+    CUDA cores), "tf32" (TF32 tensor cores) or "3xtf32" (three TF32 products: FP32-accurate on
+    the tensor cores); float16/bfloat16 take only their own (the default). None: the dtype's
+    exact precision under "auto", a named rung's own default (tf32_mma: "tf32").
     A call whose operands match an earlier call's (shapes, strides, dtype, device, alignment),
-    with the same kernel and config, reuses that call's plan: microseconds of host time.
+    with the same kernel, config and precision, reuses that call's plan: microseconds of host time.
     """
-    if fastpath.run(a, b, c, kernel, config, alpha, beta):
+    if fastpath.run(a, b, c, kernel, config, precision, alpha, beta):
         return c
     problem = make_problem(a, b, c, alpha, beta)
     if 0 in (problem.M, problem.N, problem.K):
-        dispatch.choose(problem, kernel)   # rejects unknown names and dtypes first
+        dispatch.choose(problem, kernel, None, precision)   # rejects unknown names, dtypes and precisions first
         if problem.M and problem.N:
             _scale_in_place(c, problem.beta)
         return c
-    choice = dispatch.decide(problem, kernel, config, _device_for(problem, kernel))
-    plan = Plan(problem, choice.rung, choice.config, choice=choice)
+    choice = dispatch.decide(problem, kernel, config, _device_for(problem, kernel), precision)
+    plan = Plan(problem, choice.rung, choice.config, choice=choice, precision=precision)
     plan.run()
-    fastpath.remember((a, b, c), kernel, config, plan, problem)
+    fastpath.remember((a, b, c), kernel, config, plan, problem, precision)
     return c
 
 
@@ -87,16 +92,17 @@ def _allocator(a, b):
     raise TypeError("matmul without out= needs CuPy or PyTorch inputs to allocate the result; pass out=")
 
 
-def matmul(a, b, *, kernel: str = "auto", out=None, config=None):
-    """a @ b as a new array of the inputs' library (or into ``out``). A call like an earlier
-    one (shapes, strides, dtype, device, alignment, kernel, config) allocates and launches
-    without re-checking anything the earlier call checked."""
+def matmul(a, b, *, kernel: str = "auto", out=None, config=None, precision: str | None = None):
+    """a @ b as a new array of the inputs' library (or into ``out``); ``precision`` as for
+    ``gemm``. A call like an earlier one (shapes, strides, dtype, device, alignment, kernel,
+    config, precision) allocates and launches without re-checking anything the earlier call
+    checked."""
     if out is not None:
-        return gemm(a, b, out, alpha=1.0, beta=0.0, kernel=kernel, config=config)
-    c = fastpath.product(a, b, kernel, config)
+        return gemm(a, b, out, alpha=1.0, beta=0.0, kernel=kernel, config=config, precision=precision)
+    c = fastpath.product(a, b, kernel, config, precision)
     if c is not None:
         return c
     allocate, lib = _allocator(a, b)
-    c = gemm(a, b, allocate(), alpha=1.0, beta=0.0, kernel=kernel, config=config)
-    fastpath.remember_product(a, b, c, kernel, config, allocate, lib)
+    c = gemm(a, b, allocate(), alpha=1.0, beta=0.0, kernel=kernel, config=config, precision=precision)
+    fastpath.remember_product(a, b, c, kernel, config, allocate, lib, precision)
     return c

@@ -158,15 +158,23 @@ def peaks(cc: tuple[int, int] | None, sm_count: int | None, clock_mhz: float | N
     return out
 
 
-def peak_for_dtype(peak: dict, dtype: str) -> float | None:
-    """The peak a result of ``dtype`` is compared with: the tensor-core rate for the dtypes the
-    rungs take to the tensor cores, the FP32 CUDA-core rate otherwise (None: unknown)."""
-    from .dtypes import get
+def peak_for_dtype(peak: dict, dtype: str, precision: str | None = None) -> float | None:
+    """The peak a result of ``dtype`` computed in ``precision`` (None: the dtype's exact one) is
+    compared with, in useful flop/s: the tensor-core rate for the precisions that run there
+    (TF32 half the 16-bit rate, 3xTF32 a sixth), the FP32 CUDA-core rate otherwise (None: unknown)."""
+    from .precision import get, resolve
 
-    return peak.get("tensor_tflops") if get(dtype).tensor_cores else peak.get("fp32_tflops")
+    p = get(resolve(dtype, precision))
+    if not p.tensor_cores:
+        return peak.get("fp32_tflops")
+    tensor = peak.get("tensor_tflops")
+    return tensor * p.tensor_share if tensor else None
 
 
-def peak_kind(dtype: str) -> str:
-    from .dtypes import get
+def peak_kind(dtype: str, precision: str | None = None) -> str:
+    from .precision import get, resolve
 
-    return "dense tensor cores" if get(dtype).tensor_cores else "fp32 CUDA cores"
+    p = get(resolve(dtype, precision))
+    if not p.tensor_cores:
+        return "fp32 CUDA cores"
+    return "dense tensor cores" if p.exact else f"dense tensor cores, {p.name} ({p.tensor_share:.3g} of the 16-bit rate)"

@@ -29,6 +29,10 @@ The choice (``Choice``) says rung, configuration, source and why; ``gemmlab.plan
 and ``GEMMLAB_LOG_DISPATCH=1`` (read once) logs every choice (logger ``gemmlab``). gemm's fast
 path remembers a call's plan per signature (which holds kernel and config), so a choice is made
 once per signature. Tables are read once per process (``reload()`` forgets them).
+
+Every source honours the precision asked for (``precision=``; None: the dtype's exact one, so
+``auto`` never trades accuracy for speed unasked): only rungs that compute the dtype in that
+precision are candidates (``registry.for_dtype``), and a named rung that cannot is a ValueError.
 """
 
 from __future__ import annotations
@@ -182,32 +186,35 @@ def rule_config(rung: Rung, M: int, N: int, K: int, sm_count: int) -> tuple[dict
     return cfg, why
 
 
-def _rule(problem: GemmProblem, arch, sm_count: int) -> Choice:
-    rung = choose(problem, "auto", arch)
+def _rule(problem: GemmProblem, arch, sm_count: int, precision: str | None = None) -> Choice:
+    rung = choose(problem, "auto", arch, precision)
     kp = problem.kernel_view()
     cfg, why = rule_config(rung, kp.M, kp.N, kp.K, sm_count)
     return Choice(rung, cfg, "rule", why)
 
 
 # ---- choosing ------------------------------------------------------------------------------------
-def choose(problem: GemmProblem, kernel: str = "auto", arch: str | int | None = None) -> Rung:
-    """The rung to run: ``kernel`` forced by slug, or the top rung for the dtype (and, when
-    ``arch`` is given, the architecture; otherwise the launch checks it)."""
+def choose(problem: GemmProblem, kernel: str = "auto", arch: str | int | None = None,
+           precision: str | None = None) -> Rung:
+    """The rung to run: ``kernel`` forced by slug (ValueError when it cannot compute the dtype in
+    ``precision``; None: its own default), or the top rung for the dtype and precision (and,
+    when ``arch`` is given, the architecture; otherwise the launch checks it)."""
     if not isinstance(kernel, str):
         raise TypeError(f"kernel must be a string (a rung slug or 'auto'), got {type(kernel).__name__}")
     if kernel != "auto":
         rung = get(kernel)
-        rung.require(problem.dtype)
+        rung.require(problem.dtype, precision=precision)
         return rung
-    candidates = for_dtype(problem.dtype, arch)
+    candidates = for_dtype(problem.dtype, arch, precision)
     if not candidates:
-        raise ValueError(f"no rung supports dtype {problem.dtype} on {arch}")
+        what = problem.dtype if precision is None else f"{problem.dtype} in precision {precision}"
+        raise ValueError(f"no rung supports {what} on {arch}")
     return candidates[-1]
 
 
-def _from_table(problem: GemmProblem, device, source: str) -> Choice | None:
+def _from_table(problem: GemmProblem, device, source: str, precision: str | None = None) -> Choice | None:
     kp = problem.kernel_view()
-    allowed = {r.slug: r for r in for_dtype(problem.dtype, device.arch)}
+    allowed = {r.slug: r for r in for_dtype(problem.dtype, device.arch, precision)}
     layout = ("c" if kp.a_col else "r") + ("c" if kp.b_col else "r")
     if source == "tuned":
         entries = [e for e in _read(tuned_path()) if e.get("arch") == device.arch]
@@ -227,17 +234,18 @@ def _from_table(problem: GemmProblem, device, source: str) -> Choice | None:
     return Choice(rung, cfg, source, why, e)
 
 
-def decide(problem: GemmProblem, kernel: str = "auto", config=None, device=None) -> Choice:
+def decide(problem: GemmProblem, kernel: str = "auto", config=None, device=None,
+           precision: str | None = None) -> Choice:
     """The rung and configuration to run (see the module docstring). ``device``: the DeviceInfo
     of the problem's GPU (``auto`` needs it; a named rung does not)."""
     if kernel != "auto" or config is not None or device is None:
-        rung = choose(problem, kernel, None if device is None else device.arch)
+        rung = choose(problem, kernel, None if device is None else device.arch, precision)
         why = f"kernel={kernel!r}" if kernel != "auto" else "the top rung for the dtype"
         choice = Choice(rung, config, "named" if kernel != "auto" else "rule",
                         why + (", config given" if config is not None else ", its default config"))
     else:
-        choice = (_from_table(problem, device, "tuned") or _from_table(problem, device, "defaults")
-                  or _rule(problem, device.arch, device.sm_count))
+        choice = (_from_table(problem, device, "tuned", precision) or _from_table(problem, device, "defaults", precision)
+                  or _rule(problem, device.arch, device.sm_count, precision))
     if LOG_DISPATCH:
         log.warning("gemmlab dispatch: %s %dx%dx%d -> %s", problem.dtype, problem.M, problem.N, problem.K, choice)
     return choice

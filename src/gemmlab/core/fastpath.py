@@ -1,7 +1,7 @@
 """gemmlab.gemm's fast path: a call that looks like one made before reuses that call's plan.
 
 A call's signature is, per operand, (shape, strides, dtype, device, 16-byte alignment of the
-base), plus the kernel name and the configuration: everything the full path's validation, dispatch
+base), plus the kernel name, the configuration and the precision: everything the full path's validation, dispatch
 and variant choice depend on. A hit skips all of them (no ``describe_array``, no dispatch, no
 ``Variant``, no new parameter block) and launches the remembered plan on the new pointers.
 What the signature does not fix is checked on every call: C must not overlap A or B (the
@@ -105,13 +105,13 @@ def _cfg_key(config):
     return config if config is None or config.__class__ is str else _config_key(config)
 
 
-def signature(a, b, c, kernel, config):
+def signature(a, b, c, kernel, config, precision=None):
     """(key, (a_ptr, b_ptr, c_ptr)) of a call, or None when the call cannot take the fast path."""
     try:
         types = (type(a), type(b), type(c))
         fn = _call_of_types.get(types) or _call_function(types)
         flat, pa, pb, pc = fn(a, b, c)
-        key = (flat, kernel, _cfg_key(config))
+        key = (flat, kernel, _cfg_key(config), precision)
         hash(key)
     except (KeyError, TypeError, AttributeError):
         return None
@@ -145,13 +145,13 @@ def launch(call, alpha, beta) -> bool:
     return _launch_entry(entry, *call[1], alpha, beta)
 
 
-def run(a, b, c, kernel, config, alpha, beta) -> bool:
+def run(a, b, c, kernel, config, precision, alpha, beta) -> bool:
     """gemm's fast path in one call: ``launch(signature(...), alpha, beta)`` without the
     intermediate tuples (each Python call and tuple on this path costs a measurable fraction
     of a microsecond). False, launching nothing, when the call needs the full path."""
     try:
         flat, pa, pb, pc = _call_of_types[type(a), type(b), type(c)](a, b, c)
-        entry = _entries.get((flat, kernel, _cfg_key(config)))
+        entry = _entries.get((flat, kernel, _cfg_key(config), precision))
     except (KeyError, TypeError, AttributeError):
         return False
     if entry is None:
@@ -167,12 +167,12 @@ def register(x, lib: str) -> None:
         _lib_of_type.setdefault(type(x), lib)
 
 
-def remember(arrays, kernel, config, plan: Plan, problem: GemmProblem) -> None:
+def remember(arrays, kernel, config, plan: Plan, problem: GemmProblem, precision=None) -> None:
     """Remember the full path's plan for this call's signature (registering the array types
     first, so the very first call of a type is remembered too)."""
     for x, info in zip(arrays, (problem.a, problem.b, problem.c)):
         register(x, info.lib)
-    call = signature(*arrays, kernel, config)
+    call = signature(*arrays, kernel, config, precision)
     if call is None:
         return
     if len(_entries) >= CAPACITY:   # forget the oldest (another thread may be doing the same)
@@ -182,15 +182,15 @@ def remember(arrays, kernel, config, plan: Plan, problem: GemmProblem) -> None:
 
 # ---- matmul: a @ b into a new array -----------------------------------------------------------
 _POINTER_OF_LIB = {"cupy": lambda x: x.data.ptr, "torch": lambda x: x.data_ptr()}
-_products: dict[tuple, tuple] = {}   # (a key, b key, kernel, config) -> (allocate, pointer_of, entry)
+_products: dict[tuple, tuple] = {}   # (a key, b key, kernel, config, precision) -> (allocate, pointer_of, entry)
 
 
-def product(a, b, kernel, config):
+def product(a, b, kernel, config, precision=None):
     """a @ b in a new array through a remembered product (allocation, then the plan's launch),
     or None when there is none: the full path then runs."""
     try:
         (ka, pa), (kb, pb) = _signature_of_type[type(a)](a), _signature_of_type[type(b)](b)
-        hit = _products.get((ka, kb, kernel, _config_key(config)))
+        hit = _products.get((ka, kb, kernel, _config_key(config), precision))
     except (KeyError, TypeError, AttributeError):
         return None
     if hit is None:
@@ -203,14 +203,14 @@ def product(a, b, kernel, config):
     return c if _fire(entry, pa, pb, pc, 1.0, 0.0) else None
 
 
-def remember_product(a, b, c, kernel, config, allocate, lib: str) -> None:
+def remember_product(a, b, c, kernel, config, allocate, lib: str, precision=None) -> None:
     """After the full path computed a @ b into ``c`` (made by ``allocate()``, of library
     ``lib``): remember the allocation and the plan that gemm remembered for (a, b, c)."""
-    call = signature(a, b, c, kernel, config)
+    call = signature(a, b, c, kernel, config, precision)
     entry = _entries.get(call[0]) if call is not None else None
     if entry is None or lib not in _POINTER_OF_LIB:
         return
-    key = (operand_key(a), operand_key(b), kernel, _config_key(config))
+    key = (operand_key(a), operand_key(b), kernel, _config_key(config), precision)
     if len(_products) >= CAPACITY:
         _products.pop(next(iter(_products), None), None)
     _products[key] = (allocate, _POINTER_OF_LIB[lib], entry)

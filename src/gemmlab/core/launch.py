@@ -197,7 +197,8 @@ class Plan:
     operands of the same shapes, strides, dtype and alignment class (gemmlab.gemm's fast path).
     """
 
-    def __init__(self, problem: GemmProblem, rung: Rung, config=None, stream: int | None = None, choice=None):
+    def __init__(self, problem: GemmProblem, rung: Rung, config=None, stream: int | None = None, choice=None,
+                 precision: str | None = None):
         self.problem = problem
         self.rung = rung
         self.choice = choice    # core.dispatch's Choice: rung, configuration, source and why
@@ -205,7 +206,7 @@ class Plan:
         self.kp = kp
         self.ordinal = problem.c.device
         info = device_info(self.ordinal)
-        rung.require(problem.dtype, info.arch)
+        rung.require(problem.dtype, info.arch, precision)
         self._stream_of = self._default_stream(problem)
         self._producers = tuple({x.stream for x in (problem.a, problem.b, problem.c) if x.stream is not None})
         self._lock = threading.Lock()
@@ -217,7 +218,7 @@ class Plan:
             finally:
                 textures.LOCK.release()
         self.variant = Variant.make(rung, problem.dtype, a_col=kp.a_col, b_col=kp.b_col,
-                                    vec_a=vec_a, vec_b=vec_b, vec_c=kp.vec_c, config=config)
+                                    vec_a=vec_a, vec_b=vec_b, vec_c=kp.vec_c, config=config, precision=precision)
         rung.check_resources(self.variant.cfg, info.limits)
         self.geometry: Launch = rung.launch(kp.M, kp.N, self.variant.cfg, kp.K)
         split = self.variant.cfg.get("SPLITK", 1) > 1

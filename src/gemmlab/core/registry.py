@@ -20,6 +20,7 @@ from typing import Callable, Mapping
 from .arch import LIMITS, ArchLimits, arch_number
 from .config import ConfigLike, ConfigSpec, parse_config
 from .dtypes import get as get_dtype
+from .precision import applies, resolve as resolve_precision
 
 MAX_GRID_Y = 65535
 # the most dynamic shared memory any GPU in the table gives one block (227 KB on sm_90 / sm_100)
@@ -63,6 +64,12 @@ class Rung:
     min_arch: int = 75
     space: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # what `gemmlab tune` searches:
                                        # values per parameter (the others stay at their defaults)
+    precisions: tuple[str, ...] = ()   # core.precision names it computes in, its default first;
+                                       # () means the exact precision of each of its dtypes
+
+    def __post_init__(self):
+        if not self.precisions:
+            object.__setattr__(self, "precisions", tuple(self.dtypes))
 
     @property
     def name(self) -> str:
@@ -73,17 +80,31 @@ class Rung:
     def supports(self, dtype: str) -> bool:
         return dtype in self.dtypes
 
-    def require(self, dtype: str | None = None, arch: str | int | None = None) -> None:
+    def require(self, dtype: str | None = None, arch: str | int | None = None, precision: str | None = None) -> None:
         """The one support check: ValueError naming the problem when this rung cannot take
-        ``dtype`` or cannot run on ``arch`` (``"sm_90a"``, 90)."""
+        ``dtype``, cannot run on ``arch`` (``"sm_90a"``, 90) or cannot compute in ``precision``."""
         if dtype is not None:
             get_dtype(dtype)
             if dtype not in self.dtypes:
                 raise ValueError(f"kernel {self.slug!r} does not support dtype {dtype}; it supports "
                                  f"{', '.join(self.dtypes)}")
+            self.precision_for(dtype, precision)
         if arch is not None and arch_number(arch) < self.min_arch:
             raise ValueError(f"kernel {self.slug!r} needs sm_{self.min_arch} or newer; "
                              f"this is sm_{arch_number(arch)}")
+
+    def precision_for(self, dtype: str, precision: str | None = None) -> str:
+        """The precision this rung computes ``dtype`` operands in: ``precision``, or with None its
+        own default for the dtype (its first one that applies). ValueError when it cannot."""
+        own = [p for p in self.precisions if applies(p, dtype)]
+        if precision is None:
+            return own[0]
+        want = resolve_precision(dtype, precision)
+        if want not in own:
+            others = [r.slug for r in RUNGS if dtype in r.dtypes and want in r.precisions]
+            raise ValueError(f"kernel {self.slug!r} does not compute {dtype} in precision {want!r}; it provides "
+                             f"{', '.join(own)}" + (f" (precision {want!r}: {', '.join(others[-3:])})" if others else ""))
+        return want
 
     # ---- configuration -------------------------------------------------------------------
     def config(self, overrides: ConfigLike = None) -> dict[str, int]:
@@ -408,6 +429,54 @@ def _mma_constraints(cfg) -> list[str]:
     return out + _mma_regs(cfg)
 
 
+# ---- rung 20 (tf32_mma): FP32 operands on the tensor cores -------------------------------------
+
+
+def _tf32_smem(cfg) -> int:
+    """20_tf32_mma.cu's dynamic shared memory: STAGES swizzled FP32 tiles of A and B (no padding)."""
+    return cfg["STAGES"] * (cfg["BM"] * cfg["BK"] + cfg["BK"] * cfg["BN"]) * 4
+
+
+def _tf32_regs(cfg) -> list[str]:
+    """A warp tile must fit a thread's registers (255, or 65536 / THREADS for bigger blocks) in BOTH
+    precisions; 3xTF32 needs more: the WM*WN/32 accumulators, two sets of raw fragments
+    (WM/4 + WN/4 registers each) and the big and small parts of one set, about 40 for addresses and
+    loop state, and 2 per 16-byte copy a thread issues per tile. Fitted to ptxas (NVRTC 13, sm_90a
+    and sm_80, every layout, with and without vector access): 64x32 warp tiles 152-196 registers in
+    TF32 and 138-200 in 3xTF32 (estimate 216 with 8 warps, 224 with 4), 32x32 96-128 (estimate
+    152); 64x64 warp tiles spill 100-160 bytes in 3xTF32 (estimate 296: refused)."""
+    threads = _warp_threads(cfg)
+    copies = -(-cfg["BM"] * cfg["BK"] // 4 // threads) - (-cfg["BK"] * cfg["BN"] // 4 // threads)
+    need = cfg["WM"] * cfg["WN"] // 32 + 4 * (cfg["WM"] // 4 + cfg["WN"] // 4) + 40 + 2 * copies
+    cap = min(255, 65536 // threads // 8 * 8)
+    return [] if need <= cap else [f"a {cfg['WM']}x{cfg['WN']} warp tile with {copies} copies per thread and tile needs "
+                                   f"about {need} registers per thread in 3xTF32; {threads} threads allow {cap}"]
+
+
+def _tf32_constraints(cfg) -> list[str]:
+    """What 20_tf32_mma.cu static_asserts: warp tiles in groups of 32 rows and columns (the
+    permuted fragment map), power-of-two tile widths with rows of at least 8 chunks of 16 bytes
+    (the swizzles), BK of 32 or 64 (an even number of k8 steps), a whole number of each row's
+    chunks per thread, at least two stages; shared memory within the 227 KB a block may have."""
+    out = (_divides(cfg, "WM", "BM") + _divides(cfg, "WN", "BN") + _mult(cfg, "WM", 32) + _mult(cfg, "WN", 32)
+           + _pow2(cfg, "BM", 32) + _pow2(cfg, "BN", 32))
+    if cfg["BK"] not in (32, 64):
+        out.append(f"BK={cfg['BK']} must be 32 or 64 (rows of 8 or 16 chunks, an even number of k8 steps)")
+    if cfg["STAGES"] < 2:
+        out.append(f"STAGES={cfg['STAGES']}: the cp.async pipeline needs at least 2 stages")
+    if out:
+        return out
+    threads, widest = _warp_threads(cfg), max(cfg["BM"], cfg["BN"], cfg["BK"])
+    if threads % (widest // 4):
+        out.append(f"THREADS={threads} must be a multiple of {widest // 4}, the 16-byte chunks of a {widest}-float "
+                   f"shared row (each thread copies whole columns of chunks)")
+    smem = _tf32_smem(cfg)
+    if smem > MAX_SMEM_PER_BLOCK:
+        out.append(f"{cfg['STAGES']} stages of {cfg['BM']}x{cfg['BK']} + {cfg['BK']}x{cfg['BN']} FP32 need {smem} B "
+                   f"of shared memory; a block may have at most {MAX_SMEM_PER_BLOCK} B")
+    return out + (_tf32_regs(cfg) if 32 <= threads <= 1024 else [])
+
+
 # ---- the ladder --------------------------------------------------------------------------------
 _SIMPLE32 = {"BM": 32, "BN": 32, "THREADS": 1024}
 _SMEM32 = {"BM": 32, "BN": 32, "BK": 32, "THREADS": 1024}
@@ -607,6 +676,19 @@ RUNGS: tuple[Rung, ...] = (
         space={"BM": _p2(6, 8), "BN": _p2(6, 8), "BK": (8, 16, 32), "WM": _p2(5, 7), "WN": _p2(5, 7),
                "TM": (4, 8, 16), "TN": (4, 8, 16), "STAGES": (2, 3, 4), "SPLITK": SPLITK_SPACE},
     ),
+    Rung(
+        20, "tf32_mma", "FP32 on the tensor cores: TF32 and 3xTF32 through mma.sync",
+        "FP32 operands rounded to TF32 (or split into two TF32 parts, three products: FP32-accurate) for mma.sync m16n8k8; fragments by ldmatrix or LDS.128 through a permuted map, swizzled cp.async pipeline.",
+        ("CUTLASS FastF32 3xTF32 (a_big b_big + a_big b_small + a_small b_big)",), "20_tf32_mma.cu",
+        precisions=("tf32", "3xtf32"),
+        params={"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 32, "STAGES": 4},
+        presets={"128x128": {"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 32, "STAGES": 4},
+                 "128x64": {"BM": 128, "BN": 64, "BK": 32, "WM": 64, "WN": 32, "STAGES": 4},
+                 "64x64": {"BM": 64, "BN": 64, "BK": 32, "WM": 32, "WN": 32, "STAGES": 4}},
+        threads=_warp_threads, constraints=_tf32_constraints, smem=_tf32_smem,
+        sass_claims=("HMMA.1688.F32.TF32", "LDSM", "LDGSTS"), min_arch=80,
+        space={"BM": _p2(6, 8), "BN": _p2(6, 8), "BK": (32, 64), "WM": (32, 64), "WN": (32, 64), "STAGES": (2, 3, 4)},
+    ),
 )
 
 _BY_SLUG = {r.slug: r for r in RUNGS}
@@ -622,11 +704,13 @@ def landmarks() -> tuple[Rung, ...]:
     return tuple(r for r in RUNGS if r.landmark)
 
 
-def for_dtype(dtype: str, arch: str | int | None = None) -> tuple[Rung, ...]:
-    """The rungs that take ``dtype`` (and run on ``arch`` when given), in ladder order."""
+def for_dtype(dtype: str, arch: str | int | None = None, precision: str | None = None) -> tuple[Rung, ...]:
+    """The rungs that take ``dtype`` and compute it in ``precision`` (None: the dtype's exact one)
+    (and run on ``arch`` when given), in ladder order."""
     get_dtype(dtype)
+    want = resolve_precision(dtype, precision)
     n = arch_number(arch) if arch is not None else None
-    return tuple(r for r in RUNGS if dtype in r.dtypes and (n is None or n >= r.min_arch))
+    return tuple(r for r in RUNGS if dtype in r.dtypes and want in r.precisions and (n is None or n >= r.min_arch))
 
 
 def get(name: str) -> Rung:

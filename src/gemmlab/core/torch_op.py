@@ -16,9 +16,12 @@ other device get a TypeError. Importing this module registers the operator (once
 
 from __future__ import annotations
 
+from typing import Optional
+
 from .api import matmul as _gemmlab_matmul
 from .deps import MissingDependencyError, require
 from .dtypes import from_array_name
+from .precision import resolve as resolve_precision
 from .registry import get as get_rung
 
 torch = require("torch")
@@ -31,10 +34,10 @@ if not hasattr(torch.library, "custom_op"):  # pragma: no cover - old torch
 OP_NAME = "gemmlab::matmul"
 
 
-def check_operands(a, b, kernel: str) -> None:
+def check_operands(a, b, kernel: str, precision: Optional[str] = None) -> None:
     """The input checks shared by the real and the fake implementation (so a traced call fails
     the way an eager one does): 2-D, one supported dtype, matching inner dimension, one device,
-    a known kernel that takes the dtype."""
+    a known kernel that takes the dtype, a precision the dtype (and the kernel) can take."""
     for name, x in (("a", a), ("b", b)):
         if x.dim() != 2:
             raise ValueError(f"gemmlab::matmul: {name} must be 2-D, got {x.dim()}-D with shape {tuple(x.shape)}")
@@ -52,7 +55,9 @@ def check_operands(a, b, kernel: str) -> None:
     if not isinstance(kernel, str):
         raise TypeError(f"gemmlab::matmul: kernel must be a string (a rung slug or 'auto'), got {type(kernel).__name__}")
     if kernel != "auto":
-        get_rung(kernel).require(dtype)
+        get_rung(kernel).require(dtype, precision=precision)
+    else:
+        resolve_precision(dtype, precision)
 
 
 def _gemmlab_layout(x):
@@ -70,44 +75,45 @@ def _gemmlab_layout(x):
 
 
 @torch.library.custom_op(OP_NAME, mutates_args=())
-def _matmul_op(a: torch.Tensor, b: torch.Tensor, kernel: str) -> torch.Tensor:
-    check_operands(a, b, kernel)
+def _matmul_op(a: torch.Tensor, b: torch.Tensor, kernel: str, precision: Optional[str] = None) -> torch.Tensor:
+    check_operands(a, b, kernel, precision)
     if a.device.type != "cuda":
         raise TypeError(f"gemmlab::matmul computes on the GPU: got tensors on {a.device}; "
                         "move them to a CUDA device first (x.cuda())")
     with torch.cuda.device(a.device):
-        return _gemmlab_matmul(_gemmlab_layout(a), _gemmlab_layout(b), kernel=kernel)
+        return _gemmlab_matmul(_gemmlab_layout(a), _gemmlab_layout(b), kernel=kernel, precision=precision)
 
 
 @_matmul_op.register_fake
-def _matmul_fake(a, b, kernel):
-    check_operands(a, b, kernel)
+def _matmul_fake(a, b, kernel, precision=None):
+    check_operands(a, b, kernel, precision)
     return a.new_empty((a.shape[0], b.shape[1]))
 
 
 def _setup_context(ctx, inputs, output):
-    a, b, kernel = inputs
+    a, b, kernel, precision = inputs
     ctx.save_for_backward(a, b)
-    ctx.kernel = kernel
+    ctx.kernel, ctx.precision = kernel, precision
 
 
 def _backward(ctx, grad):
     a, b = ctx.saved_tensors
     grad_a = grad_b = None
     if ctx.needs_input_grad[0]:
-        grad_a = _matmul_op(grad, b.t(), ctx.kernel)   # (M, N) @ (N, K): b.t() is a column-major view
+        grad_a = _matmul_op(grad, b.t(), ctx.kernel, ctx.precision)   # (M, N) @ (N, K): b.t() is a column-major view
     if ctx.needs_input_grad[1]:
-        grad_b = _matmul_op(a.t(), grad, ctx.kernel)   # (K, M) @ (M, N): a.t() is a column-major view
-    return grad_a, grad_b, None
+        grad_b = _matmul_op(a.t(), grad, ctx.kernel, ctx.precision)   # (K, M) @ (M, N): a.t() is a column-major view
+    return grad_a, grad_b, None, None
 
 
 _matmul_op.register_autograd(_backward, setup_context=_setup_context)
 
 
-def matmul(a, b, kernel: str = "auto"):
+def matmul(a, b, kernel: str = "auto", precision: Optional[str] = None):
     """a @ b for 2-D CUDA tensors through gemmlab (``torch.ops.gemmlab.matmul``): differentiable
-    in a and b, traceable by ``torch.compile(fullgraph=True)``. ``kernel``: a rung slug or "auto"."""
-    return torch.ops.gemmlab.matmul(a, b, kernel)
+    in a and b, traceable by ``torch.compile(fullgraph=True)``. ``kernel``: a rung slug or "auto";
+    ``precision``: as for ``gemmlab.gemm`` (float32: "fp32", "tf32", "3xtf32"; the gradients use it too)."""
+    return torch.ops.gemmlab.matmul(a, b, kernel, precision)
 
 
 op = torch.ops.gemmlab.matmul.default

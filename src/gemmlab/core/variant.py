@@ -1,4 +1,5 @@
-"""A rung's compiled variant: rung + dtype + layouts of A and B + vector legality + tile config.
+"""A rung's compiled variant: rung + dtype + precision + layouts of A and B + vector legality + tile
+config.
 
 This is the unit the compile layer builds and caches, the launch layer loads, and ``inspect``
 disassembles. The defines it produces are the contract documented in kernels/common.cuh.
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from . import compile as _compile
 from .config import ConfigLike
 from .dtypes import get as get_dtype
+from .precision import get as get_precision
 from .registry import Launch, Rung, get
 
 
@@ -28,15 +30,22 @@ class Variant:
     vec_c: bool = True
     config: tuple[tuple[str, int], ...] = field(default=())  # sorted (name, value) pairs, defaults merged
     tall: bool = False   # more row tiles than grid.y takes: they continue along grid.z (GL_TALL)
+    precision: str = ""  # core.precision name; "" (as built by hand): the rung's default for the dtype
+
+    def __post_init__(self):
+        if not self.precision:
+            object.__setattr__(self, "precision", self.rung.precision_for(self.dtype))
 
     @classmethod
     def make(cls, rung: Rung | str, dtype: str = "fp32", *, a_col=False, b_col=False,
-             vec_a=True, vec_b=True, vec_c=True, config: ConfigLike = None, tall=False) -> "Variant":
+             vec_a=True, vec_b=True, vec_c=True, config: ConfigLike = None, tall=False,
+             precision: str | None = None) -> "Variant":
+        """``precision`` None: the rung's own default for ``dtype`` (core.registry.Rung.precision_for)."""
         rung = get(rung) if isinstance(rung, str) else rung
-        rung.require(dtype)
+        rung.require(dtype, precision=precision)
         cfg = rung.config(config)
         return cls(rung, dtype, bool(a_col), bool(b_col), bool(vec_a), bool(vec_b), bool(vec_c),
-                   tuple(sorted(cfg.items())), bool(tall))
+                   tuple(sorted(cfg.items())), bool(tall), rung.precision_for(dtype, precision))
 
     @property
     def cfg(self) -> dict[str, int]:
@@ -51,6 +60,9 @@ class Variant:
         )
         if self.tall:   # only then: the cache keys (and SASS) of ordinary variants stay as they were
             d["GL_TALL"] = 1
+        code = get_precision(self.precision).kernel_code
+        if code:        # likewise: the exact path defines nothing
+            d["GL_PRECISION"] = code
         return d
 
     def compile(self, arch: str, before_compile=None) -> _compile.CompiledKernel:
@@ -81,7 +93,8 @@ class Variant:
         vec = "".join(n for n, v in (("A", self.vec_a), ("B", self.vec_b), ("C", self.vec_c)) if v) or "none"
         cfg = ",".join(f"{k}={v}" for k, v in self.config)
         tall = ", tall grid" if self.tall else ""
-        return f"{self.rung.slug}[{self.dtype}, A/B {lay}, vec {vec}, {cfg}{tall}]"
+        dt = self.dtype if self.precision == self.dtype else f"{self.dtype} as {self.precision}"
+        return f"{self.rung.slug}[{dt}, A/B {lay}, vec {vec}, {cfg}{tall}]"
 
 
 # ---- the split-K reduction (kernels/splitk_reduce.cu): not a rung, one kernel per dtype ----------

@@ -69,14 +69,16 @@ def choose_lib(lib: str | None, dtype: str, available=None, prefer: tuple[str, .
                        "(pip install 'gemmlab[cu13]')" + (" -- bf16 needs PyTorch" if dtype == "bf16" else ""))
 
 
-class TrueFP32:
-    """Keep cuBLAS on true FP32 (no TF32) inside the block; restore the library's setting after.
-    ``settings`` records what was set, for the benchmark's JSON."""
+class Fp32Mode:
+    """cuBLAS's float32 mode inside the block: true FP32 SGEMM (``tf32=False``) or the TF32 tensor
+    cores (``tf32=True``, what "precision tf32" is compared with); the library's setting is
+    restored after. ``settings`` records what was set, for the benchmark's JSON."""
 
-    def __init__(self, L: "Lib"):
+    def __init__(self, L: "Lib", tf32: bool = False):
         self.L = L
+        self.tf32 = bool(tf32)
         self.restore = lambda: None
-        self.settings: dict = {"tf32": False}
+        self.settings: dict = {"tf32": self.tf32}
 
     def __enter__(self):
         import os
@@ -85,14 +87,14 @@ class TrueFP32:
             m = self.L.xp.backends.cuda.matmul
             if hasattr(m, "fp32_precision"):
                 prev = m.fp32_precision
-                m.fp32_precision = "ieee"
+                m.fp32_precision = "tf32" if self.tf32 else "ieee"
                 self.restore = lambda: setattr(m, "fp32_precision", prev)
-                self.settings["torch_fp32_precision"] = "ieee"
+                self.settings["torch_fp32_precision"] = m.fp32_precision
             else:
                 prev = m.allow_tf32
-                m.allow_tf32 = False
+                m.allow_tf32 = self.tf32
                 self.restore = lambda: setattr(m, "allow_tf32", prev)
-                self.settings["torch_allow_tf32"] = False
+                self.settings["torch_allow_tf32"] = self.tf32
             for flag in ("allow_fp16_reduced_precision_reduction", "allow_bf16_reduced_precision_reduction"):
                 if hasattr(m, flag):
                     self.settings["torch_" + flag] = bool(getattr(m, flag))
@@ -102,9 +104,10 @@ class TrueFP32:
             rl = require("cupy._core._routines_linalg")
 
             prev = rl.get_compute_type(numpy.float32)
-            rl.set_compute_type(numpy.float32, rl.COMPUTE_TYPE_DEFAULT)
+            mode = "COMPUTE_TYPE_TF32" if self.tf32 else "COMPUTE_TYPE_DEFAULT"
+            rl.set_compute_type(numpy.float32, getattr(rl, mode))
             self.restore = lambda: rl.set_compute_type(numpy.float32, prev)
-            self.settings["cupy_fp32_compute_type"] = "COMPUTE_TYPE_DEFAULT"
+            self.settings["cupy_fp32_compute_type"] = mode
             if os.environ.get("CUPY_TF32"):
                 self.settings["cupy_tf32_env_overridden"] = os.environ["CUPY_TF32"]
         if os.environ.get("NVIDIA_TF32_OVERRIDE") is not None:
@@ -113,6 +116,13 @@ class TrueFP32:
 
     def __exit__(self, *exc):
         self.restore()
+
+
+class TrueFP32(Fp32Mode):
+    """Keep cuBLAS on true FP32 (no TF32) inside the block; restore the library's setting after."""
+
+    def __init__(self, L: "Lib"):
+        super().__init__(L, tf32=False)
 
 
 class Lib:

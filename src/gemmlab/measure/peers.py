@@ -38,7 +38,8 @@ from ..analysis.environment import package_version
 from ..core.deps import MissingDependencyError, require
 from ..core.dtypes import DTYPES
 from ..core.dtypes import get as get_dtype
-from .arrays import LIBS, Lib, Operands, TrueFP32
+from ..core.precision import resolve as resolve_precision
+from .arrays import LIBS, Fp32Mode, Lib, Operands
 
 # ---- the Triton peer's autotune lists ----------------------------------------------------------
 # Each entry: tile BLOCK_M x BLOCK_N x BLOCK_K, GROUP_M row-tiles per group of the program order,
@@ -153,12 +154,15 @@ class Peer(ABC):
 
 
 class CublasPeer(Peer):
-    """cuBLAS through the array library: ``Lib.matmul(a, b, out=c)``; fp32 held to true FP32."""
+    """cuBLAS through the array library: ``Lib.matmul(a, b, out=c)``; fp32 held to true FP32
+    SGEMM, or to the TF32 tensor cores when the rungs it is compared with compute in "tf32"
+    (``precision``; "3xtf32", FP32-accurate, is compared with strict SGEMM)."""
 
     name = "cublas"
 
-    def __init__(self, lib: Lib | str):
+    def __init__(self, lib: Lib | str, precision: str | None = None):
         super().__init__(lib)
+        self.tf32 = precision == "tf32"
         self._precision: dict[str, dict] = {}
 
     def available(self, dtype: str) -> tuple[bool, str]:
@@ -180,11 +184,12 @@ class CublasPeer(Peer):
             raise RuntimeError(f"cublas peer: {why}")
         _check_operands(ops, dtype)
         L, a, b, c = ops.lib, ops.a, ops.b, ops.c
-        guard = TrueFP32(L)
+        guard = Fp32Mode(L, tf32=self.tf32 and dtype == "fp32")
         with guard:
             settings = dict(guard.settings)
         if dtype == "fp32":
-            self._precision[dtype] = {**settings, "true_fp32": "set around every call (arrays.TrueFP32)"}
+            mode = "tf32" if guard.tf32 else "true_fp32"
+            self._precision[dtype] = {**settings, mode: "set around every call (arrays.Fp32Mode)"}
 
             def run() -> None:
                 with guard:
@@ -203,7 +208,7 @@ class CublasPeer(Peer):
                "call": f"{self.lib}.matmul(a, b, out=c)"}
         if dtype is not None:
             out["dtype"] = dtype
-            out["precision"] = self._precision.get(dtype, {"tf32": False} if dtype == "fp32" else {})
+            out["precision"] = self._precision.get(dtype, {"tf32": self.tf32} if dtype == "fp32" else {})
         else:
             out["precision"] = dict(self._precision)
         return out
@@ -361,11 +366,14 @@ def default_peer_names(dtype: str, lib: Lib | str) -> list[str]:
     return names
 
 
-def peers(names: Sequence[str] | str | None, dtype: str, lib: Lib | str) -> list[Peer]:
+def peers(names: Sequence[str] | str | None, dtype: str, lib: Lib | str, precision: str | None = None) -> list[Peer]:
     """The peers named (in order, duplicates dropped; a string may list them with commas), or the
     default list (``default_peer_names``) when ``names`` is None. A named peer is returned even
-    when it is not available here: ask ``available(dtype)`` and report its reason."""
+    when it is not available here: ask ``available(dtype)`` and report its reason. ``precision``:
+    what the rungs compute in (cuBLAS runs with TF32 for "tf32"; the Triton peer stays at its
+    own precision, strict FP32 for fp32)."""
     get_dtype(dtype)
+    precision = resolve_precision(dtype, precision)
     lib_name = _lib_name(lib)
     if names is None:
         names = default_peer_names(dtype, lib_name)
@@ -378,4 +386,4 @@ def peers(names: Sequence[str] | str | None, dtype: str, lib: Lib | str) -> list
             raise ValueError(f"unknown peer {raw!r}; choose from {', '.join(PEER_NAMES)}")
         if n not in wanted:
             wanted.append(n)
-    return [PEERS[n](lib_name) for n in wanted]
+    return [CublasPeer(lib_name, precision) if n == "cublas" else PEERS[n](lib_name) for n in wanted]

@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..core.dtypes import get as get_dtype
+from ..core.precision import get as get_precision
 from .arrays import Lib, Operands, choose_lib, make_operands
 
 # Unit roundoff (half an ulp of 1.0) of the accumulation and output types: core.dtypes.
@@ -36,20 +37,26 @@ def _u(dtype: str) -> float:
 # Element-wise, the classical bound |C - R| <= K u32 (|A||B|) holds for any summation order; the
 # epilogue adds two more roundings (alpha * acc, then the FMA with beta * C: measured 2.1 u32 at
 # K = 1 on the H100); we allow 2 (K + 2) u32, plus 2 u_out for the output rounding.
-def tolerance(dtype: str, K: int) -> float:
-    """Allowed relative Frobenius error for a problem of inner dimension K."""
-    tol = 16.0 * _U32 * math.sqrt(max(K, 1))
-    if dtype != "fp32":
-        tol += 2.0 * _u(dtype)
+# A precision that rounds the operands before multiplying (core.precision: tf32 2^-11, 3xtf32's
+# split 2^-22) perturbs each product by at most 2 u_in relative (one rounding per operand): we add
+# 2 u_in to both measures, as for the output type. 3xtf32 thus keeps the FP32 tolerance plus its
+# split's 2^-21, which the K-terms exceed from K = 2 on.
+def _rounding_terms(dtype: str, precision: str | None) -> float:
+    tol = 2.0 * _u(dtype) if dtype != "fp32" else 0.0
+    if precision is not None:
+        tol += 2.0 * get_precision(precision).input_roundoff
     return tol
 
 
-def elementwise_tolerance(dtype: str, K: int) -> float:
+def tolerance(dtype: str, K: int, precision: str | None = None) -> float:
+    """Allowed relative Frobenius error for a problem of inner dimension K (``precision`` None:
+    the dtype's exact one)."""
+    return 16.0 * _U32 * math.sqrt(max(K, 1)) + _rounding_terms(dtype, precision)
+
+
+def elementwise_tolerance(dtype: str, K: int, precision: str | None = None) -> float:
     """Allowed element error relative to |alpha| (|A| @ |B|) + |beta| |C0|."""
-    tol = 2.0 * (max(K, 1) + 2) * _U32
-    if dtype != "fp32":
-        tol += 2.0 * _u(dtype)
-    return tol
+    return 2.0 * (max(K, 1) + 2) * _U32 + _rounding_terms(dtype, precision)
 
 
 @dataclass
@@ -73,8 +80,9 @@ class VerifyResult:
         return head + " -- FAILED; worst elements:\n" + rows
 
 
-def check(ops: Operands, alpha: float, beta: float, label: str = "") -> VerifyResult:
-    """Compare ops.c with alpha * a @ b + beta * c0, computed in float64 by cuBLAS."""
+def check(ops: Operands, alpha: float, beta: float, label: str = "", precision: str | None = None) -> VerifyResult:
+    """Compare ops.c with alpha * a @ b + beta * c0, computed in float64 by cuBLAS, at the
+    tolerance of the dtype and ``precision`` (None: the dtype's exact one)."""
     lib, xp = ops.lib, ops.lib.xp
     a, b = lib.to64(ops.a), lib.to64(ops.b)
     ref = alpha * lib.matmul(a, b)
@@ -101,7 +109,7 @@ def check(ops: Operands, alpha: float, beta: float, label: str = "") -> VerifyRe
     scaled = abs(diff) / scale.clip(min=get_dtype(ops.dtype).smallest_normal)
     scaled = xp.where(finite, scaled, float("inf"))
     max_scaled = float(scaled.max()) if M * out.shape[1] > 0 else 0.0
-    tol, etol = tolerance(ops.dtype, K), elementwise_tolerance(ops.dtype, K)
+    tol, etol = tolerance(ops.dtype, K, precision), elementwise_tolerance(ops.dtype, K, precision)
     ok = nonfinite == 0 and err_norm <= tol * frob_denom and max_scaled <= etol
     worst = []
     if not ok:
@@ -118,16 +126,20 @@ def check(ops: Operands, alpha: float, beta: float, label: str = "") -> VerifyRe
 
 def verify(kernel: str, M: int, N: int, K: int, dtype: str = "fp32", *, lib: str | None = None,
            a_col=False, b_col=False, c_col=False, alpha=1.0, beta=0.0, ld_pad=0, offset=0,
-           config=None, seed=None) -> VerifyResult:
+           config=None, seed=None, precision: str | None = None) -> VerifyResult:
     """Run one rung on fresh random operands and check it against the float64 cuBLAS reference.
-    With beta == 0, C is filled with NaN first: NaN must not leak and every element must be written."""
+    With beta == 0, C is filled with NaN first: NaN must not leak and every element must be written.
+    ``precision`` as for ``gemmlab.gemm``; the tolerance is the one of the precision the kernel used."""
     from ..core.api import gemm
+    from ..core.registry import get as get_rung
 
     L = Lib(choose_lib(lib, dtype, prefer=("cupy", "torch")))  # CuPy first: gemmlab's own array library
     ops = make_operands(L, M, N, K, dtype, a_col=a_col, b_col=b_col, c_col=c_col, ld_pad=ld_pad,
                         offset=offset, seed=seed, beta_nonzero=beta != 0.0)
-    gemm(ops.a, ops.b, ops.c, alpha=alpha, beta=beta, kernel=kernel, config=config)
+    gemm(ops.a, ops.b, ops.c, alpha=alpha, beta=beta, kernel=kernel, config=config, precision=precision)
     L.synchronize()
+    used = precision if kernel == "auto" else get_rung(kernel).precision_for(dtype, precision)
     lay = "".join("C" if col else "R" for col in (a_col, b_col, c_col))
-    label = f"{kernel} {dtype} {M}x{N}x{K} {lay} alpha={alpha} beta={beta} pad={ld_pad} off={offset}"
-    return check(ops, alpha, beta, label)
+    prec = "" if used in (None, dtype) else f" as {used}"
+    label = f"{kernel} {dtype}{prec} {M}x{N}x{K} {lay} alpha={alpha} beta={beta} pad={ld_pad} off={offset}"
+    return check(ops, alpha, beta, label, used)

@@ -60,15 +60,17 @@ def plan(dtype: str, rungs: Sequence[str] | None, sweep_rungs: Sequence[str] | N
     arch_num = info.cc[0] * 10 + info.cc[1]
     chosen = [get(s) for s in rungs] if rungs else list(kernels())
     chosen = [r for r in chosen if arch_num >= r.min_arch]
-    main = [r for r in chosen if dtype in r.dtypes]
+    # the report measures exact precisions (a dtype's own, the benchmark's default); the TF32 rung
+    # is benchmarked with `gemmlab bench --precision tf32|3xtf32`
+    main = [r for r in chosen if dtype in r.precisions]
     other: dict[str, list[Rung]] = {}
     if other_dtypes:
         for r in chosen:
-            if dtype not in r.dtypes:
+            if dtype not in r.dtypes and r.dtypes[0] in r.precisions:
                 other.setdefault(r.dtypes[0], []).append(r)
     if sweep_rungs is None:
         sweep_rungs = [r.slug for r in landmarks()]
-    sweepers = [get(s).slug for s in sweep_rungs if _known(s) and dtype in get(s).dtypes
+    sweepers = [get(s).slug for s in sweep_rungs if _known(s) and dtype in get(s).precisions
                 and arch_num >= get(s).min_arch]
     return CollectPlan(info, dtype, main, other, sweepers)
 

@@ -9,7 +9,8 @@ from .model import DATASHEET_NOTE, peak_basis, timing_text
 def rungs_markdown() -> str:
     rows = ["| # | rung | dtypes | what it adds | seeds |", "| --- | --- | --- | --- | --- |"]
     for r in kernels():
-        rows.append(f"| {r.number} | `{r.slug}` | {', '.join(r.dtypes)} | {r.summary} | {'; '.join(r.seeds)} |")
+        dtypes = ", ".join(r.dtypes) + ("" if r.precisions == r.dtypes else f" as {', '.join(r.precisions)}")
+        rows.append(f"| {r.number} | `{r.slug}` | {dtypes} | {r.summary} | {'; '.join(r.seeds)} |")
     return "\n".join(rows)
 
 

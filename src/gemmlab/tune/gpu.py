@@ -37,6 +37,7 @@ class GpuFactory:
     lib: str | None = None
     peers: tuple[str, ...] | None = None     # None: every peer usable here (cuBLAS always)
     processes: int | None = None             # compile workers per device (None: CPUs / devices)
+    precision: str | None = None             # None: the rung's own default for the dtype
 
     def identity(self, device: int) -> dict:
         env = environment.collect(device)
@@ -78,7 +79,7 @@ class GpuEvaluator:
     def _variant(self, cfg: dict) -> Variant:
         kv = self.kv
         v = Variant.make(self.rung, self.f.dtype, a_col=kv.a_col, b_col=kv.b_col, vec_a=kv.vec_a,
-                         vec_b=kv.vec_b, vec_c=kv.vec_c, config=cfg)
+                         vec_b=kv.vec_b, vec_c=kv.vec_c, config=cfg, precision=self.f.precision)
         return v.for_geometry(self.rung.launch(kv.M, kv.N, v.cfg, kv.K), kv.N)   # the variant the plan runs
 
     def compile(self, configs: Sequence[dict]) -> list[Outcome | None]:
@@ -105,7 +106,7 @@ class GpuEvaluator:
         L.fill_nan(ops.c)
         plan.run(self.dev.stream)
         L.synchronize()
-        vr = verify_check(ops, 1.0, 0.0, f"{self.rung.slug} {cfg}")
+        vr = verify_check(ops, 1.0, 0.0, f"{self.rung.slug} {cfg}", self.rung.precision_for(self.f.dtype, self.f.precision))
         if vr.ok:
             return None, vr.rel_error
         return Outcome("wrong", reason=(f"rel. error {vr.rel_error:.2e} (tol {vr.tol:.1e}), max scaled "
@@ -114,7 +115,8 @@ class GpuEvaluator:
 
     def measure(self, config: dict, cutoff_ms: float | None) -> Outcome:
         try:
-            plan = api.plan(self.ops.a, self.ops.b, self.ops.c, kernel=self.rung.slug, config=config)
+            plan = api.plan(self.ops.a, self.ops.b, self.ops.c, kernel=self.rung.slug, config=config,
+                            precision=self.f.precision)
         except SpillError as exc:
             return Outcome("spill", reason=_first_line(exc))
         except Exception as exc:  # noqa: BLE001 - CompileError, resources ...
@@ -135,7 +137,8 @@ class GpuEvaluator:
 
     def peers(self) -> dict[str, float]:
         cands = []
-        for peer in peer_lib.peers(self.f.peers, self.f.dtype, self.L.name):
+        for peer in peer_lib.peers(self.f.peers, self.f.dtype, self.L.name,
+                                   self.rung.precision_for(self.f.dtype, self.f.precision)):
             ok, _why = peer.available(self.f.dtype)
             if ok:
                 cands.append(timing.Candidate(peer.name, peer.prepare(self.ops, self.f.dtype)))

@@ -43,12 +43,19 @@ class TuneSpec:
     devices: tuple[int, ...] = (0,)
     heartbeat: tuple[int, int] = (HEARTBEAT_S, GRACE_S)
     target: float | None = None         # stop once a candidate reaches this many TFLOP/s
+    precision: str | None = None        # None: the rung's own default for the dtype
+
+    @property
+    def key_dtype(self) -> str:
+        """The study key's dtype: the dtype, with the precision when it is not the dtype's own
+        ("fp32:3xtf32"): results of different precisions never share a study."""
+        return self.dtype if self.precision in (None, self.dtype) else f"{self.dtype}:{self.precision}"
 
     def checked(self) -> "TuneSpec":
         """The spec with its defaults filled; ValueError naming what is wrong."""
         rung = get(self.rung)
         dtype = self.dtype or rung.dtypes[0]
-        rung.require(dtype)
+        rung.require(dtype, precision=self.precision)
         if len(self.shape) != 3 or any(not isinstance(x, int) or x < 1 for x in self.shape):
             raise ValueError(f"shape must be three positive integers M, N, K, got {self.shape!r}")
         if self.layout not in ("rr", "rc", "cr", "cc"):
@@ -64,7 +71,7 @@ class TuneSpec:
         if self.storage == MEMORY and len(self.devices) > 1:
             raise ValueError("an in-memory storage lives in one process: several devices need a database URL")
         batch = self.batch or max(1, min(8, (os.cpu_count() or 1) // len(self.devices)))
-        return replace(self, rung=rung.slug, dtype=dtype, batch=batch)
+        return replace(self, rung=rung.slug, dtype=dtype, batch=batch, precision=rung.precision_for(dtype, self.precision))
 
 
 def _machine(spec: TuneSpec, factory: EvaluatorFactory) -> dict:
@@ -166,7 +173,7 @@ def tune(spec: TuneSpec, factory: EvaluatorFactory, *, progress: bool = False) -
     if not cands:
         raise ValueError(f"no configuration of {space.describe()} passes the constraints")
     strategy = resolve(spec.strategy, len(cands), spec.budget)
-    key = study_key(machine, spec.rung, spec.dtype, spec.layout, spec.shape)
+    key = study_key(machine, spec.rung, spec.key_dtype, spec.layout, spec.shape)
     storage = open_storage(spec.storage, *spec.heartbeat)
     study = open_study(storage, key, sampler(strategy, space.params, spec.seed), space.params)
     fail_stale(study)

@@ -1,0 +1,83 @@
+"""How the multiplications are done: the one table of precisions every layer reads.
+
+A dtype says what the operands are; a precision says what the multipliers see of them. Each dtype
+has one exact precision of its own name (``fp32``: IEEE FP32 FMAs on the CUDA cores; ``fp16`` and
+``bf16``: the tensor cores, which multiply 16-bit operands exactly), the default. Float32 operands
+may also go to the tensor cores:
+
+* ``tf32``: each operand rounded to TF32 (10 fraction bits, unit roundoff 2^-11; round to nearest,
+  ties away) and multiplied once, FP32 accumulation -- what cuBLAS does with TF32 enabled;
+* ``3xtf32``: each operand split into x = big + small, both TF32 (exact within 2^-22 |x|), and
+  three products per multiply-add (small*big + big*small + big*big): FP32-level accuracy.
+
+``kernel_code`` is the kernels' ``GL_PRECISION`` define (the number of products per multiply-add;
+0: not defined, the exact path). ``input_roundoff`` is the relative error the operands may carry
+into each product beyond the dtype's own values: verification adds ``2 * input_roundoff`` (one
+per operand) to the dtype's tolerance (``measure.verify``), as it adds the output type's roundoff.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Precision:
+    name: str               # "tf32": precision=, --precision, Rung.precisions, the JSON
+    dtype: str              # the operand dtype it applies to
+    fraction_bits: int      # fraction bits of the operands as the multipliers see them
+    input_roundoff: float   # relative error of an operand as multiplied (0: exact)
+    kernel_code: int        # GL_PRECISION (products per multiply-add); 0 for the exact path
+    tensor_cores: bool      # the products run on the tensor cores
+    tensor_share: float     # its peak in useful flop/s, as a share of the dense 16-bit tensor peak
+    summary: str
+
+    @property
+    def exact(self) -> bool:
+        return self.name == self.dtype
+
+
+_TABLE = (
+    Precision("fp32", "fp32", 23, 0.0, 0, False, 0.0, "IEEE FP32 FMAs on the CUDA cores (exact products)"),
+    Precision("tf32", "fp32", 10, 2.0**-11, 1, True, 0.5,      # TF32 MMAs run at half the 16-bit rate
+              "operands rounded to TF32 (10 fraction bits), one tensor-core product, FP32 accumulation"),
+    Precision("3xtf32", "fp32", 21, 2.0**-22, 3, True, 1 / 6,  # three TF32 products per multiply-add
+              "operands split into two TF32 parts, three tensor-core products: FP32-level accuracy"),
+    Precision("fp16", "fp16", 10, 0.0, 0, True, 1.0, "FP16 operands on the tensor cores, FP32 accumulation"),
+    Precision("bf16", "bf16", 7, 0.0, 0, True, 1.0, "BF16 operands on the tensor cores, FP32 accumulation"),
+)
+
+PRECISIONS: tuple[str, ...] = tuple(p.name for p in _TABLE)
+BY_NAME: dict[str, Precision] = {p.name: p for p in _TABLE}
+
+
+def get(name: str) -> Precision:
+    """The precision of a name; ValueError naming the choices otherwise."""
+    try:
+        return BY_NAME[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown precision {name!r}; choose one of {', '.join(PRECISIONS)}") from None
+
+
+def for_dtype(dtype: str) -> tuple[str, ...]:
+    """The precisions operands of ``dtype`` may be multiplied in, the exact one first."""
+    return tuple(p.name for p in _TABLE if p.dtype == dtype)
+
+
+def applies(precision: str, dtype: str) -> bool:
+    """Whether operands of ``dtype`` may be multiplied in ``precision``."""
+    p = BY_NAME.get(precision)
+    return p is not None and p.dtype == dtype
+
+
+def resolve(dtype: str, precision: str | None) -> str:
+    """The precision a call computes in: ``precision``, or the dtype's exact one when None.
+    ValueError for an unknown name or one that does not apply to ``dtype``."""
+    if precision is None:
+        return dtype
+    p = get(precision)
+    if p.dtype != dtype:
+        choices = for_dtype(dtype)
+        take = f"only {choices[0]!r} (the default)" if len(choices) == 1 else "one of " + ", ".join(choices)
+        raise ValueError(f"precision {precision!r} applies to {p.dtype} operands; {dtype} operands take {take}")
+    return p.name
