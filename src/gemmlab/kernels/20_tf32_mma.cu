@@ -11,8 +11,8 @@
 //   multiplies; FP32 accumulation. Accuracy: that of cuBLAS with TF32 enabled.
 // * GL_PRECISION 3 ("3xtf32"): each operand x is split into big = tf32(x) and
 //   small = tf32(x - big) (x - big is exact in FP32; big + small equals x within 2^-22 |x|), and per
-//   k-step acc += small_a*big_b + big_a*small_b, then += big_a*big_b: the small products first, so
-//   they are added while the accumulator is no larger than it has to be; small_a*small_b (below
+//   k-step t = small_a*big_b + big_a*small_b + big_a*big_b from t = 0 (the small products first),
+//   then acc += t in FP32 (the tensor cores' sums round toward zero: see compute()); small_a*small_b (below
 //   2^-22 of the product) is dropped. Three MMAs per k-step: one third of the TF32 rate, FP32-level
 //   accuracy (tests/test_tf32_accuracy.py measures it against cuBLAS SGEMM on the same data).
 //   Edge semantics: an infinite operand gives NaN (big - x is inf - inf) where FP32 gives +-inf,
@@ -364,19 +364,31 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
         for (int j = 0; j < FN; ++j)
 #pragma unroll
             for (int e = 0; e < 2; ++e) gl_split(bf[set][j][e], bb[j][e], bs_[j][e]);
-        // small terms first, each pass over all (i, j): consecutive MMAs are independent
+        // The three products of one k-step go into a zeroed partial t, small terms first, and t is
+        // added to the accumulator with an FP32 add. The tensor cores round their FP32 sums toward
+        // zero: accumulating into acc directly shrank |acc| by up to an ulp on each of the K/8
+        // steps, always the same way, and the bias grew with K (on the H100 the error was well above
+        // cuBLAS SGEMM's at K = 4096: tests/test_tf32_accuracy.py failed).
+        // Truncated inside t, the error is relative to one k-step's sum, whose sign is random, and
+        // the add that carries it into acc rounds to nearest (Ootomo & Yokota's observation for
+        // 3xTF32 on Ampere). One row of MMA tiles at a time: FN partials (4 FN registers).
 #pragma unroll
-        for (int i = 0; i < FM; ++i)
+        for (int i = 0; i < FM; ++i) {
+            float t[FN][4];
 #pragma unroll
-            for (int j = 0; j < FN; ++j) gl_mma1688(acc[i][j], as_[i], bb[j]);
+            for (int j = 0; j < FN; ++j) {
+                t[j][0] = t[j][1] = t[j][2] = t[j][3] = 0.0f;
+                gl_mma1688(t[j], as_[i], bb[j]);
+            }
 #pragma unroll
-        for (int i = 0; i < FM; ++i)
+            for (int j = 0; j < FN; ++j) gl_mma1688(t[j], ab[i], bs_[j]);
 #pragma unroll
-            for (int j = 0; j < FN; ++j) gl_mma1688(acc[i][j], ab[i], bs_[j]);
+            for (int j = 0; j < FN; ++j) gl_mma1688(t[j], ab[i], bb[j]);
 #pragma unroll
-        for (int i = 0; i < FM; ++i)
+            for (int j = 0; j < FN; ++j)
 #pragma unroll
-            for (int j = 0; j < FN; ++j) gl_mma1688(acc[i][j], ab[i], bb[j]);
+                for (int e = 0; e < 4; ++e) acc[i][j][e] += t[j][e];
+        }
 #endif
     };
 
