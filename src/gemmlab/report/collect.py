@@ -59,7 +59,7 @@ def plan(dtype: str, rungs: Sequence[str] | None, sweep_rungs: Sequence[str] | N
     info = driver.device_info(0)
     arch_num = info.cc[0] * 10 + info.cc[1]
     chosen = [get(s) for s in rungs] if rungs else list(kernels())
-    chosen = [r for r in chosen if arch_num >= r.min_arch]
+    chosen = [r for r in chosen if r.runs_on(arch_num)]
     main = [r for r in chosen if dtype in r.dtypes]
     other: dict[str, list[Rung]] = {}
     if other_dtypes:
@@ -69,7 +69,7 @@ def plan(dtype: str, rungs: Sequence[str] | None, sweep_rungs: Sequence[str] | N
     if sweep_rungs is None:
         sweep_rungs = [r.slug for r in landmarks()]
     sweepers = [get(s).slug for s in sweep_rungs if _known(s) and dtype in get(s).dtypes
-                and arch_num >= get(s).min_arch]
+                and get(s).runs_on(arch_num)]
     return CollectPlan(info, dtype, main, other, sweepers)
 
 
