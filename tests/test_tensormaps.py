@@ -163,9 +163,10 @@ def test_a_call_captured_into_a_graph_with_operands_never_seen_replays_correctly
 
 
 # (M, N, K): ragged in every dimension with TMA-legal strides (multiples of 8 elements), so every
-# layout takes the TMA path for both operands; then one operand's stride odd (one TMA operand, one
-# copied by threads), whichever operand that is in each layout.
-TMA_SHAPES = [(8, 8, 8), (200, 136, 72), (136, 520, 1032), (64, 8, 4104)]
+# layout takes the TMA path for both operands (the last two: more row tiles than one launch-order
+# group of 8, the last group shorter); then one operand's stride odd (one TMA operand, one copied by
+# threads), whichever operand that is in each layout.
+TMA_SHAPES = [(8, 8, 8), (200, 136, 72), (136, 520, 1032), (64, 8, 4104), (1100, 600, 72), (2200, 72, 16)]
 MIXED_SHAPES = [(200, 33, 72), (33, 136, 72), (72, 72, 33)]
 
 

@@ -248,6 +248,29 @@ struct GlOperand {
     }
 };
 
+// ---- launch order: groups of GROUP_M row tiles ------------------------------------------------
+// Blocks start in the order of their linear index (x fastest). Read as (column tile, row tile)
+// that order sweeps a whole row of column tiles first: the ~132 blocks resident at once on an
+// H100 then cover 4 row tiles x every column tile of a 8192-wide C, so every wave streams all of
+// B from DRAM. Renumbered in groups of GROUP_M row tiles (the column tiles of one group before the
+// next group), the resident blocks cover an 8 x 16 patch: a tile of A or B is read by many blocks
+// at about the same time and served from L2 (unique bytes per wave: 8 x 128 + 16.5 x 256 rows of K
+// instead of 4 x 128 + 32 x 256). The tall-grid variant (row tiles continued along grid.z) keeps
+// the plain order. Returns (column tile, row tile).
+constexpr int GROUP_M = 8;
+__device__ __forceinline__ int2 gl_grouped_tile() {
+#if GL_TALL
+    return make_int2(blockIdx.x, GL_TILE_ROW);
+#else
+    const long long tiles_n = gridDim.x, lin = (long long)blockIdx.y * tiles_n + blockIdx.x;
+    const long long per_group = GROUP_M * tiles_n;
+    const int first_m = (int)(lin / per_group) * GROUP_M;
+    const int rows = min((int)gridDim.y - first_m, GROUP_M);   // the last group may be shorter
+    const int in_group = (int)(lin % per_group);
+    return make_int2(in_group / rows, first_m + in_group % rows);
+#endif
+}
+
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc,
      const __grid_constant__ GlTensorMap tmA, const __grid_constant__ GlTensorMap tmB)
@@ -263,7 +286,8 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     auto empty = [&](int s) { return bars + 8u * (STAGES + s); };
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-    const int row0 = GL_TILE_ROW * BM, col0 = blockIdx.x * BN;
+    const int2 tile = gl_grouped_tile();
+    const int row0 = tile.y * BM, col0 = tile.x * BN;
     const int ntiles = GL_CEIL_DIV(K, BK);
 
     if (tid == 0) {
