@@ -81,7 +81,7 @@ def test_the_wgmma_rung_runs_on_hopper_only_and_says_so():
 def test_wgmma_refuses_configurations_it_was_not_written_for_with_reasons():
     r = registry.get("wgmma_tma")
     cfg = r.config()
-    assert r.threads(cfg) == 288 and r.smem(cfg) == 1024 + 4 * (128 + 256) * 64 * 2 + 4 * 16
+    assert r.threads(cfg) == 384 and r.smem(cfg) == 1024 + 4 * (128 + 256) * 64 * 2 + 4 * 16
     for bad, reason in (({"WM": 32}, "64 or 128"), ({"BM": 512}, "1 or 2 times WM"), ({"BN": 192}, "64, 128 or 256"),
                         ({"BK": 32}, "multiple of 64"), ({"BK": 512}, "at most 256"), ({"STAGES": 1}, "at least 2"),
                         ({"WM": 128, "BM": 128}, "256 FP32 accumulators"), ({"STAGES": 5}, "shared memory")):

@@ -360,8 +360,8 @@ def _mma_constraints(cfg) -> list[str]:
 
 # ---- rung 19 (wgmma_tma): WGMMA fed by TMA ---------------------------------------------------
 def _wgmma_threads(cfg) -> int:
-    """BM/WM consumer warpgroups of 128 threads and one producer warp."""
-    return 128 * (cfg["BM"] // cfg["WM"]) + 32
+    """BM/WM consumer warpgroups of 128 threads and a producer warpgroup."""
+    return 128 * (cfg["BM"] // cfg["WM"]) + 128
 
 
 def _wgmma_smem(cfg) -> int:
@@ -369,15 +369,15 @@ def _wgmma_smem(cfg) -> int:
     swizzle's period, STAGES 16-bit A and B tiles or the FP32 per-warp epilogue staging
     [warps][16][BN+8] that overlays them (the larger), and a full and an empty mbarrier per stage."""
     pipeline = cfg["STAGES"] * (cfg["BM"] + cfg["BN"]) * cfg["BK"] * 2
-    staging = (_wgmma_threads(cfg) - 32) // 32 * 16 * (cfg["BN"] + 8) * 4
+    staging = cfg["BM"] // cfg["WM"] * 4 * 16 * (cfg["BN"] + 8) * 4
     return 1024 + max(pipeline, staging) + 16 * cfg["STAGES"]
 
 
 def _wgmma_constraints(cfg) -> list[str]:
     """What 19_wgmma_tma.cu static_asserts: one or two consumer warpgroups of 64 or 128 rows, a
     wgmma N of 64, 128 or 256 (the block's BN), BK in whole 64-element swizzle rows and at most a
-    TMA box side (256), at least two stages, at most 128 FP32 accumulators per thread (with 288
-    threads a thread may have 224 registers; ptxas used 154 at 128), and shared memory within what
+    TMA box side (256), at least two stages, at most 128 FP32 accumulators per thread (with 384
+    threads a thread may have 168 registers; ptxas used 154 at 128), and shared memory within what
     a block may have."""
     out = []
     if cfg["WM"] not in (64, 128):

@@ -17,24 +17,27 @@
 //   LDGSTS issue on the same bytes.
 // * A STAGES-deep ring of shared buffers is guarded by mbarriers (SASS SYNCS): "full[s]" completes
 //   when the copy engine has delivered stage s's bytes (expect_tx), "empty[s]" when every consumer
-//   warp has finished the wgmmas that read it. One producer warp and the consumer warpgroups never
-//   meet at a block-wide barrier in the main loop.
+//   warp has finished the wgmmas that read it. The producer and the consumer warpgroups never meet
+//   at a block-wide barrier in the main loop.
+// * Blocks start in groups of 8 row tiles (gl_grouped_tile): the blocks resident at once share
+//   their tiles of A and B through L2.
 // Geometry (default BM=128, BN=256, BK=64, WM=64, STAGES=4): BM/WM consumer warpgroups, each owning
-// WM rows x BN columns (WM/64 wgmma rows; 128 FP32 accumulators per thread at 64 x 256), plus one
-// producer warp: 288 threads, __launch_bounds__(288, 1) -> up to 224 registers per thread, so the
-// 128 accumulators fit without setmaxnreg (the register split between producer and consumers,
-// persistence and clusters are the next rung). Shared memory: STAGES x (BM + BN) x BK x 2 B =
-// 192 KB at the default, so one block per SM.
+// WM rows x BN columns (WM/64 wgmma rows; 128 FP32 accumulators per thread at 64 x 256), plus a
+// producer warpgroup: 384 threads, __launch_bounds__(384, 1) -> up to 168 registers per thread;
+// ptxas uses 154, so the 128 accumulators fit without setmaxnreg (the register split between
+// producer and consumers, persistence and clusters are the next rung). Shared memory: STAGES x
+// (BM + BN) x BK x 2 B = 192 KB at the default, so one block per SM.
 // Shared layout (128-byte swizzle; every panel starts 1024-byte aligned, the swizzle's period):
 //   K-major operand (row-major A, column-major B): BK/64 panels of [rows][64 k], one TMA box each;
 //   MN-major operand (column-major A, row-major B): rows/64 panels of [BK k][64 m or n].
 // wgmma takes both: imm-trans = 1 marks an MN-major operand (16-bit types allow it). The common
 // case, row-major A times row-major B, is A K-major and B MN-major.
 // Operands TMA cannot describe (GL_VEC_A / GL_VEC_B = 0: base not 16-byte aligned, or a leading
-// dimension whose byte stride is not a multiple of 16) are copied by the producer warp's 32 lanes
-// instead: guarded 16-bit loads written into the SAME swizzled panels (st.shared), then
+// dimension whose byte stride is not a multiple of 16) are copied by the producer warpgroup's 128
+// threads instead (that is why it is a warpgroup: with TMA, one of its threads does all the work):
+// guarded 16-bit loads written into the SAME swizzled panels (st.shared), then
 // fence.proxy.async (generic-proxy writes made visible to the tensor cores' async proxy) and an
-// arrive on the full barrier; the main loop is the same code. That path is slow and only correct.
+// arrive on the full barrier; the main loop is the same code. That path is bound by the loads.
 // Epilogue: each consumer warp stages its 16-row slices of accumulators in shared memory (reusing
 // the pipeline buffers once all consumer warps are done with them) and writes 8 outputs per lane,
 // alpha/beta applied (C never read when beta == 0), 16-byte stores where legal (gl_store_warp16).
@@ -58,11 +61,12 @@
 constexpr int WGS = BM / WM;                  // consumer warpgroups
 constexpr int MI = WM / 64;                   // m64 wgmmas per warpgroup, down
 constexpr int CONSUMERS = 128 * WGS;          // consumer threads
-constexpr int CWARPS = CONSUMERS / 32;        // consumer warps; warp CWARPS is the producer
+constexpr int CWARPS = CONSUMERS / 32;        // consumer warps; warps CWARPS.. are the producer warpgroup
+constexpr int PRODUCERS = 128;                // the producer warpgroup (TMA: one thread of it works)
 constexpr int KSTEPS = BK / 16;               // k16 wgmma steps per tile
 constexpr int ROW_B = 128;                    // bytes of one swizzled row: 64 16-bit elements
 // What the registry's constraints promise (core/registry.py, _wgmma_constraints), restated.
-static_assert(THREADS == CONSUMERS + 32, "THREADS must be 128 per consumer warpgroup plus one producer warp");
+static_assert(THREADS == CONSUMERS + PRODUCERS, "THREADS must be 128 per consumer warpgroup plus a producer warpgroup");
 static_assert((WM == 64 || WM == 128) && BM % WM == 0 && (WGS == 1 || WGS == 2),
               "one or two consumer warpgroups of 64 or 128 rows each");
 static_assert(BN == 64 || BN == 128 || BN == 256, "a wgmma's N is the block's BN: 64, 128 or 256");
@@ -94,9 +98,9 @@ static_assert(SMEM_NEED <= GL_DYN_SMEM, "the registry's shared-memory size (GL_D
 
 // Bytes the copy engine delivers per stage (operands without TMA are copied by threads instead).
 constexpr unsigned TX_BYTES = (GL_VEC_A ? A_STAGE_B : 0) + (GL_VEC_B ? B_STAGE_B : 0);
-// Arrivals that complete a full barrier: the one thread that issues the TMA boxes, or every lane
-// of the producer warp when some operand is copied by threads.
-constexpr unsigned FULL_ARRIVALS = (GL_VEC_A && GL_VEC_B) ? 1 : 32;
+// Arrivals that complete a full barrier: the one thread that issues the TMA boxes, or every thread
+// of the producer warpgroup when some operand is copied by threads.
+constexpr unsigned FULL_ARRIVALS = (GL_VEC_A && GL_VEC_B) ? 1 : PRODUCERS;
 
 // The driver's CUtensorMap (cuda.h is not part of NVRTC): 128 opaque bytes, 64-byte aligned,
 // passed by value as a __grid_constant__ kernel parameter (the copy engine reads it from there).
@@ -224,13 +228,14 @@ struct GlOperand {
         for (int i = 0; i < PANELS; ++i) gl_tma_load(dst + i * ROWS * ROW_B, map, inner0 + 64 * i, outer0, bar);
     }
 
-    // By the 32 lanes of a warp (operands TMA cannot describe): guarded 16-bit loads, zeros outside
-    // the matrix, one 16-byte shared store per chunk. The caller fences and arrives.
-    __device__ __forceinline__ void copy(unsigned dst, int inner0, int outer0, int lane) const {
+    // By the producer warpgroup's 128 threads (operands TMA cannot describe): guarded 16-bit loads,
+    // zeros outside the matrix, one 16-byte shared store per chunk; 8 consecutive threads take the 8
+    // chunks of a row. The caller fences and arrives.
+    __device__ __forceinline__ void copy(unsigned dst, int inner0, int outer0, int ptid) const {
         constexpr int CHUNKS = PANELS * ROWS * 8;
-        static_assert(CHUNKS % 32 == 0, "whole chunks per lane");
+        static_assert(CHUNKS % PRODUCERS == 0, "whole chunks per producer thread");
 #pragma unroll 4
-        for (int v = lane; v < CHUNKS; v += 32) {
+        for (int v = ptid; v < CHUNKS; v += PRODUCERS) {
             const int i = v / (ROWS * 8), r = (v / 8) % ROWS, c = v % 8;
             const uint4 x = gl_load8<0>(P, ld, outer0 + r, inner0 + 64 * i + 8 * c, n_outer, n_inner);
             const unsigned a = dst + i * ROWS * ROW_B + r * ROW_B + ((c ^ (r & 7)) << 4);
@@ -239,11 +244,11 @@ struct GlOperand {
     }
 
     template <bool TMA>
-    __device__ __forceinline__ void load(unsigned dst, int inner0, int outer0, unsigned bar, int lane) const {
+    __device__ __forceinline__ void load(unsigned dst, int inner0, int outer0, unsigned bar, int ptid) const {
         if (TMA) {
-            if (lane == 0) tma(dst, inner0, outer0, bar);
+            if (ptid == 0) tma(dst, inner0, outer0, bar);
         } else {
-            copy(dst, inner0, outer0, lane);
+            copy(dst, inner0, outer0, ptid);
         }
     }
 };
@@ -300,10 +305,11 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     }
     __syncthreads();
 
-    // ---- load: the producer warp ----------------------------------------------------------------
+    // ---- load: the producer warpgroup --------------------------------------------------------------
     // Tile t goes to stage t % STAGES once the consumers released the tile that stage held (t -
     // STAGES); the first pass waits on parity 1, which a fresh barrier counts as completed.
-    if (warp == CWARPS) {
+    if (warp >= CWARPS) {
+        const int ptid = tid - CONSUMERS;
 #if GL_A_COL
         const GlOperand<A_PANELS, A_ROWS> opa{A, lda, K, M, &tmA};    // A(m, k) at A[k*lda + m]
 #else
@@ -314,8 +320,8 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
 #else
         const GlOperand<B_PANELS, B_ROWS> opb{B, ldb, K, N, &tmB};    // B(k, n) at B[k*ldb + n]
 #endif
-        if (FULL_ARRIVALS == 1 && lane != 0) return;   // TMA only: one thread issues everything
-        if (lane == 0) {
+        if (FULL_ARRIVALS == 1 && ptid != 0) return;   // TMA only: one thread issues everything
+        if (ptid == 0) {
             if (GL_VEC_A) gl_tma_prefetch(&tmA);
             if (GL_VEC_B) gl_tma_prefetch(&tmB);
         }
@@ -324,22 +330,22 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
         for (int t = 0; t < ntiles; ++t) {
             const int k0 = t * BK;
             gl_mbar_wait(empty(s), phase ^ 1u);
-            if (lane == 0 && TX_BYTES) {
+            if (ptid == 0 && TX_BYTES) {
                 if (FULL_ARRIVALS == 1) gl_mbar_arrive_tx(full(s), TX_BYTES);
                 else gl_mbar_expect_tx(full(s), TX_BYTES);
             }
 #if GL_A_COL
-            opa.load<GL_VEC_A>(a_base + s * A_STAGE_B, row0, k0, full(s), lane);
+            opa.load<GL_VEC_A>(a_base + s * A_STAGE_B, row0, k0, full(s), ptid);
 #else
-            opa.load<GL_VEC_A>(a_base + s * A_STAGE_B, k0, row0, full(s), lane);
+            opa.load<GL_VEC_A>(a_base + s * A_STAGE_B, k0, row0, full(s), ptid);
 #endif
 #if GL_B_COL
-            opb.load<GL_VEC_B>(b_base + s * B_STAGE_B, k0, col0, full(s), lane);
+            opb.load<GL_VEC_B>(b_base + s * B_STAGE_B, k0, col0, full(s), ptid);
 #else
-            opb.load<GL_VEC_B>(b_base + s * B_STAGE_B, col0, k0, full(s), lane);
+            opb.load<GL_VEC_B>(b_base + s * B_STAGE_B, col0, k0, full(s), ptid);
 #endif
             if (FULL_ARRIVALS != 1) {
-                // this lane's st.shared visible to wgmma (async proxy), then its arrival
+                // this thread's st.shared visible to wgmma (async proxy), then its arrival
                 asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
                 gl_mbar_arrive(full(s));
             }
