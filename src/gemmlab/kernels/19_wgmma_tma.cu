@@ -8,8 +8,8 @@
 //   slice of A by a 16 x N slice of B (N = BN, up to 256) in ONE asynchronous instruction whose
 //   operands the tensor cores read straight from shared memory through two 64-bit matrix
 //   descriptors (start address, byte strides, 128-byte swizzle). No ldmatrix, no fragment
-//   registers: rung 17 spent a third of its issue slots on LDSM and waited on them ("wait" stalls).
-//   On Hopper only wgmma reaches the tensor cores' full rate; mma.sync runs at a fraction of it.
+//   registers: rung 17's top stall was waiting on its ldmatrix results (its header). On Hopper only
+//   wgmma reaches the tensor cores' full rate; mma.sync runs at a fraction of it.
 // * Tiles arrive by TMA (cp.async.bulk.tensor.2d, SASS UTMALDG): ONE thread issues a whole box
 //   (64 elements x up to 256 rows) per instruction; the copy engine computes the addresses, fills
 //   what lies outside the matrix with zeros (ragged M, N and K need no code here) and writes the
