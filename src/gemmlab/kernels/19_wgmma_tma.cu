@@ -230,16 +230,35 @@ struct GlOperand {
 
     // By the producer warpgroup's 128 threads (operands TMA cannot describe): guarded 16-bit loads,
     // zeros outside the matrix, one 16-byte shared store per chunk; 8 consecutive threads take the 8
-    // chunks of a row. The caller fences and arrives.
+    // chunks of a row. The trip count is a compile-time constant and the bounds are predicates, not
+    // branches, so the loads of BATCH chunks (8 each) are in flight together. The caller fences and
+    // arrives.
     __device__ __forceinline__ void copy(unsigned dst, int inner0, int outer0, int ptid) const {
         constexpr int CHUNKS = PANELS * ROWS * 8;
-        static_assert(CHUNKS % PRODUCERS == 0, "whole chunks per producer thread");
-#pragma unroll 4
-        for (int v = ptid; v < CHUNKS; v += PRODUCERS) {
-            const int i = v / (ROWS * 8), r = (v / 8) % ROWS, c = v % 8;
-            const uint4 x = gl_load8<0>(P, ld, outer0 + r, inner0 + 64 * i + 8 * c, n_outer, n_inner);
-            const unsigned a = dst + i * ROWS * ROW_B + r * ROW_B + ((c ^ (r & 7)) << 4);
-            asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" :: "r"(a), "r"(x.x), "r"(x.y), "r"(x.z), "r"(x.w) : "memory");
+        constexpr int PER = CHUNKS / PRODUCERS, BATCH = PER < 4 ? PER : 4;
+        static_assert(CHUNKS % PRODUCERS == 0 && PER % BATCH == 0, "whole batches of chunks per producer thread");
+        const unsigned short* P16 = reinterpret_cast<const unsigned short*>(P);
+#pragma unroll 1
+        for (int p0 = 0; p0 < PER; p0 += BATCH) {     // one batch at a time: the registers stay few
+            unsigned short h[BATCH][8];
+            unsigned at[BATCH];
+#pragma unroll
+            for (int q = 0; q < BATCH; ++q) {
+                const int v = ptid + (p0 + q) * PRODUCERS;
+                const int i = v / (ROWS * 8), r = (v / 8) % ROWS, c = v % 8;
+                const int outer = outer0 + r, inner = inner0 + 64 * i + 8 * c;
+                const bool row_in = outer < n_outer;
+                const int left = row_in ? n_inner - inner : 0;            // elements of the chunk inside
+                const unsigned short* src = P16 + (row_in ? (size_t)outer * ld + inner : 0);
+#pragma unroll
+                for (int e = 0; e < 8; ++e) h[q][e] = e < left ? __ldg(src + e) : (unsigned short)0;
+                at[q] = dst + i * ROWS * ROW_B + r * ROW_B + ((c ^ (r & 7)) << 4);
+            }
+#pragma unroll
+            for (int q = 0; q < BATCH; ++q)
+                asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n"
+                             :: "r"(at[q]), "r"(h[q][0] | ((unsigned)h[q][1] << 16)), "r"(h[q][2] | ((unsigned)h[q][3] << 16)),
+                                "r"(h[q][4] | ((unsigned)h[q][5] << 16)), "r"(h[q][6] | ((unsigned)h[q][7] << 16)) : "memory");
         }
     }
 
