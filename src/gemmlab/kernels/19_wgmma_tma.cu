@@ -45,6 +45,15 @@
 // (0.7-0.85x cuBLAS; rung 17 measured 441): the tensor cores are fed without ldmatrix, but every
 // block still pays its prologue and epilogue alone (no persistence) and the producer shares the
 // consumers' register budget.
+// Measured (H100, cuBLAS in the same run): the first version, blocks in plain row order
+// (benchmarks/results/h100_wgmma_tma_v1_fp16.json, commit 96cf683), ran 692 TFLOP/s at 4096^3
+// fp16 (0.93x), above the prediction, but 614 (0.83x) at 8192^3: L2, which the grouped launch
+// order fixed (h100_wgmma_tma_fp16.json and _bf16.json, commit 2322741): fp16 709 (0.95x) at
+// 4096^3 and 738 (0.99x) at 8192^3, bf16 722 (0.94x) and 763 (0.98x); rung 17 433-443 (0.58x).
+// The likely rest of the gap at 4096^3 (not yet profiled): one block per SM, so each block's first
+// loads and its epilogue leave the tensor cores idle; persistence (the next rung) overlaps them.
+// Operands TMA cannot describe (h100_wgmma_tma_unaligned_fp16.json, commit 278f648): 87.4 TFLOP/s
+// at 4093^3 (0.57x cuBLAS; rung 17 66.8) and 9.6 at 127x4097x1023 (rung 17 7.8).
 #include "common.cuh"
 
 #if GL_DTYPE == 0
