@@ -61,10 +61,34 @@ def test_every_rung_source_opens_with_a_header_naming_its_seed():
         assert "seed" in head.lower()
 
 
-def test_the_top_rung_for_half_types_uses_tensor_cores():
-    top = registry.for_dtype("fp16")[-1]
-    assert set(top.dtypes) == {"fp16", "bf16"} and registry.for_dtype("bf16")[-1] is top
-    assert any(c.startswith("HMMA") for c in top.sass_claims)
+def test_the_top_rung_for_half_types_uses_each_architectures_tensor_cores():
+    for arch, opcode in (("sm_80", "HMMA"), ("sm_90a", "HGMMA"), ("sm_100a", "HMMA")):
+        top = registry.for_dtype("fp16", arch)[-1]
+        assert set(top.dtypes) == {"fp16", "bf16"} and registry.for_dtype("bf16", arch)[-1] is top
+        assert any(c.startswith(opcode) for c in top.sass_claims), arch
+
+
+def test_the_wgmma_rung_runs_on_hopper_only_and_says_so():
+    r = registry.get("wgmma_tma")
+    assert r.runs_on("sm_90a") and r.runs_on(90)
+    assert not r.runs_on("sm_80") and not r.runs_on("sm_100a")
+    for arch in ("sm_80", "sm_100a"):
+        with pytest.raises(ValueError, match="'wgmma_tma' needs sm_90; this is sm_"):
+            r.require("fp16", arch)
+    assert r not in registry.for_dtype("fp16", "sm_80") and r in registry.for_dtype("bf16", "sm_90a")
+
+
+def test_wgmma_refuses_configurations_it_was_not_written_for_with_reasons():
+    r = registry.get("wgmma_tma")
+    cfg = r.config()
+    assert r.threads(cfg) == 384 and r.smem(cfg) == 1024 + 4 * (128 + 256) * 64 * 2 + 4 * 16
+    for bad, reason in (({"WM": 32}, "64 or 128"), ({"BM": 512}, "1 or 2 times WM"), ({"BN": 192}, "64, 128 or 256"),
+                        ({"BK": 32}, "multiple of 64"), ({"BK": 512}, "at most 256"), ({"STAGES": 1}, "at least 2"),
+                        ({"WM": 128, "BM": 128}, "256 FP32 accumulators"), ({"STAGES": 5}, "shared memory")):
+        with pytest.raises(ValueError, match=reason):
+            r.config(bad)
+    for name in r.presets:
+        assert r.check_config(r.config(name)) == []
 
 
 def test_the_top_fp32_rung_is_the_async_simt_pipeline_and_needs_sm80():

@@ -1,8 +1,8 @@
 """Static guards on what makes each rung fast, read from the cubin without a GPU:
-every rung compiles for sm_90a and sm_80 in every precision it provides, never spills or uses
-local memory (any layout, with and without vector access), and its SASS contains the instructions
-the rung claims (128-bit loads for the vectorized rungs, HMMA for the tensor-core rungs, TEX for
-textures)."""
+every rung compiles for sm_90a and sm_80 (those of them it runs on) in every precision it
+provides, never spills or uses local memory (any layout, with and without vector access), and its
+SASS contains the instructions the rung claims (128-bit loads for the vectorized rungs, HMMA or
+HGMMA for the tensor-core rungs, TEX for textures)."""
 
 import itertools
 
@@ -12,16 +12,18 @@ from gemmlab.analysis import disasm
 
 from gemmlab import kernels
 from gemmlab.core.precision import applies
+from gemmlab.core.registry import get
 from gemmlab.core.variant import Variant
 
 ARCHS = ("sm_90a", "sm_80")
 CASES = [(r.slug, dt) for r in kernels() for dt in r.dtypes]
-# every precision a rung provides for a dtype (the exact one for most; tf32 and 3xtf32 for rung 20)
-PRECISION_CASES = [(r.slug, dt, p) for r in kernels() for dt in r.dtypes for p in r.precisions if applies(p, dt)]
+# every precision a rung provides for a dtype (the exact one for most; tf32 and 3xtf32 for rung
+# 20), on every architecture of ARCHS the rung runs on
+PRECISION_CASES = [(r.slug, dt, p, arch) for r in kernels() for dt in r.dtypes for p in r.precisions if applies(p, dt)
+                   for arch in ARCHS if r.runs_on(arch)]
 
 
-@pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("slug,dtype,precision", PRECISION_CASES)
+@pytest.mark.parametrize("slug,dtype,precision,arch", PRECISION_CASES)
 def test_rung_compiles_without_spills_or_local_memory_in_every_layout(slug, dtype, precision, arch):
     for a_col, b_col, vec in itertools.product((False, True), (False, True), (True, False)):
         v = Variant.make(slug, dtype, a_col=a_col, b_col=b_col, vec_a=vec, vec_b=vec, vec_c=vec, precision=precision)

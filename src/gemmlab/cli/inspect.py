@@ -6,7 +6,6 @@ import json
 from typing import Mapping
 
 from ..analysis.inspect import hot_loop_listing, inspect_rung
-from ..core.arch import arch_number
 from ..core.registry import get, kernels
 from .common import add_config, add_dtype
 
@@ -37,7 +36,7 @@ def run(args) -> int:
         if args.rung or args.config:
             raise ValueError("--all inspects every rung in its default configuration: give no rung or --config")
         render_all([inspect_rung(r.slug, dtype=args.dtype if args.dtype in r.dtypes else None, arch=args.arch)
-                    for r in kernels() if arch_number(args.arch) >= r.min_arch])
+                    for r in kernels() if r.runs_on(args.arch)])
         return 0
     if not args.rung:
         raise ValueError("name a rung (see `gemmlab list`), or give --all")

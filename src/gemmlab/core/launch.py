@@ -16,7 +16,7 @@ import threading
 
 from .compile import CompiledKernel
 from .deps import require
-from . import textures
+from . import tensormaps, textures
 from .driver import check, context, cuda, device_info
 from .dtypes import get as get_dtype
 from .problem import GemmProblem, KernelProblem
@@ -136,20 +136,23 @@ class _Params:
     """A persistent kernel parameter block, updated in place between launches: one buffer holds
     every argument, laid out so that what changes per call (the three pointers, alpha, beta)
     is one contiguous ``struct`` pack, and the void* array cuLaunchKernel reads (passed by
-    address) points into it in the kernel's argument order (kernels/common.cuh)."""
+    address) points into it in the kernel's argument order (kernels/common.cuh). The extras
+    after the standard arguments: two texture objects with their element offsets (the texture
+    rungs), or two 128-byte tensor maps (the TMA rung; the driver copies them by value)."""
 
     # byte offsets in the buffer, in the kernel's argument order
     _ORDER = (32, 36, 40, 24, 0, 44, 8, 48, 28, 16, 52)   # M N K alpha A lda B ldb beta C ldc
     _TEX_ORDER = (56, 64, 72, 80)                          # texA offA texB offB
+    _TMAP_ORDER = (128, 256)                               # tmA tmB (128 bytes each)
     _SHAPE = struct.Struct("<6i")                          # M N K lda ldb ldc at byte 32
     _CALL = struct.Struct("<QQQff")                        # A B C alpha beta at byte 0
     _TEX = struct.Struct("<QqQq")                          # at byte 56
 
     __slots__ = ("buffer", "array", "address", "pack")
 
-    def __init__(self, kp: KernelProblem, textured: bool):
-        order = self._ORDER + (self._TEX_ORDER if textured else ())
-        self.buffer = ctypes.create_string_buffer(88)
+    def __init__(self, kp: KernelProblem, textured: bool, mapped: bool = False):
+        order = self._ORDER + (self._TEX_ORDER if textured else ()) + (self._TMAP_ORDER if mapped else ())
+        self.buffer = ctypes.create_string_buffer(384 if mapped else 88)
         base = ctypes.addressof(self.buffer)
         self.array = (ctypes.c_void_p * len(order))(*[base + off for off in order])
         self.address = ctypes.addressof(self.array)
@@ -158,6 +161,14 @@ class _Params:
 
     def textures(self, ta, oa, tb, ob) -> None:
         self._TEX.pack_into(self.buffer, 56, ta, oa, tb, ob)
+
+    def tensor_maps(self, ma: bytes | None, mb: bytes | None) -> None:
+        """The maps of A and B (None: that operand has none; its 128 bytes are left as they are,
+        the kernel's variant does not read them)."""
+        if ma is not None:
+            self.buffer[128:256] = ma
+        if mb is not None:
+            self.buffer[256:384] = mb
 
     def ldc(self, value: int) -> None:
         """The leading dimension of what the kernel writes (split-K: the workspace's row length)."""
@@ -234,9 +245,12 @@ class Plan:
             # more than 48 KB of dynamic shared memory needs the function's opt-in
             check(cu.cuFuncSetAttribute(self.function, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                         self.geometry.smem), "cuFuncSetAttribute")
-        self._params = _Params(kp, bool(tex_args))
+        self._params = _Params(kp, bool(tex_args), rung.tensor_maps)
         if tex_args:
             self._params.textures(*tex_args)
+        self._maps = self._map_args(problem.dtype) if rung.tensor_maps else None
+        if self._maps is not None:
+            self._params.tensor_maps(*self._acquire_maps(kp.a_ptr, kp.b_ptr))
         self._launch_head = (self.function, *self.geometry.grid, *self.geometry.block, self.geometry.smem)
         self._cu = cu
         if split:
@@ -288,6 +302,21 @@ class Plan:
         self._channels = (ta.channels, tb.channels)
         return vec_a, vec_b, [ta.handle, ta.offset, tb.handle, tb.offset]
 
+    def _map_args(self, dtype: str):
+        """The tensor-map arguments of A and B (None for an operand TMA cannot describe: the
+        variant copies it with threads, see kernels/19_wgmma_tma.cu)."""
+        kp, cfg = self.kp, self.variant.cfg
+        a = tensormaps.operand_map("A", kp.M, kp.K, kp.lda, kp.a_col, dtype, cfg) if self.variant.vec_a else None
+        b = tensormaps.operand_map("B", kp.K, kp.N, kp.ldb, kp.b_col, dtype, cfg) if self.variant.vec_b else None
+        return a, b
+
+    def _acquire_maps(self, a_ptr: int, b_ptr: int):
+        """The encoded maps of A and B at these pointers (cached: a dict lookup once seen)."""
+        args_a, args_b = self._maps
+        cache = tensormaps.CACHE
+        return (None if args_a is None else cache.acquire(self.ordinal, a_ptr, args_a),
+                None if args_b is None else cache.acquire(self.ordinal, b_ptr, args_b))
+
     # ---- launching ------------------------------------------------------------------------
     def run(self, stream: int | None = None) -> None:
         """Launch on ``stream`` (default: the current stream of C's library) with the plan's own
@@ -310,11 +339,14 @@ class Plan:
             with textures.LOCK:
                 return self._launch_textured(a_ptr, b_ptr, c_ptr, alpha, beta, stream)
         params = self._params
+        maps = None if self._maps is None else self._acquire_maps(a_ptr, b_ptr)
         with self._lock:
             try:
                 params.pack(params.buffer, 0, a_ptr, b_ptr, c_ptr, alpha, beta)
             except OverflowError:
                 params.pack(params.buffer, 0, a_ptr, b_ptr, c_ptr, _f32(alpha), _f32(beta))
+            if maps is not None:
+                params.tensor_maps(*maps)
             err = self._cu.cuLaunchKernel(*self._launch_head, stream, params.address, 0)[0]
             if err or CHECKED:
                 self._after_launch(err, stream)

@@ -62,6 +62,9 @@ class Rung:
     landmark: bool = False             # a landmark of the ladder: the report's size sweep plots it
     kernel: str = "gemm"               # extern "C" entry point
     min_arch: int = 75
+    max_arch: int | None = None        # the newest architecture it runs on (None: any newer one)
+    tensor_maps: bool = False          # A and B also passed as TMA tensor maps (core/tensormaps.py),
+                                       # for each operand whose 16-byte access is legal
     space: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # what `gemmlab tune` searches:
                                        # values per parameter (the others stay at their defaults)
     precisions: tuple[str, ...] = ()   # core.precision names it computes in, its default first;
@@ -80,6 +83,11 @@ class Rung:
     def supports(self, dtype: str) -> bool:
         return dtype in self.dtypes
 
+    def runs_on(self, arch: str | int) -> bool:
+        """Whether the rung's instructions exist on ``arch`` (``"sm_90a"``, 90)."""
+        n = arch_number(arch)
+        return n >= self.min_arch and (self.max_arch is None or n <= self.max_arch)
+
     def require(self, dtype: str | None = None, arch: str | int | None = None, precision: str | None = None) -> None:
         """The one support check: ValueError naming the problem when this rung cannot take
         ``dtype``, cannot run on ``arch`` (``"sm_90a"``, 90) or cannot compute in ``precision``."""
@@ -89,9 +97,11 @@ class Rung:
                 raise ValueError(f"kernel {self.slug!r} does not support dtype {dtype}; it supports "
                                  f"{', '.join(self.dtypes)}")
             self.precision_for(dtype, precision)
-        if arch is not None and arch_number(arch) < self.min_arch:
-            raise ValueError(f"kernel {self.slug!r} needs sm_{self.min_arch} or newer; "
-                             f"this is sm_{arch_number(arch)}")
+        if arch is not None and not self.runs_on(arch):
+            span = (f"sm_{self.min_arch} or newer" if self.max_arch is None else
+                    f"sm_{self.min_arch}" if self.max_arch == self.min_arch else
+                    f"sm_{self.min_arch} to sm_{self.max_arch}")
+            raise ValueError(f"kernel {self.slug!r} needs {span}; this is sm_{arch_number(arch)}")
 
     def precision_for(self, dtype: str, precision: str | None = None) -> str:
         """The precision this rung computes ``dtype`` operands in: ``precision``, or with None its
@@ -429,6 +439,49 @@ def _mma_constraints(cfg) -> list[str]:
     return out + _mma_regs(cfg)
 
 
+# ---- rung 19 (wgmma_tma): WGMMA fed by TMA ---------------------------------------------------
+def _wgmma_threads(cfg) -> int:
+    """BM/WM consumer warpgroups of 128 threads and a producer warpgroup."""
+    return 128 * (cfg["BM"] // cfg["WM"]) + 128
+
+
+def _wgmma_smem(cfg) -> int:
+    """19_wgmma_tma.cu's dynamic shared memory: 1024 bytes to align the base to the 128-byte
+    swizzle's period, STAGES 16-bit A and B tiles or the FP32 per-warp epilogue staging
+    [warps][16][BN+8] that overlays them (the larger), and a full and an empty mbarrier per stage."""
+    pipeline = cfg["STAGES"] * (cfg["BM"] + cfg["BN"]) * cfg["BK"] * 2
+    staging = cfg["BM"] // cfg["WM"] * 4 * 16 * (cfg["BN"] + 8) * 4
+    return 1024 + max(pipeline, staging) + 16 * cfg["STAGES"]
+
+
+def _wgmma_constraints(cfg) -> list[str]:
+    """What 19_wgmma_tma.cu static_asserts: one or two consumer warpgroups of 64 or 128 rows, a
+    wgmma N of 64, 128 or 256 (the block's BN), BK in whole 64-element swizzle rows and at most a
+    TMA box side (256), at least two stages, at most 128 FP32 accumulators per thread (with 384
+    threads a thread may have 168 registers; ptxas used 154 at 128), and shared memory within what
+    a block may have."""
+    out = []
+    if cfg["WM"] not in (64, 128):
+        out.append(f"WM={cfg['WM']} must be 64 or 128 (one or two m64 wgmmas per warpgroup)")
+    elif cfg["BM"] % cfg["WM"] or cfg["BM"] // cfg["WM"] not in (1, 2):
+        out.append(f"BM={cfg['BM']} must be 1 or 2 times WM={cfg['WM']} (one or two consumer warpgroups)")
+    if cfg["BN"] not in (64, 128, 256):
+        out.append(f"BN={cfg['BN']} must be 64, 128 or 256 (the N of one wgmma)")
+    if cfg["BK"] % 64 or cfg["BK"] > 256:
+        out.append(f"BK={cfg['BK']} must be a multiple of 64 (a 128-byte swizzle row) and at most 256 (a TMA box side)")
+    if cfg["STAGES"] < 2:
+        out.append(f"STAGES={cfg['STAGES']}: the pipeline needs at least 2 stages")
+    if out:
+        return out
+    acc = cfg["WM"] // 64 * cfg["BN"] // 2
+    if acc > 128:
+        out.append(f"a {cfg['WM']}x{cfg['BN']} warpgroup tile needs {acc} FP32 accumulators per thread; at most 128 fit")
+    if _wgmma_smem(cfg) > MAX_SMEM_PER_BLOCK:
+        out.append(f"{cfg['STAGES']} stages of {cfg['BM']}x{cfg['BK']} + {cfg['BK']}x{cfg['BN']} need {_wgmma_smem(cfg)} B "
+                   f"of shared memory; a block may have at most {MAX_SMEM_PER_BLOCK} B")
+    return out
+
+
 # ---- rung 20 (tf32_mma): FP32 operands on the tensor cores -------------------------------------
 
 
@@ -689,6 +742,18 @@ RUNGS: tuple[Rung, ...] = (
         sass_claims=("HMMA.1688.F32.TF32", "LDSM", "LDGSTS"), min_arch=80,
         space={"BM": _p2(6, 8), "BN": _p2(6, 8), "BK": (32, 64), "WM": (32, 64), "WN": (32, 64), "STAGES": (2, 3, 4)},
     ),
+    Rung(
+        19, "wgmma_tma", "Hopper WGMMA fed by TMA",
+        "wgmma.mma_async reads A and B from 128-byte-swizzled shared memory through matrix descriptors; one thread's TMA boxes fill a STAGES-deep ring guarded by mbarriers.",
+        ("issue 10, section 1.2 (Hopper WGMMA + TMA)",), "19_wgmma_tma.cu", dtypes=("fp16", "bf16"),
+        params={"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4},
+        presets={"128x256": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4},
+                 "128x128": {"BM": 128, "BN": 128, "BK": 64, "WM": 64, "STAGES": 6},
+                 "256x128": {"BM": 256, "BN": 128, "BK": 64, "WM": 128, "STAGES": 4}},
+        threads=_wgmma_threads, constraints=_wgmma_constraints, smem=_wgmma_smem,
+        sass_claims=("HGMMA", "UTMALDG", "SYNCS"), min_arch=90, max_arch=90, tensor_maps=True,
+        space={"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (64, 128), "WM": (64, 128), "STAGES": (2, 3, 4, 5, 6)},
+    ),
 )
 
 _BY_SLUG = {r.slug: r for r in RUNGS}
@@ -709,8 +774,7 @@ def for_dtype(dtype: str, arch: str | int | None = None, precision: str | None =
     (and run on ``arch`` when given), in ladder order."""
     get_dtype(dtype)
     want = resolve_precision(dtype, precision)
-    n = arch_number(arch) if arch is not None else None
-    return tuple(r for r in RUNGS if dtype in r.dtypes and want in r.precisions and (n is None or n >= r.min_arch))
+    return tuple(r for r in RUNGS if dtype in r.dtypes and want in r.precisions and (arch is None or r.runs_on(arch)))
 
 
 def get(name: str) -> Rung:

@@ -69,7 +69,9 @@ class Variant:
         """The compiled kernel (memory cache, disk cache, else NVRTC; ``before_compile()`` is
         called right before a real NVRTC compile, see ``compile.compile_source``).
         ``SpillError`` when ptxas had to spill registers for it: the API accepts no configuration
-        that spills (a spilling tile is never the fast one)."""
+        that spills (a spilling tile is never the fast one). ValueError, before any compile, for
+        an architecture the rung does not run on (``Rung.require``)."""
+        self.rung.require(arch=arch)
         ck = _compile.compile_source(self.rung.source, self.rung.kernel, arch, self.defines(),
                                      before_compile=before_compile)
         if ck.spill_bytes:

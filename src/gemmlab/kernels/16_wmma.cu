@@ -273,22 +273,11 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     // ---- epilogue: accumulators -> FP32 staging (per warp, 16 rows at a time) -> alpha/beta ->
     // T -> C. The loop's last barrier has freed the A/B tiles this staging overlays. ------------
     float (*cs)[CS_LD] = Cs[warp];                      // this warp's [16][WN+4] staging tile
-    constexpr int VPR = WN / 8;                         // 8-wide vectors per staged row
-    constexpr int VPL = 16 * VPR / 32;                  // vectors per lane (WN % 16 == 0 -> whole)
 #pragma unroll
     for (int i = 0; i < FM; ++i) {
 #pragma unroll
         for (int j = 0; j < FN; ++j) wmma::store_matrix_sync(&cs[0][j * 16], acc[i][j], CS_LD, wmma::mem_row_major);
         __syncwarp();
-#pragma unroll
-        for (int p = 0; p < VPL; ++p) {
-            const int v = lane + p * 32;
-            const int r = v / VPR, c = (v % VPR) * 8;
-            const float4 lo = *reinterpret_cast<const float4*>(&cs[r][c]);
-            const float4 hi = *reinterpret_cast<const float4*>(&cs[r][c + 4]);
-            const float o[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-            gl_store_c8(C, ldc, M, N, row0 + wm * WM + i * 16 + r, col0 + wn * WN + c, o, alpha, beta);
-        }
-        __syncwarp();                                   // staging read before the next i overwrites it
+        gl_store_rows16<WN, CS_LD>(cs, C, ldc, M, N, row0 + wm * WM + i * 16, col0 + wn * WN, alpha, beta, lane);
     }
 }

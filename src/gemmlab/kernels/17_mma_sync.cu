@@ -352,31 +352,11 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     // copy and every warp first. -------------------------------------------------------------------
     gl_cp_async_wait<0>();
     __syncthreads();
-    float (*cs)[CS_LD] = Cs[warp];                      // this warp's [16][WN+8] staging tile
-    const int g = lane / 4, c2 = 2 * (lane % 4);        // accumulator fragment: row g (+8), columns c2, c2+1
-    constexpr int VPR = WN / 8;                         // 8-wide output vectors per staged row
-    constexpr int VPL = 16 * VPR / 32;                  // vectors per lane (WN % 16 == 0 -> whole)
 #pragma unroll
-    for (int i = 0; i < FM; ++i) {
-#pragma unroll
-        for (int j = 0; j < FN; ++j) {
-            *reinterpret_cast<float2*>(&cs[g][8 * j + c2]) = make_float2(acc[i][j][0], acc[i][j][1]);
-            *reinterpret_cast<float2*>(&cs[g + 8][8 * j + c2]) = make_float2(acc[i][j][2], acc[i][j][3]);
-        }
-        __syncwarp();
-#pragma unroll
-        for (int p = 0; p < VPL; ++p) {
-            const int v = lane + p * 32;
-            const int r = v / VPR, c = (v % VPR) * 8;
-            const float4 lo = *reinterpret_cast<const float4*>(&cs[r][c]);
-            const float4 hi = *reinterpret_cast<const float4*>(&cs[r][c + 4]);
-            const float o[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    for (int i = 0; i < FM; ++i)
 #if GL_SPLITK
-            gl_store_w8(W, ldc, M, N, row0 + wm * WM + i * 16 + r, col0 + wn * WN + c, o);
+        gl_store_warp16<WN>(Cs[warp], acc[i], W, ldc, M, N, row0 + wm * WM + i * 16, col0 + wn * WN, alpha, beta, lane);
 #else
-            gl_store_c8(C, ldc, M, N, row0 + wm * WM + i * 16 + r, col0 + wn * WN + c, o, alpha, beta);
+        gl_store_warp16<WN>(Cs[warp], acc[i], C, ldc, M, N, row0 + wm * WM + i * 16, col0 + wn * WN, alpha, beta, lane);
 #endif
-        }
-        __syncwarp();                                   // staging read before the next i overwrites it
-    }
 }

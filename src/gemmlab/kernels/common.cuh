@@ -404,4 +404,50 @@ __device__ __forceinline__ void gl_store_w8(float* W, int ldw, int M, int N, int
 }
 #endif
 
+// A warp's 16 staged rows of TWN FP32 outputs, cs[16][LD] in shared memory, -> C rows i0..i0+15,
+// columns j0..j0+TWN-1: each lane takes 8 consecutive outputs of a row, one 16-byte store where
+// legal (gl_store_c8), and a warp writes whole rows (coalesced). Ends with __syncwarp: the caller
+// may overwrite the staging next. In a split-K variant (GL_SPLITK) the output is the slice's FP32
+// workspace W (Out = float): the partial sums go there as they are (gl_store_w8), alpha and beta
+// are the reduction's.
+template <int TWN, int LD, typename Out>
+__device__ __forceinline__ void gl_store_rows16(const float (*cs)[LD], Out* C, int ldc, int M, int N, int i0, int j0,
+                                                float alpha, float beta, int lane) {
+    static_assert(TWN % 16 == 0, "a warp's 16 rows of TWN outputs split into whole 8-wide vectors per lane");
+    constexpr int VPR = TWN / 8;                        // 8-wide output vectors per staged row
+    constexpr int VPL = 16 * VPR / 32;                  // vectors per lane
+#pragma unroll
+    for (int p = 0; p < VPL; ++p) {
+        const int v = lane + p * 32;
+        const int r = v / VPR, c = (v % VPR) * 8;
+        const float4 lo = *reinterpret_cast<const float4*>(&cs[r][c]);
+        const float4 hi = *reinterpret_cast<const float4*>(&cs[r][c + 4]);
+        const float o[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#if GL_SPLITK
+        gl_store_w8(C, ldc, M, N, i0 + r, j0 + c, o);
+#else
+        gl_store_c8(C, ldc, M, N, i0 + r, j0 + c, o, alpha, beta);
+#endif
+    }
+    __syncwarp();                                       // staging read before the caller overwrites it
+}
+
+// One warp's 16 x TWN block of FP32 accumulators in the tensor cores' C-fragment layout (the same
+// for mma.sync m16n8 tiles and for one warp's quarter of a wgmma m64nN tile): acc[j][0..1] at row
+// lane/4, columns 8j + 2*(lane%4) + 0/1; acc[j][2..3] eight rows below. Staged in the warp's FP32
+// tile cs[16][TWN + 8], then written by gl_store_rows16. The +8 floats of row padding put the
+// float2 stores of four consecutive rows in four distinct 8-bank groups.
+template <int TWN, typename Out>
+__device__ __forceinline__ void gl_store_warp16(float (*cs)[TWN + 8], const float (&acc)[TWN / 8][4], Out* C, int ldc,
+                                                int M, int N, int i0, int j0, float alpha, float beta, int lane) {
+    const int g = lane / 4, c2 = 2 * (lane % 4);        // fragment: row g (+8), columns c2, c2+1
+#pragma unroll
+    for (int j = 0; j < TWN / 8; ++j) {
+        *reinterpret_cast<float2*>(&cs[g][8 * j + c2]) = make_float2(acc[j][0], acc[j][1]);
+        *reinterpret_cast<float2*>(&cs[g + 8][8 * j + c2]) = make_float2(acc[j][2], acc[j][3]);
+    }
+    __syncwarp();
+    gl_store_rows16<TWN, TWN + 8>(cs, C, ldc, M, N, i0, j0, alpha, beta, lane);
+}
+
 #endif  // GL_DTYPE != 0

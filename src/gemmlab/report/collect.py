@@ -59,7 +59,7 @@ def plan(dtype: str, rungs: Sequence[str] | None, sweep_rungs: Sequence[str] | N
     info = driver.device_info(0)
     arch_num = info.cc[0] * 10 + info.cc[1]
     chosen = [get(s) for s in rungs] if rungs else list(kernels())
-    chosen = [r for r in chosen if arch_num >= r.min_arch]
+    chosen = [r for r in chosen if r.runs_on(arch_num)]
     # the report measures exact precisions (a dtype's own, the benchmark's default); the TF32 rung
     # is benchmarked with `gemmlab bench --precision tf32|3xtf32`
     main = [r for r in chosen if dtype in r.precisions]
@@ -71,7 +71,7 @@ def plan(dtype: str, rungs: Sequence[str] | None, sweep_rungs: Sequence[str] | N
     if sweep_rungs is None:
         sweep_rungs = [r.slug for r in landmarks()]
     sweepers = [get(s).slug for s in sweep_rungs if _known(s) and dtype in get(s).precisions
-                and arch_num >= get(s).min_arch]
+                and get(s).runs_on(arch_num)]
     return CollectPlan(info, dtype, main, other, sweepers)
 
 

@@ -1,0 +1,126 @@
+"""TMA tensor maps of the WGMMA rung (19): one 2-D map per operand, built on the host and passed
+to the kernel by value (a 128-byte ``__grid_constant__`` parameter after the standard ones).
+
+``operand_map`` is the pure part: from an operand as the kernel sees it (rows, columns, leading
+dimension, layout, dtype) and the tile configuration, the arguments of ``cuTensorMapEncodeTiled``
+less the base pointer: dimensions and byte strides (innermost, contiguous dimension first), the
+box one TMA instruction copies, and whether the operand is K-major or MN-major for wgmma. An
+operand TMA cannot describe (base not 16-byte aligned, or a byte stride that is not a multiple of
+16) has none: the kernel's variant for it copies with threads instead. Those are exactly the operands
+without 16-byte vector access (``ArrayInfo.vec_ok``: GL_VEC_A / GL_VEC_B = 0), so the variant the
+launch picks already says which operands get a map.
+
+``acquire`` is the cache: the 128 encoded bytes per (device, pointer, map), so a call that reads an
+operand seen before costs a dict lookup. Encoding is a host-only driver call (no device work, no
+synchronization, legal while a stream captures a graph), and a map owns no driver resource: the
+kernel parameter is a copy. So an evicted entry needs no clean-up and a captured graph keeps its
+own copy.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from .dtypes import get as get_dtype
+
+SWIZZLE_BYTES = 128     # the 128-byte swizzle: a box's inner side is one swizzle row
+MAP_BYTES = 128         # sizeof(CUtensorMap)
+CAPACITY = 256          # cached maps; past it the least recently used is forgotten
+_TENSOR_MAP_TYPE = {"fp16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"}
+
+
+@dataclass(frozen=True)
+class MapArgs:
+    """cuTensorMapEncodeTiled's arguments for one operand, less the base pointer."""
+
+    dtype: str                      # "fp16" | "bf16"
+    dims: tuple[int, int]           # elements: (inner = contiguous, outer)
+    strides: tuple[int]             # bytes from one outer index to the next
+    box: tuple[int, int]            # elements per TMA box: (inner, outer)
+    element_strides: tuple[int, int] = (1, 1)
+    swizzle: int = SWIZZLE_BYTES    # bytes
+    k_major: bool = True            # K is the contiguous dimension (wgmma without transpose)
+
+
+def operand_map(operand: str, rows: int, cols: int, ld: int, col_major: bool, dtype: str,
+                cfg: dict) -> MapArgs:
+    """The map of operand ``"A"`` (rows = M, cols = K) or ``"B"`` (rows = K, cols = N), as the kernel
+    sees it (kernels/common.cuh: C row-major, A and B either layout), for the tile ``cfg`` (BM, BN,
+    BK). The box's inner side is one 128-byte swizzle row (64 16-bit elements); its outer side is
+    the tile's extent along the outer dimension: BM or BN for a K-major operand (row-major A,
+    column-major B), BK for an MN-major one. ValueError for anything else."""
+    if operand not in ("A", "B"):
+        raise ValueError(f"operand must be 'A' or 'B', got {operand!r}")
+    if dtype not in _TENSOR_MAP_TYPE:
+        raise ValueError(f"tensor maps are built for fp16 and bf16 operands, not {dtype}")
+    if min(rows, cols) < 1:
+        raise ValueError(f"operand {operand} is {rows}x{cols}; a tensor map needs at least one element")
+    itemsize = get_dtype(dtype).itemsize
+    inner, outer = (rows, cols) if col_major else (cols, rows)
+    if ld < inner:
+        raise ValueError(f"operand {operand}: leading dimension {ld} is shorter than its contiguous extent {inner}")
+    # K-major: the contiguous dimension is K (row-major A: cols; column-major B: rows)
+    k_major = (not col_major) if operand == "A" else col_major
+    tile = cfg["BM"] if operand == "A" else cfg["BN"]
+    return MapArgs(dtype, (inner, outer), (ld * itemsize,),
+                   (SWIZZLE_BYTES // itemsize, tile if k_major else cfg["BK"]), k_major=k_major)
+
+
+def encode(args: MapArgs, ptr: int) -> bytes:
+    """The 128 bytes of the CUtensorMap for ``args`` over the memory at ``ptr`` (driver call,
+    host only)."""
+    from .driver import check, cuda
+
+    cu = cuda()
+    u64, u32 = cu.cuuint64_t, cu.cuuint32_t
+    tmap = check(cu.cuTensorMapEncodeTiled(
+        getattr(cu.CUtensorMapDataType, _TENSOR_MAP_TYPE[args.dtype]), 2, ptr,
+        [u64(d) for d in args.dims], [u64(s) for s in args.strides],
+        [u32(b) for b in args.box], [u32(e) for e in args.element_strides],
+        cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+        cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE), "cuTensorMapEncodeTiled")
+    return ctypes.string_at(tmap.getPtr(), MAP_BYTES)
+
+
+class MapCache:
+    """Encoded maps by (device, pointer, map arguments), least recently used forgotten first.
+    ``encoder(args, ptr)`` makes the bytes (``encode``); ``encoded`` counts its calls."""
+
+    def __init__(self, encoder=encode, capacity: int = CAPACITY):
+        self._encoder = encoder
+        self._capacity = capacity
+        self._maps: "OrderedDict[tuple, bytes]" = OrderedDict()
+        self._lock = threading.Lock()
+        self.encoded = 0
+
+    def acquire(self, ordinal: int, ptr: int, args: MapArgs) -> bytes:
+        key = (ordinal, ptr, args)
+        with self._lock:
+            hit = self._maps.get(key)
+            if hit is not None:
+                self._maps.move_to_end(key)
+                return hit
+        made = self._encoder(args, ptr)
+        self.encoded += 1
+        if len(made) != MAP_BYTES:
+            raise RuntimeError(f"a tensor map is {MAP_BYTES} bytes; the encoder gave {len(made)}")
+        with self._lock:
+            self._maps[key] = made
+            while len(self._maps) > self._capacity:
+                self._maps.popitem(last=False)
+        return made
+
+    def __len__(self) -> int:
+        return len(self._maps)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._maps.clear()
+
+
+CACHE = MapCache()

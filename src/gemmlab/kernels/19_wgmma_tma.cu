@@ -1,0 +1,449 @@
+// Rung 19 — Hopper's own matrix path: WGMMA fed by TMA through an mbarrier pipeline (FP16 / BF16
+// in, FP32 accumulate; sm_90a only).      seed: none of the seeds reaches Hopper; seed 002 stops at
+// WMMA (gemm_v07) and rung 17 (mma.sync) is the Ampere-style answer. This rung is what cuBLAS does
+// on an H100.
+//
+// What it changes against rung 17 (mma.sync + ldmatrix + cp.async):
+// * The math is wgmma.mma_async m64nNk16 (SASS HGMMA): a warpgroup (4 warps) multiplies a 64 x 16
+//   slice of A by a 16 x N slice of B (N = BN, up to 256) in ONE asynchronous instruction whose
+//   operands the tensor cores read straight from shared memory through two 64-bit matrix
+//   descriptors (start address, byte strides, 128-byte swizzle). No ldmatrix, no fragment
+//   registers: rung 17's top stall was waiting on its ldmatrix results (its header). On Hopper only
+//   wgmma reaches the tensor cores' full rate; mma.sync runs at a fraction of it.
+// * Tiles arrive by TMA (cp.async.bulk.tensor.2d, SASS UTMALDG): ONE thread issues a whole box
+//   (64 elements x up to 256 rows) per instruction; the copy engine computes the addresses, fills
+//   what lies outside the matrix with zeros (ragged M, N and K need no code here) and writes the
+//   128-byte swizzle the descriptors expect. Rung 17 spent 128 threads' address arithmetic and
+//   LDGSTS issue on the same bytes.
+// * A STAGES-deep ring of shared buffers is guarded by mbarriers (SASS SYNCS): "full[s]" completes
+//   when the copy engine has delivered stage s's bytes (expect_tx), "empty[s]" when every consumer
+//   warp has finished the wgmmas that read it. The producer and the consumer warpgroups never meet
+//   at a block-wide barrier in the main loop.
+// * Blocks start in groups of 8 row tiles (gl_grouped_tile): the blocks resident at once share
+//   their tiles of A and B through L2.
+// Geometry (default BM=128, BN=256, BK=64, WM=64, STAGES=4): BM/WM consumer warpgroups, each owning
+// WM rows x BN columns (WM/64 wgmma rows; 128 FP32 accumulators per thread at 64 x 256), plus a
+// producer warpgroup: 384 threads, __launch_bounds__(384, 1) -> up to 168 registers per thread;
+// ptxas uses 154, so the 128 accumulators fit without setmaxnreg (the register split between
+// producer and consumers, persistence and clusters are the next rung). Shared memory: STAGES x
+// (BM + BN) x BK x 2 B = 192 KB at the default, so one block per SM.
+// Shared layout (128-byte swizzle; every panel starts 1024-byte aligned, the swizzle's period):
+//   K-major operand (row-major A, column-major B): BK/64 panels of [rows][64 k], one TMA box each;
+//   MN-major operand (column-major A, row-major B): rows/64 panels of [BK k][64 m or n].
+// wgmma takes both: imm-trans = 1 marks an MN-major operand (16-bit types allow it). The common
+// case, row-major A times row-major B, is A K-major and B MN-major.
+// Operands TMA cannot describe (GL_VEC_A / GL_VEC_B = 0: base not 16-byte aligned, or a leading
+// dimension whose byte stride is not a multiple of 16) are copied by the producer warpgroup's 128
+// threads instead (that is why it is a warpgroup: with TMA, one of its threads does all the work):
+// guarded 16-bit loads written into the SAME swizzled panels (st.shared), then
+// fence.proxy.async (generic-proxy writes made visible to the tensor cores' async proxy) and an
+// arrive on the full barrier; the main loop is the same code. That path is bound by the loads.
+// Epilogue: each consumer warp stages its 16-row slices of accumulators in shared memory (reusing
+// the pipeline buffers once all consumer warps are done with them) and writes 8 outputs per lane,
+// alpha/beta applied (C never read when beta == 0), 16-byte stores where legal (gl_store_warp16).
+// Prediction, written before the first measurement: 550-650 TFLOP/s on the H100 at 4096^3 fp16
+// (0.7-0.85x cuBLAS; rung 17 measured 441): the tensor cores are fed without ldmatrix, but every
+// block still pays its prologue and epilogue alone (no persistence) and the producer shares the
+// consumers' register budget.
+// Measured (H100, cuBLAS in the same run): the first version, blocks in plain row order
+// (benchmarks/results/h100_wgmma_tma_v1_fp16.json, commit 96cf683), ran 692 TFLOP/s at 4096^3
+// fp16 (0.93x), above the prediction, but 614 (0.83x) at 8192^3: L2, which the grouped launch
+// order fixed (h100_wgmma_tma_fp16.json and _bf16.json, commit 2322741): fp16 709 (0.95x) at
+// 4096^3 and 738 (0.99x) at 8192^3, bf16 722 (0.94x) and 763 (0.98x); rung 17 433-443 (0.58x).
+// The likely rest of the gap at 4096^3 (not yet profiled): one block per SM, so each block's first
+// loads and its epilogue leave the tensor cores idle; persistence (the next rung) overlaps them.
+// Operands TMA cannot describe (h100_wgmma_tma_unaligned_fp16.json, commit 278f648): 87.4 TFLOP/s
+// at 4093^3 (0.57x cuBLAS; rung 17 66.8) and 9.6 at 127x4097x1023 (rung 17 7.8).
+#include "common.cuh"
+
+#if GL_DTYPE == 0
+#error "rung 19 (wgmma_tma) needs GL_DTYPE 1 (fp16) or 2 (bf16): wgmma has no IEEE FP32 mode"
+#endif
+#ifndef GL_DYN_SMEM
+#error "rung 19 (wgmma_tma) needs GL_DYN_SMEM, the dynamic shared memory the launch gives each block"
+#endif
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "rung 19 (wgmma_tma) needs the sm_90a target (wgmma exists on Hopper only): compile for sm_90a"
+#endif
+
+// ---- geometry -----------------------------------------------------------------------------
+constexpr int WGS = BM / WM;                  // consumer warpgroups
+constexpr int MI = WM / 64;                   // m64 wgmmas per warpgroup, down
+constexpr int CONSUMERS = 128 * WGS;          // consumer threads
+constexpr int CWARPS = CONSUMERS / 32;        // consumer warps; warps CWARPS.. are the producer warpgroup
+constexpr int PRODUCERS = 128;                // the producer warpgroup (TMA: one thread of it works)
+constexpr int KSTEPS = BK / 16;               // k16 wgmma steps per tile
+constexpr int ROW_B = 128;                    // bytes of one swizzled row: 64 16-bit elements
+// What the registry's constraints promise (core/registry.py, _wgmma_constraints), restated.
+static_assert(THREADS == CONSUMERS + PRODUCERS, "THREADS must be 128 per consumer warpgroup plus a producer warpgroup");
+static_assert((WM == 64 || WM == 128) && BM % WM == 0 && (WGS == 1 || WGS == 2),
+              "one or two consumer warpgroups of 64 or 128 rows each");
+static_assert(BN == 64 || BN == 128 || BN == 256, "a wgmma's N is the block's BN: 64, 128 or 256");
+static_assert(BK % 64 == 0 && BK <= 256, "BK is whole 128-byte swizzle rows (64 elements) and a TMA box side (<= 256)");
+static_assert(STAGES >= 2, "the pipeline needs at least two stages");
+static_assert(MI * BN / 2 <= 128, "at most 128 FP32 accumulators per thread");
+
+// ---- shared-memory carve-up -----------------------------------------------------------------
+// An operand tile is PANELS panels of ROWS swizzled rows of 128 bytes (see the header).
+#if GL_A_COL
+constexpr int A_PANELS = BM / 64, A_ROWS = BK;        // MN-major: [BK][64 m] per 64 rows of the tile
+#else
+constexpr int A_PANELS = BK / 64, A_ROWS = BM;        // K-major: [BM][64 k] per 64 k
+#endif
+#if GL_B_COL
+constexpr int B_PANELS = BK / 64, B_ROWS = BN;        // K-major: [BN][64 k] per 64 k
+#else
+constexpr int B_PANELS = BN / 64, B_ROWS = BK;        // MN-major: [BK][64 n] per 64 columns
+#endif
+constexpr int A_PANEL_B = A_ROWS * ROW_B, B_PANEL_B = B_ROWS * ROW_B;
+constexpr int A_STAGE_B = A_PANELS * A_PANEL_B, B_STAGE_B = B_PANELS * B_PANEL_B;
+constexpr int PIPE_B = STAGES * (A_STAGE_B + B_STAGE_B);
+constexpr int CS_LD = BN + 8;                          // FP32 staging row (gl_store_warp16)
+constexpr int STAGING_B = CWARPS * 16 * CS_LD * 4;
+constexpr int DATA_B = PIPE_B > STAGING_B ? PIPE_B : STAGING_B;
+constexpr int SMEM_NEED = 1024 + DATA_B + 2 * STAGES * 8;   // 1024: aligning the base; then full[], empty[]
+static_assert(A_PANEL_B % 1024 == 0 && B_PANEL_B % 1024 == 0, "panels keep the 1024-byte swizzle alignment");
+static_assert(SMEM_NEED <= GL_DYN_SMEM, "the registry's shared-memory size (GL_DYN_SMEM) is too small for this tile");
+
+// Bytes the copy engine delivers per stage (operands without TMA are copied by threads instead).
+constexpr unsigned TX_BYTES = (GL_VEC_A ? A_STAGE_B : 0) + (GL_VEC_B ? B_STAGE_B : 0);
+// Arrivals that complete a full barrier: the one thread that issues the TMA boxes, or every thread
+// of the producer warpgroup when some operand is copied by threads.
+constexpr unsigned FULL_ARRIVALS = (GL_VEC_A && GL_VEC_B) ? 1 : PRODUCERS;
+
+// The driver's CUtensorMap (cuda.h is not part of NVRTC): 128 opaque bytes, 64-byte aligned,
+// passed by value as a __grid_constant__ kernel parameter (the copy engine reads it from there).
+struct alignas(64) GlTensorMap { unsigned long long opaque[16]; };
+
+// ---- PTX wrappers: mbarriers, TMA, wgmma --------------------------------------------------------
+__device__ __forceinline__ void gl_mbar_init(unsigned bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
+}
+// Block until the phase of parity `parity` has completed (a fresh barrier counts parity 1 as done).
+__device__ __forceinline__ void gl_mbar_wait(unsigned bar, unsigned parity) {
+    unsigned done;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    } while (!done);
+}
+__device__ __forceinline__ void gl_mbar_arrive(unsigned bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(bar) : "memory");
+}
+__device__ __forceinline__ void gl_mbar_arrive_tx(unsigned bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void gl_mbar_expect_tx(unsigned bar, unsigned bytes) {
+    asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(bytes) : "memory");
+}
+// One 2-D box at coordinates (inner c0, outer c1) of the tensor `map` into shared memory at `dst`;
+// its bytes count against the transaction count of the mbarrier `bar`.
+__device__ __forceinline__ void gl_tma_load(unsigned dst, const GlTensorMap* map, int c0, int c1, unsigned bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+                 :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+__device__ __forceinline__ void gl_tma_prefetch(const GlTensorMap* map) {
+    asm volatile("prefetch.tensormap [%0];\n" :: "l"(reinterpret_cast<unsigned long long>(map)) : "memory");
+}
+
+// A shared-memory matrix descriptor with the 128-byte swizzle: start address, leading- and
+// stride-dimension byte offsets (all in 16-byte units), swizzle mode 1 in bits 62-63. The start
+// field is 14 bits of a shared address below 256 KB: adding (offset >> 4) to a descriptor moves
+// its start without carrying into the other fields.
+__device__ __forceinline__ unsigned long long gl_desc(unsigned addr, unsigned lbo, unsigned sbo) {
+    return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
+           ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void gl_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void gl_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void gl_wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory"); }
+
+// Pins accumulator registers at this point of the program: the compiler may neither move their
+// reads and writes across it nor copy them elsewhere while a wgmma that writes them is in flight.
+template <int R>
+__device__ __forceinline__ void gl_fence_acc(float (&d)[R][4]) {
+#pragma unroll
+    for (int j = 0; j < R; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(d[j][e]) :: "memory");
+}
+
+#if GL_DTYPE == 1
+#define GL_WGMMA_AB ".f16.f16"
+#else
+#define GL_WGMMA_AB ".bf16.bf16"
+#endif
+// The accumulator operands of m64nNk16: N/2 FP32 registers per thread, d[j][e] = register 4j + e.
+#define GL_WGMMA_D64 \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define GL_WGMMA_D128 GL_WGMMA_D64 ", " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define GL_WGMMA_D256 GL_WGMMA_D128 ", " \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
+    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+#define GL_ACC4(d, j) "+f"(d[j][0]), "+f"(d[j][1]), "+f"(d[j][2]), "+f"(d[j][3])
+#define GL_ACC32(d, j) GL_ACC4(d, j), GL_ACC4(d, j + 1), GL_ACC4(d, j + 2), GL_ACC4(d, j + 3), \
+                       GL_ACC4(d, j + 4), GL_ACC4(d, j + 5), GL_ACC4(d, j + 6), GL_ACC4(d, j + 7)
+// d += A (64 x 16, descriptor da) * B (16 x N, descriptor db); TA / TB = 1: that operand is
+// MN-major in shared memory. scale-d = 1 (accumulate) always: the accumulators start at zero.
+
+template <int N> struct GlWgmma;
+template <> struct GlWgmma<64> {
+    template <int TA, int TB>
+    static __device__ __forceinline__ void mma(float (&d)[8][4], unsigned long long da, unsigned long long db) {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k16.f32" GL_WGMMA_AB " {" GL_WGMMA_D64 "}, %32, %33, p, 1, 1, %35, %36;\n}\n"
+                     : GL_ACC32(d, 0) : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB) : "memory");
+    }
+};
+template <> struct GlWgmma<128> {
+    template <int TA, int TB>
+    static __device__ __forceinline__ void mma(float (&d)[16][4], unsigned long long da, unsigned long long db) {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k16.f32" GL_WGMMA_AB " {" GL_WGMMA_D128 "}, %64, %65, p, 1, 1, %67, %68;\n}\n"
+                     : GL_ACC32(d, 0), GL_ACC32(d, 8) : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB) : "memory");
+    }
+};
+template <> struct GlWgmma<256> {
+    template <int TA, int TB>
+    static __device__ __forceinline__ void mma(float (&d)[32][4], unsigned long long da, unsigned long long db) {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n256k16.f32" GL_WGMMA_AB " {" GL_WGMMA_D256 "}, %128, %129, p, 1, 1, %131, %132;\n}\n"
+                     : GL_ACC32(d, 0), GL_ACC32(d, 8), GL_ACC32(d, 16), GL_ACC32(d, 24)
+                     : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB) : "memory");
+    }
+};
+
+// ---- one operand's tiles: global -> swizzled shared panels ---------------------------------------
+// The operand is P(outer, inner) = P[outer * ld + inner] (inner contiguous), n_outer x n_inner.
+// A tile is PANELS panels of ROWS rows x 64 inner elements; panel i of the tile at (inner0, outer0)
+// holds P(outer0 + r, inner0 + 64 i + e) at row r, element e. The 16-byte chunk c of row r sits at
+// chunk c ^ (r % 8) of the row: the 128-byte swizzle, the one TMA writes and wgmma reads.
+template <int PANELS, int ROWS>
+struct GlOperand {
+    const T* P;
+    int ld, n_outer, n_inner;
+    const GlTensorMap* map;
+
+    // By TMA: one box (64 x ROWS) per panel; out-of-bounds elements arrive as zeros.
+    __device__ __forceinline__ void tma(unsigned dst, int inner0, int outer0, unsigned bar) const {
+#pragma unroll
+        for (int i = 0; i < PANELS; ++i) gl_tma_load(dst + i * ROWS * ROW_B, map, inner0 + 64 * i, outer0, bar);
+    }
+
+    // By the producer warpgroup's 128 threads (operands TMA cannot describe): guarded 16-bit loads,
+    // zeros outside the matrix, one 16-byte shared store per chunk; 8 consecutive threads take the 8
+    // chunks of a row. The trip count is a compile-time constant and the bounds are predicates, not
+    // branches, so the loads of BATCH chunks (8 each) are in flight together. The caller fences and
+    // arrives.
+    __device__ __forceinline__ void copy(unsigned dst, int inner0, int outer0, int ptid) const {
+        constexpr int CHUNKS = PANELS * ROWS * 8;
+        constexpr int PER = CHUNKS / PRODUCERS, BATCH = PER < 4 ? PER : 4;
+        static_assert(CHUNKS % PRODUCERS == 0 && PER % BATCH == 0, "whole batches of chunks per producer thread");
+        const unsigned short* P16 = reinterpret_cast<const unsigned short*>(P);
+#pragma unroll 1
+        for (int p0 = 0; p0 < PER; p0 += BATCH) {     // one batch at a time: the registers stay few
+            unsigned short h[BATCH][8];
+            unsigned at[BATCH];
+#pragma unroll
+            for (int q = 0; q < BATCH; ++q) {
+                const int v = ptid + (p0 + q) * PRODUCERS;
+                const int i = v / (ROWS * 8), r = (v / 8) % ROWS, c = v % 8;
+                const int outer = outer0 + r, inner = inner0 + 64 * i + 8 * c;
+                const bool row_in = outer < n_outer;
+                const int left = row_in ? n_inner - inner : 0;            // elements of the chunk inside
+                const unsigned short* src = P16 + (row_in ? (size_t)outer * ld + inner : 0);
+#pragma unroll
+                for (int e = 0; e < 8; ++e) h[q][e] = e < left ? __ldg(src + e) : (unsigned short)0;
+                at[q] = dst + i * ROWS * ROW_B + r * ROW_B + ((c ^ (r & 7)) << 4);
+            }
+#pragma unroll
+            for (int q = 0; q < BATCH; ++q)
+                asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n"
+                             :: "r"(at[q]), "r"(h[q][0] | ((unsigned)h[q][1] << 16)), "r"(h[q][2] | ((unsigned)h[q][3] << 16)),
+                                "r"(h[q][4] | ((unsigned)h[q][5] << 16)), "r"(h[q][6] | ((unsigned)h[q][7] << 16)) : "memory");
+        }
+    }
+
+    template <bool TMA>
+    __device__ __forceinline__ void load(unsigned dst, int inner0, int outer0, unsigned bar, int ptid) const {
+        if (TMA) {
+            if (ptid == 0) tma(dst, inner0, outer0, bar);
+        } else {
+            copy(dst, inner0, outer0, ptid);
+        }
+    }
+};
+
+// ---- launch order: groups of GROUP_M row tiles ------------------------------------------------
+// Blocks start in the order of their linear index (x fastest). Read as (column tile, row tile)
+// that order sweeps a whole row of column tiles first: the ~132 blocks resident at once on an
+// H100 then cover 4 row tiles x every column tile of a 8192-wide C, so every wave streams all of
+// B from DRAM. Renumbered in groups of GROUP_M row tiles (the column tiles of one group before the
+// next group), the resident blocks cover an 8 x 16 patch: a tile of A or B is read by many blocks
+// at about the same time and served from L2 (unique bytes per wave: 8 x 128 + 16.5 x 256 rows of K
+// instead of 4 x 128 + 32 x 256). The tall-grid variant (row tiles continued along grid.z) keeps
+// the plain order. Returns (column tile, row tile).
+constexpr int GROUP_M = 8;
+__device__ __forceinline__ int2 gl_grouped_tile() {
+#if GL_TALL
+    return make_int2(blockIdx.x, GL_TILE_ROW);
+#else
+    const long long tiles_n = gridDim.x, lin = (long long)blockIdx.y * tiles_n + blockIdx.x;
+    const long long per_group = GROUP_M * tiles_n;
+    const int first_m = (int)(lin / per_group) * GROUP_M;
+    const int rows = min((int)gridDim.y - first_m, GROUP_M);   // the last group may be shorter
+    const int in_group = (int)(lin % per_group);
+    return make_int2(in_group / rows, first_m + in_group % rows);
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc,
+     const __grid_constant__ GlTensorMap tmA, const __grid_constant__ GlTensorMap tmB)
+{
+    // One raw buffer: [STAGES A tiles][STAGES B tiles] (the epilogue's FP32 staging overlays them),
+    // then full[STAGES] and empty[STAGES]. Its base is rounded up to the swizzle's 1024 bytes.
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(smem_raw));
+    const unsigned base = (raw + 1023u) & ~1023u;
+    const unsigned a_base = base, b_base = base + STAGES * A_STAGE_B;
+    const unsigned bars = base + DATA_B;
+    auto full = [&](int s) { return bars + 8u * s; };
+    auto empty = [&](int s) { return bars + 8u * (STAGES + s); };
+
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int2 tile = gl_grouped_tile();
+    const int row0 = tile.y * BM, col0 = tile.x * BN;
+    const int ntiles = GL_CEIL_DIV(K, BK);
+
+    if (tid == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            gl_mbar_init(full(s), FULL_ARRIVALS);
+            gl_mbar_init(empty(s), CWARPS);
+        }
+        // the initialized barriers visible to the copy engine (async proxy) before any TMA names them
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    // ---- load: the producer warpgroup --------------------------------------------------------------
+    // Tile t goes to stage t % STAGES once the consumers released the tile that stage held (t -
+    // STAGES); the first pass waits on parity 1, which a fresh barrier counts as completed.
+    if (warp >= CWARPS) {
+        const int ptid = tid - CONSUMERS;
+#if GL_A_COL
+        const GlOperand<A_PANELS, A_ROWS> opa{A, lda, K, M, &tmA};    // A(m, k) at A[k*lda + m]
+#else
+        const GlOperand<A_PANELS, A_ROWS> opa{A, lda, M, K, &tmA};    // A(m, k) at A[m*lda + k]
+#endif
+#if GL_B_COL
+        const GlOperand<B_PANELS, B_ROWS> opb{B, ldb, N, K, &tmB};    // B(k, n) at B[n*ldb + k]
+#else
+        const GlOperand<B_PANELS, B_ROWS> opb{B, ldb, K, N, &tmB};    // B(k, n) at B[k*ldb + n]
+#endif
+        if (FULL_ARRIVALS == 1 && ptid != 0) return;   // TMA only: one thread issues everything
+        if (ptid == 0) {
+            if (GL_VEC_A) gl_tma_prefetch(&tmA);
+            if (GL_VEC_B) gl_tma_prefetch(&tmB);
+        }
+        int s = 0;
+        unsigned phase = 0;
+        for (int t = 0; t < ntiles; ++t) {
+            const int k0 = t * BK;
+            gl_mbar_wait(empty(s), phase ^ 1u);
+            if (ptid == 0 && TX_BYTES) {
+                if (FULL_ARRIVALS == 1) gl_mbar_arrive_tx(full(s), TX_BYTES);
+                else gl_mbar_expect_tx(full(s), TX_BYTES);
+            }
+#if GL_A_COL
+            opa.load<GL_VEC_A>(a_base + s * A_STAGE_B, row0, k0, full(s), ptid);
+#else
+            opa.load<GL_VEC_A>(a_base + s * A_STAGE_B, k0, row0, full(s), ptid);
+#endif
+#if GL_B_COL
+            opb.load<GL_VEC_B>(b_base + s * B_STAGE_B, k0, col0, full(s), ptid);
+#else
+            opb.load<GL_VEC_B>(b_base + s * B_STAGE_B, col0, k0, full(s), ptid);
+#endif
+            if (FULL_ARRIVALS != 1) {
+                // this thread's st.shared visible to wgmma (async proxy), then its arrival
+                asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+                gl_mbar_arrive(full(s));
+            }
+            if (++s == STAGES) { s = 0; phase ^= 1u; }
+        }
+        return;
+    }
+
+    // ---- main loop: the consumer warpgroups ---------------------------------------------------
+    const int wg = warp / 4;                   // this warpgroup's WM rows: wg * WM ..
+    // Matrix descriptors of stage 0 for this warpgroup; per stage, k-step and m64 block a constant
+    // is added (see the header for the panel layouts).
+#if GL_A_COL
+    const unsigned long long da0 = gl_desc(a_base + (wg * WM / 64) * A_PANEL_B, A_PANEL_B, 1024);
+    auto a_off = [](int kk, int mi) { return (unsigned)(mi * A_PANEL_B + kk * 16 * ROW_B) >> 4; };
+#else
+    const unsigned long long da0 = gl_desc(a_base + wg * WM * ROW_B, 16, 1024);
+    auto a_off = [](int kk, int mi) { return (unsigned)((kk / 4) * A_PANEL_B + mi * 64 * ROW_B + (kk % 4) * 32) >> 4; };
+#endif
+#if GL_B_COL
+    const unsigned long long db0 = gl_desc(b_base, 16, 1024);
+    auto b_off = [](int kk) { return (unsigned)((kk / 4) * B_PANEL_B + (kk % 4) * 32) >> 4; };
+#else
+    const unsigned long long db0 = gl_desc(b_base, B_PANEL_B, 1024);
+    auto b_off = [](int kk) { return (unsigned)(kk * 16 * ROW_B) >> 4; };
+#endif
+
+    float acc[MI][BN / 8][4];
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[mi][j][e] = 0.0f;
+
+    // Tile t: wait until its bytes are in, issue its KSTEPS x MI wgmmas as one commit group, then
+    // wait for the group of tile t - 1 (so one group stays in flight while the next tile's barrier
+    // is awaited) and release tile t - 1's stage to the producer: one arrival per consumer warp.
+    int s = 0, prev = 0;
+    unsigned phase = 0;
+    for (int t = 0; t < ntiles; ++t) {
+        gl_mbar_wait(full(s), phase);
+        const unsigned long long da = da0 + (unsigned)(s * (A_STAGE_B >> 4));
+        const unsigned long long db = db0 + (unsigned)(s * (B_STAGE_B >> 4));
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
+        gl_wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < KSTEPS; ++kk)
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi)
+                GlWgmma<BN>::mma<GL_A_COL, 1 - GL_B_COL>(acc[mi], da + a_off(kk, mi), db + b_off(kk));
+        gl_wgmma_commit();
+        gl_wgmma_wait<1>();
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
+        if (t > 0 && lane == 0) gl_mbar_arrive(empty(prev));
+        prev = s;
+        if (++s == STAGES) { s = 0; phase ^= 1u; }
+    }
+    gl_wgmma_wait<0>();
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
+
+    // ---- epilogue: accumulators -> FP32 staging (per warp, 16 rows at a time) -> alpha/beta -> T
+    // -> C. The staging overlays the stages: every consumer warp must be done reading them (the
+    // producer has nothing left in flight: every tile it loaded was waited for). ---------------------
+    asm volatile("bar.sync 1, %0;\n" :: "n"(CONSUMERS) : "memory");
+    float (*cs)[CS_LD] = reinterpret_cast<float (*)[CS_LD]>(smem_raw + (base - raw) + warp * 16 * CS_LD * 4);
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+        gl_store_warp16<BN>(cs, acc[mi], C, ldc, M, N, row0 + wg * WM + mi * 64 + 16 * (warp % 4), col0, alpha, beta, lane);
+}

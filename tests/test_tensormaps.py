@@ -1,0 +1,196 @@
+"""The TMA tensor maps of the WGMMA rung: the encode arguments built for odd shapes, strides and
+layouts (pure Python, no GPU), the cache that makes a repeated operand a dict lookup, and on the
+GPU: maps reused across calls, re-encoded for a new pointer, and correct results on the TMA path
+(ragged tiles), the thread-copy path and the two mixed."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+import gemmlab
+from gemmlab.core import registry, tensormaps
+from gemmlab.core.tensormaps import MapArgs, MapCache, operand_map
+
+CFG = {"BM": 128, "BN": 256, "BK": 64}
+
+
+# ---- encode arguments -------------------------------------------------------------------------
+def test_row_major_a_is_k_major_with_k_innermost_and_a_box_of_bm_rows():
+    m = operand_map("A", 127, 72, 80, False, "fp16", CFG)
+    assert m == MapArgs("fp16", (72, 127), (160,), (64, 128), k_major=True)
+
+
+def test_column_major_a_is_mn_major_with_m_innermost_and_a_box_of_bk_rows():
+    m = operand_map("A", 129, 65, 136, True, "bf16", CFG)
+    assert m == MapArgs("bf16", (129, 65), (272,), (64, 64), k_major=False)
+
+
+def test_column_major_b_is_k_major_with_a_box_of_bn_rows():
+    m = operand_map("B", 65, 31, 72, True, "fp16", CFG)
+    assert m == MapArgs("fp16", (65, 31), (144,), (64, 256), k_major=True)
+
+
+def test_row_major_b_is_mn_major_with_n_innermost():
+    m = operand_map("B", 1000, 257, 264, False, "fp16", CFG)
+    assert m == MapArgs("fp16", (257, 1000), (528,), (64, 64), k_major=False)
+
+
+def test_a_single_row_or_column_keeps_its_leading_dimension_as_the_stride():
+    assert operand_map("A", 1, 8, 8, False, "fp16", CFG).dims == (8, 1)
+    assert operand_map("A", 1, 8, 8, False, "fp16", CFG).strides == (16,)
+    assert operand_map("B", 8, 1, 8, True, "bf16", CFG).dims == (8, 1)
+
+
+def test_the_box_follows_the_tile_configuration():
+    cfg = {"BM": 64, "BN": 128, "BK": 128}
+    assert operand_map("A", 300, 300, 304, False, "fp16", cfg).box == (64, 64)
+    assert operand_map("A", 300, 300, 304, True, "fp16", cfg).box == (64, 128)
+    assert operand_map("B", 300, 300, 304, True, "fp16", cfg).box == (64, 128)
+
+
+def test_every_accepted_configuration_gives_boxes_tma_can_copy():
+    """A box side is at most 256 elements and its inner side one 128-byte swizzle row."""
+    r = registry.get("wgmma_tma")
+    for values in itertools.product(*r.space.values()):
+        cfg = dict(zip(r.space, values))
+        if r.check_config(cfg):
+            continue
+        for operand, col in itertools.product("AB", (False, True)):
+            box = operand_map(operand, 4096, 4096, 4096, col, "bf16", cfg).box
+            assert box[0] * 2 == 128 and 1 <= box[1] <= 256, (cfg, operand, col, box)
+
+
+@pytest.mark.parametrize("args, reason", [
+    (("C", 8, 8, 8, False, "fp16", CFG), "operand must be 'A' or 'B'"),
+    (("A", 8, 8, 8, False, "fp32", CFG), "fp16 and bf16"),
+    (("A", 0, 8, 8, False, "fp16", CFG), "at least one element"),
+    (("A", 8, 16, 8, False, "fp16", CFG), "shorter than its contiguous extent 16"),
+])
+def test_arguments_no_map_can_describe_are_refused_naming_the_problem(args, reason):
+    with pytest.raises(ValueError, match=reason):
+        operand_map(*args)
+
+
+# ---- the cache ------------------------------------------------------------------------------
+def _fake_encoder(args, ptr):
+    return ptr.to_bytes(8, "little") + bytes(120)
+
+
+def test_a_map_seen_before_is_served_without_encoding_again():
+    cache = MapCache(_fake_encoder)
+    args = operand_map("A", 64, 64, 64, False, "fp16", CFG)
+    first = cache.acquire(0, 0x1000, args)
+    assert cache.acquire(0, 0x1000, args) is first and cache.encoded == 1
+
+
+def test_a_new_pointer_device_or_shape_encodes_a_new_map():
+    cache = MapCache(_fake_encoder)
+    args = operand_map("A", 64, 64, 64, False, "fp16", CFG)
+    cache.acquire(0, 0x1000, args)
+    assert cache.acquire(0, 0x2000, args)[:8] == (0x2000).to_bytes(8, "little")
+    cache.acquire(1, 0x1000, args)
+    cache.acquire(0, 0x1000, operand_map("A", 64, 72, 72, False, "fp16", CFG))
+    assert cache.encoded == 4 and len(cache) == 4
+
+
+def test_the_cache_forgets_the_least_recently_used_map_past_its_capacity():
+    cache = MapCache(_fake_encoder, capacity=2)
+    args = operand_map("B", 64, 64, 64, True, "bf16", CFG)
+    cache.acquire(0, 0x1000, args)
+    cache.acquire(0, 0x2000, args)
+    cache.acquire(0, 0x1000, args)       # now the most recent
+    cache.acquire(0, 0x3000, args)       # evicts 0x2000
+    cache.acquire(0, 0x1000, args)
+    assert cache.encoded == 3
+    cache.acquire(0, 0x2000, args)
+    assert cache.encoded == 4 and len(cache) == 2
+
+
+def test_an_encoder_that_does_not_give_128_bytes_is_an_error():
+    cache = MapCache(lambda args, ptr: bytes(64))
+    with pytest.raises(RuntimeError, match="128 bytes"):
+        cache.acquire(0, 0x1000, operand_map("A", 8, 8, 8, False, "fp16", CFG))
+
+
+# ---- on the GPU -----------------------------------------------------------------------------
+def _torch():
+    return pytest.importorskip("torch")
+
+
+def _rel_err(c, a, b, alpha=1.0):
+    ref = alpha * (a.double() @ b.double())
+    return float((c.double() - ref).norm() / ref.norm())
+
+
+@pytest.mark.gpu
+def test_repeated_calls_reuse_their_maps_and_a_new_pointer_encodes_one_more():
+    torch = _torch()
+    a = torch.randn(200, 136, device="cuda", dtype=torch.float16)
+    b = torch.randn(136, 264, device="cuda", dtype=torch.float16)
+    c = torch.empty(200, 264, device="cuda", dtype=torch.float16)
+    gemmlab.gemm(a, b, c, kernel="wgmma_tma")
+    before = tensormaps.CACHE.encoded
+    for _ in range(3):
+        gemmlab.gemm(a, b, c, kernel="wgmma_tma")
+    assert tensormaps.CACHE.encoded == before
+    a2 = torch.randn_like(a)
+    gemmlab.gemm(a2, b, c, kernel="wgmma_tma")
+    torch.cuda.synchronize()
+    assert tensormaps.CACHE.encoded == before + 1
+    assert _rel_err(c, a2, b) < 1e-2
+
+
+@pytest.mark.gpu
+def test_a_call_captured_into_a_graph_with_operands_never_seen_replays_correctly():
+    """Encoding a map is host-only: legal while the stream captures; the graph keeps its copy."""
+    torch = _torch()
+    a = torch.randn(256, 192, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(192, 320, device="cuda", dtype=torch.bfloat16)
+    c = torch.empty(256, 320, device="cuda", dtype=torch.bfloat16)
+    gemmlab.gemm(a, b, c, kernel="wgmma_tma")          # compiles and remembers the plan
+    a2, b2 = torch.randn_like(a), torch.randn_like(b)  # new pointers: encoded during the capture
+    torch.cuda.synchronize()
+    g, stream = torch.cuda.CUDAGraph(), torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.graph(g, stream=stream):
+        gemmlab.gemm(a2, b2, c, kernel="wgmma_tma", alpha=0.5)
+    c.fill_(float("nan"))
+    g.replay()
+    torch.cuda.synchronize()
+    assert _rel_err(c, a2, b2, alpha=0.5) < 1e-2
+
+
+# (M, N, K): ragged in every dimension with TMA-legal strides (multiples of 8 elements), so every
+# layout takes the TMA path for both operands (the last two: more row tiles than one launch-order
+# group of 8, the last group shorter); then one operand's stride odd (one TMA operand, one copied by
+# threads), whichever operand that is in each layout.
+TMA_SHAPES = [(8, 8, 8), (200, 136, 72), (136, 520, 1032), (64, 8, 4104), (1100, 600, 72), (2200, 72, 16)]
+MIXED_SHAPES = [(200, 33, 72), (33, 136, 72), (72, 72, 33)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("layout", list(itertools.product((False, True), repeat=3)),
+                         ids=lambda l: "".join("C" if x else "R" for x in l))
+def test_tma_and_mixed_paths_match_cublas_on_ragged_tiles(layout, dtype):
+    from gemmlab.measure.verify import verify
+
+    a_col, b_col, c_col = layout
+    failures = []
+    for (M, N, K), (alpha, beta) in itertools.product(TMA_SHAPES + MIXED_SHAPES, [(1.0, 0.0), (1.5, -0.75)]):
+        r = verify("wgmma_tma", M, N, K, dtype, lib="torch" if dtype == "bf16" else None, a_col=a_col,
+                   b_col=b_col, c_col=c_col, alpha=alpha, beta=beta)
+        if not r.ok:
+            failures.append(r.message())
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("preset", sorted(registry.get("wgmma_tma").presets))
+def test_every_preset_is_correct_on_a_ragged_problem(preset):
+    from gemmlab.measure.verify import verify
+
+    r = verify("wgmma_tma", 300, 264, 200, "fp16", alpha=1.0, beta=0.5, config=preset)
+    assert r.ok, r.message()
