@@ -2,7 +2,8 @@
 # One batched GPU job for the device machine: install, GPU tests, sanitizers, benchmark.
 # Usage: GEMMLAB_GIT_COMMIT=$(git rev-parse HEAD) tools/gpu_suite.sh [stage ...]
 # stages: env warm verify pytest pytest-par pytest-profile memcheck racecheck memcheck-configs
-#         racecheck-configs bench bench16 bench-bf16 plain overhead overhead16 ncu-record report inspect
+#         racecheck-configs sanitize-new bench bench16 bench-bf16 bench-tf32 suite-fp32 suite-llm16
+#         suite-llm-bf16 plain overhead overhead16 ncu-record report inspect
 #         (default: env warm pytest memcheck racecheck bench bench16 bench-bf16)
 # The device gets a copy of the tree without .git: GEMMLAB_GIT_COMMIT records the commit in the JSON.
 # Logs, JSON and the report are packed into $OUT/suite.tgz (default ./out). Each stage's exit
@@ -60,6 +61,21 @@ for st in "${stages[@]}"; do
     memcheck-configs|racecheck-configs)  # every configuration the registry accepts (tests/test_configs.py)
       run $st compute-sanitizer --tool ${st%-configs} --kernel-name kne=gemm --report-api-errors no --error-exitcode 9 \
         $PY -m pytest tests/test_configs.py -m gpu -q -p no:cacheprovider -x ;;
+    sanitize-new)  # the rungs and paths added last: WGMMA/TMA, TF32/3xTF32, split-K (small odd shapes)
+      for tool in memcheck racecheck synccheck; do
+        SAN="compute-sanitizer --tool $tool --kernel-name kne=gemm --report-api-errors no --error-exitcode 9"
+        ALL="compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9"   # gemm and splitk_reduce
+        run $tool-new bash -c "$SAN $GL verify wgmma_tma --shapes 13x17x9,200x33x72,200x136x72 --alpha 1.5 --beta -0.5 && \
+          $SAN $GL verify tf32_mma --precision tf32 --shapes 13x17x9,70x33x72 --alpha 1.5 --beta -0.5 && \
+          $SAN $GL verify tf32_mma --precision 3xtf32 --shapes 13x17x9,70x33x72 --alpha 1.5 --beta -0.5 && \
+          $ALL $GL verify async_simt --config SPLITK=4 --shapes 13x17x9,70x33x700 --alpha 1.5 --beta -0.5 && \
+          $ALL $GL verify mma_sync --config SPLITK=4 --shapes 13x17x9,70x33x700 --alpha 1.5 --beta -0.5"
+      done ;;
+    suite-fp32) run suite-fp32 $GL bench auto async_simt --suite fp32 --json "$OUT/suite_fp32.json" ;;
+    suite-llm16) run suite-llm16 $GL bench auto --suite llm --dtype fp16 --json "$OUT/suite_llm_fp16.json" ;;
+    suite-llm-bf16) run suite-llm-bf16 $GL bench auto --suite llm --dtype bf16 --json "$OUT/suite_llm_bf16.json" ;;
+    bench-tf32) run bench-tf32 bash -c "$GL bench tf32_mma --precision tf32 --shape 4096,8192 --json $OUT/bench_tf32.json && \
+          $GL bench tf32_mma --precision 3xtf32 --shape 4096,8192 --json $OUT/bench_3xtf32.json" ;;
     overhead) run overhead $GL bench --overhead --json "$OUT/overhead.json" ;;
     overhead16) run overhead16 $GL bench --overhead --dtype fp16 --json "$OUT/overhead_fp16.json" ;;
     bench) run bench $GL bench --json "$OUT/bench.json" ;;

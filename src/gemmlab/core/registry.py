@@ -730,6 +730,18 @@ RUNGS: tuple[Rung, ...] = (
                "TM": (4, 8, 16), "TN": (4, 8, 16), "STAGES": (2, 3, 4), "SPLITK": SPLITK_SPACE},
     ),
     Rung(
+        19, "wgmma_tma", "Hopper WGMMA fed by TMA",
+        "wgmma.mma_async reads A and B from 128-byte-swizzled shared memory through matrix descriptors; one thread's TMA boxes fill a STAGES-deep ring guarded by mbarriers.",
+        ("issue 10, section 1.2 (Hopper WGMMA + TMA)",), "19_wgmma_tma.cu", dtypes=("fp16", "bf16"),
+        params={"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4},
+        presets={"128x256": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4},
+                 "128x128": {"BM": 128, "BN": 128, "BK": 64, "WM": 64, "STAGES": 6},
+                 "256x128": {"BM": 256, "BN": 128, "BK": 64, "WM": 128, "STAGES": 4}},
+        threads=_wgmma_threads, constraints=_wgmma_constraints, smem=_wgmma_smem,
+        sass_claims=("HGMMA", "UTMALDG", "SYNCS"), min_arch=90, max_arch=90, tensor_maps=True,
+        space={"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (64, 128), "WM": (64, 128), "STAGES": (2, 3, 4, 5, 6)},
+    ),
+    Rung(
         20, "tf32_mma", "FP32 on the tensor cores: TF32 and 3xTF32 through mma.sync",
         "FP32 operands rounded to TF32 (or split into two TF32 parts, three products: FP32-accurate) for mma.sync m16n8k8; fragments by ldmatrix or LDS.128 through a permuted map, swizzled cp.async pipeline.",
         ("CUTLASS FastF32 3xTF32 (a_big b_big + a_big b_small + a_small b_big)",), "20_tf32_mma.cu",
@@ -741,18 +753,6 @@ RUNGS: tuple[Rung, ...] = (
         threads=_warp_threads, constraints=_tf32_constraints, smem=_tf32_smem,
         sass_claims=("HMMA.1688.F32.TF32", "LDSM", "LDGSTS"), min_arch=80,
         space={"BM": _p2(6, 8), "BN": _p2(6, 8), "BK": (32, 64), "WM": (32, 64), "WN": (32, 64), "STAGES": (2, 3, 4)},
-    ),
-    Rung(
-        19, "wgmma_tma", "Hopper WGMMA fed by TMA",
-        "wgmma.mma_async reads A and B from 128-byte-swizzled shared memory through matrix descriptors; one thread's TMA boxes fill a STAGES-deep ring guarded by mbarriers.",
-        ("issue 10, section 1.2 (Hopper WGMMA + TMA)",), "19_wgmma_tma.cu", dtypes=("fp16", "bf16"),
-        params={"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4},
-        presets={"128x256": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4},
-                 "128x128": {"BM": 128, "BN": 128, "BK": 64, "WM": 64, "STAGES": 6},
-                 "256x128": {"BM": 256, "BN": 128, "BK": 64, "WM": 128, "STAGES": 4}},
-        threads=_wgmma_threads, constraints=_wgmma_constraints, smem=_wgmma_smem,
-        sass_claims=("HGMMA", "UTMALDG", "SYNCS"), min_arch=90, max_arch=90, tensor_maps=True,
-        space={"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (64, 128), "WM": (64, 128), "STAGES": (2, 3, 4, 5, 6)},
     ),
 )
 
