@@ -249,8 +249,10 @@ class Plan:
         if tex_args:
             self._params.textures(*tex_args)
         self._maps = self._map_args(problem.dtype) if rung.tensor_maps else None
+        self._mapped = (None, None)   # the pointers whose tensor maps the parameter block holds
         if self._maps is not None:
             self._params.tensor_maps(*self._acquire_maps(kp.a_ptr, kp.b_ptr))
+            self._mapped = (kp.a_ptr, kp.b_ptr)
         self._launch_head = (self.function, *self.geometry.grid, *self.geometry.block, self.geometry.smem)
         self._cu = cu
         if split:
@@ -339,14 +341,16 @@ class Plan:
             with textures.LOCK:
                 return self._launch_textured(a_ptr, b_ptr, c_ptr, alpha, beta, stream)
         params = self._params
-        maps = None if self._maps is None else self._acquire_maps(a_ptr, b_ptr)
         with self._lock:
             try:
                 params.pack(params.buffer, 0, a_ptr, b_ptr, c_ptr, alpha, beta)
             except OverflowError:
                 params.pack(params.buffer, 0, a_ptr, b_ptr, c_ptr, _f32(alpha), _f32(beta))
-            if maps is not None:
-                params.tensor_maps(*maps)
+            if self._maps is not None and (a_ptr != self._mapped[0] or b_ptr != self._mapped[1]):
+                # the block holds the maps of the last pointers: only new pointers look them up
+                # (hashing the map arguments and copying 256 bytes is microseconds per call)
+                params.tensor_maps(*self._acquire_maps(a_ptr, b_ptr))
+                self._mapped = (a_ptr, b_ptr)
             err = self._cu.cuLaunchKernel(*self._launch_head, stream, params.address, 0)[0]
             if err or CHECKED:
                 self._after_launch(err, stream)
