@@ -154,9 +154,16 @@ def run(a, b, c, kernel, config, precision, alpha, beta) -> bool:
         entry = _entries.get((flat, kernel, _cfg_key(config), precision))
     except (KeyError, TypeError, AttributeError):
         return False
-    if entry is None:
-        return False
-    return _launch_entry(entry, pa, pb, pc, alpha, beta)
+    if entry is None or (alpha.__class__ is not float and alpha.__class__ is not int) or \
+            (beta.__class__ is not float and beta.__class__ is not int):
+        return False   # not seen, or bool, NumPy scalars, strings...: the full path converts or refuses them
+    end_c = pc + entry.span_c
+    if (pc < pa + entry.span_a and pa < end_c) or (pc < pb + entry.span_b and pb < end_c):
+        return False   # C aliases an input: the full path raises
+    # _launch_entry's checks and _fire's launch, inline: this is every call's path
+    if entry.swap:
+        return entry.plan.launch(pb, pa, pc, alpha, beta)
+    return entry.plan.launch(pa, pb, pc, alpha, beta)
 
 
 def register(x, lib: str) -> None:

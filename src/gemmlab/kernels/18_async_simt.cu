@@ -116,17 +116,7 @@ static_assert(COPIES <= 24, "more than 24 copies per thread per stage: use a sma
 static_assert(REG_ESTIMATE <= 255 && (THREADS <= 256 || (REG_ESTIMATE + REG_HEADROOM) * THREADS <= 65536),
               "the thread tile needs more registers than a thread may have");
 
-// ---- cp.async ----------------------------------------------------------------------------
-// `bytes` of the 16 (or 4) are read from global memory, the rest of the destination is zero.
-__device__ __forceinline__ void cp_async16(unsigned dst, const float* src, int bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void cp_async4(unsigned dst, const float* src, int bytes) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }
+// cp.async: gl_cp16 / gl_cp4 / gl_cp_commit / gl_cp_wait (common.cuh)
 
 // ---- one operand's stage: global -> shared [BK][MN + PAD] --------------------------------------
 // The operand P is (extent n_mn) x (extent n_k) with MN = m for A, n for B; element (mn, k) at
@@ -165,7 +155,7 @@ struct StageCopy {
         return MN_CONTIG ? (long long)k * ld + mn : (long long)mn * ld + k;
     }
     __device__ static __forceinline__ void copy(unsigned dst, const float* src, int bytes) {
-        if constexpr (V16) cp_async16(dst, src, bytes); else cp_async4(dst, src, bytes);
+        if constexpr (V16) gl_cp16(dst, src, bytes); else gl_cp4(dst, src, bytes);
     }
 
     // Interior stage (every copy inside the matrix): src = &P(mn0 + mn_t, k0 + k_t) and dst = the
@@ -252,7 +242,7 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
             b_src += b_step;
         }
         ws = (ws + 1 == STAGES) ? 0 : ws + 1;
-        cp_async_commit();
+        gl_cp_commit();
     };
 
     float acc[TM][TN];                             // [4*SUBM rows][4*SUBN cols] register tile
@@ -278,7 +268,7 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
     // ---- prologue: tiles 0 .. STAGES-2 in flight; wait for tile 0 -------------------------------
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) issue(s);
-    cp_async_wait<STAGES - 2>();
+    gl_cp_wait<STAGES - 2>();
     __syncthreads();
     int rs = 0;                                    // the stage being read
     const float* as = smem;
@@ -296,7 +286,7 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
             if (k < BK - 1) {
                 load_frag((k + 1) & 1, as, k + 1);
             } else {
-                cp_async_wait<STAGES - 2>();
+                gl_cp_wait<STAGES - 2>();
                 __syncthreads();
                 rs = (rs + 1 == STAGES) ? 0 : rs + 1;
                 as = smem + rs * STAGE;
@@ -308,7 +298,7 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
                 for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a_frag[k & 1][i], b_frag[k & 1][j], acc[i][j]);
         }
     }
-    cp_async_wait<0>();                            // no copy outlives the block (all are empty by now)
+    gl_cp_wait<0>();                            // no copy outlives the block (all are empty by now)
 
     // ---- epilogue: alpha/beta, 128-bit stores where the row allows ------------------------------
 #pragma unroll

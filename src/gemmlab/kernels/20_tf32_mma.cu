@@ -125,17 +125,7 @@ template <bool K_INNER>
 __device__ __forceinline__ int gl_sw(int r) { return K_INNER ? (r >> 2) & 7 : (r & 3) << 1; }
 
 // ---- PTX wrappers ---------------------------------------------------------------------------
-// `bytes` of the 16 (or 4) are read from global memory, the rest of the destination is zero.
-__device__ __forceinline__ void gl_cp16(unsigned dst, const float* src, int bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void gl_cp4(unsigned dst, const float* src, int bytes) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void gl_cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void gl_cp_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }
-
+// cp.async: gl_cp16 / gl_cp4 / gl_cp_commit / gl_cp_wait (common.cuh)
 __device__ __forceinline__ void gl_ldsm_x4(unsigned (&r)[4], unsigned addr) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");

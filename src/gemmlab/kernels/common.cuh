@@ -451,3 +451,17 @@ __device__ __forceinline__ void gl_store_warp16(float (*cs)[TWN + 8], const floa
 }
 
 #endif  // GL_DTYPE != 0
+
+// ---- cp.async (sm_80+): global -> shared without registers (rungs 18 and 20) ------------------
+// `bytes` of the 16 (or 4) are read from global memory, the rest of the destination is zero.
+#if __CUDA_ARCH__ >= 800 || !defined(__CUDA_ARCH__)
+__device__ __forceinline__ void gl_cp16(unsigned dst, const float* src, int bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void gl_cp4(unsigned dst, const float* src, int bytes) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void gl_cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void gl_cp_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }
+#endif
