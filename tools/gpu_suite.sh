@@ -62,7 +62,7 @@ for st in "${stages[@]}"; do
       run $st compute-sanitizer --tool ${st%-configs} --kernel-name kne=gemm --report-api-errors no --error-exitcode 9 \
         $PY -m pytest tests/test_configs.py -m gpu -q -p no:cacheprovider -x ;;
     sanitize-new)  # the rungs and paths added last: WGMMA/TMA, TF32/3xTF32, split-K (small odd shapes)
-      for tool in memcheck racecheck synccheck; do
+      for tool in ${SAN_TOOLS:-memcheck racecheck synccheck}; do
         SAN="compute-sanitizer --tool $tool --kernel-name kne=gemm --report-api-errors no --error-exitcode 9"
         ALL="compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9"   # gemm and splitk_reduce
         run $tool-new bash -c "$SAN $GL verify wgmma_tma --shapes 13x17x9,200x33x72,200x136x72 --alpha 1.5 --beta -0.5 && \
