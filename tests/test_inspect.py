@@ -185,6 +185,37 @@ def test_hot_loop_prefers_a_nested_loop_that_does_math():
     assert (hot.start, hot.end) == (0x10, 0x30)
 
 
+def test_a_range_that_spans_the_exit_is_not_the_hot_loop():
+    """An out-of-line retry stub after EXIT jumps back into the k-loop: its range holds the
+    epilogue's FFMA, but no trip runs it; the k-loop's HGMMA is the hot loop."""
+    listing = """
+.text.k:
+.L_x_0:
+        /*0000*/                   HGMMA.64x256x16.F32 R24, gdesc[UR4], R24 ;
+.L_x_1:
+        /*0010*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR8], R2 ;
+        /*0020*/             @!P0 BRA `(.L_x_3) ;
+        /*0030*/                   HGMMA.64x256x16.F32 R24, gdesc[UR4], R24 ;
+        /*0040*/              @P1 BRA `(.L_x_0) ;
+        /*0050*/                   FFMA R1, R2, R3, R1 ;
+        /*0060*/                   FFMA R4, R2, R3, R4 ;
+        /*0070*/                   FFMA R5, R2, R3, R5 ;
+        /*0080*/                   EXIT ;
+.L_x_3:
+        /*0090*/                   NOP ;
+        /*00a0*/                   BRA `(.L_x_1) ;
+"""
+    insns = disasm.parse_sass(listing)
+    assert {(lp.start, lp.end) for lp in disasm.find_loops(insns)} == {(0x0, 0x40), (0x10, 0xa0)}
+    hot = disasm.hot_loop(insns)
+    assert (hot.start, hot.end) == (0x0, 0x40)
+
+
+def test_wgmma_hot_loop_is_the_hgmma_k_loop():
+    h = _inspect("wgmma_tma", "fp16")["hot_loop"]
+    assert h["hgmma"] > 0 and h["ffma"] == 0
+
+
 def test_no_hot_loop_without_a_loop_doing_math():
     # a bare excerpt, without a function header, parses too
     listing = "        /*0000*/                   IADD3 R1, R1, 0x1, RZ ;\n        /*0010*/               @P0 BRA 0x0 ;\n"

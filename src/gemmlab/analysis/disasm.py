@@ -411,6 +411,11 @@ def hot_loop(insns: list[Instruction]) -> Loop | None:
 
     counts = {lp: n_math(lp) for lp in loops}
     mathy = [lp for lp in loops if counts[lp] > 0]
+    # A back-edge from a stub placed after the kernel's exit (an mbarrier wait's retry, out of
+    # line) makes a "loop" whose address range spans the epilogue and the EXIT: no trip runs that
+    # range. Such ranges compete only when no other loop does math (rung 19's k-loop, 4 HGMMA,
+    # lost to one of them spanning 256 epilogue FFMA).
+    mathy = [lp for lp in mathy if not _spans_exit(lp, insns)] or mathy
     inner = innermost_loops(mathy)
     if not inner:
         return None
@@ -420,6 +425,11 @@ def hot_loop(insns: list[Instruction]) -> Loop | None:
         return (counts[lp], counts[lp] / max(size, 1), -lp.start)
 
     return max(inner, key=key)
+
+
+def _spans_exit(lp: Loop, insns: list[Instruction]) -> bool:
+    """Whether the address range of ``lp`` holds an unconditional EXIT (the function's end)."""
+    return any(i.base in _ENDS and i.predicate in ("", "@PT") for i in lp.body(insns))
 
 
 # ---- the interior path of a loop -----------------------------------------------------------------
