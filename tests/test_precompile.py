@@ -37,6 +37,21 @@ def test_defaults_cover_every_dtype_of_the_rung_and_all_four_layouts():
     assert {v.dtype for v in vs} == set(r.dtypes)
 
 
+def test_a_rung_of_two_precisions_gets_both_built():
+    vs = pc.variants("tf32_mma", layouts="rr", arch="sm_90a")
+    assert len(vs) == 2 * 8 and {v.precision for v in vs} == {"tf32", "3xtf32"}
+
+
+def test_worker_jobs_keep_precision_and_the_tall_grid(fresh_cache):
+    v = Variant.make("tf32_mma", "fp32", precision="3xtf32", tall=True)
+    with pc.CompilePool(2) as pool:             # two workers: the job travels to another process
+        seen = []
+        pool.build([v, Variant.make("naive", "fp32")], "sm_80", lambda var, hit, err: seen.append(err))
+    assert seen == [None, None]
+    glc.clear_memory_cache()
+    assert v.compile("sm_80").cache_hit          # the worker built this very variant (its cache key)
+
+
 def test_dtype_filter_keeps_only_the_rungs_that_take_it():
     vs = pc.variants(None, ["fp16"], ["rr"], "sm_90a")
     assert vs and {v.dtype for v in vs} == {"fp16"}

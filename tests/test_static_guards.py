@@ -12,6 +12,7 @@ from gemmlab.analysis import disasm
 
 from gemmlab import kernels
 from gemmlab.core.precision import applies
+from gemmlab.core.precompile import CompilePool
 from gemmlab.core.registry import get
 from gemmlab.core.variant import Variant
 
@@ -21,6 +22,36 @@ CASES = [(r.slug, dt) for r in kernels() for dt in r.dtypes]
 # 20), on every architecture of ARCHS the rung runs on
 PRECISION_CASES = [(r.slug, dt, p, arch) for r in kernels() for dt in r.dtypes for p in r.precisions if applies(p, dt)
                    for arch in ARCHS if r.runs_on(arch)]
+
+
+def _guarded_variants() -> dict[str, list[Variant]]:
+    """Per architecture, every variant the tests below compile."""
+    out: dict[str, list[Variant]] = {arch: [] for arch in ARCHS}
+    for slug, dtype, precision, arch in PRECISION_CASES:
+        for a_col, b_col, vec in itertools.product((False, True), (False, True), (True, False)):
+            out[arch].append(Variant.make(slug, dtype, a_col=a_col, b_col=b_col, vec_a=vec, vec_b=vec, vec_c=vec,
+                                          precision=precision))
+    for r in kernels():
+        for dt, (a_col, b_col) in itertools.product(r.dtypes, itertools.product((False, True), (False, True))):
+            if r.runs_on("sm_90a"):
+                out["sm_90a"].append(Variant.make(r.slug, dt, a_col=a_col, b_col=b_col, tall=True))
+        for preset, p in itertools.product(r.presets, [p for p in r.precisions if applies(p, r.dtypes[0])]):
+            if r.runs_on("sm_90a"):
+                out["sm_90a"].append(Variant.make(r.slug, r.dtypes[0], config=preset, precision=p))
+    return out
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _compiled_in_parallel(request):
+    """Compile everything this module checks up front, one NVRTC process per CPU, into the disk
+    cache the tests then read (the checks are the same; on CI's cores they take a fraction of the
+    time one process takes compiling them in turn). Not for a handful of selected tests."""
+    selected = sum(1 for item in request.session.items if item.module is request.module)
+    if selected < len(PRECISION_CASES) // 2:
+        return
+    with CompilePool() as pool:
+        for arch, todo in _guarded_variants().items():
+            pool.build(todo, arch, lambda v, hit, err: None)   # a failure shows again in its test
 
 
 @pytest.mark.parametrize("slug,dtype,precision,arch", PRECISION_CASES)

@@ -21,6 +21,7 @@ from . import compile as _compile
 from .arch import normalize_arch
 from .config import ConfigLike
 from .dtypes import get as get_dtype
+from .precision import applies
 from .progress import Progress
 from .registry import RUNGS, Rung, get
 from .variant import Variant, compile_reduce
@@ -118,8 +119,11 @@ def variants(kernels=None, dtypes=None, layouts=None, arch: str | None = None, *
             continue
         cfg = _config_for(r, configs)
         for dt in dts:
-            for (a_col, b_col), (va, vb, vc) in itertools.product(pairs, VECTOR_FLAGS):
-                out.append(Variant.make(r, dt, a_col=a_col, b_col=b_col, vec_a=va, vec_b=vb, vec_c=vc, config=cfg))
+            # every precision the rung computes the dtype in (rung 20: TF32 and 3xTF32)
+            for prec in (p for p in r.precisions if applies(p, dt)):
+                for (a_col, b_col), (va, vb, vc) in itertools.product(pairs, VECTOR_FLAGS):
+                    out.append(Variant.make(r, dt, a_col=a_col, b_col=b_col, vec_a=va, vec_b=vb, vec_c=vc,
+                                            config=cfg, precision=prec))
     if not out:
         raise ValueError("nothing to compile: no rung takes the dtypes given on this architecture")
     return out
@@ -127,15 +131,16 @@ def variants(kernels=None, dtypes=None, layouts=None, arch: str | None = None, *
 
 def _job(v: Variant) -> tuple:
     """A variant as plain data a worker process can unpickle (a Rung holds lambdas)."""
-    return (v.rung.slug, v.dtype, v.a_col, v.b_col, v.vec_a, v.vec_b, v.vec_c, v.config)
+    return (v.rung.slug, v.dtype, v.a_col, v.b_col, v.vec_a, v.vec_b, v.vec_c, v.config, v.tall, v.precision)
 
 
 def _build(job: tuple, arch: str) -> tuple[bool, str | None]:
     """(served from the disk cache, error message or None): one variant, in a worker process."""
     _compile.clear_memory_cache()  # a forked worker inherits the parent's memory: ask the disk
     try:
-        slug, dtype, a_col, b_col, va, vb, vc, cfg = job
-        variant = Variant.make(slug, dtype, a_col=a_col, b_col=b_col, vec_a=va, vec_b=vb, vec_c=vc, config=dict(cfg))
+        slug, dtype, a_col, b_col, va, vb, vc, cfg, tall, precision = job
+        variant = Variant.make(slug, dtype, a_col=a_col, b_col=b_col, vec_a=va, vec_b=vb, vec_c=vc, config=dict(cfg),
+                               tall=tall, precision=precision)
         hit = variant.compile(arch).cache_hit
         _reduce_for(variant, arch)
         return hit, None
@@ -204,7 +209,8 @@ def precompile(kernels=None, dtypes=None, layouts=None, arch: str | None = None,
 
     kernels: rung slugs or numbers (default every rung); dtypes: default every dtype each rung
     takes (a dtype a named rung lacks is an error); layouts: A/B storage as ``"rr"``, ``"rc"``,
-    ``"cr"``, ``"cc"`` or (a_col, b_col) tuples (default all four); arch: e.g. ``"sm_90a"``
+    ``"cr"``, ``"cc"`` or (a_col, b_col) tuples (default all four), each in every precision the rung provides
+    for the dtype; arch: e.g. ``"sm_90a"``
     (default: GPU 0's); configs: one tile configuration for every rung, or {slug: config} (default
     each rung's own). Every combination of the vector flags is built, since operand alignment
     picks them at run time. processes: worker count (default the CPU count; 1 compiles in this
