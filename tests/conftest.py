@@ -37,6 +37,24 @@ def _kernel_cache(tmp_path_factory):
     yield
 
 
+@pytest.fixture(scope="module")
+def compile_ahead(request):
+    """``compile_ahead({arch: [Variant, ...]}, min_selected)``: compile a module's variants up
+    front, one NVRTC process per CPU, into the disk cache its tests then read (they check the same
+    things; on several cores it takes a fraction of compiling them one after another). Skipped
+    when fewer than ``min_selected`` of the module's tests are selected (a ``-k`` run)."""
+    def run(by_arch: dict, min_selected: int) -> None:
+        selected = sum(1 for item in request.session.items if item.module is request.module)
+        if selected < min_selected:
+            return
+        from gemmlab.core.precompile import CompilePool
+
+        with CompilePool() as pool:
+            for arch, todo in by_arch.items():
+                pool.build(list(todo), arch, lambda v, hit, err: None)   # a failure shows in its test
+    return run
+
+
 @pytest.fixture()
 def fresh_cache(tmp_path, monkeypatch):
     """An empty kernel cache (disk and memory) for one test."""

@@ -42,6 +42,13 @@ def sample(rung) -> list[dict]:
 CASES = [(r, cfg) for r in kernels() for cfg in sample(r)]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _compiled_ahead(compile_ahead):
+    variants = [Variant.make(r, r.dtypes[0], vec_a=vec, vec_b=vec, vec_c=vec, config=cfg)
+                for r, cfg in CASES for vec in (True, False)]
+    compile_ahead({"sm_90a": variants}, len(CASES) // 2)
+
+
 def test_every_rung_accepts_its_defaults_and_more_than_one_configuration():
     for r in kernels():
         cfgs = accepted(r)

@@ -136,6 +136,18 @@ def test_the_reduction_gives_the_same_bits_whatever_order_the_slices_finish_in()
 
 
 # ---- static guards --------------------------------------------------------------------------------
+@pytest.fixture(scope="module", autouse=True)
+def _compiled_ahead(compile_ahead):
+    by_arch = {arch: [Variant.make(slug, dtype, a_col=a_col, b_col=b_col, vec_a=vec, vec_b=vec, vec_c=vec,
+                                   config={"SPLITK": 4})
+                      for slug, dtype in CASES
+                      for a_col, b_col, vec in itertools.product((False, True), (False, True), (True, False))]
+               for arch in ("sm_90a", "sm_80")}
+    by_arch["sm_90a"] += [Variant.make(r.slug, r.dtypes[0], config=[preset, "SPLITK=4"])
+                          for r in SPLIT_RUNGS for preset in r.presets]
+    compile_ahead(by_arch, len(CASES))
+
+
 def _no_spills(v: Variant, arch: str) -> None:
     ck = v.compile(arch)
     res = disasm.resource_usage(ck.cubin, ck.log)

@@ -12,7 +12,6 @@ from gemmlab.analysis import disasm
 
 from gemmlab import kernels
 from gemmlab.core.precision import applies
-from gemmlab.core.precompile import CompilePool
 from gemmlab.core.registry import get
 from gemmlab.core.variant import Variant
 
@@ -42,16 +41,8 @@ def _guarded_variants() -> dict[str, list[Variant]]:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _compiled_in_parallel(request):
-    """Compile everything this module checks up front, one NVRTC process per CPU, into the disk
-    cache the tests then read (the checks are the same; on CI's cores they take a fraction of the
-    time one process takes compiling them in turn). Not for a handful of selected tests."""
-    selected = sum(1 for item in request.session.items if item.module is request.module)
-    if selected < len(PRECISION_CASES) // 2:
-        return
-    with CompilePool() as pool:
-        for arch, todo in _guarded_variants().items():
-            pool.build(todo, arch, lambda v, hit, err: None)   # a failure shows again in its test
+def _compiled_ahead(compile_ahead):
+    compile_ahead(_guarded_variants(), len(PRECISION_CASES) // 2)
 
 
 @pytest.mark.parametrize("slug,dtype,precision,arch", PRECISION_CASES)
