@@ -60,8 +60,12 @@
 // FMA peak (benchmarks/results/h100_fp32.json). Predictions, written before the first
 // measurement (H100, 4096^3, default tile, 8 warps per SM): issue-bound at ~485 instructions per
 // 64 HMMA, TF32 180-230 TFLOP/s (36-46% of the 495 TF32 peak, ~0.5-0.6x cuBLAS with TF32);
-// 3xTF32 75-95 TFLOP/s (1.5-1.85x cuBLAS SGEMM), i.e. 4-5x and ~1.8x rung 18. Rounding each
-// element once in shared memory instead of once per reading warp is the next step.
+// 3xTF32 75-95 TFLOP/s (1.5-1.85x cuBLAS SGEMM), i.e. 4-5x and ~1.8x rung 18. Measured
+// (benchmarks/results/h100_tf32.json, h100_3xtf32.json, commit ab8d530, after the accumulation
+// fix in compute()): TF32 127 TFLOP/s at 4096^3 (0.32x cuBLAS with TF32), 3xTF32 50.1 (0.97x
+// cuBLAS SGEMM); 132 and 51.6 at 8192^3. Both below the prediction: the warps round (and split)
+// every fragment they read, and 3xTF32 adds 4 FADD per three HMMA. Rounding each element once in
+// shared memory, or wgmma .tf32 (operands straight from shared memory), is the next step.
 //
 // Geometry (defaults BM=128, BN=128, BK=32, WM=64, WN=32, STAGES=4): 8 warps as 2 x 4, each a
 // 64x32 warp tile = 4 x 4 mma tiles of 16x8 (64 FP32 accumulators per thread); BK = 32 is 4
