@@ -57,6 +57,7 @@ TUNED_FILE = "tuned.json"
 MAX_DISTANCE = 1.0
 SKINNY_PAD = 0.75     # a preset replaces the default tile when it pads to at most 3/4 of the area
 MIN_SLICE_K = 256     # split-K slices at least this long along K
+SPLIT_RUNG_MIN_K = 8192   # the rule leaves a rung without split-K for one with it only over a K this long
 
 
 @dataclass(frozen=True)
@@ -186,9 +187,28 @@ def rule_config(rung: Rung, M: int, N: int, K: int, sm_count: int) -> tuple[dict
     return cfg, why
 
 
+def _tiles(rung: Rung, M: int, N: int) -> int:
+    cfg = rung.config()
+    return -(-M // cfg["BM"]) * -(-N // cfg["BN"])
+
+
 def _rule(problem: GemmProblem, arch, sm_count: int, precision: str | None = None) -> Choice:
+    """The top rung with ``rule_config``, except where it cannot split K and its output tiles
+    would occupy at most an eighth of the SMs over a K of at least ``SPLIT_RUNG_MIN_K``: then the
+    highest rung that can split (256x256x65536 in bf16: rung 19 runs 2 blocks of 128x256 on 132
+    SMs, 0.067x cuBLAS in benchmarks/results/h100_llm_suite_bf16.json; rung 17 with SPLITK fills
+    them, at its own 0.58x of cuBLAS's rate per SM: predicted 0.4-0.8x, not yet measured)."""
     rung = choose(problem, "auto", arch, precision)
     kp = problem.kernel_view()
+    if ("SPLITK" not in rung.params and kp.K >= SPLIT_RUNG_MIN_K
+            and _tiles(rung, kp.M, kp.N) * 8 <= sm_count):
+        splitting = [r for r in for_dtype(problem.dtype, arch, precision) if "SPLITK" in r.params]
+        if splitting:
+            alt = splitting[-1]
+            cfg, why = rule_config(alt, kp.M, kp.N, kp.K, sm_count)
+            if cfg.get("SPLITK", 1) > 1:
+                return Choice(alt, cfg, "rule", f"{rung.slug} cannot split K and its {_tiles(rung, kp.M, kp.N)} "
+                                                f"tiles would leave most of {sm_count} SMs idle: {alt.slug}; {why}")
     cfg, why = rule_config(rung, kp.M, kp.N, kp.K, sm_count)
     return Choice(rung, cfg, "rule", why)
 
