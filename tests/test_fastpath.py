@@ -88,27 +88,27 @@ def test_an_unhashable_kernel_or_config_takes_the_full_path():
 def test_a_hit_launches_the_remembered_plan_on_the_new_pointers():
     (a, b, c), plan = _remembered()
     a2, b2, c2 = FakeArray(0x40000), FakeArray(0x50000), FakeArray(0x60000)
-    assert fastpath.launch(fastpath.signature(a2, b2, c2, "auto", None), 2.0, 0.5)
+    assert fastpath.run(a2, b2, c2, "auto", None, None, 2.0, 0.5)
     assert plan.launches == [(0x40000, 0x50000, 0x60000, 2.0, 0.5)]
 
 
 def test_a_hit_with_a_column_major_c_hands_the_kernel_b_then_a():
     (a, b, c), plan = _remembered(c_col=True)
-    assert fastpath.launch(fastpath.signature(a, b, c, "auto", None), 1.0, 0.0)
+    assert fastpath.run(a, b, c, "auto", None, None, 1.0, 0.0)
     assert plan.launches == [(0x20000, 0x10000, 0x30000, 1.0, 0.0)]
 
 
 def test_a_hit_whose_c_overlaps_an_input_goes_to_the_full_path():
     (a, b, c), plan = _remembered()
     overlapping = FakeArray(a.data.ptr + 64)   # inside a's 256 bytes, still 16-byte aligned
-    assert not fastpath.launch(fastpath.signature(a, b, overlapping, "auto", None), 1.0, 0.0)
+    assert not fastpath.run(a, b, overlapping, "auto", None, None, 1.0, 0.0)
     assert plan.launches == []
 
 
 @pytest.mark.parametrize("alpha", [True, "2", 1 + 0j, None])
 def test_a_hit_with_an_alpha_that_is_not_a_plain_number_goes_to_the_full_path(alpha):
     (a, b, c), plan = _remembered()
-    assert not fastpath.launch(fastpath.signature(a, b, c, "auto", None), alpha, 0.0)
+    assert not fastpath.run(a, b, c, "auto", None, None, alpha, 0.0)
     assert plan.launches == []
 
 

@@ -100,8 +100,8 @@ def test_the_fast_path_keys_on_the_precision():
             return True
 
     fastpath.remember((a, b, c), "auto", None, Plan(), _problem(), "3xtf32")
-    assert not fastpath.launch(fastpath.signature(a, b, c, "auto", None, "tf32"), 1.0, 0.0)
-    assert fastpath.launch(fastpath.signature(a, b, c, "auto", None, "3xtf32"), 1.0, 0.0) and Plan.launched == 1
+    assert not fastpath.run(a, b, c, "auto", None, "tf32", 1.0, 0.0)
+    assert fastpath.run(a, b, c, "auto", None, "3xtf32", 1.0, 0.0) and Plan.launched == 1
     fastpath.forget()
 
 

@@ -200,15 +200,13 @@ def _rule(problem: GemmProblem, arch, sm_count: int, precision: str | None = Non
     them, at its own 0.58x of cuBLAS's rate per SM: predicted 0.4-0.8x, not yet measured)."""
     rung = choose(problem, "auto", arch, precision)
     kp = problem.kernel_view()
-    if ("SPLITK" not in rung.params and kp.K >= SPLIT_RUNG_MIN_K
-            and _tiles(rung, kp.M, kp.N) * 8 <= sm_count):
+    tiles = _tiles(rung, kp.M, kp.N)
+    if "SPLITK" not in rung.params and kp.K >= SPLIT_RUNG_MIN_K and tiles * 8 <= sm_count:
         splitting = [r for r in for_dtype(problem.dtype, arch, precision) if "SPLITK" in r.params]
-        if splitting:
-            alt = splitting[-1]
-            cfg, why = rule_config(alt, kp.M, kp.N, kp.K, sm_count)
-            if cfg.get("SPLITK", 1) > 1:
-                return Choice(alt, cfg, "rule", f"{rung.slug} cannot split K and its {_tiles(rung, kp.M, kp.N)} "
-                                                f"tiles would leave most of {sm_count} SMs idle: {alt.slug}; {why}")
+        cfg, why = rule_config(splitting[-1], kp.M, kp.N, kp.K, sm_count) if splitting else ({}, "")
+        if cfg.get("SPLITK", 1) > 1:
+            return Choice(splitting[-1], cfg, "rule", f"{rung.slug} cannot split K and its {tiles} tiles would "
+                                                      f"leave most of {sm_count} SMs idle: {splitting[-1].slug}; {why}")
     cfg, why = rule_config(rung, kp.M, kp.N, kp.K, sm_count)
     return Choice(rung, cfg, "rule", why)
 

@@ -78,7 +78,7 @@ _entries: dict[tuple, _Entry] = {}
 
 
 def _config_key(config):
-    if config is None or isinstance(config, str):
+    if config is None or config.__class__ is str or isinstance(config, str):   # the common cases first
         return config
     if isinstance(config, dict):
         return tuple(sorted(config.items()))
@@ -101,32 +101,17 @@ def _call_function(types):
     return fn
 
 
-def _cfg_key(config):
-    return config if config is None or config.__class__ is str else _config_key(config)
-
-
 def signature(a, b, c, kernel, config, precision=None):
     """(key, (a_ptr, b_ptr, c_ptr)) of a call, or None when the call cannot take the fast path."""
     try:
         types = (type(a), type(b), type(c))
         fn = _call_of_types.get(types) or _call_function(types)
         flat, pa, pb, pc = fn(a, b, c)
-        key = (flat, kernel, _cfg_key(config), precision)
+        key = (flat, kernel, _config_key(config), precision)
         hash(key)
     except (KeyError, TypeError, AttributeError):
         return None
     return key, (pa, pb, pc)
-
-
-def _launch_entry(entry: _Entry, pa: int, pb: int, pc: int, alpha, beta) -> bool:
-    """What a hit checks on every call, then the launch."""
-    if (alpha.__class__ is not float and alpha.__class__ is not int) or \
-            (beta.__class__ is not float and beta.__class__ is not int):
-        return False   # bool, NumPy scalars, strings...: the full path converts or refuses them
-    end_c = pc + entry.span_c
-    if (pc < pa + entry.span_a and pa < end_c) or (pc < pb + entry.span_b and pb < end_c):
-        return False   # C aliases an input: the full path raises
-    return _fire(entry, pa, pb, pc, alpha, beta)
 
 
 def _fire(entry: _Entry, pa: int, pb: int, pc: int, alpha, beta) -> bool:
@@ -136,22 +121,14 @@ def _fire(entry: _Entry, pa: int, pb: int, pc: int, alpha, beta) -> bool:
     return entry.plan.launch(pa, pb, pc, alpha, beta)
 
 
-def launch(call, alpha, beta) -> bool:
-    """Launch a call (``signature``'s result) through its remembered plan: False, launching
-    nothing, when there is none or the call needs the full path."""
-    entry = _entries.get(call[0])
-    if entry is None:
-        return False
-    return _launch_entry(entry, *call[1], alpha, beta)
-
-
 def run(a, b, c, kernel, config, precision, alpha, beta) -> bool:
-    """gemm's fast path in one call: ``launch(signature(...), alpha, beta)`` without the
-    intermediate tuples (each Python call and tuple on this path costs a measurable fraction
-    of a microsecond). False, launching nothing, when the call needs the full path."""
+    """gemm's fast path: the call's signature, its remembered plan, what a hit checks on every
+    call, and the launch, in one function (each Python call and tuple on this path costs a
+    measurable fraction of a microsecond). False, launching nothing, when there is no plan or the
+    call needs the full path."""
     try:
         flat, pa, pb, pc = _call_of_types[type(a), type(b), type(c)](a, b, c)
-        entry = _entries.get((flat, kernel, _cfg_key(config), precision))
+        entry = _entries.get((flat, kernel, _config_key(config), precision))
     except (KeyError, TypeError, AttributeError):
         return False
     if entry is None or (alpha.__class__ is not float and alpha.__class__ is not int) or \
@@ -160,7 +137,7 @@ def run(a, b, c, kernel, config, precision, alpha, beta) -> bool:
     end_c = pc + entry.span_c
     if (pc < pa + entry.span_a and pa < end_c) or (pc < pb + entry.span_b and pb < end_c):
         return False   # C aliases an input: the full path raises
-    # _launch_entry's checks and _fire's launch, inline: this is every call's path
+    # _fire, inline: this is every call's path
     if entry.swap:
         return entry.plan.launch(pb, pa, pc, alpha, beta)
     return entry.plan.launch(pa, pb, pc, alpha, beta)
