@@ -60,7 +60,7 @@ def test_3xtf32_largest_element_error_is_that_of_cublas_sgemm_within_a_quarter(o
     """Element by element the split leaves each operand within 2^-24 of itself (two TF32 parts
     of 11 bits, rounded to nearest) and drops small_a * small_b: per product about twice the
     2^-24 an FP32 FMA adds, so the worst element may exceed SGEMM's a little (on the H100 the two
-    were within 15%); an accumulation bias (the tensor cores' round-toward-zero sums, which this
+    stayed within the bound); an accumulation bias (the tensor cores' round-toward-zero sums, which this
     kernel keeps out of the accumulator) shows as tens of times SGEMM's and fails here."""
     L = ops.lib
     sgemm = _errors(L, ops.a, ops.b, _cublas(L, ops, tf32=False))
