@@ -76,11 +76,16 @@ for st in "${stages[@]}"; do
     suite-llm-bf16) run suite-llm-bf16 $GL bench auto --suite llm --dtype bf16 --json "$OUT/suite_llm_bf16.json" ;;
     bench-tf32) run bench-tf32 bash -c "$GL bench tf32_mma --precision tf32 --shape 4096,8192 --json $OUT/bench_tf32.json && \
           $GL bench tf32_mma --precision 3xtf32 --shape 4096,8192 --json $OUT/bench_3xtf32.json" ;;
-    tune-fp32)  # the tuner over the FP32 suite; the best per shape merged into a copy of the shipped defaults
+    tune-fp32)  # the tuner over the FP32 suite (or TUNE_SHAPES="1000 4096x16x4096", one run each); the best
+      # per shape merged into a copy of the shipped defaults; the database comes back with the rest
       cp src/gemmlab/data/defaults_sm90.json "$OUT/defaults_sm90.json"
-      run tune-fp32 $GL tune ${TUNE_RUNG:-async_simt} --suite fp32 --budget ${BUDGET:-20} --peers cublas \
-        --time-cap 0.5 --storage "sqlite:///$OUT/tune.db" --emit-defaults "$OUT/defaults_sm90.json" \
-        --json "$OUT/tune_fp32.json" --no-progress ;;
+      TUNE="$GL tune ${TUNE_RUNG:-async_simt} --budget ${BUDGET:-20} --peers cublas --time-cap 0.5 --no-progress \
+        --storage sqlite:///$OUT/tune.db --emit-defaults $OUT/defaults_sm90.json"
+      if [ -n "${TUNE_SHAPES:-}" ]; then
+        for s in $TUNE_SHAPES; do run tune-fp32-$s $TUNE --shape $s --json "$OUT/tune_fp32_$s.json"; done
+      else
+        run tune-fp32 $TUNE --suite fp32 --json "$OUT/tune_fp32.json"
+      fi ;;
     strategies) run strategies $PY benchmarks/tune_strategies.py --rungs ${STRAT_RUNGS:-warp_tiling} \
       --storage "sqlite:///$OUT/strategies.db" --out "$OUT/tune_strategies.json" ;;
     overhead) run overhead $GL bench --overhead --json "$OUT/overhead.json" ;;
