@@ -83,7 +83,7 @@ _tables: dict[str, list[dict]] = {}
 _tables_lock = threading.Lock()
 
 
-def _read(path: Path | None) -> list[dict]:
+def read_table(path: Path | None) -> list[dict]:
     """The entries of a table file, read once per process ([] when absent or unreadable)."""
     if path is None:
         return []
@@ -235,10 +235,10 @@ def _from_table(problem: GemmProblem, device, source: str, precision: str | None
     allowed = {r.slug: r for r in for_dtype(problem.dtype, device.arch, precision)}
     layout = ("c" if kp.a_col else "r") + ("c" if kp.b_col else "r")
     if source == "tuned":
-        entries = [e for e in _read(tuned_path()) if e.get("arch") == device.arch]
+        entries = [e for e in read_table(tuned_path()) if e.get("arch") == device.arch]
         hit = nearest(entries, problem.dtype, layout, (kp.M, kp.N, kp.K), allowed, device.name)
     else:
-        hit = nearest(_read(defaults_path(device.arch)), problem.dtype, layout, (kp.M, kp.N, kp.K), allowed)
+        hit = nearest(read_table(defaults_path(device.arch)), problem.dtype, layout, (kp.M, kp.N, kp.K), allowed)
     if hit is None:
         return None
     e, d = hit

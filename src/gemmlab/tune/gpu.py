@@ -42,7 +42,7 @@ class GpuFactory:
     def identity(self, device: int) -> dict:
         env = environment.collect(device)
         return {"gpu_name": env.get("gpu_name"), "arch": env.get("arch"), "driver": env.get("driver_version"),
-                "nvrtc": env.get("nvrtc_version"), "gemmlab": env.get("gemmlab_version")}
+                "nvrtc": env.get("nvrtc_version"), "gemmlab": env.get("gemmlab_version"), "sm_count": env.get("sm_count")}
 
     def create(self, device: int) -> "GpuEvaluator":
         return GpuEvaluator(self, device)
