@@ -319,9 +319,18 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     auto empty = [&](int s) { return bars + 8u * (STAGES + s); };
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-    const int2 tile = gl_grouped_tile();
+    const int2 tile = gl_grouped_tile();     // grid.x and grid.y only: the split's grid.z leaves it as it is
     const int row0 = tile.y * BM, col0 = tile.x * BN;
-    const int ntiles = GL_CEIL_DIV(K, BK);
+#if GL_SPLITK
+    // split-K: this block's slice of K is [k_first, K) (whole BK tiles, so no box crosses into the
+    // next slice; the tensor maps keep the whole matrix); its FP32 partial tile goes to the
+    // workspace slice W, with alpha and beta left to the reduction kernel
+    int k_first;
+    float* const W = gl_splitk_range(K, k_first, C, M, ldc, BK);
+#else
+    constexpr int k_first = 0;
+#endif
+    const int ntiles = GL_CEIL_DIV(K - k_first, BK);
 
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
@@ -356,7 +365,7 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
         int s = 0;
         unsigned phase = 0;
         for (int t = 0; t < ntiles; ++t) {
-            const int k0 = t * BK;
+            const int k0 = k_first + t * BK;
             gl_mbar_wait(empty(s), phase ^ 1u);
             if (ptid == 0 && TX_BYTES) {
                 if (FULL_ARRIVALS == 1) gl_mbar_arrive_tx(full(s), TX_BYTES);
@@ -443,7 +452,12 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     // producer has nothing left in flight: every tile it loaded was waited for). ---------------------
     asm volatile("bar.sync 1, %0;\n" :: "n"(CONSUMERS) : "memory");
     float (*cs)[CS_LD] = reinterpret_cast<float (*)[CS_LD]>(smem_raw + (base - raw) + warp * 16 * CS_LD * 4);
+#if GL_SPLITK
+    float* const out = W;                      // the FP32 partial tile, as it is
+#else
+    T* const out = C;                          // alpha * acc + beta * C, converted
+#endif
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
-        gl_store_warp16<BN>(cs, acc[mi], C, ldc, M, N, row0 + wg * WM + mi * 64 + 16 * (warp % 4), col0, alpha, beta, lane);
+        gl_store_warp16<BN>(cs, acc[mi], out, ldc, M, N, row0 + wg * WM + mi * 64 + 16 * (warp % 4), col0, alpha, beta, lane);
 }
