@@ -54,6 +54,21 @@
 // loads and its epilogue leave the tensor cores idle; persistence (the next rung) overlaps them.
 // Operands TMA cannot describe (h100_wgmma_tma_unaligned_fp16.json, commit 278f648): 87.4 TFLOP/s
 // at 4093^3 (0.57x cuBLAS; rung 17 66.8) and 9.6 at 127x4097x1023 (rung 17 7.8).
+// Split-K (SPLITK > 1, kernels/common.cuh, as rungs 15, 17 and 18): blockIdx.z takes a slice of K,
+// whole BK tiles, so the TMA boxes of a slice stop at its end (the tensor maps still describe the
+// whole matrix: zeros past K in the last slice only) and the thread-copy path starts at the slice's
+// first k; the epilogue writes the FP32 partial tile to the workspace (no alpha/beta, C not read)
+// and splitk_reduce.cu sums the slices in a fixed order. Why: one block per SM runs one tile for
+// all of K, so a problem with few output tiles leaves SMs idle for the whole launch
+// (h100_llm_suite_bf16.json, commit d6d5837, 128x256 tiles: 128x4096x4096 16 tiles, 0.49x cuBLAS;
+// 128x4096x14336 0.45x; 128x6144x4096 24 tiles, 0.66x; 256x256x65536 2 tiles, 0.067x). The
+// dispatch rule (core/dispatch.py) splits such shapes until the blocks fill the SMs, or takes the
+// 128x128 preset where that fills them better. Prediction, written before any measurement (no GPU
+// where it was built; the reasoning per shape is in benchmarks/NOTES.md): 0.8-1.1x cuBLAS at
+// 128x4096x4096 (SPLITK 8), 0.85-1.15x at 128x6144x4096 (SPLITK 5), 0.9-1.2x at 128x4096x14336
+// (SPLITK 8) and 0.85-1.2x at 256x256x65536 (SPLITK 64): the split launches are bound by reading
+// B (or A and B) from DRAM, plus a reduction of 16-17 MB of FP32 partials from L2. SPLITK = 1
+// compiles the same SASS as before the parameter existed.
 #include "common.cuh"
 
 #if GL_DTYPE == 0
