@@ -1,10 +1,12 @@
 """kernel="auto" picks a rung and its configuration (core/dispatch.py): from the tuner's export of
 the tuning database for the nearest tuned shape of this GPU, else from the shipped defaults of the
 architecture, else by the rule (top rung, a preset for skinny problems, split-K when the output
-tiles leave more than half of the SMs idle). CPU only: stand-in problems and devices."""
+tiles leave more than half of the SMs idle, the preset of half the tile's width where it fills the
+SMs better). CPU only: stand-in problems and devices."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -12,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from gemmlab.core import dispatch
+from gemmlab.core import dispatch, registry
 from gemmlab.core.problem import ArrayInfo, GemmProblem
 from gemmlab.core.registry import get
 
@@ -184,12 +186,36 @@ def test_the_rule_takes_a_preset_when_the_default_tile_pads_a_skinny_problem():
     assert cfg == get("async_simt").config()
 
 
-def test_the_rule_leaves_a_top_rung_without_split_k_for_one_with_it_when_the_sms_would_idle(tuned):
-    c = dispatch.decide(problem(256, 256, 65536, "bf16"), "auto", None, H100)
-    assert c.source == "rule" and c.rung.slug == "mma_sync" and c.config["SPLITK"] > 1
-    assert "wgmma_tma cannot split K" in c.reason
-    for shape in ((4096, 4096, 4096), (128, 4096, 4096), (256, 256, 4096)):   # enough tiles, or K short
-        assert dispatch.decide(problem(*shape, "bf16"), "auto", None, H100).rung.slug == "wgmma_tma", shape
+def test_the_rule_splits_k_inside_rung_19_where_its_tiles_leave_the_sms_idle(tuned):
+    for shape, split in (((128, 4096, 4096), 8), ((128, 4096, 14336), 8), ((256, 256, 65536), 64)):
+        c = dispatch.decide(problem(*shape, "bf16"), "auto", None, H100)   # 16, 16 and 2 tiles of 128x256
+        assert c.source == "rule" and c.rung.slug == "wgmma_tma", shape
+        assert (c.config["BN"], c.config["SPLITK"]) == (256, split) and f"split-K {split}" in c.reason, shape
+    for shape in ((4096, 4096, 4096), (1024, 4096, 4096), (8192, 4096, 14336)):   # a wave of tiles or more
+        c = dispatch.decide(problem(*shape, "fp16"), "auto", None, H100)
+        assert c.rung.slug == "wgmma_tma" and c.config["SPLITK"] == 1 and c.config["BN"] == 256, shape
+
+
+def test_the_rule_takes_the_half_width_tile_where_it_fills_the_sms_better(tuned):
+    # 1024x6144: 192 tiles of 128x256 in two waves, the second half empty; 384 of 128x128 in three
+    # 128x14336: 56 tiles of 128x256 would need a split in 2; 112 of 128x128 need none
+    for shape in ((1024, 6144, 4096), (128, 14336, 4096)):
+        c = dispatch.decide(problem(*shape, "bf16"), "auto", None, H100)
+        assert (c.rung.slug, c.config["BM"], c.config["BN"], c.config["SPLITK"]) == ("wgmma_tma", 128, 128, 1), shape
+        assert "preset '128x128'" in c.reason
+    # as many blocks either way, both split: the default tile (half the FP32 partials per block)
+    assert dispatch.rule_config(get("wgmma_tma"), 128, 4096, 4096, 132)[0]["BN"] == 256
+
+
+def test_every_top_rung_can_split_k_where_a_rung_below_it_can():
+    """So the rule never has to leave the top rung for a lower one to split K."""
+    for dtype, precision, arch in itertools.product(("fp32", "fp16", "bf16"), (None, "tf32", "3xtf32"),
+                                                    ("sm_80", "sm_90a", "sm_100a")):
+        if dtype != "fp32" and precision is not None:
+            continue
+        rungs = registry.for_dtype(dtype, arch, precision)
+        if any("SPLITK" in r.params for r in rungs):
+            assert "SPLITK" in rungs[-1].params, (dtype, precision, arch, rungs[-1].slug)
 
 
 def test_without_any_table_auto_follows_the_rule(tuned):

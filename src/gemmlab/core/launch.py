@@ -347,14 +347,18 @@ class Plan:
             except OverflowError:
                 params.pack(params.buffer, 0, a_ptr, b_ptr, c_ptr, _f32(alpha), _f32(beta))
             if self._maps is not None and (a_ptr != self._mapped[0] or b_ptr != self._mapped[1]):
-                # the block holds the maps of the last pointers: only new pointers look them up
-                # (hashing the map arguments and copying 256 bytes is microseconds per call)
-                params.tensor_maps(*self._acquire_maps(a_ptr, b_ptr))
-                self._mapped = (a_ptr, b_ptr)
+                self._remap(a_ptr, b_ptr)
             err = self._cu.cuLaunchKernel(*self._launch_head, stream, params.address, 0)[0]
             if err or CHECKED:
                 self._after_launch(err, stream)
         return True
+
+    def _remap(self, a_ptr: int, b_ptr: int) -> None:
+        """The tensor maps of new operand pointers into the parameter block (call with the plan's
+        lock). The block holds the maps of the last pointers, so the launches look maps up only when
+        the pointers change (hashing the map arguments and copying 256 bytes is microseconds)."""
+        self._params.tensor_maps(*self._acquire_maps(a_ptr, b_ptr))
+        self._mapped = (a_ptr, b_ptr)
 
     def _launch_split(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float,
                       stream: int | None = None) -> bool:
@@ -377,6 +381,8 @@ class Plan:
             except OverflowError:
                 params.pack(params.buffer, 0, a_ptr, b_ptr, ws, _f32(alpha), _f32(beta))
                 red.pack(red.buffer, 0, ws, c_ptr, _f32(alpha), _f32(beta))
+            if self._maps is not None and (a_ptr != self._mapped[0] or b_ptr != self._mapped[1]):
+                self._remap(a_ptr, b_ptr)   # a split rung 19: the maps of these A and B
             self._launch(stream)
             self._launch(stream, self._reduce_head, red.address)
         if captured:

@@ -54,6 +54,21 @@
 // loads and its epilogue leave the tensor cores idle; persistence (the next rung) overlaps them.
 // Operands TMA cannot describe (h100_wgmma_tma_unaligned_fp16.json, commit 278f648): 87.4 TFLOP/s
 // at 4093^3 (0.57x cuBLAS; rung 17 66.8) and 9.6 at 127x4097x1023 (rung 17 7.8).
+// Split-K (SPLITK > 1, kernels/common.cuh, as rungs 15, 17 and 18): blockIdx.z takes a slice of K,
+// whole BK tiles, so the TMA boxes of a slice stop at its end (the tensor maps still describe the
+// whole matrix: zeros past K in the last slice only) and the thread-copy path starts at the slice's
+// first k; the epilogue writes the FP32 partial tile to the workspace (no alpha/beta, C not read)
+// and splitk_reduce.cu sums the slices in a fixed order. Why: one block per SM runs one tile for
+// all of K, so a problem with few output tiles leaves SMs idle for the whole launch
+// (h100_llm_suite_bf16.json, commit d6d5837, 128x256 tiles: 128x4096x4096 16 tiles, 0.49x cuBLAS;
+// 128x4096x14336 0.45x; 128x6144x4096 24 tiles, 0.66x; 256x256x65536 2 tiles, 0.067x). The
+// dispatch rule (core/dispatch.py) splits such shapes until the blocks fill the SMs, or takes the
+// 128x128 preset where that fills them better. Prediction, written before any measurement (no GPU
+// where it was built; the reasoning per shape is in benchmarks/NOTES.md): 0.8-1.1x cuBLAS at
+// 128x4096x4096 (SPLITK 8), 0.85-1.15x at 128x6144x4096 (SPLITK 5), 0.9-1.2x at 128x4096x14336
+// (SPLITK 8) and 0.85-1.2x at 256x256x65536 (SPLITK 64): the split launches are bound by reading
+// B (or A and B) from DRAM, plus a reduction of 16-17 MB of FP32 partials from L2. SPLITK = 1
+// compiles the same SASS as before the parameter existed.
 #include "common.cuh"
 
 #if GL_DTYPE == 0
@@ -319,9 +334,18 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     auto empty = [&](int s) { return bars + 8u * (STAGES + s); };
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-    const int2 tile = gl_grouped_tile();
+    const int2 tile = gl_grouped_tile();     // grid.x and grid.y only: the split's grid.z leaves it as it is
     const int row0 = tile.y * BM, col0 = tile.x * BN;
-    const int ntiles = GL_CEIL_DIV(K, BK);
+#if GL_SPLITK
+    // split-K: this block's slice of K is [k_first, K) (whole BK tiles, so no box crosses into the
+    // next slice; the tensor maps keep the whole matrix); its FP32 partial tile goes to the
+    // workspace slice W, with alpha and beta left to the reduction kernel
+    int k_first;
+    float* const W = gl_splitk_range(K, k_first, C, M, ldc, BK);
+#else
+    constexpr int k_first = 0;
+#endif
+    const int ntiles = GL_CEIL_DIV(K - k_first, BK);
 
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
@@ -356,7 +380,7 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
         int s = 0;
         unsigned phase = 0;
         for (int t = 0; t < ntiles; ++t) {
-            const int k0 = t * BK;
+            const int k0 = k_first + t * BK;
             gl_mbar_wait(empty(s), phase ^ 1u);
             if (ptid == 0 && TX_BYTES) {
                 if (FULL_ARRIVALS == 1) gl_mbar_arrive_tx(full(s), TX_BYTES);
@@ -443,7 +467,12 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     // producer has nothing left in flight: every tile it loaded was waited for). ---------------------
     asm volatile("bar.sync 1, %0;\n" :: "n"(CONSUMERS) : "memory");
     float (*cs)[CS_LD] = reinterpret_cast<float (*)[CS_LD]>(smem_raw + (base - raw) + warp * 16 * CS_LD * 4);
+#if GL_SPLITK
+    float* const out = W;                      // the FP32 partial tile, as it is
+#else
+    T* const out = C;                          // alpha * acc + beta * C, converted
+#endif
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
-        gl_store_warp16<BN>(cs, acc[mi], C, ldc, M, N, row0 + wg * WM + mi * 64 + 16 * (warp % 4), col0, alpha, beta, lane);
+        gl_store_warp16<BN>(cs, acc[mi], out, ldc, M, N, row0 + wg * WM + mi * 64 + 16 * (warp % 4), col0, alpha, beta, lane);
 }
