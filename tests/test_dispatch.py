@@ -187,9 +187,9 @@ def test_the_rule_takes_a_preset_when_the_default_tile_pads_a_skinny_problem():
 def test_the_rule_leaves_a_top_rung_without_split_k_for_one_with_it_when_the_sms_would_idle(tuned):
     c = dispatch.decide(problem(256, 256, 65536, "bf16"), "auto", None, H100)
     assert c.source == "rule" and c.rung.slug == "mma_sync" and c.config["SPLITK"] > 1
-    assert "wgmma_tma cannot split K" in c.reason
+    assert "wgmma_ws cannot split K" in c.reason
     for shape in ((4096, 4096, 4096), (128, 4096, 4096), (256, 256, 4096)):   # enough tiles, or K short
-        assert dispatch.decide(problem(*shape, "bf16"), "auto", None, H100).rung.slug == "wgmma_tma", shape
+        assert dispatch.decide(problem(*shape, "bf16"), "auto", None, H100).rung.slug == "wgmma_ws", shape
 
 
 def test_without_any_table_auto_follows_the_rule(tuned):

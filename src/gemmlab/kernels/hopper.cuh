@@ -45,6 +45,46 @@ __device__ __forceinline__ void gl_tma_prefetch(const GlTensorMap* map) {
     asm volatile("prefetch.tensormap [%0];\n" :: "l"(reinterpret_cast<unsigned long long>(map)) : "memory");
 }
 
+// The same box delivered to the same shared offset of every CTA of the cluster named in `mask`
+// (bit r: cluster rank r); each destination's mbarrier at offset `bar` counts the bytes it gets.
+__device__ __forceinline__ void gl_tma_load_multicast(unsigned dst, const GlTensorMap* map, int c0, int c1, unsigned bar,
+                                                      unsigned short mask) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%2, %3}], [%4], %5;\n"
+                 :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(mask)
+                 : "memory");
+}
+
+// ---- thread-block clusters ---------------------------------------------------------------------
+__device__ __forceinline__ unsigned gl_cluster_rank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+// Every thread of every CTA of the cluster: what each wrote before (with release) is visible to
+// all after (acquire). Also a CTA barrier.
+__device__ __forceinline__ void gl_cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+// An arrival on the mbarrier at shared offset `bar` of the cluster's CTA `rank` (release at
+// cluster scope: this thread's earlier reads of the stage are done before the peer sees it).
+__device__ __forceinline__ void gl_mbar_arrive_cluster(unsigned bar, unsigned rank) {
+    asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n"
+                 :: "r"(bar), "r"(rank) : "memory");
+}
+
+// ---- registers and proxies ----------------------------------------------------------------------
+// Give back registers down to N per thread (a warpgroup that needs few), or wait for and take
+// registers up to N (one that needs many). Effective only when the kernel has a register cap at
+// entry (__launch_bounds__(threads, 1)) and each warpgroup's role is one branch of one if/else.
+template <int N>
+__device__ __forceinline__ void gl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(N)); }
+template <int N>
+__device__ __forceinline__ void gl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(N)); }
+// This thread's generic-proxy shared stores (st.shared) visible to the async proxy (wgmma, TMA).
+__device__ __forceinline__ void gl_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
 // A shared-memory matrix descriptor with the 128-byte swizzle: start address, leading- and
 // stride-dimension byte offsets (all in 16-byte units), swizzle mode 1 in bits 62-63. The start
 // field is 14 bits of a shared address below 256 KB: adding (offset >> 4) to a descriptor moves
@@ -134,6 +174,21 @@ struct GlOperand {
     __device__ __forceinline__ void tma(unsigned dst, int inner0, int outer0, unsigned bar) const {
 #pragma unroll
         for (int i = 0; i < PANELS; ++i) gl_tma_load(dst + i * ROWS * GL_ROW_B, map, inner0 + 64 * i, outer0, bar);
+    }
+
+    // By TMA, this CTA's share of a tile that every CTA of a cluster of PARTS needs: part `part` of
+    // each panel's ROWS rows (the map's box is 64 x ROWS/PARTS), multicast to the CTAs in `mask`.
+    // Together the PARTS CTAs deliver the whole tile to each of them.
+    template <int PARTS>
+    __device__ __forceinline__ void tma_multicast(unsigned dst, int inner0, int outer0, unsigned bar, int part,
+                                                  unsigned short mask) const {
+        constexpr int PART_ROWS = ROWS / PARTS;
+        static_assert(ROWS % PARTS == 0 && (PART_ROWS * GL_ROW_B) % 1024 == 0,
+                      "each part starts on the swizzle's 1024-byte period");
+#pragma unroll
+        for (int i = 0; i < PANELS; ++i)
+            gl_tma_load_multicast(dst + i * ROWS * GL_ROW_B + part * PART_ROWS * GL_ROW_B, map, inner0 + 64 * i,
+                                  outer0 + part * PART_ROWS, bar, mask);
     }
 
     // By the producer warpgroup's 128 threads (operands TMA cannot describe): guarded 16-bit loads,
