@@ -184,6 +184,14 @@ def test_the_rule_takes_a_preset_when_the_default_tile_pads_a_skinny_problem():
     assert cfg == get("async_simt").config()
 
 
+def test_the_rule_clusters_only_row_tiles_that_pair_up():
+    r = get("wgmma_ws")                                                       # 128 x 256, clusters of 2
+    assert dispatch.rule_config(r, 4096, 4096, 4096, 132)[0] == r.config()   # 32 row tiles
+    cfg, why = dispatch.rule_config(r, 2944, 4096, 4096, 132)                 # 23 row tiles
+    assert cfg == dict(r.config(), CLUSTER=1) and "23 row tiles do not pair up" in why
+    assert dispatch.rule_config(r, 16, 8192, 4096, 132)[0]["CLUSTER"] == 1
+
+
 def test_the_rule_leaves_a_top_rung_without_split_k_for_one_with_it_when_the_sms_would_idle(tuned):
     c = dispatch.decide(problem(256, 256, 65536, "bf16"), "auto", None, H100)
     assert c.source == "rule" and c.rung.slug == "mma_sync" and c.config["SPLITK"] > 1

@@ -169,7 +169,10 @@ def rule_config(rung: Rung, M: int, N: int, K: int, sm_count: int) -> tuple[dict
     (registry.MAX_SPLITK) and at most K / 256 (a slice shorter than that spends as long filling the
     pipeline and writing its FP32 tile as it computes). Above S/2 tiles a split only moves the wave
     quantization (160 blocks on 132 SMs take two waves of half the work: no gain) and adds the
-    workspace traffic."""
+    workspace traffic.
+    Clusters (a CLUSTER parameter, rung 21): none when the row tiles do not divide into clusters
+    along M (an odd count: the last cluster's second block would compute a tile wholly below M; at
+    M <= 128 half of the blocks)."""
     cfg = rung.config()
     why = f"top rung for the dtype, default {cfg['BM']}x{cfg['BN']} tile"
     area = _padded(M, N, cfg)
@@ -177,6 +180,10 @@ def rule_config(rung: Rung, M: int, N: int, K: int, sm_count: int) -> tuple[dict
     if better:
         name, cfg = min(better, key=lambda pc: _padded(M, N, pc[1]))
         why = f"top rung for the dtype, preset {name!r}: its {cfg['BM']}x{cfg['BN']} tile pads {M}x{N} least"
+    rows = -(-M // cfg["BM"])
+    if rows % cfg.get("CLUSTER", 1):
+        cfg = dict(cfg, CLUSTER=1)
+        why += f"; CLUSTER=1: {rows} row tiles do not pair up in clusters"
     if "SPLITK" not in rung.params:
         return cfg, why
     tiles = -(-M // cfg["BM"]) * -(-N // cfg["BN"])
