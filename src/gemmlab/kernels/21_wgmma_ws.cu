@@ -239,22 +239,8 @@ __device__ __forceinline__ void produce(const Smem& sm, const Schedule& sched, i
 __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, int ktiles, int rank, int warp, int lane,
                                         int M, int N, float alpha, float beta, T* C, int ldc) {
     const int wg = warp / 4;                   // this warpgroup's WM rows: wg * WM ..
-    // Matrix descriptors of stage 0 for this warpgroup; per stage, k-step and m64 block a constant
-    // is added (the panel layouts of rung 19's header).
-#if GL_A_COL
-    const unsigned long long da0 = gl_desc(sm.a_base + (wg * WM / 64) * A_PANEL_B, A_PANEL_B, 1024);
-    auto a_off = [](int kk, int mi) { return (unsigned)(mi * A_PANEL_B + kk * 16 * GL_ROW_B) >> 4; };
-#else
-    const unsigned long long da0 = gl_desc(sm.a_base + wg * WM * GL_ROW_B, 16, 1024);
-    auto a_off = [](int kk, int mi) { return (unsigned)((kk / 4) * A_PANEL_B + mi * 64 * GL_ROW_B + (kk % 4) * 32) >> 4; };
-#endif
-#if GL_B_COL
-    const unsigned long long db0 = gl_desc(sm.b_base, 16, 1024);
-    auto b_off = [](int kk) { return (unsigned)((kk / 4) * B_PANEL_B + (kk % 4) * 32) >> 4; };
-#else
-    const unsigned long long db0 = gl_desc(sm.b_base, B_PANEL_B, 1024);
-    auto b_off = [](int kk) { return (unsigned)(kk * 16 * GL_ROW_B) >> 4; };
-#endif
+    // this warpgroup's descriptors (hopper.cuh): its WM rows of A, all of B
+    const GlStageDescs<GL_A_COL, GL_B_COL, A_PANEL_B, B_PANEL_B> descs(sm.a_base, sm.b_base, wg * WM);
     // One arrival per consumer warp on the stage's empty barrier, and with a cluster one on the
     // peer's (whose producer multicasts into this CTA's stage too).
     auto release = [&](int s) {
@@ -285,20 +271,7 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
         for (int kt = 0; kt < ktiles; ++kt) {
             const int s = ring.s;
             gl_mbar_wait(sm.full(s), ring.phase);
-            const unsigned long long da = da0 + (unsigned)(s * (A_STAGE_B >> 4));
-            const unsigned long long db = db0 + (unsigned)(s * (B_STAGE_B >> 4));
-#pragma unroll
-            for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
-            gl_wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < KSTEPS; ++kk)
-#pragma unroll
-                for (int mi = 0; mi < MI; ++mi)
-                    GlWgmma<BN>::mma<GL_A_COL, 1 - GL_B_COL>(acc[mi], da + a_off(kk, mi), db + b_off(kk));
-            gl_wgmma_commit();
-            gl_wgmma_wait<1>();
-#pragma unroll
-            for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
+            gl_wgmma_ktile<BN, MI, KSTEPS, GL_A_COL, GL_B_COL>(acc, descs, s * A_STAGE_B, s * B_STAGE_B);
             if (kt > 0) release(prev);
             prev = s;
             ring.next();

@@ -1,8 +1,10 @@
 // hopper.cuh — what the Hopper rungs (19 wgmma_tma, 21 wgmma_ws) share: PTX wrappers for the
 // mbarriers, TMA (cp.async.bulk.tensor) and wgmma (matrix descriptors, fences, the m64nNk16
 // instruction with its accumulator operand lists), the tensor-map parameter type, and the
-// operand loader that fills the 128-byte-swizzled shared panels wgmma reads, by TMA or, for an
-// operand TMA cannot describe (GL_VEC_A / GL_VEC_B = 0), by a warpgroup's threads.
+// operand loader that fills the 128-byte-swizzled shared panels wgmma reads, by TMA (multicast to
+// a cluster too) or, for an operand TMA cannot describe (GL_VEC_A / GL_VEC_B = 0), by a
+// warpgroup's threads; cluster and setmaxnreg wrappers; a warpgroup's stage descriptors and one k
+// tile of its wgmmas (rung 21; rung 19 spells the same two out in its main loop).
 // sm_90a only (wgmma); a rung that includes this checks the target itself.
 #pragma once
 #include "common.cuh"
@@ -158,6 +160,45 @@ template <> struct GlWgmma<256> {
                      : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB) : "memory");
     }
 };
+
+// ---- a warpgroup's descriptors and one k tile of wgmmas ----------------------------------------
+// The descriptors of a stage's A and B panels for the warpgroup that owns rows m0.. of the tile (the
+// panel layouts of rung 19's header: K-major operands are panels of [rows][64 k], MN-major ones
+// panels of [BK k][64 m or n]). a(kk, mi) / b(kk): the descriptors of k16 step kk (and m64 block mi)
+// of the stage whose A and B tiles start `a_stage` / `b_stage` bytes after the first stage's.
+template <int A_COL, int B_COL, int A_PANEL_B, int B_PANEL_B>
+struct GlStageDescs {
+    unsigned long long a0, b0;
+    __device__ __forceinline__ GlStageDescs(unsigned a_base, unsigned b_base, int m0)
+        : a0(A_COL ? gl_desc(a_base + (m0 / 64) * A_PANEL_B, A_PANEL_B, 1024) : gl_desc(a_base + m0 * GL_ROW_B, 16, 1024)),
+          b0(B_COL ? gl_desc(b_base, 16, 1024) : gl_desc(b_base, B_PANEL_B, 1024)) {}
+    __device__ __forceinline__ unsigned long long a(unsigned a_stage, int kk, int mi) const {
+        return a0 + ((a_stage + (A_COL ? mi * A_PANEL_B + kk * 16 * GL_ROW_B
+                                       : (kk / 4) * A_PANEL_B + mi * 64 * GL_ROW_B + (kk % 4) * 32)) >> 4);
+    }
+    __device__ __forceinline__ unsigned long long b(unsigned b_stage, int kk) const {
+        return b0 + ((b_stage + (B_COL ? (kk / 4) * B_PANEL_B + (kk % 4) * 32 : kk * 16 * GL_ROW_B)) >> 4);
+    }
+};
+
+// One k tile of a warpgroup's wgmmas (KSTEPS k16 steps x MI m64 blocks of N columns) issued as one
+// commit group, then a wait until at most that group is in flight: the previous k tile's wgmmas
+// have finished reading their stage, which the caller may release.
+template <int N, int MI, int KSTEPS, int A_COL, int B_COL, typename Descs>
+__device__ __forceinline__ void gl_wgmma_ktile(float (&acc)[MI][N / 8][4], const Descs& d, unsigned a_stage, unsigned b_stage) {
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
+    gl_wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < KSTEPS; ++kk)
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi)
+            GlWgmma<N>::template mma<A_COL, 1 - B_COL>(acc[mi], d.a(a_stage, kk, mi), d.b(b_stage, kk));
+    gl_wgmma_commit();
+    gl_wgmma_wait<1>();
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
+}
 
 // ---- one operand's tiles: global -> swizzled shared panels ---------------------------------------
 // The operand is P(outer, inner) = P[outer * ld + inner] (inner contiguous), n_outer x n_inner.
