@@ -6,7 +6,6 @@ SMs better). CPU only: stand-in problems and devices."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import subprocess
 import sys
@@ -191,31 +190,38 @@ def test_the_rule_splits_k_inside_rung_19_where_its_tiles_leave_the_sms_idle(tun
         c = dispatch.decide(problem(*shape, "bf16"), "auto", None, H100)   # 16, 16 and 2 tiles of 128x256
         assert c.source == "rule" and c.rung.slug == "wgmma_tma", shape
         assert (c.config["BN"], c.config["SPLITK"]) == (256, split) and f"split-K {split}" in c.reason, shape
+        assert "wgmma_ws cannot split K" in c.reason
     for shape in ((4096, 4096, 4096), (1024, 4096, 4096), (8192, 4096, 14336)):   # a wave of tiles or more
         c = dispatch.decide(problem(*shape, "fp16"), "auto", None, H100)
-        assert c.rung.slug == "wgmma_tma" and c.config["SPLITK"] == 1 and c.config["BN"] == 256, shape
+        assert c.rung.slug == "wgmma_ws" and c.config["BN"] == 256, shape
 
 
 def test_the_rule_takes_the_half_width_tile_where_it_fills_the_sms_better(tuned):
     # 1024x6144: 192 tiles of 128x256 in two waves, the second half empty; 384 of 128x128 in three
-    # 128x14336: 56 tiles of 128x256 would need a split in 2; 112 of 128x128 need none
-    for shape in ((1024, 6144, 4096), (128, 14336, 4096)):
-        c = dispatch.decide(problem(*shape, "bf16"), "auto", None, H100)
-        assert (c.rung.slug, c.config["BM"], c.config["BN"], c.config["SPLITK"]) == ("wgmma_tma", 128, 128, 1), shape
-        assert "preset '128x128'" in c.reason
+    c = dispatch.decide(problem(1024, 6144, 4096, "bf16"), "auto", None, H100)
+    assert (c.rung.slug, c.config["BM"], c.config["BN"]) == ("wgmma_ws", 128, 128) and "preset '128x128'" in c.reason
+    # 128x14336: 56 tiles of 128x256 leave rung 21 more than half of the SMs idle; rung 19's 112
+    # tiles of 128x128 need no split where its 128x256 would need one
+    c = dispatch.decide(problem(128, 14336, 4096, "bf16"), "auto", None, H100)
+    assert (c.rung.slug, c.config["BM"], c.config["BN"], c.config["SPLITK"]) == ("wgmma_tma", 128, 128, 1)
+    assert "preset '128x128'" in c.reason
     # as many blocks either way, both split: the default tile (half the FP32 partials per block)
     assert dispatch.rule_config(get("wgmma_tma"), 128, 4096, 4096, 132)[0]["BN"] == 256
 
 
-def test_every_top_rung_can_split_k_where_a_rung_below_it_can():
-    """So the rule never has to leave the top rung for a lower one to split K."""
-    for dtype, precision, arch in itertools.product(("fp32", "fp16", "bf16"), (None, "tf32", "3xtf32"),
-                                                    ("sm_80", "sm_90a", "sm_100a")):
-        if dtype != "fp32" and precision is not None:
-            continue
-        rungs = registry.for_dtype(dtype, arch, precision)
-        if any("SPLITK" in r.params for r in rungs):
-            assert "SPLITK" in rungs[-1].params, (dtype, precision, arch, rungs[-1].slug)
+def test_the_rule_leaves_a_top_rung_without_split_k_only_when_half_the_sms_would_idle(tuned):
+    for shape in ((128, 4096, 4096), (256, 256, 65536), (256, 256, 4096)):      # 16, 2 and 2 tiles
+        assert dispatch.decide(problem(*shape, "bf16"), "auto", None, H100).rung.slug == "wgmma_tma", shape
+    for shape in ((4096, 4096, 4096), (512, 8192, 4096)):                       # 512 and 128 tiles
+        assert dispatch.decide(problem(*shape, "bf16"), "auto", None, H100).rung.slug == "wgmma_ws", shape
+
+
+def test_the_rule_clusters_only_row_tiles_that_pair_up():
+    r = get("wgmma_ws")                                                       # 128 x 256, clusters of 2
+    assert dispatch.rule_config(r, 4096, 4096, 4096, 132)[0] == r.config()   # 32 row tiles
+    cfg, why = dispatch.rule_config(r, 2944, 4096, 4096, 132)                 # 23 row tiles
+    assert cfg == dict(r.config(), CLUSTER=1) and "23 row tiles do not pair up" in why
+    assert dispatch.rule_config(r, 16, 8192, 4096, 132)[0]["CLUSTER"] == 1
 
 
 def test_without_any_table_auto_follows_the_rule(tuned):

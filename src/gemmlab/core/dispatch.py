@@ -199,7 +199,10 @@ def rule_config(rung: Rung, M: int, N: int, K: int, sm_count: int) -> tuple[dict
     waves instead of 192 of 128x256 in 2 with the last half empty), or as fast without a split where
     the tile needs one (128x14336: 112 tiles of 128x128 instead of 56 of 128x256 split in 2; no
     FP32 partials written and read back). The margin pays for the half tile's lower per-SM rate: a
-    third more operand bytes per flop from L2, and twice the blocks' prologues and epilogues."""
+    third more operand bytes per flop from L2, and twice the blocks' prologues and epilogues.
+    Clusters (a CLUSTER parameter, rung 21): none when the row tiles do not divide into clusters
+    along M (an odd count: the last cluster's second block would compute a tile wholly below M; at
+    M <= 128 half of the blocks)."""
     cfg = rung.config()
     why = f"top rung for the dtype, default {cfg['BM']}x{cfg['BN']} tile"
     area = _padded(M, N, cfg)
@@ -207,12 +210,11 @@ def rule_config(rung: Rung, M: int, N: int, K: int, sm_count: int) -> tuple[dict
     if better:
         name, cfg = min(better, key=lambda pc: _padded(M, N, pc[1]))
         why = f"top rung for the dtype, preset {name!r}: its {cfg['BM']}x{cfg['BN']} tile pads {M}x{N} least"
-    if "SPLITK" not in rung.params:
-        return cfg, why
-    split = _split(cfg, M, N, K, sm_count)
+    can_split = "SPLITK" in rung.params
+    split = _split(cfg, M, N, K, sm_count) if can_split else 1
     half = _half_tile(rung, cfg)
     if half is not None:
-        hsplit = _split(half[1], M, N, K, sm_count)
+        hsplit = _split(half[1], M, N, K, sm_count) if can_split else 1
         t, ht = _launch_time(cfg, split, M, N, sm_count), _launch_time(half[1], hsplit, M, N, sm_count)
         if ht <= HALF_TILE_TIME * t or (ht <= t and hsplit == 1 < split):
             cfg, split = half[1], hsplit
@@ -221,15 +223,28 @@ def rule_config(rung: Rung, M: int, N: int, K: int, sm_count: int) -> tuple[dict
         tiles = -(-M // cfg["BM"]) * -(-N // cfg["BN"])
         cfg = dict(cfg, SPLITK=split)
         why += f"; split-K {split}: {tiles} output tiles for {sm_count} SMs, K={K}"
+    rows = -(-M // cfg["BM"])
+    if rows % cfg.get("CLUSTER", 1):
+        cfg = dict(cfg, CLUSTER=1)
+        why += f"; CLUSTER=1: {rows} row tiles do not pair up in clusters"
     return cfg, why
 
 
 def _rule(problem: GemmProblem, arch, sm_count: int, precision: str | None = None) -> Choice:
-    """The top rung for the dtype and precision with ``rule_config``. (Every top rung that has a
-    rung below it with SPLITK has SPLITK itself: rung 19 since it splits K, tests/test_dispatch.py
-    checks it; so the rule never leaves the top rung for a lower one that can split.)"""
+    """The top rung for the dtype and precision with ``rule_config``, except where it cannot split
+    K and its output tiles would leave more than half of the SMs idle: then the highest rung that
+    can split, with its own rule (fp16/bf16 on sm_90a: rung 21 is persistent but has no split-K, so
+    128x4096x4096's 16 tiles of 128x256 go to rung 19, split in 8, or its 128x128 tile)."""
     rung = choose(problem, "auto", arch, precision)
     kp = problem.kernel_view()
+    cfg0 = rung.config()
+    tiles = -(-kp.M // cfg0["BM"]) * -(-kp.N // cfg0["BN"])
+    if "SPLITK" not in rung.params and 2 * tiles <= sm_count:
+        splitting = [r for r in for_dtype(problem.dtype, arch, precision) if "SPLITK" in r.params]
+        if splitting:
+            cfg, why = rule_config(splitting[-1], kp.M, kp.N, kp.K, sm_count)
+            return Choice(splitting[-1], cfg, "rule", f"{rung.slug} cannot split K and its {tiles} tiles would leave "
+                                                      f"more than half of {sm_count} SMs idle: {splitting[-1].slug}; {why}")
     cfg, why = rule_config(rung, kp.M, kp.N, kp.K, sm_count)
     return Choice(rung, cfg, "rule", why)
 

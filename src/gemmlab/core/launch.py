@@ -231,7 +231,7 @@ class Plan:
         self.variant = Variant.make(rung, problem.dtype, a_col=kp.a_col, b_col=kp.b_col,
                                     vec_a=vec_a, vec_b=vec_b, vec_c=kp.vec_c, config=config, precision=precision)
         rung.check_resources(self.variant.cfg, info.limits)
-        self.geometry: Launch = rung.launch(kp.M, kp.N, self.variant.cfg, kp.K)
+        self.geometry: Launch = rung.launch(kp.M, kp.N, self.variant.cfg, kp.K, info.sm_count)
         split = self.variant.cfg.get("SPLITK", 1) > 1
         self.splits = self.geometry.grid[2] if split else 1     # K slices (split-K), else 1
         self.variant = self.variant.for_geometry(self.geometry, kp.N)   # split-K or tall grid
