@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from gemmlab.core import dispatch, registry
+from gemmlab.core import dispatch
 from gemmlab.core.problem import ArrayInfo, GemmProblem
 from gemmlab.core.registry import get
 
