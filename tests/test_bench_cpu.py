@@ -480,6 +480,15 @@ def test_a_whole_run_verifies_times_in_rotating_order_and_reports_every_figure(f
     assert "Fake H100" in text and "FAILED" in text and "self-check" in text.lower()
 
 
+def test_a_run_with_a_preset_config_writes_strict_json_naming_it(fake_gpu, tmp_path):
+    from gemmlab.core.config import parse_config
+
+    res = runner.run_bench(rungs=["tile_2d"], shapes="32x32x32", timing_settings=FAST, progress=False,
+                           config=parse_config(["2x2", "BK=16"]))
+    data = json.loads(results.write_json(res, tmp_path / "b.json").read_text())
+    assert data["settings"]["config"] == {"preset": "2x2", "values": {"BK": 16}}
+
+
 def test_cold_l2_flushes_and_spins_before_every_timed_launch_and_hot_l2_only_spins(fake_gpu):
     devices = []
     orig = timing.CudaDevice

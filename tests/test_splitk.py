@@ -225,15 +225,21 @@ ALIGNMENT_CASES = [(200, 136, 1032, 0), (64, 8, 4104, 0), (200, 136, 1001, 0), (
 def test_split_k_is_correct_with_aligned_mixed_and_unaligned_operands_in_every_layout(slug, dtype, splitk):
     from gemmlab.measure.verify import verify
 
+    from gemmlab.core.variant import SpillError
+
     lib = "torch" if dtype == "bf16" else None
-    failures = []
+    failures, checked = [], 0
     for (M, N, K, off), (a_col, b_col, c_col) in itertools.product(ALIGNMENT_CASES, LAYOUTS):
         for alpha, beta in ((1.5, -0.75), (1.0, 0.0)):
-            r = verify(slug, M, N, K, dtype, lib=lib, a_col=a_col, b_col=b_col, c_col=c_col, alpha=alpha, beta=beta,
-                       offset=off, config={"SPLITK": splitk})
+            try:
+                r = verify(slug, M, N, K, dtype, lib=lib, a_col=a_col, b_col=b_col, c_col=c_col, alpha=alpha,
+                           beta=beta, offset=off, config={"SPLITK": splitk})
+            except SpillError:   # the API refuses a variant that spills (warp_tiling's scalar one): not run
+                continue
+            checked += 1
             if not r.ok:
                 failures.append(r.message())
-    assert not failures, "\n".join(failures)
+    assert checked and not failures, "\n".join(failures) or "every case was refused"
 
 
 def _torch_operands(dtype: str, M: int, N: int, K: int):

@@ -48,6 +48,7 @@ from ..analysis import environment as envinfo
 from ..core import api, driver
 from ..core.arch import peak_for_dtype, peak_kind
 from ..core.precision import resolve as resolve_precision
+from ..core.config import ConfigSpec
 from ..core.registry import Rung
 from ..core.shapes import Shape, fmt_shape
 from ..measure import arrays, peers as peer_lib, timing
@@ -288,7 +289,8 @@ def _settings(run: _Run, *, shape_list: list[Shape] | None, rung_list: list[Rung
         "shapes": [list(s) for s in shape_list] if shape_list else None,
         "default_shape": list(DEFAULT_SHAPE) if shape_list is None else None,
         "reduced_shape": list(REDUCED_SHAPE) if shape_list is None else None,
-        "rungs": [r.slug for r in rung_list], "config": run.config, "peers": list(run.peers),
+        "rungs": [r.slug for r in rung_list], "peers": list(run.peers),
+        "config": run.config.as_dict() if isinstance(run.config, ConfigSpec) else run.config,
         "flush_l2": st.l2 == "cold", "flush_bytes": run.device.flush_bytes,
         "timing": {**st.as_dict(), "engine": "gemmlab.measure.timing",
                    "clocks": "NVML during every round" if run.engine.clocks else "NVML unavailable: not sampled"},

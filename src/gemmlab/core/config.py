@@ -29,6 +29,10 @@ class ConfigSpec:
     def __bool__(self) -> bool:
         return self.preset is not None or bool(self.values)
 
+    def as_dict(self) -> dict:
+        """The JSON form: ``{"preset": name or None, "values": {KEY: value}}``."""
+        return {"preset": self.preset, "values": dict(self.values)}
+
 
 ConfigLike = Union[None, str, Mapping[str, int], Sequence[str], ConfigSpec]
 

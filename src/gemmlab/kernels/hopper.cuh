@@ -68,11 +68,15 @@ __device__ __forceinline__ unsigned gl_cluster_rank() {
 __device__ __forceinline__ void gl_cluster_sync() {
     asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
-// An arrival on the mbarrier at shared offset `bar` of the cluster's CTA `rank` (release at
-// cluster scope: this thread's earlier reads of the stage are done before the peer sees it).
+// An arrival on the mbarrier at shared offset `bar` of the cluster's CTA `rank`. The default
+// semantics (release at CTA scope), not .release.cluster: what the arrival publishes is that this
+// warp's wgmmas finished reading the stage, which wgmma.wait_group already guarantees (the reads
+// are the async proxy's, complete before the wait returns). The cluster-scope release made ptxas
+// put a MEMBAR before every arrival: 58% of rung 21's stalls at 4096^3 were "membar" and CLUSTER=2
+// ran at 0.62x cuBLAS against CLUSTER=1's 0.91x (h100_wgmma_ws_fp16.json, nocluster run).
 __device__ __forceinline__ void gl_mbar_arrive_cluster(unsigned bar, unsigned rank) {
     asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
-                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n"
+                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n"
                  :: "r"(bar), "r"(rank) : "memory");
 }
 
