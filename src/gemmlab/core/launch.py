@@ -413,22 +413,23 @@ class Plan:
             ws = workspace.captured_alloc(self.ordinal, stream, self.workspace_bytes)
         else:
             ws = workspace.get(self.ordinal, stream, self.workspace_bytes)
+        region = packing.base(ws) if self.packs else ws
         with self._lock:
             for p, head, block in zip(self.packs, self._pack_heads, self._pack_blocks):
-                block.pack(block.buffer, 0, a_ptr if p.operand == "A" else b_ptr, ws + p.offset)
+                block.pack(block.buffer, 0, a_ptr if p.operand == "A" else b_ptr, region + p.offset)
                 self._launch(stream, head, block.address)
                 if p.operand == "A":
-                    a_ptr = ws + p.offset
+                    a_ptr = region + p.offset
                 else:
-                    b_ptr = ws + p.offset
+                    b_ptr = region + p.offset
             split = self.splits > 1
-            _fill(self._params, a_ptr, b_ptr, ws + self._split_offset if split else c_ptr, alpha, beta)
+            _fill(self._params, a_ptr, b_ptr, region + self._split_offset if split else c_ptr, alpha, beta)
             if self._maps is not None and (a_ptr, b_ptr) != self._mapped:
                 self._params.tensor_maps(*self._acquire_maps(a_ptr, b_ptr))
                 self._mapped = (a_ptr, b_ptr)
             self._launch(stream)
             if split:
-                _fill(self._reduce, ws + self._split_offset, c_ptr, alpha, beta)
+                _fill(self._reduce, region + self._split_offset, c_ptr, alpha, beta)
                 self._launch(stream, self._reduce_head, self._reduce.address)
         if captured:
             workspace.captured_free(self.ordinal, stream, ws)

@@ -106,10 +106,17 @@ def packed_view(kp: KernelProblem, packs: tuple[Pack, ...]) -> KernelProblem:
 
 
 def layout(packs: tuple[Pack, ...], split_bytes: int) -> tuple[int, int]:
-    """(offset of the split-K partial products, total bytes) of a workspace holding ``packs``
-    (at their offsets) and then ``split_bytes`` of partial products (0: no split)."""
+    """(offset of the split-K partial products, bytes to allocate) of a workspace holding
+    ``packs`` (at their offsets) and then ``split_bytes`` of partial products (0: no split),
+    from its first ``ALIGN``-byte boundary (``base``): the allocation has room to round up to it."""
     split_offset = sum(p.nbytes for p in packs)
-    return split_offset, split_offset + _round_up(split_bytes, ALIGN)
+    return split_offset, split_offset + _round_up(split_bytes, ALIGN) + (ALIGN if packs else 0)
+
+
+def base(ptr: int) -> int:
+    """The first ``ALIGN``-byte boundary at or after a workspace's pointer (cuMemAlloc's are on
+    one already; a stream-ordered allocation is promised less)."""
+    return _round_up(ptr, ALIGN)
 
 
 def describe(packs: tuple[Pack, ...]) -> str:
