@@ -1,7 +1,8 @@
 """kernel="auto" picks a rung and its configuration (core/dispatch.py): from the tuner's export of
 the tuning database for the nearest tuned shape of this GPU, else from the shipped defaults of the
 architecture, else by the rule (top rung, a preset for skinny problems, split-K when the output
-tiles leave more than half of the SMs idle). CPU only: stand-in problems and devices."""
+tiles leave more than half of the SMs idle, the preset of half the tile's width where it fills the
+SMs better). CPU only: stand-in problems and devices."""
 
 from __future__ import annotations
 
@@ -184,12 +185,43 @@ def test_the_rule_takes_a_preset_when_the_default_tile_pads_a_skinny_problem():
     assert cfg == get("async_simt").config()
 
 
-def test_the_rule_leaves_a_top_rung_without_split_k_for_one_with_it_when_the_sms_would_idle(tuned):
-    c = dispatch.decide(problem(256, 256, 65536, "bf16"), "auto", None, H100)
-    assert c.source == "rule" and c.rung.slug == "mma_sync" and c.config["SPLITK"] > 1
-    assert "wgmma_tma cannot split K" in c.reason
-    for shape in ((4096, 4096, 4096), (128, 4096, 4096), (256, 256, 4096)):   # enough tiles, or K short
+def test_the_rule_splits_k_inside_rung_19_where_its_tiles_leave_the_sms_idle(tuned):
+    for shape, split in (((128, 4096, 4096), 8), ((128, 4096, 14336), 8), ((256, 256, 65536), 64)):
+        c = dispatch.decide(problem(*shape, "bf16"), "auto", None, H100)   # 16, 16 and 2 tiles of 128x256
+        assert c.source == "rule" and c.rung.slug == "wgmma_tma", shape
+        assert (c.config["BN"], c.config["SPLITK"]) == (256, split) and f"split-K {split}" in c.reason, shape
+        assert "wgmma_ws cannot split K" in c.reason
+    for shape in ((4096, 4096, 4096), (1024, 4096, 4096), (8192, 4096, 14336)):   # a wave of tiles or more
+        c = dispatch.decide(problem(*shape, "fp16"), "auto", None, H100)
+        assert c.rung.slug == "wgmma_ws" and c.config["BN"] == 256, shape
+
+
+def test_the_rule_takes_the_half_width_tile_where_it_fills_the_sms_better(tuned):
+    # 1024x6144: 192 tiles of 128x256 in two waves, the second half empty; 384 of 128x128 in three
+    c = dispatch.decide(problem(1024, 6144, 4096, "bf16"), "auto", None, H100)
+    assert (c.rung.slug, c.config["BM"], c.config["BN"]) == ("wgmma_ws", 128, 128) and "preset '128x128'" in c.reason
+    # 128x14336: 56 tiles of 128x256 leave rung 21 more than half of the SMs idle; rung 19's 112
+    # tiles of 128x128 need no split where its 128x256 would need one
+    c = dispatch.decide(problem(128, 14336, 4096, "bf16"), "auto", None, H100)
+    assert (c.rung.slug, c.config["BM"], c.config["BN"], c.config["SPLITK"]) == ("wgmma_tma", 128, 128, 1)
+    assert "preset '128x128'" in c.reason
+    # as many blocks either way, both split: the default tile (half the FP32 partials per block)
+    assert dispatch.rule_config(get("wgmma_tma"), 128, 4096, 4096, 132)[0]["BN"] == 256
+
+
+def test_the_rule_leaves_a_top_rung_without_split_k_only_when_half_the_sms_would_idle(tuned):
+    for shape in ((128, 4096, 4096), (256, 256, 65536), (256, 256, 4096)):      # 16, 2 and 2 tiles
         assert dispatch.decide(problem(*shape, "bf16"), "auto", None, H100).rung.slug == "wgmma_tma", shape
+    for shape in ((4096, 4096, 4096), (512, 8192, 4096)):                       # 512 and 128 tiles
+        assert dispatch.decide(problem(*shape, "bf16"), "auto", None, H100).rung.slug == "wgmma_ws", shape
+
+
+def test_the_rule_clusters_only_row_tiles_that_pair_up():
+    r = get("wgmma_ws")                                                       # 128 x 256, clusters of 2
+    assert dispatch.rule_config(r, 4096, 4096, 4096, 132)[0] == r.config()   # 32 row tiles
+    cfg, why = dispatch.rule_config(r, 2944, 4096, 4096, 132)                 # 23 row tiles
+    assert cfg == dict(r.config(), CLUSTER=1) and "23 row tiles do not pair up" in why
+    assert dispatch.rule_config(r, 16, 8192, 4096, 132)[0]["CLUSTER"] == 1
 
 
 def test_without_any_table_auto_follows_the_rule(tuned):

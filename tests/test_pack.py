@@ -35,7 +35,7 @@ def problem(M, N, K, dtype="fp32", *, lds=(None, None, None), ptrs=(0x10000, 0x2
 
 # ---- the switch ------------------------------------------------------------------------------
 def test_the_rungs_with_16_byte_paths_have_a_pack_switch_off_by_default():
-    assert {r.slug for r in PACKING} == {"mma_sync", "async_simt", "wgmma_tma", "tf32_mma"}
+    assert {r.slug for r in PACKING} == {"mma_sync", "async_simt", "wgmma_tma", "tf32_mma", "wgmma_ws"}
     for r in PACKING:
         assert r.params["PACK"] == 0 and r.config()["PACK"] == 0
         assert r.config({"PACK": 1})["PACK"] == 1 and r.config("PACK=1")["PACK"] == 1
@@ -165,7 +165,7 @@ def no_tuned(tmp_path, monkeypatch):
 
 def test_auto_packs_both_operands_of_4093_cubed_bf16_on_an_h100(no_tuned):
     c = dispatch.decide(problem(4093, 4093, 4093, "bf16"), "auto", None, H100)
-    assert c.rung.slug == "wgmma_tma" and c.config["PACK"] == 1
+    assert c.rung is registry.for_dtype("bf16", "sm_90a")[-1] and c.config["PACK"] == 1
     assert "packs A: ld 4093 -> 4096, B: ld 4093 -> 4096" in c.reason
 
 
@@ -206,6 +206,12 @@ def test_the_estimate_weighs_the_copies_against_what_the_fast_path_saves():
     # both operands read and written once at 3 TB/s plus two launches; 512 tiles fill 132 SMs
     assert copies == pytest.approx(2 * 4093 * (4093 + 4096) * 2 / 3.0e12 + 4e-6)
     assert saved == pytest.approx((733.2 / 88.3 - 1) * 2 * 4093 ** 3 / 733.2e12)
+
+
+def test_every_packing_rung_has_the_figures_the_estimate_needs():
+    for r in PACKING:
+        for precision in r.precisions:
+            assert f"{r.slug}/{precision}" in dispatch.ALIGNED_TFLOPS or r.slug in dispatch.ALIGNED_TFLOPS, r.slug
 
 
 def rung_config(choice) -> dict:

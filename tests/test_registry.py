@@ -145,3 +145,31 @@ def test_grid_folds_row_tiles_beyond_grid_y_into_grid_z_without_losing_any():
     for tiles in (65536, 2 * 65535 + 1, 5 * 65535 + 3):
         _, gy, gz = r.launch(tiles * bm - 1, 10, cfg).grid
         assert gy <= 65535 and tiles <= gy * gz < tiles + gz
+
+
+def test_a_persistent_rung_launches_one_block_per_sm_in_whole_clusters_up_to_its_work():
+    r = registry.get("wgmma_ws")
+    one, two = r.config("128x256_nocluster"), r.config("128x256")
+    assert r.launch(4096, 4096, one, 4096, sm_count=132).grid == (132, 1, 1)       # 512 tiles
+    assert r.launch(4096, 4096, two, 4096, sm_count=132).grid == (132, 1, 1)       # 256 pairs: 66 clusters
+    assert r.launch(4096, 4096, two, 4096, sm_count=133).grid == (132, 1, 1)       # never half a cluster
+    assert r.launch(300, 300, one, 64, sm_count=132).grid == (6, 1, 1)             # 3 x 2 tiles
+    assert r.launch(300, 300, two, 64, sm_count=132).grid == (8, 1, 1)             # 2 pairs x 2 columns
+    assert r.launch(1, 1, two, 1, sm_count=132).grid == (2, 1, 1)
+    assert r.launch(65535 * 128 + 1, 7, one, 9, sm_count=132).grid == (132, 1, 1)  # no grid.y limit
+
+
+def test_a_persistent_rung_refuses_a_launch_without_the_sm_count():
+    r = registry.get("wgmma_ws")
+    with pytest.raises(ValueError, match="'wgmma_ws' is persistent.*SM count"):
+        r.launch(4096, 4096, r.config(), 4096)
+
+
+def test_the_persistent_rung_refuses_configurations_it_was_not_written_for_with_reasons():
+    r = registry.get("wgmma_ws")
+    with pytest.raises(ValueError, match="must be 2 x WM=128: two consumer warpgroups"):
+        r.config({"BM": 128, "WM": 128, "BN": 128})
+    with pytest.raises(ValueError, match="CLUSTER=4 must be 1 or 2"):
+        r.config({"CLUSTER": 4})
+    with pytest.raises(ValueError, match="5 stages of 128x64 \\+ 64x256 need"):
+        r.config({"STAGES": 5})

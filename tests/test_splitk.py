@@ -1,7 +1,8 @@
-"""Split-K (a SPLITK parameter of rungs 15, 17 and 18, kernels/common.cuh): the registry's rules and
-geometry, the slice arithmetic the kernel and the host share, the determinism of the reduction
-(argued on a CPU emulation), spill-free compiles of every split variant; on the GPU, correctness
-for every SPLITK the tuner may pick, bitwise-identical repeats, and graph capture."""
+"""Split-K (a SPLITK parameter of rungs 15, 17, 18 and 19, kernels/common.cuh): the registry's rules
+and geometry, the slice arithmetic the kernel and the host share, the determinism of the reduction
+(argued on a CPU emulation), spill-free compiles of every split variant whose SASS keeps the rung's
+claimed instructions; on the GPU, correctness for every SPLITK the tuner may pick, bitwise-identical
+repeats, and graph capture."""
 
 from __future__ import annotations
 
@@ -18,11 +19,13 @@ from gemmlab.core.variant import Variant, compile_reduce
 
 SPLIT_RUNGS = [r for r in registry.kernels() if "SPLITK" in r.params]
 CASES = [(r.slug, dt) for r in SPLIT_RUNGS for dt in r.dtypes]
+# (slug, dtype, arch) for the architectures of the static guards each rung runs on
+ARCH_CASES = [(slug, dt, arch) for slug, dt in CASES for arch in ("sm_90a", "sm_80") if get(slug).runs_on(arch)]
 
 
 # ---- the registry ----------------------------------------------------------------------------
 def test_the_fast_rungs_have_a_splitk_parameter_off_by_default_and_searched_by_the_tuner():
-    assert {r.slug for r in SPLIT_RUNGS} >= {"warp_tiling", "mma_sync", "async_simt"}
+    assert {r.slug for r in SPLIT_RUNGS} >= {"warp_tiling", "mma_sync", "async_simt", "wgmma_tma"}
     for r in SPLIT_RUNGS:
         assert r.params["SPLITK"] == 1
         assert r.space["SPLITK"] == SPLITK_SPACE == (1, 2, 4, 8, 16)
@@ -140,12 +143,12 @@ def test_the_reduction_gives_the_same_bits_whatever_order_the_slices_finish_in()
 def _compiled_ahead(compile_ahead):
     by_arch = {arch: [Variant.make(slug, dtype, a_col=a_col, b_col=b_col, vec_a=vec, vec_b=vec, vec_c=vec,
                                    config={"SPLITK": 4})
-                      for slug, dtype in CASES
+                      for slug, dtype, on in ARCH_CASES if on == arch
                       for a_col, b_col, vec in itertools.product((False, True), (False, True), (True, False))]
                for arch in ("sm_90a", "sm_80")}
     by_arch["sm_90a"] += [Variant.make(r.slug, r.dtypes[0], config=[preset, "SPLITK=4"])
                           for r in SPLIT_RUNGS for preset in r.presets]
-    compile_ahead(by_arch, len(CASES))
+    compile_ahead(by_arch, len(ARCH_CASES))
 
 
 def _no_spills(v: Variant, arch: str) -> None:
@@ -154,8 +157,7 @@ def _no_spills(v: Variant, arch: str) -> None:
     assert res.local == 0 and (res.spill_stores, res.spill_loads) == (0, 0), f"{v.describe()} on {arch} spills"
 
 
-@pytest.mark.parametrize("arch", ("sm_90a", "sm_80"))
-@pytest.mark.parametrize("slug,dtype", CASES)
+@pytest.mark.parametrize("slug,dtype,arch", ARCH_CASES)
 def test_split_variant_compiles_without_spills_in_every_layout(slug, dtype, arch):
     for a_col, b_col, vec in itertools.product((False, True), (False, True), (True, False)):
         _no_spills(Variant.make(slug, dtype, a_col=a_col, b_col=b_col, vec_a=vec, vec_b=vec, vec_c=vec,
@@ -181,6 +183,16 @@ def test_split_variant_reads_its_slice_from_grid_z():
     assert "SR_CTAID.Z" in sass
 
 
+@pytest.mark.parametrize("slug", [r.slug for r in SPLIT_RUNGS if r.sass_claims])
+def test_split_variant_keeps_the_instructions_its_rung_claims(slug):
+    """A split variant is the rung's fast path on a slice of K (rung 19: still HGMMA fed by
+    UTMALDG through mbarriers), not a slower copy of it."""
+    r = get(slug)
+    sass = disasm.sass(Variant.make(slug, r.dtypes[0], config={"SPLITK": 4}).compile("sm_90a").cubin)
+    missing = [c for c in r.sass_claims if not disasm.has_opcode(sass, c)]
+    assert not missing, f"{slug} with SPLITK: SASS lacks {missing}"
+
+
 # ---- GPU ------------------------------------------------------------------------------------------
 LAYOUTS = list(itertools.product((False, True), repeat=3))   # A, B, C column-major
 
@@ -198,6 +210,30 @@ def test_split_k_is_correct_on_odd_shapes_in_every_layout_with_alpha_and_beta(sl
             r = verify(slug, M, N, K, dtype, lib=lib, a_col=a_col, b_col=b_col, c_col=c_col, alpha=alpha, beta=beta,
                        config={"SPLITK": splitk})
             assert r.ok, r.message()
+
+
+# (M, N, K, offset): every stride a multiple of 8 elements with ragged tiles (rung 19: TMA boxes at
+# each slice's k, zeros past K in the last slice only); one operand's stride odd in most layouts (one
+# TMA operand, one copied by threads); every base one element off 16 bytes (no 16-byte access at all:
+# rung 19's producer warpgroup copies both operands, from each slice's first k)
+ALIGNMENT_CASES = [(200, 136, 1032, 0), (64, 8, 4104, 0), (200, 136, 1001, 0), (256, 264, 2048, 1)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("splitk", (4, 16))
+@pytest.mark.parametrize("slug,dtype", CASES)
+def test_split_k_is_correct_with_aligned_mixed_and_unaligned_operands_in_every_layout(slug, dtype, splitk):
+    from gemmlab.measure.verify import verify
+
+    lib = "torch" if dtype == "bf16" else None
+    failures = []
+    for (M, N, K, off), (a_col, b_col, c_col) in itertools.product(ALIGNMENT_CASES, LAYOUTS):
+        for alpha, beta in ((1.5, -0.75), (1.0, 0.0)):
+            r = verify(slug, M, N, K, dtype, lib=lib, a_col=a_col, b_col=b_col, c_col=c_col, alpha=alpha, beta=beta,
+                       offset=off, config={"SPLITK": splitk})
+            if not r.ok:
+                failures.append(r.message())
+    assert not failures, "\n".join(failures)
 
 
 def _torch_operands(dtype: str, M: int, N: int, K: int):
@@ -221,6 +257,23 @@ def test_split_k_gives_the_same_bits_on_every_run(slug, dtype):
         outs.append(c)
     torch.cuda.synchronize()
     assert all(torch.equal(outs[0], o) for o in outs[1:])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("slug,dtype", CASES)
+def test_a_remembered_split_k_plan_reads_new_operands(slug, dtype):
+    """The second call of a signature reuses the plan on other pointers (rung 19: the tensor maps of
+    the new A and B replace the old ones in the parameter block)."""
+    import gemmlab
+
+    torch, a, b, c = _torch_operands(dtype, 192, 136, 2048)
+    gemmlab.gemm(a, b, c, kernel=slug, config={"SPLITK": 8})
+    a2, b2 = torch.randn_like(a), torch.randn_like(b)
+    gemmlab.gemm(a2, b2, c, kernel=slug, config={"SPLITK": 8})
+    torch.cuda.synchronize()
+    ref = a2.double() @ b2.double()
+    tol = 1e-5 if dtype == "fp32" else 1e-2
+    assert float((c.double() - ref).norm() / ref.norm()) < tol
 
 
 @pytest.mark.gpu

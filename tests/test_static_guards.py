@@ -5,6 +5,7 @@ SASS contains the instructions the rung claims (128-bit loads for the vectorized
 HGMMA for the tensor-core rungs, TEX for textures)."""
 
 import itertools
+import re
 
 import pytest
 
@@ -88,6 +89,22 @@ def test_rung_presets_compile_without_local_memory(slug):
         ck = Variant.make(slug, r.dtypes[0], config=preset, precision=precision).compile("sm_90a")
         res = disasm.resource_usage(ck.cubin, ck.log)
         assert res.local == 0 and (res.spill_stores, res.spill_loads) == (0, 0), f"{slug}[{preset}, {precision}] spills"
+
+
+@pytest.mark.parametrize("vec", (True, False), ids=("tma", "thread_copy"))
+def test_warp_specialized_register_split_takes_effect_and_fits_the_registers_the_block_holds(vec):
+    """Rung 21's setmaxnreg: ptxas applies it (no warning C7508), the consumers get more registers
+    than a thread has at entry and the producer fewer, and the block's registers at launch
+    (ptxas's count per thread x 384) cover the producer's share plus the two consumer warpgroups'
+    (otherwise the consumers' setmaxnreg.inc would wait forever)."""
+    v = Variant.make("wgmma_ws", "fp16", vec_a=vec, vec_b=vec, vec_c=vec)
+    ck = v.compile("sm_90a")
+    assert "C7508" not in ck.log and "setmaxnreg" not in ck.log, ck.log
+    split = dict(re.findall(r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32\s+(\d+)", ck.ptx))
+    producer, consumer = int(split["dec"]), int(split["inc"])
+    used = int(re.search(r"Used (\d+) registers", ck.log).group(1))
+    assert producer < used < consumer
+    assert 128 * (producer + 2 * consumer) <= used * v.rung.threads(v.cfg)
 
 
 def test_opcode_claims_match_modifiers_in_order_but_not_other_opcodes():

@@ -50,11 +50,18 @@ def test_the_box_follows_the_tile_configuration():
     assert operand_map("B", 300, 300, 304, True, "fp16", cfg).box == (64, 128)
 
 
+def test_a_cluster_splits_the_b_box_so_each_block_multicasts_its_part():
+    cfg = {"BM": 128, "BN": 256, "BK": 64, "CLUSTER": 2}
+    assert operand_map("B", 300, 300, 304, True, "fp16", cfg).box == (64, 128)    # K-major: BN / 2 rows
+    assert operand_map("B", 300, 300, 304, False, "fp16", cfg).box == (64, 32)    # MN-major: BK / 2 rows
+    assert operand_map("A", 300, 300, 304, False, "fp16", cfg).box == (64, 128)   # A is not shared
+
+
 def test_every_accepted_configuration_gives_boxes_tma_can_copy():
     """A box side is at most 256 elements and its inner side one 128-byte swizzle row."""
-    r = registry.get("wgmma_tma")
-    for values in itertools.product(*r.space.values()):
-        cfg = dict(zip(r.space, values))
+    rungs = [registry.get("wgmma_tma"), registry.get("wgmma_ws")]
+    for r, values in [(r, v) for r in rungs for v in itertools.product(*r.space.values())]:
+        cfg = dict(r.params, **dict(zip(r.space, values)))
         if r.check_config(cfg):
             continue
         for operand, col in itertools.product("AB", (False, True)):

@@ -3,7 +3,7 @@
 # Usage: GEMMLAB_GIT_COMMIT=$(git rev-parse HEAD) tools/gpu_suite.sh [stage ...]
 # stages: env warm verify pytest pytest-par pytest-profile memcheck racecheck memcheck-configs
 #         racecheck-configs sanitize-new bench bench16 bench-bf16 bench-tf32 suite-fp32 suite-llm16
-#         suite-llm-bf16 plain overhead overhead16 ncu-record report inspect
+#         suite-llm-bf16 tune-fp32 strategies plain overhead overhead16 ncu-record report inspect
 #         (default: env warm pytest memcheck racecheck bench bench16 bench-bf16)
 # The device gets a copy of the tree without .git: GEMMLAB_GIT_COMMIT records the commit in the JSON.
 # Logs, JSON and the report are packed into $OUT/suite.tgz (default ./out). Each stage's exit
@@ -76,6 +76,18 @@ for st in "${stages[@]}"; do
     suite-llm-bf16) run suite-llm-bf16 $GL bench auto --suite llm --dtype bf16 --json "$OUT/suite_llm_bf16.json" ;;
     bench-tf32) run bench-tf32 bash -c "$GL bench tf32_mma --precision tf32 --shape 4096,8192 --json $OUT/bench_tf32.json && \
           $GL bench tf32_mma --precision 3xtf32 --shape 4096,8192 --json $OUT/bench_3xtf32.json" ;;
+    tune-fp32)  # the tuner over the FP32 suite (or TUNE_SHAPES="1000 4096x16x4096", one run each); the best
+      # per shape merged into a copy of the shipped defaults; the database comes back with the rest
+      cp src/gemmlab/data/defaults_sm90.json "$OUT/defaults_sm90.json"
+      TUNE="$GL tune ${TUNE_RUNG:-async_simt} --budget ${BUDGET:-20} --peers cublas --time-cap 0.5 --no-progress \
+        --storage sqlite:///$OUT/tune.db --emit-defaults $OUT/defaults_sm90.json"
+      if [ -n "${TUNE_SHAPES:-}" ]; then
+        for s in $TUNE_SHAPES; do run tune-fp32-$s $TUNE --shape $s --json "$OUT/tune_fp32_$s.json"; done
+      else
+        run tune-fp32 $TUNE --suite fp32 --json "$OUT/tune_fp32.json"
+      fi ;;
+    strategies) run strategies $PY benchmarks/tune_strategies.py --rungs ${STRAT_RUNGS:-warp_tiling} \
+      --storage "sqlite:///$OUT/strategies.db" --out "$OUT/tune_strategies.json" ;;
     overhead) run overhead $GL bench --overhead --json "$OUT/overhead.json" ;;
     overhead16) run overhead16 $GL bench --overhead --dtype fp16 --json "$OUT/overhead_fp16.json" ;;
     bench) run bench $GL bench --json "$OUT/bench.json" ;;

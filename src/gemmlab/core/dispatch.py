@@ -13,7 +13,8 @@ A named rung runs with the configuration given (its defaults when none). ``auto`
    on that GPU; the file says where its entries come from).
 3. **rule** -- the top rung for the dtype on this architecture (the ladder improves rung by rung),
    its default tile, a preset instead when the default pads a skinny problem by a third or more,
-   and split-K when the output tiles leave more than half of the SMs idle (``_rule``).
+   split-K when the output tiles leave more than half of the SMs idle, and the preset of half the
+   tile's width when it fills the SMs better (``rule_config``).
 
 Whatever the source, ``auto`` then decides the rung's PACK switch (``with_packing``): an operand
 whose base or leading dimension keeps it off the 16-byte path is copied first (core/packing.py)
@@ -63,7 +64,7 @@ TUNED_FILE = "tuned.json"
 MAX_DISTANCE = 1.0
 SKINNY_PAD = 0.75     # a preset replaces the default tile when it pads to at most 3/4 of the area
 MIN_SLICE_K = 256     # split-K slices at least this long along K
-SPLIT_RUNG_MIN_K = 8192   # the rule leaves a rung without split-K for one with it only over a K this long
+HALF_TILE_TIME = 0.8  # the half-BN preset replaces the tile when predicted at most this fraction of its time
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,7 @@ _tables: dict[str, list[dict]] = {}
 _tables_lock = threading.Lock()
 
 
-def _read(path: Path | None) -> list[dict]:
+def read_table(path: Path | None) -> list[dict]:
     """The entries of a table file, read once per process ([] when absent or unreadable)."""
     if path is None:
         return []
@@ -163,19 +164,51 @@ def _padded(M: int, N: int, cfg) -> int:
     return -(-M // cfg["BM"]) * cfg["BM"] * -(-N // cfg["BN"]) * cfg["BN"]
 
 
+def _split(cfg, M: int, N: int, K: int, sm_count: int) -> int:
+    """The rule's K slices for tile ``cfg`` (1: none): with t output tiles on S SMs, s = S // t while
+    that is 2 or more (t <= S/2), at most 64 (registry.MAX_SPLITK) and at most K / ``MIN_SLICE_K``;
+    none when the row tiles need grid.z."""
+    tiles = -(-M // cfg["BM"]) * -(-N // cfg["BN"])
+    split = min(sm_count // max(tiles, 1), 64, K // MIN_SLICE_K)
+    return split if split >= 2 and -(-M // cfg["BM"]) <= MAX_GRID_Y else 1
+
+
+def _launch_time(cfg, split: int, M: int, N: int, sm_count: int) -> float:
+    """A launch's time in units of one SM's time for one output element's whole K (one block per
+    SM, every tile at the same per-SM rate): waves of blocks times a block's BM*BN/split elements."""
+    blocks = -(-M // cfg["BM"]) * -(-N // cfg["BN"]) * split
+    return -(-blocks // sm_count) * cfg["BM"] * cfg["BN"] / split
+
+
+def _half_tile(rung: Rung, cfg) -> tuple[str, dict] | None:
+    """The rung's preset with ``cfg``'s BM and half its BN (rung 19: 128x128 beside 128x256), if any."""
+    for name in rung.presets:
+        p = rung.config(name)
+        if p["BM"] == cfg["BM"] and 2 * p["BN"] == cfg["BN"]:
+            return name, p
+    return None
+
+
 def rule_config(rung: Rung, M: int, N: int, K: int, sm_count: int) -> tuple[dict, str]:
     """The rule's configuration of ``rung`` for a kernel-view problem M x N x K on ``sm_count``
     SMs, and why.
 
     Tile: the default, unless a preset pads the output to at most ``SKINNY_PAD`` of the default's
     padded area (16x4096: a 32-row tile instead of 128 computes 4x fewer wasted rows).
-    Split: with t output tiles and S SMs, a one-wave launch lasts as long as one block's K loop;
-    splitting K in s shortens that by s only while t*s blocks still fit one wave, so s = S // t,
-    used when it is 2 or more (t <= S/2: more than half of the SMs idle), at most 64
-    (registry.MAX_SPLITK) and at most K / 256 (a slice shorter than that spends as long filling the
-    pipeline and writing its FP32 tile as it computes). Above S/2 tiles a split only moves the wave
-    quantization (160 blocks on 132 SMs take two waves of half the work: no gain) and adds the
-    workspace traffic."""
+    Split (``_split``): with t output tiles and S SMs, a one-wave launch lasts as long as one
+    block's K loop; splitting K in s shortens that by s only while t*s blocks still fit one wave, so
+    s = S // t, used when it is 2 or more (more than half of the SMs idle). Above S/2 tiles a split
+    only moves the wave quantization (160 blocks on 132 SMs take two waves of half the work: no
+    gain) and adds the workspace traffic.
+    Half tile: the preset with half the BN, each with its own split, when ``_launch_time`` predicts
+    it at most ``HALF_TILE_TIME`` of the tile's (1024x6144 on 132 SMs: 384 tiles of 128x128 in 3
+    waves instead of 192 of 128x256 in 2 with the last half empty), or as fast without a split where
+    the tile needs one (128x14336: 112 tiles of 128x128 instead of 56 of 128x256 split in 2; no
+    FP32 partials written and read back). The margin pays for the half tile's lower per-SM rate: a
+    third more operand bytes per flop from L2, and twice the blocks' prologues and epilogues.
+    Clusters (a CLUSTER parameter, rung 21): none when the row tiles do not divide into clusters
+    along M (an odd count: the last cluster's second block would compute a tile wholly below M; at
+    M <= 128 half of the blocks)."""
     cfg = rung.config()
     why = f"top rung for the dtype, default {cfg['BM']}x{cfg['BN']} tile"
     area = _padded(M, N, cfg)
@@ -183,36 +216,41 @@ def rule_config(rung: Rung, M: int, N: int, K: int, sm_count: int) -> tuple[dict
     if better:
         name, cfg = min(better, key=lambda pc: _padded(M, N, pc[1]))
         why = f"top rung for the dtype, preset {name!r}: its {cfg['BM']}x{cfg['BN']} tile pads {M}x{N} least"
-    if "SPLITK" not in rung.params:
-        return cfg, why
-    tiles = -(-M // cfg["BM"]) * -(-N // cfg["BN"])
-    split = min(sm_count // max(tiles, 1), 64, K // MIN_SLICE_K)
-    if split >= 2 and -(-M // cfg["BM"]) <= MAX_GRID_Y:
+    can_split = "SPLITK" in rung.params
+    split = _split(cfg, M, N, K, sm_count) if can_split else 1
+    half = _half_tile(rung, cfg)
+    if half is not None:
+        hsplit = _split(half[1], M, N, K, sm_count) if can_split else 1
+        t, ht = _launch_time(cfg, split, M, N, sm_count), _launch_time(half[1], hsplit, M, N, sm_count)
+        if ht <= HALF_TILE_TIME * t or (ht <= t and hsplit == 1 < split):
+            cfg, split = half[1], hsplit
+            why += f"; preset {half[0]!r}: its {cfg['BM']}x{cfg['BN']} tiles fill the {sm_count} SMs better"
+    if split > 1:
+        tiles = -(-M // cfg["BM"]) * -(-N // cfg["BN"])
         cfg = dict(cfg, SPLITK=split)
         why += f"; split-K {split}: {tiles} output tiles for {sm_count} SMs, K={K}"
+    rows = -(-M // cfg["BM"])
+    if rows % cfg.get("CLUSTER", 1):
+        cfg = dict(cfg, CLUSTER=1)
+        why += f"; CLUSTER=1: {rows} row tiles do not pair up in clusters"
     return cfg, why
 
 
-def _tiles(rung: Rung, M: int, N: int) -> int:
-    cfg = rung.config()
-    return -(-M // cfg["BM"]) * -(-N // cfg["BN"])
-
-
 def _rule(problem: GemmProblem, arch, sm_count: int, precision: str | None = None) -> Choice:
-    """The top rung with ``rule_config``, except where it cannot split K and its output tiles
-    would occupy at most an eighth of the SMs over a K of at least ``SPLIT_RUNG_MIN_K``: then the
-    highest rung that can split (256x256x65536 in bf16: rung 19 runs 2 blocks of 128x256 on 132
-    SMs, 0.067x cuBLAS in benchmarks/results/h100_llm_suite_bf16.json; rung 17 with SPLITK fills
-    them, at its own 0.58x of cuBLAS's rate per SM: predicted 0.4-0.8x, not yet measured)."""
+    """The top rung for the dtype and precision with ``rule_config``, except where it cannot split
+    K and its output tiles would leave more than half of the SMs idle: then the highest rung that
+    can split, with its own rule (fp16/bf16 on sm_90a: rung 21 is persistent but has no split-K, so
+    128x4096x4096's 16 tiles of 128x256 go to rung 19, split in 8, or its 128x128 tile)."""
     rung = choose(problem, "auto", arch, precision)
     kp = problem.kernel_view()
-    tiles = _tiles(rung, kp.M, kp.N)
-    if "SPLITK" not in rung.params and kp.K >= SPLIT_RUNG_MIN_K and tiles * 8 <= sm_count:
+    cfg0 = rung.config()
+    tiles = -(-kp.M // cfg0["BM"]) * -(-kp.N // cfg0["BN"])
+    if "SPLITK" not in rung.params and 2 * tiles <= sm_count:
         splitting = [r for r in for_dtype(problem.dtype, arch, precision) if "SPLITK" in r.params]
-        cfg, why = rule_config(splitting[-1], kp.M, kp.N, kp.K, sm_count) if splitting else ({}, "")
-        if cfg.get("SPLITK", 1) > 1:
-            return Choice(splitting[-1], cfg, "rule", f"{rung.slug} cannot split K and its {tiles} tiles would "
-                                                      f"leave most of {sm_count} SMs idle: {splitting[-1].slug}; {why}")
+        if splitting:
+            cfg, why = rule_config(splitting[-1], kp.M, kp.N, kp.K, sm_count)
+            return Choice(splitting[-1], cfg, "rule", f"{rung.slug} cannot split K and its {tiles} tiles would leave "
+                                                      f"more than half of {sm_count} SMs idle: {splitting[-1].slug}; {why}")
     cfg, why = rule_config(rung, kp.M, kp.N, kp.K, sm_count)
     return Choice(rung, cfg, "rule", why)
 
@@ -232,9 +270,11 @@ def _rule(problem: GemmProblem, arch, sm_count: int, precision: str | None = Non
 COPY_BYTES_PER_S = 3.0e12     # the H100's device-to-device copy rate
 PACK_LAUNCH_S = 2e-6          # a pack launch's fixed cost on the stream (a prediction)
 PACK_MAX_BYTES = 1 << 30      # auto never takes more workspace than this for copies (PACK=1 may)
-ALIGNED_TFLOPS = {"wgmma_tma": 733.2, "mma_sync": 443.0, "async_simt": 46.8, "tf32_mma/tf32": 127.1,
-                  "tf32_mma/3xtf32": 50.1}
-UNALIGNED_SLOWDOWN = {"wgmma_tma": 733.2 / 88.3, "mma_sync": 443.0 / 66.8}
+# Rung 21 (wgmma_ws) is not measured yet: rung 19's figures stand in (its producer warpgroup copies
+# an unaligned operand the same way; a faster aligned path only makes the copies pay off sooner).
+ALIGNED_TFLOPS = {"wgmma_tma": 733.2, "wgmma_ws": 733.2, "mma_sync": 443.0, "async_simt": 46.8,
+                  "tf32_mma/tf32": 127.1, "tf32_mma/3xtf32": 50.1}
+UNALIGNED_SLOWDOWN = {"wgmma_tma": 733.2 / 88.3, "wgmma_ws": 733.2 / 88.3, "mma_sync": 443.0 / 66.8}
 DEFAULT_SLOWDOWN = 5 / 3
 
 
@@ -295,10 +335,10 @@ def _from_table(problem: GemmProblem, device, source: str, precision: str | None
     allowed = {r.slug: r for r in for_dtype(problem.dtype, device.arch, precision)}
     layout = ("c" if kp.a_col else "r") + ("c" if kp.b_col else "r")
     if source == "tuned":
-        entries = [e for e in _read(tuned_path()) if e.get("arch") == device.arch]
+        entries = [e for e in read_table(tuned_path()) if e.get("arch") == device.arch]
         hit = nearest(entries, problem.dtype, layout, (kp.M, kp.N, kp.K), allowed, device.name)
     else:
-        hit = nearest(_read(defaults_path(device.arch)), problem.dtype, layout, (kp.M, kp.N, kp.K), allowed)
+        hit = nearest(read_table(defaults_path(device.arch)), problem.dtype, layout, (kp.M, kp.N, kp.K), allowed)
     if hit is None:
         return None
     e, d = hit

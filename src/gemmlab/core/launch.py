@@ -267,7 +267,7 @@ class Plan:
             kp = self.kp = packing.packed_view(kp, self.packs)
             self.variant = replace(self.variant, vec_a=kp.vec_a, vec_b=kp.vec_b)
         rung.check_resources(self.variant.cfg, info.limits)
-        self.geometry: Launch = rung.launch(kp.M, kp.N, self.variant.cfg, kp.K)
+        self.geometry: Launch = rung.launch(kp.M, kp.N, self.variant.cfg, kp.K, info.sm_count)
         split = self.variant.cfg.get("SPLITK", 1) > 1
         self.splits = self.geometry.grid[2] if split else 1     # K slices (split-K), else 1
         self.variant = self.variant.for_geometry(self.geometry, kp.N)   # split-K or tall grid
@@ -390,14 +390,18 @@ class Plan:
             except OverflowError:
                 params.pack(params.buffer, 0, a_ptr, b_ptr, c_ptr, _f32(alpha), _f32(beta))
             if self._maps is not None and (a_ptr != self._mapped[0] or b_ptr != self._mapped[1]):
-                # the block holds the maps of the last pointers: only new pointers look them up
-                # (hashing the map arguments and copying 256 bytes is microseconds per call)
-                params.tensor_maps(*self._acquire_maps(a_ptr, b_ptr))
-                self._mapped = (a_ptr, b_ptr)
+                self._remap(a_ptr, b_ptr)
             err = self._cu.cuLaunchKernel(*self._launch_head, stream, params.address, 0)[0]
             if err or CHECKED:
                 self._after_launch(err, stream)
         return True
+
+    def _remap(self, a_ptr: int, b_ptr: int) -> None:
+        """The tensor maps of new operand pointers into the parameter block (call with the plan's
+        lock). The block holds the maps of the last pointers, so the launches look maps up only when
+        the pointers change (hashing the map arguments and copying 256 bytes is microseconds)."""
+        self._params.tensor_maps(*self._acquire_maps(a_ptr, b_ptr))
+        self._mapped = (a_ptr, b_ptr)
 
     def _launch_staged(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float,
                        stream: int | None = None) -> bool:
@@ -425,8 +429,7 @@ class Plan:
             split = self.splits > 1
             _fill(self._params, a_ptr, b_ptr, region + self._split_offset if split else c_ptr, alpha, beta)
             if self._maps is not None and (a_ptr, b_ptr) != self._mapped:
-                self._params.tensor_maps(*self._acquire_maps(a_ptr, b_ptr))
-                self._mapped = (a_ptr, b_ptr)
+                self._remap(a_ptr, b_ptr)   # the maps of these A and B (a packed one's: of its copy)
             self._launch(stream)
             if split:
                 _fill(self._reduce, region + self._split_offset, c_ptr, alpha, beta)

@@ -9,7 +9,10 @@ SASS must satisfy (checked in CI by ``tests/test_static_guards.py``).
 Launch geometry is uniform: a 1-D block of ``THREADS`` threads computes one ``BM x BN`` tile of C
 (row-major inside the kernel, see kernels/common.cuh); the grid is ``(ceil(N/BN), ceil(M/BM))``, with the row tiles folded into grid.z past
 grid.y's limit of 65535 (``Rung.launch``). A rung with a ``SPLITK`` parameter (> 1) splits K
-instead: grid.z holds the K slices (``splitk_slices``) and a reduction kernel sums them.
+instead: grid.z holds the K slices (``splitk_slices``) and a reduction kernel sums them. A
+persistent rung (``Rung.persistent``) launches one block per SM instead, up to the number of
+tiles (in clusters of ``CLUSTER`` blocks), and each block loops over tiles: its grid needs the
+device's SM count.
 """
 
 from __future__ import annotations
@@ -66,6 +69,8 @@ class Rung:
     max_arch: int | None = None        # the newest architecture it runs on (None: any newer one)
     tensor_maps: bool = False          # A and B also passed as TMA tensor maps (core/tensormaps.py),
                                        # for each operand whose 16-byte access is legal
+    persistent: bool = False           # one block per SM (up to the tiles), looping over the tiles:
+                                       # launch() needs the SM count; CLUSTER blocks per cluster
     space: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # what `gemmlab tune` searches:
                                        # values per parameter (the others stay at their defaults)
     precisions: tuple[str, ...] = ()   # core.precision names it computes in, its default first;
@@ -179,12 +184,16 @@ class Rung:
             d["GL_DYN_SMEM"] = smem  # the kernel checks its carve-up fits what the launch gives it
         return d
 
-    def launch(self, M: int, N: int, cfg: Mapping[str, int], K: int | None = None) -> Launch:
+    def launch(self, M: int, N: int, cfg: Mapping[str, int], K: int | None = None,
+               sm_count: int | None = None) -> Launch:
         """Column tiles along grid.x; row tiles along grid.y, continued along grid.z past grid.y's
         limit (GL_TILE_ROW in kernels/common.cuh), so no M below 2^31 is refused.
         With SPLITK > 1, grid.z holds the K slices instead: SPLITK of them, or, given ``K``, the
         number ``splitk_slices`` gives (never an empty slice). Split-K and a grid.z of row tiles
-        exclude each other: a problem that needs both is refused with a ValueError."""
+        exclude each other: a problem that needs both is refused with a ValueError.
+        A persistent rung: ``persistent_grid`` on the device's ``sm_count`` (ValueError without it)."""
+        if self.persistent:
+            return Launch((self.persistent_grid(M, N, cfg, sm_count), 1, 1), (self.threads(cfg), 1, 1), self.smem(cfg))
         tiles_m = (M + cfg["BM"] - 1) // cfg["BM"]
         split = cfg.get("SPLITK", 1)
         if split > 1:
@@ -198,6 +207,18 @@ class Rung:
         gy = (tiles_m + gz - 1) // gz      # balanced slices: fewer than gz surplus tiles in all
         grid = ((N + cfg["BN"] - 1) // cfg["BN"], gy, gz)
         return Launch(grid, (self.threads(cfg), 1, 1), self.smem(cfg))
+
+    def persistent_grid(self, M: int, N: int, cfg: Mapping[str, int], sm_count: int | None) -> int:
+        """The blocks of a persistent launch: one cluster of CLUSTER blocks per CLUSTER SMs, up to
+        the units of work (a unit: CLUSTER vertically adjacent tiles of one column tile), so that
+        every block is resident at once and loops over its share of the units (the kernel's
+        Schedule, kernels/21_wgmma_ws.cu)."""
+        if not sm_count or sm_count < 1:
+            raise ValueError(f"rung {self.slug!r} is persistent (one block per SM, each looping over tiles): "
+                             f"its launch needs the device's SM count, got {sm_count!r}")
+        cluster = cfg.get("CLUSTER", 1)
+        units = _cdiv(_cdiv(M, cfg["BM"]), cluster) * _cdiv(N, cfg["BN"])
+        return max(1, min(units, sm_count // cluster)) * cluster
 
 
 # ---- split-K -------------------------------------------------------------------------------------
@@ -463,7 +484,7 @@ def _wgmma_smem(cfg) -> int:
     return 1024 + max(pipeline, staging) + 16 * cfg["STAGES"]
 
 
-def _wgmma_constraints(cfg) -> list[str]:
+def _wgmma_constraints(cfg, smem=_wgmma_smem) -> list[str]:
     """What 19_wgmma_tma.cu static_asserts: one or two consumer warpgroups of 64 or 128 rows, a
     wgmma N of 64, 128 or 256 (the block's BN), BK in whole 64-element swizzle rows and at most a
     TMA box side (256), at least two stages, at most 128 FP32 accumulators per thread (with 384
@@ -485,9 +506,30 @@ def _wgmma_constraints(cfg) -> list[str]:
     acc = cfg["WM"] // 64 * cfg["BN"] // 2
     if acc > 128:
         out.append(f"a {cfg['WM']}x{cfg['BN']} warpgroup tile needs {acc} FP32 accumulators per thread; at most 128 fit")
-    if _wgmma_smem(cfg) > MAX_SMEM_PER_BLOCK:
-        out.append(f"{cfg['STAGES']} stages of {cfg['BM']}x{cfg['BK']} + {cfg['BK']}x{cfg['BN']} need {_wgmma_smem(cfg)} B "
+    if smem(cfg) > MAX_SMEM_PER_BLOCK:
+        out.append(f"{cfg['STAGES']} stages of {cfg['BM']}x{cfg['BK']} + {cfg['BK']}x{cfg['BN']} need {smem(cfg)} B "
                    f"of shared memory; a block may have at most {MAX_SMEM_PER_BLOCK} B")
+    return out
+
+
+# ---- rung 21 (wgmma_ws): warp-specialized, persistent WGMMA ------------------------------------
+def _ws_smem(cfg) -> int:
+    """21_wgmma_ws.cu's dynamic shared memory: 1024 bytes to align the base to the 128-byte
+    swizzle's period, STAGES 16-bit A and B tiles (no epilogue staging: the consumers store from
+    registers while the producer refills the stages), a full and an empty mbarrier per stage."""
+    return 1024 + cfg["STAGES"] * (cfg["BM"] + cfg["BN"]) * cfg["BK"] * 2 + 16 * cfg["STAGES"]
+
+
+def _ws_constraints(cfg) -> list[str]:
+    """Rung 19's (``_wgmma_constraints``, with this rung's shared memory), and what
+    21_wgmma_ws.cu adds: exactly two consumer warpgroups (its register split, setmaxnreg 232 for
+    them and 40 for the producer, is made for 384 threads) and clusters of 1 or 2 blocks."""
+    out = _wgmma_constraints(cfg, _ws_smem)
+    if not out and cfg["BM"] != 2 * cfg["WM"]:
+        out.append(f"BM={cfg['BM']} must be 2 x WM={cfg['WM']}: two consumer warpgroups (the register split "
+                   f"between them and the producer is made for 384 threads)")
+    if cfg.get("CLUSTER", 1) not in (1, 2):
+        out.append(f"CLUSTER={cfg['CLUSTER']} must be 1 or 2 (blocks per cluster along M, sharing B by multicast)")
     return out
 
 
@@ -744,14 +786,15 @@ RUNGS: tuple[Rung, ...] = (
         19, "wgmma_tma", "Hopper WGMMA fed by TMA",
         "wgmma.mma_async reads A and B from 128-byte-swizzled shared memory through matrix descriptors; one thread's TMA boxes fill a STAGES-deep ring guarded by mbarriers.",
         ("issue 10, section 1.2 (Hopper WGMMA + TMA)",), "19_wgmma_tma.cu", dtypes=("fp16", "bf16"),
-        params={"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4},
+        params={"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "SPLITK": 1},
         presets={"128x256": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4},
                  "128x128": {"BM": 128, "BN": 128, "BK": 64, "WM": 64, "STAGES": 6},
                  "256x128": {"BM": 256, "BN": 128, "BK": 64, "WM": 128, "STAGES": 4}},
-        threads=_wgmma_threads, constraints=_wgmma_constraints, smem=_wgmma_smem,
+        threads=_wgmma_threads, constraints=lambda c: _wgmma_constraints(c) + _splitk_constraints(c), smem=_wgmma_smem,
         sass_claims=("HGMMA", "UTMALDG", "SYNCS"), min_arch=90, max_arch=90, tensor_maps=True,
         packs=True,
-        space={"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (64, 128), "WM": (64, 128), "STAGES": (2, 3, 4, 5, 6)},
+        space={"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (64, 128), "WM": (64, 128), "STAGES": (2, 3, 4, 5, 6),
+               "SPLITK": SPLITK_SPACE},
     ),
     Rung(
         20, "tf32_mma", "FP32 on the tensor cores: TF32 and 3xTF32 through mma.sync",
@@ -766,6 +809,22 @@ RUNGS: tuple[Rung, ...] = (
         sass_claims=("HMMA.1688.F32.TF32", "LDSM", "LDGSTS"), min_arch=80,
         packs=True,
         space={"BM": _p2(6, 8), "BN": _p2(6, 8), "BK": (32, 64), "WM": (32, 64), "WN": (32, 64), "STAGES": (2, 3, 4)},
+    ),
+    Rung(
+        21, "wgmma_ws", "Warp-specialized persistent WGMMA: setmaxnreg, tile scheduler, clusters",
+        "A producer warpgroup (setmaxnreg.dec) runs TMA ahead into the next tile while two consumer warpgroups (setmaxnreg.inc) multiply and store their tile from registers; one block per SM loops over the tiles; clusters of 2 along M share B by TMA multicast.",
+        ("CUTLASS sm90 warp-specialized persistent GEMM (TMA, cooperative consumers, 2x1 cluster)",), "21_wgmma_ws.cu",
+        dtypes=("fp16", "bf16"),
+        params={"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 2},
+        presets={"128x256": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 2},
+                 "128x256_nocluster": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 1},
+                 "128x128": {"BM": 128, "BN": 128, "BK": 64, "WM": 64, "STAGES": 6, "CLUSTER": 2},
+                 "256x128": {"BM": 256, "BN": 128, "BK": 64, "WM": 128, "STAGES": 4, "CLUSTER": 2}},
+        threads=_wgmma_threads, constraints=_ws_constraints, smem=_ws_smem,
+        sass_claims=("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG"), min_arch=90, max_arch=90, tensor_maps=True,
+        persistent=True,
+        packs=True,
+        space={"BN": (128, 256), "BK": (64, 128), "STAGES": (2, 3, 4, 5, 6), "CLUSTER": (1, 2)},
     ),
 )
 

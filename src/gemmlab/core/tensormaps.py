@@ -51,7 +51,9 @@ def operand_map(operand: str, rows: int, cols: int, ld: int, col_major: bool, dt
     sees it (kernels/common.cuh: C row-major, A and B either layout), for the tile ``cfg`` (BM, BN,
     BK). The box's inner side is one 128-byte swizzle row (64 16-bit elements); its outer side is
     the tile's extent along the outer dimension: BM or BN for a K-major operand (row-major A,
-    column-major B), BK for an MN-major one. ValueError for anything else."""
+    column-major B), BK for an MN-major one. With ``CLUSTER`` > 1 (rung 21) B's outer side is split in
+    CLUSTER parts: each block of a cluster loads one part and multicasts it to all. ValueError for
+    anything else."""
     if operand not in ("A", "B"):
         raise ValueError(f"operand must be 'A' or 'B', got {operand!r}")
     if dtype not in _TENSOR_MAP_TYPE:
@@ -65,8 +67,9 @@ def operand_map(operand: str, rows: int, cols: int, ld: int, col_major: bool, dt
     # K-major: the contiguous dimension is K (row-major A: cols; column-major B: rows)
     k_major = (not col_major) if operand == "A" else col_major
     tile = cfg["BM"] if operand == "A" else cfg["BN"]
+    parts = cfg.get("CLUSTER", 1) if operand == "B" else 1
     return MapArgs(dtype, (inner, outer), (ld * itemsize,),
-                   (SWIZZLE_BYTES // itemsize, tile if k_major else cfg["BK"]), k_major=k_major)
+                   (SWIZZLE_BYTES // itemsize, (tile if k_major else cfg["BK"]) // parts), k_major=k_major)
 
 
 def encode(args: MapArgs, ptr: int) -> bytes:

@@ -54,7 +54,23 @@
 // loads and its epilogue leave the tensor cores idle; persistence (the next rung) overlaps them.
 // Operands TMA cannot describe (h100_wgmma_tma_unaligned_fp16.json, commit 278f648): 87.4 TFLOP/s
 // at 4093^3 (0.57x cuBLAS; rung 17 66.8) and 9.6 at 127x4097x1023 (rung 17 7.8).
+// Split-K (SPLITK > 1, kernels/common.cuh, as rungs 15, 17 and 18): blockIdx.z takes a slice of K,
+// whole BK tiles, so the TMA boxes of a slice stop at its end (the tensor maps still describe the
+// whole matrix: zeros past K in the last slice only) and the thread-copy path starts at the slice's
+// first k; the epilogue writes the FP32 partial tile to the workspace (no alpha/beta, C not read)
+// and splitk_reduce.cu sums the slices in a fixed order. Why: one block per SM runs one tile for
+// all of K, so a problem with few output tiles leaves SMs idle for the whole launch
+// (h100_llm_suite_bf16.json, commit d6d5837, 128x256 tiles: 128x4096x4096 16 tiles, 0.49x cuBLAS;
+// 128x4096x14336 0.45x; 128x6144x4096 24 tiles, 0.66x; 256x256x65536 2 tiles, 0.067x). The
+// dispatch rule (core/dispatch.py) splits such shapes until the blocks fill the SMs, or takes the
+// 128x128 preset where that fills them better. Prediction, written before any measurement (no GPU
+// where it was built; the reasoning per shape is in benchmarks/NOTES.md): 0.8-1.1x cuBLAS at
+// 128x4096x4096 (SPLITK 8), 0.85-1.15x at 128x6144x4096 (SPLITK 5), 0.9-1.2x at 128x4096x14336
+// (SPLITK 8) and 0.85-1.2x at 256x256x65536 (SPLITK 64): the split launches are bound by reading
+// B (or A and B) from DRAM, plus a reduction of 16-17 MB of FP32 partials from L2. SPLITK = 1
+// compiles the same SASS as before the parameter existed.
 #include "common.cuh"
+#include "hopper.cuh"
 
 #if GL_DTYPE == 0
 #error "rung 19 (wgmma_tma) needs GL_DTYPE 1 (fp16) or 2 (bf16): wgmma has no IEEE FP32 mode"
@@ -111,176 +127,6 @@ constexpr unsigned TX_BYTES = (GL_VEC_A ? A_STAGE_B : 0) + (GL_VEC_B ? B_STAGE_B
 // of the producer warpgroup when some operand is copied by threads.
 constexpr unsigned FULL_ARRIVALS = (GL_VEC_A && GL_VEC_B) ? 1 : PRODUCERS;
 
-// The driver's CUtensorMap (cuda.h is not part of NVRTC): 128 opaque bytes, 64-byte aligned,
-// passed by value as a __grid_constant__ kernel parameter (the copy engine reads it from there).
-struct alignas(64) GlTensorMap { unsigned long long opaque[16]; };
-
-// ---- PTX wrappers: mbarriers, TMA, wgmma --------------------------------------------------------
-__device__ __forceinline__ void gl_mbar_init(unsigned bar, unsigned count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
-}
-// Block until the phase of parity `parity` has completed (a fresh barrier counts parity 1 as done).
-__device__ __forceinline__ void gl_mbar_wait(unsigned bar, unsigned parity) {
-    unsigned done;
-    do {
-        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-    } while (!done);
-}
-__device__ __forceinline__ void gl_mbar_arrive(unsigned bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(bar) : "memory");
-}
-__device__ __forceinline__ void gl_mbar_arrive_tx(unsigned bar, unsigned bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void gl_mbar_expect_tx(unsigned bar, unsigned bytes) {
-    asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(bytes) : "memory");
-}
-// One 2-D box at coordinates (inner c0, outer c1) of the tensor `map` into shared memory at `dst`;
-// its bytes count against the transaction count of the mbarrier `bar`.
-__device__ __forceinline__ void gl_tma_load(unsigned dst, const GlTensorMap* map, int c0, int c1, unsigned bar) {
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
-                 :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar) : "memory");
-}
-__device__ __forceinline__ void gl_tma_prefetch(const GlTensorMap* map) {
-    asm volatile("prefetch.tensormap [%0];\n" :: "l"(reinterpret_cast<unsigned long long>(map)) : "memory");
-}
-
-// A shared-memory matrix descriptor with the 128-byte swizzle: start address, leading- and
-// stride-dimension byte offsets (all in 16-byte units), swizzle mode 1 in bits 62-63. The start
-// field is 14 bits of a shared address below 256 KB: adding (offset >> 4) to a descriptor moves
-// its start without carrying into the other fields.
-__device__ __forceinline__ unsigned long long gl_desc(unsigned addr, unsigned lbo, unsigned sbo) {
-    return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
-           ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62);
-}
-
-__device__ __forceinline__ void gl_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void gl_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void gl_wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory"); }
-
-// Pins accumulator registers at this point of the program: the compiler may neither move their
-// reads and writes across it nor copy them elsewhere while a wgmma that writes them is in flight.
-template <int R>
-__device__ __forceinline__ void gl_fence_acc(float (&d)[R][4]) {
-#pragma unroll
-    for (int j = 0; j < R; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(d[j][e]) :: "memory");
-}
-
-#if GL_DTYPE == 1
-#define GL_WGMMA_AB ".f16.f16"
-#else
-#define GL_WGMMA_AB ".bf16.bf16"
-#endif
-// The accumulator operands of m64nNk16: N/2 FP32 registers per thread, d[j][e] = register 4j + e.
-#define GL_WGMMA_D64 \
-    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-#define GL_WGMMA_D128 GL_WGMMA_D64 ", " \
-    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
-    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-#define GL_WGMMA_D256 GL_WGMMA_D128 ", " \
-    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
-    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
-    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
-    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-#define GL_ACC4(d, j) "+f"(d[j][0]), "+f"(d[j][1]), "+f"(d[j][2]), "+f"(d[j][3])
-#define GL_ACC32(d, j) GL_ACC4(d, j), GL_ACC4(d, j + 1), GL_ACC4(d, j + 2), GL_ACC4(d, j + 3), \
-                       GL_ACC4(d, j + 4), GL_ACC4(d, j + 5), GL_ACC4(d, j + 6), GL_ACC4(d, j + 7)
-// d += A (64 x 16, descriptor da) * B (16 x N, descriptor db); TA / TB = 1: that operand is
-// MN-major in shared memory. scale-d = 1 (accumulate) always: the accumulators start at zero.
-
-template <int N> struct GlWgmma;
-template <> struct GlWgmma<64> {
-    template <int TA, int TB>
-    static __device__ __forceinline__ void mma(float (&d)[8][4], unsigned long long da, unsigned long long db) {
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n64k16.f32" GL_WGMMA_AB " {" GL_WGMMA_D64 "}, %32, %33, p, 1, 1, %35, %36;\n}\n"
-                     : GL_ACC32(d, 0) : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB) : "memory");
-    }
-};
-template <> struct GlWgmma<128> {
-    template <int TA, int TB>
-    static __device__ __forceinline__ void mma(float (&d)[16][4], unsigned long long da, unsigned long long db) {
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n128k16.f32" GL_WGMMA_AB " {" GL_WGMMA_D128 "}, %64, %65, p, 1, 1, %67, %68;\n}\n"
-                     : GL_ACC32(d, 0), GL_ACC32(d, 8) : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB) : "memory");
-    }
-};
-template <> struct GlWgmma<256> {
-    template <int TA, int TB>
-    static __device__ __forceinline__ void mma(float (&d)[32][4], unsigned long long da, unsigned long long db) {
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n256k16.f32" GL_WGMMA_AB " {" GL_WGMMA_D256 "}, %128, %129, p, 1, 1, %131, %132;\n}\n"
-                     : GL_ACC32(d, 0), GL_ACC32(d, 8), GL_ACC32(d, 16), GL_ACC32(d, 24)
-                     : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB) : "memory");
-    }
-};
-
-// ---- one operand's tiles: global -> swizzled shared panels ---------------------------------------
-// The operand is P(outer, inner) = P[outer * ld + inner] (inner contiguous), n_outer x n_inner.
-// A tile is PANELS panels of ROWS rows x 64 inner elements; panel i of the tile at (inner0, outer0)
-// holds P(outer0 + r, inner0 + 64 i + e) at row r, element e. The 16-byte chunk c of row r sits at
-// chunk c ^ (r % 8) of the row: the 128-byte swizzle, the one TMA writes and wgmma reads.
-template <int PANELS, int ROWS>
-struct GlOperand {
-    const T* P;
-    int ld, n_outer, n_inner;
-    const GlTensorMap* map;
-
-    // By TMA: one box (64 x ROWS) per panel; out-of-bounds elements arrive as zeros.
-    __device__ __forceinline__ void tma(unsigned dst, int inner0, int outer0, unsigned bar) const {
-#pragma unroll
-        for (int i = 0; i < PANELS; ++i) gl_tma_load(dst + i * ROWS * ROW_B, map, inner0 + 64 * i, outer0, bar);
-    }
-
-    // By the producer warpgroup's 128 threads (operands TMA cannot describe): guarded 16-bit loads,
-    // zeros outside the matrix, one 16-byte shared store per chunk; 8 consecutive threads take the 8
-    // chunks of a row. The trip count is a compile-time constant and the bounds are predicates, not
-    // branches, so the loads of BATCH chunks (8 each) are in flight together. The caller fences and
-    // arrives.
-    __device__ __forceinline__ void copy(unsigned dst, int inner0, int outer0, int ptid) const {
-        constexpr int CHUNKS = PANELS * ROWS * 8;
-        constexpr int PER = CHUNKS / PRODUCERS, BATCH = PER < 4 ? PER : 4;
-        static_assert(CHUNKS % PRODUCERS == 0 && PER % BATCH == 0, "whole batches of chunks per producer thread");
-        const unsigned short* P16 = reinterpret_cast<const unsigned short*>(P);
-#pragma unroll 1
-        for (int p0 = 0; p0 < PER; p0 += BATCH) {     // one batch at a time: the registers stay few
-            unsigned short h[BATCH][8];
-            unsigned at[BATCH];
-#pragma unroll
-            for (int q = 0; q < BATCH; ++q) {
-                const int v = ptid + (p0 + q) * PRODUCERS;
-                const int i = v / (ROWS * 8), r = (v / 8) % ROWS, c = v % 8;
-                const int outer = outer0 + r, inner = inner0 + 64 * i + 8 * c;
-                const bool row_in = outer < n_outer;
-                const int left = row_in ? n_inner - inner : 0;            // elements of the chunk inside
-                const unsigned short* src = P16 + (row_in ? (size_t)outer * ld + inner : 0);
-#pragma unroll
-                for (int e = 0; e < 8; ++e) h[q][e] = e < left ? __ldg(src + e) : (unsigned short)0;
-                at[q] = dst + i * ROWS * ROW_B + r * ROW_B + ((c ^ (r & 7)) << 4);
-            }
-#pragma unroll
-            for (int q = 0; q < BATCH; ++q)
-                asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n"
-                             :: "r"(at[q]), "r"(h[q][0] | ((unsigned)h[q][1] << 16)), "r"(h[q][2] | ((unsigned)h[q][3] << 16)),
-                                "r"(h[q][4] | ((unsigned)h[q][5] << 16)), "r"(h[q][6] | ((unsigned)h[q][7] << 16)) : "memory");
-        }
-    }
-
-    template <bool TMA>
-    __device__ __forceinline__ void load(unsigned dst, int inner0, int outer0, unsigned bar, int ptid) const {
-        if (TMA) {
-            if (ptid == 0) tma(dst, inner0, outer0, bar);
-        } else {
-            copy(dst, inner0, outer0, ptid);
-        }
-    }
-};
-
 // ---- launch order: groups of GROUP_M row tiles ------------------------------------------------
 // Blocks start in the order of their linear index (x fastest). Read as (column tile, row tile)
 // that order sweeps a whole row of column tiles first: the ~132 blocks resident at once on an
@@ -319,9 +165,18 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     auto empty = [&](int s) { return bars + 8u * (STAGES + s); };
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-    const int2 tile = gl_grouped_tile();
+    const int2 tile = gl_grouped_tile();     // grid.x and grid.y only: the split's grid.z leaves it as it is
     const int row0 = tile.y * BM, col0 = tile.x * BN;
-    const int ntiles = GL_CEIL_DIV(K, BK);
+#if GL_SPLITK
+    // split-K: this block's slice of K is [k_first, K) (whole BK tiles, so no box crosses into the
+    // next slice; the tensor maps keep the whole matrix); its FP32 partial tile goes to the
+    // workspace slice W, with alpha and beta left to the reduction kernel
+    int k_first;
+    float* const W = gl_splitk_range(K, k_first, C, M, ldc, BK);
+#else
+    constexpr int k_first = 0;
+#endif
+    const int ntiles = GL_CEIL_DIV(K - k_first, BK);
 
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
@@ -356,7 +211,7 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
         int s = 0;
         unsigned phase = 0;
         for (int t = 0; t < ntiles; ++t) {
-            const int k0 = t * BK;
+            const int k0 = k_first + t * BK;
             gl_mbar_wait(empty(s), phase ^ 1u);
             if (ptid == 0 && TX_BYTES) {
                 if (FULL_ARRIVALS == 1) gl_mbar_arrive_tx(full(s), TX_BYTES);
@@ -443,7 +298,12 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     // producer has nothing left in flight: every tile it loaded was waited for). ---------------------
     asm volatile("bar.sync 1, %0;\n" :: "n"(CONSUMERS) : "memory");
     float (*cs)[CS_LD] = reinterpret_cast<float (*)[CS_LD]>(smem_raw + (base - raw) + warp * 16 * CS_LD * 4);
+#if GL_SPLITK
+    float* const out = W;                      // the FP32 partial tile, as it is
+#else
+    T* const out = C;                          // alpha * acc + beta * C, converted
+#endif
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
-        gl_store_warp16<BN>(cs, acc[mi], C, ldc, M, N, row0 + wg * WM + mi * 64 + 16 * (warp % 4), col0, alpha, beta, lane);
+        gl_store_warp16<BN>(cs, acc[mi], out, ldc, M, N, row0 + wg * WM + mi * 64 + 16 * (warp % 4), col0, alpha, beta, lane);
 }

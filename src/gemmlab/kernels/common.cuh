@@ -384,6 +384,28 @@ __device__ __forceinline__ void gl_store_c8(T* C, int ldc, int M, int N, int i, 
         if (j + e < N) gl_store_c(C, ldc, i, j + e, v[e], alpha, beta);
 }
 
+// Two outputs C(i, j..j+1) from FP32 values v0, v1 (a thread's pair in the tensor cores' C-fragment
+// layout, j even): one 32-bit store when legal (GL_VEC_C: ldc even and C 4-byte aligned at even j)
+// and both are inside; else guarded scalar stores. beta == 0: C not read.
+__device__ __forceinline__ void gl_store_c2(T* C, int ldc, int M, int N, int i, int j, float v0, float v1, float alpha, float beta) {
+    if (i >= M || j >= N) return;
+#if GL_VEC_C
+    if (j + 1 < N) {
+        unsigned* p = reinterpret_cast<unsigned*>(C + gl_c_off(i, j, ldc));
+        float o0 = alpha * v0, o1 = alpha * v1;
+        if (beta != 0.0f) {
+            const float2 c = gl_unpack2(*p);
+            o0 = fmaf(beta, c.x, o0);
+            o1 = fmaf(beta, c.y, o1);
+        }
+        *p = gl_pack2(o0, o1);
+        return;
+    }
+#endif
+    gl_store_c(C, ldc, i, j, v0, alpha, beta);
+    if (j + 1 < N) gl_store_c(C, ldc, i, j + 1, v1, alpha, beta);
+}
+
 #if GL_SPLITK
 // Eight FP32 partial sums W(i, j..j+7) of the split-K variant (no alpha/beta, no conversion): two
 // 128-bit stores when legal (GL_VEC_C: the workspace row length is a multiple of 4; j % 8 == 0)

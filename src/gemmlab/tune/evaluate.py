@@ -70,7 +70,8 @@ class EvaluatorFactory(Protocol):
     """Picklable: a worker process rebuilds its evaluator from it."""
 
     def identity(self, device: int) -> dict:
-        """The study key's machine part: gpu_name, arch, driver, nvrtc, gemmlab."""
+        """The study key's machine part: gpu_name, arch, driver, nvrtc, gemmlab (and, where
+        known, sm_count, which the key leaves out: the dispatch rule's starting point needs it)."""
 
     def create(self, device: int) -> Evaluator: ...
 

@@ -42,7 +42,7 @@ class GpuFactory:
     def identity(self, device: int) -> dict:
         env = environment.collect(device)
         return {"gpu_name": env.get("gpu_name"), "arch": env.get("arch"), "driver": env.get("driver_version"),
-                "nvrtc": env.get("nvrtc_version"), "gemmlab": env.get("gemmlab_version")}
+                "nvrtc": env.get("nvrtc_version"), "gemmlab": env.get("gemmlab_version"), "sm_count": env.get("sm_count")}
 
     def create(self, device: int) -> "GpuEvaluator":
         return GpuEvaluator(self, device)
@@ -80,7 +80,7 @@ class GpuEvaluator:
         kv = self.kv
         v = Variant.make(self.rung, self.f.dtype, a_col=kv.a_col, b_col=kv.b_col, vec_a=kv.vec_a,
                          vec_b=kv.vec_b, vec_c=kv.vec_c, config=cfg, precision=self.f.precision)
-        return v.for_geometry(self.rung.launch(kv.M, kv.N, v.cfg, kv.K), kv.N)   # the variant the plan runs
+        return v.for_geometry(self.rung.launch(kv.M, kv.N, v.cfg, kv.K, self.info.sm_count), kv.N)   # the variant the plan runs
 
     def compile(self, configs: Sequence[dict]) -> list[Outcome | None]:
         variants, errors = [], {}

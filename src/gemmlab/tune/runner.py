@@ -17,11 +17,12 @@ import uuid
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
+from ..core import dispatch
 from ..core.progress import Progress
 from ..core.registry import get
 from ..core.shapes import fmt_shape
 from .evaluate import EvaluatorFactory
-from .search import Job, Stats, retry_failed, search
+from .search import Job, Stats, enqueue_starts, retry_failed, search
 from .space import Space
 from .store import (GRACE_S, HEARTBEAT_S, MEMORY, fail_stale, open_storage, open_study, optuna, study_document, study_key,
                     study_name)
@@ -44,6 +45,7 @@ class TuneSpec:
     heartbeat: tuple[int, int] = (HEARTBEAT_S, GRACE_S)
     target: float | None = None         # stop once a candidate reaches this many TFLOP/s
     precision: str | None = None        # None: the rung's own default for the dtype
+    warm_start: bool = True             # measure ``starting_points`` first (off: the strategy replays)
 
     @property
     def key_dtype(self) -> str:
@@ -83,6 +85,32 @@ def _machine(spec: TuneSpec, factory: EvaluatorFactory) -> dict:
             raise ValueError(f"GPU {spec.devices[0]} and GPU {d} differ ({first} vs {m}): a study holds one kind of "
                              "GPU; tune them in separate runs")
     return first
+
+
+def starting_points(space: Space, spec: TuneSpec, machine: dict) -> list[dict]:
+    """What a run measures before its strategy proposes anything: the rung's defaults and presets,
+    the dispatch rule's configuration for the shape (given the machine's SM count), and the nearest
+    entries of this rung in the tuned and the shipped tables (core/dispatch.py), once each, as far
+    as the space holds them and the constraints accept them. So the best of a run is never worse
+    than what ``kernel="auto"`` ran before it, however small the budget."""
+    rung, (M, N, K) = space.rung, spec.shape
+    cands = [dict(rung.params)] + [space.point(p) for p in rung.presets.values()]
+    if machine.get("sm_count"):
+        cands.append(space.point(dispatch.rule_config(rung, M, N, K, int(machine["sm_count"]))[0]))
+    arch = machine.get("arch")
+    tables = [dispatch.tuned_path()] + ([dispatch.defaults_path(arch)] if arch else [])
+    for path in tables:
+        hit = dispatch.nearest(dispatch.read_table(path), spec.dtype, spec.layout, spec.shape, {rung.slug: rung},
+                               machine.get("gpu_name"))
+        if hit is not None:
+            cands.append(space.point(hit[0].get("config") or {}))
+    out, seen = [], set()
+    for cfg in cands:
+        key = space.key(cfg)
+        if key not in seen and space.contains(cfg) and not space.check(cfg):
+            seen.add(key)
+            out.append(cfg)
+    return out
 
 
 def _public_url(url: str | None) -> str:
@@ -178,6 +206,8 @@ def tune(spec: TuneSpec, factory: EvaluatorFactory, *, progress: bool = False) -
     study = open_study(storage, key, sampler(strategy, space.params, spec.seed), space.params)
     fail_stale(study)
     retried = retry_failed(study, space)
+    if spec.warm_start and strategy != "exhaustive":
+        enqueue_starts(study, space, starting_points(space, spec, machine))
     run = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     job = Job(strategy, run, spec.budget, spec.seconds, spec.batch, target=spec.target)
     t0 = time.perf_counter()

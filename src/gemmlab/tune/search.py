@@ -112,6 +112,24 @@ def retry_failed(study, space: Space) -> int:
     return n
 
 
+def enqueue_starts(study, space: Space, configs) -> int:
+    """Queue the starting points (``runner.starting_points``) that the study has neither recorded,
+    nor in hand, nor queued; returns how many were queued. The queue hands them out before the
+    sampler's own proposals, so a run measures what ``auto`` would run before searching around it."""
+    v = _view(study, run="")
+    waiting = set(v.queued)
+    n = 0
+    for cfg in configs:
+        key = space.key(cfg)
+        if key in v.recorded or key in v.running or key in waiting:
+            continue
+        retrying(lambda: study.enqueue_trial(space.encode(cfg), user_attrs={"queued_key": key, "start": True}),
+                 "queueing a starting point")
+        waiting.add(key)
+        n += 1
+    return n
+
+
 # ---- telling ---------------------------------------------------------------------------------------
 def _attrs(trial, name: str, **kv) -> None:
     """One user attribute (a dict): each is a database transaction, so a trial gets two."""

@@ -1,0 +1,342 @@
+// Rung 21 — warp-specialized, persistent WGMMA: the producer warpgroup runs ahead into the next
+// tile while the consumers write this one (FP16 / BF16 in, FP32 accumulate; sm_90a only).
+//                                           seed: none (the seeds stop at WMMA); the design is
+// CUTLASS's sm90 warp-specialized persistent GEMM (TMA, two cooperative consumer warpgroups, 2x1
+// clusters), written here from the PTX ISA.
+//
+// What it changes against rung 19 (wgmma_tma; the same wgmma, TMA boxes, swizzled panels and
+// mbarrier ring, now shared through hopper.cuh):
+// * Persistent: the grid is min(tiles, SMs) blocks (clusters: min(units, SMs/2) pairs), each
+//   looping over output tiles in a static grouped order (Schedule below). Rung 19 launches one
+//   block per tile, 1 block of 384 threads per SM (192 KB of stages): each block filled its
+//   pipeline and wrote its epilogue with the tensor cores idle (Nsight Compute at 2048^3: tensor
+//   pipe active 76.8%, 35% of the stalls at barriers). Here the mbarrier phases continue across
+//   tiles, so the producer's TMA for tile i+1 is in flight while the consumers finish tile i and
+//   store it: only the first tile of a block pays the pipeline fill.
+// * The epilogue stores from the accumulator registers (pairs of 16-bit outputs, alpha/beta; C
+//   never read when beta == 0) instead of staging through the stages, which now belong to the
+//   next tile. Each consumer releases a tile's last stage before its epilogue.
+// * setmaxnreg: the producer warpgroup gives its registers back (setmaxnreg.dec to 40; it only
+//   holds loop state) and the consumers take them (setmaxnreg.inc to 232), one if/else on the
+//   role at the top of the kernel, a cap of 168 at entry (__launch_bounds__(384, 1)). ptxas
+//   allocates 168 per thread at launch and the split (128 x 40 + 256 x 232 = 384 x 168) uses it
+//   exactly; the consumers' code needs about 152, so the 128 accumulators never come near a spill
+//   and any growth of the epilogue has room.
+// * Clusters of 2 along M (CLUSTER=2, the default): the two CTAs compute vertically adjacent tiles
+//   of one column tile, so they need the same B tile; each loads half of it (half the rows of each
+//   panel) and TMA multicast writes it into both. Per k tile an SM then pulls 16 + 16 KB through
+//   L2 instead of 16 + 32 KB: at ~750 TFLOP/s the 132 SMs read ~8.8 TB/s of tiles from L2 without
+//   multicast, ~5.9 TB/s with it. The empty barriers count both CTAs' consumers (the peer's
+//   producer overwrites this CTA's stage too), the producer's last act is to wait for every stage
+//   to be released (no remote arrival reaches an exited CTA), and a cluster barrier after the
+//   mbarrier init keeps the peer's first multicast from reaching an uninitialized barrier.
+// Operands TMA cannot describe (GL_VEC_A / GL_VEC_B = 0) are copied by the producer warpgroup's
+// 128 threads as in rung 19 (GlOperand::copy, hopper.cuh); that variant keeps 96 registers for the
+// producer (8 halves per chunk in flight) and gives the consumers 200. B is then not multicast.
+// PREDICTION, written before any measurement (H100 SXM, CLUSTER=2): 745-775 TFLOP/s at 4096^3
+// (rung 19: 717 fp16, 735 bf16; cuBLAS 758 and 780 in benchmarks/results/h100_fp16.json and
+// h100_bf16.json: about 0.98-1.02x cuBLAS) and 770-805 at 8192^3 (1.0-1.05x). What is left on the
+// table against the best hand-written Hopper kernels: the two consumer warpgroups still stop the
+// tensor cores together for each epilogue (a ping-pong schedule, each warpgroup on its own tile,
+// would overlap one's epilogue with the other's math), and the epilogue's 4-byte stores.
+#include "common.cuh"
+#include "hopper.cuh"
+
+#if GL_DTYPE == 0
+#error "rung 21 (wgmma_ws) needs GL_DTYPE 1 (fp16) or 2 (bf16): wgmma has no IEEE FP32 mode"
+#endif
+#ifndef GL_DYN_SMEM
+#error "rung 21 (wgmma_ws) needs GL_DYN_SMEM, the dynamic shared memory the launch gives each block"
+#endif
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "rung 21 (wgmma_ws) needs the sm_90a target (wgmma, setmaxnreg): compile for sm_90a"
+#endif
+#ifndef CLUSTER
+#define CLUSTER 1
+#endif
+
+// ---- geometry -----------------------------------------------------------------------------
+constexpr int WGS = BM / WM;                  // consumer warpgroups: two
+constexpr int MI = WM / 64;                   // m64 wgmmas per warpgroup, down
+constexpr int CONSUMERS = GL_WARPGROUP * WGS; // consumer threads
+constexpr int CWARPS = CONSUMERS / 32;        // consumer warps; warps CWARPS.. are the producer warpgroup
+constexpr int KSTEPS = BK / 16;               // k16 wgmma steps per k tile
+// What the registry's constraints promise (core/registry.py, _ws_constraints), restated.
+static_assert(THREADS == CONSUMERS + GL_WARPGROUP, "THREADS must be two consumer warpgroups plus a producer warpgroup");
+static_assert((WM == 64 || WM == 128) && BM == 2 * WM, "two consumer warpgroups of 64 or 128 rows each");
+static_assert(BN == 64 || BN == 128 || BN == 256, "a wgmma's N is the block's BN: 64, 128 or 256");
+static_assert(BK % 64 == 0 && BK <= 256, "BK is whole 128-byte swizzle rows (64 elements) and a TMA box side (<= 256)");
+static_assert(STAGES >= 2, "the pipeline needs at least two stages");
+static_assert(MI * BN / 2 <= 128, "at most 128 FP32 accumulators per thread");
+static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of one or two CTAs along M");
+
+// ---- shared-memory carve-up (as rung 19; no epilogue staging: the producer keeps the stages busy)
+#if GL_A_COL
+constexpr int A_PANELS = BM / 64, A_ROWS = BK;        // MN-major: [BK][64 m] per 64 rows of the tile
+#else
+constexpr int A_PANELS = BK / 64, A_ROWS = BM;        // K-major: [BM][64 k] per 64 k
+#endif
+#if GL_B_COL
+constexpr int B_PANELS = BK / 64, B_ROWS = BN;        // K-major: [BN][64 k] per 64 k
+#else
+constexpr int B_PANELS = BN / 64, B_ROWS = BK;        // MN-major: [BK][64 n] per 64 columns
+#endif
+constexpr int A_PANEL_B = A_ROWS * GL_ROW_B, B_PANEL_B = B_ROWS * GL_ROW_B;
+constexpr int A_STAGE_B = A_PANELS * A_PANEL_B, B_STAGE_B = B_PANELS * B_PANEL_B;
+constexpr int PIPE_B = STAGES * (A_STAGE_B + B_STAGE_B);
+constexpr int SMEM_NEED = 1024 + PIPE_B + 2 * STAGES * 8;    // 1024: aligning the base; then full[], empty[]
+static_assert(A_PANEL_B % 1024 == 0 && B_PANEL_B % 1024 == 0, "panels keep the 1024-byte swizzle alignment");
+static_assert(SMEM_NEED <= GL_DYN_SMEM, "the registry's shared-memory size (GL_DYN_SMEM) is too small for this tile");
+
+// ---- the barriers' counts ---------------------------------------------------------------------
+// TMA_ONLY: both operands come by TMA, issued by one thread; otherwise the producer warpgroup's 128
+// threads copy what TMA cannot describe (GlOperand::copy) and each arrives on the full barrier.
+constexpr bool TMA_ONLY = GL_VEC_A && GL_VEC_B;
+// B multicast: the CLUSTER CTAs of a cluster compute vertically adjacent tiles of one column tile,
+// so they need the same B tile; each loads 1/CLUSTER of it and the copy engine writes it to all.
+constexpr bool MCAST_B = CLUSTER > 1 && GL_VEC_B;
+// Bytes the copy engine delivers to THIS CTA per stage: its A tile and the whole B tile (with
+// multicast, part of B comes from the peer's TMA, counted on this CTA's barrier all the same).
+constexpr unsigned TX_BYTES = (GL_VEC_A ? A_STAGE_B : 0) + (GL_VEC_B ? B_STAGE_B : 0);
+constexpr unsigned FULL_ARRIVALS = TMA_ONLY ? 1 : GL_WARPGROUP;
+// A stage may be refilled once every consumer warp that reads it has released it: with multicast,
+// the peer's producer writes this CTA's stage too, so the consumers of BOTH CTAs arrive on the
+// empty barrier of each (one arrival per consumer warp per CTA).
+constexpr unsigned EMPTY_ARRIVALS = CWARPS * CLUSTER;
+
+// ---- the register split (setmaxnreg) ---------------------------------------------------------
+// __launch_bounds__(384, 1) caps a thread at 168 registers (65536 / 384, in steps of 8), and the
+// block is given 384 x 168 at launch. The producer gives most of its share back (it needs loop
+// state and addresses only; the thread copy needs 8 halves per chunk in flight: 96) and the
+// consumers take it: 128 accumulators plus descriptors and epilogue addresses fit in 232.
+constexpr int PRODUCER_REGS = TMA_ONLY ? 40 : 96;
+constexpr int CONSUMER_REGS = TMA_ONLY ? 232 : 200;
+static_assert(GL_WARPGROUP * (PRODUCER_REGS + WGS * CONSUMER_REGS) <= THREADS * 168,
+              "the register split must fit what the block holds at launch, or the consumers' setmaxnreg.inc waits forever");
+
+// ---- the persistent schedule ------------------------------------------------------------------
+// The grid has min(units, SMs / CLUSTER) clusters (core/registry.py, Rung.launch); a unit is
+// CLUSTER vertically adjacent output tiles (one per CTA of the cluster) of one column tile. Cluster
+// c takes units c, c + clusters, c + 2 clusters, ...: a static schedule that its producer and its
+// consumers, and both CTAs of a cluster, walk identically, so no atomics are needed and every
+// barrier sees the same sequence of tiles and k tiles. Units are numbered in groups of GROUP_M
+// row tiles, the column tiles of one group before the next (rung 19's launch order): the ~132
+// units in flight at a time cover an 8 x 16 patch of C, whose tiles of A and B are served by L2.
+constexpr int GROUP_M = 8;
+constexpr int GROUP_U = GROUP_M / CLUSTER;      // unit rows per group
+struct Schedule {
+    int units_m, tiles_n;
+    long long total;
+    __device__ __forceinline__ Schedule(int M, int N)
+        : units_m(GL_CEIL_DIV(GL_CEIL_DIV(M, BM), CLUSTER)), tiles_n(GL_CEIL_DIV(N, BN)),
+          total((long long)units_m * tiles_n) {}
+    // Unit u's tile for the CTA of cluster rank `rank`: (row tile, column tile). With CLUSTER = 2 and
+    // an odd number of row tiles, rank 1's tile of the last unit row lies wholly below M: it loads
+    // zeros (TMA fills, the copy path guards) and stores nothing, and keeps the two CTAs in step.
+    __device__ __forceinline__ int2 tile(long long u, int rank) const {
+        const long long per_group = (long long)GROUP_U * tiles_n;
+        const int first = (int)(u / per_group) * GROUP_U;
+        const int rows = min(units_m - first, GROUP_U);     // the last group may be shorter
+        const int in_group = (int)(u % per_group);
+        return make_int2((first + in_group % rows) * CLUSTER + rank, in_group / rows);
+    }
+};
+
+// ---- mbarrier bookkeeping (both roles) ---------------------------------------------------------
+// A block's k tiles are numbered g = 0, 1, 2, ... across ALL its output tiles (ktiles per tile,
+// the same for every tile). k tile g lives in stage s = g % STAGES in round r = g / STAGES; each
+// role keeps (s, phase = r & 1) and advances it once per k tile, and never resets it between tiles.
+//   full[s]  completes phase r when k tile g's bytes are in stage s (FULL_ARRIVALS arrivals + TX_BYTES).
+//            The consumers wait on parity (r & 1).
+//   empty[s] completes phase r when every consumer warp (of both CTAs with a cluster) has released
+//            k tile g. Before writing k tile g the producer needs round r - 1 released: it waits on
+//            parity (r & 1) ^ 1; in round 0 that is parity 1, which a fresh barrier counts as done.
+// No wait lags its barrier by two phases: full[s] cannot complete phase r + 1 before the consumers
+// released round r of s (the producer waits for that), and empty[s] cannot complete phase r before
+// the producer filled round r. With a cluster the same holds for the peer's multicast into this
+// CTA: the peer issues round r + 1 of stage s only after THIS CTA's consumers released round r. A
+// multicast's bytes may reach this CTA's full[s] before its own producer's expect_tx of that round;
+// the phase still waits for that producer's arrival, and the transaction count settles at zero.
+struct Ring {
+    int s = 0;
+    unsigned phase = 0;
+    __device__ __forceinline__ void next() {
+        if (++s == STAGES) { s = 0; phase ^= 1u; }
+    }
+};
+
+struct Smem {
+    unsigned a_base, b_base, bars;
+    __device__ __forceinline__ unsigned full(int s) const { return bars + 8u * s; }
+    __device__ __forceinline__ unsigned empty(int s) const { return bars + 8u * (STAGES + s); }
+};
+
+// ---- load: the producer warpgroup ------------------------------------------------------------
+__device__ __forceinline__ void produce(const Smem& sm, const Schedule& sched, int ktiles, int rank, int ptid,
+                                        int M, int N, int K, const T* A, int lda, const T* B, int ldb,
+                                        const GlTensorMap* tmA, const GlTensorMap* tmB) {
+#if GL_A_COL
+    const GlOperand<A_PANELS, A_ROWS> opa{A, lda, K, M, tmA};    // A(m, k) at A[k*lda + m]
+#else
+    const GlOperand<A_PANELS, A_ROWS> opa{A, lda, M, K, tmA};    // A(m, k) at A[m*lda + k]
+#endif
+#if GL_B_COL
+    const GlOperand<B_PANELS, B_ROWS> opb{B, ldb, N, K, tmB};    // B(k, n) at B[n*ldb + k]
+#else
+    const GlOperand<B_PANELS, B_ROWS> opb{B, ldb, K, N, tmB};    // B(k, n) at B[k*ldb + n]
+#endif
+    if (TMA_ONLY && ptid != 0) return;       // TMA only: one thread issues everything
+    if (ptid == 0) {
+        if (GL_VEC_A) gl_tma_prefetch(tmA);
+        if (GL_VEC_B) gl_tma_prefetch(tmB);
+    }
+    Ring ring;
+    for (long long u = blockIdx.x / CLUSTER; u < sched.total; u += gridDim.x / CLUSTER) {
+        const int2 t = sched.tile(u, rank);
+        const int row0 = t.x * BM, col0 = t.y * BN;
+        for (int kt = 0; kt < ktiles; ++kt) {
+            const int k0 = kt * BK, s = ring.s;
+            const unsigned full = sm.full(s), a_dst = sm.a_base + s * A_STAGE_B, b_dst = sm.b_base + s * B_STAGE_B;
+            gl_mbar_wait(sm.empty(s), ring.phase ^ 1u);     // round r - 1 of stage s released (see Ring)
+            if (ptid == 0 && TX_BYTES) {
+                if (TMA_ONLY) gl_mbar_arrive_tx(full, TX_BYTES);
+                else gl_mbar_expect_tx(full, TX_BYTES);
+            }
+#if GL_A_COL
+            opa.load<GL_VEC_A>(a_dst, row0, k0, full, ptid);
+#else
+            opa.load<GL_VEC_A>(a_dst, k0, row0, full, ptid);
+#endif
+#if GL_B_COL
+            const int b_inner = k0, b_outer = col0;
+#else
+            const int b_inner = col0, b_outer = k0;
+#endif
+            if (MCAST_B) {
+                if (ptid == 0) opb.tma_multicast<CLUSTER>(b_dst, b_inner, b_outer, full, rank, (1u << CLUSTER) - 1u);
+            } else {
+                opb.load<GL_VEC_B>(b_dst, b_inner, b_outer, full, ptid);
+            }
+            if (!TMA_ONLY) {
+                gl_fence_proxy_async();              // this thread's st.shared visible to wgmma
+                gl_mbar_arrive(full);
+            }
+            ring.next();
+        }
+    }
+    // With a cluster the peer's consumers arrive on this CTA's empty barriers (and this CTA's
+    // multicasts write into the peer): stay until every stage's last round is released by both
+    // CTAs' consumers, so no arrival targets a CTA that has exited.
+    if (CLUSTER > 1) {
+        for (int i = 0; i < STAGES; ++i) {
+            gl_mbar_wait(sm.empty(ring.s), ring.phase ^ 1u);
+            ring.next();
+        }
+    }
+}
+
+// ---- main loop and epilogue: the consumer warpgroups ------------------------------------------
+__device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, int ktiles, int rank, int warp, int lane,
+                                        int M, int N, float alpha, float beta, T* C, int ldc) {
+    const int wg = warp / 4;                   // this warpgroup's WM rows: wg * WM ..
+    // this warpgroup's descriptors (hopper.cuh): its WM rows of A, all of B
+    const GlStageDescs<GL_A_COL, GL_B_COL, A_PANEL_B, B_PANEL_B> descs(sm.a_base, sm.b_base, wg * WM);
+    // One arrival per consumer warp on the stage's empty barrier, and with a cluster one on the
+    // peer's (whose producer multicasts into this CTA's stage too).
+    auto release = [&](int s) {
+        if (lane == 0) {
+            gl_mbar_arrive(sm.empty(s));
+            if (CLUSTER > 1) gl_mbar_arrive_cluster(sm.empty(s), rank ^ 1);
+        }
+    };
+    // the thread's rows in the C-fragment layout: warp % 4 owns 16 rows of each m64 block
+    const int frag_row = wg * WM + 16 * (warp % 4) + lane / 4, frag_col = 2 * (lane % 4);
+
+    float acc[MI][BN / 8][4];
+    Ring ring;
+    for (long long u = blockIdx.x / CLUSTER; u < sched.total; u += gridDim.x / CLUSTER) {
+        const int2 t = sched.tile(u, rank);
+        const int row0 = t.x * BM, col0 = t.y * BN;
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+            for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[mi][j][e] = 0.0f;
+
+        // k tile kt: wait until its bytes are in, issue its KSTEPS x MI wgmmas as one commit group,
+        // then wait for the group of k tile kt - 1 (one group stays in flight while the next
+        // barrier is awaited) and release kt - 1's stage.
+        int prev = 0;
+        for (int kt = 0; kt < ktiles; ++kt) {
+            const int s = ring.s;
+            gl_mbar_wait(sm.full(s), ring.phase);
+            gl_wgmma_ktile<BN, MI, KSTEPS, GL_A_COL, GL_B_COL>(acc, descs, s * A_STAGE_B, s * B_STAGE_B);
+            if (kt > 0) release(prev);
+            prev = s;
+            ring.next();
+        }
+        gl_wgmma_wait<0>();
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
+        release(prev);          // the tile's last stage: the producer refills it during the epilogue
+
+        // ---- epilogue: straight from the accumulators (the stages belong to the next tile by
+        // now): alpha/beta, a pair of 16-bit outputs per store, C never read when beta == 0 -------
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi) {
+            const int i = row0 + frag_row + mi * 64;
+#pragma unroll
+            for (int j = 0; j < BN / 8; ++j) {
+                const int c = col0 + 8 * j + frag_col;
+                gl_store_c2(C, ldc, M, N, i, c, acc[mi][j][0], acc[mi][j][1], alpha, beta);
+                gl_store_c2(C, ldc, M, N, i + 8, c, acc[mi][j][2], acc[mi][j][3], alpha, beta);
+            }
+        }
+    }
+}
+
+#if CLUSTER > 1
+#define GL_CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
+#else
+#define GL_CLUSTER_DIMS
+#endif
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1) GL_CLUSTER_DIMS
+gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc,
+     const __grid_constant__ GlTensorMap tmA, const __grid_constant__ GlTensorMap tmB)
+{
+    // One raw buffer: [STAGES A tiles][STAGES B tiles], then full[STAGES] and empty[STAGES]. Its
+    // base is rounded up to the swizzle's 1024 bytes (the same offset in every CTA: multicast
+    // writes each CTA's copy at the offset the issuing CTA names).
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(smem_raw));
+    const unsigned base = (raw + 1023u) & ~1023u;
+    const Smem sm{base, base + STAGES * A_STAGE_B, base + PIPE_B};
+    const int tid = threadIdx.x, warp = tid / 32;
+    const int rank = CLUSTER > 1 ? (int)gl_cluster_rank() : 0;
+    const Schedule sched(M, N);
+    const int ktiles = GL_CEIL_DIV(K, BK);
+
+    if (tid == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            gl_mbar_init(sm.full(s), FULL_ARRIVALS);
+            gl_mbar_init(sm.empty(s), EMPTY_ARRIVALS);
+        }
+        // the initialized barriers visible to the copy engine and to the cluster before any use
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    // with a cluster: the peer's multicasts and arrivals may target this CTA's barriers only once
+    // they are initialized
+    if (CLUSTER > 1) gl_cluster_sync();
+    else __syncthreads();
+
+    // One if/else on the warpgroup's role, a setmaxnreg at the top of each branch.
+    if (warp >= CWARPS) {
+        gl_setmaxnreg_dec<PRODUCER_REGS>();
+        produce(sm, sched, ktiles, rank, tid - CONSUMERS, M, N, K, A, lda, B, ldb, &tmA, &tmB);
+    } else {
+        gl_setmaxnreg_inc<CONSUMER_REGS>();
+        consume(sm, sched, ktiles, rank, warp, tid % 32, M, N, alpha, beta, C, ldc);
+    }
+}

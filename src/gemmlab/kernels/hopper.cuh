@@ -1,0 +1,278 @@
+// hopper.cuh — what the Hopper rungs (19 wgmma_tma, 21 wgmma_ws) share: PTX wrappers for the
+// mbarriers, TMA (cp.async.bulk.tensor) and wgmma (matrix descriptors, fences, the m64nNk16
+// instruction with its accumulator operand lists), the tensor-map parameter type, and the
+// operand loader that fills the 128-byte-swizzled shared panels wgmma reads, by TMA (multicast to
+// a cluster too) or, for an operand TMA cannot describe (GL_VEC_A / GL_VEC_B = 0), by a
+// warpgroup's threads; cluster and setmaxnreg wrappers; a warpgroup's stage descriptors and one k
+// tile of its wgmmas (rung 21; rung 19 spells the same two out in its main loop).
+// sm_90a only (wgmma); a rung that includes this checks the target itself.
+#pragma once
+#include "common.cuh"
+
+constexpr int GL_ROW_B = 128;       // bytes of one swizzled row: 64 16-bit elements, the swizzle's width
+constexpr int GL_WARPGROUP = 128;   // threads of a warpgroup (4 warps): wgmma's unit, and the copying producer
+
+// The driver's CUtensorMap (cuda.h is not part of NVRTC): 128 opaque bytes, 64-byte aligned,
+// passed by value as a __grid_constant__ kernel parameter (the copy engine reads it from there).
+struct alignas(64) GlTensorMap { unsigned long long opaque[16]; };
+
+// ---- PTX wrappers: mbarriers, TMA, wgmma --------------------------------------------------------
+__device__ __forceinline__ void gl_mbar_init(unsigned bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
+}
+// Block until the phase of parity `parity` has completed (a fresh barrier counts parity 1 as done).
+__device__ __forceinline__ void gl_mbar_wait(unsigned bar, unsigned parity) {
+    unsigned done;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    } while (!done);
+}
+__device__ __forceinline__ void gl_mbar_arrive(unsigned bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(bar) : "memory");
+}
+__device__ __forceinline__ void gl_mbar_arrive_tx(unsigned bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void gl_mbar_expect_tx(unsigned bar, unsigned bytes) {
+    asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(bytes) : "memory");
+}
+// One 2-D box at coordinates (inner c0, outer c1) of the tensor `map` into shared memory at `dst`;
+// its bytes count against the transaction count of the mbarrier `bar`.
+__device__ __forceinline__ void gl_tma_load(unsigned dst, const GlTensorMap* map, int c0, int c1, unsigned bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+                 :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+__device__ __forceinline__ void gl_tma_prefetch(const GlTensorMap* map) {
+    asm volatile("prefetch.tensormap [%0];\n" :: "l"(reinterpret_cast<unsigned long long>(map)) : "memory");
+}
+
+// The same box delivered to the same shared offset of every CTA of the cluster named in `mask`
+// (bit r: cluster rank r); each destination's mbarrier at offset `bar` counts the bytes it gets.
+__device__ __forceinline__ void gl_tma_load_multicast(unsigned dst, const GlTensorMap* map, int c0, int c1, unsigned bar,
+                                                      unsigned short mask) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%2, %3}], [%4], %5;\n"
+                 :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(mask)
+                 : "memory");
+}
+
+// ---- thread-block clusters ---------------------------------------------------------------------
+__device__ __forceinline__ unsigned gl_cluster_rank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+// Every thread of every CTA of the cluster: what each wrote before (with release) is visible to
+// all after (acquire). Also a CTA barrier.
+__device__ __forceinline__ void gl_cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+// An arrival on the mbarrier at shared offset `bar` of the cluster's CTA `rank` (release at
+// cluster scope: this thread's earlier reads of the stage are done before the peer sees it).
+__device__ __forceinline__ void gl_mbar_arrive_cluster(unsigned bar, unsigned rank) {
+    asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n"
+                 :: "r"(bar), "r"(rank) : "memory");
+}
+
+// ---- registers and proxies ----------------------------------------------------------------------
+// Give back registers down to N per thread (a warpgroup that needs few), or wait for and take
+// registers up to N (one that needs many). Effective only when the kernel has a register cap at
+// entry (__launch_bounds__(threads, 1)) and each warpgroup's role is one branch of one if/else.
+template <int N>
+__device__ __forceinline__ void gl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(N)); }
+template <int N>
+__device__ __forceinline__ void gl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(N)); }
+// This thread's generic-proxy shared stores (st.shared) visible to the async proxy (wgmma, TMA).
+__device__ __forceinline__ void gl_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// A shared-memory matrix descriptor with the 128-byte swizzle: start address, leading- and
+// stride-dimension byte offsets (all in 16-byte units), swizzle mode 1 in bits 62-63. The start
+// field is 14 bits of a shared address below 256 KB: adding (offset >> 4) to a descriptor moves
+// its start without carrying into the other fields.
+__device__ __forceinline__ unsigned long long gl_desc(unsigned addr, unsigned lbo, unsigned sbo) {
+    return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
+           ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void gl_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void gl_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void gl_wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory"); }
+
+// Pins accumulator registers at this point of the program: the compiler may neither move their
+// reads and writes across it nor copy them elsewhere while a wgmma that writes them is in flight.
+template <int R>
+__device__ __forceinline__ void gl_fence_acc(float (&d)[R][4]) {
+#pragma unroll
+    for (int j = 0; j < R; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(d[j][e]) :: "memory");
+}
+
+#if GL_DTYPE == 1
+#define GL_WGMMA_AB ".f16.f16"
+#else
+#define GL_WGMMA_AB ".bf16.bf16"
+#endif
+// The accumulator operands of m64nNk16: N/2 FP32 registers per thread, d[j][e] = register 4j + e.
+#define GL_WGMMA_D64 \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define GL_WGMMA_D128 GL_WGMMA_D64 ", " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define GL_WGMMA_D256 GL_WGMMA_D128 ", " \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
+    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+#define GL_ACC4(d, j) "+f"(d[j][0]), "+f"(d[j][1]), "+f"(d[j][2]), "+f"(d[j][3])
+#define GL_ACC32(d, j) GL_ACC4(d, j), GL_ACC4(d, j + 1), GL_ACC4(d, j + 2), GL_ACC4(d, j + 3), \
+                       GL_ACC4(d, j + 4), GL_ACC4(d, j + 5), GL_ACC4(d, j + 6), GL_ACC4(d, j + 7)
+// d += A (64 x 16, descriptor da) * B (16 x N, descriptor db); TA / TB = 1: that operand is
+// MN-major in shared memory. scale-d = 1 (accumulate) always: the accumulators start at zero.
+
+template <int N> struct GlWgmma;
+template <> struct GlWgmma<64> {
+    template <int TA, int TB>
+    static __device__ __forceinline__ void mma(float (&d)[8][4], unsigned long long da, unsigned long long db) {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k16.f32" GL_WGMMA_AB " {" GL_WGMMA_D64 "}, %32, %33, p, 1, 1, %35, %36;\n}\n"
+                     : GL_ACC32(d, 0) : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB) : "memory");
+    }
+};
+template <> struct GlWgmma<128> {
+    template <int TA, int TB>
+    static __device__ __forceinline__ void mma(float (&d)[16][4], unsigned long long da, unsigned long long db) {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k16.f32" GL_WGMMA_AB " {" GL_WGMMA_D128 "}, %64, %65, p, 1, 1, %67, %68;\n}\n"
+                     : GL_ACC32(d, 0), GL_ACC32(d, 8) : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB) : "memory");
+    }
+};
+template <> struct GlWgmma<256> {
+    template <int TA, int TB>
+    static __device__ __forceinline__ void mma(float (&d)[32][4], unsigned long long da, unsigned long long db) {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n256k16.f32" GL_WGMMA_AB " {" GL_WGMMA_D256 "}, %128, %129, p, 1, 1, %131, %132;\n}\n"
+                     : GL_ACC32(d, 0), GL_ACC32(d, 8), GL_ACC32(d, 16), GL_ACC32(d, 24)
+                     : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB) : "memory");
+    }
+};
+
+// ---- a warpgroup's descriptors and one k tile of wgmmas ----------------------------------------
+// The descriptors of a stage's A and B panels for the warpgroup that owns rows m0.. of the tile (the
+// panel layouts of rung 19's header: K-major operands are panels of [rows][64 k], MN-major ones
+// panels of [BK k][64 m or n]). a(kk, mi) / b(kk): the descriptors of k16 step kk (and m64 block mi)
+// of the stage whose A and B tiles start `a_stage` / `b_stage` bytes after the first stage's.
+template <int A_COL, int B_COL, int A_PANEL_B, int B_PANEL_B>
+struct GlStageDescs {
+    unsigned long long a0, b0;
+    __device__ __forceinline__ GlStageDescs(unsigned a_base, unsigned b_base, int m0)
+        : a0(A_COL ? gl_desc(a_base + (m0 / 64) * A_PANEL_B, A_PANEL_B, 1024) : gl_desc(a_base + m0 * GL_ROW_B, 16, 1024)),
+          b0(B_COL ? gl_desc(b_base, 16, 1024) : gl_desc(b_base, B_PANEL_B, 1024)) {}
+    __device__ __forceinline__ unsigned long long a(unsigned a_stage, int kk, int mi) const {
+        return a0 + ((a_stage + (A_COL ? mi * A_PANEL_B + kk * 16 * GL_ROW_B
+                                       : (kk / 4) * A_PANEL_B + mi * 64 * GL_ROW_B + (kk % 4) * 32)) >> 4);
+    }
+    __device__ __forceinline__ unsigned long long b(unsigned b_stage, int kk) const {
+        return b0 + ((b_stage + (B_COL ? (kk / 4) * B_PANEL_B + (kk % 4) * 32 : kk * 16 * GL_ROW_B)) >> 4);
+    }
+};
+
+// One k tile of a warpgroup's wgmmas (KSTEPS k16 steps x MI m64 blocks of N columns) issued as one
+// commit group, then a wait until at most that group is in flight: the previous k tile's wgmmas
+// have finished reading their stage, which the caller may release.
+template <int N, int MI, int KSTEPS, int A_COL, int B_COL, typename Descs>
+__device__ __forceinline__ void gl_wgmma_ktile(float (&acc)[MI][N / 8][4], const Descs& d, unsigned a_stage, unsigned b_stage) {
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
+    gl_wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < KSTEPS; ++kk)
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi)
+            GlWgmma<N>::template mma<A_COL, 1 - B_COL>(acc[mi], d.a(a_stage, kk, mi), d.b(b_stage, kk));
+    gl_wgmma_commit();
+    gl_wgmma_wait<1>();
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
+}
+
+// ---- one operand's tiles: global -> swizzled shared panels ---------------------------------------
+// The operand is P(outer, inner) = P[outer * ld + inner] (inner contiguous), n_outer x n_inner.
+// A tile is PANELS panels of ROWS rows x 64 inner elements; panel i of the tile at (inner0, outer0)
+// holds P(outer0 + r, inner0 + 64 i + e) at row r, element e. The 16-byte chunk c of row r sits at
+// chunk c ^ (r % 8) of the row: the 128-byte swizzle, the one TMA writes and wgmma reads.
+template <int PANELS, int ROWS>
+struct GlOperand {
+    const T* P;
+    int ld, n_outer, n_inner;
+    const GlTensorMap* map;
+
+    // By TMA: one box (64 x ROWS) per panel; out-of-bounds elements arrive as zeros.
+    __device__ __forceinline__ void tma(unsigned dst, int inner0, int outer0, unsigned bar) const {
+#pragma unroll
+        for (int i = 0; i < PANELS; ++i) gl_tma_load(dst + i * ROWS * GL_ROW_B, map, inner0 + 64 * i, outer0, bar);
+    }
+
+    // By TMA, this CTA's share of a tile that every CTA of a cluster of PARTS needs: part `part` of
+    // each panel's ROWS rows (the map's box is 64 x ROWS/PARTS), multicast to the CTAs in `mask`.
+    // Together the PARTS CTAs deliver the whole tile to each of them.
+    template <int PARTS>
+    __device__ __forceinline__ void tma_multicast(unsigned dst, int inner0, int outer0, unsigned bar, int part,
+                                                  unsigned short mask) const {
+        constexpr int PART_ROWS = ROWS / PARTS;
+        static_assert(ROWS % PARTS == 0 && (PART_ROWS * GL_ROW_B) % 1024 == 0,
+                      "each part starts on the swizzle's 1024-byte period");
+#pragma unroll
+        for (int i = 0; i < PANELS; ++i)
+            gl_tma_load_multicast(dst + i * ROWS * GL_ROW_B + part * PART_ROWS * GL_ROW_B, map, inner0 + 64 * i,
+                                  outer0 + part * PART_ROWS, bar, mask);
+    }
+
+    // By the producer warpgroup's 128 threads (operands TMA cannot describe): guarded 16-bit loads,
+    // zeros outside the matrix, one 16-byte shared store per chunk; 8 consecutive threads take the 8
+    // chunks of a row. The trip count is a compile-time constant and the bounds are predicates, not
+    // branches, so the loads of BATCH chunks (8 each) are in flight together. The caller fences and
+    // arrives.
+    __device__ __forceinline__ void copy(unsigned dst, int inner0, int outer0, int ptid) const {
+        constexpr int CHUNKS = PANELS * ROWS * 8;
+        constexpr int PER = CHUNKS / GL_WARPGROUP, BATCH = PER < 4 ? PER : 4;
+        static_assert(CHUNKS % GL_WARPGROUP == 0 && PER % BATCH == 0, "whole batches of chunks per producer thread");
+        const unsigned short* P16 = reinterpret_cast<const unsigned short*>(P);
+#pragma unroll 1
+        for (int p0 = 0; p0 < PER; p0 += BATCH) {     // one batch at a time: the registers stay few
+            unsigned short h[BATCH][8];
+            unsigned at[BATCH];
+#pragma unroll
+            for (int q = 0; q < BATCH; ++q) {
+                const int v = ptid + (p0 + q) * GL_WARPGROUP;
+                const int i = v / (ROWS * 8), r = (v / 8) % ROWS, c = v % 8;
+                const int outer = outer0 + r, inner = inner0 + 64 * i + 8 * c;
+                const bool row_in = outer < n_outer;
+                const int left = row_in ? n_inner - inner : 0;            // elements of the chunk inside
+                const unsigned short* src = P16 + (row_in ? (size_t)outer * ld + inner : 0);
+#pragma unroll
+                for (int e = 0; e < 8; ++e) h[q][e] = e < left ? __ldg(src + e) : (unsigned short)0;
+                at[q] = dst + i * ROWS * GL_ROW_B + r * GL_ROW_B + ((c ^ (r & 7)) << 4);
+            }
+#pragma unroll
+            for (int q = 0; q < BATCH; ++q)
+                asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n"
+                             :: "r"(at[q]), "r"(h[q][0] | ((unsigned)h[q][1] << 16)), "r"(h[q][2] | ((unsigned)h[q][3] << 16)),
+                                "r"(h[q][4] | ((unsigned)h[q][5] << 16)), "r"(h[q][6] | ((unsigned)h[q][7] << 16)) : "memory");
+        }
+    }
+
+    template <bool TMA>
+    __device__ __forceinline__ void load(unsigned dst, int inner0, int outer0, unsigned bar, int ptid) const {
+        if (TMA) {
+            if (ptid == 0) tma(dst, inner0, outer0, bar);
+        } else {
+            copy(dst, inner0, outer0, ptid);
+        }
+    }
+};
+
