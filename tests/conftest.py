@@ -64,3 +64,21 @@ def fresh_cache(tmp_path, monkeypatch):
     glc.clear_memory_cache()
     yield tmp_path
     glc.clear_memory_cache()
+
+
+@pytest.fixture()
+def plan_count(monkeypatch):
+    """How many plans gemmlab.gemm builds (the full path builds one; a fast-path hit none),
+    counted from an empty fast path."""
+    from gemmlab.core import api, fastpath
+
+    built = []
+
+    class Counting(api.Plan):
+        def __init__(self, *args, **kwargs):
+            built.append(1)
+            super().__init__(*args, **kwargs)
+
+    fastpath.forget()
+    monkeypatch.setattr(api, "Plan", Counting)
+    return built

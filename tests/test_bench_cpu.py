@@ -378,6 +378,7 @@ class _FakePlan:
 
         self.a, self.b, self.c, self.broken, self.sleep = a, b, c, broken, sleep
         self.variant = SimpleNamespace(cfg={"BM": 128}, describe=lambda: f"{slug}[fake]", precision="fp32")
+        self.packs = ()   # no operand copied first (core/packing.py)
 
     def run(self, stream=None):
         import time

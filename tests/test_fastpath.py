@@ -15,7 +15,7 @@ import time
 import pytest
 
 import gemmlab
-from gemmlab.core import api, fastpath, registry, textures
+from gemmlab.core import fastpath, registry, textures
 from gemmlab.core.problem import ArrayInfo, GemmProblem, describe_array
 
 
@@ -167,21 +167,6 @@ def _cupy():
 def _rel_err(cp, c, a, b):
     ref = a.astype(cp.float64) @ b.astype(cp.float64)
     return float(cp.linalg.norm(c.astype(cp.float64) - ref) / cp.linalg.norm(ref))
-
-
-@pytest.fixture()
-def plan_count(monkeypatch):
-    """How many plans gemmlab.gemm builds (the full path builds one; a hit none)."""
-    built = []
-
-    class Counting(api.Plan):
-        def __init__(self, *args, **kwargs):
-            built.append(1)
-            super().__init__(*args, **kwargs)
-
-    fastpath.forget()
-    monkeypatch.setattr(api, "Plan", Counting)
-    return built
 
 
 @pytest.mark.gpu

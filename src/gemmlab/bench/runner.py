@@ -189,6 +189,8 @@ def _callable(run: _Run, job: Job, rec: dict, ops) -> Callable[[], None] | None:
         rec["number"] = p.rung.number
         rec["dispatch"] = p.choice.as_dict()
         add_note(rec, f"{p.rung.slug} ({p.choice.source}: {p.choice.reason})")
+    elif p.packs:  # the time includes the copies
+        add_note(rec, f"{', '.join(map(str, p.packs))} packed first (PACK=1), inside the timed call")
     rec["precision"] = p.variant.precision
     return lambda p=p: p.run(run.device.stream)
 

@@ -16,6 +16,11 @@ A named rung runs with the configuration given (its defaults when none). ``auto`
    split-K when the output tiles leave more than half of the SMs idle, and the preset of half the
    tile's width when it fills the SMs better (``rule_config``).
 
+Whatever the source, ``auto`` then decides the rung's PACK switch (``with_packing``): an operand
+whose base or leading dimension keeps it off the 16-byte path is copied first (core/packing.py)
+when the copy is cheap against what the fast path saves. The tables are keyed by shape and layout,
+not by the operands' alignment, so their PACK says nothing about this call: the estimate decides.
+
 Both tables hold entries ``{dtype, shape [M, N, K], layout, rung, config}`` (the tuned file also
 ``gpu_name`` and ``arch``; either may carry ``tflops``, ``vs_cublas`` and ``source``), in the
 kernel's view of the problem: C row-major (a column-major C swaps M and N, see problem.py), layout
@@ -46,6 +51,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import packing
 from .arch import arch_number
 from .compile import cache_dir
 from .problem import GemmProblem
@@ -249,6 +255,62 @@ def _rule(problem: GemmProblem, arch, sm_count: int, precision: str | None = Non
     return Choice(rung, cfg, "rule", why)
 
 
+# ---- packing -------------------------------------------------------------------------------------
+# auto packs when the copies cost at most half of what the 16-byte path saves: (S - 1) x the GEMM's
+# time at the rung's aligned speed, S the slowdown of its variant without 16-byte access (the
+# estimates are rough: a factor of 2 of margin). The GEMM's time: its flops at the rung's aligned
+# speed, scaled by the share of the SMs its blocks occupy (one block per SM; 17 tiles of
+# 127x4097 leave 115 of 132 idle). The copies: bytes read and written at the device-to-device copy
+# rate, plus a launch each. Speeds are the H100's (TFLOP/s at 4096^3: benchmarks/results/
+# h100_llm_suite_bf16.json, h100_fp16.json, h100_fp32_suite.json, h100_tf32.json,
+# h100_3xtf32.json); the slowdowns at 4093^3 against 4096^3 (h100_llm_suite_bf16.json: 733.2 /
+# 88.3; h100_wgmma_tma_unaligned_fp16.json and h100_fp16.json: 443.0 / 66.8); unmeasured ones take
+# 5/3 (the copy then may cost a third of the GEMM). Other GPUs: the same ratio of compute to copy
+# rate, within a factor of about 2 (a prediction).
+COPY_BYTES_PER_S = 3.0e12     # the H100's device-to-device copy rate
+PACK_LAUNCH_S = 2e-6          # a pack launch's fixed cost on the stream (a prediction)
+PACK_MAX_BYTES = 1 << 30      # auto never takes more workspace than this for copies (PACK=1 may)
+# Rung 21 (wgmma_ws) is not measured yet: rung 19's figures stand in (its producer warpgroup copies
+# an unaligned operand the same way; a faster aligned path only makes the copies pay off sooner).
+ALIGNED_TFLOPS = {"wgmma_tma": 733.2, "wgmma_ws": 733.2, "mma_sync": 443.0, "async_simt": 46.8,
+                  "tf32_mma/tf32": 127.1, "tf32_mma/3xtf32": 50.1}
+UNALIGNED_SLOWDOWN = {"wgmma_tma": 733.2 / 88.3, "wgmma_ws": 733.2 / 88.3, "mma_sync": 443.0 / 66.8}
+DEFAULT_SLOWDOWN = 5 / 3
+
+
+def pack_estimate(rung: Rung, cfg: dict, kp, packs, sm_count: int, precision: str) -> tuple[float, float]:
+    """(seconds the copies ``packs`` take, seconds the 16-byte path saves) for ``rung`` with ``cfg``
+    on the kernel-view problem ``kp``, computing in ``precision``."""
+    tiles = -(-kp.M // cfg["BM"]) * -(-kp.N // cfg["BN"])
+    busy = min(1.0, tiles * cfg.get("SPLITK", 1) / sm_count)
+    tflops = ALIGNED_TFLOPS.get(f"{rung.slug}/{precision}", ALIGNED_TFLOPS.get(rung.slug))
+    gemm = 2.0 * kp.M * kp.N * kp.K / (tflops * 1e12 * busy)
+    copies = sum(p.traffic for p in packs) / COPY_BYTES_PER_S + PACK_LAUNCH_S * len(packs)
+    return copies, (UNALIGNED_SLOWDOWN.get(rung.slug, DEFAULT_SLOWDOWN) - 1.0) * gemm
+
+
+def with_packing(choice: Choice, problem: GemmProblem, sm_count: int, precision: str | None = None) -> Choice:
+    """``choice`` with its rung's PACK decided by ``pack_estimate`` (unchanged when the rung has no
+    PACK or both operands take the 16-byte path); the reason says what is packed, or why not."""
+    rung = choice.rung
+    kp = problem.kernel_view()
+    if "PACK" not in rung.params or (kp.vec_a and kp.vec_b):
+        return choice
+    cfg = rung.config(choice.config)
+    try:
+        packs = packing.plan_packs(kp, problem.dtype)
+    except ValueError as exc:
+        return Choice(rung, dict(cfg, PACK=0), choice.source, f"{choice.reason}; no packing: {exc}", choice.entry)
+    copies, saved = pack_estimate(rung, cfg, kp, packs, sm_count, rung.precision_for(problem.dtype, precision))
+    cost = f"copies ~{copies * 1e6:.0f} us, the 16-byte path saves ~{saved * 1e6:.0f} us"
+    space = sum(p.nbytes for p in packs)
+    if copies <= saved / 2 and space <= PACK_MAX_BYTES:
+        return Choice(rung, dict(cfg, PACK=1), choice.source, f"{choice.reason}; {packing.describe(packs)} ({cost})",
+                      choice.entry)
+    why = f"{cost}" if space <= PACK_MAX_BYTES else f"the copies need {space} B of workspace, more than {PACK_MAX_BYTES}"
+    return Choice(rung, dict(cfg, PACK=0), choice.source, f"{choice.reason}; no packing ({why})", choice.entry)
+
+
 # ---- choosing ------------------------------------------------------------------------------------
 def choose(problem: GemmProblem, kernel: str = "auto", arch: str | int | None = None,
            precision: str | None = None) -> Rung:
@@ -302,6 +364,7 @@ def decide(problem: GemmProblem, kernel: str = "auto", config=None, device=None,
     else:
         choice = (_from_table(problem, device, "tuned", precision) or _from_table(problem, device, "defaults", precision)
                   or _rule(problem, device.arch, device.sm_count, precision))
+        choice = with_packing(choice, problem, device.sm_count, precision)
     if LOG_DISPATCH:
         log.warning("gemmlab dispatch: %s %dx%dx%d -> %s", problem.dtype, problem.M, problem.N, problem.K, choice)
     return choice

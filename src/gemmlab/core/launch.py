@@ -2,8 +2,10 @@
 driver API (cuda-python), on the caller's current stream.
 
 ``Plan`` resolves everything once (variant, cubin, function handle, texture objects, argument
-tuple) so that ``Plan.run()`` costs one ``cuLaunchKernel`` (two for a split-K plan: the partial
-products into a workspace of ``core.workspace``, then the reduction): the benchmark times plans.
+tuple) so that ``Plan.run()`` costs one ``cuLaunchKernel`` (more for a plan that uses the stream's
+workspace of ``core.workspace``: first a copy of each operand it packs (``core.packing``), then
+the rung's kernel, then for a split-K plan the reduction of its partial products): the benchmark
+times plans.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ import logging
 import os
 import struct
 import threading
+from dataclasses import replace
 
 from .compile import CompiledKernel
 from .deps import require
-from . import tensormaps, textures
+from . import packing, tensormaps, textures
 from .driver import check, context, cuda, device_info
 from .dtypes import get as get_dtype
 from .problem import GemmProblem, KernelProblem
@@ -82,9 +85,18 @@ def compile_for_launch(variant: Variant, arch: str, capturing=None) -> CompiledK
 def load_reduce(dtype: str, ordinal: int, capturing=None):
     """The CUfunction of the split-K reduction for ``dtype`` on a device (``capturing``: see
     ``compile_for_launch``)."""
+    return _load_helper(compile_reduce, f"the split-K reduction [{dtype}]", dtype, ordinal, capturing)
+
+
+def load_pack(dtype: str, ordinal: int, capturing=None):
+    """The CUfunction of the operand pack kernel for ``dtype`` on a device (``capturing``: see
+    ``compile_for_launch``)."""
+    return _load_helper(packing.compile_pack, f"the operand pack [{dtype}]", dtype, ordinal, capturing)
+
+
+def _load_helper(compile_fn, what: str, dtype: str, ordinal: int, capturing):
     arch = device_info(ordinal).arch
-    what = f"the split-K reduction [{dtype}]"
-    return load_compiled(compile_reduce(dtype, arch, _before_compile(what, arch, capturing)), ordinal, what)
+    return load_compiled(compile_fn(dtype, arch, _before_compile(what, arch, capturing)), ordinal, what)
 
 
 def load_function(variant: Variant, ordinal: int, capturing=None):
@@ -175,22 +187,30 @@ class _Params:
         struct.pack_into("<i", self.buffer, 52, value)
 
 
-class _ReduceParams:
-    """The split-K reduction's persistent parameter block (kernels/splitk_reduce.cu: M N S W
-    alpha beta C ldc); per call the workspace, C, alpha and beta are one ``struct`` pack."""
-
-    _ORDER = (24, 28, 32, 0, 16, 20, 8, 36)                # M N S W alpha beta C ldc
-    _CALL = struct.Struct("<QQff")                         # W C alpha beta at byte 0
+class _HelperParams:
+    """The persistent parameter block of a helper kernel: what changes per call (pointers, and
+    alpha and beta) is one ``struct`` pack at byte 0, the fixed int arguments follow it, and the
+    void* array points into the buffer in the kernel's argument order."""
 
     __slots__ = ("buffer", "array", "address", "pack")
 
-    def __init__(self, M: int, N: int, splits: int, ldc: int):
-        self.buffer = ctypes.create_string_buffer(40)
+    def __init__(self, call: struct.Struct, order: tuple[int, ...], ints: tuple[int, ...]):
+        self.buffer = ctypes.create_string_buffer(call.size + 4 * len(ints))
         base = ctypes.addressof(self.buffer)
-        self.array = (ctypes.c_void_p * len(self._ORDER))(*[base + off for off in self._ORDER])
+        self.array = (ctypes.c_void_p * len(order))(*[base + off for off in order])
         self.address = ctypes.addressof(self.array)
-        struct.pack_into("<4i", self.buffer, 24, M, N, splits, ldc)
-        self.pack = self._CALL.pack_into
+        struct.pack_into(f"<{len(ints)}i", self.buffer, call.size, *ints)
+        self.pack = call.pack_into
+
+
+def _reduce_params(M: int, N: int, splits: int, ldc: int) -> _HelperParams:
+    """kernels/splitk_reduce.cu (M N S W alpha beta C ldc); per call W C alpha beta."""
+    return _HelperParams(struct.Struct("<QQff"), (24, 28, 32, 0, 16, 20, 8, 36), (M, N, splits, ldc))
+
+
+def _pack_params(p: packing.Pack) -> _HelperParams:
+    """kernels/pack.cu (outer inner src ld dst ldp); per call src dst."""
+    return _HelperParams(struct.Struct("<QQ"), (16, 20, 0, 24, 8, 28), (p.outer, p.inner, p.ld, p.ld_packed))
 
 
 def _f32(x: float) -> float:
@@ -198,10 +218,20 @@ def _f32(x: float) -> float:
     return ctypes.c_float(x).value
 
 
+def _fill(block, *args) -> None:
+    """The per-call ``struct`` pack of a parameter block whose last two arguments are alpha and
+    beta (out of float range: as the kernel's float receives them)."""
+    try:
+        block.pack(block.buffer, 0, *args)
+    except OverflowError:
+        block.pack(block.buffer, 0, *args[:-2], _f32(args[-2]), _f32(args[-1]))
+
+
 class Plan:
     """One rung on one problem, ready to launch: ``run()`` is a single cuLaunchKernel (split-K:
     two, the rung's kernel writing FP32 partial products to the stream's workspace, then the
-    deterministic reduction into C).
+    deterministic reduction into C; PACK=1 with an operand the 16-byte path cannot read: one
+    launch more per such operand, its copy into the workspace, before the rung's kernel).
 
     Everything is resolved once: the variant, its function, the geometry and a persistent
     parameter block. ``launch(a_ptr, b_ptr, c_ptr, alpha, beta)`` reuses the plan for other
@@ -230,6 +260,12 @@ class Plan:
                 textures.LOCK.release()
         self.variant = Variant.make(rung, problem.dtype, a_col=kp.a_col, b_col=kp.b_col,
                                     vec_a=vec_a, vec_b=vec_b, vec_c=kp.vec_c, config=config, precision=precision)
+        # PACK=1: the operands without 16-byte access are copied first (core/packing.py); the
+        # kernel reads the copies, with their leading dimensions and its 16-byte variant
+        self.packs = packing.plan_packs(kp, problem.dtype) if self.variant.cfg.get("PACK") else ()
+        if self.packs:
+            kp = self.kp = packing.packed_view(kp, self.packs)
+            self.variant = replace(self.variant, vec_a=kp.vec_a, vec_b=kp.vec_b)
         rung.check_resources(self.variant.cfg, info.limits)
         self.geometry: Launch = rung.launch(kp.M, kp.N, self.variant.cfg, kp.K, info.sm_count)
         split = self.variant.cfg.get("SPLITK", 1) > 1
@@ -250,34 +286,41 @@ class Plan:
             self._params.textures(*tex_args)
         self._maps = self._map_args(problem.dtype) if rung.tensor_maps else None
         self._mapped = (None, None)   # the pointers whose tensor maps the parameter block holds
-        if self._maps is not None:
+        if self._maps is not None and not self.packs:   # a packed operand's map is of its copy: at launch
             self._params.tensor_maps(*self._acquire_maps(kp.a_ptr, kp.b_ptr))
             self._mapped = (kp.a_ptr, kp.b_ptr)
         self._launch_head = (self.function, *self.geometry.grid, *self.geometry.block, self.geometry.smem)
         self._cu = cu
-        if split:
-            self._init_split(kp, stream, capturing)
+        if split or self.packs:
+            self._init_staged(kp, split, stream, capturing)
 
-    def _init_split(self, kp: KernelProblem, stream: int | None, capturing) -> None:
-        """A split-K plan: the kernel writes the workspace (ld N), the reduction kernel and its
-        parameter block, and the workspace of the plan's stream allocated now (a launch only looks
-        it up; core/workspace.py); ``launch`` becomes the two-kernel launch."""
-        self._params.ldc(kp.N)
-        self.workspace_bytes = self.splits * kp.M * kp.N * 4
-        fn = load_reduce(self.problem.dtype, self.ordinal, capturing)
-        self._reduce = _ReduceParams(kp.M, kp.N, self.splits, kp.ldc)
-        grid = (-(-kp.N // REDUCE_THREADS), min(kp.M, MAX_GRID_Y), 1)
-        self._reduce_head = (fn, *grid, REDUCE_THREADS, 1, 1, 0)
+    def _init_staged(self, kp: KernelProblem, split: bool, stream: int | None, capturing) -> None:
+        """A plan that uses the stream's workspace (core/workspace.py): the copies of the packed
+        operands, then, split-K, the partial products (the kernel writes them with ld N), the
+        helper kernels and their parameter blocks, and the workspace of the plan's stream
+        allocated now (a launch only looks it up); ``launch`` becomes the staged launch."""
+        dtype = self.problem.dtype
+        self._pack_heads = [(load_pack(dtype, self.ordinal, capturing), *p.grid(), 32 * packing.ROWS, 1, 1, 0)
+                            for p in self.packs]
+        self._pack_blocks = [_pack_params(p) for p in self.packs]
+        self._split_offset, self.workspace_bytes = packing.layout(self.packs, self.splits * kp.M * kp.N * 4 if split else 0)
+        if split:
+            self._params.ldc(kp.N)
+            fn = load_reduce(dtype, self.ordinal, capturing)
+            self._reduce = _reduce_params(kp.M, kp.N, self.splits, kp.ldc)
+            grid = (-(-kp.N // REDUCE_THREADS), min(kp.M, MAX_GRID_Y), 1)
+            self._reduce_head = (fn, *grid, REDUCE_THREADS, 1, 1, 0)
         if not capturing():   # a captured call takes the graph's own workspace at launch
             workspace.get(self.ordinal, self._stream_of(self.ordinal) if stream is None else stream,
                           self.workspace_bytes)
-        self.launch = self._launch_split
+        self.launch = self._launch_staged
 
     def __repr__(self) -> str:
         p = self.problem
         why = f"; {self.choice.source}: {self.choice.reason}" if self.choice is not None else ""
         split = f", split-K {self.splits} slices" if self.splits > 1 else ""
-        return f"Plan({p.dtype} {p.M}x{p.N}x{p.K}: {self.variant.describe()}{split}{why})"
+        packs = f", {packing.describe(self.packs)}" if self.packs else ""
+        return f"Plan({p.dtype} {p.M}x{p.N}x{p.K}: {self.variant.describe()}{split}{packs}{why})"
 
     @staticmethod
     def _default_stream(problem: GemmProblem):
@@ -360,10 +403,11 @@ class Plan:
         self._params.tensor_maps(*self._acquire_maps(a_ptr, b_ptr))
         self._mapped = (a_ptr, b_ptr)
 
-    def _launch_split(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float,
-                      stream: int | None = None) -> bool:
-        """``launch`` of a split-K plan: the partial products into the stream's workspace (the
-        kernel ignores alpha and beta), then the reduction into C, on one stream."""
+    def _launch_staged(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float,
+                       stream: int | None = None) -> bool:
+        """``launch`` of a plan that uses the stream's workspace, all on one stream: the copy of
+        each packed operand into it, the rung's kernel on the copies (split-K: into its partial
+        products, ignoring alpha and beta), then split-K's reduction into C."""
         if stream is None:
             stream = self._stream_of(self.ordinal)
         if self._producers:
@@ -373,18 +417,23 @@ class Plan:
             ws = workspace.captured_alloc(self.ordinal, stream, self.workspace_bytes)
         else:
             ws = workspace.get(self.ordinal, stream, self.workspace_bytes)
-        params, red = self._params, self._reduce
+        region = packing.base(ws) if self.packs else ws
         with self._lock:
-            try:
-                params.pack(params.buffer, 0, a_ptr, b_ptr, ws, alpha, beta)
-                red.pack(red.buffer, 0, ws, c_ptr, alpha, beta)
-            except OverflowError:
-                params.pack(params.buffer, 0, a_ptr, b_ptr, ws, _f32(alpha), _f32(beta))
-                red.pack(red.buffer, 0, ws, c_ptr, _f32(alpha), _f32(beta))
-            if self._maps is not None and (a_ptr != self._mapped[0] or b_ptr != self._mapped[1]):
-                self._remap(a_ptr, b_ptr)   # a split rung 19: the maps of these A and B
+            for p, head, block in zip(self.packs, self._pack_heads, self._pack_blocks):
+                block.pack(block.buffer, 0, a_ptr if p.operand == "A" else b_ptr, region + p.offset)
+                self._launch(stream, head, block.address)
+                if p.operand == "A":
+                    a_ptr = region + p.offset
+                else:
+                    b_ptr = region + p.offset
+            split = self.splits > 1
+            _fill(self._params, a_ptr, b_ptr, region + self._split_offset if split else c_ptr, alpha, beta)
+            if self._maps is not None and (a_ptr, b_ptr) != self._mapped:
+                self._remap(a_ptr, b_ptr)   # the maps of these A and B (a packed one's: of its copy)
             self._launch(stream)
-            self._launch(stream, self._reduce_head, red.address)
+            if split:
+                _fill(self._reduce, region + self._split_offset, c_ptr, alpha, beta)
+                self._launch(stream, self._reduce_head, self._reduce.address)
         if captured:
             workspace.captured_free(self.ordinal, stream, ws)
         return True

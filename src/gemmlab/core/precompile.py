@@ -24,6 +24,7 @@ from .dtypes import get as get_dtype
 from .precision import applies
 from .progress import Progress
 from .registry import RUNGS, Rung, get
+from .packing import compile_pack
 from .variant import Variant, compile_reduce
 
 LAYOUTS = ("rr", "rc", "cr", "cc")  # A then B: r row-major, c column-major (as the kernel sees them)
@@ -142,16 +143,20 @@ def _build(job: tuple, arch: str) -> tuple[bool, str | None]:
         variant = Variant.make(slug, dtype, a_col=a_col, b_col=b_col, vec_a=va, vec_b=vb, vec_c=vc, config=dict(cfg),
                                tall=tall, precision=precision)
         hit = variant.compile(arch).cache_hit
-        _reduce_for(variant, arch)
+        _helpers_for(variant, arch)
         return hit, None
     except Exception as exc:  # noqa: BLE001 - reported per variant, the others go on
         return False, f"{type(exc).__name__}: {exc}"
 
 
-def _reduce_for(variant: Variant, arch: str, before_compile=None) -> None:
-    """A split-K variant's launch also needs the reduction kernel of its dtype: build it too."""
+def _helpers_for(variant: Variant, arch: str, before_compile=None) -> None:
+    """The other kernels a variant's launch may need: a split-K variant's reduction, and the pack
+    kernel of the dtype for every variant of a rung with PACK (``auto`` turns packing on for
+    misaligned operands, so a graph captured after a precompile must find it built)."""
     if variant.cfg.get("SPLITK", 1) > 1:
         compile_reduce(variant.dtype, arch, before_compile)
+    if "PACK" in variant.cfg:
+        compile_pack(variant.dtype, arch, before_compile)
 
 
 def _context(method: str | None = None):
@@ -255,7 +260,7 @@ def _build_here(variant: Variant, arch: str) -> tuple[bool, str | None]:
     compiled = []
     try:
         variant.compile(arch, before_compile=lambda: compiled.append(True))
-        _reduce_for(variant, arch, lambda: compiled.append(True))
+        _helpers_for(variant, arch, lambda: compiled.append(True))
     except Exception as exc:  # noqa: BLE001
         return False, f"{type(exc).__name__}: {exc}"
     return not compiled, None

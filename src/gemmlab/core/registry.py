@@ -26,6 +26,7 @@ from .dtypes import get as get_dtype
 from .precision import applies, resolve as resolve_precision
 
 MAX_GRID_Y = 65535
+SWITCHES = ("PACK",)   # parameters that take 0 (off) or 1 (on); every other one is a positive int
 # the most dynamic shared memory any GPU in the table gives one block (227 KB on sm_90 / sm_100)
 MAX_SMEM_PER_BLOCK = max(lim.max_smem_per_block for lim in LIMITS.values())
 
@@ -74,10 +75,14 @@ class Rung:
                                        # values per parameter (the others stay at their defaults)
     precisions: tuple[str, ...] = ()   # core.precision names it computes in, its default first;
                                        # () means the exact precision of each of its dtypes
+    packs: bool = False                # it has 16-byte fast paths, and so a PACK parameter (0 or 1,
+                                       # default 0): copy an operand they cannot read first (core/packing.py)
 
     def __post_init__(self):
         if not self.precisions:
             object.__setattr__(self, "precisions", tuple(self.dtypes))
+        if self.packs:   # a host-side switch like SPLITK, last among the parameters
+            object.__setattr__(self, "params", {**self.params, "PACK": 0})
 
     @property
     def name(self) -> str:
@@ -140,7 +145,10 @@ class Rung:
             key = k if k in self.params else by_upper.get(str(k).upper())
             if key is None:
                 raise ValueError(f"rung {self.slug!r} has no parameter {k!r}; parameters: {sorted(self.params)}")
-            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+            if key in SWITCHES:
+                if isinstance(v, bool) or not isinstance(v, int) or v not in (0, 1):
+                    raise ValueError(f"parameter {key} of rung {self.slug!r} is a switch: 0 or 1, got {v!r}")
+            elif isinstance(v, bool) or not isinstance(v, int) or v <= 0:
                 raise ValueError(f"parameter {key} of rung {self.slug!r} must be a positive int, got {v!r}")
             cfg[key] = v
         problems = self.check_config(cfg)
@@ -170,6 +178,7 @@ class Rung:
         # and SPLITK = 1 compiles exactly what the rung compiled before it had the parameter
         if d.pop("SPLITK", 1) > 1:
             d["GL_SPLITK"] = 1
+        d.pop("PACK", None)   # the plan packs before the launch: the kernel is the same
         smem = self.smem(cfg)
         if smem:
             d["GL_DYN_SMEM"] = smem  # the kernel checks its carve-up fits what the launch gives it
@@ -749,6 +758,7 @@ RUNGS: tuple[Rung, ...] = (
                  "128x256": {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 3}},
         threads=_mma_threads, constraints=lambda c: _mma_constraints(c) + _splitk_constraints(c), smem=_mma_smem,
         sass_claims=("HMMA.16816", "LDSM", "LDGSTS"), min_arch=80,
+        packs=True,
         space={"BM": _p2(6, 8), "BN": _p2(6, 8), "BK": (32, 64), "WM": _p2(5, 7), "WN": _p2(5, 7), "STAGES": (2, 3, 4, 5),
                "SPLITK": SPLITK_SPACE},
     ),
@@ -768,6 +778,7 @@ RUNGS: tuple[Rung, ...] = (
         },
         threads=_warp_threads, constraints=lambda c: _simt_constraints(c) + _splitk_constraints(c), smem=_simt_smem,
         sass_claims=("LDGSTS", "LDS.128", "FFMA"), min_arch=80,
+        packs=True,
         space={"BM": _p2(6, 8), "BN": _p2(6, 8), "BK": (8, 16, 32), "WM": _p2(5, 7), "WN": _p2(5, 7),
                "TM": (4, 8, 16), "TN": (4, 8, 16), "STAGES": (2, 3, 4), "SPLITK": SPLITK_SPACE},
     ),
@@ -781,6 +792,7 @@ RUNGS: tuple[Rung, ...] = (
                  "256x128": {"BM": 256, "BN": 128, "BK": 64, "WM": 128, "STAGES": 4}},
         threads=_wgmma_threads, constraints=lambda c: _wgmma_constraints(c) + _splitk_constraints(c), smem=_wgmma_smem,
         sass_claims=("HGMMA", "UTMALDG", "SYNCS"), min_arch=90, max_arch=90, tensor_maps=True,
+        packs=True,
         space={"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (64, 128), "WM": (64, 128), "STAGES": (2, 3, 4, 5, 6),
                "SPLITK": SPLITK_SPACE},
     ),
@@ -795,6 +807,7 @@ RUNGS: tuple[Rung, ...] = (
                  "64x64": {"BM": 64, "BN": 64, "BK": 32, "WM": 32, "WN": 32, "STAGES": 4}},
         threads=_warp_threads, constraints=_tf32_constraints, smem=_tf32_smem,
         sass_claims=("HMMA.1688.F32.TF32", "LDSM", "LDGSTS"), min_arch=80,
+        packs=True,
         space={"BM": _p2(6, 8), "BN": _p2(6, 8), "BK": (32, 64), "WM": (32, 64), "WN": (32, 64), "STAGES": (2, 3, 4)},
     ),
     Rung(
@@ -810,6 +823,7 @@ RUNGS: tuple[Rung, ...] = (
         threads=_wgmma_threads, constraints=_ws_constraints, smem=_ws_smem,
         sass_claims=("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG"), min_arch=90, max_arch=90, tensor_maps=True,
         persistent=True,
+        packs=True,
         space={"BN": (128, 256), "BK": (64, 128), "STAGES": (2, 3, 4, 5, 6), "CLUSTER": (1, 2)},
     ),
 )

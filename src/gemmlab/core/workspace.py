@@ -1,7 +1,10 @@
-"""Device workspaces of the launch layer: the FP32 partial products of split-K launches.
+"""Device workspaces of the launch layer: the FP32 partial products of split-K launches, and the
+copies of the operands a PACK=1 launch packs (core/packing.py; one allocation holds both, the
+copies first).
 
 A split-K launch (a rung's SPLITK > 1, kernels/common.cuh) writes its slices' partial tiles to a
-workspace and a reduction kernel reads them back. Two launches that overlap in time must not
+workspace and a reduction kernel reads them back; a packing launch copies an operand into it and
+the rung's kernel reads the copy. Two launches that overlap in time must not
 share one, so there is one workspace per (device, stream): work on one stream runs in order, and
 concurrent streams each have their own. A workspace only grows (to the larger of the request and
 twice its size, so a growing sequence of problems allocates a few times, not every time).
@@ -41,7 +44,7 @@ def get(ordinal: int, stream: int, nbytes: int) -> int:
             return hit[0]
         size = max(nbytes, MIN_BYTES, 2 * hit[1] if hit else 0)
         with context(ordinal):
-            ptr = int(check(cuda().cuMemAlloc(size), f"cuMemAlloc of a {size}-byte split-K workspace"))
+            ptr = int(check(cuda().cuMemAlloc(size), f"cuMemAlloc of a {size}-byte workspace"))
         if hit is not None:
             _kept.append(hit)
         _buffers[(ordinal, stream)] = (ptr, size)
@@ -59,9 +62,9 @@ def captured_alloc(ordinal: int, stream: int, nbytes: int) -> int:
     allocation, which the capture records as a memory node of the graph (free it with
     ``captured_free`` after the launches that use it, in the same capture)."""
     with context(ordinal):
-        return int(check(cuda().cuMemAllocAsync(nbytes, stream), f"cuMemAllocAsync of a {nbytes}-byte split-K workspace"))
+        return int(check(cuda().cuMemAllocAsync(nbytes, stream), f"cuMemAllocAsync of a {nbytes}-byte workspace"))
 
 
 def captured_free(ordinal: int, stream: int, ptr: int) -> None:
     with context(ordinal):
-        check(cuda().cuMemFreeAsync(ptr, stream), "cuMemFreeAsync of a split-K workspace")
+        check(cuda().cuMemFreeAsync(ptr, stream), "cuMemFreeAsync of a workspace")

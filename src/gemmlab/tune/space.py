@@ -17,7 +17,7 @@ from typing import Iterator, Mapping
 
 from ..core.arch import ArchLimits, limits as arch_limits
 from ..core.config import format_config
-from ..core.registry import Rung, get
+from ..core.registry import SWITCHES, Rung, get
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,10 @@ class Space:
         for k, v in (overrides or {}).items():
             if k not in rung.params:
                 raise ValueError(f"rung {rung.slug!r} has no parameter {k!r}; parameters: {sorted(rung.params)}")
-            if not v or any(isinstance(x, bool) or not isinstance(x, int) or x <= 0 for x in v):
+            if k in SWITCHES:
+                if not v or any(isinstance(x, bool) or not isinstance(x, int) or x not in (0, 1) for x in v):
+                    raise ValueError(f"values of {k} must be 0 or 1 (a switch), got {v!r}")
+            elif not v or any(isinstance(x, bool) or not isinstance(x, int) or x <= 0 for x in v):
                 raise ValueError(f"values of {k} must be positive integers, got {v!r}")
             values[k] = tuple(v)
         if not values:

@@ -1,0 +1,130 @@
+"""Operand packing: the PACK parameter of the rungs with 16-byte fast paths (17-20).
+
+An operand whose base is not 16-byte aligned, or whose leading dimension is not a multiple of 16
+bytes, cannot take a rung's 16-byte path (cp.async of 16 bytes, TMA): its variant copies it 2 or 4
+bytes at a time (``GL_VEC_A`` / ``GL_VEC_B`` = 0, kernels/common.cuh). With ``PACK=1`` a plan copies
+each such operand first, on the same stream, into the stream's workspace (core/workspace.py):
+same layout, leading dimension rounded up to a multiple of 16 bytes, base 256-byte aligned
+(kernels/pack.cu); the GEMM then runs the variant with that operand's vector flag on, reading the
+copy. An operand that is already legal is read where it is.
+
+This module is the pure part: which operands a problem packs (``plan_packs``), the problem the
+GEMM then sees (``packed_view``), the workspace's layout when a plan packs and splits K
+(``layout``), and the pack kernel (``compile_pack``, ``grid``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from . import compile as _compile
+from .dtypes import VECTOR_BYTES, get as get_dtype
+from .problem import KernelProblem
+
+SOURCE, KERNEL = "pack.cu", "pack"
+ROWS = 4              # GL_PACK_ROWS in the kernel: rows (warps) per block of 32 * ROWS threads
+ALIGN = 256           # bytes: each region of the workspace starts on this boundary
+MAX_GRID_Y = 65535
+
+
+def _round_up(x: int, m: int) -> int:
+    return -(-x // m) * m
+
+
+@dataclass(frozen=True)
+class Pack:
+    """One operand to copy (the kernel's view: C row-major, ``operand`` "A" or "B"): ``outer``
+    rows of ``inner`` contiguous elements, row i at i * ``ld`` in the user's array and at
+    i * ``ld_packed`` in the copy, which starts ``offset`` bytes into the workspace."""
+
+    operand: str
+    outer: int
+    inner: int
+    ld: int
+    ld_packed: int
+    itemsize: int
+    offset: int = 0
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the copy in the workspace (rounded up to ``ALIGN``)."""
+        return _round_up(self.outer * self.ld_packed * self.itemsize, ALIGN)
+
+    @property
+    def traffic(self) -> int:
+        """Bytes the pack kernel reads and writes."""
+        return self.outer * (self.inner + self.ld_packed) * self.itemsize
+
+    def grid(self) -> tuple[int, int, int]:
+        """One lane per 16-byte chunk of a row along x; ROWS rows per block along y (rows past
+        grid.y's limit are strided over by the kernel)."""
+        chunks = self.ld_packed * self.itemsize // VECTOR_BYTES
+        return (-(-chunks // 32), min(-(-self.outer // ROWS), MAX_GRID_Y), 1)
+
+    def __str__(self) -> str:
+        return f"{self.operand}: ld {self.ld} -> {self.ld_packed}"
+
+
+def packed_ld(inner: int, dtype: str) -> int:
+    """The copy's leading dimension: ``inner`` rounded up to a whole number of 16-byte vectors."""
+    return _round_up(inner, get_dtype(dtype).vector_elements)
+
+
+def _pack(operand: str, rows: int, cols: int, ld: int, col_major: bool, dtype: str) -> Pack:
+    outer, inner = (cols, rows) if col_major else (rows, cols)
+    ldp = packed_ld(inner, dtype)
+    if ldp >= 2**31:
+        raise ValueError(f"operand {operand} would be packed with leading dimension {ldp}; the kernels take it "
+                         f"as a 32-bit int: use PACK=0")
+    return Pack(operand, outer, inner, ld, ldp, get_dtype(dtype).itemsize)
+
+
+def plan_packs(kp: KernelProblem, dtype: str) -> tuple[Pack, ...]:
+    """The operands of ``kp`` (the kernel's view) without 16-byte access, as packs laid out one
+    after the other from offset 0 of the workspace; () when both are legal."""
+    packs = []
+    if not kp.vec_a:
+        packs.append(_pack("A", kp.M, kp.K, kp.lda, kp.a_col, dtype))
+    if not kp.vec_b:
+        packs.append(_pack("B", kp.K, kp.N, kp.ldb, kp.b_col, dtype))
+    offset, out = 0, []
+    for p in packs:
+        out.append(replace(p, offset=offset))
+        offset += p.nbytes
+    return tuple(out)
+
+
+def packed_view(kp: KernelProblem, packs: tuple[Pack, ...]) -> KernelProblem:
+    """The problem the GEMM computes after ``packs``: the packed leading dimensions and vector
+    flags on. The pointers stay the user's (each launch packs from them)."""
+    for p in packs:
+        if p.operand == "A":
+            kp = replace(kp, lda=p.ld_packed, vec_a=True)
+        else:
+            kp = replace(kp, ldb=p.ld_packed, vec_b=True)
+    return kp
+
+
+def layout(packs: tuple[Pack, ...], split_bytes: int) -> tuple[int, int]:
+    """(offset of the split-K partial products, bytes to allocate) of a workspace holding
+    ``packs`` (at their offsets) and then ``split_bytes`` of partial products (0: no split),
+    from its first ``ALIGN``-byte boundary (``base``): the allocation has room to round up to it."""
+    split_offset = sum(p.nbytes for p in packs)
+    return split_offset, split_offset + _round_up(split_bytes, ALIGN) + (ALIGN if packs else 0)
+
+
+def base(ptr: int) -> int:
+    """The first ``ALIGN``-byte boundary at or after a workspace's pointer (cuMemAlloc's are on
+    one already; a stream-ordered allocation is promised less)."""
+    return _round_up(ptr, ALIGN)
+
+
+def describe(packs: tuple[Pack, ...]) -> str:
+    """``"packs A: ld 4093 -> 4096, B: ld 4093 -> 4096"`` ("" when nothing is packed)."""
+    return "packs " + ", ".join(map(str, packs)) if packs else ""
+
+
+def compile_pack(dtype: str, arch: str, before_compile=None) -> _compile.CompiledKernel:
+    """The pack kernel for ``dtype`` on ``arch``, cached like a variant."""
+    return _compile.compile_source(SOURCE, KERNEL, arch, {"GL_DTYPE": get_dtype(dtype).code},
+                                   before_compile=before_compile)

@@ -1,0 +1,59 @@
+// pack.cu — operand packing for the fast paths (not a rung of the ladder; a rung's PACK
+// parameter, core/packing.py).
+//
+// The fast paths of rungs 17-20 (cp.async of 16 bytes, TMA) need an operand whose base is 16-byte
+// aligned and whose leading dimension is a multiple of 16 bytes (GL_VEC_A / GL_VEC_B,
+// kernels/common.cuh). Without that they fall back to 16-bit or 32-bit copies (rung 19 at
+// 4093^3 bf16: 88.3 TFLOP/s against 733.2 at 4096^3, benchmarks/results/h100_llm_suite_bf16.json).
+// This kernel copies such an operand once, before the GEMM, into the workspace: a dense buffer
+// whose base is 256-byte aligned and whose leading dimension ldp is the row length rounded up to a
+// multiple of 16 bytes. The layout (row- or column-major) stays as it was: the operand is `outer`
+// rows of `inner` contiguous elements, src row i at src + i*ld, dst row i at dst + i*ldp. The GEMM
+// then runs its 16-byte variant on it. The padding (ldp - inner < 16 bytes) is written with zeros
+// as part of each row's last 16-byte store; no GEMM reads it (they read inside M, N, K only).
+//
+// Work: one warp per row (GL_PACK_ROWS rows per block, more along gridDim.y strides), one
+// 16-byte chunk of dst per lane, so a warp writes 512 consecutive bytes with STG.128 and reads
+// the 512 bytes behind them (each lane's 4 or 8 element loads hit the sectors its neighbours
+// read: the L1 merges them, the DRAM sees each byte once). Loads are of single elements because
+// the source is aligned only to its element size. It moves outer*(inner + ldp)*sizeof(T) bytes:
+// memory-bound (prediction: near the device-to-device copy rate, ~3 TB/s on the H100).
+#include "common.cuh"
+
+#define GL_PACK_ROWS 4                               // warps (rows) per block
+#define GL_PACK_VEC (16 / (int)sizeof(T))            // elements per 16-byte chunk
+
+#if GL_DTYPE == 0
+typedef unsigned int GlBits;                         // an element's bits
+#define GL_PER_WORD 1
+#else
+typedef unsigned short GlBits;
+#define GL_PER_WORD 2
+#endif
+
+// The 32-bit word of dst holding elements j .. j + GL_PER_WORD - 1 of a source row; zero past
+// the row's end (the padding).
+__device__ __forceinline__ unsigned int gl_pack_word(const GlBits* __restrict__ row, int j, int inner) {
+    unsigned int w = 0;
+#pragma unroll
+    for (int e = 0; e < GL_PER_WORD; ++e)
+        if (j + e < inner) w |= (unsigned int)__ldg(row + j + e) << (16 * e);
+    return w;
+}
+
+extern "C" __global__ void __launch_bounds__(32 * GL_PACK_ROWS)
+pack(int outer, int inner, const T* __restrict__ src, int ld, T* __restrict__ dst, int ldp)
+{
+    const int j = (blockIdx.x * 32 + (threadIdx.x & 31)) * GL_PACK_VEC;   // this lane's chunk
+    if (j >= ldp) return;
+    const GlBits* const s = reinterpret_cast<const GlBits*>(src);
+    for (int i = blockIdx.y * GL_PACK_ROWS + (threadIdx.x >> 5); i < outer; i += gridDim.y * GL_PACK_ROWS) {
+        const GlBits* const row = s + (size_t)i * ld;
+        uint4 v;
+        v.x = gl_pack_word(row, j, inner);
+        v.y = gl_pack_word(row, j + GL_PER_WORD, inner);
+        v.z = gl_pack_word(row, j + 2 * GL_PER_WORD, inner);
+        v.w = gl_pack_word(row, j + 3 * GL_PER_WORD, inner);
+        *reinterpret_cast<uint4*>(dst + (size_t)i * ldp + j) = v;
+    }
+}
