@@ -159,6 +159,13 @@ def test_a_persistent_rung_launches_one_block_per_sm_in_whole_clusters_up_to_its
     assert r.launch(65535 * 128 + 1, 7, one, 9, sm_count=132).grid == (132, 1, 1)  # no grid.y limit
 
 
+def test_the_persistent_rungs_epilogue_staging_lies_beside_four_full_stages_within_a_block():
+    """Rung 21 stores through staging of its own (the producer refills the stages meanwhile): 8
+    consumer warps x 16 rows x 128 16-bit outputs beside 4 stages of 128x64 + 64x256."""
+    r = registry.get("wgmma_ws")
+    assert r.smem(r.config()) == 1024 + 4 * (128 + 256) * 64 * 2 + 8 * 16 * 128 * 2 + 4 * 16
+
+
 def test_a_persistent_rung_refuses_a_launch_without_the_sm_count():
     r = registry.get("wgmma_ws")
     with pytest.raises(ValueError, match="'wgmma_ws' is persistent.*SM count"):

@@ -515,9 +515,11 @@ def _wgmma_constraints(cfg, smem=_wgmma_smem) -> list[str]:
 # ---- rung 21 (wgmma_ws): warp-specialized, persistent WGMMA ------------------------------------
 def _ws_smem(cfg) -> int:
     """21_wgmma_ws.cu's dynamic shared memory: 1024 bytes to align the base to the 128-byte
-    swizzle's period, STAGES 16-bit A and B tiles (no epilogue staging: the consumers store from
-    registers while the producer refills the stages), a full and an empty mbarrier per stage."""
-    return 1024 + cfg["STAGES"] * (cfg["BM"] + cfg["BN"]) * cfg["BK"] * 2 + 16 * cfg["STAGES"]
+    swizzle's period, STAGES 16-bit A and B tiles, the epilogue's own staging (the producer refills
+    the stages while the consumers store: each consumer warp has 16 rows x min(BN, 128) 16-bit
+    outputs), and a full and an empty mbarrier per stage."""
+    staging = cfg["BM"] // cfg["WM"] * 4 * 16 * min(cfg["BN"], 128) * 2
+    return 1024 + cfg["STAGES"] * (cfg["BM"] + cfg["BN"]) * cfg["BK"] * 2 + staging + 16 * cfg["STAGES"]
 
 
 def _ws_constraints(cfg) -> list[str]:
@@ -812,7 +814,7 @@ RUNGS: tuple[Rung, ...] = (
     ),
     Rung(
         21, "wgmma_ws", "Warp-specialized persistent WGMMA: setmaxnreg, tile scheduler, clusters",
-        "A producer warpgroup (setmaxnreg.dec) runs TMA ahead into the next tile while two consumer warpgroups (setmaxnreg.inc) multiply and store their tile from registers; one block per SM loops over the tiles; clusters of 2 along M share B by TMA multicast.",
+        "A producer warpgroup (setmaxnreg.dec) runs TMA ahead into the next tile while two consumer warpgroups (setmaxnreg.inc) multiply and store their tile through their own shared staging (stmatrix, 16-byte rows); one block per SM loops over the tiles; clusters of 2 along M share B by TMA multicast.",
         ("CUTLASS sm90 warp-specialized persistent GEMM (TMA, cooperative consumers, 2x1 cluster)",), "21_wgmma_ws.cu",
         dtypes=("fp16", "bf16"),
         params={"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 2},

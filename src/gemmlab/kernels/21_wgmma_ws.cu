@@ -13,9 +13,11 @@
 //   pipe active 76.8%, 35% of the stalls at barriers). Here the mbarrier phases continue across
 //   tiles, so the producer's TMA for tile i+1 is in flight while the consumers finish tile i and
 //   store it: only the first tile of a block pays the pipeline fill.
-// * The epilogue stores from the accumulator registers (pairs of 16-bit outputs, alpha/beta; C
-//   never read when beta == 0) instead of staging through the stages, which now belong to the
-//   next tile. Each consumer releases a tile's last stage before its epilogue.
+// * The epilogue has shared staging of its own (the stages belong to the next tile, which the
+//   producer is already loading): each consumer warp rounds alpha * acc to the output type into
+//   its 16 x 128 staging (stmatrix, swizzled: no bank conflicts), reads whole rows back and writes
+//   16-byte stores (beta: C read by 16-byte loads in the same pass, never when beta == 0); see
+//   store_tile. Each consumer releases a tile's last stage before its epilogue.
 // * setmaxnreg: the producer warpgroup gives its registers back (setmaxnreg.dec to 40; it only
 //   holds loop state) and the consumers take them (setmaxnreg.inc to 232), one if/else on the
 //   role at the top of the kernel, a cap of 168 at entry (__launch_bounds__(384, 1)). ptxas
@@ -39,6 +41,22 @@
 // table against the best hand-written Hopper kernels: the two consumer warpgroups still stop the
 // tensor cores together for each epilogue (a ping-pong schedule, each warpgroup on its own tile,
 // would overlap one's epilogue with the other's math), and the epilogue's 4-byte stores.
+// Measured (H100, cuBLAS in the same run, commit be188cb, benchmarks/results/h100_wgmma_ws_fp16.json,
+// _bf16.json, _nocluster_fp16.json), with that first epilogue, which stored from the accumulators
+// (64 4-byte stores per thread at BN = 256, each instruction touching 8 rows of 16 bytes): below
+// the prediction and below rung 19. fp16 677 TFLOP/s at 4096^3 (0.89x; rung 19 722) and 724 at
+// 8192^3 (0.942x; rung 19 761); bf16 692 (0.89x; rung 19 733) and 760 (0.95x; 789); CLUSTER=1
+// 674 and 721. Nsight Compute (fp16 4096^3, CLUSTER=1): IPC 0.71; stalls barrier 37%, long
+// scoreboard 19%, MIO throttle 14%, wait 12%. The stores were the suspect: at BN = 256 a consumer
+// warp issued 64 store instructions per tile of 8 rows each, 512 L1 wavefronts (~4096 L1 cycles
+// per tile for the 8 warps, ~2.3 us of a ~47 us tile at 4096^3: about the 5% lost to rung 19),
+// while neither warpgroup issued a wgmma.
+// PREDICTION for the staged epilogue (store_tile), written before its measurement: the epilogue's
+// L1/shared traffic falls to ~1500 cycles per tile (16 stmatrix, 16 LDS.128, 16 STG.128 per
+// thread), so MIO throttle and barrier stalls drop (MIO throttle under 5%) and fp16 rises to
+// 715-740 TFLOP/s at 4096^3 (0.94-0.97x, at or above rung 19's 722) and 750-775 at 8192^3; bf16
+// 725-750 and 770-800. The cost: beta != 0 rounds alpha * acc to the output type before adding
+// beta * C (two roundings; verify's element tolerance allows two).
 #include "common.cuh"
 #include "hopper.cuh"
 
@@ -70,7 +88,7 @@ static_assert(STAGES >= 2, "the pipeline needs at least two stages");
 static_assert(MI * BN / 2 <= 128, "at most 128 FP32 accumulators per thread");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of one or two CTAs along M");
 
-// ---- shared-memory carve-up (as rung 19; no epilogue staging: the producer keeps the stages busy)
+// ---- shared-memory carve-up: rung 19's stages, then the epilogue's own staging (see below) ----
 #if GL_A_COL
 constexpr int A_PANELS = BM / 64, A_ROWS = BK;        // MN-major: [BK][64 m] per 64 rows of the tile
 #else
@@ -84,7 +102,16 @@ constexpr int B_PANELS = BN / 64, B_ROWS = BK;        // MN-major: [BK][64 n] pe
 constexpr int A_PANEL_B = A_ROWS * GL_ROW_B, B_PANEL_B = B_ROWS * GL_ROW_B;
 constexpr int A_STAGE_B = A_PANELS * A_PANEL_B, B_STAGE_B = B_PANELS * B_PANEL_B;
 constexpr int PIPE_B = STAGES * (A_STAGE_B + B_STAGE_B);
-constexpr int SMEM_NEED = 1024 + PIPE_B + 2 * STAGES * 8;    // 1024: aligning the base; then full[], empty[]
+// Epilogue staging, apart from the stages (the producer refills those for the next tile while the
+// consumers store this one): each consumer warp owns 16 rows x EPI_N outputs of the output type
+// (4 KB at EPI_N = 128), through which its 16 rows of each m64 block pass in BN / EPI_N column
+// passes. 128 columns, not 256: 32 KB in all keeps 4 stages of 128x256x64 (192 KB) within a
+// block's 227 KB; a whole 128x256 tile (64 KB) would cost a stage.
+constexpr int EPI_N = BN < 128 ? BN : 128;
+constexpr int EPI_ROW_B = EPI_N * 2, EPI_CHUNKS = EPI_N / 8;   // bytes and 16-byte chunks of a staged row
+constexpr int EPI_WARP_B = 16 * EPI_ROW_B;
+constexpr int EPI_B = CWARPS * EPI_WARP_B;
+constexpr int SMEM_NEED = 1024 + PIPE_B + EPI_B + 2 * STAGES * 8;   // 1024: aligning the base; then full[], empty[]
 static_assert(A_PANEL_B % 1024 == 0 && B_PANEL_B % 1024 == 0, "panels keep the 1024-byte swizzle alignment");
 static_assert(SMEM_NEED <= GL_DYN_SMEM, "the registry's shared-memory size (GL_DYN_SMEM) is too small for this tile");
 
@@ -166,7 +193,7 @@ struct Ring {
 };
 
 struct Smem {
-    unsigned a_base, b_base, bars;
+    unsigned a_base, b_base, epi, bars;
     __device__ __forceinline__ unsigned full(int s) const { return bars + 8u * s; }
     __device__ __forceinline__ unsigned empty(int s) const { return bars + 8u * (STAGES + s); }
 };
@@ -235,6 +262,52 @@ __device__ __forceinline__ void produce(const Smem& sm, const Schedule& sched, i
     }
 }
 
+// ---- epilogue: one consumer warp's 16 rows of each m64 block --------------------------------------
+// Per pass of EPI_N columns: alpha * acc rounded to T goes into the warp's staging by stmatrix (16
+// rows x 16 columns per instruction: matrices 0 / 1 are rows 0-7 / 8-15 of 8 columns, 2 / 3 the
+// next 8), then each lane reads 16-byte chunks of whole rows back and writes them to C, 8 outputs
+// per store (gl_store_c8_rounded: beta, ragged edges, unaligned C); a warp's store covers two rows
+// of 256 contiguous bytes. The staging is swizzled like the operand panels, 16-byte chunk c of row
+// r at chunk c ^ (r % 8): the 8 rows of one stmatrix matrix, and the 8 chunks a quarter-warp reads,
+// fall on 8 distinct 16-byte bank groups (no conflicts, no padding). Only __syncwarp: the staging
+// is the warp's own. Against storing from the fragments (rung 21 before: 64 4-byte stores per
+// thread at BN = 256, each instruction touching 8 rows): 16 stores of 16 bytes, 16 stmatrix, 16
+// loads of 16 bytes, so both consumer warpgroups get back to the next tile's wgmmas sooner.
+__device__ __forceinline__ void store_tile(const float (&acc)[MI][BN / 8][4], unsigned stage, int lane, T* C, int ldc,
+                                           int M, int N, int i0, int j0, float alpha, float beta) {
+    // stmatrix: lane l names row l % 16, chunk 2 jj + l / 16 of pass column block jj; swizzled,
+    // (2 jj + l / 16) ^ (l % 8) = 2 jj ^ st_x (2 jj has no bit 0)
+    const unsigned st_at = stage + (lane % 16) * EPI_ROW_B;
+    const int st_x = (lane / 16) ^ (lane % 8);
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int p = 0; p < BN / EPI_N; ++p) {
+#pragma unroll
+            for (int jj = 0; jj < EPI_N / 16; ++jj) {
+                const float (&a)[4] = acc[mi][p * EPI_N / 8 + 2 * jj];
+                const float (&b)[4] = acc[mi][p * EPI_N / 8 + 2 * jj + 1];
+                gl_stmatrix_x4(st_at + ((2 * jj ^ st_x) << 4), gl_pack2(alpha * a[0], alpha * a[1]),
+                               gl_pack2(alpha * a[2], alpha * a[3]), gl_pack2(alpha * b[0], alpha * b[1]),
+                               gl_pack2(alpha * b[2], alpha * b[3]));
+            }
+            __syncwarp();                             // the staged pass visible to the whole warp
+            constexpr int PER = 16 * EPI_CHUNKS / 32;     // chunks per lane
+            uint4 h[PER];
+#pragma unroll
+            for (int q = 0; q < PER; ++q) {           // all loads first: their latencies overlap
+                const int v = lane + 32 * q, r = v / EPI_CHUNKS, c = v % EPI_CHUNKS;
+                h[q] = gl_lds128(stage + r * EPI_ROW_B + ((c ^ (r % 8)) << 4));
+            }
+            __syncwarp();                             // read before the next pass overwrites it
+#pragma unroll
+            for (int q = 0; q < PER; ++q) {
+                const int v = lane + 32 * q, r = v / EPI_CHUNKS, c = v % EPI_CHUNKS;
+                gl_store_c8_rounded(C, ldc, M, N, i0 + mi * 64 + r, j0 + p * EPI_N + 8 * c, h[q], beta);
+            }
+        }
+}
+
 // ---- main loop and epilogue: the consumer warpgroups ------------------------------------------
 __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, int ktiles, int rank, int warp, int lane,
                                         int M, int N, float alpha, float beta, T* C, int ldc) {
@@ -249,8 +322,9 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
             if (CLUSTER > 1) gl_mbar_arrive_cluster(sm.empty(s), rank ^ 1);
         }
     };
-    // the thread's rows in the C-fragment layout: warp % 4 owns 16 rows of each m64 block
-    const int frag_row = wg * WM + 16 * (warp % 4) + lane / 4, frag_col = 2 * (lane % 4);
+    // warp % 4 owns 16 rows of each m64 block (the C-fragment layout), and its own staging
+    const int warp_row = wg * WM + 16 * (warp % 4);
+    const unsigned stage = sm.epi + warp * EPI_WARP_B;
 
     float acc[MI][BN / 8][4];
     Ring ring;
@@ -281,18 +355,9 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
         for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
         release(prev);          // the tile's last stage: the producer refills it during the epilogue
 
-        // ---- epilogue: straight from the accumulators (the stages belong to the next tile by
-        // now): alpha/beta, a pair of 16-bit outputs per store, C never read when beta == 0 -------
-#pragma unroll
-        for (int mi = 0; mi < MI; ++mi) {
-            const int i = row0 + frag_row + mi * 64;
-#pragma unroll
-            for (int j = 0; j < BN / 8; ++j) {
-                const int c = col0 + 8 * j + frag_col;
-                gl_store_c2(C, ldc, M, N, i, c, acc[mi][j][0], acc[mi][j][1], alpha, beta);
-                gl_store_c2(C, ldc, M, N, i + 8, c, acc[mi][j][2], acc[mi][j][3], alpha, beta);
-            }
-        }
+        // ---- epilogue: through the warp's own staging (the stages belong to the next tile by
+        // now); a tile wholly below M (rank 1 of a cluster's last unit row) stores nothing -------
+        if (row0 < M) store_tile(acc, stage, lane, C, ldc, M, N, row0 + warp_row, col0, alpha, beta);
     }
 }
 
@@ -306,13 +371,13 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) GL_CLUSTER_DIMS
 gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc,
      const __grid_constant__ GlTensorMap tmA, const __grid_constant__ GlTensorMap tmB)
 {
-    // One raw buffer: [STAGES A tiles][STAGES B tiles], then full[STAGES] and empty[STAGES]. Its
+    // One raw buffer: [STAGES A tiles][STAGES B tiles][epilogue staging], then full[STAGES] and empty[STAGES]. Its
     // base is rounded up to the swizzle's 1024 bytes (the same offset in every CTA: multicast
     // writes each CTA's copy at the offset the issuing CTA names).
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(smem_raw));
     const unsigned base = (raw + 1023u) & ~1023u;
-    const Smem sm{base, base + STAGES * A_STAGE_B, base + PIPE_B};
+    const Smem sm{base, base + STAGES * A_STAGE_B, base + PIPE_B, base + PIPE_B + EPI_B};
     const int tid = threadIdx.x, warp = tid / 32;
     const int rank = CLUSTER > 1 ? (int)gl_cluster_rank() : 0;
     const Schedule sched(M, N);

@@ -91,6 +91,19 @@ __device__ __forceinline__ void gl_setmaxnreg_inc() { asm volatile("setmaxnreg.i
 // This thread's generic-proxy shared stores (st.shared) visible to the async proxy (wgmma, TMA).
 __device__ __forceinline__ void gl_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
+// Four 8x8 matrices of 16-bit elements, held in the tensor cores' fragment layout (register r of
+// lane t: row t / 4, elements 2 (t % 4) and +1 of matrix r), to shared memory: lane t names the
+// 16-byte row t % 8 of matrix t / 8. One instruction where 32-bit st.shared would take four.
+__device__ __forceinline__ void gl_stmatrix_x4(unsigned addr, unsigned r0, unsigned r1, unsigned r2, unsigned r3) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n"
+                 :: "r"(addr), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+}
+__device__ __forceinline__ uint4 gl_lds128(unsigned addr) {
+    uint4 v;
+    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr) : "memory");
+    return v;
+}
+
 // A shared-memory matrix descriptor with the 128-byte swizzle: start address, leading- and
 // stride-dimension byte offsets (all in 16-byte units), swizzle mode 1 in bits 62-63. The start
 // field is 14 bits of a shared address below 256 KB: adding (offset >> 4) to a descriptor moves
