@@ -268,7 +268,11 @@ class Plan:
             self.variant = replace(self.variant, vec_a=kp.vec_a, vec_b=kp.vec_b)
         rung.check_resources(self.variant.cfg, info.limits)
         self.geometry: Launch = rung.launch(kp.M, kp.N, self.variant.cfg, kp.K, info.sm_count)
-        split = self.variant.cfg.get("SPLITK", 1) > 1
+        # split-K is the configuration's, not the slice count's: SPLITK=4 over a K of one BK tile
+        # is ONE slice, and still the split variant (FP32 partials into the workspace, then the
+        # reduction applies alpha and beta); launching it as a plain kernel wrote FP32 partials
+        # into C (H100, tests/test_configs.py: NaN at 131x67x45 with BK=64, SPLITK=4)
+        split = self._split = self.variant.cfg.get("SPLITK", 1) > 1
         self.splits = self.geometry.grid[2] if split else 1     # K slices (split-K), else 1
         self.variant = self.variant.for_geometry(self.geometry, kp.N)   # split-K or tall grid
 
@@ -426,7 +430,7 @@ class Plan:
                     a_ptr = region + p.offset
                 else:
                     b_ptr = region + p.offset
-            split = self.splits > 1
+            split = self._split
             _fill(self._params, a_ptr, b_ptr, region + self._split_offset if split else c_ptr, alpha, beta)
             if self._maps is not None and (a_ptr, b_ptr) != self._mapped:
                 self._remap(a_ptr, b_ptr)   # the maps of these A and B (a packed one's: of its copy)
