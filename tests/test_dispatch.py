@@ -197,9 +197,13 @@ def test_the_rule_splits_k_inside_rung_19_where_its_tiles_leave_the_sms_idle(tun
 
 
 def test_the_rule_takes_the_half_width_tile_where_it_fills_the_sms_better(tuned):
-    # 1024x6144: 192 tiles of 128x256 in two waves, the second half empty; 384 of 128x128 in three
+    # rung 19 at 1024x6144: 192 tiles of 128x256 in two waves, the second half empty; 384 of
+    # 128x128 in three
+    cfg, why = dispatch.rule_config(get("wgmma_tma"), 1024, 6144, 4096, 132)
+    assert (cfg["BM"], cfg["BN"], cfg["SPLITK"]) == (128, 128, 1) and "preset '128x128'" in why
+    # rung 21 (no split-K) keeps its tile there: its half tile was never measured faster
     c = dispatch.decide(problem(1024, 6144, 4096, "bf16"), "auto", None, H100)
-    assert (c.rung.slug, c.config["BM"], c.config["BN"]) == ("wgmma_ws", 128, 128) and "preset '128x128'" in c.reason
+    assert (c.rung.slug, c.config["BM"], c.config["BN"]) == ("wgmma_ws", 128, 256)
     # 128x14336: 56 tiles of 128x256 leave rung 21 more than half of the SMs idle; rung 19's 112
     # tiles of 128x128 need no split where its 128x256 would need one
     c = dispatch.decide(problem(128, 14336, 4096, "bf16"), "auto", None, H100)

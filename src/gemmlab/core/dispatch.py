@@ -216,11 +216,15 @@ def rule_config(rung: Rung, M: int, N: int, K: int, sm_count: int) -> tuple[dict
     if better:
         name, cfg = min(better, key=lambda pc: _padded(M, N, pc[1]))
         why = f"top rung for the dtype, preset {name!r}: its {cfg['BM']}x{cfg['BN']} tile pads {M}x{N} least"
-    can_split = "SPLITK" in rung.params
-    split = _split(cfg, M, N, K, sm_count) if can_split else 1
+    # a rung without split-K keeps its tile: the half tile is weighed only where it was measured,
+    # rung 19's (rung 21's 128x128 at 1024x6144x4096 ran 0.36x cuBLAS, h100_splitk19_bf16.json,
+    # against rung 19's 128x256 at 0.76x; rung 21 has been changed since, not measured there)
+    if "SPLITK" not in rung.params:
+        return _clustered(cfg, why, M)
+    split = _split(cfg, M, N, K, sm_count)
     half = _half_tile(rung, cfg)
     if half is not None:
-        hsplit = _split(half[1], M, N, K, sm_count) if can_split else 1
+        hsplit = _split(half[1], M, N, K, sm_count)
         t, ht = _launch_time(cfg, split, M, N, sm_count), _launch_time(half[1], hsplit, M, N, sm_count)
         if ht <= HALF_TILE_TIME * t or (ht <= t and hsplit == 1 < split):
             cfg, split = half[1], hsplit
@@ -229,6 +233,11 @@ def rule_config(rung: Rung, M: int, N: int, K: int, sm_count: int) -> tuple[dict
         tiles = -(-M // cfg["BM"]) * -(-N // cfg["BN"])
         cfg = dict(cfg, SPLITK=split)
         why += f"; split-K {split}: {tiles} output tiles for {sm_count} SMs, K={K}"
+    return _clustered(cfg, why, M)
+
+
+def _clustered(cfg: dict, why: str, M: int) -> tuple[dict, str]:
+    """``cfg`` with CLUSTER=1 where its row tiles do not pair up into clusters (rung 21)."""
     rows = -(-M // cfg["BM"])
     if rows % cfg.get("CLUSTER", 1):
         cfg = dict(cfg, CLUSTER=1)

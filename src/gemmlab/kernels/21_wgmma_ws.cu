@@ -57,6 +57,10 @@
 // 715-740 TFLOP/s at 4096^3 (0.94-0.97x, at or above rung 19's 722) and 750-775 at 8192^3; bf16
 // 725-750 and 770-800. The cost: beta != 0 rounds alpha * acc to the output type before adding
 // beta * C (two roundings; verify's element tolerance allows two).
+// Measured (H100, commit 1c25f3a, benchmarks/results/h100_wgmma_ws_staged_fp16.json, cuBLAS and
+// rung 19 in the same run): fp16 732 TFLOP/s at 4096^3 (0.975x cuBLAS; rung 19 714, 0.951x) and
+// 751 at 8192^3 (0.991x; rung 19 744, 0.982x): inside the prediction at 4096^3, the first rung
+// above rung 19, still below cuBLAS. Not yet measured: bf16, and the counters after the change.
 #include "common.cuh"
 #include "hopper.cuh"
 
