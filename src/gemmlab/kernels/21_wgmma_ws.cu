@@ -46,14 +46,14 @@
 // (64 4-byte stores per thread at BN = 256, each instruction touching 8 rows of 16 bytes): below
 // the prediction and below rung 19. fp16 677 TFLOP/s at 4096^3 (0.89x; rung 19 722) and 724 at
 // 8192^3 (0.942x; rung 19 761); bf16 692 (0.89x; rung 19 733) and 760 (0.95x; 789); CLUSTER=1
-// 674 and 721. Nsight Compute (fp16 4096^3, CLUSTER=1): IPC 0.71; stalls barrier 37%, long
-// scoreboard 19%, MIO throttle 14%, wait 12%. The stores were the suspect: at BN = 256 a consumer
+// 674 and 721. Nsight Compute (fp16 4096^3, CLUSTER=1; its figures were not saved): the top
+// stalls were barrier, long scoreboard and MIO throttle. The stores were the suspect: at BN = 256 a consumer
 // warp issued 64 store instructions per tile of 8 rows each, 512 L1 wavefronts (~4096 L1 cycles
 // per tile for the 8 warps, ~2.3 us of a ~47 us tile at 4096^3: about the 5% lost to rung 19),
 // while neither warpgroup issued a wgmma.
 // PREDICTION for the staged epilogue (store_tile), written before its measurement: the epilogue's
 // L1/shared traffic falls to ~1500 cycles per tile (16 stmatrix, 16 LDS.128, 16 STG.128 per
-// thread), so MIO throttle and barrier stalls drop (MIO throttle under 5%) and fp16 rises to
+// thread), so MIO throttle and barrier stalls drop and fp16 rises to
 // 715-740 TFLOP/s at 4096^3 (0.94-0.97x, at or above rung 19's 722) and 750-775 at 8192^3; bf16
 // 725-750 and 770-800. The cost: beta != 0 rounds alpha * acc to the output type before adding
 // beta * C (two roundings; verify's element tolerance allows two).
