@@ -86,8 +86,12 @@ for st in "${stages[@]}"; do
       else
         run tune-fp32 $TUNE --suite fp32 --json "$OUT/tune_fp32.json"
       fi ;;
-    strategies) run strategies $PY benchmarks/tune_strategies.py --rungs ${STRAT_RUNGS:-warp_tiling} \
-      --storage "sqlite:///$OUT/strategies.db" --out "$OUT/tune_strategies.json" ;;
+    strategies)  # resumable across calls: its database comes back in suite.tgz even when the stage
+      # is cut (STRAT_TIMEOUT), and STRAT_DB=<that file, carried> continues it (warp_tiling's 930
+      # candidates x 3 shapes took more than one 600 s call on the H100)
+      [ -n "${STRAT_DB:-}" ] && cp "$STRAT_DB" "$OUT/strategies.db"
+      run strategies timeout ${STRAT_TIMEOUT:-480} $PY benchmarks/tune_strategies.py --rungs ${STRAT_RUNGS:-warp_tiling} \
+        --storage "sqlite:///$OUT/strategies.db" --out "$OUT/tune_strategies.json" ;;
     overhead) run overhead $GL bench --overhead --json "$OUT/overhead.json" ;;
     overhead16) run overhead16 $GL bench --overhead --dtype fp16 --json "$OUT/overhead_fp16.json" ;;
     bench) run bench $GL bench --json "$OUT/bench.json" ;;
