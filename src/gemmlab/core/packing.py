@@ -1,4 +1,4 @@
-"""Operand packing: the PACK parameter of the rungs with 16-byte fast paths (17-20).
+"""Operand packing: the PACK parameter of the rungs with 16-byte fast paths (17-21).
 
 An operand whose base is not 16-byte aligned, or whose leading dimension is not a multiple of 16
 bytes, cannot take a rung's 16-byte path (cp.async of 16 bytes, TMA): its variant copies it 2 or 4
