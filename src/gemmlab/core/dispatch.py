@@ -14,7 +14,9 @@ A named rung runs with the configuration given (its defaults when none). ``auto`
 3. **rule** -- the top rung for the dtype on this architecture (the ladder improves rung by rung),
    its default tile, a preset instead when the default pads a skinny problem by a third or more,
    split-K when the output tiles leave more than half of the SMs idle, and the preset of half the
-   tile's width when it fills the SMs better (``rule_config``).
+   tile's width when it fills the SMs better (``rule_config``); a top rung that cannot split K
+   (rung 21) gives way to the highest rung that can where its tiles would leave more than half of
+   the SMs idle (``_rule``).
 
 Whatever the source, ``auto`` then decides the rung's PACK switch (``with_packing``): an operand
 whose base or leading dimension keeps it off the 16-byte path is copied first (core/packing.py)
