@@ -879,7 +879,7 @@ RUNGS: tuple[Rung, ...] = (
                  "128x128": {"BM": 128, "BN": 128, "BK": 32, "WM": 64, "STAGES": 6, "CLUSTER": 2},
                  "256x128": {"BM": 256, "BN": 128, "BK": 32, "WM": 128, "STAGES": 4, "CLUSTER": 2}},
         threads=_wgmma_threads, constraints=_wstf32_constraints, smem=_wstf32_smem,
-        sass_claims=("HGMMA.64x256x8.F32.TF32", "UTMALDG", "SYNCS", "USETMAXREG"), min_arch=90, max_arch=90,
+        sass_claims=("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG"), min_arch=90, max_arch=90,
         tensor_maps=True, persistent=True, k_major=True,
         space={"BN": (128, 256), "BK": (32, 64), "STAGES": (2, 3, 4, 5, 6), "CLUSTER": (1, 2)},
     ),
