@@ -94,6 +94,8 @@ def test_an_accepted_configuration_is_correct_on_odd_shapes_with_beta(rung, cfg)
     dtype = rung.dtypes[0]
     lib = "torch" if dtype == "bf16" else None
     for lay, vec in itertools.product((False, True), (False, True)):   # the variants these calls can pick
+        if not rung.compiles(lay, lay, vec, vec):   # a k_major rung: these operands are packed first
+            continue
         try:
             Variant.make(rung, dtype, a_col=lay, b_col=lay, vec_a=vec, vec_b=vec, vec_c=vec, config=cfg).compile("sm_90a")
         except SpillError as exc:
