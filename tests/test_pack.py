@@ -380,3 +380,16 @@ def test_the_wgmma_tf32_variants_the_plan_can_run_are_the_k_major_aligned_ones_o
     r = registry.get("wgmma_tf32")
     ok = [c for c in itertools.product((False, True), repeat=4) if r.compiles(*c)]
     assert ok == [(False, True, True, True)] and r.k_major and "PACK" not in r.params
+
+
+def test_a_plan_without_pack_on_a_rung_that_is_not_k_major_copies_nothing_even_when_unaligned():
+    kp = problem(64, 64, 45).kernel_view()            # lda = 45 FP32: no 16-byte access
+    assert packing.for_kernel(kp, "fp32", False, False) == ((), kp)
+
+
+def test_the_kernel_view_of_a_k_major_plan_is_a_variant_the_rung_compiles_in_every_layout():
+    r = registry.get("wgmma_tf32")
+    for a_col, b_col in itertools.product((False, True), repeat=2):
+        kp = problem(200, 136, 45, cols=(a_col, b_col, False)).kernel_view()
+        packs, view = packing.for_kernel(kp, "fp32", False, True)
+        assert packs and r.compiles(view.a_col, view.b_col, view.vec_a, view.vec_b), (a_col, b_col)

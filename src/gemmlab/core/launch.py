@@ -264,10 +264,9 @@ class Plan:
         # PACK=1: the operands without 16-byte access are copied first (core/packing.py); the
         # kernel reads the copies, with their leading dimensions and its 16-byte variant
         # a k_major rung (22): its MN-major or unaligned operands are always copied, MN-major ones transposed
-        packs_on = self.variant.cfg.get("PACK") or rung.k_major
-        self.packs = packing.plan_packs(kp, problem.dtype, rung.k_major) if packs_on else ()
+        self.packs, kp = packing.for_kernel(kp, problem.dtype, bool(self.variant.cfg.get("PACK")), rung.k_major)
         if self.packs:
-            kp = self.kp = packing.packed_view(kp, self.packs)
+            self.kp = kp
             self.variant = replace(self.variant, vec_a=kp.vec_a, vec_b=kp.vec_b, a_col=kp.a_col, b_col=kp.b_col)
         rung.check_resources(self.variant.cfg, info.limits)
         self.geometry: Launch = rung.launch(kp.M, kp.N, self.variant.cfg, kp.K, info.sm_count)

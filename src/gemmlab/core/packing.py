@@ -122,6 +122,15 @@ def plan_packs(kp: KernelProblem, dtype: str, k_major: bool = False) -> tuple[Pa
     return tuple(out)
 
 
+def for_kernel(kp: KernelProblem, dtype: str, pack: bool, k_major: bool) -> tuple[tuple[Pack, ...], KernelProblem]:
+    """What a plan copies first and the problem its kernel then computes: with PACK=1 (``pack``)
+    the operands without 16-byte access, for a ``k_major`` rung those and the MN-major ones;
+    ((), kp) when nothing is copied. The plan and the tuner's compile ahead both read it, so the
+    tuner compiles the variant the plan will run."""
+    packs = plan_packs(kp, dtype, k_major) if pack or k_major else ()
+    return packs, (packed_view(kp, packs) if packs else kp)
+
+
 def packed_view(kp: KernelProblem, packs: tuple[Pack, ...]) -> KernelProblem:
     """The problem the GEMM computes after ``packs``: the packed leading dimensions and vector
     flags on, a transposed operand in the other layout. The pointers stay the user's (each launch
