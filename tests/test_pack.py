@@ -351,3 +351,45 @@ def test_auto_on_misaligned_operands_is_correct_and_packs_when_its_reason_says_s
     p.run()
     torch.cuda.synchronize()
     assert _rel_err(c, a, b) < 1e-2
+
+
+# ---- the transposing pack of a k_major rung (22 wgmma_tf32: TF32 wgmma has no transpose) ------------
+def test_a_k_major_plan_transposes_a_row_major_b_and_leaves_a_row_major_a_where_it_is():
+    kp = problem(256, 128, 64).kernel_view()          # row-major A, row-major B (MN-major)
+    (p,) = packing.plan_packs(kp, "fp32", k_major=True)
+    assert (p.operand, p.transpose, p.kernel) == ("B", True, packing.KERNEL_T)
+    assert (p.outer, p.inner, p.ld_packed) == (kp.K, kp.N, kp.K)   # the copy: N rows of K
+    view = packing.packed_view(kp, (p,))
+    assert (view.a_col, view.b_col, view.ldb, view.vec_b) == (False, True, kp.K, True)
+
+
+def test_a_transposed_copy_pads_its_rows_to_16_bytes_and_counts_its_bytes():
+    kp = problem(64, 64, 45).kernel_view()            # B is 45 x 64 row-major: copy rows of 45 -> 48
+    a, p = packing.plan_packs(kp, "fp32", k_major=True)   # A (lda 45) is copied too, not transposed
+    assert (a.operand, a.transpose, a.ld_packed) == ("A", False, 48)
+    assert (p.ld_packed, p.rows_packed, p.nbytes) == (48, 64, 64 * 48 * 4)
+    assert p.traffic == (45 * 64 + 64 * 48) * 4
+    assert p.grid() == (2, 2, 1) and p.threads == packing.THREADS_T
+
+
+def test_without_k_major_no_aligned_operand_is_copied_whatever_its_layout():
+    assert packing.plan_packs(problem(256, 128, 64).kernel_view(), "fp32") == ()
+
+
+def test_the_wgmma_tf32_variants_the_plan_can_run_are_the_k_major_aligned_ones_only():
+    r = registry.get("wgmma_tf32")
+    ok = [c for c in itertools.product((False, True), repeat=4) if r.compiles(*c)]
+    assert ok == [(False, True, True, True)] and r.k_major and "PACK" not in r.params
+
+
+def test_a_plan_without_pack_on_a_rung_that_is_not_k_major_copies_nothing_even_when_unaligned():
+    kp = problem(64, 64, 45).kernel_view()            # lda = 45 FP32: no 16-byte access
+    assert packing.for_kernel(kp, "fp32", False, False) == ((), kp)
+
+
+def test_the_kernel_view_of_a_k_major_plan_is_a_variant_the_rung_compiles_in_every_layout():
+    r = registry.get("wgmma_tf32")
+    for a_col, b_col in itertools.product((False, True), repeat=2):
+        kp = problem(200, 136, 45, cols=(a_col, b_col, False)).kernel_view()
+        packs, view = packing.for_kernel(kp, "fp32", False, True)
+        assert packs and r.compiles(view.a_col, view.b_col, view.vec_a, view.vec_b), (a_col, b_col)

@@ -29,15 +29,16 @@ def _guarded_variants() -> dict[str, list[Variant]]:
     out: dict[str, list[Variant]] = {arch: [] for arch in ARCHS}
     for slug, dtype, precision, arch in PRECISION_CASES:
         for a_col, b_col, vec in itertools.product((False, True), (False, True), (True, False)):
-            out[arch].append(Variant.make(slug, dtype, a_col=a_col, b_col=b_col, vec_a=vec, vec_b=vec, vec_c=vec,
-                                          precision=precision))
+            if get(slug).compiles(a_col, b_col, vec, vec):
+                out[arch].append(Variant.make(slug, dtype, a_col=a_col, b_col=b_col, vec_a=vec, vec_b=vec, vec_c=vec,
+                                              precision=precision))
     for r in kernels():
         for dt, (a_col, b_col) in itertools.product(r.dtypes, itertools.product((False, True), (False, True))):
-            if r.runs_on("sm_90a"):
+            if r.runs_on("sm_90a") and r.compiles(a_col, b_col, True, True):
                 out["sm_90a"].append(Variant.make(r.slug, dt, a_col=a_col, b_col=b_col, tall=True))
         for preset, p in itertools.product(r.presets, [p for p in r.precisions if applies(p, r.dtypes[0])]):
             if r.runs_on("sm_90a"):
-                out["sm_90a"].append(Variant.make(r.slug, r.dtypes[0], config=preset, precision=p))
+                out["sm_90a"].append(Variant.make(r.slug, r.dtypes[0], b_col=r.k_major, config=preset, precision=p))
     return out
 
 
@@ -49,6 +50,8 @@ def _compiled_ahead(compile_ahead):
 @pytest.mark.parametrize("slug,dtype,precision,arch", PRECISION_CASES)
 def test_rung_compiles_without_spills_or_local_memory_in_every_layout(slug, dtype, precision, arch):
     for a_col, b_col, vec in itertools.product((False, True), (False, True), (True, False)):
+        if not get(slug).compiles(a_col, b_col, vec, vec):   # a k_major rung: the plan packs these (rung 22)
+            continue
         v = Variant.make(slug, dtype, a_col=a_col, b_col=b_col, vec_a=vec, vec_b=vec, vec_c=vec, precision=precision)
         ck = v.compile(arch)
         res = disasm.resource_usage(ck.cubin, ck.log)
@@ -60,6 +63,8 @@ def test_rung_compiles_without_spills_or_local_memory_in_every_layout(slug, dtyp
 def test_tall_grid_variant_compiles_without_spills_in_every_layout(slug, dtype):
     """The GL_TALL variant (row tiles continued along grid.z, for M > 65535 x BM) stays spill-free."""
     for a_col, b_col in itertools.product((False, True), (False, True)):
+        if not get(slug).compiles(a_col, b_col, True, True):
+            continue
         v = Variant.make(slug, dtype, a_col=a_col, b_col=b_col, tall=True)
         ck = v.compile("sm_90a")
         res = disasm.resource_usage(ck.cubin, ck.log)
@@ -76,7 +81,7 @@ def test_ordinary_variant_reads_no_grid_z():
 @pytest.mark.parametrize("slug,dtype,precision", [(r.slug, r.dtypes[0], p) for r in kernels() if r.sass_claims
                                                    for p in r.precisions if applies(p, r.dtypes[0])])
 def test_rung_sass_contains_the_instructions_it_claims(slug, dtype, precision):
-    v = Variant.make(slug, dtype, precision=precision)
+    v = Variant.make(slug, dtype, b_col=get(slug).k_major, precision=precision)   # rung 22 reads column-major B
     sass = disasm.sass(v.compile("sm_90a").cubin)
     missing = [c for c in v.rung.sass_claims if not disasm.has_opcode(sass, c)]
     assert not missing, f"{slug}: SASS lacks {missing}"
@@ -86,7 +91,7 @@ def test_rung_sass_contains_the_instructions_it_claims(slug, dtype, precision):
 def test_rung_presets_compile_without_local_memory(slug):
     r = next(k for k in kernels() if k.slug == slug)
     for preset, precision in itertools.product(r.presets, [p for p in r.precisions if applies(p, r.dtypes[0])]):
-        ck = Variant.make(slug, r.dtypes[0], config=preset, precision=precision).compile("sm_90a")
+        ck = Variant.make(slug, r.dtypes[0], b_col=r.k_major, config=preset, precision=precision).compile("sm_90a")
         res = disasm.resource_usage(ck.cubin, ck.log)
         assert res.local == 0 and (res.spill_stores, res.spill_loads) == (0, 0), f"{slug}[{preset}, {precision}] spills"
 

@@ -76,6 +76,8 @@ def inspect_rung(rung: Rung | str, dtype: str | None = None, arch: str = "sm_90a
     check_arch(arch)
     dtype = dtype or rung.dtypes[0]
     rung.require(dtype, arch)
+    if not rung.compiles(a_col, b_col, True, True):   # a k_major rung's kernel sees its operands packed K-major
+        a_col, b_col = False, True
     variant = Variant.make(rung, dtype, a_col=a_col, b_col=b_col, config=config)
     cfg = variant.cfg
     lim = limits(arch)

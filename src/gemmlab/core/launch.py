@@ -88,10 +88,11 @@ def load_reduce(dtype: str, ordinal: int, capturing=None):
     return _load_helper(compile_reduce, f"the split-K reduction [{dtype}]", dtype, ordinal, capturing)
 
 
-def load_pack(dtype: str, ordinal: int, capturing=None):
-    """The CUfunction of the operand pack kernel for ``dtype`` on a device (``capturing``: see
-    ``compile_for_launch``)."""
-    return _load_helper(packing.compile_pack, f"the operand pack [{dtype}]", dtype, ordinal, capturing)
+def load_pack(dtype: str, ordinal: int, capturing=None, kernel: str = packing.KERNEL):
+    """The CUfunction of the operand pack kernel ``kernel`` (``pack`` or the transposing ``pack_t``)
+    for ``dtype`` on a device (``capturing``: see ``compile_for_launch``)."""
+    return _load_helper(lambda d, a, b: packing.compile_pack(d, a, b, kernel), f"the operand {kernel} [{dtype}]",
+                        dtype, ordinal, capturing)
 
 
 def _load_helper(compile_fn, what: str, dtype: str, ordinal: int, capturing):
@@ -262,10 +263,11 @@ class Plan:
                                     vec_a=vec_a, vec_b=vec_b, vec_c=kp.vec_c, config=config, precision=precision)
         # PACK=1: the operands without 16-byte access are copied first (core/packing.py); the
         # kernel reads the copies, with their leading dimensions and its 16-byte variant
-        self.packs = packing.plan_packs(kp, problem.dtype) if self.variant.cfg.get("PACK") else ()
+        # a k_major rung (22): its MN-major or unaligned operands are always copied, MN-major ones transposed
+        self.packs, kp = packing.for_kernel(kp, problem.dtype, bool(self.variant.cfg.get("PACK")), rung.k_major)
         if self.packs:
-            kp = self.kp = packing.packed_view(kp, self.packs)
-            self.variant = replace(self.variant, vec_a=kp.vec_a, vec_b=kp.vec_b)
+            self.kp = kp
+            self.variant = replace(self.variant, vec_a=kp.vec_a, vec_b=kp.vec_b, a_col=kp.a_col, b_col=kp.b_col)
         rung.check_resources(self.variant.cfg, info.limits)
         self.geometry: Launch = rung.launch(kp.M, kp.N, self.variant.cfg, kp.K, info.sm_count)
         # split-K is the configuration's, not the slice count's: SPLITK=4 over a K of one BK tile
@@ -304,7 +306,7 @@ class Plan:
         helper kernels and their parameter blocks, and the workspace of the plan's stream
         allocated now (a launch only looks it up); ``launch`` becomes the staged launch."""
         dtype = self.problem.dtype
-        self._pack_heads = [(load_pack(dtype, self.ordinal, capturing), *p.grid(), 32 * packing.ROWS, 1, 1, 0)
+        self._pack_heads = [(load_pack(dtype, self.ordinal, capturing, p.kernel), *p.grid(), p.threads, 1, 1, 0)
                             for p in self.packs]
         self._pack_blocks = [_pack_params(p) for p in self.packs]
         self._split_offset, self.workspace_bytes = packing.layout(self.packs, self.splits * kp.M * kp.N * 4 if split else 0)

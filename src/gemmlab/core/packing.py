@@ -8,6 +8,10 @@ same layout, leading dimension rounded up to a multiple of 16 bytes, base 256-by
 (kernels/pack.cu); the GEMM then runs the variant with that operand's vector flag on, reading the
 copy. An operand that is already legal is read where it is.
 
+A ``k_major`` rung (core/registry.py; rung 22, whose TF32 wgmma has no transpose) reads K-major
+operands only: its plans always pack, with or without PACK, every operand that is MN-major (column-
+major A, row-major B) -- transposed, by the ``pack_t`` kernel -- or without 16-byte access.
+
 This module is the pure part: which operands a problem packs (``plan_packs``), the problem the
 GEMM then sees (``packed_view``), the workspace's layout when a plan packs and splits K
 (``layout``), and the pack kernel (``compile_pack``, ``grid``).
@@ -21,8 +25,9 @@ from . import compile as _compile
 from .dtypes import VECTOR_BYTES, get as get_dtype
 from .problem import KernelProblem
 
-SOURCE, KERNEL = "pack.cu", "pack"
+SOURCE, KERNEL, KERNEL_T = "pack.cu", "pack", "pack_t"
 ROWS = 4              # GL_PACK_ROWS in the kernel: rows (warps) per block of 32 * ROWS threads
+TILE_T, THREADS_T = 32, 256   # pack_t: GL_PACK_T x GL_PACK_T tiles, blocks of 256 threads
 ALIGN = 256           # bytes: each region of the workspace starts on this boundary
 MAX_GRID_Y = 65535
 
@@ -35,7 +40,9 @@ def _round_up(x: int, m: int) -> int:
 class Pack:
     """One operand to copy (the kernel's view: C row-major, ``operand`` "A" or "B"): ``outer``
     rows of ``inner`` contiguous elements, row i at i * ``ld`` in the user's array and at
-    i * ``ld_packed`` in the copy, which starts ``offset`` bytes into the workspace."""
+    i * ``ld_packed`` in the copy, which starts ``offset`` bytes into the workspace. ``transpose``:
+    the copy is the transpose instead, ``inner`` rows of ``outer`` elements, row c at c *
+    ``ld_packed`` (the other layout: an MN-major operand made K-major)."""
 
     operand: str
     outer: int
@@ -44,25 +51,44 @@ class Pack:
     ld_packed: int
     itemsize: int
     offset: int = 0
+    transpose: bool = False
+
+    @property
+    def rows_packed(self) -> int:
+        """Rows of the copy: ``inner`` when transposed, else ``outer``."""
+        return self.inner if self.transpose else self.outer
 
     @property
     def nbytes(self) -> int:
         """Bytes of the copy in the workspace (rounded up to ``ALIGN``)."""
-        return _round_up(self.outer * self.ld_packed * self.itemsize, ALIGN)
+        return _round_up(self.rows_packed * self.ld_packed * self.itemsize, ALIGN)
 
     @property
     def traffic(self) -> int:
         """Bytes the pack kernel reads and writes."""
-        return self.outer * (self.inner + self.ld_packed) * self.itemsize
+        return (self.outer * self.inner + self.rows_packed * self.ld_packed) * self.itemsize
+
+    @property
+    def kernel(self) -> str:
+        """The entry point of kernels/pack.cu that makes this copy."""
+        return KERNEL_T if self.transpose else KERNEL
+
+    @property
+    def threads(self) -> int:
+        """Threads per block of ``kernel``."""
+        return THREADS_T if self.transpose else 32 * ROWS
 
     def grid(self) -> tuple[int, int, int]:
-        """One lane per 16-byte chunk of a row along x; ROWS rows per block along y (rows past
-        grid.y's limit are strided over by the kernel)."""
+        """pack: one lane per 16-byte chunk of a row along x; ROWS rows per block along y (rows past
+        grid.y's limit are strided over by the kernel). pack_t: one TILE_T-square tile per block,
+        source columns along x, source rows (with the padding) along y, strided past grid.y's limit."""
+        if self.transpose:
+            return (-(-self.inner // TILE_T), min(-(-self.ld_packed // TILE_T), MAX_GRID_Y), 1)
         chunks = self.ld_packed * self.itemsize // VECTOR_BYTES
         return (-(-chunks // 32), min(-(-self.outer // ROWS), MAX_GRID_Y), 1)
 
     def __str__(self) -> str:
-        return f"{self.operand}: ld {self.ld} -> {self.ld_packed}"
+        return f"{self.operand}: ld {self.ld} -> {self.ld_packed}" + (" transposed" if self.transpose else "")
 
 
 def packed_ld(inner: int, dtype: str) -> int:
@@ -70,23 +96,25 @@ def packed_ld(inner: int, dtype: str) -> int:
     return _round_up(inner, get_dtype(dtype).vector_elements)
 
 
-def _pack(operand: str, rows: int, cols: int, ld: int, col_major: bool, dtype: str) -> Pack:
+def _pack(operand: str, rows: int, cols: int, ld: int, col_major: bool, dtype: str, transpose: bool = False) -> Pack:
     outer, inner = (cols, rows) if col_major else (rows, cols)
-    ldp = packed_ld(inner, dtype)
+    ldp = packed_ld(outer if transpose else inner, dtype)
     if ldp >= 2**31:
         raise ValueError(f"operand {operand} would be packed with leading dimension {ldp}; the kernels take it "
                          f"as a 32-bit int: use PACK=0")
-    return Pack(operand, outer, inner, ld, ldp, get_dtype(dtype).itemsize)
+    return Pack(operand, outer, inner, ld, ldp, get_dtype(dtype).itemsize, transpose=transpose)
 
 
-def plan_packs(kp: KernelProblem, dtype: str) -> tuple[Pack, ...]:
-    """The operands of ``kp`` (the kernel's view) without 16-byte access, as packs laid out one
-    after the other from offset 0 of the workspace; () when both are legal."""
+def plan_packs(kp: KernelProblem, dtype: str, k_major: bool = False) -> tuple[Pack, ...]:
+    """The operands of ``kp`` (the kernel's view) without 16-byte access, and with ``k_major`` the
+    MN-major ones too (column-major A, row-major B: transposed), as packs laid out one after the
+    other from offset 0 of the workspace; () when none needs a copy."""
+    a_t, b_t = k_major and kp.a_col, k_major and not kp.b_col
     packs = []
-    if not kp.vec_a:
-        packs.append(_pack("A", kp.M, kp.K, kp.lda, kp.a_col, dtype))
-    if not kp.vec_b:
-        packs.append(_pack("B", kp.K, kp.N, kp.ldb, kp.b_col, dtype))
+    if not kp.vec_a or a_t:
+        packs.append(_pack("A", kp.M, kp.K, kp.lda, kp.a_col, dtype, a_t))
+    if not kp.vec_b or b_t:
+        packs.append(_pack("B", kp.K, kp.N, kp.ldb, kp.b_col, dtype, b_t))
     offset, out = 0, []
     for p in packs:
         out.append(replace(p, offset=offset))
@@ -94,14 +122,24 @@ def plan_packs(kp: KernelProblem, dtype: str) -> tuple[Pack, ...]:
     return tuple(out)
 
 
+def for_kernel(kp: KernelProblem, dtype: str, pack: bool, k_major: bool) -> tuple[tuple[Pack, ...], KernelProblem]:
+    """What a plan copies first and the problem its kernel then computes: with PACK=1 (``pack``)
+    the operands without 16-byte access, for a ``k_major`` rung those and the MN-major ones;
+    ((), kp) when nothing is copied. The plan and the tuner's compile ahead both read it, so the
+    tuner compiles the variant the plan will run."""
+    packs = plan_packs(kp, dtype, k_major) if pack or k_major else ()
+    return packs, (packed_view(kp, packs) if packs else kp)
+
+
 def packed_view(kp: KernelProblem, packs: tuple[Pack, ...]) -> KernelProblem:
     """The problem the GEMM computes after ``packs``: the packed leading dimensions and vector
-    flags on. The pointers stay the user's (each launch packs from them)."""
+    flags on, a transposed operand in the other layout. The pointers stay the user's (each launch
+    packs from them)."""
     for p in packs:
         if p.operand == "A":
-            kp = replace(kp, lda=p.ld_packed, vec_a=True)
+            kp = replace(kp, lda=p.ld_packed, vec_a=True, a_col=kp.a_col != p.transpose)
         else:
-            kp = replace(kp, ldb=p.ld_packed, vec_b=True)
+            kp = replace(kp, ldb=p.ld_packed, vec_b=True, b_col=kp.b_col != p.transpose)
     return kp
 
 
@@ -120,11 +158,13 @@ def base(ptr: int) -> int:
 
 
 def describe(packs: tuple[Pack, ...]) -> str:
-    """``"packs A: ld 4093 -> 4096, B: ld 4093 -> 4096"`` ("" when nothing is packed)."""
+    """``"packs A: ld 4093 -> 4096, B: ld 4093 -> 4096"`` ("" when nothing is packed; a transposed
+    one reads ``"B: ld 4096 -> 4096 transposed"``)."""
     return "packs " + ", ".join(map(str, packs)) if packs else ""
 
 
-def compile_pack(dtype: str, arch: str, before_compile=None) -> _compile.CompiledKernel:
-    """The pack kernel for ``dtype`` on ``arch``, cached like a variant."""
-    return _compile.compile_source(SOURCE, KERNEL, arch, {"GL_DTYPE": get_dtype(dtype).code},
+def compile_pack(dtype: str, arch: str, before_compile=None, kernel: str = KERNEL) -> _compile.CompiledKernel:
+    """The pack kernel (``kernel``: ``KERNEL`` or the transposing ``KERNEL_T``) for ``dtype`` on
+    ``arch``, cached like a variant."""
+    return _compile.compile_source(SOURCE, kernel, arch, {"GL_DTYPE": get_dtype(dtype).code},
                                    before_compile=before_compile)

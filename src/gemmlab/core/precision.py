@@ -5,8 +5,10 @@ has one exact precision of its own name (``fp32``: IEEE FP32 FMAs on the CUDA co
 ``bf16``: the tensor cores, which multiply 16-bit operands exactly), the default. Float32 operands
 may also go to the tensor cores:
 
-* ``tf32``: each operand rounded to TF32 (10 fraction bits, unit roundoff 2^-11; round to nearest,
-  ties away) and multiplied once, FP32 accumulation -- what cuBLAS does with TF32 enabled;
+* ``tf32``: each operand reduced to TF32 (10 fraction bits) and multiplied once, FP32
+  accumulation -- what cuBLAS does with TF32 enabled. Rung 20 rounds to nearest (ties away:
+  relative error 2^-11); rung 22's wgmma reads the FP32 bits and ignores the low 13 (truncation:
+  below 2^-10), so the table's roundoff is 2^-10, which covers both;
 * ``3xtf32``: each operand split into x = big + small, both TF32 (exact within 2^-22 |x|), and
   three products per multiply-add (small*big + big*small + big*big): FP32-level accuracy.
 
@@ -39,8 +41,8 @@ class Precision:
 
 _TABLE = (
     Precision("fp32", "fp32", 23, 0.0, 0, False, 0.0, "IEEE FP32 FMAs on the CUDA cores (exact products)"),
-    Precision("tf32", "fp32", 10, 2.0**-11, 1, True, 0.5,      # TF32 MMAs run at half the 16-bit rate
-              "operands rounded to TF32 (10 fraction bits), one tensor-core product, FP32 accumulation"),
+    Precision("tf32", "fp32", 10, 2.0**-10, 1, True, 0.5,      # TF32 MMAs run at half the 16-bit rate
+              "operands rounded or truncated to TF32 (10 fraction bits), one tensor-core product, FP32 accumulation"),
     Precision("3xtf32", "fp32", 21, 2.0**-22, 3, True, 1 / 6,  # three TF32 products per multiply-add
               "operands split into two TF32 parts, three tensor-core products: FP32-level accuracy"),
     Precision("fp16", "fp16", 10, 0.0, 0, True, 1.0, "FP16 operands on the tensor cores, FP32 accumulation"),

@@ -24,7 +24,7 @@ from .dtypes import get as get_dtype
 from .precision import applies
 from .progress import Progress
 from .registry import RUNGS, Rung, get
-from .packing import compile_pack
+from .packing import KERNEL_T, compile_pack
 from .variant import Variant, compile_reduce
 
 LAYOUTS = ("rr", "rc", "cr", "cc")  # A then B: r row-major, c column-major (as the kernel sees them)
@@ -123,6 +123,8 @@ def variants(kernels=None, dtypes=None, layouts=None, arch: str | None = None, *
             # every precision the rung computes the dtype in (rung 20: TF32 and 3xTF32)
             for prec in (p for p in r.precisions if applies(p, dt)):
                 for (a_col, b_col), (va, vb, vc) in itertools.product(pairs, VECTOR_FLAGS):
+                    if not r.compiles(a_col, b_col, va, vb):   # rung 22: its plans pack the others
+                        continue
                     out.append(Variant.make(r, dt, a_col=a_col, b_col=b_col, vec_a=va, vec_b=vb, vec_c=vc,
                                             config=cfg, precision=prec))
     if not out:
@@ -157,6 +159,8 @@ def _helpers_for(variant: Variant, arch: str, before_compile=None) -> None:
         compile_reduce(variant.dtype, arch, before_compile)
     if "PACK" in variant.cfg:
         compile_pack(variant.dtype, arch, before_compile)
+    if variant.rung.k_major:   # its plans always copy (and transpose) MN-major operands
+        compile_pack(variant.dtype, arch, before_compile, KERNEL_T)
 
 
 def _context(method: str | None = None):

@@ -77,6 +77,9 @@ class Rung:
                                        # () means the exact precision of each of its dtypes
     packs: bool = False                # it has 16-byte fast paths, and so a PACK parameter (0 or 1,
                                        # default 0): copy an operand they cannot read first (core/packing.py)
+    k_major: bool = False              # its kernel reads K-major, 16-byte-legal A and B only (row-major A,
+                                       # column-major B): the plan always copies the others first,
+                                       # transposing an MN-major one (core/packing.py)
 
     def __post_init__(self):
         if not self.precisions:
@@ -125,6 +128,11 @@ class Rung:
             raise ValueError(f"kernel {self.slug!r} does not compute {dtype} in precision {want!r}; it provides "
                              f"{', '.join(own)}" + (f" (precision {want!r}: {', '.join(others[-3:])})" if others else ""))
         return want
+
+    def compiles(self, a_col: bool, b_col: bool, vec_a: bool, vec_b: bool) -> bool:
+        """Whether the kernel has a variant for these operand layouts and vector flags: every one,
+        except for a ``k_major`` rung (row-major A, column-major B, both 16-byte legal only)."""
+        return not self.k_major or (not a_col and b_col and vec_a and vec_b)
 
     # ---- configuration -------------------------------------------------------------------
     def config(self, overrides: ConfigLike = None) -> dict[str, int]:
@@ -535,6 +543,38 @@ def _ws_constraints(cfg) -> list[str]:
     return out
 
 
+# ---- rung 22 (wgmma_tf32): TF32 wgmma in rung 21's structure ----------------------------------
+def _wstf32_smem(cfg) -> int:
+    """22_wgmma_tf32.cu's dynamic shared memory: 1024 bytes to align the base, STAGES FP32 A and B
+    tiles (K-major), a full and an empty mbarrier per stage (the epilogue stores from registers)."""
+    return 1024 + cfg["STAGES"] * (cfg["BM"] + cfg["BN"]) * cfg["BK"] * 4 + 16 * cfg["STAGES"]
+
+
+def _wstf32_constraints(cfg) -> list[str]:
+    """What 22_wgmma_tf32.cu static_asserts: rung 21's (two consumer warpgroups of 64 or 128 rows,
+    BN a wgmma N, at most 128 accumulators per thread, clusters of 1 or 2), BK whole 128-byte
+    swizzle rows of 32 FP32 up to a TMA box side, and shared memory within a block's."""
+    out = []
+    if cfg["WM"] not in (64, 128) or cfg["BM"] != 2 * cfg["WM"]:
+        out.append(f"BM={cfg['BM']} must be 2 x WM, WM={cfg['WM']} 64 or 128 (two consumer warpgroups)")
+    if cfg["BN"] not in (64, 128, 256):
+        out.append(f"BN={cfg['BN']} must be 64, 128 or 256 (the N of one wgmma)")
+    if cfg["BK"] % 32 or cfg["BK"] > 256:
+        out.append(f"BK={cfg['BK']} must be a multiple of 32 (a 128-byte swizzle row of FP32) and at most 256")
+    if cfg["STAGES"] < 2:
+        out.append(f"STAGES={cfg['STAGES']}: the pipeline needs at least 2 stages")
+    if cfg.get("CLUSTER", 1) not in (1, 2):
+        out.append(f"CLUSTER={cfg['CLUSTER']} must be 1 or 2 (blocks per cluster along M, sharing B by multicast)")
+    if out:
+        return out
+    if cfg["WM"] // 64 * cfg["BN"] // 2 > 128:
+        out.append(f"a {cfg['WM']}x{cfg['BN']} warpgroup tile needs more than 128 FP32 accumulators per thread")
+    if _wstf32_smem(cfg) > MAX_SMEM_PER_BLOCK:
+        out.append(f"{cfg['STAGES']} stages of {cfg['BM']}x{cfg['BK']} + {cfg['BK']}x{cfg['BN']} FP32 need "
+                   f"{_wstf32_smem(cfg)} B of shared memory; a block may have at most {MAX_SMEM_PER_BLOCK} B")
+    return out
+
+
 # ---- rung 20 (tf32_mma): FP32 operands on the tensor cores -------------------------------------
 
 
@@ -827,6 +867,21 @@ RUNGS: tuple[Rung, ...] = (
         persistent=True,
         packs=True,
         space={"BN": (128, 256), "BK": (64, 128), "STAGES": (2, 3, 4, 5, 6), "CLUSTER": (1, 2)},
+    ),
+    Rung(
+        22, "wgmma_tf32", "FP32 on Hopper's wgmma: TF32 in the warp-specialized persistent structure",
+        "wgmma.mma_async m64nNk8 .tf32 reads K-major FP32 tiles (TMA, 128-byte swizzle) in rung 21's persistent, warp-specialized, clustered loop; the plan transpose-copies an MN-major operand (row-major B) first, since TF32 wgmma has no transpose.",
+        ("CUTLASS sm90 TF32 GEMM (tfloat32_t, both operands K-major)",), "22_wgmma_tf32.cu",
+        precisions=("tf32",),
+        params={"BM": 128, "BN": 256, "BK": 32, "WM": 64, "STAGES": 4, "CLUSTER": 2},
+        presets={"128x256": {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "STAGES": 4, "CLUSTER": 2},
+                 "128x256_nocluster": {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "STAGES": 4, "CLUSTER": 1},
+                 "128x128": {"BM": 128, "BN": 128, "BK": 32, "WM": 64, "STAGES": 6, "CLUSTER": 2},
+                 "256x128": {"BM": 256, "BN": 128, "BK": 32, "WM": 128, "STAGES": 4, "CLUSTER": 2}},
+        threads=_wgmma_threads, constraints=_wstf32_constraints, smem=_wstf32_smem,
+        sass_claims=("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG"), min_arch=90, max_arch=90,
+        tensor_maps=True, persistent=True, k_major=True,
+        space={"BN": (128, 256), "BK": (32, 64), "STAGES": (2, 3, 4, 5, 6), "CLUSTER": (1, 2)},
     ),
 )
 

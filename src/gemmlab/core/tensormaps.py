@@ -29,14 +29,15 @@ from .dtypes import get as get_dtype
 SWIZZLE_BYTES = 128     # the 128-byte swizzle: a box's inner side is one swizzle row
 MAP_BYTES = 128         # sizeof(CUtensorMap)
 CAPACITY = 256          # cached maps; past it the least recently used is forgotten
-_TENSOR_MAP_TYPE = {"fp16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"}
+_TENSOR_MAP_TYPE = {"fp16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
+                    "fp32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32"}   # fp32: rung 22 (TF32 wgmma)
 
 
 @dataclass(frozen=True)
 class MapArgs:
     """cuTensorMapEncodeTiled's arguments for one operand, less the base pointer."""
 
-    dtype: str                      # "fp16" | "bf16"
+    dtype: str                      # "fp16" | "bf16" | "fp32"
     dims: tuple[int, int]           # elements: (inner = contiguous, outer)
     strides: tuple[int]             # bytes from one outer index to the next
     box: tuple[int, int]            # elements per TMA box: (inner, outer)
@@ -57,7 +58,7 @@ def operand_map(operand: str, rows: int, cols: int, ld: int, col_major: bool, dt
     if operand not in ("A", "B"):
         raise ValueError(f"operand must be 'A' or 'B', got {operand!r}")
     if dtype not in _TENSOR_MAP_TYPE:
-        raise ValueError(f"tensor maps are built for fp16 and bf16 operands, not {dtype}")
+        raise ValueError(f"tensor maps are built for fp16, bf16 and fp32 operands, not {dtype}")
     if min(rows, cols) < 1:
         raise ValueError(f"operand {operand} is {rows}x{cols}; a tensor map needs at least one element")
     itemsize = get_dtype(dtype).itemsize

@@ -9,7 +9,7 @@
 #pragma once
 #include "common.cuh"
 
-constexpr int GL_ROW_B = 128;       // bytes of one swizzled row: 64 16-bit elements, the swizzle's width
+constexpr int GL_ROW_B = 128;       // bytes of one swizzled row: 64 16-bit or 32 FP32 elements, the swizzle's width
 constexpr int GL_WARPGROUP = 128;   // threads of a warpgroup (4 warps): wgmma's unit, and the copying producer
 
 // The driver's CUtensorMap (cuda.h is not part of NVRTC): 128 opaque bytes, 64-byte aligned,
@@ -129,11 +129,23 @@ __device__ __forceinline__ void gl_fence_acc(float (&d)[R][4]) {
         for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(d[j][e]) :: "memory");
 }
 
-#if GL_DTYPE == 1
-#define GL_WGMMA_AB ".f16.f16"
+// The instruction's shape and types by the element type: k16 for 16-bit operands, which take a
+// transpose bit per operand (imm-trans-a, imm-trans-b: 1 = MN-major in shared memory); k8 for
+// TF32 (FP32 operands, of which the tensor cores read the 19 high bits: sign, exponent and 10
+// fraction bits, the 13 low ones ignored, i.e. truncated toward zero), which has NO transpose
+// operands: both TF32 operands must be K-major in shared memory (PTX ISA, wgmma.mma_async:
+// "imm-trans-a, imm-trans-b ... only .f16/.bf16"); GlWgmma refuses TA / TB != 0 for it.
+#if GL_DTYPE == 0
+#define GL_WGMMA_AB "k8.f32.tf32.tf32"
+#define GL_WGMMA_TRANS(ta, tb) ""
+#elif GL_DTYPE == 1
+#define GL_WGMMA_AB "k16.f32.f16.f16"
+#define GL_WGMMA_TRANS(ta, tb) ", %" #ta ", %" #tb
 #else
-#define GL_WGMMA_AB ".bf16.bf16"
+#define GL_WGMMA_AB "k16.f32.bf16.bf16"
+#define GL_WGMMA_TRANS(ta, tb) ", %" #ta ", %" #tb
 #endif
+#define GL_WGMMA_K_MAJOR_ONLY (GL_DTYPE == 0)
 // The accumulator operands of m64nNk16: N/2 FP32 registers per thread, d[j][e] = register 4j + e.
 #define GL_WGMMA_D64 \
     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
@@ -149,31 +161,38 @@ __device__ __forceinline__ void gl_fence_acc(float (&d)[R][4]) {
 #define GL_ACC4(d, j) "+f"(d[j][0]), "+f"(d[j][1]), "+f"(d[j][2]), "+f"(d[j][3])
 #define GL_ACC32(d, j) GL_ACC4(d, j), GL_ACC4(d, j + 1), GL_ACC4(d, j + 2), GL_ACC4(d, j + 3), \
                        GL_ACC4(d, j + 4), GL_ACC4(d, j + 5), GL_ACC4(d, j + 6), GL_ACC4(d, j + 7)
-// d += A (64 x 16, descriptor da) * B (16 x N, descriptor db); TA / TB = 1: that operand is
-// MN-major in shared memory. scale-d = 1 (accumulate) always: the accumulators start at zero.
+// d += A (64 x 16, descriptor da) * B (16 x N, descriptor db) (TF32: 64 x 8 and 8 x N); TA / TB = 1:
+// that operand is MN-major in shared memory. scale-d = 1 (accumulate) always: the accumulators
+// start at zero.
 
 template <int N> struct GlWgmma;
 template <> struct GlWgmma<64> {
     template <int TA, int TB>
     static __device__ __forceinline__ void mma(float (&d)[8][4], unsigned long long da, unsigned long long db) {
+        static_assert(!GL_WGMMA_K_MAJOR_ONLY || (TA == 0 && TB == 0), "TF32 wgmma reads K-major operands only");
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n64k16.f32" GL_WGMMA_AB " {" GL_WGMMA_D64 "}, %32, %33, p, 1, 1, %35, %36;\n}\n"
+                     "wgmma.mma_async.sync.aligned.m64n64" GL_WGMMA_AB " {" GL_WGMMA_D64 "}, %32, %33, p, 1, 1"
+                     GL_WGMMA_TRANS(35, 36) ";\n}\n"
                      : GL_ACC32(d, 0) : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB) : "memory");
     }
 };
 template <> struct GlWgmma<128> {
     template <int TA, int TB>
     static __device__ __forceinline__ void mma(float (&d)[16][4], unsigned long long da, unsigned long long db) {
+        static_assert(!GL_WGMMA_K_MAJOR_ONLY || (TA == 0 && TB == 0), "TF32 wgmma reads K-major operands only");
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n128k16.f32" GL_WGMMA_AB " {" GL_WGMMA_D128 "}, %64, %65, p, 1, 1, %67, %68;\n}\n"
+                     "wgmma.mma_async.sync.aligned.m64n128" GL_WGMMA_AB " {" GL_WGMMA_D128 "}, %64, %65, p, 1, 1"
+                     GL_WGMMA_TRANS(67, 68) ";\n}\n"
                      : GL_ACC32(d, 0), GL_ACC32(d, 8) : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB) : "memory");
     }
 };
 template <> struct GlWgmma<256> {
     template <int TA, int TB>
     static __device__ __forceinline__ void mma(float (&d)[32][4], unsigned long long da, unsigned long long db) {
+        static_assert(!GL_WGMMA_K_MAJOR_ONLY || (TA == 0 && TB == 0), "TF32 wgmma reads K-major operands only");
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n256k16.f32" GL_WGMMA_AB " {" GL_WGMMA_D256 "}, %128, %129, p, 1, 1, %131, %132;\n}\n"
+                     "wgmma.mma_async.sync.aligned.m64n256" GL_WGMMA_AB " {" GL_WGMMA_D256 "}, %128, %129, p, 1, 1"
+                     GL_WGMMA_TRANS(131, 132) ";\n}\n"
                      : GL_ACC32(d, 0), GL_ACC32(d, 8), GL_ACC32(d, 16), GL_ACC32(d, 24)
                      : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB) : "memory");
     }
@@ -225,6 +244,7 @@ __device__ __forceinline__ void gl_wgmma_ktile(float (&acc)[MI][N / 8][4], const
 // chunk c ^ (r % 8) of the row: the 128-byte swizzle, the one TMA writes and wgmma reads.
 template <int PANELS, int ROWS>
 struct GlOperand {
+    static constexpr int E = GL_ROW_B / (int)sizeof(T);   // elements of a swizzle row: 64 16-bit, 32 FP32
     const T* P;
     int ld, n_outer, n_inner;
     const GlTensorMap* map;
@@ -232,7 +252,7 @@ struct GlOperand {
     // By TMA: one box (64 x ROWS) per panel; out-of-bounds elements arrive as zeros.
     __device__ __forceinline__ void tma(unsigned dst, int inner0, int outer0, unsigned bar) const {
 #pragma unroll
-        for (int i = 0; i < PANELS; ++i) gl_tma_load(dst + i * ROWS * GL_ROW_B, map, inner0 + 64 * i, outer0, bar);
+        for (int i = 0; i < PANELS; ++i) gl_tma_load(dst + i * ROWS * GL_ROW_B, map, inner0 + E * i, outer0, bar);
     }
 
     // By TMA, this CTA's share of a tile that every CTA of a cluster of PARTS needs: part `part` of
@@ -246,7 +266,7 @@ struct GlOperand {
                       "each part starts on the swizzle's 1024-byte period");
 #pragma unroll
         for (int i = 0; i < PANELS; ++i)
-            gl_tma_load_multicast(dst + i * ROWS * GL_ROW_B + part * PART_ROWS * GL_ROW_B, map, inner0 + 64 * i,
+            gl_tma_load_multicast(dst + i * ROWS * GL_ROW_B + part * PART_ROWS * GL_ROW_B, map, inner0 + E * i,
                                   outer0 + part * PART_ROWS, bar, mask);
     }
 
@@ -256,6 +276,7 @@ struct GlOperand {
     // branches, so the loads of BATCH chunks (8 each) are in flight together. The caller fences and
     // arrives.
     __device__ __forceinline__ void copy(unsigned dst, int inner0, int outer0, int ptid) const {
+        static_assert(sizeof(T) == 2, "the thread copy is written for 16-bit elements (TF32 operands are packed instead)");
         constexpr int CHUNKS = PANELS * ROWS * 8;
         constexpr int PER = CHUNKS / GL_WARPGROUP, BATCH = PER < 4 ? PER : 4;
         static_assert(CHUNKS % GL_WARPGROUP == 0 && PER % BATCH == 0, "whole batches of chunks per producer thread");
@@ -286,7 +307,7 @@ struct GlOperand {
 
     template <bool TMA>
     __device__ __forceinline__ void load(unsigned dst, int inner0, int outer0, unsigned bar, int ptid) const {
-        if (TMA) {
+        if constexpr (TMA) {       // constexpr: the thread copy is not instantiated for TMA-only operands
             if (ptid == 0) tma(dst, inner0, outer0, bar);
         } else {
             copy(dst, inner0, outer0, ptid);

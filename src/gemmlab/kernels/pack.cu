@@ -57,3 +57,36 @@ pack(int outer, int inner, const T* __restrict__ src, int ld, T* __restrict__ ds
         *reinterpret_cast<uint4*>(dst + (size_t)i * ldp + j) = v;
     }
 }
+
+// ---- the transposing pack (rungs whose kernel reads K-major operands only: 22 wgmma_tf32) ---------
+// src is `outer` rows of `inner` contiguous elements (row i at src + i*ld); dst is its transpose,
+// `inner` rows of `outer` elements (dst row c at dst + c*ldp, ldp >= outer a multiple of 16 bytes;
+// the padding past `outer` is written with zeros). TF32 wgmma has no transpose bit, so an MN-major
+// operand (column-major A, row-major B) becomes K-major this way before the GEMM. A block moves a
+// GL_PACK_T x GL_PACK_T tile through shared memory, rows padded by one element (a warp reading a
+// column hits 32 banks): reads along src rows and writes along dst rows are both coalesced. Blocks
+// of 32 x 8 threads, each thread 4 elements per pass; tiles past grid.y's limit by a grid-stride loop.
+#define GL_PACK_T 32
+extern "C" __global__ void __launch_bounds__(256)
+pack_t(int outer, int inner, const T* __restrict__ src, int ld, T* __restrict__ dst, int ldp)
+{
+    __shared__ GlBits tile[GL_PACK_T][GL_PACK_T + 1];
+    const GlBits* const s = reinterpret_cast<const GlBits*>(src);
+    GlBits* const d = reinterpret_cast<GlBits*>(dst);
+    const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
+    const int c0 = blockIdx.x * GL_PACK_T;                    // src columns (dst rows) of this tile
+    for (int r0 = blockIdx.y * GL_PACK_T; r0 < ldp; r0 += gridDim.y * GL_PACK_T) {   // src rows (dst columns)
+#pragma unroll
+        for (int y = ty; y < GL_PACK_T; y += 8) {             // load: a warp reads 32 elements of one src row
+            const int r = r0 + y, c = c0 + tx;
+            tile[y][tx] = (r < outer && c < inner) ? __ldg(s + (size_t)r * ld + c) : (GlBits)0;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int y = ty; y < GL_PACK_T; y += 8) {             // store: a warp writes 32 elements of one dst row
+            const int c = c0 + y, r = r0 + tx;
+            if (c < inner && r < ldp) d[(size_t)c * ldp + r] = tile[tx][y];
+        }
+        __syncthreads();                                      // the tile is read before the next pass
+    }
+}

@@ -1,0 +1,222 @@
+// Rung 22 — FP32 operands on Hopper's wgmma: TF32 (m64nNk8 .tf32, FP32 accumulate) in rung 21's
+// warp-specialized persistent structure (sm_90a only).       seed: none; CUTLASS's sm90 TF32 GEMM
+// (tfloat32_t operands, both K-major) is the design, written here from the PTX ISA.
+//
+// What it changes against rung 20 (tf32_mma: mma.sync m16n8k8 from ldmatrix fragments): the warps
+// no longer load, round and feed fragments. wgmma reads both operands straight from 128-byte-
+// swizzled shared memory through descriptors, TMA fills the stages (one producer thread), and
+// rung 21's machinery is reused as is (ws.cuh: persistent static schedule, mbarrier ring,
+// setmaxnreg split, 2-CTA clusters with B multicast). Rung 20 measured 127 TFLOP/s at 4096^3
+// (0.32x cuBLAS with TF32, benchmarks/results/h100_tf32.json): its warps spent ~485 instructions
+// per 64 HMMA on fragments and rounding. Here a consumer warpgroup issues BK / 8 x MI wgmmas per k
+// tile and little else.
+//
+// What TF32 wgmma demands (PTX ISA, wgmma.mma_async):
+// * the shape is m64nNk8 and .tf32 has NO transpose operands: A and B must both be K-major in
+//   shared memory (row-major A: [BM][BK], column-major B: [BN][BK]). The plan guarantees it: the
+//   registry marks this rung k_major, and core/packing.py transpose-copies an MN-major operand
+//   (column-major A, row-major B -- the common row-major B) into the workspace before the GEMM
+//   (kernels/pack.cu, pack_t), and packs an operand TMA cannot read (GL_VEC_A/B = 0) likewise, so
+//   this kernel only ever sees K-major, 16-byte-legal operands and is TMA-only.
+//   The copy's cost, a PREDICTION (H100, ~3.0 TB/s for a read plus a write): row-major B of
+//   4096 x 4096 FP32 is 64 MB read + 64 MB written, ~43 us against ~330 us of GEMM at
+//   ~420 TFLOP/s (13%); 8192 x 8192: 512 MB, ~170 us against ~2.6 ms (6.5%). A row-major-A,
+//   column-major-B caller (torch's a @ b.T) pays nothing.
+// * a swizzle row of 128 bytes is 32 FP32: BK = 32 is one row per operand row, a TMA box of 32 x
+//   rows; a k8 step is 32 bytes of the row, so the descriptor arithmetic (hopper.cuh,
+//   GlStageDescs: 4 steps of 32 bytes per 128-byte row, SBO 1024 = 8 rows) is rung 21's
+//   K-major one unchanged, with KSTEPS = BK / 8.
+// * the tensor cores read the 19 high bits of each FP32 operand (sign, exponent, 10 fraction
+//   bits) and ignore the 13 low ones: the operands are TRUNCATED to TF32 (relative error < 2^-10),
+//   where rung 20 rounds to nearest (cvt.rna, 2^-11) in registers. Rounding here would cost a
+//   read and write of every stage in shared memory (~770 cycles per 48 KB k tile, more than the
+//   ~640 cycles of the wgmmas' own reads): the precision table's tf32 roundoff covers both.
+// Epilogue: alpha / beta applied to the accumulators and stored straight from them, two
+// consecutive FP32 (8 bytes) per store (d[j][e] of m64nNk8: row 16 warp + lane / 4 (+8 for e >= 2),
+// columns 8 j + 2 (lane % 4), +1), guarded at the edges. Rung 21's staged epilogue (stmatrix) is
+// written for 16-bit outputs; an FP32 staging would cost 64 KB, a stage.
+//
+// PREDICTION, written before any measurement (H100 SXM, default 128x256x32, 4 stages, CLUSTER=2,
+// row-major A, column-major B, no copy): 380-450 TFLOP/s at 4096^3 and 400-470 at 8192^3, about
+// 0.95-1.1x cuBLAS with TF32 (~400 in h100_tf32.json's cuBLAS column); with row-major B (the
+// transposing copy in the timed call) 10-15% less at 4096^3.
+#include "common.cuh"
+#include "hopper.cuh"
+
+#if GL_DTYPE != 0
+#error "rung 22 (wgmma_tf32) takes FP32 operands (GL_DTYPE 0): TF32 is a reading of FP32"
+#endif
+#if !defined(GL_PRECISION) || GL_PRECISION != 1
+#error "rung 22 (wgmma_tf32) computes in precision tf32 (GL_PRECISION 1)"
+#endif
+#if GL_A_COL || !GL_B_COL || !GL_VEC_A || !GL_VEC_B
+#error "rung 22 (wgmma_tf32) reads K-major, 16-byte-legal operands only (row-major A, column-major B): the plan packs the others"
+#endif
+#ifndef GL_DYN_SMEM
+#error "rung 22 (wgmma_tf32) needs GL_DYN_SMEM, the dynamic shared memory the launch gives each block"
+#endif
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "rung 22 (wgmma_tf32) needs the sm_90a target (wgmma, setmaxnreg): compile for sm_90a"
+#endif
+#ifndef CLUSTER
+#define CLUSTER 1
+#endif
+
+// ---- geometry -----------------------------------------------------------------------------
+constexpr int WGS = BM / WM;                  // consumer warpgroups: two
+constexpr int MI = WM / 64;                   // m64 wgmmas per warpgroup, down
+constexpr int CONSUMERS = GL_WARPGROUP * WGS; // consumer threads
+constexpr int CWARPS = CONSUMERS / 32;        // consumer warps; warps CWARPS.. are the producer warpgroup
+constexpr int ROW_E = GL_ROW_B / 4;           // FP32 per 128-byte swizzle row: 32
+constexpr int KSTEPS = BK / 8;                // k8 wgmma steps per k tile
+static_assert(THREADS == CONSUMERS + GL_WARPGROUP, "THREADS must be two consumer warpgroups plus a producer warpgroup");
+static_assert((WM == 64 || WM == 128) && BM == 2 * WM, "two consumer warpgroups of 64 or 128 rows each");
+static_assert(BN == 64 || BN == 128 || BN == 256, "a wgmma's N is the block's BN: 64, 128 or 256");
+static_assert(BK % ROW_E == 0 && BK <= 256, "BK is whole 128-byte swizzle rows (32 FP32) and a TMA box side (<= 256)");
+static_assert(STAGES >= 2, "the pipeline needs at least two stages");
+static_assert(MI * BN / 2 <= 128, "at most 128 FP32 accumulators per thread");
+static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of one or two CTAs along M");
+
+// ---- shared-memory carve-up: both operands K-major, panels of [rows][32 k] per 32 k ---------------
+constexpr int A_PANELS = BK / ROW_E, A_ROWS = BM;
+constexpr int B_PANELS = BK / ROW_E, B_ROWS = BN;
+constexpr int A_PANEL_B = A_ROWS * GL_ROW_B, B_PANEL_B = B_ROWS * GL_ROW_B;
+constexpr int A_STAGE_B = A_PANELS * A_PANEL_B, B_STAGE_B = B_PANELS * B_PANEL_B;
+constexpr int PIPE_B = STAGES * (A_STAGE_B + B_STAGE_B);
+constexpr int SMEM_NEED = 1024 + PIPE_B + 2 * STAGES * 8;   // 1024: aligning the base; then full[], empty[]
+static_assert(A_PANEL_B % 1024 == 0 && B_PANEL_B % 1024 == 0, "panels keep the 1024-byte swizzle alignment");
+static_assert(SMEM_NEED <= GL_DYN_SMEM, "the registry's shared-memory size (GL_DYN_SMEM) is too small for this tile");
+
+// ---- the barriers' counts: TMA only (see rung 21) -----------------------------------------------
+constexpr bool TMA_ONLY = true;
+constexpr bool MCAST_B = CLUSTER > 1;
+constexpr unsigned TX_BYTES = A_STAGE_B + B_STAGE_B;
+constexpr unsigned FULL_ARRIVALS = 1;
+constexpr unsigned EMPTY_ARRIVALS = CWARPS * CLUSTER;
+
+// ---- the register split (setmaxnreg), rung 21's TMA-only one ----------------------------------------
+constexpr int PRODUCER_REGS = 40;
+constexpr int CONSUMER_REGS = 232;
+static_assert(GL_WARPGROUP * (PRODUCER_REGS + WGS * CONSUMER_REGS) <= THREADS * 168,
+              "the register split must fit what the block holds at launch, or the consumers' setmaxnreg.inc waits forever");
+
+#include "ws.cuh"     // the persistent schedule, the mbarrier ring, the producer's load loop
+
+// ---- epilogue: straight from the accumulators -------------------------------------------------------
+// C(i, j), C(i, j + 1) <- alpha * (x, y) + beta * C: one 8-byte store when C allows 16-byte access
+// (then j, even, is 8-byte aligned) and both columns are inside; else element by element.
+__device__ __forceinline__ void store_pair(T* C, int ldc, int M, int N, int i, int j, float x, float y,
+                                           float alpha, float beta) {
+    if (i >= M) return;
+#if GL_VEC_C
+    if (j + 1 < N) {
+        float2* p = reinterpret_cast<float2*>(C + gl_c_off(i, j, ldc));
+        float2 v = make_float2(alpha * x, alpha * y);
+        if (beta != 0.0f) {
+            const float2 c = *p;
+            v.x = fmaf(beta, c.x, v.x);
+            v.y = fmaf(beta, c.y, v.y);
+        }
+        *p = v;
+        return;
+    }
+#endif
+    if (j < N) gl_store_c(C, ldc, i, j, x, alpha, beta);
+    if (j + 1 < N) gl_store_c(C, ldc, i, j + 1, y, alpha, beta);
+}
+
+// One consumer warp's rows of the tile: row0 = its 16 rows' first (per m64 block), col0 the tile's.
+__device__ __forceinline__ void store_tile(const float (&acc)[MI][BN / 8][4], int lane, T* C, int ldc, int M, int N,
+                                           int row0, int col0, float alpha, float beta) {
+    const int r = row0 + lane / 4, c = col0 + 2 * (lane % 4);
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+            store_pair(C, ldc, M, N, r + 64 * mi, c + 8 * j, acc[mi][j][0], acc[mi][j][1], alpha, beta);
+            store_pair(C, ldc, M, N, r + 64 * mi + 8, c + 8 * j, acc[mi][j][2], acc[mi][j][3], alpha, beta);
+        }
+}
+
+// ---- main loop and epilogue: the consumer warpgroups (rung 21's, TF32 k8 steps) --------------------
+__device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, int ktiles, int rank, int warp, int lane,
+                                        int M, int N, float alpha, float beta, T* C, int ldc) {
+    const int wg = warp / 4;
+    const GlStageDescs<0, 1, A_PANEL_B, B_PANEL_B> descs(sm.a_base, sm.b_base, wg * WM);
+    auto release = [&](int s) {
+        if (lane == 0) {
+            gl_mbar_arrive(sm.empty(s));
+            if (CLUSTER > 1) gl_mbar_arrive_cluster(sm.empty(s), rank ^ 1);
+        }
+    };
+    const int warp_row = wg * WM + 16 * (warp % 4);
+
+    float acc[MI][BN / 8][4];
+    Ring ring;
+    for (long long u = blockIdx.x / CLUSTER; u < sched.total; u += gridDim.x / CLUSTER) {
+        const int2 t = sched.tile(u, rank);
+        const int row0 = t.x * BM, col0 = t.y * BN;
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+            for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[mi][j][e] = 0.0f;
+
+        int prev = 0;
+        for (int kt = 0; kt < ktiles; ++kt) {
+            const int s = ring.s;
+            gl_mbar_wait(sm.full(s), ring.phase);
+            gl_wgmma_ktile<BN, MI, KSTEPS, 0, 1>(acc, descs, s * A_STAGE_B, s * B_STAGE_B);
+            if (kt > 0) release(prev);
+            prev = s;
+            ring.next();
+        }
+        gl_wgmma_wait<0>();
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
+        release(prev);          // the tile's last stage: the producer refills it during the epilogue
+
+        // ---- epilogue (a tile wholly below M, rank 1 of a cluster's last unit row, stores nothing) ----
+        if (row0 < M) store_tile(acc, lane, C, ldc, M, N, row0 + warp_row, col0, alpha, beta);
+    }
+}
+
+#if CLUSTER > 1
+#define GL_CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
+#else
+#define GL_CLUSTER_DIMS
+#endif
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1) GL_CLUSTER_DIMS
+gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc,
+     const __grid_constant__ GlTensorMap tmA, const __grid_constant__ GlTensorMap tmB)
+{
+    // [STAGES A tiles][STAGES B tiles], then full[STAGES] and empty[STAGES]; base on 1024 bytes.
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(smem_raw));
+    const unsigned base = (raw + 1023u) & ~1023u;
+    const Smem sm{base, base + STAGES * A_STAGE_B, base + PIPE_B, base + PIPE_B};
+    const int tid = threadIdx.x, warp = tid / 32;
+    const int rank = CLUSTER > 1 ? (int)gl_cluster_rank() : 0;
+    const Schedule sched(M, N);
+    const int ktiles = GL_CEIL_DIV(K, BK);
+
+    if (tid == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            gl_mbar_init(sm.full(s), FULL_ARRIVALS);
+            gl_mbar_init(sm.empty(s), EMPTY_ARRIVALS);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    if (CLUSTER > 1) gl_cluster_sync();
+    else __syncthreads();
+
+    if (warp >= CWARPS) {
+        gl_setmaxnreg_dec<PRODUCER_REGS>();
+        produce(sm, sched, ktiles, rank, tid - CONSUMERS, M, N, K, A, lda, B, ldb, &tmA, &tmB);
+    } else {
+        gl_setmaxnreg_inc<CONSUMER_REGS>();
+        consume(sm, sched, ktiles, rank, warp, tid % 32, M, N, alpha, beta, C, ldc);
+    }
+}
