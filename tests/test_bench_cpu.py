@@ -18,7 +18,7 @@ from gemmlab.cli import common
 
 from gemmlab.analysis import environment as envinfo
 
-from gemmlab.core import driver, launch
+from gemmlab.core import driver, launch, registry
 from gemmlab.core.registry import get, kernels
 
 
@@ -101,7 +101,9 @@ def test_default_rungs_are_those_computing_the_dtype_exactly_in_ladder_order():
 
 @pytest.mark.parametrize("precision", ["tf32", "3xtf32"])
 def test_default_rungs_of_a_tensor_core_precision_are_those_providing_it(precision):
-    assert [r.slug for r in sched.select_rungs(None, "fp32", precision)] == ["tf32_mma"]
+    got = [r.slug for r in sched.select_rungs(None, "fp32", precision)]
+    providers = [r.slug for r in registry.RUNGS if "fp32" in r.dtypes and precision in r.precisions]
+    assert got == providers and "tf32_mma" in got and "async_simt" not in got
 
 
 def test_a_named_rung_that_cannot_compute_the_precision_is_refused():
