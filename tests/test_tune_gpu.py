@@ -34,6 +34,25 @@ def test_an_exhaustive_tune_of_a_small_space_verifies_and_times_every_candidate(
     assert again["evaluated"] == 0                     # nothing measured twice
 
 
+def test_a_tune_of_a_k_major_rung_compiles_and_measures_the_variant_its_plan_runs(tmp_path):
+    """Rung 22 reads K-major copies only: the candidates compile the packed view's variant (before
+    packing.for_kernel, every one failed to compile the row-major B it never sees)."""
+    from gemmlab.core.driver import device_info
+    from gemmlab.measure.timing import Settings
+    from gemmlab.tune.gpu import GpuFactory
+    from gemmlab.tune.runner import TuneSpec, tune
+
+    if device_info(0).arch != "sm_90a":
+        pytest.skip("rung 22 (wgmma_tf32) runs on sm_90a only")
+    url = f"sqlite:///{tmp_path / 'tune.db'}"
+    shape = (200, 136, 72)
+    s = tune(TuneSpec("wgmma_tf32", shape, precision="tf32", strategy="random", budget=3, storage=url,
+                      warm_start=False),
+             GpuFactory("wgmma_tf32", "fp32", shape, precision="tf32", settings=Settings(**FAST)))
+    recs = s["document"]["records"]
+    assert len(recs) == 3 and all(r["status"] == "ok" for r in recs), [r.get("reason") for r in recs]
+
+
 def test_the_command_tunes_shows_and_writes_json(tmp_path, capsys):
     from gemmlab.cli import main
 
