@@ -46,8 +46,13 @@
 #if GL_DTYPE != 0
 #error "rung 22 (wgmma_tf32) takes FP32 operands (GL_DTYPE 0): TF32 is a reading of FP32"
 #endif
-#if !defined(GL_PRECISION) || GL_PRECISION != 1
-#error "rung 22 (wgmma_tf32) computes in precision tf32 (GL_PRECISION 1)"
+#if !defined(GL_PRECISION) || (GL_PRECISION != 1 && GL_PRECISION != 3)
+#error "rung 22 (wgmma_tf32) computes in precision tf32 (GL_PRECISION 1) or 3xtf32 (GL_PRECISION 3)"
+#endif
+#if GL_PRECISION == 3
+#define GL_PLANES 2               // A and B come as two planes each: the big and the small TF32 parts
+#else
+#define GL_PLANES 1
 #endif
 #if GL_A_COL || !GL_B_COL || !GL_VEC_A || !GL_VEC_B
 #error "rung 22 (wgmma_tf32) reads K-major, 16-byte-legal operands only (row-major A, column-major B): the plan packs the others"
@@ -78,10 +83,13 @@ static_assert(MI * BN / 2 <= 128, "at most 128 FP32 accumulators per thread");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of one or two CTAs along M");
 
 // ---- shared-memory carve-up: both operands K-major, panels of [rows][32 k] per 32 k ---------------
+// 3xTF32: a stage holds each operand's small-part panels (plane 1) right after its big-part ones.
 constexpr int A_PANELS = BK / ROW_E, A_ROWS = BM;
 constexpr int B_PANELS = BK / ROW_E, B_ROWS = BN;
 constexpr int A_PANEL_B = A_ROWS * GL_ROW_B, B_PANEL_B = B_ROWS * GL_ROW_B;
-constexpr int A_STAGE_B = A_PANELS * A_PANEL_B, B_STAGE_B = B_PANELS * B_PANEL_B;
+constexpr int A_PLANE_B = A_PANELS * A_PANEL_B, B_PLANE_B = B_PANELS * B_PANEL_B;
+constexpr int A_STAGE_B = GL_PLANES * A_PLANE_B, B_STAGE_B = GL_PLANES * B_PLANE_B;
+constexpr int A_LO = GL_PLANES > 1 ? A_PLANE_B : 0, B_LO = GL_PLANES > 1 ? B_PLANE_B : 0;   // small parts' offsets
 constexpr int PIPE_B = STAGES * (A_STAGE_B + B_STAGE_B);
 constexpr int SMEM_NEED = 1024 + PIPE_B + 2 * STAGES * 8;   // 1024: aligning the base; then full[], empty[]
 static_assert(A_PANEL_B % 1024 == 0 && B_PANEL_B % 1024 == 0, "panels keep the 1024-byte swizzle alignment");
@@ -167,7 +175,7 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
         for (int kt = 0; kt < ktiles; ++kt) {
             const int s = ring.s;
             gl_mbar_wait(sm.full(s), ring.phase);
-            gl_wgmma_ktile<BN, MI, KSTEPS, 0, 1>(acc, descs, s * A_STAGE_B, s * B_STAGE_B);
+            gl_wgmma_ktile<BN, MI, KSTEPS, 0, 1, A_LO, B_LO>(acc, descs, s * A_STAGE_B, s * B_STAGE_B);
             if (kt > 0) release(prev);
             prev = s;
             ring.next();
