@@ -79,7 +79,8 @@ static_assert((WM == 64 || WM == 128) && BM == 2 * WM, "two consumer warpgroups 
 static_assert(BN == 64 || BN == 128 || BN == 256, "a wgmma's N is the block's BN: 64, 128 or 256");
 static_assert(BK % ROW_E == 0 && BK <= 256, "BK is whole 128-byte swizzle rows (32 FP32) and a TMA box side (<= 256)");
 static_assert(STAGES >= 2, "the pipeline needs at least two stages");
-static_assert(MI * BN / 2 <= 128, "at most 128 FP32 accumulators per thread");
+constexpr bool SPLIT = GL_PLANES > 1;          // 3xTF32: the accumulators and a k tile's partial sums
+static_assert((SPLIT ? 2 : 1) * MI * BN / 2 <= 128, "at most 128 FP32 accumulators per thread (3xTF32: sums and partial sums)");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of one or two CTAs along M");
 
 // ---- shared-memory carve-up: both operands K-major, panels of [rows][32 k] per 32 k ---------------
@@ -160,6 +161,7 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
     const int warp_row = wg * WM + 16 * (warp % 4);
 
     float acc[MI][BN / 8][4];
+    float part[MI][BN / 8][4];     // 3xTF32: one k tile's partial sums (unused, and so absent, in TF32)
     Ring ring;
     for (long long u = blockIdx.x / CLUSTER; u < sched.total; u += gridDim.x / CLUSTER) {
         const int2 t = sched.tile(u, rank);
@@ -175,15 +177,28 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
         for (int kt = 0; kt < ktiles; ++kt) {
             const int s = ring.s;
             gl_mbar_wait(sm.full(s), ring.phase);
-            gl_wgmma_ktile<BN, MI, KSTEPS, 0, 1, A_LO, B_LO>(acc, descs, s * A_STAGE_B, s * B_STAGE_B);
-            if (kt > 0) release(prev);
-            prev = s;
+            if constexpr (SPLIT) {   // the k tile's three products into fresh partial sums, then an FP32 add
+                gl_wgmma_ktile<BN, MI, KSTEPS, 0, 1, A_LO, B_LO>(part, descs, s * A_STAGE_B, s * B_STAGE_B);
+                release(s);          // its wgmmas are done: the stage is free while the sums are added
+#pragma unroll
+                for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                    for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+                        for (int e = 0; e < 4; ++e) acc[mi][j][e] += part[mi][j][e];
+            } else {
+                gl_wgmma_ktile<BN, MI, KSTEPS, 0, 1>(acc, descs, s * A_STAGE_B, s * B_STAGE_B);
+                if (kt > 0) release(prev);
+                prev = s;
+            }
             ring.next();
         }
-        gl_wgmma_wait<0>();
+        if constexpr (!SPLIT) {
+            gl_wgmma_wait<0>();
 #pragma unroll
-        for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
-        release(prev);          // the tile's last stage: the producer refills it during the epilogue
+            for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
+            release(prev);      // the tile's last stage: the producer refills it during the epilogue
+        }
 
         // ---- epilogue (a tile wholly below M, rank 1 of a cluster's last unit row, stores nothing) ----
         if (row0 < M) store_tile(acc, lane, C, ldc, M, N, row0 + warp_row, col0, alpha, beta);

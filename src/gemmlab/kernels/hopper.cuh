@@ -176,39 +176,42 @@ __device__ __forceinline__ void gl_fence_acc(float (&d)[R][4]) {
 #define GL_ACC32(d, j) GL_ACC4(d, j), GL_ACC4(d, j + 1), GL_ACC4(d, j + 2), GL_ACC4(d, j + 3), \
                        GL_ACC4(d, j + 4), GL_ACC4(d, j + 5), GL_ACC4(d, j + 6), GL_ACC4(d, j + 7)
 // d += A (64 x 16, descriptor da) * B (16 x N, descriptor db) (TF32: 64 x 8 and 8 x N); TA / TB = 1:
-// that operand is MN-major in shared memory. scale-d = 1 (accumulate) always: the accumulators
-// start at zero.
+// that operand is MN-major in shared memory. scale_d = 0: d = A * B instead, the old d ignored (rung
+// 22's 3xTF32 starts each k tile's partial sums so); the other rungs accumulate from zeros.
 
 template <int N> struct GlWgmma;
 template <> struct GlWgmma<64> {
     template <int TA, int TB>
-    static __device__ __forceinline__ void mma(float (&d)[8][4], unsigned long long da, unsigned long long db) {
+    static __device__ __forceinline__ void mma(float (&d)[8][4], unsigned long long da, unsigned long long db,
+                                               int scale_d = 1) {
         static_assert(!GL_WGMMA_K_MAJOR_ONLY || (TA == 0 && TB == 0), "TF32 wgmma reads K-major operands only");
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n64" GL_WGMMA_AB " {" GL_WGMMA_D64 "}, %32, %33, p, 1, 1"
                      GL_WGMMA_TRANS(35, 36) ";\n}\n"
-                     : GL_ACC32(d, 0) : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB) : "memory");
+                     : GL_ACC32(d, 0) : "l"(da), "l"(db), "r"(scale_d), "n"(TA), "n"(TB) : "memory");
     }
 };
 template <> struct GlWgmma<128> {
     template <int TA, int TB>
-    static __device__ __forceinline__ void mma(float (&d)[16][4], unsigned long long da, unsigned long long db) {
+    static __device__ __forceinline__ void mma(float (&d)[16][4], unsigned long long da, unsigned long long db,
+                                               int scale_d = 1) {
         static_assert(!GL_WGMMA_K_MAJOR_ONLY || (TA == 0 && TB == 0), "TF32 wgmma reads K-major operands only");
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n128" GL_WGMMA_AB " {" GL_WGMMA_D128 "}, %64, %65, p, 1, 1"
                      GL_WGMMA_TRANS(67, 68) ";\n}\n"
-                     : GL_ACC32(d, 0), GL_ACC32(d, 8) : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB) : "memory");
+                     : GL_ACC32(d, 0), GL_ACC32(d, 8) : "l"(da), "l"(db), "r"(scale_d), "n"(TA), "n"(TB) : "memory");
     }
 };
 template <> struct GlWgmma<256> {
     template <int TA, int TB>
-    static __device__ __forceinline__ void mma(float (&d)[32][4], unsigned long long da, unsigned long long db) {
+    static __device__ __forceinline__ void mma(float (&d)[32][4], unsigned long long da, unsigned long long db,
+                                               int scale_d = 1) {
         static_assert(!GL_WGMMA_K_MAJOR_ONLY || (TA == 0 && TB == 0), "TF32 wgmma reads K-major operands only");
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n256" GL_WGMMA_AB " {" GL_WGMMA_D256 "}, %128, %129, p, 1, 1"
                      GL_WGMMA_TRANS(131, 132) ";\n}\n"
                      : GL_ACC32(d, 0), GL_ACC32(d, 8), GL_ACC32(d, 16), GL_ACC32(d, 24)
-                     : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB) : "memory");
+                     : "l"(da), "l"(db), "r"(scale_d), "n"(TA), "n"(TB) : "memory");
     }
 };
 
@@ -237,10 +240,13 @@ struct GlStageDescs {
 // have finished reading their stage, which the caller may release.
 // LO_A / LO_B > 0 (3xTF32, rung 22): the stage also holds the small parts of A and B, LO_A / LO_B
 // bytes after the big ones; each step then issues a_lo*b_hi and a_hi*b_lo before a_hi*b_hi into the
-// same accumulators (the small terms first: they are added while the sum is still small).
+// same accumulators (the small terms first: they are added while the sum is still small), the
+// tile's first wgmma with scale-d 0 (the accumulators are the tile's fresh partial sums), and the
+// wait lets no group stay in flight (PENDING 0): the caller adds the partial sums at once.
 template <int N, int MI, int KSTEPS, int A_COL, int B_COL, int LO_A = 0, int LO_B = 0, typename Descs>
 __device__ __forceinline__ void gl_wgmma_ktile(float (&acc)[MI][N / 8][4], const Descs& d, unsigned a_stage, unsigned b_stage) {
     static_assert((LO_A == 0) == (LO_B == 0), "both operands have small parts, or neither");
+    constexpr bool SPLIT = LO_A > 0;
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
     gl_wgmma_fence();
@@ -248,14 +254,14 @@ __device__ __forceinline__ void gl_wgmma_ktile(float (&acc)[MI][N / 8][4], const
     for (int kk = 0; kk < KSTEPS; ++kk)
 #pragma unroll
         for (int mi = 0; mi < MI; ++mi) {
-            if constexpr (LO_A > 0) {
-                GlWgmma<N>::template mma<A_COL, 1 - B_COL>(acc[mi], d.a(a_stage + LO_A, kk, mi), d.b(b_stage, kk));
+            if constexpr (SPLIT) {
+                GlWgmma<N>::template mma<A_COL, 1 - B_COL>(acc[mi], d.a(a_stage + LO_A, kk, mi), d.b(b_stage, kk), kk > 0);
                 GlWgmma<N>::template mma<A_COL, 1 - B_COL>(acc[mi], d.a(a_stage, kk, mi), d.b(b_stage + LO_B, kk));
             }
             GlWgmma<N>::template mma<A_COL, 1 - B_COL>(acc[mi], d.a(a_stage, kk, mi), d.b(b_stage, kk));
         }
     gl_wgmma_commit();
-    gl_wgmma_wait<1>();
+    gl_wgmma_wait<SPLIT ? 0 : 1>();
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
 }
