@@ -906,7 +906,7 @@ RUNGS: tuple[Rung, ...] = (
     ),
     Rung(
         22, "wgmma_tf32", "FP32 on Hopper's wgmma: TF32 in the warp-specialized persistent structure",
-        "wgmma.mma_async m64nNk8 .tf32 reads K-major FP32 tiles (TMA, 128-byte swizzle) in rung 21's persistent, warp-specialized, clustered loop; the plan transpose-copies an MN-major operand (row-major B) first, since TF32 wgmma has no transpose.",
+        "wgmma.mma_async m64nNk8 .tf32 reads K-major FP32 tiles (TMA, 128-byte swizzle) in rung 21's persistent, warp-specialized, clustered loop; the plan transpose-copies an MN-major operand (row-major B) first, since TF32 wgmma has no transpose. 3xtf32: a split pass writes each operand's TF32 big and small parts as two K-major planes, and three wgmmas per k8 step fill a k tile's partial sums, added in FP32.",
         ("CUTLASS sm90 TF32 GEMM (tfloat32_t, both operands K-major)",), "22_wgmma_tf32.cu",
         precisions=("tf32", "3xtf32"),
         params={"BM": 128, "BN": 256, "BK": 32, "WM": 64, "STAGES": 4, "CLUSTER": 2},
