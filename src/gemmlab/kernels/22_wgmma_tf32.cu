@@ -1,5 +1,5 @@
-// Rung 22 — FP32 operands on Hopper's wgmma: TF32 (m64nNk8 .tf32, FP32 accumulate) in rung 21's
-// warp-specialized persistent structure (sm_90a only).       seed: none; CUTLASS's sm90 TF32 GEMM
+// Rung 22 — FP32 operands on Hopper's wgmma: TF32 (m64nNk8 .tf32, FP32 accumulate) and 3xTF32 in
+// rung 21's warp-specialized persistent structure (sm_90a only).       seed: none; CUTLASS's sm90 TF32 GEMM
 // (tfloat32_t operands, both K-major) is the design, written here from the PTX ISA.
 //
 // What it changes against rung 20 (tf32_mma: mma.sync m16n8k8 from ldmatrix fragments): the warps
@@ -40,6 +40,35 @@
 // row-major A, column-major B, no copy): 380-450 TFLOP/s at 4096^3 and 400-470 at 8192^3, about
 // 0.95-1.1x cuBLAS with TF32 (~400 in h100_tf32.json's cuBLAS column); with row-major B (the
 // transposing copy in the timed call) 10-15% less at 4096^3.
+//
+// ---- precision 3xtf32 (GL_PRECISION 3): FP32-accurate on the TF32 tensor cores ------------------
+// What it adds: rung 20's 3xTF32 (x = hi + lo, both TF32; a_lo*b_hi + a_hi*b_lo + a_hi*b_hi) with
+// the split taken out of the main loop. Rung 20 splits every fragment in registers (999
+// instructions per 192 HMMA: 50.1 TFLOP/s, 0.97x cuBLAS SGEMM, h100_3xtf32.json); here:
+// * a split pass before the GEMM (kernels/pack.cu, GL_PACK_SPLIT; core/packing.py): per operand one
+//   launch reads it once and writes hi = tf32(x) and lo = tf32(x - hi) (round to nearest: exact
+//   within 2^-22 |x|) as two K-major planes, transposing an MN-major operand; the kernel sees
+//   K-major, 16-byte-legal planes only;
+// * a stage holds A_hi, A_lo, B_hi, B_lo: the tensor maps are 3-D (k, row, plane), one box per
+//   plane into the same full barrier (TX_BYTES counts both), multicast for B in a cluster; rows
+//   past the edge are zeros in both planes;
+// * per k8 step three wgmmas, the small products first; the tensor cores' own sums truncate (rung
+//   20 measured the bias this gives over K = 4096 when one accumulator takes every product), so a
+//   k tile's 12 wgmmas go into fresh partial sums (scale-d 0 on the first), the group is waited for
+//   and the sums are added in FP32 (round to nearest) -- CUTLASS's "promotion" of FP8 sums on
+//   Hopper. The truncation is then relative to a 32-long partial sum of random sign. Partial sums
+//   beside the sums cost a second accumulator set: 64 x 128 per warpgroup at most (BN 256 would need
+//   256 registers), and two planes per stage: the 3xtf32 default is 128x128x32, 3 stages (192 KB).
+// Each consumer warpgroup waits for its own k tile (wait_group 0) before the FP32 adds; the other
+// warpgroup's wgmmas fill the tensor cores meanwhile (12 m64n128k8 per k tile, ~768 cycles each).
+// PREDICTION, written before any measurement (H100 SXM, default 128x128x32, 3 stages, CLUSTER=2,
+// row-major A and B, the split pass in the timed call): the 3xTF32 peak is 1/3 of TF32's ~495,
+// ~165 TFLOP/s; the kernel at 70-80% of it, 115-130 TFLOP/s. The split pass moves per operand
+// 4 bytes read + 8 written per element: 4096^3 384 MB, ~130 us at ~3 TB/s against ~1.1 ms of GEMM
+// (~12%); 8192^3 1.5 GB, ~0.5 ms against ~8.8 ms (~6%). In all: 100-120 TFLOP/s at 4096^3 and
+// 110-125 at 8192^3, 2.0-2.4x cuBLAS SGEMM (~51); relative error at most SGEMM's
+// (tests/test_tf32_accuracy.py). If the wait per k tile shows as tensor-pipe idle, double-buffered
+// partial sums (192 accumulator registers) are the next step.
 #include "common.cuh"
 #include "hopper.cuh"
 
