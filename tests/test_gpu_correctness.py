@@ -1,4 +1,4 @@
-"""Every rung, every dtype it claims in every precision it provides (tf32 and 3xtf32 for rung 20),
+"""Every rung, every dtype it claims in every precision it provides (tf32 and 3xtf32 for rungs 20 and 22),
 all 8 layout combinations of A, B, C, alpha/beta (with beta = 0 on a NaN-poisoned C), over odd and
 degenerate shapes: checked against cuBLAS in float64 on fresh random data (gemmlab.measure.verify),
 at the tolerance of the precision."""
@@ -90,6 +90,14 @@ def test_tf32_presets_are_correct_across_tile_edges(precision, preset):
     for a_col, b_col in itertools.product((False, True), repeat=2):
         r = verify("tf32_mma", 300, 173, 229, "fp32", a_col=a_col, b_col=b_col, alpha=1.5, beta=-0.75,
                    config=preset, precision=precision)
+        assert r.ok, r.message()
+
+
+@pytest.mark.parametrize("preset", sorted(registry.get("wgmma_tf32").presets_for("3xtf32")))
+def test_wgmma_tf32_3xtf32_presets_are_correct_across_tile_edges(preset):
+    for a_col, b_col in itertools.product((False, True), repeat=2):
+        r = verify("wgmma_tf32", 300, 173, 229, "fp32", a_col=a_col, b_col=b_col, alpha=1.5, beta=-0.75,
+                   config=preset, precision="3xtf32")
         assert r.ok, r.message()
 
 

@@ -272,7 +272,7 @@ def _ptxas_registers(slug, dtype):
 
     from gemmlab.core.variant import Variant
 
-    log = Variant.make(slug, dtype).compile("sm_90a").log
+    log = Variant.make(slug, dtype, b_col=get(slug).k_major).compile("sm_90a").log   # rung 22: K-major B
     return int(re.search(r"Used (\d+) registers", log).group(1))
 
 

@@ -51,8 +51,8 @@ def test_a_rung_that_cannot_provide_the_precision_is_refused_naming_one_that_can
 @pytest.mark.parametrize("name", ["tf32", "3xtf32"])
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 def test_auto_takes_the_tf32_rung_for_a_tensor_core_precision(name, arch):
-    """On sm_90a TF32 goes to rung 22 (wgmma), which has no 3xTF32; rung 20 elsewhere."""
-    want = "wgmma_tf32" if (arch, name) == ("sm_90a", "tf32") else "tf32_mma"
+    """On sm_90a TF32 and 3xTF32 go to rung 22 (wgmma); rung 20 elsewhere."""
+    want = "wgmma_tf32" if arch == "sm_90a" else "tf32_mma"
     assert dispatch.choose(_problem(), "auto", arch, name).slug == want
 
 

@@ -36,10 +36,16 @@ def _guarded_variants() -> dict[str, list[Variant]]:
         for dt, (a_col, b_col) in itertools.product(r.dtypes, itertools.product((False, True), (False, True))):
             if r.runs_on("sm_90a") and r.compiles(a_col, b_col, True, True):
                 out["sm_90a"].append(Variant.make(r.slug, dt, a_col=a_col, b_col=b_col, tall=True))
-        for preset, p in itertools.product(r.presets, [p for p in r.precisions if applies(p, r.dtypes[0])]):
+        for preset, p in _presets(r):
             if r.runs_on("sm_90a"):
                 out["sm_90a"].append(Variant.make(r.slug, r.dtypes[0], b_col=r.k_major, config=preset, precision=p))
     return out
+
+
+def _presets(r):
+    """(preset, precision) of every precision the rung computes its first dtype in, with that
+    precision's presets (rung 22's 3xtf32 has smaller ones)."""
+    return [(preset, p) for p in r.precisions if applies(p, r.dtypes[0]) for preset in r.presets_for(p)]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -90,7 +96,7 @@ def test_rung_sass_contains_the_instructions_it_claims(slug, dtype, precision):
 @pytest.mark.parametrize("slug", [r.slug for r in kernels() if r.presets])
 def test_rung_presets_compile_without_local_memory(slug):
     r = next(k for k in kernels() if k.slug == slug)
-    for preset, precision in itertools.product(r.presets, [p for p in r.precisions if applies(p, r.dtypes[0])]):
+    for preset, precision in _presets(r):
         ck = Variant.make(slug, r.dtypes[0], b_col=r.k_major, config=preset, precision=precision).compile("sm_90a")
         res = disasm.resource_usage(ck.cubin, ck.log)
         assert res.local == 0 and (res.spill_stores, res.spill_loads) == (0, 0), f"{slug}[{preset}, {precision}] spills"
@@ -127,3 +133,16 @@ def test_ptxas_spill_report_is_read_from_the_compile_log():
     log += "ptxas info    : Used 128 registers, used 1 barriers, 16896 bytes smem\n"
     assert disasm.ptxas_report(log)["smem"] == 16896
     assert disasm.ptxas_report("no report here") is None
+
+
+def test_wgmma_tf32_3xtf32_issues_three_wgmmas_per_k8_step_and_loads_both_planes():
+    """Rung 22 in 3xtf32 at the same tile as its tf32 variant: three times the HGMMA per k tile
+    (a_lo*b_hi, a_hi*b_lo, a_hi*b_hi), twice the TMA boxes (big and small planes of A and B), and
+    the FP32 adds of the partial sums (BN/2 per thread per k tile: 64 at 128x128)."""
+    cfg = {"BN": 128, "STAGES": 3}
+    listing = {p: disasm.sass_nvdisasm(Variant.make("wgmma_tf32", "fp32", b_col=True, config=cfg, precision=p)
+                                       .compile("sm_90a").cubin) for p in ("tf32", "3xtf32")}
+    count = {p: {op: len(re.findall(rf"\b{op}\b", t)) for op in ("HGMMA", "UTMALDG", "FADD")} for p, t in listing.items()}
+    assert count["3xtf32"]["HGMMA"] == 3 * count["tf32"]["HGMMA"] == 12
+    assert count["3xtf32"]["UTMALDG"] == 2 * count["tf32"]["UTMALDG"]
+    assert count["3xtf32"]["FADD"] >= 64 > count["tf32"]["FADD"]

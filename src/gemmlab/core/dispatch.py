@@ -135,23 +135,23 @@ def distance(a, b) -> float:
     return math.sqrt(sum((math.log2(x) - math.log2(y)) ** 2 for x, y in zip(a, b)))
 
 
-def _usable(e: dict, dtype: str, allowed: dict[str, Rung]) -> bool:
+def _usable(e: dict, dtype: str, allowed: dict[str, Rung], precision: str | None = None) -> bool:
     rung = allowed.get(e.get("rung"))
     if e.get("dtype") != dtype or rung is None or len(e.get("shape") or ()) != 3:
         return False
     try:
-        rung.config(e.get("config") or {})
+        rung.config(e.get("config") or {}, _own(rung, dtype, precision))
     except (ValueError, TypeError):
         return False
     return True
 
 
 def nearest(entries: list[dict], dtype: str, layout: str, shape, allowed: dict[str, Rung],
-            gpu_name: str | None = None) -> tuple[dict, float] | None:
+            gpu_name: str | None = None, precision: str | None = None) -> tuple[dict, float] | None:
     """The entry nearest to ``shape`` among those of ``dtype`` whose rung is in ``allowed`` and whose
     configuration it accepts (of GPU ``gpu_name`` when given and the entry names one), preferring
     the layout class ``layout``; None when there is none within ``MAX_DISTANCE``."""
-    cands = [e for e in entries if _usable(e, dtype, allowed)
+    cands = [e for e in entries if _usable(e, dtype, allowed, precision)
              and (gpu_name is None or e.get("gpu_name") in (None, gpu_name))]
     same = [e for e in cands if e.get("layout", layout) == layout] or cands
     if not same:
@@ -182,16 +182,16 @@ def _launch_time(cfg, split: int, M: int, N: int, sm_count: int) -> float:
     return -(-blocks // sm_count) * cfg["BM"] * cfg["BN"] / split
 
 
-def _half_tile(rung: Rung, cfg) -> tuple[str, dict] | None:
+def _half_tile(rung: Rung, cfg, precision: str | None = None) -> tuple[str, dict] | None:
     """The rung's preset with ``cfg``'s BM and half its BN (rung 19: 128x128 beside 128x256), if any."""
-    for name in rung.presets:
-        p = rung.config(name)
+    for name in rung.presets_for(precision):
+        p = rung.config(name, precision)
         if p["BM"] == cfg["BM"] and 2 * p["BN"] == cfg["BN"]:
             return name, p
     return None
 
 
-def rule_config(rung: Rung, M: int, N: int, K: int, sm_count: int) -> tuple[dict, str]:
+def rule_config(rung: Rung, M: int, N: int, K: int, sm_count: int, precision: str | None = None) -> tuple[dict, str]:
     """The rule's configuration of ``rung`` for a kernel-view problem M x N x K on ``sm_count``
     SMs, and why.
 
@@ -210,11 +210,12 @@ def rule_config(rung: Rung, M: int, N: int, K: int, sm_count: int) -> tuple[dict
     third more operand bytes per flop from L2, and twice the blocks' prologues and epilogues.
     Clusters (a CLUSTER parameter, rung 21): none when the row tiles do not divide into clusters
     along M (an odd count: the last cluster's second block would compute a tile wholly below M; at
-    M <= 128 half of the blocks)."""
-    cfg = rung.config()
+    M <= 128 half of the blocks). ``precision``: the rung's defaults and presets in it (None: its own)."""
+    cfg = rung.config(None, precision)
     why = f"top rung for the dtype, default {cfg['BM']}x{cfg['BN']} tile"
     area = _padded(M, N, cfg)
-    better = [(p, rung.config(p)) for p in rung.presets if _padded(M, N, rung.config(p)) <= SKINNY_PAD * area]
+    presets = [(p, rung.config(p, precision)) for p in rung.presets_for(precision)]
+    better = [(p, c) for p, c in presets if _padded(M, N, c) <= SKINNY_PAD * area]
     if better:
         name, cfg = min(better, key=lambda pc: _padded(M, N, pc[1]))
         why = f"top rung for the dtype, preset {name!r}: its {cfg['BM']}x{cfg['BN']} tile pads {M}x{N} least"
@@ -224,7 +225,7 @@ def rule_config(rung: Rung, M: int, N: int, K: int, sm_count: int) -> tuple[dict
     if "SPLITK" not in rung.params:
         return _clustered(cfg, why, M)
     split = _split(cfg, M, N, K, sm_count)
-    half = _half_tile(rung, cfg)
+    half = _half_tile(rung, cfg, precision)
     if half is not None:
         hsplit = _split(half[1], M, N, K, sm_count)
         t, ht = _launch_time(cfg, split, M, N, sm_count), _launch_time(half[1], hsplit, M, N, sm_count)
@@ -254,7 +255,10 @@ def _rule(problem: GemmProblem, arch, sm_count: int, precision: str | None = Non
     128x4096x4096's 16 tiles of 128x256 go to rung 19, split in 8, or its 128x128 tile)."""
     rung = choose(problem, "auto", arch, precision)
     kp = problem.kernel_view()
-    cfg0 = rung.config()
+    lower = _split_pass_loses(rung, problem, arch, sm_count, precision)
+    if lower is not None:
+        return lower
+    cfg0 = rung.config(None, _own(rung, problem.dtype, precision))
     tiles = -(-kp.M // cfg0["BM"]) * -(-kp.N // cfg0["BN"])
     if "SPLITK" not in rung.params and 2 * tiles <= sm_count:
         splitting = [r for r in for_dtype(problem.dtype, arch, precision) if "SPLITK" in r.params]
@@ -262,8 +266,44 @@ def _rule(problem: GemmProblem, arch, sm_count: int, precision: str | None = Non
             cfg, why = rule_config(splitting[-1], kp.M, kp.N, kp.K, sm_count)
             return Choice(splitting[-1], cfg, "rule", f"{rung.slug} cannot split K and its {tiles} tiles would leave "
                                                       f"more than half of {sm_count} SMs idle: {splitting[-1].slug}; {why}")
-    cfg, why = rule_config(rung, kp.M, kp.N, kp.K, sm_count)
+    cfg, why = rule_config(rung, kp.M, kp.N, kp.K, sm_count, _own(rung, problem.dtype, precision))
     return Choice(rung, cfg, "rule", why)
+
+
+def _own(rung: Rung, dtype: str, precision: str | None) -> str:
+    return rung.precision_for(dtype, precision)
+
+
+def _gemm_seconds(rung: Rung, cfg: dict, kp, sm_count: int, precision: str) -> float:
+    """The GEMM's time at the rung's aligned speed (``ALIGNED_TFLOPS``), scaled by the share of
+    the SMs its tiles occupy (one block per SM)."""
+    tiles = -(-kp.M // cfg["BM"]) * -(-kp.N // cfg["BN"])
+    busy = min(1.0, tiles * cfg.get("SPLITK", 1) / sm_count)
+    tflops = ALIGNED_TFLOPS.get(f"{rung.slug}/{precision}", ALIGNED_TFLOPS.get(rung.slug))
+    return 2.0 * kp.M * kp.N * kp.K / (tflops * 1e12 * busy)
+
+
+def _split_pass_loses(rung: Rung, problem: GemmProblem, arch, sm_count: int, precision: str | None) -> Choice | None:
+    """A top rung that splits the operands in a pass before the GEMM (rung 22 in 3xtf32: both
+    operands read once and written twice) against the rung below it for the precision (rung 20,
+    which splits in registers): the lower one's rule choice where ``_gemm_seconds`` plus the pass
+    (its bytes at the copy rate and a launch per operand) predicts the top rung slower (small
+    problems, where the pass's launches and the half-empty persistent grid dominate); else None."""
+    own = _own(rung, problem.dtype, precision)
+    others = for_dtype(problem.dtype, arch, precision)[:-1]
+    if rung.planes_for(own) == 1 or not others:
+        return None
+    kp = problem.kernel_view()
+    cfg = rung.config(None, own)
+    packs = packing.plan_packs(kp, problem.dtype, rung.k_major, rung.planes_for(own))
+    top = _gemm_seconds(rung, cfg, kp, sm_count, own) + sum(p.traffic for p in packs) / COPY_BYTES_PER_S \
+        + PACK_LAUNCH_S * len(packs)
+    low_cfg, why = rule_config(others[-1], kp.M, kp.N, kp.K, sm_count, own)
+    low = _gemm_seconds(others[-1], low_cfg, kp, sm_count, own)
+    if low >= top:
+        return None
+    return Choice(others[-1], low_cfg, "rule", f"{rung.slug} with its split pass predicted ~{top * 1e6:.0f} us, "
+                                               f"{others[-1].slug} ~{low * 1e6:.0f} us: {others[-1].slug}; {why}")
 
 
 # ---- packing -------------------------------------------------------------------------------------
@@ -283,8 +323,9 @@ PACK_LAUNCH_S = 2e-6          # a pack launch's fixed cost on the stream (a pred
 PACK_MAX_BYTES = 1 << 30      # auto never takes more workspace than this for copies (PACK=1 may)
 # Rung 21 (wgmma_ws) is not measured yet: rung 19's figures stand in (its producer warpgroup copies
 # an unaligned operand the same way; a faster aligned path only makes the copies pay off sooner).
+# wgmma_tf32/3xtf32 is a PREDICTION (kernels/22_wgmma_tf32.cu's header), not a measurement yet.
 ALIGNED_TFLOPS = {"wgmma_tma": 733.2, "wgmma_ws": 733.2, "mma_sync": 443.0, "async_simt": 46.8,
-                  "tf32_mma/tf32": 127.1, "tf32_mma/3xtf32": 50.1}
+                  "tf32_mma/tf32": 127.1, "tf32_mma/3xtf32": 50.1, "wgmma_tf32/3xtf32": 125.0}
 # async_simt (rung 18) measured at 127x4097x1023 fp32 with its shipped tile (SPLITK 3): 105.7 us
 # unpacked (0.38x cuBLAS, h100_fp32_suite.json), 112 us packed with copies estimated at ~16 us
 # (0.35x, h100_pack_fp32.json): its 4-byte copies cost at most ~1.1x its 16-byte ones, not 5/3
@@ -296,10 +337,7 @@ DEFAULT_SLOWDOWN = 5 / 3
 def pack_estimate(rung: Rung, cfg: dict, kp, packs, sm_count: int, precision: str) -> tuple[float, float]:
     """(seconds the copies ``packs`` take, seconds the 16-byte path saves) for ``rung`` with ``cfg``
     on the kernel-view problem ``kp``, computing in ``precision``."""
-    tiles = -(-kp.M // cfg["BM"]) * -(-kp.N // cfg["BN"])
-    busy = min(1.0, tiles * cfg.get("SPLITK", 1) / sm_count)
-    tflops = ALIGNED_TFLOPS.get(f"{rung.slug}/{precision}", ALIGNED_TFLOPS.get(rung.slug))
-    gemm = 2.0 * kp.M * kp.N * kp.K / (tflops * 1e12 * busy)
+    gemm = _gemm_seconds(rung, cfg, kp, sm_count, precision)
     copies = sum(p.traffic for p in packs) / COPY_BYTES_PER_S + PACK_LAUNCH_S * len(packs)
     return copies, (UNALIGNED_SLOWDOWN.get(rung.slug, DEFAULT_SLOWDOWN) - 1.0) * gemm
 
@@ -311,7 +349,7 @@ def with_packing(choice: Choice, problem: GemmProblem, sm_count: int, precision:
     kp = problem.kernel_view()
     if "PACK" not in rung.params or (kp.vec_a and kp.vec_b):
         return choice
-    cfg = rung.config(choice.config)
+    cfg = rung.config(choice.config, _own(rung, problem.dtype, precision))
     try:
         packs = packing.plan_packs(kp, problem.dtype)
     except ValueError as exc:
@@ -351,14 +389,15 @@ def _from_table(problem: GemmProblem, device, source: str, precision: str | None
     layout = ("c" if kp.a_col else "r") + ("c" if kp.b_col else "r")
     if source == "tuned":
         entries = [e for e in read_table(tuned_path()) if e.get("arch") == device.arch]
-        hit = nearest(entries, problem.dtype, layout, (kp.M, kp.N, kp.K), allowed, device.name)
+        hit = nearest(entries, problem.dtype, layout, (kp.M, kp.N, kp.K), allowed, device.name, precision)
     else:
-        hit = nearest(read_table(defaults_path(device.arch)), problem.dtype, layout, (kp.M, kp.N, kp.K), allowed)
+        hit = nearest(read_table(defaults_path(device.arch)), problem.dtype, layout, (kp.M, kp.N, kp.K), allowed,
+                      precision=precision)
     if hit is None:
         return None
     e, d = hit
     rung = allowed[e["rung"]]
-    cfg = rung.config(e.get("config") or {})
+    cfg = rung.config(e.get("config") or {}, _own(rung, problem.dtype, precision))
     shape = "x".join(map(str, e["shape"]))
     why = f"nearest {source} shape {shape} ({e.get('layout', 'any')} layout, distance {d:.2f})"
     if cfg.get("SPLITK", 1) > 1 and -(-kp.M // cfg["BM"]) > MAX_GRID_Y:

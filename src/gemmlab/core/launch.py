@@ -88,11 +88,12 @@ def load_reduce(dtype: str, ordinal: int, capturing=None):
     return _load_helper(compile_reduce, f"the split-K reduction [{dtype}]", dtype, ordinal, capturing)
 
 
-def load_pack(dtype: str, ordinal: int, capturing=None, kernel: str = packing.KERNEL):
-    """The CUfunction of the operand pack kernel ``kernel`` (``pack`` or the transposing ``pack_t``)
-    for ``dtype`` on a device (``capturing``: see ``compile_for_launch``)."""
-    return _load_helper(lambda d, a, b: packing.compile_pack(d, a, b, kernel), f"the operand {kernel} [{dtype}]",
-                        dtype, ordinal, capturing)
+def load_pack(dtype: str, ordinal: int, capturing=None, kernel: str = packing.KERNEL, split: bool = False):
+    """The CUfunction of the operand pack kernel ``kernel`` (``pack`` or the transposing ``pack_t``;
+    ``split``: its version writing two TF32 planes) for ``dtype`` on a device (``capturing``: see
+    ``compile_for_launch``)."""
+    what = f"the operand {kernel}{' (TF32 split)' if split else ''} [{dtype}]"
+    return _load_helper(lambda d, a, b: packing.compile_pack(d, a, b, kernel, split), what, dtype, ordinal, capturing)
 
 
 def _load_helper(compile_fn, what: str, dtype: str, ordinal: int, capturing):
@@ -263,13 +264,15 @@ class Plan:
                                     vec_a=vec_a, vec_b=vec_b, vec_c=kp.vec_c, config=config, precision=precision)
         # PACK=1: the operands without 16-byte access are copied first (core/packing.py); the
         # kernel reads the copies, with their leading dimensions and its 16-byte variant
-        # a k_major rung (22): its MN-major or unaligned operands are always copied, MN-major ones transposed
-        self.packs, kp = packing.for_kernel(kp, problem.dtype, bool(self.variant.cfg.get("PACK")), rung.k_major)
+        # a k_major rung (22): its MN-major or unaligned operands are always copied, MN-major ones transposed;
+        # a rung reading two planes per operand (22 in 3xtf32): both operands always, split into TF32 parts
+        self.packs, kp = packing.for_kernel(kp, problem.dtype, bool(self.variant.cfg.get("PACK")), rung.k_major,
+                                            rung.planes_for(self.variant.precision))
         if self.packs:
             self.kp = kp
             self.variant = replace(self.variant, vec_a=kp.vec_a, vec_b=kp.vec_b, a_col=kp.a_col, b_col=kp.b_col)
-        rung.check_resources(self.variant.cfg, info.limits)
-        self.geometry: Launch = rung.launch(kp.M, kp.N, self.variant.cfg, kp.K, info.sm_count)
+        rung.check_resources(self.variant.cfg, info.limits, self.variant.precision)
+        self.geometry: Launch = rung.launch(kp.M, kp.N, self.variant.cfg, kp.K, info.sm_count, self.variant.precision)
         # split-K is the configuration's, not the slice count's: SPLITK=4 over a K of one BK tile
         # is ONE slice, and still the split variant (FP32 partials into the workspace, then the
         # reduction applies alpha and beta); launching it as a plain kernel wrote FP32 partials
@@ -306,8 +309,8 @@ class Plan:
         helper kernels and their parameter blocks, and the workspace of the plan's stream
         allocated now (a launch only looks it up); ``launch`` becomes the staged launch."""
         dtype = self.problem.dtype
-        self._pack_heads = [(load_pack(dtype, self.ordinal, capturing, p.kernel), *p.grid(), p.threads, 1, 1, 0)
-                            for p in self.packs]
+        self._pack_heads = [(load_pack(dtype, self.ordinal, capturing, p.kernel, p.planes > 1), *p.grid(), p.threads,
+                             1, 1, 0) for p in self.packs]
         self._pack_blocks = [_pack_params(p) for p in self.packs]
         self._split_offset, self.workspace_bytes = packing.layout(self.packs, self.splits * kp.M * kp.N * 4 if split else 0)
         if split:
@@ -357,8 +360,11 @@ class Plan:
         """The tensor-map arguments of A and B (None for an operand TMA cannot describe: the
         variant copies it with threads, see kernels/19_wgmma_tma.cu)."""
         kp, cfg = self.kp, self.variant.cfg
-        a = tensormaps.operand_map("A", kp.M, kp.K, kp.lda, kp.a_col, dtype, cfg) if self.variant.vec_a else None
-        b = tensormaps.operand_map("B", kp.K, kp.N, kp.ldb, kp.b_col, dtype, cfg) if self.variant.vec_b else None
+        split = {p.operand: (p.planes, p.plane_bytes) for p in self.packs if p.planes > 1}   # 3-D maps of two planes
+        a = (tensormaps.operand_map("A", kp.M, kp.K, kp.lda, kp.a_col, dtype, cfg, *split.get("A", ()))
+             if self.variant.vec_a else None)
+        b = (tensormaps.operand_map("B", kp.K, kp.N, kp.ldb, kp.b_col, dtype, cfg, *split.get("B", ()))
+             if self.variant.vec_b else None)
         return a, b
 
     def _acquire_maps(self, a_ptr: int, b_ptr: int):

@@ -12,6 +12,12 @@ A ``k_major`` rung (core/registry.py; rung 22, whose TF32 wgmma has no transpose
 operands only: its plans always pack, with or without PACK, every operand that is MN-major (column-
 major A, row-major B) -- transposed, by the ``pack_t`` kernel -- or without 16-byte access.
 
+A rung that reads an operand as two planes in a precision (``Rung.planes``: rung 22 in 3xtf32) gets
+a split pack of BOTH operands, whatever their layout and alignment: one launch per operand reads it
+once and writes the big TF32 parts hi = tf32(x) and then the small ones lo = tf32(x - hi), two
+K-major planes of the same shape one after the other (kernels/pack.cu, GL_PACK_SPLIT; ``split_tf32``
+is its host model).
+
 This module is the pure part: which operands a problem packs (``plan_packs``), the problem the
 GEMM then sees (``packed_view``), the workspace's layout when a plan packs and splits K
 (``layout``), and the pack kernel (``compile_pack``, ``grid``).
@@ -52,6 +58,7 @@ class Pack:
     itemsize: int
     offset: int = 0
     transpose: bool = False
+    planes: int = 1       # 2: the split pack, hi then lo planes (3xTF32), each rows_packed x ld_packed
 
     @property
     def rows_packed(self) -> int:
@@ -59,14 +66,20 @@ class Pack:
         return self.inner if self.transpose else self.outer
 
     @property
+    def plane_bytes(self) -> int:
+        """Bytes from one plane of the copy to the next (the kernel's rows * ldp elements; a
+        multiple of 16 bytes, as a tensor map's stride must be)."""
+        return self.rows_packed * self.ld_packed * self.itemsize
+
+    @property
     def nbytes(self) -> int:
-        """Bytes of the copy in the workspace (rounded up to ``ALIGN``)."""
-        return _round_up(self.rows_packed * self.ld_packed * self.itemsize, ALIGN)
+        """Bytes of the copy in the workspace, all planes (rounded up to ``ALIGN``)."""
+        return _round_up(self.planes * self.plane_bytes, ALIGN)
 
     @property
     def traffic(self) -> int:
         """Bytes the pack kernel reads and writes."""
-        return (self.outer * self.inner + self.rows_packed * self.ld_packed) * self.itemsize
+        return self.outer * self.inner * self.itemsize + self.planes * self.plane_bytes
 
     @property
     def kernel(self) -> str:
@@ -88,7 +101,8 @@ class Pack:
         return (-(-chunks // 32), min(-(-self.outer // ROWS), MAX_GRID_Y), 1)
 
     def __str__(self) -> str:
-        return f"{self.operand}: ld {self.ld} -> {self.ld_packed}" + (" transposed" if self.transpose else "")
+        return (f"{self.operand}: ld {self.ld} -> {self.ld_packed}" + (" transposed" if self.transpose else "")
+                + (" split into TF32 hi + lo" if self.planes > 1 else ""))
 
 
 def packed_ld(inner: int, dtype: str) -> int:
@@ -96,25 +110,30 @@ def packed_ld(inner: int, dtype: str) -> int:
     return _round_up(inner, get_dtype(dtype).vector_elements)
 
 
-def _pack(operand: str, rows: int, cols: int, ld: int, col_major: bool, dtype: str, transpose: bool = False) -> Pack:
+def _pack(operand: str, rows: int, cols: int, ld: int, col_major: bool, dtype: str, transpose: bool = False,
+          planes: int = 1) -> Pack:
     outer, inner = (cols, rows) if col_major else (rows, cols)
     ldp = packed_ld(outer if transpose else inner, dtype)
     if ldp >= 2**31:
         raise ValueError(f"operand {operand} would be packed with leading dimension {ldp}; the kernels take it "
                          f"as a 32-bit int: use PACK=0")
-    return Pack(operand, outer, inner, ld, ldp, get_dtype(dtype).itemsize, transpose=transpose)
+    if planes > 1 and dtype != "fp32":
+        raise ValueError(f"the split pack splits fp32 operands into TF32 parts, not {dtype}")
+    return Pack(operand, outer, inner, ld, ldp, get_dtype(dtype).itemsize, transpose=transpose, planes=planes)
 
 
-def plan_packs(kp: KernelProblem, dtype: str, k_major: bool = False) -> tuple[Pack, ...]:
+def plan_packs(kp: KernelProblem, dtype: str, k_major: bool = False, planes: int = 1) -> tuple[Pack, ...]:
     """The operands of ``kp`` (the kernel's view) without 16-byte access, and with ``k_major`` the
     MN-major ones too (column-major A, row-major B: transposed), as packs laid out one after the
-    other from offset 0 of the workspace; () when none needs a copy."""
+    other from offset 0 of the workspace; () when none needs a copy. ``planes`` 2 (3xTF32): both
+    operands, each split into its two TF32 planes (MN-major ones transposed with ``k_major``)."""
     a_t, b_t = k_major and kp.a_col, k_major and not kp.b_col
+    split = planes > 1
     packs = []
-    if not kp.vec_a or a_t:
-        packs.append(_pack("A", kp.M, kp.K, kp.lda, kp.a_col, dtype, a_t))
-    if not kp.vec_b or b_t:
-        packs.append(_pack("B", kp.K, kp.N, kp.ldb, kp.b_col, dtype, b_t))
+    if not kp.vec_a or a_t or split:
+        packs.append(_pack("A", kp.M, kp.K, kp.lda, kp.a_col, dtype, a_t, planes))
+    if not kp.vec_b or b_t or split:
+        packs.append(_pack("B", kp.K, kp.N, kp.ldb, kp.b_col, dtype, b_t, planes))
     offset, out = 0, []
     for p in packs:
         out.append(replace(p, offset=offset))
@@ -122,12 +141,13 @@ def plan_packs(kp: KernelProblem, dtype: str, k_major: bool = False) -> tuple[Pa
     return tuple(out)
 
 
-def for_kernel(kp: KernelProblem, dtype: str, pack: bool, k_major: bool) -> tuple[tuple[Pack, ...], KernelProblem]:
+def for_kernel(kp: KernelProblem, dtype: str, pack: bool, k_major: bool,
+               planes: int = 1) -> tuple[tuple[Pack, ...], KernelProblem]:
     """What a plan copies first and the problem its kernel then computes: with PACK=1 (``pack``)
-    the operands without 16-byte access, for a ``k_major`` rung those and the MN-major ones;
-    ((), kp) when nothing is copied. The plan and the tuner's compile ahead both read it, so the
-    tuner compiles the variant the plan will run."""
-    packs = plan_packs(kp, dtype, k_major) if pack or k_major else ()
+    the operands without 16-byte access, for a ``k_major`` rung those and the MN-major ones, with
+    ``planes`` 2 (3xTF32) both operands split; ((), kp) when nothing is copied. The plan and the
+    tuner's compile ahead both read it, so the tuner compiles the variant the plan will run."""
+    packs = plan_packs(kp, dtype, k_major, planes) if pack or k_major or planes > 1 else ()
     return packs, (packed_view(kp, packs) if packs else kp)
 
 
@@ -163,8 +183,38 @@ def describe(packs: tuple[Pack, ...]) -> str:
     return "packs " + ", ".join(map(str, packs)) if packs else ""
 
 
-def compile_pack(dtype: str, arch: str, before_compile=None, kernel: str = KERNEL) -> _compile.CompiledKernel:
+def compile_pack(dtype: str, arch: str, before_compile=None, kernel: str = KERNEL,
+                 split: bool = False) -> _compile.CompiledKernel:
     """The pack kernel (``kernel``: ``KERNEL`` or the transposing ``KERNEL_T``) for ``dtype`` on
-    ``arch``, cached like a variant."""
-    return _compile.compile_source(SOURCE, kernel, arch, {"GL_DTYPE": get_dtype(dtype).code},
-                                   before_compile=before_compile)
+    ``arch``, cached like a variant; ``split``: its split version (two TF32 planes, GL_PACK_SPLIT)."""
+    defines = {"GL_DTYPE": get_dtype(dtype).code}
+    if split:   # only then: the plain pack's cache key stays as it was
+        defines["GL_PACK_SPLIT"] = 1
+    return _compile.compile_source(SOURCE, kernel, arch, defines, before_compile=before_compile)
+
+
+TF32_DROP = 0xFFFFE000    # the bits of an FP32 a TF32 keeps: sign, exponent, 10 fraction bits
+
+
+def tf32_round(x):
+    """numpy model of cvt.rna.tf32.f32 on float32 ``x`` (round to nearest, ties away from zero:
+    half a TF32 ulp added to the magnitude's bits, the low 13 dropped; a carry past the largest
+    exponent gives inf). NaN and inf stay as they are."""
+    import numpy as np
+
+    x = np.asarray(x, dtype=np.float32)
+    bits = x.view(np.uint32)
+    rounded = ((bits + np.uint32(0x1000)) & np.uint32(TF32_DROP)).view(np.float32)
+    return np.where(np.isfinite(x), rounded, x)
+
+
+def split_tf32(x):
+    """numpy model of the split pack (kernels/pack.cu, common.cuh gl_split) on float32 ``x``:
+    (hi, lo), both TF32-representable, hi = tf32(x), lo = tf32(x - hi) (x - hi exact in FP32)."""
+    import numpy as np
+
+    x = np.asarray(x, dtype=np.float32)
+    hi = tf32_round(x)
+    with np.errstate(invalid="ignore", over="ignore"):
+        lo = tf32_round((x - hi).astype(np.float32))
+    return hi, lo

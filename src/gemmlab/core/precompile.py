@@ -24,7 +24,7 @@ from .dtypes import get as get_dtype
 from .precision import applies
 from .progress import Progress
 from .registry import RUNGS, Rung, get
-from .packing import KERNEL_T, compile_pack
+from .packing import KERNEL, KERNEL_T, compile_pack
 from .variant import Variant, compile_reduce
 
 LAYOUTS = ("rr", "rc", "cr", "cc")  # A then B: r row-major, c column-major (as the kernel sees them)
@@ -161,6 +161,9 @@ def _helpers_for(variant: Variant, arch: str, before_compile=None) -> None:
         compile_pack(variant.dtype, arch, before_compile)
     if variant.rung.k_major:   # its plans always copy (and transpose) MN-major operands
         compile_pack(variant.dtype, arch, before_compile, KERNEL_T)
+    if variant.rung.planes_for(variant.precision) > 1:   # its plans split both operands (rung 22, 3xtf32)
+        compile_pack(variant.dtype, arch, before_compile, KERNEL, split=True)
+        compile_pack(variant.dtype, arch, before_compile, KERNEL_T, split=True)
 
 
 def _context(method: str | None = None):

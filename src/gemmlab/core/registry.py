@@ -80,6 +80,14 @@ class Rung:
     k_major: bool = False              # its kernel reads K-major, 16-byte-legal A and B only (row-major A,
                                        # column-major B): the plan always copies the others first,
                                        # transposing an MN-major one (core/packing.py)
+    planes: Mapping[str, int] = field(default_factory=dict)   # precision -> planes per operand its kernel
+                                       # reads (rung 22, 3xtf32: 2, the big and small TF32 parts the plan's
+                                       # split pack writes); 1 for any other. A rung with this table has
+                                       # smem and constraints callables taking (cfg, planes)
+    precision_params: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # precision -> the
+                                       # defaults that differ in it (a stage holding two planes needs a smaller tile)
+    precision_presets: Mapping[str, Mapping[str, Mapping[str, int]]] = field(default_factory=dict)  # precision
+                                       # -> its presets, instead of ``presets``
 
     def __post_init__(self):
         if not self.precisions:
@@ -134,20 +142,40 @@ class Rung:
         except for a ``k_major`` rung (row-major A, column-major B, both 16-byte legal only)."""
         return not self.k_major or (not a_col and b_col and vec_a and vec_b)
 
+    # ---- precision-dependent sizes -------------------------------------------------------
+    def planes_for(self, precision: str | None = None) -> int:
+        """Planes per operand the kernel reads in ``precision`` (None: the rung's default): 1, or
+        2 where the plan splits the operands (rung 22, 3xtf32)."""
+        return self.planes.get(self._own(precision), 1)
+
+    def presets_for(self, precision: str | None = None) -> Mapping[str, Mapping[str, int]]:
+        """The presets of the rung in ``precision`` (None: its default one)."""
+        return self.precision_presets.get(self._own(precision), self.presets)
+
+    def _own(self, precision: str | None) -> str:
+        return self.precisions[0] if precision is None else precision
+
+    def smem_bytes(self, cfg: Mapping[str, int], precision: str | None = None) -> int:
+        """Dynamic shared memory of a block of ``cfg`` computing in ``precision``."""
+        return self.smem(cfg, self.planes_for(precision)) if self.planes else self.smem(cfg)
+
     # ---- configuration -------------------------------------------------------------------
-    def config(self, overrides: ConfigLike = None) -> dict[str, int]:
-        """Defaults merged with a configuration in any form of ``core.config`` (a preset name,
-        a mapping, ``"KEY=VALUE,..."``, JSON, or a list of those); ValueError if invalid."""
+    def config(self, overrides: ConfigLike = None, precision: str | None = None) -> dict[str, int]:
+        """Defaults (of ``precision``; None: the rung's default one) merged with a configuration in
+        any form of ``core.config`` (a preset name, a mapping, ``"KEY=VALUE,..."``, JSON, or a list
+        of those); ValueError if invalid."""
         spec = parse_config(overrides)
-        cfg = dict(self.params)
+        cfg = {**self.params, **self.precision_params.get(self._own(precision), {})}
+        presets = self.presets_for(precision)
         if spec is None:
             spec = ConfigSpec()
         if spec.preset is not None:
-            if spec.preset not in self.presets:
+            if spec.preset not in presets:
                 raise ValueError(
-                    f"rung {self.slug!r} has no preset {spec.preset!r}; presets: {sorted(self.presets) or 'none'}"
+                    f"rung {self.slug!r} has no preset {spec.preset!r}" + (f" in precision {precision}" if precision else "")
+                    + f"; presets: {sorted(presets) or 'none'}"
                 )
-            cfg.update(self.presets[spec.preset])
+            cfg.update(presets[spec.preset])
         by_upper = {k.upper(): k for k in self.params}
         for k, v in spec.values.items():
             key = k if k in self.params else by_upper.get(str(k).upper())
@@ -159,27 +187,28 @@ class Rung:
             elif isinstance(v, bool) or not isinstance(v, int) or v <= 0:
                 raise ValueError(f"parameter {key} of rung {self.slug!r} must be a positive int, got {v!r}")
             cfg[key] = v
-        problems = self.check_config(cfg)
+        problems = self.check_config(cfg, precision)
         if problems:
-            raise ValueError(f"invalid configuration for rung {self.slug!r} {cfg}: " + "; ".join(problems))
+            where = f" in precision {precision}" if self.planes_for(precision) > 1 else ""
+            raise ValueError(f"invalid configuration for rung {self.slug!r}{where} {cfg}: " + "; ".join(problems))
         return cfg
 
-    def check_config(self, cfg: Mapping[str, int]) -> list[str]:
-        problems = list(self.constraints(cfg))
+    def check_config(self, cfg: Mapping[str, int], precision: str | None = None) -> list[str]:
+        problems = list(self.constraints(cfg, self.planes_for(precision)) if self.planes else self.constraints(cfg))
         t = self.threads(cfg)
         if t < 32 or t > 1024 or t % 32:
             problems.append(f"the block would have {t} threads; it must be a multiple of 32 between 32 and 1024")
         return problems
 
-    def check_resources(self, cfg: Mapping[str, int], limits: ArchLimits) -> None:
-        """ValueError when a block of this configuration needs more shared memory than ``limits``
-        (a device's, or an architecture's from the table) allow one block."""
-        need = self.smem(cfg)
+    def check_resources(self, cfg: Mapping[str, int], limits: ArchLimits, precision: str | None = None) -> None:
+        """ValueError when a block of this configuration (in ``precision``) needs more shared memory
+        than ``limits`` (a device's, or an architecture's from the table) allow one block."""
+        need = self.smem_bytes(cfg, precision)
         if need > limits.max_smem_per_block:
             raise ValueError(f"rung {self.slug!r} with {cfg} needs {need} B of shared memory per block; "
                              f"{limits.arch} allows at most {limits.max_smem_per_block} B")
 
-    def defines(self, cfg: Mapping[str, int]) -> dict[str, int]:
+    def defines(self, cfg: Mapping[str, int], precision: str | None = None) -> dict[str, int]:
         d = dict(cfg)
         d["THREADS"] = self.threads(cfg)
         # the slice count is gridDim.z, not a define: SPLITK = 2, 4, ... share one compiled kernel,
@@ -187,21 +216,23 @@ class Rung:
         if d.pop("SPLITK", 1) > 1:
             d["GL_SPLITK"] = 1
         d.pop("PACK", None)   # the plan packs before the launch: the kernel is the same
-        smem = self.smem(cfg)
+        smem = self.smem_bytes(cfg, precision)
         if smem:
             d["GL_DYN_SMEM"] = smem  # the kernel checks its carve-up fits what the launch gives it
         return d
 
     def launch(self, M: int, N: int, cfg: Mapping[str, int], K: int | None = None,
-               sm_count: int | None = None) -> Launch:
+               sm_count: int | None = None, precision: str | None = None) -> Launch:
         """Column tiles along grid.x; row tiles along grid.y, continued along grid.z past grid.y's
         limit (GL_TILE_ROW in kernels/common.cuh), so no M below 2^31 is refused.
         With SPLITK > 1, grid.z holds the K slices instead: SPLITK of them, or, given ``K``, the
         number ``splitk_slices`` gives (never an empty slice). Split-K and a grid.z of row tiles
         exclude each other: a problem that needs both is refused with a ValueError.
-        A persistent rung: ``persistent_grid`` on the device's ``sm_count`` (ValueError without it)."""
+        A persistent rung: ``persistent_grid`` on the device's ``sm_count`` (ValueError without it).
+        The shared memory is that of ``precision`` (None: the rung's default one)."""
+        smem = self.smem_bytes(cfg, precision)
         if self.persistent:
-            return Launch((self.persistent_grid(M, N, cfg, sm_count), 1, 1), (self.threads(cfg), 1, 1), self.smem(cfg))
+            return Launch((self.persistent_grid(M, N, cfg, sm_count), 1, 1), (self.threads(cfg), 1, 1), smem)
         tiles_m = (M + cfg["BM"] - 1) // cfg["BM"]
         split = cfg.get("SPLITK", 1)
         if split > 1:
@@ -210,11 +241,11 @@ class Rung:
                                  f"{tiles_m} row tiles of BM={cfg['BM']}, more than grid.y's {MAX_GRID_Y}, and needs "
                                  f"grid.z for them: use SPLITK=1 (this many row tiles fill the GPU without a split)")
             gz = split if K is None else splitk_slices(K, cfg["BK"], split)
-            return Launch(((N + cfg["BN"] - 1) // cfg["BN"], tiles_m, gz), (self.threads(cfg), 1, 1), self.smem(cfg))
+            return Launch(((N + cfg["BN"] - 1) // cfg["BN"], tiles_m, gz), (self.threads(cfg), 1, 1), smem)
         gz = (tiles_m + MAX_GRID_Y - 1) // MAX_GRID_Y
         gy = (tiles_m + gz - 1) // gz      # balanced slices: fewer than gz surplus tiles in all
         grid = ((N + cfg["BN"] - 1) // cfg["BN"], gy, gz)
-        return Launch(grid, (self.threads(cfg), 1, 1), self.smem(cfg))
+        return Launch(grid, (self.threads(cfg), 1, 1), smem)
 
     def persistent_grid(self, M: int, N: int, cfg: Mapping[str, int], sm_count: int | None) -> int:
         """The blocks of a persistent launch: one cluster of CLUSTER blocks per CLUSTER SMs, up to
@@ -544,16 +575,19 @@ def _ws_constraints(cfg) -> list[str]:
 
 
 # ---- rung 22 (wgmma_tf32): TF32 wgmma in rung 21's structure ----------------------------------
-def _wstf32_smem(cfg) -> int:
+def _wstf32_smem(cfg, planes: int = 1) -> int:
     """22_wgmma_tf32.cu's dynamic shared memory: 1024 bytes to align the base, STAGES FP32 A and B
-    tiles (K-major), a full and an empty mbarrier per stage (the epilogue stores from registers)."""
-    return 1024 + cfg["STAGES"] * (cfg["BM"] + cfg["BN"]) * cfg["BK"] * 4 + 16 * cfg["STAGES"]
+    tiles (K-major) of ``planes`` planes each (3xtf32: 2, the big and the small TF32 parts), a full
+    and an empty mbarrier per stage (the epilogue stores from registers)."""
+    return 1024 + cfg["STAGES"] * (cfg["BM"] + cfg["BN"]) * cfg["BK"] * 4 * planes + 16 * cfg["STAGES"]
 
 
-def _wstf32_constraints(cfg) -> list[str]:
+def _wstf32_constraints(cfg, planes: int = 1) -> list[str]:
     """What 22_wgmma_tf32.cu static_asserts: rung 21's (two consumer warpgroups of 64 or 128 rows,
     BN a wgmma N, at most 128 accumulators per thread, clusters of 1 or 2), BK whole 128-byte
-    swizzle rows of 32 FP32 up to a TMA box side, and shared memory within a block's."""
+    swizzle rows of 32 FP32 up to a TMA box side, and shared memory within a block's. With two
+    planes (3xtf32) a stage holds both parts of A and B, and a thread holds its sums and a k tile's
+    partial sums: twice the accumulators (a 64 x 128 warpgroup tile at most)."""
     out = []
     if cfg["WM"] not in (64, 128) or cfg["BM"] != 2 * cfg["WM"]:
         out.append(f"BM={cfg['BM']} must be 2 x WM, WM={cfg['WM']} 64 or 128 (two consumer warpgroups)")
@@ -567,11 +601,13 @@ def _wstf32_constraints(cfg) -> list[str]:
         out.append(f"CLUSTER={cfg['CLUSTER']} must be 1 or 2 (blocks per cluster along M, sharing B by multicast)")
     if out:
         return out
-    if cfg["WM"] // 64 * cfg["BN"] // 2 > 128:
-        out.append(f"a {cfg['WM']}x{cfg['BN']} warpgroup tile needs more than 128 FP32 accumulators per thread")
-    if _wstf32_smem(cfg) > MAX_SMEM_PER_BLOCK:
-        out.append(f"{cfg['STAGES']} stages of {cfg['BM']}x{cfg['BK']} + {cfg['BK']}x{cfg['BN']} FP32 need "
-                   f"{_wstf32_smem(cfg)} B of shared memory; a block may have at most {MAX_SMEM_PER_BLOCK} B")
+    if planes * cfg["WM"] // 64 * cfg["BN"] // 2 > 128:
+        out.append(f"a {cfg['WM']}x{cfg['BN']} warpgroup tile needs more than 128 FP32 accumulators per thread"
+                   + (" with 3xtf32's partial sums beside the sums" if planes > 1 else ""))
+    if _wstf32_smem(cfg, planes) > MAX_SMEM_PER_BLOCK:
+        out.append(f"{cfg['STAGES']} stages of {cfg['BM']}x{cfg['BK']} + {cfg['BK']}x{cfg['BN']} FP32"
+                   + (f" in {planes} planes (3xtf32's TF32 parts)" if planes > 1 else "")
+                   + f" need {_wstf32_smem(cfg, planes)} B of shared memory; a block may have at most {MAX_SMEM_PER_BLOCK} B")
     return out
 
 
@@ -870,10 +906,18 @@ RUNGS: tuple[Rung, ...] = (
     ),
     Rung(
         22, "wgmma_tf32", "FP32 on Hopper's wgmma: TF32 in the warp-specialized persistent structure",
-        "wgmma.mma_async m64nNk8 .tf32 reads K-major FP32 tiles (TMA, 128-byte swizzle) in rung 21's persistent, warp-specialized, clustered loop; the plan transpose-copies an MN-major operand (row-major B) first, since TF32 wgmma has no transpose.",
+        "wgmma.mma_async m64nNk8 .tf32 reads K-major FP32 tiles (TMA, 128-byte swizzle) in rung 21's persistent, warp-specialized, clustered loop; the plan transpose-copies an MN-major operand (row-major B) first, since TF32 wgmma has no transpose. 3xtf32: a split pass writes each operand's TF32 big and small parts as two K-major planes, and three wgmmas per k8 step fill a k tile's partial sums, added in FP32.",
         ("CUTLASS sm90 TF32 GEMM (tfloat32_t, both operands K-major)",), "22_wgmma_tf32.cu",
-        precisions=("tf32",),
+        precisions=("tf32", "3xtf32"),
         params={"BM": 128, "BN": 256, "BK": 32, "WM": 64, "STAGES": 4, "CLUSTER": 2},
+        # 3xtf32: a stage holds both TF32 planes of A and B, and the warps hold a k tile's partial
+        # sums beside the sums: 128x128 tiles (BN 256 would need 256 accumulators), 3 stages of 64 KB
+        planes={"3xtf32": 2},
+        precision_params={"3xtf32": {"BN": 128, "STAGES": 3}},
+        precision_presets={"3xtf32": {
+            "128x128": {"BM": 128, "BN": 128, "BK": 32, "WM": 64, "STAGES": 3, "CLUSTER": 2},
+            "128x128_nocluster": {"BM": 128, "BN": 128, "BK": 32, "WM": 64, "STAGES": 3, "CLUSTER": 1},
+            "128x64": {"BM": 128, "BN": 64, "BK": 32, "WM": 64, "STAGES": 4, "CLUSTER": 2}}},
         presets={"128x256": {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "STAGES": 4, "CLUSTER": 2},
                  "128x256_nocluster": {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "STAGES": 4, "CLUSTER": 1},
                  "128x128": {"BM": 128, "BN": 128, "BK": 32, "WM": 64, "STAGES": 6, "CLUSTER": 2},

@@ -1,4 +1,5 @@
-"""TMA tensor maps of the WGMMA rung (19): one 2-D map per operand, built on the host and passed
+"""TMA tensor maps of the WGMMA rungs (19, 21, 22): one 2-D map per operand (3-D for rung 22's
+3xtf32 operands, two planes), built on the host and passed
 to the kernel by value (a 128-byte ``__grid_constant__`` parameter after the standard ones).
 
 ``operand_map`` is the pure part: from an operand as the kernel sees it (rows, columns, leading
@@ -38,23 +39,25 @@ class MapArgs:
     """cuTensorMapEncodeTiled's arguments for one operand, less the base pointer."""
 
     dtype: str                      # "fp16" | "bf16" | "fp32"
-    dims: tuple[int, int]           # elements: (inner = contiguous, outer)
-    strides: tuple[int]             # bytes from one outer index to the next
-    box: tuple[int, int]            # elements per TMA box: (inner, outer)
-    element_strides: tuple[int, int] = (1, 1)
+    dims: tuple[int, ...]           # elements: (inner = contiguous, outer[, planes])
+    strides: tuple[int, ...]        # bytes from one outer index to the next[, from one plane to the next]
+    box: tuple[int, ...]            # elements per TMA box: (inner, outer[, 1])
+    element_strides: tuple[int, ...] = (1, 1)
     swizzle: int = SWIZZLE_BYTES    # bytes
     k_major: bool = True            # K is the contiguous dimension (wgmma without transpose)
 
 
 def operand_map(operand: str, rows: int, cols: int, ld: int, col_major: bool, dtype: str,
-                cfg: dict) -> MapArgs:
+                cfg: dict, planes: int = 1, plane_bytes: int = 0) -> MapArgs:
     """The map of operand ``"A"`` (rows = M, cols = K) or ``"B"`` (rows = K, cols = N), as the kernel
     sees it (kernels/common.cuh: C row-major, A and B either layout), for the tile ``cfg`` (BM, BN,
     BK). The box's inner side is one 128-byte swizzle row (64 16-bit elements); its outer side is
     the tile's extent along the outer dimension: BM or BN for a K-major operand (row-major A,
     column-major B), BK for an MN-major one. With ``CLUSTER`` > 1 (rung 21) B's outer side is split in
-    CLUSTER parts: each block of a cluster loads one part and multicasts it to all. ValueError for
-    anything else."""
+    CLUSTER parts: each block of a cluster loads one part and multicasts it to all. ``planes`` 2
+    (rung 22's 3xtf32, the split pack's big and small TF32 parts, ``plane_bytes`` apart): a 3-D map
+    (inner, outer, plane) whose box is one plane's, so rows past the operand's edge read as zeros in
+    both planes. ValueError for anything else."""
     if operand not in ("A", "B"):
         raise ValueError(f"operand must be 'A' or 'B', got {operand!r}")
     if dtype not in _TENSOR_MAP_TYPE:
@@ -69,8 +72,13 @@ def operand_map(operand: str, rows: int, cols: int, ld: int, col_major: bool, dt
     k_major = (not col_major) if operand == "A" else col_major
     tile = cfg["BM"] if operand == "A" else cfg["BN"]
     parts = cfg.get("CLUSTER", 1) if operand == "B" else 1
-    return MapArgs(dtype, (inner, outer), (ld * itemsize,),
-                   (SWIZZLE_BYTES // itemsize, (tile if k_major else cfg["BK"]) // parts), k_major=k_major)
+    box = (SWIZZLE_BYTES // itemsize, (tile if k_major else cfg["BK"]) // parts)
+    if planes == 1:
+        return MapArgs(dtype, (inner, outer), (ld * itemsize,), box, k_major=k_major)
+    if planes != 2 or plane_bytes < outer * ld * itemsize or plane_bytes % 16:
+        raise ValueError(f"operand {operand}: {planes} planes {plane_bytes} bytes apart; a split operand has 2, "
+                         f"apart by at least its {outer * ld * itemsize} bytes and by a multiple of 16")
+    return MapArgs(dtype, (inner, outer, planes), (ld * itemsize, plane_bytes), box + (1,), (1, 1, 1), k_major=k_major)
 
 
 def encode(args: MapArgs, ptr: int) -> bytes:
@@ -81,7 +89,7 @@ def encode(args: MapArgs, ptr: int) -> bytes:
     cu = cuda()
     u64, u32 = cu.cuuint64_t, cu.cuuint32_t
     tmap = check(cu.cuTensorMapEncodeTiled(
-        getattr(cu.CUtensorMapDataType, _TENSOR_MAP_TYPE[args.dtype]), 2, ptr,
+        getattr(cu.CUtensorMapDataType, _TENSOR_MAP_TYPE[args.dtype]), len(args.dims), ptr,
         [u64(d) for d in args.dims], [u64(s) for s in args.strides],
         [u32(b) for b in args.box], [u32(e) for e in args.element_strides],
         cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,

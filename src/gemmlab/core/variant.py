@@ -43,16 +43,17 @@ class Variant:
         """``precision`` None: the rung's own default for ``dtype`` (core.registry.Rung.precision_for)."""
         rung = get(rung) if isinstance(rung, str) else rung
         rung.require(dtype, precision=precision)
-        cfg = rung.config(config)
+        precision = rung.precision_for(dtype, precision)
+        cfg = rung.config(config, precision)
         return cls(rung, dtype, bool(a_col), bool(b_col), bool(vec_a), bool(vec_b), bool(vec_c),
-                   tuple(sorted(cfg.items())), bool(tall), rung.precision_for(dtype, precision))
+                   tuple(sorted(cfg.items())), bool(tall), precision)
 
     @property
     def cfg(self) -> dict[str, int]:
         return dict(self.config)
 
     def defines(self) -> dict[str, int]:
-        d = self.rung.defines(self.cfg)
+        d = self.rung.defines(self.cfg, self.precision)
         d.update(
             GL_DTYPE=get_dtype(self.dtype).code,
             GL_A_COL=int(self.a_col), GL_B_COL=int(self.b_col),

@@ -139,18 +139,6 @@ __device__ __forceinline__ void gl_lds128(unsigned (&r)[4], unsigned addr) {
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
 }
 
-// x rounded to TF32 (round to nearest, ties away from zero), as the bits the MMA reads.
-__device__ __forceinline__ unsigned gl_tf32(unsigned x) {
-    unsigned r;
-    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(__uint_as_float(x)));
-    return r;
-}
-// 3xTF32's split: x = big + small within 2^-22 |x|, both TF32.
-__device__ __forceinline__ void gl_split(unsigned x, unsigned& big, unsigned& small) {
-    big = gl_tf32(x);
-    small = gl_tf32(__float_as_uint(__uint_as_float(x) - __uint_as_float(big)));
-}
-
 // d += a (16x8, row) * b (8x8, col), TF32 operands, FP32 accumulators.
 __device__ __forceinline__ void gl_mma1688(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
     asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"

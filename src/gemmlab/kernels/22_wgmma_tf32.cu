@@ -1,5 +1,5 @@
-// Rung 22 — FP32 operands on Hopper's wgmma: TF32 (m64nNk8 .tf32, FP32 accumulate) in rung 21's
-// warp-specialized persistent structure (sm_90a only).       seed: none; CUTLASS's sm90 TF32 GEMM
+// Rung 22 — FP32 operands on Hopper's wgmma: TF32 (m64nNk8 .tf32, FP32 accumulate) and 3xTF32 in
+// rung 21's warp-specialized persistent structure (sm_90a only).       seed: none; CUTLASS's sm90 TF32 GEMM
 // (tfloat32_t operands, both K-major) is the design, written here from the PTX ISA.
 //
 // What it changes against rung 20 (tf32_mma: mma.sync m16n8k8 from ldmatrix fragments): the warps
@@ -40,14 +40,48 @@
 // row-major A, column-major B, no copy): 380-450 TFLOP/s at 4096^3 and 400-470 at 8192^3, about
 // 0.95-1.1x cuBLAS with TF32 (~400 in h100_tf32.json's cuBLAS column); with row-major B (the
 // transposing copy in the timed call) 10-15% less at 4096^3.
+//
+// ---- precision 3xtf32 (GL_PRECISION 3): FP32-accurate on the TF32 tensor cores ------------------
+// What it adds: rung 20's 3xTF32 (x = hi + lo, both TF32; a_lo*b_hi + a_hi*b_lo + a_hi*b_hi) with
+// the split taken out of the main loop. Rung 20 splits every fragment in registers (999
+// instructions per 192 HMMA: 50.1 TFLOP/s, 0.97x cuBLAS SGEMM, h100_3xtf32.json); here:
+// * a split pass before the GEMM (kernels/pack.cu, GL_PACK_SPLIT; core/packing.py): per operand one
+//   launch reads it once and writes hi = tf32(x) and lo = tf32(x - hi) (round to nearest: exact
+//   within 2^-22 |x|) as two K-major planes, transposing an MN-major operand; the kernel sees
+//   K-major, 16-byte-legal planes only;
+// * a stage holds A_hi, A_lo, B_hi, B_lo: the tensor maps are 3-D (k, row, plane), one box per
+//   plane into the same full barrier (TX_BYTES counts both), multicast for B in a cluster; rows
+//   past the edge are zeros in both planes;
+// * per k8 step three wgmmas, the small products first; the tensor cores' own sums truncate (rung
+//   20 measured the bias this gives over K = 4096 when one accumulator takes every product), so a
+//   k tile's 12 wgmmas go into fresh partial sums (scale-d 0 on the first), the group is waited for
+//   and the sums are added in FP32 (round to nearest) -- CUTLASS's "promotion" of FP8 sums on
+//   Hopper. The truncation is then relative to a 32-long partial sum of random sign. Partial sums
+//   beside the sums cost a second accumulator set: 64 x 128 per warpgroup at most (BN 256 would need
+//   256 registers), and two planes per stage: the 3xtf32 default is 128x128x32, 3 stages (192 KB).
+// Each consumer warpgroup waits for its own k tile (wait_group 0) before the FP32 adds; the other
+// warpgroup's wgmmas fill the tensor cores meanwhile (12 m64n128k8 per k tile, ~768 cycles each).
+// PREDICTION, written before any measurement (H100 SXM, default 128x128x32, 3 stages, CLUSTER=2,
+// row-major A and B, the split pass in the timed call): the 3xTF32 peak is 1/3 of TF32's ~495,
+// ~165 TFLOP/s; the kernel at 70-80% of it, 115-130 TFLOP/s. The split pass moves per operand
+// 4 bytes read + 8 written per element: 4096^3 384 MB, ~130 us at ~3 TB/s against ~1.1 ms of GEMM
+// (~12%); 8192^3 1.5 GB, ~0.5 ms against ~8.8 ms (~6%). In all: 100-120 TFLOP/s at 4096^3 and
+// 110-125 at 8192^3, 2.0-2.4x cuBLAS SGEMM (~51); relative error at most SGEMM's
+// (tests/test_tf32_accuracy.py). If the wait per k tile shows as tensor-pipe idle, double-buffered
+// partial sums (192 accumulator registers) are the next step.
 #include "common.cuh"
 #include "hopper.cuh"
 
 #if GL_DTYPE != 0
 #error "rung 22 (wgmma_tf32) takes FP32 operands (GL_DTYPE 0): TF32 is a reading of FP32"
 #endif
-#if !defined(GL_PRECISION) || GL_PRECISION != 1
-#error "rung 22 (wgmma_tf32) computes in precision tf32 (GL_PRECISION 1)"
+#if !defined(GL_PRECISION) || (GL_PRECISION != 1 && GL_PRECISION != 3)
+#error "rung 22 (wgmma_tf32) computes in precision tf32 (GL_PRECISION 1) or 3xtf32 (GL_PRECISION 3)"
+#endif
+#if GL_PRECISION == 3
+#define GL_PLANES 2               // A and B come as two planes each: the big and the small TF32 parts
+#else
+#define GL_PLANES 1
 #endif
 #if GL_A_COL || !GL_B_COL || !GL_VEC_A || !GL_VEC_B
 #error "rung 22 (wgmma_tf32) reads K-major, 16-byte-legal operands only (row-major A, column-major B): the plan packs the others"
@@ -74,14 +108,18 @@ static_assert((WM == 64 || WM == 128) && BM == 2 * WM, "two consumer warpgroups 
 static_assert(BN == 64 || BN == 128 || BN == 256, "a wgmma's N is the block's BN: 64, 128 or 256");
 static_assert(BK % ROW_E == 0 && BK <= 256, "BK is whole 128-byte swizzle rows (32 FP32) and a TMA box side (<= 256)");
 static_assert(STAGES >= 2, "the pipeline needs at least two stages");
-static_assert(MI * BN / 2 <= 128, "at most 128 FP32 accumulators per thread");
+constexpr bool SPLIT = GL_PLANES > 1;          // 3xTF32: the accumulators and a k tile's partial sums
+static_assert((SPLIT ? 2 : 1) * MI * BN / 2 <= 128, "at most 128 FP32 accumulators per thread (3xTF32: sums and partial sums)");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of one or two CTAs along M");
 
 // ---- shared-memory carve-up: both operands K-major, panels of [rows][32 k] per 32 k ---------------
+// 3xTF32: a stage holds each operand's small-part panels (plane 1) right after its big-part ones.
 constexpr int A_PANELS = BK / ROW_E, A_ROWS = BM;
 constexpr int B_PANELS = BK / ROW_E, B_ROWS = BN;
 constexpr int A_PANEL_B = A_ROWS * GL_ROW_B, B_PANEL_B = B_ROWS * GL_ROW_B;
-constexpr int A_STAGE_B = A_PANELS * A_PANEL_B, B_STAGE_B = B_PANELS * B_PANEL_B;
+constexpr int A_PLANE_B = A_PANELS * A_PANEL_B, B_PLANE_B = B_PANELS * B_PANEL_B;
+constexpr int A_STAGE_B = GL_PLANES * A_PLANE_B, B_STAGE_B = GL_PLANES * B_PLANE_B;
+constexpr int A_LO = GL_PLANES > 1 ? A_PLANE_B : 0, B_LO = GL_PLANES > 1 ? B_PLANE_B : 0;   // small parts' offsets
 constexpr int PIPE_B = STAGES * (A_STAGE_B + B_STAGE_B);
 constexpr int SMEM_NEED = 1024 + PIPE_B + 2 * STAGES * 8;   // 1024: aligning the base; then full[], empty[]
 static_assert(A_PANEL_B % 1024 == 0 && B_PANEL_B % 1024 == 0, "panels keep the 1024-byte swizzle alignment");
@@ -152,6 +190,7 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
     const int warp_row = wg * WM + 16 * (warp % 4);
 
     float acc[MI][BN / 8][4];
+    float part[MI][BN / 8][4];     // 3xTF32: one k tile's partial sums (unused, and so absent, in TF32)
     Ring ring;
     for (long long u = blockIdx.x / CLUSTER; u < sched.total; u += gridDim.x / CLUSTER) {
         const int2 t = sched.tile(u, rank);
@@ -167,15 +206,28 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
         for (int kt = 0; kt < ktiles; ++kt) {
             const int s = ring.s;
             gl_mbar_wait(sm.full(s), ring.phase);
-            gl_wgmma_ktile<BN, MI, KSTEPS, 0, 1>(acc, descs, s * A_STAGE_B, s * B_STAGE_B);
-            if (kt > 0) release(prev);
-            prev = s;
+            if constexpr (SPLIT) {   // the k tile's three products into fresh partial sums, then an FP32 add
+                gl_wgmma_ktile<BN, MI, KSTEPS, 0, 1, A_LO, B_LO>(part, descs, s * A_STAGE_B, s * B_STAGE_B);
+                release(s);          // its wgmmas are done: the stage is free while the sums are added
+#pragma unroll
+                for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                    for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+                        for (int e = 0; e < 4; ++e) acc[mi][j][e] += part[mi][j][e];
+            } else {
+                gl_wgmma_ktile<BN, MI, KSTEPS, 0, 1>(acc, descs, s * A_STAGE_B, s * B_STAGE_B);
+                if (kt > 0) release(prev);
+                prev = s;
+            }
             ring.next();
         }
-        gl_wgmma_wait<0>();
+        if constexpr (!SPLIT) {
+            gl_wgmma_wait<0>();
 #pragma unroll
-        for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
-        release(prev);          // the tile's last stage: the producer refills it during the epilogue
+            for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
+            release(prev);      // the tile's last stage: the producer refills it during the epilogue
+        }
 
         // ---- epilogue (a tile wholly below M, rank 1 of a cluster's last unit row, stores nothing) ----
         if (row0 < M) store_tile(acc, lane, C, ldc, M, N, row0 + warp_row, col0, alpha, beta);

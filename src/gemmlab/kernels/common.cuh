@@ -496,3 +496,18 @@ __device__ __forceinline__ void gl_cp_commit() { asm volatile("cp.async.commit_g
 template <int N>
 __device__ __forceinline__ void gl_cp_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }
 #endif
+
+// ---- TF32 (sm_80+): rounding and 3xTF32's split (rung 20 in registers, the split pack of pack.cu) ----
+#if GL_DTYPE == 0 && (__CUDA_ARCH__ >= 800 || !defined(__CUDA_ARCH__))
+// x rounded to TF32 (round to nearest, ties away from zero), as the bits the MMA reads.
+__device__ __forceinline__ unsigned gl_tf32(unsigned x) {
+    unsigned r;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(__uint_as_float(x)));
+    return r;
+}
+// 3xTF32's split: x = big + small within 2^-22 |x|, both TF32 (x - big is exact in FP32).
+__device__ __forceinline__ void gl_split(unsigned x, unsigned& big, unsigned& small) {
+    big = gl_tf32(x);
+    small = gl_tf32(__float_as_uint(__uint_as_float(x) - __uint_as_float(big)));
+}
+#endif

@@ -1,4 +1,4 @@
-// hopper.cuh — what the Hopper rungs (19 wgmma_tma, 21 wgmma_ws) share: PTX wrappers for the
+// hopper.cuh — what the Hopper rungs (19 wgmma_tma, 21 wgmma_ws, 22 wgmma_tf32) share: PTX wrappers for the
 // mbarriers, TMA (cp.async.bulk.tensor) and wgmma (matrix descriptors, fences, the m64nNk16
 // instruction with its accumulator operand lists), the tensor-map parameter type, and the
 // operand loader that fills the 128-byte-swizzled shared panels wgmma reads, by TMA (multicast to
@@ -43,6 +43,12 @@ __device__ __forceinline__ void gl_tma_load(unsigned dst, const GlTensorMap* map
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
                  :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar) : "memory");
 }
+// The same with a third coordinate c2: a plane of a 3-D map (rung 22's 3xTF32 operands: plane 0 the
+// big TF32 parts, plane 1 the small ones, each a 2-D operand of its own with its own zero fill).
+__device__ __forceinline__ void gl_tma_load_3d(unsigned dst, const GlTensorMap* map, int c0, int c1, int c2, unsigned bar) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n"
+                 :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+}
 __device__ __forceinline__ void gl_tma_prefetch(const GlTensorMap* map) {
     asm volatile("prefetch.tensormap [%0];\n" :: "l"(reinterpret_cast<unsigned long long>(map)) : "memory");
 }
@@ -54,6 +60,14 @@ __device__ __forceinline__ void gl_tma_load_multicast(unsigned dst, const GlTens
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
                  " [%0], [%1, {%2, %3}], [%4], %5;\n"
                  :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(mask)
+                 : "memory");
+}
+
+__device__ __forceinline__ void gl_tma_load_multicast_3d(unsigned dst, const GlTensorMap* map, int c0, int c1, int c2,
+                                                         unsigned bar, unsigned short mask) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%2, %3, %4}], [%5], %6;\n"
+                 :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "h"(mask)
                  : "memory");
 }
 
@@ -162,39 +176,42 @@ __device__ __forceinline__ void gl_fence_acc(float (&d)[R][4]) {
 #define GL_ACC32(d, j) GL_ACC4(d, j), GL_ACC4(d, j + 1), GL_ACC4(d, j + 2), GL_ACC4(d, j + 3), \
                        GL_ACC4(d, j + 4), GL_ACC4(d, j + 5), GL_ACC4(d, j + 6), GL_ACC4(d, j + 7)
 // d += A (64 x 16, descriptor da) * B (16 x N, descriptor db) (TF32: 64 x 8 and 8 x N); TA / TB = 1:
-// that operand is MN-major in shared memory. scale-d = 1 (accumulate) always: the accumulators
-// start at zero.
+// that operand is MN-major in shared memory. scale_d = 0: d = A * B instead, the old d ignored (rung
+// 22's 3xTF32 starts each k tile's partial sums so); the other rungs accumulate from zeros.
 
 template <int N> struct GlWgmma;
 template <> struct GlWgmma<64> {
     template <int TA, int TB>
-    static __device__ __forceinline__ void mma(float (&d)[8][4], unsigned long long da, unsigned long long db) {
+    static __device__ __forceinline__ void mma(float (&d)[8][4], unsigned long long da, unsigned long long db,
+                                               int scale_d = 1) {
         static_assert(!GL_WGMMA_K_MAJOR_ONLY || (TA == 0 && TB == 0), "TF32 wgmma reads K-major operands only");
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n64" GL_WGMMA_AB " {" GL_WGMMA_D64 "}, %32, %33, p, 1, 1"
                      GL_WGMMA_TRANS(35, 36) ";\n}\n"
-                     : GL_ACC32(d, 0) : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB) : "memory");
+                     : GL_ACC32(d, 0) : "l"(da), "l"(db), "r"(scale_d), "n"(TA), "n"(TB) : "memory");
     }
 };
 template <> struct GlWgmma<128> {
     template <int TA, int TB>
-    static __device__ __forceinline__ void mma(float (&d)[16][4], unsigned long long da, unsigned long long db) {
+    static __device__ __forceinline__ void mma(float (&d)[16][4], unsigned long long da, unsigned long long db,
+                                               int scale_d = 1) {
         static_assert(!GL_WGMMA_K_MAJOR_ONLY || (TA == 0 && TB == 0), "TF32 wgmma reads K-major operands only");
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n128" GL_WGMMA_AB " {" GL_WGMMA_D128 "}, %64, %65, p, 1, 1"
                      GL_WGMMA_TRANS(67, 68) ";\n}\n"
-                     : GL_ACC32(d, 0), GL_ACC32(d, 8) : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB) : "memory");
+                     : GL_ACC32(d, 0), GL_ACC32(d, 8) : "l"(da), "l"(db), "r"(scale_d), "n"(TA), "n"(TB) : "memory");
     }
 };
 template <> struct GlWgmma<256> {
     template <int TA, int TB>
-    static __device__ __forceinline__ void mma(float (&d)[32][4], unsigned long long da, unsigned long long db) {
+    static __device__ __forceinline__ void mma(float (&d)[32][4], unsigned long long da, unsigned long long db,
+                                               int scale_d = 1) {
         static_assert(!GL_WGMMA_K_MAJOR_ONLY || (TA == 0 && TB == 0), "TF32 wgmma reads K-major operands only");
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n256" GL_WGMMA_AB " {" GL_WGMMA_D256 "}, %128, %129, p, 1, 1"
                      GL_WGMMA_TRANS(131, 132) ";\n}\n"
                      : GL_ACC32(d, 0), GL_ACC32(d, 8), GL_ACC32(d, 16), GL_ACC32(d, 24)
-                     : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB) : "memory");
+                     : "l"(da), "l"(db), "r"(scale_d), "n"(TA), "n"(TB) : "memory");
     }
 };
 
@@ -221,18 +238,30 @@ struct GlStageDescs {
 // One k tile of a warpgroup's wgmmas (KSTEPS k16 steps x MI m64 blocks of N columns) issued as one
 // commit group, then a wait until at most that group is in flight: the previous k tile's wgmmas
 // have finished reading their stage, which the caller may release.
-template <int N, int MI, int KSTEPS, int A_COL, int B_COL, typename Descs>
+// LO_A / LO_B > 0 (3xTF32, rung 22): the stage also holds the small parts of A and B, LO_A / LO_B
+// bytes after the big ones; each step then issues a_lo*b_hi and a_hi*b_lo before a_hi*b_hi into the
+// same accumulators (the small terms first: they are added while the sum is still small), the
+// tile's first wgmma with scale-d 0 (the accumulators are the tile's fresh partial sums), and the
+// wait lets no group stay in flight (PENDING 0): the caller adds the partial sums at once.
+template <int N, int MI, int KSTEPS, int A_COL, int B_COL, int LO_A = 0, int LO_B = 0, typename Descs>
 __device__ __forceinline__ void gl_wgmma_ktile(float (&acc)[MI][N / 8][4], const Descs& d, unsigned a_stage, unsigned b_stage) {
+    static_assert((LO_A == 0) == (LO_B == 0), "both operands have small parts, or neither");
+    constexpr bool SPLIT = LO_A > 0;
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
     gl_wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < KSTEPS; ++kk)
 #pragma unroll
-        for (int mi = 0; mi < MI; ++mi)
+        for (int mi = 0; mi < MI; ++mi) {
+            if constexpr (SPLIT) {
+                GlWgmma<N>::template mma<A_COL, 1 - B_COL>(acc[mi], d.a(a_stage + LO_A, kk, mi), d.b(b_stage, kk), kk > 0);
+                GlWgmma<N>::template mma<A_COL, 1 - B_COL>(acc[mi], d.a(a_stage, kk, mi), d.b(b_stage + LO_B, kk));
+            }
             GlWgmma<N>::template mma<A_COL, 1 - B_COL>(acc[mi], d.a(a_stage, kk, mi), d.b(b_stage, kk));
+        }
     gl_wgmma_commit();
-    gl_wgmma_wait<1>();
+    gl_wgmma_wait<SPLIT ? 0 : 1>();
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
 }
@@ -242,17 +271,40 @@ __device__ __forceinline__ void gl_wgmma_ktile(float (&acc)[MI][N / 8][4], const
 // A tile is PANELS panels of ROWS rows x 64 inner elements; panel i of the tile at (inner0, outer0)
 // holds P(outer0 + r, inner0 + 64 i + e) at row r, element e. The 16-byte chunk c of row r sits at
 // chunk c ^ (r % 8) of the row: the 128-byte swizzle, the one TMA writes and wgmma reads.
-template <int PANELS, int ROWS>
+// PLANES = 2 (3xTF32, rung 22): the operand is two such matrices, the planes of a 3-D map (plane 0
+// the big TF32 parts, plane 1 the small ones); a tile holds plane 1's panels after plane 0's.
+template <int PANELS, int ROWS, int PLANES = 1>
 struct GlOperand {
     static constexpr int E = GL_ROW_B / (int)sizeof(T);   // elements of a swizzle row: 64 16-bit, 32 FP32
+    static constexpr int PLANE_B = PANELS * ROWS * GL_ROW_B;   // shared bytes of one plane's tile
+    static_assert(PLANES == 1 || PLANES == 2, "one plane, or the big and small parts of 3xTF32");
     const T* P;
     int ld, n_outer, n_inner;
     const GlTensorMap* map;
 
-    // By TMA: one box (64 x ROWS) per panel; out-of-bounds elements arrive as zeros.
+    // One box of panel i (inner side E, outer side `rows`) of every plane, to dst + plane * PLANE_B.
+    __device__ __forceinline__ void box(unsigned dst, int inner, int outer, unsigned bar) const {
+        if constexpr (PLANES == 1) {
+            gl_tma_load(dst, map, inner, outer, bar);
+        } else {
+#pragma unroll
+            for (int p = 0; p < PLANES; ++p) gl_tma_load_3d(dst + p * PLANE_B, map, inner, outer, p, bar);
+        }
+    }
+    __device__ __forceinline__ void box_multicast(unsigned dst, int inner, int outer, unsigned bar,
+                                                  unsigned short mask) const {
+        if constexpr (PLANES == 1) {
+            gl_tma_load_multicast(dst, map, inner, outer, bar, mask);
+        } else {
+#pragma unroll
+            for (int p = 0; p < PLANES; ++p) gl_tma_load_multicast_3d(dst + p * PLANE_B, map, inner, outer, p, bar, mask);
+        }
+    }
+
+    // By TMA: one box (64 x ROWS) per panel (and plane); out-of-bounds elements arrive as zeros.
     __device__ __forceinline__ void tma(unsigned dst, int inner0, int outer0, unsigned bar) const {
 #pragma unroll
-        for (int i = 0; i < PANELS; ++i) gl_tma_load(dst + i * ROWS * GL_ROW_B, map, inner0 + E * i, outer0, bar);
+        for (int i = 0; i < PANELS; ++i) box(dst + i * ROWS * GL_ROW_B, inner0 + E * i, outer0, bar);
     }
 
     // By TMA, this CTA's share of a tile that every CTA of a cluster of PARTS needs: part `part` of
@@ -266,8 +318,8 @@ struct GlOperand {
                       "each part starts on the swizzle's 1024-byte period");
 #pragma unroll
         for (int i = 0; i < PANELS; ++i)
-            gl_tma_load_multicast(dst + i * ROWS * GL_ROW_B + part * PART_ROWS * GL_ROW_B, map, inner0 + E * i,
-                                  outer0 + part * PART_ROWS, bar, mask);
+            box_multicast(dst + i * ROWS * GL_ROW_B + part * PART_ROWS * GL_ROW_B, inner0 + E * i,
+                          outer0 + part * PART_ROWS, bar, mask);
     }
 
     // By the producer warpgroup's 128 threads (operands TMA cannot describe): guarded 16-bit loads,
@@ -276,7 +328,7 @@ struct GlOperand {
     // branches, so the loads of BATCH chunks (8 each) are in flight together. The caller fences and
     // arrives.
     __device__ __forceinline__ void copy(unsigned dst, int inner0, int outer0, int ptid) const {
-        static_assert(sizeof(T) == 2, "the thread copy is written for 16-bit elements (TF32 operands are packed instead)");
+        static_assert(sizeof(T) == 2 && PLANES == 1, "the thread copy is written for 16-bit elements (TF32 operands are packed instead)");
         constexpr int CHUNKS = PANELS * ROWS * 8;
         constexpr int PER = CHUNKS / GL_WARPGROUP, BATCH = PER < 4 ? PER : 4;
         static_assert(CHUNKS % GL_WARPGROUP == 0 && PER % BATCH == 0, "whole batches of chunks per producer thread");

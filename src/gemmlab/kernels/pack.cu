@@ -18,7 +18,33 @@
 // read: the L1 merges them, the DRAM sees each byte once). Loads are of single elements because
 // the source is aligned only to its element size. It moves outer*(inner + ldp)*sizeof(T) bytes:
 // memory-bound (prediction: near the device-to-device copy rate, ~3 TB/s on the H100).
+//
+// GL_PACK_SPLIT 1 (3xTF32 on rung 22, FP32 only): both kernels write two planes instead of one copy,
+// the big TF32 parts hi = tf32(x) at dst and the small ones lo = tf32(x - hi) right after them, at
+// dst + rows * ldp (rows of the copy: `outer`, or `inner` when transposed), from ONE read of the
+// source (common.cuh, gl_split: x = hi + lo within 2^-22 |x|). The GEMM's 3-D tensor map reads the
+// two planes as (k, row, plane). The padding is zero in both planes (the split of 0 is 0 + 0).
 #include "common.cuh"
+
+#ifndef GL_PACK_SPLIT
+#define GL_PACK_SPLIT 0
+#endif
+#if GL_PACK_SPLIT && GL_DTYPE != 0
+#error "the split pack (GL_PACK_SPLIT) splits FP32 operands into TF32 parts"
+#endif
+
+// Where element `at` of the copy goes: as is, or its TF32 parts into the two planes `plane` apart.
+template <typename E>
+__device__ __forceinline__ void gl_pack_put(E* dst, size_t at, size_t plane, E x) {
+#if GL_PACK_SPLIT
+    unsigned hi, lo;
+    gl_split(x, hi, lo);
+    dst[at] = hi;
+    dst[at + plane] = lo;
+#else
+    dst[at] = x;
+#endif
+}
 
 #define GL_PACK_ROWS 4                               // warps (rows) per block
 #define GL_PACK_VEC (16 / (int)sizeof(T))            // elements per 16-byte chunk
@@ -54,7 +80,17 @@ pack(int outer, int inner, const T* __restrict__ src, int ld, T* __restrict__ ds
         v.y = gl_pack_word(row, j + GL_PER_WORD, inner);
         v.z = gl_pack_word(row, j + 2 * GL_PER_WORD, inner);
         v.w = gl_pack_word(row, j + 3 * GL_PER_WORD, inner);
+#if GL_PACK_SPLIT
+        uint4 hi, lo;
+        gl_split(v.x, hi.x, lo.x);
+        gl_split(v.y, hi.y, lo.y);
+        gl_split(v.z, hi.z, lo.z);
+        gl_split(v.w, hi.w, lo.w);
+        *reinterpret_cast<uint4*>(dst + (size_t)i * ldp + j) = hi;
+        *reinterpret_cast<uint4*>(dst + (size_t)outer * ldp + (size_t)i * ldp + j) = lo;
+#else
         *reinterpret_cast<uint4*>(dst + (size_t)i * ldp + j) = v;
+#endif
     }
 }
 
@@ -85,7 +121,7 @@ pack_t(int outer, int inner, const T* __restrict__ src, int ld, T* __restrict__ 
 #pragma unroll
         for (int y = ty; y < GL_PACK_T; y += 8) {             // store: a warp writes 32 elements of one dst row
             const int c = c0 + y, r = r0 + tx;
-            if (c < inner && r < ldp) d[(size_t)c * ldp + r] = tile[tx][y];
+            if (c < inner && r < ldp) gl_pack_put(d, (size_t)c * ldp + r, (size_t)inner * ldp, tile[tx][y]);
         }
         __syncthreads();                                      // the tile is read before the next pass
     }

@@ -4,8 +4,13 @@
 // The includer defines, before including: BM, BN, BK, STAGES, CLUSTER (defines), T, and the
 // constants A_PANELS, A_ROWS, B_PANELS, B_ROWS, A_STAGE_B, B_STAGE_B, TMA_ONLY, MCAST_B, TX_BYTES
 // (its shared-memory carve-up and barrier counts). sm_90a only (hopper.cuh).
+// GL_PLANES (default 1): planes per operand, 2 for rung 22's 3xTF32 (big and small TF32 parts, the
+// TMA boxes of both in one stage, counted in A_STAGE_B / B_STAGE_B and TX_BYTES by the includer).
 #pragma once
 #include "hopper.cuh"
+#ifndef GL_PLANES
+#define GL_PLANES 1
+#endif
 // ---- the persistent schedule ------------------------------------------------------------------
 // The grid has min(units, SMs / CLUSTER) clusters (core/registry.py, Rung.launch); a unit is
 // CLUSTER vertically adjacent output tiles (one per CTA of the cluster) of one column tile. Cluster
@@ -68,14 +73,14 @@ __device__ __forceinline__ void produce(const Smem& sm, const Schedule& sched, i
                                         int M, int N, int K, const T* A, int lda, const T* B, int ldb,
                                         const GlTensorMap* tmA, const GlTensorMap* tmB) {
 #if GL_A_COL
-    const GlOperand<A_PANELS, A_ROWS> opa{A, lda, K, M, tmA};    // A(m, k) at A[k*lda + m]
+    const GlOperand<A_PANELS, A_ROWS, GL_PLANES> opa{A, lda, K, M, tmA};    // A(m, k) at A[k*lda + m]
 #else
-    const GlOperand<A_PANELS, A_ROWS> opa{A, lda, M, K, tmA};    // A(m, k) at A[m*lda + k]
+    const GlOperand<A_PANELS, A_ROWS, GL_PLANES> opa{A, lda, M, K, tmA};    // A(m, k) at A[m*lda + k]
 #endif
 #if GL_B_COL
-    const GlOperand<B_PANELS, B_ROWS> opb{B, ldb, N, K, tmB};    // B(k, n) at B[n*ldb + k]
+    const GlOperand<B_PANELS, B_ROWS, GL_PLANES> opb{B, ldb, N, K, tmB};    // B(k, n) at B[n*ldb + k]
 #else
-    const GlOperand<B_PANELS, B_ROWS> opb{B, ldb, K, N, tmB};    // B(k, n) at B[k*ldb + n]
+    const GlOperand<B_PANELS, B_ROWS, GL_PLANES> opb{B, ldb, K, N, tmB};    // B(k, n) at B[k*ldb + n]
 #endif
     if (TMA_ONLY && ptid != 0) return;       // TMA only: one thread issues everything
     if (ptid == 0) {
