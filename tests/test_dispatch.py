@@ -187,7 +187,8 @@ def test_the_rule_takes_a_preset_when_the_default_tile_pads_a_skinny_problem():
 
 def test_the_rule_splits_k_inside_rung_19_where_its_tiles_leave_the_sms_idle(tuned):
     for shape, split in (((128, 4096, 4096), 8), ((128, 4096, 14336), 8), ((256, 256, 65536), 64)):
-        c = dispatch.decide(problem(*shape, "bf16"), "auto", None, H100)   # 16, 16 and 2 tiles of 128x256
+        # fp16: the shipped table has bf16 entries at these shapes (tuned), none for fp16
+        c = dispatch.decide(problem(*shape, "fp16"), "auto", None, H100)   # 16, 16 and 2 tiles of 128x256
         assert c.source == "rule" and c.rung.slug == "wgmma_tma", shape
         assert (c.config["BN"], c.config["SPLITK"]) == (256, split) and f"split-K {split}" in c.reason, shape
         assert "wgmma_ws cannot split K" in c.reason
@@ -206,7 +207,7 @@ def test_the_rule_takes_the_half_width_tile_where_it_fills_the_sms_better(tuned)
     assert (c.rung.slug, c.config["BM"], c.config["BN"]) == ("wgmma_ws", 128, 256)
     # 128x14336: 56 tiles of 128x256 leave rung 21 more than half of the SMs idle; rung 19's 112
     # tiles of 128x128 need no split where its 128x256 would need one
-    c = dispatch.decide(problem(128, 14336, 4096, "bf16"), "auto", None, H100)
+    c = dispatch.decide(problem(128, 14336, 4096, "fp16"), "auto", None, H100)   # bf16 has a tuned entry
     assert (c.rung.slug, c.config["BM"], c.config["BN"], c.config["SPLITK"]) == ("wgmma_tma", 128, 128, 1)
     assert "preset '128x128'" in c.reason
     # as many blocks either way, both split: the default tile (half the FP32 partials per block)
@@ -238,3 +239,9 @@ def test_dispatch_logs_each_choice_when_asked(tuned, monkeypatch, caplog):
     with caplog.at_level("WARNING", logger="gemmlab"):
         dispatch.decide(problem(256, 256, 65536), "auto", None, A100)
     assert "gemmlab dispatch: fp32 256x256x65536 -> async_simt" in caplog.text and "(rule:" in caplog.text
+
+
+def test_the_shipped_bf16_entries_answer_the_small_m_llm_shapes_with_their_tuned_tile(tuned):
+    c = dispatch.decide(problem(128, 4096, 4096, "bf16"), "auto", None, H100)
+    assert c.source == "defaults" and c.rung.slug == "wgmma_tma"
+    assert (c.config["BM"], c.config["BN"], c.config.get("SPLITK", 1)) == (64, 64, 1)   # no split: 128 tiles
