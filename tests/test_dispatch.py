@@ -203,8 +203,8 @@ def test_the_rule_takes_the_half_width_tile_where_it_fills_the_sms_better(tuned)
     cfg, why = dispatch.rule_config(get("wgmma_tma"), 1024, 6144, 4096, 132)
     assert (cfg["BM"], cfg["BN"], cfg["SPLITK"]) == (128, 128, 1) and "preset '128x128'" in why
     # rung 21 (no split-K) keeps its tile there: its half tile was never measured faster
-    c = dispatch.decide(problem(1024, 6144, 4096, "bf16"), "auto", None, H100)
-    assert (c.rung.slug, c.config["BM"], c.config["BN"]) == ("wgmma_ws", 128, 256)
+    c = dispatch.decide(problem(1024, 6144, 4096, "fp16"), "auto", None, H100)   # bf16 has a tuned entry
+    assert c.source == "rule" and (c.rung.slug, c.config["BM"], c.config["BN"]) == ("wgmma_ws", 128, 256)
     # 128x14336: 56 tiles of 128x256 leave rung 21 more than half of the SMs idle; rung 19's 112
     # tiles of 128x128 need no split where its 128x256 would need one
     c = dispatch.decide(problem(128, 14336, 4096, "fp16"), "auto", None, H100)   # bf16 has a tuned entry
