@@ -246,47 +246,4 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
     }
 }
 
-#if CLUSTER > 1
-#define GL_CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
-#else
-#define GL_CLUSTER_DIMS
-#endif
-
-extern "C" __global__ void __launch_bounds__(THREADS, 1) GL_CLUSTER_DIMS
-gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc,
-     const __grid_constant__ GlTensorMap tmA, const __grid_constant__ GlTensorMap tmB)
-{
-    // One raw buffer: [STAGES A tiles][STAGES B tiles][epilogue staging], then full[STAGES] and empty[STAGES]. Its
-    // base is rounded up to the swizzle's 1024 bytes (the same offset in every CTA: multicast
-    // writes each CTA's copy at the offset the issuing CTA names).
-    extern __shared__ __align__(1024) unsigned char smem_raw[];
-    const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(smem_raw));
-    const unsigned base = (raw + 1023u) & ~1023u;
-    const Smem sm{base, base + STAGES * A_STAGE_B, base + PIPE_B, base + PIPE_B + EPI_B};
-    const int tid = threadIdx.x, warp = tid / 32;
-    const int rank = CLUSTER > 1 ? (int)gl_cluster_rank() : 0;
-    const Schedule sched(M, N);
-    const int ktiles = GL_CEIL_DIV(K, BK);
-
-    if (tid == 0) {
-        for (int s = 0; s < STAGES; ++s) {
-            gl_mbar_init(sm.full(s), FULL_ARRIVALS);
-            gl_mbar_init(sm.empty(s), EMPTY_ARRIVALS);
-        }
-        // the initialized barriers visible to the copy engine and to the cluster before any use
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    // with a cluster: the peer's multicasts and arrivals may target this CTA's barriers only once
-    // they are initialized
-    if (CLUSTER > 1) gl_cluster_sync();
-    else __syncthreads();
-
-    // One if/else on the warpgroup's role, a setmaxnreg at the top of each branch.
-    if (warp >= CWARPS) {
-        gl_setmaxnreg_dec<PRODUCER_REGS>();
-        produce(sm, sched, ktiles, rank, tid - CONSUMERS, M, N, K, A, lda, B, ldb, &tmA, &tmB);
-    } else {
-        gl_setmaxnreg_inc<CONSUMER_REGS>();
-        consume(sm, sched, ktiles, rank, warp, tid % 32, M, N, alpha, beta, C, ldc);
-    }
-}
+#include "ws_entry.cuh"   // the kernel entry: barriers, then the producer / consumer split

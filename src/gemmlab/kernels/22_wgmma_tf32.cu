@@ -121,6 +121,7 @@ constexpr int A_PLANE_B = A_PANELS * A_PANEL_B, B_PLANE_B = B_PANELS * B_PANEL_B
 constexpr int A_STAGE_B = GL_PLANES * A_PLANE_B, B_STAGE_B = GL_PLANES * B_PLANE_B;
 constexpr int A_LO = GL_PLANES > 1 ? A_PLANE_B : 0, B_LO = GL_PLANES > 1 ? B_PLANE_B : 0;   // small parts' offsets
 constexpr int PIPE_B = STAGES * (A_STAGE_B + B_STAGE_B);
+constexpr int EPI_B = 0;       // no epilogue staging: the consumers store from their accumulators
 constexpr int SMEM_NEED = 1024 + PIPE_B + 2 * STAGES * 8;   // 1024: aligning the base; then full[], empty[]
 static_assert(A_PANEL_B % 1024 == 0 && B_PANEL_B % 1024 == 0, "panels keep the 1024-byte swizzle alignment");
 static_assert(SMEM_NEED <= GL_DYN_SMEM, "the registry's shared-memory size (GL_DYN_SMEM) is too small for this tile");
@@ -234,41 +235,4 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
     }
 }
 
-#if CLUSTER > 1
-#define GL_CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
-#else
-#define GL_CLUSTER_DIMS
-#endif
-
-extern "C" __global__ void __launch_bounds__(THREADS, 1) GL_CLUSTER_DIMS
-gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc,
-     const __grid_constant__ GlTensorMap tmA, const __grid_constant__ GlTensorMap tmB)
-{
-    // [STAGES A tiles][STAGES B tiles], then full[STAGES] and empty[STAGES]; base on 1024 bytes.
-    extern __shared__ __align__(1024) unsigned char smem_raw[];
-    const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(smem_raw));
-    const unsigned base = (raw + 1023u) & ~1023u;
-    const Smem sm{base, base + STAGES * A_STAGE_B, base + PIPE_B, base + PIPE_B};
-    const int tid = threadIdx.x, warp = tid / 32;
-    const int rank = CLUSTER > 1 ? (int)gl_cluster_rank() : 0;
-    const Schedule sched(M, N);
-    const int ktiles = GL_CEIL_DIV(K, BK);
-
-    if (tid == 0) {
-        for (int s = 0; s < STAGES; ++s) {
-            gl_mbar_init(sm.full(s), FULL_ARRIVALS);
-            gl_mbar_init(sm.empty(s), EMPTY_ARRIVALS);
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    if (CLUSTER > 1) gl_cluster_sync();
-    else __syncthreads();
-
-    if (warp >= CWARPS) {
-        gl_setmaxnreg_dec<PRODUCER_REGS>();
-        produce(sm, sched, ktiles, rank, tid - CONSUMERS, M, N, K, A, lda, B, ldb, &tmA, &tmB);
-    } else {
-        gl_setmaxnreg_inc<CONSUMER_REGS>();
-        consume(sm, sched, ktiles, rank, warp, tid % 32, M, N, alpha, beta, C, ldc);
-    }
-}
+#include "ws_entry.cuh"   // the kernel entry: barriers, then the producer / consumer split
