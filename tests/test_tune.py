@@ -19,7 +19,7 @@ import pytest
 
 optuna = pytest.importorskip("optuna")
 
-from gemmlab.core.registry import RUNGS  # noqa: E402
+from gemmlab.core.registry import RUNGS, get  # noqa: E402
 from gemmlab.tune import store  # noqa: E402
 from gemmlab.tune.evaluate import Outcome, ReplayEvaluator, ReplayFactory  # noqa: E402
 from gemmlab.tune.runner import TuneSpec, tune  # noqa: E402
@@ -384,3 +384,12 @@ def test_the_report_gains_a_tuning_section_with_a_table_and_a_plot(tmp_path):
     assert "## Tuning" in md and "% of cuBLAS" in md and "tuning_1.png" in md
     assert (tmp_path / "rep" / "tuning_1.png").stat().st_size > 1000
     assert 'id="tuning"' in Path(html_path).read_text()
+
+
+def test_the_space_of_a_precision_prunes_with_that_precisions_constraints_and_holds_its_defaults():
+    sp = Space.of("wgmma_tf32", "sm_90a", precision="3xtf32")
+    d = get("wgmma_tf32").config(precision="3xtf32")
+    assert sp.point({}) == d and sp.contains(d) and not sp.check(d)
+    bad = sp.point({"BN": 256})                # 3xtf32 keeps partial sums beside the sums: refused
+    assert sp.check(bad) and not Space.of("wgmma_tf32", "sm_90a", precision="tf32").check(bad)
+    assert all(not sp.check(c) for c in sp.candidates())

@@ -148,6 +148,11 @@ class Rung:
         2 where the plan splits the operands (rung 22, 3xtf32)."""
         return self.planes.get(self._own(precision), 1)
 
+    def defaults_for(self, precision: str | None = None) -> dict[str, int]:
+        """The default configuration in ``precision`` (None: the rung's default one): ``params``
+        with the precision's own defaults on top (rung 22's 3xtf32: BN 128, 3 stages)."""
+        return {**self.params, **self.precision_params.get(self._own(precision), {})}
+
     def presets_for(self, precision: str | None = None) -> Mapping[str, Mapping[str, int]]:
         """The presets of the rung in ``precision`` (None: its default one)."""
         return self.precision_presets.get(self._own(precision), self.presets)
@@ -165,7 +170,7 @@ class Rung:
         any form of ``core.config`` (a preset name, a mapping, ``"KEY=VALUE,..."``, JSON, or a list
         of those); ValueError if invalid."""
         spec = parse_config(overrides)
-        cfg = {**self.params, **self.precision_params.get(self._own(precision), {})}
+        cfg = self.defaults_for(precision)
         presets = self.presets_for(precision)
         if spec is None:
             spec = ConfigSpec()

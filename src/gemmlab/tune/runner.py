@@ -94,9 +94,10 @@ def starting_points(space: Space, spec: TuneSpec, machine: dict) -> list[dict]:
     as the space holds them and the constraints accept them. So the best of a run is never worse
     than what ``kernel="auto"`` ran before it, however small the budget."""
     rung, (M, N, K) = space.rung, spec.shape
-    cands = [dict(rung.params)] + [space.point(p) for p in rung.presets.values()]
+    cands = [space.point({})] + [space.point(p) for p in rung.presets_for(space.precision).values()]
     if machine.get("sm_count"):
-        cands.append(space.point(dispatch.rule_config(rung, M, N, K, int(machine["sm_count"]))[0]))
+        rule = dispatch.rule_config(rung, M, N, K, int(machine["sm_count"]), space.precision)[0]
+        cands.append(space.point(rule))
     arch = machine.get("arch")
     tables = [dispatch.tuned_path()] + ([dispatch.defaults_path(arch)] if arch else [])
     for path in tables:
@@ -131,7 +132,7 @@ def _worker_main(factory, device: int, spec: TuneSpec, key: dict, job: Job, seed
     """A worker process: its own storage connection, sampler and evaluator on one device."""
     try:
         storage = open_storage(spec.storage, *spec.heartbeat)
-        space = Space.of(key["rung"], key["arch"])
+        space = Space.of(key["rung"], key["arch"], precision=spec.precision)
         study = open_study(storage, key, sampler(job.strategy, space.params, seed))
         ev = factory.create(device)
         try:
@@ -196,7 +197,7 @@ def tune(spec: TuneSpec, factory: EvaluatorFactory, *, progress: bool = False) -
     opt = optuna()
     spec = spec.checked()
     machine = _machine(spec, factory)
-    space = Space.of(spec.rung, machine.get("arch"))
+    space = Space.of(spec.rung, machine.get("arch"), precision=spec.precision)
     cands = space.candidates()
     if not cands:
         raise ValueError(f"no configuration of {space.describe()} passes the constraints")

@@ -25,10 +25,12 @@ class Space:
     rung: Rung
     params: dict[str, tuple[int, ...]]      # searched parameter -> its values, ascending
     limits: ArchLimits | None = None        # shared-memory limit of the target; None: not checked
+    precision: str | None = None            # what the rung computes in (None: its default); rung 22's
+                                            # 3xtf32 has its own defaults, presets and constraints
 
     @classmethod
     def of(cls, rung: Rung | str, arch: str | None = None,
-           overrides: Mapping[str, tuple[int, ...]] | None = None) -> "Space":
+           overrides: Mapping[str, tuple[int, ...]] | None = None, precision: str | None = None) -> "Space":
         """The registry's space of ``rung`` (``overrides`` replaces the values of some parameters);
         ValueError when the rung has nothing to tune or a parameter is unknown."""
         rung = get(rung) if isinstance(rung, str) else rung
@@ -47,12 +49,12 @@ class Space:
         # the rung's own configurations (its defaults and presets) are points of its space: a tuner
         # that could not propose the "tall" preset (BN=32) lost to it at 4096x16x4096 (0.36x vs
         # 0.70x cuBLAS, TPE over a BN grid starting at 64)
-        for cfg in (rung.params, *rung.presets.values()):
+        for cfg in (rung.defaults_for(precision), *rung.presets_for(precision).values()):
             for k, v in cfg.items():
                 if k in values and k not in (overrides or {}):
                     values[k] = tuple(values[k]) + (v,)
         params = {k: tuple(sorted(set(values[k]))) for k in rung.params if k in values}
-        return cls(rung, params, arch_limits(arch) if arch else None)
+        return cls(rung, params, arch_limits(arch) if arch else None, precision)
 
     # ---- points ----------------------------------------------------------------------------
     @property
@@ -65,7 +67,7 @@ class Space:
 
     def point(self, values: Mapping[str, int]) -> dict[str, int]:
         """The full configuration: the rung's defaults with ``values`` on top, in parameter order."""
-        cfg = dict(self.rung.params)
+        cfg = self.rung.defaults_for(self.precision)
         cfg.update({k: int(v) for k, v in values.items()})
         return cfg
 
@@ -94,10 +96,10 @@ class Space:
     # ---- pruning ---------------------------------------------------------------------------
     def check(self, cfg: Mapping[str, int]) -> list[str]:
         """Why the rung cannot take ``cfg`` (empty: it can)."""
-        reasons = self.rung.check_config(cfg)
+        reasons = self.rung.check_config(cfg, self.precision)
         if not reasons and self.limits is not None:
             try:
-                self.rung.check_resources(cfg, self.limits)
+                self.rung.check_resources(cfg, self.limits, self.precision)
             except ValueError as exc:
                 reasons.append(str(exc))
         return reasons
