@@ -116,8 +116,9 @@ def test_wgmma_tf32_computes_tf32_by_default_and_3xtf32_on_request():
 
 def test_3xtf32_default_and_presets_fit_a_block_with_two_planes_per_stage():
     cfg = RUNG.config(None, "3xtf32")
-    assert (cfg["BM"], cfg["BN"], cfg["BK"], cfg["STAGES"]) == (128, 128, 32, 3)
-    assert RUNG.smem_bytes(cfg, "3xtf32") == 1024 + 3 * (128 + 128) * 32 * 4 * 2 + 3 * 16
+    st = cfg["STAGES"]
+    assert (cfg["BM"], cfg["BN"], cfg["BK"]) == (128, 128, 32) and st >= 2
+    assert RUNG.smem_bytes(cfg, "3xtf32") == 1024 + st * (128 + 128) * 32 * 4 * 2 + st * 16
     for name in RUNG.presets_for("3xtf32"):
         c = RUNG.config(name, "3xtf32")
         assert RUNG.check_config(c, "3xtf32") == [] and RUNG.smem_bytes(c, "3xtf32") <= registry.MAX_SMEM_PER_BLOCK
