@@ -30,6 +30,16 @@ def test_bench_table_lists_each_timed_result_with_its_ratio():
     assert "naive" not in md
 
 
+def test_bench_table_says_when_fp32_operands_were_multiplied_on_the_tensor_cores():
+    bench = {"gemmlab_version": "0", "timestamp": "t", "env": {"gpu_name": "H100", "sm_count": 132},
+             "settings": {"repeats": 5},
+             "results": [{"kernel": k, "number": n, "dtype": "fp32", "precision": p, "M": 8, "N": 8, "K": 8,
+                          "ms": 1.0, "tflops": 1.0, "vs_cublas": 1.0, "pct_peak": 1.0}
+                         for k, n, p in (("cublas", 0, "fp32"), ("wgmma_tf32", 22, "3xtf32"))]}
+    md = bench_markdown(bench)
+    assert "| cuBLAS | fp32 | 8x8x8 |" in md and "| `wgmma_tf32` | fp32 as 3xtf32 | 8x8x8 |" in md
+
+
 def _head(settings: dict, kernels=("cublas", "naive")) -> str:
     bench = {"gemmlab_version": "0", "timestamp": "t", "env": {"gpu_name": "H100", "sm_count": 132},
              "settings": settings,

@@ -42,7 +42,10 @@ def bench_markdown(bench: dict) -> str:
         noise = f"{100 * r['noise']:.1f}%" if r.get("noise") is not None else "-"
         pct = f"{r['pct_peak']:.1f}%" if r.get("pct_peak") is not None else "-"
         name = {"cublas": "cuBLAS", "triton": "Triton"}.get(r["kernel"], r["kernel"]) if r.get("peer", r["kernel"] == "cublas") else f"`{r['kernel']}`"
-        rows.append(f"| {r.get('number', 0) or ''} | {name} | {r['dtype']} | {shape} | {r['ms']:.3f} | {noise} | "
+        # a tensor-core reading of FP32 operands says so (cuBLAS's baseline follows it: TF32 on or off)
+        prec = r.get("precision") or r["dtype"]
+        dtype = r["dtype"] if prec == r["dtype"] else f"{r['dtype']} as {prec}"
+        rows.append(f"| {r.get('number', 0) or ''} | {name} | {dtype} | {shape} | {r['ms']:.3f} | {noise} | "
                     f"{r['tflops']:.1f} | {vs} | {best} | {pct} |")
     return "\n".join(rows)
 
