@@ -61,6 +61,13 @@
 // rung 19 in the same run): fp16 732 TFLOP/s at 4096^3 (0.975x cuBLAS; rung 19 714, 0.951x) and
 // 751 at 8192^3 (0.991x; rung 19 744, 0.982x): inside the prediction at 4096^3, the first rung
 // above rung 19, still below cuBLAS. Not yet measured: bf16, and the counters after the change.
+// Since then (benchmarks/NOTES.md, 2026-11-22): bf16 757 / 793 TFLOP/s (0.975x / 0.994x,
+// h100_pingpong_coop_bf16.json). Nsight Compute at fp16 4096^3: tensor pipe active 91.7%, 1.29 GB
+// through L2 (benchmarks/profiles/h100_profile_wgmma_ws_coop_fp16_4096.json). The ping-pong
+// schedule named above was built and measured slower (0.89x with 128x128 tiles: +40% L2 bytes, 1.8x
+// the instructions, tensor pipe 88.4%; branch `pingpong`), and so was a stream-K tail (0.87x, and
+// wrong with clusters; branch `streamk`): neither is in this file. What is left: 512 tiles on 132
+// SMs are 3.88 waves run in 4 at 4096^3 (15.5 in 16 at 8192^3), and the epilogue is not overlapped.
 #include "common.cuh"
 #include "hopper.cuh"
 
