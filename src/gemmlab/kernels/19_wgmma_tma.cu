@@ -257,12 +257,7 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
 #endif
 
     float acc[MI][BN / 8][4];
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-        for (int j = 0; j < BN / 8; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) acc[mi][j][e] = 0.0f;
+    gl_zero_acc(acc);
 
     // Tile t: wait until its bytes are in, issue its KSTEPS x MI wgmmas as one commit group, then
     // wait for the group of tile t - 1 (so one group stays in flight while the next tile's barrier

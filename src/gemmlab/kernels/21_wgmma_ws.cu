@@ -223,12 +223,7 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
     for (long long u = blockIdx.x / CLUSTER; u < sched.total; u += gridDim.x / CLUSTER) {
         const int2 t = sched.tile(u, rank);
         const int row0 = t.x * BM, col0 = t.y * BN;
-#pragma unroll
-        for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-            for (int j = 0; j < BN / 8; ++j)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) acc[mi][j][e] = 0.0f;
+        gl_zero_acc(acc);
 
         // k tile kt: wait until its bytes are in, issue its KSTEPS x MI wgmmas as one commit group,
         // then wait for the group of k tile kt - 1 (one group stays in flight while the next

@@ -202,12 +202,7 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
     for (long long u = blockIdx.x / CLUSTER; u < sched.total; u += gridDim.x / CLUSTER) {
         const int2 t = sched.tile(u, rank);
         const int row0 = t.x * BM, col0 = t.y * BN;
-#pragma unroll
-        for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-            for (int j = 0; j < BN / 8; ++j)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) acc[mi][j][e] = 0.0f;
+        gl_zero_acc(acc);
 
         int prev = 0;
         for (int kt = 0; kt < ktiles; ++kt) {
@@ -216,12 +211,7 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
             if constexpr (SPLIT) {   // the k tile's three products into fresh partial sums, then an FP32 add
                 gl_wgmma_ktile<BN, MI, KSTEPS, 0, 1, A_LO, B_LO>(part, descs, s * A_STAGE_B, s * B_STAGE_B);
                 release(s);          // its wgmmas are done: the stage is free while the sums are added
-#pragma unroll
-                for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-                    for (int j = 0; j < BN / 8; ++j)
-#pragma unroll
-                        for (int e = 0; e < 4; ++e) acc[mi][j][e] += part[mi][j][e];
+                gl_add_acc(acc, part);
             } else {
                 gl_wgmma_ktile<BN, MI, KSTEPS, 0, 1>(acc, descs, s * A_STAGE_B, s * B_STAGE_B);
                 if (kt > 0) release(prev);

@@ -133,6 +133,27 @@ __device__ __forceinline__ void gl_wgmma_commit() { asm volatile("wgmma.commit_g
 template <int N>
 __device__ __forceinline__ void gl_wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory"); }
 
+// A warpgroup's accumulators (MI m64 blocks of R = N / 8 fragments): d = 0, and d += p (rung 22's
+// 3xTF32 adds a k tile's partial sums in FP32).
+template <int MI, int R>
+__device__ __forceinline__ void gl_zero_acc(float (&d)[MI][R][4]) {
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int j = 0; j < R; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) d[mi][j][e] = 0.0f;
+}
+template <int MI, int R>
+__device__ __forceinline__ void gl_add_acc(float (&d)[MI][R][4], const float (&p)[MI][R][4]) {
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int j = 0; j < R; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) d[mi][j][e] += p[mi][j][e];
+}
+
 // Pins accumulator registers at this point of the program: the compiler may neither move their
 // reads and writes across it nor copy them elsewhere while a wgmma that writes them is in flight.
 template <int R>
