@@ -107,6 +107,54 @@ def test_a_run_measures_its_starting_points_before_the_strategys_proposals(tmp_p
     assert len(starts) >= 5 and first == starts
 
 
+LONG_K = (256, 256, 65536)
+H100 = {"gpu_name": "replay", "arch": "sm_90a", "driver": "-", "nvrtc": "-", "gemmlab": "-", "sm_count": 132}
+
+
+def test_a_starting_point_outside_the_grid_is_kept():
+    """At 256x256x65536 the dispatch rule splits K 64 ways, past the SPLITK grid (1-16): the tuner
+    must be able to measure what ``auto`` runs."""
+    from gemmlab.tune.runner import starting_points
+
+    sp = Space.of("async_simt", "sm_90a")
+    starts = starting_points(sp, TuneSpec("async_simt", LONG_K).checked(), H100)
+    assert 64 not in sp.params["SPLITK"] and [c for c in starts if c["SPLITK"] == 64]
+
+
+def test_widening_adds_the_values_of_the_given_points_and_nothing_else():
+    sp = Space.of("async_simt", "sm_90a")
+    wide = sp.widened([{"SPLITK": 64, "BK": 8}, {"SPLITK": 3}])
+    assert wide.params["SPLITK"] == tuple(sorted(sp.params["SPLITK"] + (3, 64)))
+    assert {k: v for k, v in wide.params.items() if k != "SPLITK"} == {k: v for k, v in sp.params.items() if k != "SPLITK"}
+
+
+def test_an_aligned_space_keeps_the_indices_a_study_recorded():
+    """Values that arrive after a study's first run are appended: an index its trials were told
+    still names the same value."""
+    sp = Space.of("async_simt", "sm_90a")
+    recorded = {k: list(v) for k, v in sp.params.items()}
+    wide = sp.widened([{"SPLITK": 3}, {"SPLITK": 64}]).aligned(recorded)
+    assert wide.params["SPLITK"] == sp.params["SPLITK"] + (3, 64)
+    cfg = wide.point({"SPLITK": 3, "BM": 64})
+    assert wide.decode(wide.encode(cfg)) == cfg
+    assert all(wide.params[k][:len(v)] == tuple(v) for k, v in recorded.items())
+
+
+def test_a_run_measures_a_starting_point_outside_the_grid_first_and_records_the_widened_space(tmp_path):
+    from gemmlab.tune.runner import starting_points
+
+    sp = Space.of("async_simt", "sm_90a")
+    rule = next(c for c in starting_points(sp, TuneSpec("async_simt", LONG_K).checked(), H100) if c["SPLITK"] == 64)
+    # the split point is the fastest of the landscape: the run's best lies outside the old grid
+    f = Recording(landscape("async_simt", {sp.key(rule): {"status": "ok", "ms": 0.05}}), machine=dict(H100))
+    s = tune(TuneSpec("async_simt", LONG_K, strategy="random", budget=10, batch=1, seed=1,
+                      storage=f"sqlite:///{tmp_path / 'tune.db'}"), f)
+    assert 64 in s["space"]["SPLITK"] and sp.key(rule) in f.made.measured
+    assert s["best"]["key"] == sp.key(rule)
+    study = optuna.load_study(study_name=s["study"], storage=f"sqlite:///{tmp_path / 'tune.db'}")
+    assert 64 in study.user_attrs["space"]["SPLITK"]
+
+
 def test_a_rung_without_a_space_is_refused_by_name():
     from dataclasses import replace
 

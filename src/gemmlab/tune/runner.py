@@ -24,8 +24,8 @@ from ..core.shapes import fmt_shape
 from .evaluate import EvaluatorFactory
 from .search import Job, Stats, enqueue_starts, retry_failed, search
 from .space import Space
-from .store import (GRACE_S, HEARTBEAT_S, MEMORY, fail_stale, open_storage, open_study, optuna, study_document, study_key,
-                    study_name)
+from .store import (GRACE_S, HEARTBEAT_S, MEMORY, fail_stale, open_storage, open_study, optuna, recorded_space,
+                    study_document, study_key, study_name)
 from .strategies import resolve, sampler
 
 
@@ -91,8 +91,9 @@ def starting_points(space: Space, spec: TuneSpec, machine: dict) -> list[dict]:
     """What a run measures before its strategy proposes anything: the rung's defaults and presets,
     the dispatch rule's configuration for the shape (given the machine's SM count), and the nearest
     entries of this rung in the tuned and the shipped tables (core/dispatch.py), once each, as far
-    as the space holds them and the constraints accept them. So the best of a run is never worse
-    than what ``kernel="auto"`` ran before it, however small the budget."""
+    as the constraints accept them. So the best of a run is never worse than what ``kernel="auto"``
+    ran before it, however small the budget. A point may lie outside the space's grid (the shipped
+    SPLITK=64 at 256x256x65536): ``tune`` widens the space by them (``Space.widened``)."""
     rung, (M, N, K) = space.rung, spec.shape
     cands = [space.point({})] + [space.point(p) for p in rung.presets_for(space.precision).values()]
     if machine.get("sm_count"):
@@ -108,7 +109,7 @@ def starting_points(space: Space, spec: TuneSpec, machine: dict) -> list[dict]:
     out, seen = [], set()
     for cfg in cands:
         key = space.key(cfg)
-        if key not in seen and space.contains(cfg) and not space.check(cfg):
+        if key not in seen and not space.check(cfg):
             seen.add(key)
             out.append(cfg)
     return out
@@ -128,11 +129,13 @@ def _public_url(url: str | None) -> str:
         return url
 
 
-def _worker_main(factory, device: int, spec: TuneSpec, key: dict, job: Job, seed: int | None) -> None:
-    """A worker process: its own storage connection, sampler and evaluator on one device."""
+def _worker_main(factory, device: int, spec: TuneSpec, key: dict, job: Job, seed: int | None,
+                 params: dict) -> None:
+    """A worker process: its own storage connection, sampler and evaluator on one device, on the
+    space the parent resolved (``params``: its value lists, widened and aligned)."""
     try:
         storage = open_storage(spec.storage, *spec.heartbeat)
-        space = Space.of(key["rung"], key["arch"], precision=spec.precision)
+        space = Space.of(key["rung"], key["arch"], precision=spec.precision).aligned(params)
         study = open_study(storage, key, sampler(job.strategy, space.params, seed))
         ev = factory.create(device)
         try:
@@ -146,7 +149,7 @@ def _worker_main(factory, device: int, spec: TuneSpec, key: dict, job: Job, seed
         sys.exit(1)
 
 
-def _run_workers(factory, spec: TuneSpec, key: dict, job: Job, study, bar: Progress) -> list[str]:
+def _run_workers(factory, spec: TuneSpec, key: dict, job: Job, study, space: Space, bar: Progress) -> list[str]:
     """One process per device; this process follows the study for the progress bar. Returns
     the workers' failures (one line each)."""
     seen = [0]
@@ -155,7 +158,7 @@ def _run_workers(factory, spec: TuneSpec, key: dict, job: Job, study, bar: Progr
     for i, d in enumerate(spec.devices):
         wjob = replace(job, stripe=(i, len(spec.devices)))
         seed = None if spec.seed is None else spec.seed + i   # differing proposals per worker
-        p = ctx.Process(target=_worker_main, args=(factory, d, spec, key, wjob, seed), name=f"gemmlab-tune-{d}")
+        p = ctx.Process(target=_worker_main, args=(factory, d, spec, key, wjob, seed, space.params), name=f"gemmlab-tune-{d}")
         p.start()
         procs.append((d, p))
     try:
@@ -197,18 +200,20 @@ def tune(spec: TuneSpec, factory: EvaluatorFactory, *, progress: bool = False) -
     opt = optuna()
     spec = spec.checked()
     machine = _machine(spec, factory)
-    space = Space.of(spec.rung, machine.get("arch"), precision=spec.precision)
+    key = study_key(machine, spec.rung, spec.key_dtype, spec.layout, spec.shape)
+    storage = open_storage(spec.storage, *spec.heartbeat)
+    base = Space.of(spec.rung, machine.get("arch"), precision=spec.precision)
+    starts = starting_points(base, spec, machine)
+    space = base.widened(starts).aligned(recorded_space(storage, key))
     cands = space.candidates()
     if not cands:
         raise ValueError(f"no configuration of {space.describe()} passes the constraints")
     strategy = resolve(spec.strategy, len(cands), spec.budget)
-    key = study_key(machine, spec.rung, spec.key_dtype, spec.layout, spec.shape)
-    storage = open_storage(spec.storage, *spec.heartbeat)
     study = open_study(storage, key, sampler(strategy, space.params, spec.seed), space.params)
     fail_stale(study)
     retried = retry_failed(study, space)
     if spec.warm_start and strategy != "exhaustive":
-        enqueue_starts(study, space, starting_points(space, spec, machine))
+        enqueue_starts(study, space, starts)
     run = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     job = Job(strategy, run, spec.budget, spec.seconds, spec.batch, target=spec.target)
     t0 = time.perf_counter()
@@ -222,7 +227,7 @@ def tune(spec: TuneSpec, factory: EvaluatorFactory, *, progress: bool = False) -
             finally:
                 ev.close()
         else:
-            failures = _run_workers(factory, spec, key, job, study, bar)
+            failures = _run_workers(factory, spec, key, job, study, space, bar)
     doc = study_document(opt.load_study(study_name=study_name(key), storage=storage))
     mine = [r for r in doc["records"] if r["run"] == run]
     return {"study": doc["study"], "key": key, "storage": _public_url(spec.storage), "run": run,

@@ -5,15 +5,21 @@ readable reasons; ``Rung.check_resources``: shared memory against the architectu
 
 A point of the space is a full configuration (a dict of every parameter of the rung). The
 strategies see a point as one integer per searched parameter, the index of its value in the
-sorted value list (``encode``/``decode``): indices keep the order of the values, which TPE and
-CMA-ES use (a categorical would not), and every index maps to a value the rung can compile.
+value list (``encode``/``decode``): indices keep the order of the values, which TPE and CMA-ES
+use (a categorical would not), and every index maps to a value the rung can compile.
+
+A tuning run widens the space by the values of its starting points (``widened``: a shipped
+configuration such as SPLITK=64 at 256x256x65536 lies outside the SPLITK grid, and a tuner that
+cannot measure it cannot beat it), and a study keeps the value lists it was first run with
+(``aligned``): values that arrive later are appended, so the indices its trials were told keep
+naming the same values.
 """
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
-from typing import Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import Iterable, Iterator, Mapping, Sequence
 
 from ..core.arch import ArchLimits, limits as arch_limits
 from ..core.config import format_config
@@ -23,7 +29,7 @@ from ..core.registry import SWITCHES, Rung, get
 @dataclass(frozen=True)
 class Space:
     rung: Rung
-    params: dict[str, tuple[int, ...]]      # searched parameter -> its values, ascending
+    params: dict[str, tuple[int, ...]]      # searched parameter -> its values, ascending (``aligned``: a study's order)
     limits: ArchLimits | None = None        # shared-memory limit of the target; None: not checked
     precision: str | None = None            # what the rung computes in (None: its default); rung 22's
                                             # 3xtf32 has its own defaults, presets and constraints
@@ -55,6 +61,24 @@ class Space:
                     values[k] = tuple(values[k]) + (v,)
         params = {k: tuple(sorted(set(values[k]))) for k in rung.params if k in values}
         return cls(rung, params, arch_limits(arch) if arch else None, precision)
+
+    def widened(self, configs: Iterable[Mapping[str, int]]) -> "Space":
+        """The space with every value ``configs`` take for a searched parameter added (sorted in)."""
+        configs = list(configs)
+        params = {k: tuple(sorted(set(v) | {int(c[k]) for c in configs if k in c})) for k, v in self.params.items()}
+        return replace(self, params=params)
+
+    def aligned(self, recorded: Mapping[str, Sequence[int]] | None) -> "Space":
+        """The space with each parameter's values in the order ``recorded`` (a study's value lists)
+        holds them, its own other values appended in order; values only ``recorded`` holds are kept, so
+        every index a study's trials were told still decodes to the value it named then."""
+        if not recorded or set(recorded) != set(self.params):
+            return self
+        params = {}
+        for k, v in self.params.items():
+            old = tuple(int(x) for x in recorded[k])
+            params[k] = old + tuple(x for x in v if x not in old)
+        return replace(self, params=params)
 
     # ---- points ----------------------------------------------------------------------------
     @property

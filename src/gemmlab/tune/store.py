@@ -144,13 +144,26 @@ def open_study(storage, key: Mapping, sampler=None, space_params: Mapping | None
         study = retrying(make, "opening the study")
     except opt.exceptions.DuplicatedStudyError:   # created by another worker between check and insert
         study = retrying(make, "opening the study")
-    if "key" not in study.user_attrs:
+    attrs = study.user_attrs
+    if "key" not in attrs:
         for k, v in key.items():
             study.set_user_attr(k, v)
         study.set_user_attr("key", dict(key))
-        if space_params is not None:
-            study.set_user_attr("space", {k: list(v) for k, v in space_params.items()})
+    # the value lists the trials' indices refer to (Space.aligned keeps them; a run that widened
+    # the space appended values)
+    space = None if space_params is None else {k: [int(x) for x in v] for k, v in space_params.items()}
+    if space is not None and attrs.get("space") != space:
+        study.set_user_attr("space", space)
     return study
+
+
+def recorded_space(storage, key: Mapping) -> dict | None:
+    """The value lists the study of ``key`` recorded (None: no such study yet)."""
+    opt = optuna()
+    name = study_name(key)
+    if name not in retrying(lambda: opt.get_all_study_names(storage), "listing the studies"):
+        return None
+    return retrying(lambda: opt.load_study(study_name=name, storage=storage), "opening the study").user_attrs.get("space")
 
 
 def find_studies(storage, **match) -> list[str]:
