@@ -46,6 +46,13 @@ def tuned(tmp_path, monkeypatch):
     dispatch.reload()
 
 
+@pytest.fixture
+def no_defaults(tuned, tmp_path, monkeypatch):
+    """No shipped table either: the rule answers (the shipped bf16 entries also stand in for fp16)."""
+    monkeypatch.setattr(dispatch, "defaults_path", lambda arch: tmp_path / "no_defaults.json")
+    dispatch.reload()
+
+
 # ---- named -------------------------------------------------------------------------------------
 def test_a_named_rung_runs_with_the_configuration_given(tuned):
     c = dispatch.decide(problem(64, 64, 64), "warp_tiling", {"BM": 64}, H100)
@@ -185,9 +192,8 @@ def test_the_rule_takes_a_preset_when_the_default_tile_pads_a_skinny_problem():
     assert cfg == get("async_simt").config()
 
 
-def test_the_rule_splits_k_inside_rung_19_where_its_tiles_leave_the_sms_idle(tuned):
+def test_the_rule_splits_k_inside_rung_19_where_its_tiles_leave_the_sms_idle(no_defaults):
     for shape, split in (((128, 4096, 4096), 8), ((128, 4096, 14336), 8), ((256, 256, 65536), 64)):
-        # fp16: the shipped table has bf16 entries at these shapes (tuned), none for fp16
         c = dispatch.decide(problem(*shape, "fp16"), "auto", None, H100)   # 16, 16 and 2 tiles of 128x256
         assert c.source == "rule" and c.rung.slug == "wgmma_tma", shape
         assert (c.config["BN"], c.config["SPLITK"]) == (256, split) and f"split-K {split}" in c.reason, shape
@@ -197,17 +203,17 @@ def test_the_rule_splits_k_inside_rung_19_where_its_tiles_leave_the_sms_idle(tun
         assert c.rung.slug == "wgmma_ws" and c.config["BN"] == 256, shape
 
 
-def test_the_rule_takes_the_half_width_tile_where_it_fills_the_sms_better(tuned):
+def test_the_rule_takes_the_half_width_tile_where_it_fills_the_sms_better(no_defaults):
     # rung 19 at 1024x6144: 192 tiles of 128x256 in two waves, the second half empty; 384 of
     # 128x128 in three
     cfg, why = dispatch.rule_config(get("wgmma_tma"), 1024, 6144, 4096, 132)
     assert (cfg["BM"], cfg["BN"], cfg["SPLITK"]) == (128, 128, 1) and "preset '128x128'" in why
     # rung 21 (no split-K) keeps its tile there: its half tile was never measured faster
-    c = dispatch.decide(problem(1024, 6144, 4096, "fp16"), "auto", None, H100)   # bf16 has a tuned entry
+    c = dispatch.decide(problem(1024, 6144, 4096, "fp16"), "auto", None, H100)
     assert c.source == "rule" and (c.rung.slug, c.config["BM"], c.config["BN"]) == ("wgmma_ws", 128, 256)
     # 128x14336: 56 tiles of 128x256 leave rung 21 more than half of the SMs idle; rung 19's 112
     # tiles of 128x128 need no split where its 128x256 would need one
-    c = dispatch.decide(problem(128, 14336, 4096, "fp16"), "auto", None, H100)   # bf16 has a tuned entry
+    c = dispatch.decide(problem(128, 14336, 4096, "fp16"), "auto", None, H100)
     assert (c.rung.slug, c.config["BM"], c.config["BN"], c.config["SPLITK"]) == ("wgmma_tma", 128, 128, 1)
     assert "preset '128x128'" in c.reason
     # as many blocks either way, both split: the default tile (half the FP32 partials per block)
@@ -245,3 +251,23 @@ def test_the_shipped_bf16_entries_answer_the_small_m_llm_shapes_with_their_tuned
     c = dispatch.decide(problem(128, 4096, 4096, "bf16"), "auto", None, H100)
     assert c.source == "defaults" and c.rung.slug == "wgmma_tma"
     assert (c.config["BM"], c.config["BN"], c.config.get("SPLITK", 1)) == (64, 64, 1)   # no split: 128 tiles
+
+
+def test_an_fp16_problem_takes_a_bf16_entry_where_it_has_none_of_its_own_and_says_so(tuned):
+    c = dispatch.decide(problem(128, 4096, 4096, "fp16"), "auto", None, H100)
+    assert c.source == "defaults" and c.rung.slug == "wgmma_tma" and (c.config["BM"], c.config["BN"]) == (64, 64)
+    assert "a bf16 entry standing in for fp16" in c.reason
+
+
+def test_an_entry_of_the_problems_own_dtype_wins_over_its_stand_in(tuned):
+    tuned(entry((128, 4096, 4096), "wgmma_tma", "bf16", BM=128, BN=128, BK=64, WM=64, STAGES=4),
+          entry((128, 4096, 4096), "wgmma_tma", "fp16", BM=64, BN=128, BK=64, WM=64, STAGES=4))
+    c = dispatch.decide(problem(128, 4096, 4096, "fp16"), "auto", None, H100)
+    assert (c.source, c.config["BM"], c.config["BN"]) == ("tuned", 64, 128) and "standing in" not in c.reason
+
+
+def test_fp32_has_no_stand_in_dtype():
+    from gemmlab.core import dtypes
+
+    assert dtypes.get("fp32").stand_in is None
+    assert {dtypes.get("fp16").stand_in, dtypes.get("bf16").stand_in} == {"bf16", "fp16"}

@@ -27,7 +27,8 @@ Both tables hold entries ``{dtype, shape [M, N, K], layout, rung, config}`` (the
 ``gpu_name`` and ``arch``; either may carry ``tflops``, ``vs_cublas`` and ``source``), in the
 kernel's view of the problem: C row-major (a column-major C swaps M and N, see problem.py), layout
 the two letters of A and B (r row-major, c column-major). The entry used is the nearest of the
-same dtype (the same layout class when there is one) whose rung can run here and whose
+same dtype (else of its stand-in, ``dtypes.DType.stand_in``: fp16 for bf16 and the reverse; the
+same layout class when there is one) whose rung can run here and whose
 configuration the registry accepts, by the distance in log2 space
 ``sqrt(sum((log2 x - log2 y)^2 for x, y in (M, N, K)))``: a tile and a split that suit 4096^3 suit
 4093^3, and are less sure at 8192^3. Entries farther than ``MAX_DISTANCE`` (1.0: a factor of 2 in
@@ -53,7 +54,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import packing
+from . import dtypes, packing
 from .arch import arch_number
 from .compile import cache_dir
 from .problem import GemmProblem
@@ -386,15 +387,19 @@ def choose(problem: GemmProblem, kernel: str = "auto", arch: str | int | None = 
 
 
 def _from_table(problem: GemmProblem, device, source: str, precision: str | None = None) -> Choice | None:
+    """The nearest entry of ``source`` for the problem's dtype, else for its stand-in (dtypes.py)."""
     kp = problem.kernel_view()
     allowed = {r.slug: r for r in for_dtype(problem.dtype, device.arch, precision)}
     layout = ("c" if kp.a_col else "r") + ("c" if kp.b_col else "r")
     if source == "tuned":
-        entries = [e for e in read_table(tuned_path()) if e.get("arch") == device.arch]
-        hit = nearest(entries, problem.dtype, layout, (kp.M, kp.N, kp.K), allowed, device.name, precision)
+        entries, gpu = [e for e in read_table(tuned_path()) if e.get("arch") == device.arch], device.name
     else:
-        hit = nearest(read_table(defaults_path(device.arch)), problem.dtype, layout, (kp.M, kp.N, kp.K), allowed,
-                      precision=precision)
+        entries, gpu = read_table(defaults_path(device.arch)), None
+    stand_in = dtypes.get(problem.dtype).stand_in
+    for dtype in (problem.dtype,) + ((stand_in,) if stand_in else ()):
+        hit = nearest(entries, dtype, layout, (kp.M, kp.N, kp.K), allowed, gpu, precision)
+        if hit is not None:
+            break
     if hit is None:
         return None
     e, d = hit
@@ -402,6 +407,8 @@ def _from_table(problem: GemmProblem, device, source: str, precision: str | None
     cfg = rung.config(e.get("config") or {}, _own(rung, problem.dtype, precision))
     shape = "x".join(map(str, e["shape"]))
     why = f"nearest {source} shape {shape} ({e.get('layout', 'any')} layout, distance {d:.2f})"
+    if dtype != problem.dtype:
+        why += f", a {dtype} entry standing in for {problem.dtype} (the same kernels and tensor-core rate)"
     if cfg.get("SPLITK", 1) > 1 and -(-kp.M // cfg["BM"]) > MAX_GRID_Y:
         cfg["SPLITK"] = 1
         why += "; SPLITK=1: the row tiles need grid.z"
