@@ -253,8 +253,9 @@ def test_the_shipped_bf16_entries_answer_the_small_m_llm_shapes_with_their_tuned
     assert (c.config["BM"], c.config["BN"], c.config.get("SPLITK", 1)) == (64, 64, 1)   # no split: 128 tiles
 
 
-def test_an_fp16_problem_takes_a_bf16_entry_where_it_has_none_of_its_own_and_says_so(tuned):
-    c = dispatch.decide(problem(128, 4096, 4096, "fp16"), "auto", None, H100)
+@pytest.mark.parametrize("precision", [None, "fp16"])
+def test_an_fp16_problem_takes_a_bf16_entry_where_it_has_none_of_its_own_and_says_so(tuned, precision):
+    c = dispatch.decide(problem(128, 4096, 4096, "fp16"), "auto", None, H100, precision)
     assert c.source == "defaults" and c.rung.slug == "wgmma_tma" and (c.config["BM"], c.config["BN"]) == (64, 64)
     assert "a bf16 entry standing in for fp16" in c.reason
 

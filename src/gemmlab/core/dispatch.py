@@ -397,7 +397,10 @@ def _from_table(problem: GemmProblem, device, source: str, precision: str | None
         entries, gpu = read_table(defaults_path(device.arch)), None
     stand_in = dtypes.get(problem.dtype).stand_in
     for dtype in (problem.dtype,) + ((stand_in,) if stand_in else ()):
-        hit = nearest(entries, dtype, layout, (kp.M, kp.N, kp.K), allowed, gpu, precision)
+        # the stand-in's entries in its own precision when the problem asks for its dtype's own
+        # ("fp16" for fp16: the bench names it), the precision asked for otherwise
+        prec = precision if dtype == problem.dtype or precision not in (None, problem.dtype) else None
+        hit = nearest(entries, dtype, layout, (kp.M, kp.N, kp.K), allowed, gpu, prec)
         if hit is not None:
             break
     if hit is None:
