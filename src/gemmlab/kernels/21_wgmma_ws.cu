@@ -85,6 +85,14 @@
 // about 0.99x and 1.0x cuBLAS), from ~1000 of the ~1500 LSU cycles of a tile's epilogue (of
 // ~80,000 per tile) leaving the consumers' critical path; EPI_TMA=0 and the default benched in
 // one sitting show it.
+// Measured (H100, f4086f5, benchmarks/results/h100_wgmma_ws_epi1_fp16.json against _epi0_fp16.json,
+// and _bf16, cuBLAS in each run, one sitting): fp16 745 / 750 TFLOP/s at 4096^3 / 8192^3 against
+// 736 / 745 (0.979x / 0.986x cuBLAS), bf16 762 / 789 against 756 / 783 (0.980x / 0.997x): +0.7 to
+// +1.2%, at or below the prediction's low end. A probe with no stores at all (accumulators kept
+// live; h100_wgmma_ws_noepilogue_probe_*.json, benchmarks/NOTES.md) ran 761 / 773 fp16 and
+// 784 / 809 bf16 (1.01x): this epilogue still costs ~2-3% (alpha and rounding, stmatrix, a proxy
+// fence per box, waiting for the copy engine to read a box buffer), all of it with the tensor
+// cores idle.
 #include "common.cuh"
 #include "hopper.cuh"
 
