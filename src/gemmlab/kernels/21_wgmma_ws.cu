@@ -69,17 +69,18 @@
 // the instructions, tensor pipe 88.4%; branch `pingpong`), and so was a stream-K tail (0.87x, and
 // wrong with clusters; branch `streamk`): neither is in this file. What is left: 512 tiles on 132
 // SMs are 3.88 waves run in 4 at 4096^3 (15.5 in 16 at 8192^3), and the epilogue is not overlapped.
-// The TMA store epilogue (EPI_TMA=1, the default; store_tile_tma): where C has a tensor map (16-byte
-// aligned base, row stride a multiple of 16 bytes: GL_VEC_C; the host passes C's map as a third
-// __grid_constant__ parameter), beta == 0 and N % 8 == 0 (decided at run time: the copy engine
-// writes C without reading it, in whole 16-byte chunks; on the H100 a ragged row's last chunk
-// overwrote the 3 outputs after it in C's padding), each consumer warp stmatrixes its 16 x 64 boxes
-// into its staging in TMA's 128-byte swizzle and one lane issues a cp.async.bulk.tensor store per
-// box (UTMASTG), clipped by the copy engine at M and N. The LDS.128 + STG.128 half of the staged epilogue, with its per-row bounds and
-// address arithmetic, leaves the consumers: they go back to the next tile's wgmmas while the copy
-// engine drains this one, waiting only (lane 0, cp.async.bulk.wait_group.read) until a box buffer
-// is read before refilling it. beta != 0, a C TMA cannot describe or store, and EPI_TMA=0 keep store_tile
-// (EPI_TMA=0 compiles to the SASS the rung had before the switch existed).
+// The TMA store epilogue (EPI_TMA=1, the default; store_tile_tma): where C has a tensor map
+// (16-byte aligned base, row stride a multiple of 16 bytes: GL_VEC_C; the host passes C's map as a
+// third __grid_constant__ parameter), beta == 0 and N % 8 == 0 (decided at run time: the copy
+// engine writes C without reading it, in whole 16-byte chunks; on the H100 a ragged row's last
+// chunk overwrote the 3 outputs after it in C's padding), each consumer warp stmatrixes its 16 x 64
+// boxes into its staging in TMA's 128-byte swizzle and one lane issues a cp.async.bulk.tensor store
+// per box (UTMASTG), clipped by the copy engine at M and N. The LDS.128 + STG.128 half of the
+// staged epilogue, with its per-row bounds and address arithmetic, leaves the consumers: they go
+// back to the next tile's wgmmas while the copy engine drains this one, waiting only (lane 0,
+// cp.async.bulk.wait_group.read) until a box buffer is read before refilling it. beta != 0, a C TMA
+// cannot describe or store, and EPI_TMA=0 keep store_tile (EPI_TMA=0 compiles to the SASS the rung
+// had before the switch existed).
 // PREDICTION for the TMA store, written before its measurement: +1-2% over EPI_TMA=0 at 4096^3 and
 // 8192^3 (from the figures above: fp16 ~740-747 and ~759-766 TFLOP/s, bf16 ~765-772 and ~801-809;
 // about 0.99x and 1.0x cuBLAS), from ~1000 of the ~1500 LSU cycles of a tile's epilogue (of
@@ -165,7 +166,9 @@ static_assert(PIPE_B % 1024 == 0 && EPI_WARP_B % BOX_B == 0 && BN % BOX_N == 0,
 // the memory after it); the last two are the launch's (tma_store_now), the host's map follows them.
 constexpr bool TMA_STORE = EPI_TMA && GL_VEC_C;
 constexpr int STORE_CHUNK = 16 / (int)sizeof(T);    // outputs per 16-byte chunk
-__device__ __forceinline__ bool tma_store_now(int N, float beta) { return TMA_STORE && beta == 0.0f && N % STORE_CHUNK == 0; }
+__device__ __forceinline__ bool tma_store_now(int N, float beta) {
+    return TMA_STORE && beta == 0.0f && N % STORE_CHUNK == 0;
+}
 static_assert(SMEM_NEED <= GL_DYN_SMEM, "the registry's shared-memory size (GL_DYN_SMEM) is too small for this tile");
 
 // ---- the barriers' counts ---------------------------------------------------------------------
@@ -256,11 +259,11 @@ __device__ __forceinline__ void store_tile(const float (&acc)[MI][BN / 8][4], un
 // box buffers by stmatrix, in the layout TMA's 128-byte swizzle reads (16-byte chunk c of row r at
 // chunk c ^ (r % 8) of a 128-byte row: conflict-free for stmatrix as in store_tile); each lane
 // fences its writes for the async proxy, and lane 0 issues the box's store (cp.async.bulk.tensor,
-// one bulk group per box; TMA clips rows past M and 16-byte chunks past N) and goes on. Before a buffer is
-// written again, lane 0 waits until at most EPI_BUFS - 1 groups are still reading shared memory
-// (the box that last used it has been read), counted across passes and tiles alike. Against
-// store_tile: no LDS.128, no STG.128, no per-row bounds arithmetic; the consumers return to the next
-// tile's wgmmas while the copy engine writes this tile to global memory.
+// one bulk group per box; TMA clips rows past M and 16-byte chunks past N) and goes on. Before a
+// buffer is written again, lane 0 waits until at most EPI_BUFS - 1 groups are still reading shared
+// memory (the box that last used it has been read), counted across passes and tiles alike. Against
+// store_tile: no LDS.128, no STG.128, no per-row bounds arithmetic; the consumers return to the
+// next tile's wgmmas while the copy engine writes this tile to global memory.
 __device__ __forceinline__ void store_tile_tma(const float (&acc)[MI][BN / 8][4], unsigned stage, int lane,
                                                const GlTensorMap* tmC, int M, int N, int i0, int j0, float alpha) {
     // stmatrix (stage_cols): lane l names row l % 16 of a box (one 128-byte row each)
@@ -301,7 +304,7 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
     // warp % 4 owns 16 rows of each m64 block (the C-fragment layout), and its own staging
     const int warp_row = wg * WM + 16 * (warp % 4);
     const unsigned stage = sm.epi + warp * EPI_WARP_B;
-    if (tma_store_now(N, beta) && warp == 0 && lane == 0) gl_tma_prefetch(tmC);   // C's map cached before the first store
+    if (tma_store_now(N, beta) && warp == 0 && lane == 0) gl_tma_prefetch(tmC);   // C's map cached before any store
 
     float acc[MI][BN / 8][4];
     Ring ring;
