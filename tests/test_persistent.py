@@ -1,15 +1,19 @@
 """Rung 21 (wgmma_ws, kernels/21_wgmma_ws.cu) on the GPU where it differs from the other rungs:
 persistent blocks that loop over several ragged tiles (the mbarrier phases continue from one tile
-to the next), with and without clusters, through TMA and through the thread-copy path. Odd and
-degenerate shapes (1x1x1 ...) in every layout are tests/test_gpu_correctness.py's, which covers
-every rung; verify poisons C with NaN when beta == 0."""
+to the next), with and without clusters, through TMA and through the thread-copy path; its epilogue
+by TMA stores (EPI_TMA=1, where C has 16-byte access and beta == 0) and by staged 16-byte stores
+(EPI_TMA=0, or the C or beta TMA cannot serve), and that the TMA stores write nothing outside C.
+Odd and degenerate shapes (1x1x1 ...) in every layout are tests/test_gpu_correctness.py's, which
+covers every rung; verify poisons C with NaN when beta == 0."""
 
 import itertools
 
 import pytest
 
+import gemmlab
 from gemmlab.core import registry
-from gemmlab.measure.verify import verify
+from gemmlab.measure.arrays import Lib, Operands
+from gemmlab.measure.verify import check, verify
 
 pytestmark = pytest.mark.gpu
 
@@ -22,16 +26,22 @@ LAYOUTS = list(itertools.product((False, True), repeat=3))
 MANY_TILES = [(2888, 2104, 264), (2888, 2104, 263)]
 
 
+def _failures(shapes, layout, config, alpha_beta):
+    """verify's messages for every shape and (alpha, beta) in one layout, fp16, that fail."""
+    a_col, b_col, c_col = layout
+    failures = []
+    for (M, N, K), (alpha, beta) in itertools.product(shapes, alpha_beta):
+        r = verify("wgmma_ws", M, N, K, "fp16", a_col=a_col, b_col=b_col, c_col=c_col, alpha=alpha, beta=beta,
+                   config=config)
+        if not r.ok:
+            failures.append(r.message())
+    return failures
+
+
 @pytest.mark.parametrize("preset", ["128x256", "128x256_nocluster"])
 @pytest.mark.parametrize("layout", LAYOUTS, ids=lambda l: "".join("C" if x else "R" for x in l))
 def test_blocks_looping_over_many_ragged_tiles_match_cublas_in_every_layout(layout, preset):
-    a_col, b_col, c_col = layout
-    failures = []
-    for (M, N, K), (alpha, beta) in itertools.product(MANY_TILES, [(1.0, 0.0), (1.5, -0.75)]):
-        r = verify("wgmma_ws", M, N, K, "fp16", a_col=a_col, b_col=b_col, c_col=c_col, alpha=alpha, beta=beta,
-                   config=preset)
-        if not r.ok:
-            failures.append(r.message())
+    failures = _failures(MANY_TILES, layout, preset, [(1.0, 0.0), (1.5, -0.75)])
     assert not failures, "\n".join(failures)
 
 
@@ -42,3 +52,56 @@ def test_every_preset_is_correct_when_its_blocks_loop_over_ragged_tiles(preset):
         r = verify("wgmma_ws", 1500, 1500, K, "bf16", lib="torch", alpha=1.0, beta=0.5, config=preset)
         assert r.ok, r.message()
 
+
+# The first four: M and N multiples of 8 (C's rows whole 16-byte chunks 16-byte apart in either
+# layout, so beta == 0 takes the TMA store) but not of any tile: ragged tiles in both dimensions,
+# rows and columns TMA clips; K = 33 leaves A or B (or both) to the producer's thread copy; 2888 x
+# 2104: blocks loop over many tiles. The last two: odd M or N, which no TMA store can write (the
+# staged stores with EPI_TMA=1 too).
+EPILOGUE_SHAPES = [(8, 8, 8), (200, 136, 72), (136, 520, 33), (2888, 2104, 264), (13, 17, 9), (257, 31, 300)]
+
+
+@pytest.mark.parametrize("epi_tma", [1, 0], ids=["tma_store", "staged"])
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda l: "".join("C" if x else "R" for x in l))
+def test_both_epilogues_match_cublas_on_ragged_tiles_in_every_layout(layout, epi_tma):
+    failures = _failures(EPILOGUE_SHAPES, layout, {"EPI_TMA": epi_tma}, [(1.5, 0.0), (1.0, -0.75)])
+    assert not failures, "\n".join(failures)
+
+
+def _operands(M, N, K, c):
+    """bf16 A and B with 16-byte access (TMA), and the given C, NaN-poisoned (beta == 0)."""
+    L = Lib("torch")
+    L.fill_nan(c)
+    return Operands(L, L.randn(M, K, "bf16"), L.randn(K, N, "bf16"), c, L.copy(c), "bf16")
+
+
+@pytest.mark.parametrize("c_col", [False, True], ids=["c_row", "c_col"])
+@pytest.mark.parametrize("ld_pad, offset", [(3, 0), (0, 1)], ids=["ld_not_16_bytes", "base_not_16_bytes"])
+def test_a_c_no_tensor_map_can_describe_takes_the_staged_stores_with_beta_zero(ld_pad, offset, c_col):
+    M, N, K = 300, 264, 130
+    c = Lib("torch").randn(M, N, "bf16", col_major=c_col, ld_pad=ld_pad, offset=offset)
+    ops = _operands(M, N, K, c)
+    gemmlab.gemm(ops.a, ops.b, ops.c, alpha=1.5, beta=0.0, kernel="wgmma_ws", config="EPI_TMA=1")
+    r = check(ops, 1.5, 0.0, f"wgmma_ws C pad={ld_pad} off={offset} col={c_col}")
+    assert r.ok, r.message()
+
+
+@pytest.mark.parametrize("N", [72, 77], ids=["tma_store", "ragged_chunk_staged"])
+@pytest.mark.parametrize("c_col", [False, True], ids=["c_row", "c_col"])
+def test_the_epilogue_writes_nothing_outside_c_in_the_memory_around_it(c_col, N):
+    """C a view into a larger buffer, with a 16-byte-legal leading dimension, whose last row and
+    column tiles are ragged: N = 72 takes the TMA store (its clipped boxes must leave the padding
+    and the rows after C as they were); N = 77 ends its rows inside a 16-byte chunk, which the copy
+    engine would write whole (the staged stores instead)."""
+    torch = pytest.importorskip("torch")
+    M, K = 131, 64             # as the kernel sees it
+    ld = 96                    # past N, a multiple of 8
+    buf = torch.full((M + 40, ld), 7.0, device="cuda", dtype=torch.bfloat16)
+    view = buf[:M, :N]
+    c = view.T if c_col else view                       # the kernel's C is always the row-major view
+    ops = _operands(*((N, M) if c_col else (M, N)), K, c)
+    gemmlab.gemm(ops.a, ops.b, ops.c, alpha=1.0, beta=0.0, kernel="wgmma_ws", config="EPI_TMA=1")
+    r = check(ops, 1.0, 0.0, f"wgmma_ws C {M}x{N} inside a {M + 40}x{ld} buffer")
+    assert r.ok, r.message()
+    outside = torch.cat([buf[:M, N:].flatten(), buf[M:].flatten()])
+    assert bool((outside == 7.0).all()), "the epilogue wrote outside C"

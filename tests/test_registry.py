@@ -166,6 +166,17 @@ def test_the_persistent_rungs_epilogue_staging_lies_beside_four_full_stages_with
     assert r.smem(r.config()) == 1024 + 4 * (128 + 256) * 64 * 2 + 8 * 16 * 128 * 2 + 4 * 16
 
 
+def test_the_persistent_rungs_tma_store_is_a_switch_on_by_default_and_a_define_of_the_kernel():
+    """EPI_TMA=1 (default): the kernel stores C through TMA where it can; 0: always the staged
+    16-byte stores. Unlike PACK it changes the kernel, so it reaches it as a define."""
+    r = registry.get("wgmma_ws")
+    assert r.config()["EPI_TMA"] == 1 and r.store_map and r.space["EPI_TMA"] == (0, 1)
+    assert r.defines(r.config("EPI_TMA=0"))["EPI_TMA"] == 0 and r.defines(r.config())["EPI_TMA"] == 1
+    with pytest.raises(ValueError, match="parameter EPI_TMA of rung 'wgmma_ws' is a switch: 0 or 1"):
+        r.config({"EPI_TMA": 2})
+    assert any("EPI_TMA=2 must be 0" in p for p in r.check_config(dict(r.config(), EPI_TMA=2)))
+
+
 def test_a_persistent_rung_refuses_a_launch_without_the_sm_count():
     r = registry.get("wgmma_ws")
     with pytest.raises(ValueError, match="'wgmma_ws' is persistent.*SM count"):

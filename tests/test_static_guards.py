@@ -118,6 +118,15 @@ def test_warp_specialized_register_split_takes_effect_and_fits_the_registers_the
     assert 128 * (producer + 2 * consumer) <= used * v.rung.threads(v.cfg)
 
 
+def test_the_tma_store_epilogue_is_compiled_only_where_it_can_run():
+    """Rung 21's UTMASTG: in its default (EPI_TMA=1, a C with 16-byte access); not with EPI_TMA=0
+    (the staged stores only), nor for a C without 16-byte access (no tensor map describes it)."""
+    def stores(**kw):
+        return disasm.has_opcode(disasm.sass(Variant.make("wgmma_ws", "fp16", **kw).compile("sm_90a").cubin), "UTMASTG")
+
+    assert stores() and not stores(config="EPI_TMA=0") and not stores(vec_c=False)
+
+
 def test_opcode_claims_match_modifiers_in_order_but_not_other_opcodes():
     text = "        /*0100*/                   LDG.E.128.CONSTANT R4, desc[UR4][R2.64] ;\n" \
            "        /*0110*/                   TEXDEPBAR 0x0 ;\n"

@@ -11,7 +11,7 @@ import pytest
 
 import gemmlab
 from gemmlab.core import registry, tensormaps
-from gemmlab.core.tensormaps import MapArgs, MapCache, operand_map
+from gemmlab.core.tensormaps import MapArgs, MapCache, operand_map, output_map
 
 CFG = {"BM": 128, "BN": 256, "BK": 64}
 
@@ -78,6 +78,43 @@ def test_every_accepted_configuration_gives_boxes_tma_can_copy():
 def test_arguments_no_map_can_describe_are_refused_naming_the_problem(args, reason):
     with pytest.raises(ValueError, match=reason):
         operand_map(*args)
+
+
+# ---- the output map (rung 21's TMA store epilogue) ---------------------------------------------
+def test_the_output_map_is_c_row_major_with_n_innermost_in_boxes_of_16_rows_by_a_swizzle_row():
+    m = output_map(131, 72, 80, "fp16")           # ragged M, N not a multiple of the box, ld past N
+    assert m == MapArgs("fp16", (72, 131), (160,), (64, 16), k_major=False)
+
+
+def test_the_output_map_of_a_single_row_keeps_its_leading_dimension_as_the_stride():
+    assert output_map(1, 8, 8, "bf16") == MapArgs("bf16", (8, 1), (16,), (64, 16), k_major=False)
+    assert output_map(1, 8, 1024, "bf16").strides == (2048,)
+
+
+def test_tma_stores_only_rows_of_whole_16_byte_chunks_with_16_byte_strides():
+    """The copy engine writes whole 16-byte chunks: a 77-output row would have 3 more written."""
+    assert tensormaps.storable(72, 80, "fp16") and tensormaps.storable(8, 8, "bf16")
+    assert not tensormaps.storable(77, 80, "fp16")    # the row's last chunk is ragged
+    assert not tensormaps.storable(1, 8, "bf16")      # a single column: 2 bytes of a chunk
+    assert not tensormaps.storable(72, 76, "fp16")    # 152-byte row stride
+
+
+def test_the_output_box_is_one_consumer_warps_16_rows_of_one_128_byte_swizzle_row():
+    for dtype in ("fp16", "bf16"):
+        box = output_map(4096, 4096, 4096, dtype).box
+        assert box == (tensormaps.SWIZZLE_BYTES // 2, tensormaps.STORE_BOX_ROWS) == (64, 16)
+
+
+@pytest.mark.parametrize("args, reason", [
+    ((8, 8, 8, "fp32"), "fp16 and bf16 outputs"),
+    ((0, 8, 8, "fp16"), "at least one element"),
+    ((8, 16, 8, "bf16"), "leading dimension 8 is shorter than its row of 16"),
+    ((8, 13, 16, "fp16"), "rows of 26 bytes, 32 bytes apart; TMA stores need both multiples of 16"),
+    ((8, 8, 12, "fp16"), "rows of 16 bytes, 24 bytes apart"),
+])
+def test_an_output_no_store_map_can_describe_is_refused_naming_the_problem(args, reason):
+    with pytest.raises(ValueError, match=reason):
+        output_map(*args)
 
 
 # ---- the cache ------------------------------------------------------------------------------
@@ -147,6 +184,25 @@ def test_repeated_calls_reuse_their_maps_and_a_new_pointer_encodes_one_more():
     torch.cuda.synchronize()
     assert tensormaps.CACHE.encoded == before + 1
     assert _rel_err(c, a2, b) < 1e-2
+
+
+@pytest.mark.gpu
+def test_a_call_on_a_new_c_stores_into_that_c_through_a_map_of_its_own():
+    """Rung 21's C map follows C: the remembered plan, launched on another C, encodes that C's map
+    (once) and writes there, not into the C of the call before."""
+    torch = _torch()
+    a = torch.randn(200, 136, device="cuda", dtype=torch.float16)
+    b = torch.randn(136, 264, device="cuda", dtype=torch.float16)
+    c1, c2 = (torch.empty(200, 264, device="cuda", dtype=torch.float16) for _ in range(2))
+    gemmlab.gemm(a, b, c1, kernel="wgmma_ws")
+    torch.cuda.synchronize()
+    first, before = c1.clone(), tensormaps.CACHE.encoded
+    c2.fill_(float("nan"))
+    gemmlab.gemm(a, b, c2, kernel="wgmma_ws", alpha=0.5)
+    gemmlab.gemm(a, b, c2, kernel="wgmma_ws", alpha=0.5)
+    torch.cuda.synchronize()
+    assert tensormaps.CACHE.encoded == before + 1
+    assert _rel_err(c2, a, b, alpha=0.5) < 1e-2 and torch.equal(c1, first)
 
 
 @pytest.mark.gpu

@@ -152,21 +152,22 @@ class _Params:
     is one contiguous ``struct`` pack, and the void* array cuLaunchKernel reads (passed by
     address) points into it in the kernel's argument order (kernels/common.cuh). The extras
     after the standard arguments: two texture objects with their element offsets (the texture
-    rungs), or two 128-byte tensor maps (the TMA rung; the driver copies them by value)."""
+    rungs), or two or three 128-byte tensor maps (the TMA rungs: A and B, and C for a rung with a
+    store map; the driver copies them by value)."""
 
     # byte offsets in the buffer, in the kernel's argument order
     _ORDER = (32, 36, 40, 24, 0, 44, 8, 48, 28, 16, 52)   # M N K alpha A lda B ldb beta C ldc
     _TEX_ORDER = (56, 64, 72, 80)                          # texA offA texB offB
-    _TMAP_ORDER = (128, 256)                               # tmA tmB (128 bytes each)
+    _TMAP_ORDER = (128, 256, 384)                          # tmA tmB [tmC] (128 bytes each)
     _SHAPE = struct.Struct("<6i")                          # M N K lda ldb ldc at byte 32
     _CALL = struct.Struct("<QQQff")                        # A B C alpha beta at byte 0
     _TEX = struct.Struct("<QqQq")                          # at byte 56
 
     __slots__ = ("buffer", "array", "address", "pack")
 
-    def __init__(self, kp: KernelProblem, textured: bool, mapped: bool = False):
-        order = self._ORDER + (self._TEX_ORDER if textured else ()) + (self._TMAP_ORDER if mapped else ())
-        self.buffer = ctypes.create_string_buffer(384 if mapped else 88)
+    def __init__(self, kp: KernelProblem, textured: bool, maps: int = 0):
+        order = self._ORDER + (self._TEX_ORDER if textured else ()) + self._TMAP_ORDER[:maps]
+        self.buffer = ctypes.create_string_buffer(128 + 128 * maps if maps else 88)
         base = ctypes.addressof(self.buffer)
         self.array = (ctypes.c_void_p * len(order))(*[base + off for off in order])
         self.address = ctypes.addressof(self.array)
@@ -176,13 +177,15 @@ class _Params:
     def textures(self, ta, oa, tb, ob) -> None:
         self._TEX.pack_into(self.buffer, 56, ta, oa, tb, ob)
 
-    def tensor_maps(self, ma: bytes | None, mb: bytes | None) -> None:
-        """The maps of A and B (None: that operand has none; its 128 bytes are left as they are,
+    def tensor_maps(self, ma: bytes | None, mb: bytes | None, mc: bytes | None = None) -> None:
+        """The maps of A, B and C (None: that operand has none; its 128 bytes are left as they are,
         the kernel's variant does not read them)."""
         if ma is not None:
             self.buffer[128:256] = ma
         if mb is not None:
             self.buffer[256:384] = mb
+        if mc is not None:
+            self.buffer[384:512] = mc
 
     def ldc(self, value: int) -> None:
         """The leading dimension of what the kernel writes (split-K: the workspace's row length)."""
@@ -290,14 +293,14 @@ class Plan:
             # more than 48 KB of dynamic shared memory needs the function's opt-in
             check(cu.cuFuncSetAttribute(self.function, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                         self.geometry.smem), "cuFuncSetAttribute")
-        self._params = _Params(kp, bool(tex_args), rung.tensor_maps)
+        self._params = _Params(kp, bool(tex_args), (3 if rung.store_map else 2) if rung.tensor_maps else 0)
         if tex_args:
             self._params.textures(*tex_args)
         self._maps = self._map_args(problem.dtype) if rung.tensor_maps else None
-        self._mapped = (None, None)   # the pointers whose tensor maps the parameter block holds
+        self._map_c = self._maps is not None and self._maps[2] is not None   # a launch on a new C remaps
+        self._mapped = (None, None, None)   # the pointers whose tensor maps the parameter block holds
         if self._maps is not None and not self.packs:   # a packed operand's map is of its copy: at launch
-            self._params.tensor_maps(*self._acquire_maps(kp.a_ptr, kp.b_ptr))
-            self._mapped = (kp.a_ptr, kp.b_ptr)
+            self._remap(kp.a_ptr, kp.b_ptr, kp.c_ptr)
         self._launch_head = (self.function, *self.geometry.grid, *self.geometry.block, self.geometry.smem)
         self._cu = cu
         if split or self.packs:
@@ -357,22 +360,18 @@ class Plan:
         return vec_a, vec_b, [ta.handle, ta.offset, tb.handle, tb.offset]
 
     def _map_args(self, dtype: str):
-        """The tensor-map arguments of A and B (None for an operand TMA cannot describe: the
-        variant copies it with threads, see kernels/19_wgmma_tma.cu)."""
+        """The tensor-map arguments of A, B and C (None for an operand TMA cannot describe: the
+        variant copies it with threads, see kernels/19_wgmma_tma.cu; C's only for a rung with a
+        store map whose EPI_TMA is on, where 16-byte access of C is legal and TMA can store it)."""
         kp, cfg = self.kp, self.variant.cfg
         split = {p.operand: (p.planes, p.plane_bytes) for p in self.packs if p.planes > 1}   # 3-D maps of two planes
         a = (tensormaps.operand_map("A", kp.M, kp.K, kp.lda, kp.a_col, dtype, cfg, *split.get("A", ()))
              if self.variant.vec_a else None)
         b = (tensormaps.operand_map("B", kp.K, kp.N, kp.ldb, kp.b_col, dtype, cfg, *split.get("B", ()))
              if self.variant.vec_b else None)
-        return a, b
-
-    def _acquire_maps(self, a_ptr: int, b_ptr: int):
-        """The encoded maps of A and B at these pointers (cached: a dict lookup once seen)."""
-        args_a, args_b = self._maps
-        cache = tensormaps.CACHE
-        return (None if args_a is None else cache.acquire(self.ordinal, a_ptr, args_a),
-                None if args_b is None else cache.acquire(self.ordinal, b_ptr, args_b))
+        c = (tensormaps.output_map(kp.M, kp.N, kp.ldc, dtype) if self.rung.store_map and cfg.get("EPI_TMA")
+             and self.variant.vec_c and tensormaps.storable(kp.N, kp.ldc, dtype) else None)
+        return a, b, c
 
     # ---- launching ------------------------------------------------------------------------
     def run(self, stream: int | None = None) -> None:
@@ -401,19 +400,23 @@ class Plan:
                 params.pack(params.buffer, 0, a_ptr, b_ptr, c_ptr, alpha, beta)
             except OverflowError:
                 params.pack(params.buffer, 0, a_ptr, b_ptr, c_ptr, _f32(alpha), _f32(beta))
-            if self._maps is not None and (a_ptr != self._mapped[0] or b_ptr != self._mapped[1]):
-                self._remap(a_ptr, b_ptr)
+            if self._maps is not None and (a_ptr != self._mapped[0] or b_ptr != self._mapped[1]
+                                           or (self._map_c and c_ptr != self._mapped[2])):
+                self._remap(a_ptr, b_ptr, c_ptr)
             err = self._cu.cuLaunchKernel(*self._launch_head, stream, params.address, 0)[0]
             if err or CHECKED:
                 self._after_launch(err, stream)
         return True
 
-    def _remap(self, a_ptr: int, b_ptr: int) -> None:
+    def _remap(self, a_ptr: int, b_ptr: int, c_ptr: int) -> None:
         """The tensor maps of new operand pointers into the parameter block (call with the plan's
-        lock). The block holds the maps of the last pointers, so the launches look maps up only when
-        the pointers change (hashing the map arguments and copying 256 bytes is microseconds)."""
-        self._params.tensor_maps(*self._acquire_maps(a_ptr, b_ptr))
-        self._mapped = (a_ptr, b_ptr)
+        lock): the encoded maps (cached: a dict lookup once seen) of the operands that have one.
+        The block holds the maps of the last pointers, so the launches look maps up only when the
+        pointers change (hashing the map arguments and copying 128 bytes a map is microseconds)."""
+        cache, ordinal = tensormaps.CACHE, self.ordinal
+        self._params.tensor_maps(*(None if args is None else cache.acquire(ordinal, ptr, args)
+                                   for args, ptr in zip(self._maps, (a_ptr, b_ptr, c_ptr))))
+        self._mapped = (a_ptr, b_ptr, c_ptr)
 
     def _launch_staged(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float,
                        stream: int | None = None) -> bool:
@@ -440,8 +443,9 @@ class Plan:
                     b_ptr = region + p.offset
             split = self._split
             _fill(self._params, a_ptr, b_ptr, region + self._split_offset if split else c_ptr, alpha, beta)
-            if self._maps is not None and (a_ptr, b_ptr) != self._mapped:
-                self._remap(a_ptr, b_ptr)   # the maps of these A and B (a packed one's: of its copy)
+            if self._maps is not None and (a_ptr != self._mapped[0] or b_ptr != self._mapped[1]
+                                           or (self._map_c and c_ptr != self._mapped[2])):
+                self._remap(a_ptr, b_ptr, c_ptr)   # the maps of these operands (a packed one's: of its copy)
             self._launch(stream)
             if split:
                 _fill(self._reduce, region + self._split_offset, c_ptr, alpha, beta)

@@ -26,7 +26,7 @@ from .dtypes import get as get_dtype
 from .precision import applies, resolve as resolve_precision
 
 MAX_GRID_Y = 65535
-SWITCHES = ("PACK",)   # parameters that take 0 (off) or 1 (on); every other one is a positive int
+SWITCHES = ("PACK", "EPI_TMA")   # parameters that take 0 (off) or 1 (on); every other one is a positive int
 # the most dynamic shared memory any GPU in the table gives one block (227 KB on sm_90 / sm_100)
 MAX_SMEM_PER_BLOCK = max(lim.max_smem_per_block for lim in LIMITS.values())
 
@@ -69,6 +69,8 @@ class Rung:
     max_arch: int | None = None        # the newest architecture it runs on (None: any newer one)
     tensor_maps: bool = False          # A and B also passed as TMA tensor maps (core/tensormaps.py),
                                        # for each operand whose 16-byte access is legal
+    store_map: bool = False            # and C as a third one (its EPI_TMA switch: 1 = store C through
+                                       # TMA where C has 16-byte access and beta == 0, 0 = never)
     persistent: bool = False           # one block per SM (up to the tiles), looping over the tiles:
                                        # launch() needs the SM count; CLUSTER blocks per cluster
     space: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # what `gemmlab tune` searches:
@@ -569,13 +571,16 @@ def _ws_smem(cfg) -> int:
 def _ws_constraints(cfg) -> list[str]:
     """Rung 19's (``_wgmma_constraints``, with this rung's shared memory), and what
     21_wgmma_ws.cu adds: exactly two consumer warpgroups (its register split, setmaxnreg 232 for
-    them and 40 for the producer, is made for 384 threads) and clusters of 1 or 2 blocks."""
+    them and 40 for the producer, is made for 384 threads), clusters of 1 or 2 blocks, and EPI_TMA
+    a switch (its TMA store boxes, 16 rows x 64 outputs, fit every tile and the staging as it is)."""
     out = _wgmma_constraints(cfg, _ws_smem)
     if not out and cfg["BM"] != 2 * cfg["WM"]:
         out.append(f"BM={cfg['BM']} must be 2 x WM={cfg['WM']}: two consumer warpgroups (the register split "
                    f"between them and the producer is made for 384 threads)")
     if cfg.get("CLUSTER", 1) not in (1, 2):
         out.append(f"CLUSTER={cfg['CLUSTER']} must be 1 or 2 (blocks per cluster along M, sharing B by multicast)")
+    if cfg.get("EPI_TMA", 0) not in (0, 1):
+        out.append(f"EPI_TMA={cfg['EPI_TMA']} must be 0 (staged 16-byte stores) or 1 (TMA stores where C allows)")
     return out
 
 
@@ -895,19 +900,20 @@ RUNGS: tuple[Rung, ...] = (
     ),
     Rung(
         21, "wgmma_ws", "Warp-specialized persistent WGMMA: setmaxnreg, tile scheduler, clusters",
-        "A producer warpgroup (setmaxnreg.dec) runs TMA ahead into the next tile while two consumer warpgroups (setmaxnreg.inc) multiply and store their tile through their own shared staging (stmatrix, 16-byte rows); one block per SM loops over the tiles; clusters of 2 along M share B by TMA multicast.",
+        "A producer warpgroup (setmaxnreg.dec) runs TMA ahead into the next tile while two consumer warpgroups (setmaxnreg.inc) multiply and store their tile through their own shared staging (stmatrix, then TMA stores; 16-byte rows where TMA cannot or beta != 0); one block per SM loops over the tiles; clusters of 2 along M share B by TMA multicast.",
         ("CUTLASS sm90 warp-specialized persistent GEMM (TMA, cooperative consumers, 2x1 cluster)",), "21_wgmma_ws.cu",
         dtypes=("fp16", "bf16"),
-        params={"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 2},
+        params={"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 2, "EPI_TMA": 1},
         presets={"128x256": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 2},
                  "128x256_nocluster": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 1},
                  "128x128": {"BM": 128, "BN": 128, "BK": 64, "WM": 64, "STAGES": 6, "CLUSTER": 2},
                  "256x128": {"BM": 256, "BN": 128, "BK": 64, "WM": 128, "STAGES": 4, "CLUSTER": 2}},
         threads=_wgmma_threads, constraints=_ws_constraints, smem=_ws_smem,
-        sass_claims=("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG"), min_arch=90, max_arch=90, tensor_maps=True,
+        sass_claims=("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG"), min_arch=90, max_arch=90,
+        tensor_maps=True, store_map=True,
         persistent=True,
         packs=True,
-        space={"BN": (128, 256), "BK": (64, 128), "STAGES": (2, 3, 4, 5, 6), "CLUSTER": (1, 2)},
+        space={"BN": (128, 256), "BK": (64, 128), "STAGES": (2, 3, 4, 5, 6), "CLUSTER": (1, 2), "EPI_TMA": (0, 1)},
     ),
     Rung(
         22, "wgmma_tf32", "FP32 on Hopper's wgmma: TF32 in the warp-specialized persistent structure",

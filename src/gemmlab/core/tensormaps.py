@@ -1,6 +1,7 @@
 """TMA tensor maps of the WGMMA rungs (19, 21, 22): one 2-D map per operand (3-D for rung 22's
 3xtf32 operands, two planes), built on the host and passed
-to the kernel by value (a 128-byte ``__grid_constant__`` parameter after the standard ones).
+to the kernel by value (a 128-byte ``__grid_constant__`` parameter after the standard ones); rung
+21 also takes one of C (``output_map``), which its epilogue stores through.
 
 ``operand_map`` is the pure part: from an operand as the kernel sees it (rows, columns, leading
 dimension, layout, dtype) and the tile configuration, the arguments of ``cuTensorMapEncodeTiled``
@@ -79,6 +80,39 @@ def operand_map(operand: str, rows: int, cols: int, ld: int, col_major: bool, dt
         raise ValueError(f"operand {operand}: {planes} planes {plane_bytes} bytes apart; a split operand has 2, "
                          f"apart by at least its {outer * ld * itemsize} bytes and by a multiple of 16")
     return MapArgs(dtype, (inner, outer, planes), (ld * itemsize, plane_bytes), box + (1,), (1, 1, 1), k_major=k_major)
+
+
+STORE_BOX_ROWS = 16    # rows of an output box: a consumer warp's rows of an m64 block (kernels/21_wgmma_ws.cu)
+
+
+def storable(cols: int, ld: int, dtype: str) -> bool:
+    """Whether rung 21's TMA store can write a row-major C of ``cols`` columns with leading dimension
+    ``ld`` (the base's 16-byte alignment is the pointer's: ``ArrayInfo.vec_ok``): a row stride that
+    is a multiple of 16 bytes, and rows of whole 16-byte chunks. The copy engine writes whole chunks:
+    a row ending inside one would have the chunk's rest written past it (on the H100: 77-column rows
+    of a 96-wide buffer got columns 77-79 overwritten), into memory that is not C's. The kernel
+    checks the second itself (kernels/21_wgmma_ws.cu, tma_store_now)."""
+    row = get_dtype(dtype).itemsize
+    return (ld * row) % 16 == 0 and (cols * row) % 16 == 0
+
+
+def output_map(rows: int, cols: int, ld: int, dtype: str) -> MapArgs:
+    """The map rung 21's epilogue stores C through (EPI_TMA=1): C as the kernel sees it, row-major
+    ``rows`` x ``cols`` (M x N; the host already swapped a column-major C) with leading dimension
+    ``ld``, in boxes of 16 rows x one 128-byte swizzle row (64 16-bit outputs), the box a consumer
+    warp stages. TMA clips a box at the last row and the last 16-byte chunk of a row: any number of
+    rows will do, but C must be ``storable``. ValueError for anything else."""
+    if dtype not in ("fp16", "bf16"):
+        raise ValueError(f"the output map is built for fp16 and bf16 outputs (rung 21), not {dtype}")
+    if min(rows, cols) < 1:
+        raise ValueError(f"output C is {rows}x{cols}; a tensor map needs at least one element")
+    itemsize = get_dtype(dtype).itemsize
+    if ld < cols:
+        raise ValueError(f"output C: leading dimension {ld} is shorter than its row of {cols}")
+    if not storable(cols, ld, dtype):
+        raise ValueError(f"output C: rows of {cols * itemsize} bytes, {ld * itemsize} bytes apart; TMA stores "
+                         f"need both multiples of 16 (it writes whole 16-byte chunks)")
+    return MapArgs(dtype, (cols, rows), (ld * itemsize,), (SWIZZLE_BYTES // itemsize, STORE_BOX_ROWS), k_major=False)
 
 
 def encode(args: MapArgs, ptr: int) -> bytes:

@@ -17,7 +17,8 @@
 //   producer is already loading): each consumer warp rounds alpha * acc to the output type into
 //   its 16 x 128 staging (stmatrix, swizzled: no bank conflicts), reads whole rows back and writes
 //   16-byte stores (beta: C read by 16-byte loads in the same pass, never when beta == 0); see
-//   store_tile. Each consumer releases a tile's last stage before its epilogue.
+//   store_tile. Each consumer releases a tile's last stage before its epilogue. Where it can, the
+//   epilogue stores the staging through TMA instead (store_tile_tma; the paragraph at the end).
 // * setmaxnreg: the producer warpgroup gives its registers back (setmaxnreg.dec to 40; it only
 //   holds loop state) and the consumers take them (setmaxnreg.inc to 232), one if/else on the
 //   role at the top of the kernel, a cap of 168 at entry (__launch_bounds__(384, 1)). ptxas
@@ -68,6 +69,31 @@
 // the instructions, tensor pipe 88.4%; branch `pingpong`), and so was a stream-K tail (0.87x, and
 // wrong with clusters; branch `streamk`): neither is in this file. What is left: 512 tiles on 132
 // SMs are 3.88 waves run in 4 at 4096^3 (15.5 in 16 at 8192^3), and the epilogue is not overlapped.
+// The TMA store epilogue (EPI_TMA=1, the default; store_tile_tma): where C has a tensor map
+// (16-byte aligned base, row stride a multiple of 16 bytes: GL_VEC_C; the host passes C's map as a
+// third __grid_constant__ parameter), beta == 0 and N % 8 == 0 (decided at run time: the copy
+// engine writes C without reading it, in whole 16-byte chunks; on the H100 a ragged row's last
+// chunk overwrote the 3 outputs after it in C's padding), each consumer warp stmatrixes its 16 x 64
+// boxes into its staging in TMA's 128-byte swizzle and one lane issues a cp.async.bulk.tensor store
+// per box (UTMASTG), clipped by the copy engine at M and N. The LDS.128 + STG.128 half of the
+// staged epilogue, with its per-row bounds and address arithmetic, leaves the consumers: they go
+// back to the next tile's wgmmas while the copy engine drains this one, waiting only (lane 0,
+// cp.async.bulk.wait_group.read) until a box buffer is read before refilling it. beta != 0, a C TMA
+// cannot describe or store, and EPI_TMA=0 keep store_tile (EPI_TMA=0 compiles to the SASS the rung
+// had before the switch existed).
+// PREDICTION for the TMA store, written before its measurement: +1-2% over EPI_TMA=0 at 4096^3 and
+// 8192^3 (from the figures above: fp16 ~740-747 and ~759-766 TFLOP/s, bf16 ~765-772 and ~801-809;
+// about 0.99x and 1.0x cuBLAS), from ~1000 of the ~1500 LSU cycles of a tile's epilogue (of
+// ~80,000 per tile) leaving the consumers' critical path; EPI_TMA=0 and the default benched in
+// one sitting show it.
+// Measured (H100, f4086f5, benchmarks/results/h100_wgmma_ws_epi1_fp16.json against _epi0_fp16.json,
+// and _bf16, cuBLAS in each run, one sitting): fp16 745 / 750 TFLOP/s at 4096^3 / 8192^3 against
+// 736 / 745 (0.979x / 0.986x cuBLAS), bf16 762 / 789 against 756 / 783 (0.980x / 0.997x): +0.7 to
+// +1.2%, at or below the prediction's low end. A probe with no stores at all (accumulators kept
+// live; h100_wgmma_ws_noepilogue_probe_*.json, benchmarks/NOTES.md) ran 761 / 773 fp16 and
+// 784 / 809 bf16 (1.01x): this epilogue still costs ~2-3% (alpha and rounding, stmatrix, a proxy
+// fence per box, waiting for the copy engine to read a box buffer), all of it with the tensor
+// cores idle.
 #include "common.cuh"
 #include "hopper.cuh"
 
@@ -83,6 +109,10 @@
 #ifndef CLUSTER
 #define CLUSTER 1
 #endif
+#ifndef EPI_TMA
+#define EPI_TMA 0
+#endif
+#define GL_WS_C_MAP 1     // the kernel takes C's tensor map after A's and B's (ws_entry.cuh)
 
 // ---- geometry -----------------------------------------------------------------------------
 constexpr int WGS = BM / WM;                  // consumer warpgroups: two
@@ -124,6 +154,21 @@ constexpr int EPI_WARP_B = 16 * EPI_ROW_B;
 constexpr int EPI_B = CWARPS * EPI_WARP_B;
 constexpr int SMEM_NEED = 1024 + PIPE_B + EPI_B + 2 * STAGES * 8;   // 1024: aligning the base; then full[], empty[]
 static_assert(A_PANEL_B % 1024 == 0 && B_PANEL_B % 1024 == 0, "panels keep the 1024-byte swizzle alignment");
+// The TMA store epilogue (store_tile_tma) uses the same staging as boxes of 16 rows x 64 outputs (one
+// 128-byte swizzle row each: 2 KB), EPI_BUFS of them per warp, each on the swizzle's 1024-byte period.
+constexpr int BOX_N = GL_ROW_B / 2, BOX_B = 16 * GL_ROW_B;
+constexpr int EPI_BUFS = EPI_WARP_B / BOX_B;
+static_assert(PIPE_B % 1024 == 0 && EPI_WARP_B % BOX_B == 0 && BN % BOX_N == 0,
+              "the staging holds whole 2 KB boxes on the swizzle's period, and a tile whole boxes");
+// The TMA store needs C describable by a tensor map (GL_VEC_C: 16-byte aligned base, row stride a
+// multiple of 16 bytes), beta == 0 (it writes C without reading it) and rows of whole 16-byte chunks
+// (N % 8 == 0: the copy engine writes whole chunks, and past a ragged row's end they would land in
+// the memory after it); the last two are the launch's (tma_store_now), the host's map follows them.
+constexpr bool TMA_STORE = EPI_TMA && GL_VEC_C;
+constexpr int STORE_CHUNK = 16 / (int)sizeof(T);    // outputs per 16-byte chunk
+__device__ __forceinline__ bool tma_store_now(int N, float beta) {
+    return TMA_STORE && beta == 0.0f && N % STORE_CHUNK == 0;
+}
 static_assert(SMEM_NEED <= GL_DYN_SMEM, "the registry's shared-memory size (GL_DYN_SMEM) is too small for this tile");
 
 // ---- the barriers' counts ---------------------------------------------------------------------
@@ -154,10 +199,27 @@ static_assert(GL_WARPGROUP * (PRODUCER_REGS + WGS * CONSUMER_REGS) <= THREADS * 
 
 #include "ws.cuh"     // the persistent schedule, the mbarrier ring, the producer's load loop
 
+// ---- epilogue staging: COLS columns of one warp's 16 rows of an m64 block, rounded alpha * acc ---
+// From fragment f0 on (8 columns each), by stmatrix (16 rows x 16 columns per instruction: matrices
+// 0 / 1 are rows 0-7 / 8-15 of 8 columns, 2 / 3 the next 8) into swizzled rows: lane l names row
+// l % 16, whose staging starts at row_at, and 16-byte chunk 2 jj + l / 16 of it, stored at chunk
+// (2 jj + l / 16) ^ (l % 8) = 2 jj ^ st_x (2 jj has no bit 0).
+template <int COLS>
+__device__ __forceinline__ void stage_cols(const float (&acc)[BN / 8][4], int f0, unsigned row_at, int st_x,
+                                           float alpha) {
+#pragma unroll
+    for (int jj = 0; jj < COLS / 16; ++jj) {
+        const float (&a)[4] = acc[f0 + 2 * jj];
+        const float (&b)[4] = acc[f0 + 2 * jj + 1];
+        gl_stmatrix_x4(row_at + ((2 * jj ^ st_x) << 4), gl_pack2(alpha * a[0], alpha * a[1]),
+                       gl_pack2(alpha * a[2], alpha * a[3]), gl_pack2(alpha * b[0], alpha * b[1]),
+                       gl_pack2(alpha * b[2], alpha * b[3]));
+    }
+}
+
 // ---- epilogue: one consumer warp's 16 rows of each m64 block --------------------------------------
-// Per pass of EPI_N columns: alpha * acc rounded to T goes into the warp's staging by stmatrix (16
-// rows x 16 columns per instruction: matrices 0 / 1 are rows 0-7 / 8-15 of 8 columns, 2 / 3 the
-// next 8), then each lane reads 16-byte chunks of whole rows back and writes them to C, 8 outputs
+// Per pass of EPI_N columns: alpha * acc rounded to T goes into the warp's staging by stmatrix
+// (stage_cols), then each lane reads 16-byte chunks of whole rows back and writes them to C, 8 outputs
 // per store (gl_store_c8_rounded: beta, ragged edges, unaligned C); a warp's store covers two rows
 // of 256 contiguous bytes. The staging is swizzled like the operand panels, 16-byte chunk c of row
 // r at chunk c ^ (r % 8): the 8 rows of one stmatrix matrix, and the 8 chunks a quarter-warp reads,
@@ -167,22 +229,14 @@ static_assert(GL_WARPGROUP * (PRODUCER_REGS + WGS * CONSUMER_REGS) <= THREADS * 
 // loads of 16 bytes, so both consumer warpgroups get back to the next tile's wgmmas sooner.
 __device__ __forceinline__ void store_tile(const float (&acc)[MI][BN / 8][4], unsigned stage, int lane, T* C, int ldc,
                                            int M, int N, int i0, int j0, float alpha, float beta) {
-    // stmatrix: lane l names row l % 16, chunk 2 jj + l / 16 of pass column block jj; swizzled,
-    // (2 jj + l / 16) ^ (l % 8) = 2 jj ^ st_x (2 jj has no bit 0)
+    // stmatrix (stage_cols): lane l names row l % 16 of the pass's staging
     const unsigned st_at = stage + (lane % 16) * EPI_ROW_B;
     const int st_x = (lane / 16) ^ (lane % 8);
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
         for (int p = 0; p < BN / EPI_N; ++p) {
-#pragma unroll
-            for (int jj = 0; jj < EPI_N / 16; ++jj) {
-                const float (&a)[4] = acc[mi][p * EPI_N / 8 + 2 * jj];
-                const float (&b)[4] = acc[mi][p * EPI_N / 8 + 2 * jj + 1];
-                gl_stmatrix_x4(st_at + ((2 * jj ^ st_x) << 4), gl_pack2(alpha * a[0], alpha * a[1]),
-                               gl_pack2(alpha * a[2], alpha * a[3]), gl_pack2(alpha * b[0], alpha * b[1]),
-                               gl_pack2(alpha * b[2], alpha * b[3]));
-            }
+            stage_cols<EPI_N>(acc[mi], p * EPI_N / 8, st_at, st_x, alpha);
             __syncwarp();                             // the staged pass visible to the whole warp
             constexpr int PER = 16 * EPI_CHUNKS / 32;     // chunks per lane
             uint4 h[PER];
@@ -200,9 +254,42 @@ __device__ __forceinline__ void store_tile(const float (&acc)[MI][BN / 8][4], un
         }
 }
 
+// ---- epilogue by TMA (tma_store_now): one consumer warp's 16 rows of each m64 block --------------
+// Per box of 16 rows x 64 columns: alpha * acc rounded to T goes into one of the warp's EPI_BUFS
+// box buffers by stmatrix, in the layout TMA's 128-byte swizzle reads (16-byte chunk c of row r at
+// chunk c ^ (r % 8) of a 128-byte row: conflict-free for stmatrix as in store_tile); each lane
+// fences its writes for the async proxy, and lane 0 issues the box's store (cp.async.bulk.tensor,
+// one bulk group per box; TMA clips rows past M and 16-byte chunks past N) and goes on. Before a
+// buffer is written again, lane 0 waits until at most EPI_BUFS - 1 groups are still reading shared
+// memory (the box that last used it has been read), counted across passes and tiles alike. Against
+// store_tile: no LDS.128, no STG.128, no per-row bounds arithmetic; the consumers return to the
+// next tile's wgmmas while the copy engine writes this tile to global memory.
+__device__ __forceinline__ void store_tile_tma(const float (&acc)[MI][BN / 8][4], unsigned stage, int lane,
+                                               const GlTensorMap* tmC, int M, int N, int i0, int j0, float alpha) {
+    // stmatrix (stage_cols): lane l names row l % 16 of a box (one 128-byte row each)
+    const unsigned st_row = stage + (lane % 16) * GL_ROW_B;
+    const int st_x = (lane / 16) ^ (lane % 8);
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int bx = 0; bx < BN / BOX_N; ++bx) {
+            const unsigned buf = (mi * (BN / BOX_N) + bx) % EPI_BUFS * BOX_B;
+            if (lane == 0) gl_bulk_wait_read<EPI_BUFS - 1>();   // this buffer's last box read
+            __syncwarp();
+            stage_cols<BOX_N>(acc[mi], bx * BOX_N / 8, st_row + buf, st_x, alpha);
+            gl_fence_proxy_async();                   // the box's stmatrix visible to the copy engine
+            __syncwarp();
+            if (lane == 0) {
+                const int i = i0 + mi * 64, j = j0 + bx * BOX_N;
+                if (i < M && j < N) gl_tma_store(tmC, j, i, stage + buf);
+                gl_bulk_commit();                     // one group per box, issued or not: the count above holds
+            }
+        }
+}
+
 // ---- main loop and epilogue: the consumer warpgroups ------------------------------------------
 __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, int ktiles, int rank, int warp, int lane,
-                                        int M, int N, float alpha, float beta, T* C, int ldc) {
+                                        int M, int N, float alpha, float beta, T* C, int ldc, const GlTensorMap* tmC) {
     const int wg = warp / 4;                   // this warpgroup's WM rows: wg * WM ..
     // this warpgroup's descriptors (hopper.cuh): its WM rows of A, all of B
     const GlStageDescs<GL_A_COL, GL_B_COL, A_PANEL_B, B_PANEL_B> descs(sm.a_base, sm.b_base, wg * WM);
@@ -217,6 +304,7 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
     // warp % 4 owns 16 rows of each m64 block (the C-fragment layout), and its own staging
     const int warp_row = wg * WM + 16 * (warp % 4);
     const unsigned stage = sm.epi + warp * EPI_WARP_B;
+    if (tma_store_now(N, beta) && warp == 0 && lane == 0) gl_tma_prefetch(tmC);   // C's map cached before any store
 
     float acc[MI][BN / 8][4];
     Ring ring;
@@ -244,8 +332,13 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
 
         // ---- epilogue: through the warp's own staging (the stages belong to the next tile by
         // now); a tile wholly below M (rank 1 of a cluster's last unit row) stores nothing -------
-        if (row0 < M) store_tile(acc, stage, lane, C, ldc, M, N, row0 + warp_row, col0, alpha, beta);
+        if (row0 < M) {
+            if (tma_store_now(N, beta)) store_tile_tma(acc, stage, lane, tmC, M, N, row0 + warp_row, col0, alpha);
+            else store_tile(acc, stage, lane, C, ldc, M, N, row0 + warp_row, col0, alpha, beta);
+        }
     }
+    // every TMA store complete before the block exits (its staging is freed with it)
+    if (tma_store_now(N, beta) && lane == 0) gl_bulk_wait<0>();
 }
 
 #include "ws_entry.cuh"   // the kernel entry: barriers, then the producer / consumer split

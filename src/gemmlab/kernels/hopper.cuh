@@ -1,9 +1,9 @@
 // hopper.cuh — what the Hopper rungs (19 wgmma_tma, 21 wgmma_ws, 22 wgmma_tf32) share: PTX wrappers for the
-// mbarriers, TMA (cp.async.bulk.tensor) and wgmma (matrix descriptors, fences, the m64nNk16
-// instruction with its accumulator operand lists), the tensor-map parameter type, and the
-// operand loader that fills the 128-byte-swizzled shared panels wgmma reads, by TMA (multicast to
-// a cluster too) or, for an operand TMA cannot describe (GL_VEC_A / GL_VEC_B = 0), by a
-// warpgroup's threads; cluster and setmaxnreg wrappers; a warpgroup's stage descriptors and one k
+// mbarriers, TMA (cp.async.bulk.tensor: loads, and rung 21's stores) and wgmma (matrix descriptors,
+// fences, the m64nNk16 instruction with its accumulator operand lists), the tensor-map parameter
+// type, and the operand loader that fills the 128-byte-swizzled shared panels wgmma reads, by TMA
+// (multicast to a cluster too) or, for an operand TMA cannot describe (GL_VEC_A / GL_VEC_B = 0), by
+// a warpgroup's threads; cluster and setmaxnreg wrappers; a warpgroup's stage descriptors and one k
 // tile of its wgmmas (rung 21; rung 19 spells the same two out in its main loop).
 // sm_90a only (wgmma); a rung that includes this checks the target itself.
 #pragma once
@@ -52,6 +52,22 @@ __device__ __forceinline__ void gl_tma_load_3d(unsigned dst, const GlTensorMap* 
 __device__ __forceinline__ void gl_tma_prefetch(const GlTensorMap* map) {
     asm volatile("prefetch.tensormap [%0];\n" :: "l"(reinterpret_cast<unsigned long long>(map)) : "memory");
 }
+// The other direction: the box at shared `src` to coordinates (inner c0, outer c1) of the tensor
+// `map`; elements past the tensor's edges are not written. The copy joins this thread's current
+// bulk async-group (gl_bulk_commit closes it); the writing threads fence their st.shared / stmatrix
+// (gl_fence_proxy_async) and synchronize with the issuing thread before it.
+__device__ __forceinline__ void gl_tma_store(const GlTensorMap* map, int c0, int c1, unsigned src) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n"
+                 :: "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+__device__ __forceinline__ void gl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// Wait until at most N of this thread's bulk async-groups are pending: with .read, only until their
+// reads of shared memory are done (the source may be written again); without, until their writes
+// to global memory are complete too.
+template <int N>
+__device__ __forceinline__ void gl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read %0;\n" :: "n"(N) : "memory"); }
+template <int N>
+__device__ __forceinline__ void gl_bulk_wait() { asm volatile("cp.async.bulk.wait_group %0;\n" :: "n"(N) : "memory"); }
 
 // The same box delivered to the same shared offset of every CTA of the cluster named in `mask`
 // (bit r: cluster rank r); each destination's mbarrier at offset `bar` counts the bytes it gets.

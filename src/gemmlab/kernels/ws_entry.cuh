@@ -4,8 +4,13 @@
 // up, the rung's own consume). Included at the END of the rung's file, after it has defined
 // THREADS, CLUSTER, STAGES, A_STAGE_B, PIPE_B, EPI_B (its epilogue staging; 0 for none),
 // FULL_ARRIVALS, EMPTY_ARRIVALS, CONSUMERS, CWARPS, PRODUCER_REGS, CONSUMER_REGS and
-//   consume(sm, sched, ktiles, rank, warp, lane, M, N, alpha, beta, C, ldc).
+//   consume(sm, sched, ktiles, rank, warp, lane, M, N, alpha, beta, C, ldc[, &tmC]).
+// GL_WS_C_MAP 1 (rung 21): the kernel takes a third tensor map, of C, after A's and B's (its TMA
+// store epilogue), and passes it to consume last; the host always passes its 128 bytes.
 #pragma once
+#ifndef GL_WS_C_MAP
+#define GL_WS_C_MAP 0
+#endif
 #if CLUSTER > 1
 #define GL_CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
 #else
@@ -14,7 +19,11 @@
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1) GL_CLUSTER_DIMS
 gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc,
-     const __grid_constant__ GlTensorMap tmA, const __grid_constant__ GlTensorMap tmB)
+     const __grid_constant__ GlTensorMap tmA, const __grid_constant__ GlTensorMap tmB
+#if GL_WS_C_MAP
+     , const __grid_constant__ GlTensorMap tmC
+#endif
+     )
 {
     // One raw buffer: [STAGES A tiles][STAGES B tiles][epilogue staging, EPI_B bytes], then
     // full[STAGES] and empty[STAGES]. Its base is rounded up to the swizzle's 1024 bytes (the same
@@ -47,6 +56,10 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
         produce(sm, sched, ktiles, rank, tid - CONSUMERS, M, N, K, A, lda, B, ldb, &tmA, &tmB);
     } else {
         gl_setmaxnreg_inc<CONSUMER_REGS>();
-        consume(sm, sched, ktiles, rank, warp, tid % 32, M, N, alpha, beta, C, ldc);
+        consume(sm, sched, ktiles, rank, warp, tid % 32, M, N, alpha, beta, C, ldc
+#if GL_WS_C_MAP
+                , &tmC
+#endif
+                );
     }
 }
