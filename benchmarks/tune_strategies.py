@@ -64,18 +64,22 @@ def evals_to_target(summary: dict, best_tflops: float) -> int | None:
     return None
 
 
-def replay(rung: str, shape, table: dict, strategy: str, seed: int, batch: int) -> int | None:
+def replay(rung: str, shape, table: dict, strategy: str, seed: int, batch: int, max_evals: int | None) -> int | None:
     ok = [v for v in table.values() if v["status"] == "ok" and v["ms"]]
     best_ms = min(v["ms"] for v in ok)
     best = 2.0 * shape[0] * shape[1] * shape[2] / (best_ms * 1e-3) / 1e12
     # stops at the target: only the evaluations up to it are counted
     # no warm start: the experiment counts what each strategy finds on its own
-    s = tune(TuneSpec(rung, shape, strategy=strategy, budget=len(table), batch=batch, seed=seed, storage=MEMORY,
+    # max_evals: Optuna's TPE slows with every trial (a replay over a 930-candidate space took
+    # minutes per seed on 2 CPU cores); a replay stopped there counts as "not within max_evals"
+    budget = len(table) if max_evals is None else min(len(table), max_evals)
+    s = tune(TuneSpec(rung, shape, strategy=strategy, budget=budget, batch=batch, seed=seed, storage=MEMORY,
                       target=TARGET * best * (1 - 1e-9), warm_start=False), ReplayFactory(table))
     return evals_to_target(s, best)
 
 
-def problem(rung: str, shape, storage: str, seeds: int, batches, saved: dict | None) -> dict:
+def problem(rung: str, shape, storage: str, seeds: int, batches, saved: dict | None,
+            max_evals: int | None = None) -> dict:
     if saved is None:
         s = exhaustive(rung, shape, storage)
         table, peers = table_of(s)
@@ -90,7 +94,7 @@ def problem(rung: str, shape, storage: str, seeds: int, batches, saved: dict | N
     out["strategies"] = {}
     for batch in batches:
         for strat in STRATEGIES:
-            runs = [replay(rung, shape, out["table"], strat, seed, batch) for seed in range(seeds)]
+            runs = [replay(rung, shape, out["table"], strat, seed, batch, max_evals) for seed in range(seeds)]
             reached = [r for r in runs if r is not None]
             out["strategies"][f"{strat} (batch {batch})"] = {
                 "evaluations_to_98pct": runs, "reached": f"{len(reached)} of {len(runs)}",
@@ -105,6 +109,8 @@ def main(argv=None) -> int:
     ap.add_argument("--shapes", default=SHAPES)
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--batches", default="1,8", help="replay batch sizes (8: the tuner's default on 8+ CPUs)")
+    ap.add_argument("--max-evals", type=int, default=None,
+                    help="stop each replay after this many evaluations (default: the whole space)")
     ap.add_argument("--storage", default=None, help="database of the exhaustive runs (default: a file beside --out)")
     ap.add_argument("--out", default=None, help="JSON to write (default benchmarks/results/tune_strategies_<gpu>.json)")
     ap.add_argument("--replay-only", nargs="+", default=None, metavar="FILE",
@@ -122,12 +128,12 @@ def main(argv=None) -> int:
                        None)
             if saved and old is None:
                 continue   # replaying: only what the saved files hold
-            problems.append(problem(rung, shape, storage, a.seeds, batches, old))
+            problems.append(problem(rung, shape, storage, a.seeds, batches, old, a.max_evals))
     words = (problems[0]["key"]["gpu_name"] if problems else "gpu").split()
     gpu = (words[1] if len(words) > 1 and words[0] == "NVIDIA" else words[0]).lower()   # "NVIDIA H100 ..." -> h100
-    doc = {"target": TARGET, "seeds": a.seeds, "batches": batches, "timing": TIMING.as_dict(),
+    doc = {"target": TARGET, "seeds": a.seeds, "batches": batches, "max_evals": a.max_evals, "timing": TIMING.as_dict(),
            "note": "evaluations_to_98pct: per seed, the evaluations (compiled candidates: failures count) until one "
-                   "reached 98% of the exhaustive best; None: never within the whole pruned space",
+                   "reached 98% of the exhaustive best; None: not within the whole pruned space (or max_evals)",
            "problems": problems}
     out = Path(a.out) if a.out else results / f"tune_strategies_{gpu}.json"
     print(f"wrote {write_json(doc, out)}")
