@@ -17,8 +17,9 @@
 //   producer is already loading): each consumer warp rounds alpha * acc to the output type into
 //   its 16 x 128 staging (stmatrix, swizzled: no bank conflicts), reads whole rows back and writes
 //   16-byte stores (beta: C read by 16-byte loads in the same pass, never when beta == 0); see
-//   store_tile. Each consumer releases a tile's last stage before its epilogue. Where it can, the
-//   epilogue stores the staging through TMA instead (store_tile_tma; the paragraph at the end).
+//   store_tile. Each consumer releases a tile's last stage before its epilogue (the TMA store
+//   borrows it first: below). Where it can, the epilogue stores the staging through TMA instead
+//   (store_tile_tma; the paragraphs at the end).
 // * setmaxnreg: the producer warpgroup gives its registers back (setmaxnreg.dec to 40; it only
 //   holds loop state) and the consumers take them (setmaxnreg.inc to 232), one if/else on the
 //   role at the top of the kernel, a cap of 168 at entry (__launch_bounds__(384, 1)). ptxas
@@ -94,6 +95,24 @@
 // 784 / 809 bf16 (1.01x): this epilogue still costs ~2-3% (alpha and rounding, stmatrix, a proxy
 // fence per box, waiting for the copy engine to read a box buffer), all of it with the tensor
 // cores idle.
+// The TMA store epilogue, second step (EPI_TMA=1 only; EPI_TMA=0's SASS is byte for byte what it
+// was): (1) every box of a warp's tile has a buffer of its own, so no lane waits for the copy
+// engine inside a tile: 2 boxes in the staging, the other 2 (at 128x256 and 256x128) in the tile's
+// last stage, which the consumers keep instead of releasing it (a named barrier first: the other
+// warpgroup's wgmmas may still read it) and release in the next tile, after its first k tile's
+// wgmmas are issued and lane 0 has seen the boxes read (cp.async.bulk.wait_group.read 0; the
+// producer needs that stage STAGES - 1 k tiles later, the same slack as every stage it refills);
+// (2) one fence.proxy.async and one bulk group per tile instead of one per box (MEMBAR.ALL.CTA +
+// FENCE.VIEW.ASYNC: 1 in SASS per tile instead of 4); (3) alpha == 1 (a uniform branch into an
+// instantiation without the 128 FMULs); (4) no zeroing of the 128 accumulators at each tile's
+// start: the tile's first k tile is issued on its own with scale-d 0, which ptxas compiles to
+// HGMMA ... RZ, !UPT (a scale-d known only at run time kept the accumulators live through the
+// epilogue, and the thread-copy variant spilled).
+// PREDICTION, written before its measurement: +0.8 to +1.5% over EPI_TMA=1 at 0328c32 at 4096^3 and
+// 8192^3 (fp16 ~751-756 / ~756-761 TFLOP/s, bf16 ~768-773 / ~795-801 from the figures above: about
+// 0.99x cuBLAS at 4096^3 and 0.99-1.0x at 8192^3), most of it from (1) and (2): the waits and
+// fences held both consumer warpgroups off the tensor cores; (3) and (4) are ~200 instructions per
+// thread per tile of ~80,000 cycles, below the noise of one sitting alone.
 #include "common.cuh"
 #include "hopper.cuh"
 
