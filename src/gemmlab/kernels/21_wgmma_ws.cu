@@ -227,6 +227,10 @@ constexpr int PRODUCER_REGS = TMA_ONLY ? 40 : 96;
 constexpr int CONSUMER_REGS = TMA_ONLY ? 232 : 200;
 static_assert(GL_WARPGROUP * (PRODUCER_REGS + WGS * CONSUMER_REGS) <= THREADS * 168,
               "the register split must fit what the block holds at launch, or the consumers' setmaxnreg.inc waits forever");
+// EPI_TMA=1 starts each tile's accumulators with the first k tile's scale-d 0 wgmmas, issued apart
+// from the k-tile loop, instead of zeroing them (consume); the thread-copy variants keep the
+// zeroing: at 200 registers the k tile issued on its own cost them a spill (12-16 bytes, CLUSTER=1).
+constexpr bool FRESH_START = EPI_TMA && TMA_ONLY;
 
 #include "ws.cuh"     // the persistent schedule, the mbarrier ring, the producer's load loop
 
@@ -352,6 +356,12 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
     // epilogue's until the next tile's first k tile is issued; lent_s is that stage (-1: none out).
     const bool lend = LENT_BOXES > 0 && tma;
     int lent_s = -1;
+    auto release_lent = [&]() {
+        if (lent_s >= 0) {
+            if (lane == 0) gl_bulk_wait_read<0>();
+            release(lent_s);
+        }
+    };
 
     float acc[MI][BN / 8][4];
     Ring ring;
@@ -361,18 +371,15 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
         // k tile kt: wait until its bytes are in, issue its KSTEPS x MI wgmmas as one commit group,
         // then wait for the group of k tile kt - 1 (one group stays in flight while the next
         // barrier is awaited) and release kt - 1's stage.
+        // After k tile 0's wgmmas are issued, the last tile's lent stage is released instead, once
+        // the copy engine has read its boxes (the producer needs it STAGES - 1 k tiles from now,
+        // as it needs every stage it refills).
         int prev = 0, kt0 = 0;
-        if constexpr (EPI_TMA) {
-            // k tile 0 on its own: its first wgmmas with scale-d 0 (no zeroing); then the last
-            // tile's lent stage is released, once the copy engine has read its boxes (the producer
-            // needs it STAGES - 1 k tiles from now, as it needs every stage it refills)
+        if constexpr (FRESH_START) {       // k tile 0 on its own, its first wgmmas with scale-d 0
             prev = ring.s;
             gl_mbar_wait(sm.full(prev), ring.phase);
             gl_wgmma_ktile<BN, MI, KSTEPS, GL_A_COL, GL_B_COL>(acc, descs, prev * A_STAGE_B, prev * B_STAGE_B, true);
-            if (lent_s >= 0) {
-                if (lane == 0) gl_bulk_wait_read<0>();
-                release(lent_s);
-            }
+            release_lent();
             ring.next();
             kt0 = 1;
         } else {
@@ -383,6 +390,7 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
             gl_mbar_wait(sm.full(s), ring.phase);
             gl_wgmma_ktile<BN, MI, KSTEPS, GL_A_COL, GL_B_COL>(acc, descs, s * A_STAGE_B, s * B_STAGE_B);
             if (kt > 0) release(prev);
+            else release_lent();
             prev = s;
             ring.next();
         }
