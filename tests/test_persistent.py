@@ -55,11 +55,11 @@ def test_every_preset_is_correct_when_its_blocks_loop_over_ragged_tiles(preset):
 
 @pytest.mark.parametrize("preset", sorted(registry.get("wgmma_ws").presets))
 def test_every_preset_stores_through_tma_correctly_when_its_blocks_loop_over_ragged_tiles(preset):
-    """beta == 0, so the TMA store, with alpha 1 (no multiply) and not. A warp's tile of 128x256 or
-    256x128 is 4 boxes, 2 of which go into the tile's last stage (its B or A tile), released only
-    in the next tile; 128x128 has 2, both in the staging. 2888 x 2104: blocks loop over several
-    tiles (with clusters, a tile wholly below M); K = 8 and 64: one k tile per output tile, so the
-    lent stage is released in the next tile's only k tile; K = 520: more k tiles than stages."""
+    """beta == 0, so the TMA store, with alpha 1 and not. A warp's tile of 128x256 or 256x128 is 4
+    boxes through 2 buffers (the second pair waits for the copy engine to read the first), 128x128
+    2 boxes. 2888 x 2104: blocks loop over several tiles, the buffers reused from one tile to the
+    next (with clusters, a tile wholly below M); K = 8 and 64: one k tile per output tile; K = 520:
+    more k tiles than stages."""
     failures = []
     for K, alpha in itertools.product((8, 64, 520), (1.0, 1.5)):
         r = verify("wgmma_ws", 2888, 2104, K, "bf16", lib="torch", alpha=alpha, beta=0.0, config=preset)

@@ -17,9 +17,8 @@
 //   producer is already loading): each consumer warp rounds alpha * acc to the output type into
 //   its 16 x 128 staging (stmatrix, swizzled: no bank conflicts), reads whole rows back and writes
 //   16-byte stores (beta: C read by 16-byte loads in the same pass, never when beta == 0); see
-//   store_tile. Each consumer releases a tile's last stage before its epilogue (the TMA store
-//   borrows it first: below). Where it can, the epilogue stores the staging through TMA instead
-//   (store_tile_tma; the paragraphs at the end).
+//   store_tile. Each consumer releases a tile's last stage before its epilogue. Where it can, the
+//   epilogue stores the staging through TMA instead (store_tile_tma; the paragraph at the end).
 // * setmaxnreg: the producer warpgroup gives its registers back (setmaxnreg.dec to 40; it only
 //   holds loop state) and the consumers take them (setmaxnreg.inc to 232), one if/else on the
 //   role at the top of the kernel, a cap of 168 at entry (__launch_bounds__(384, 1)). ptxas
@@ -95,24 +94,17 @@
 // 784 / 809 bf16 (1.01x): this epilogue still costs ~2-3% (alpha and rounding, stmatrix, a proxy
 // fence per box, waiting for the copy engine to read a box buffer), all of it with the tensor
 // cores idle.
-// The TMA store epilogue, second step (EPI_TMA=1 only; EPI_TMA=0's SASS is byte for byte what it
-// was): (1) every box of a warp's tile has a buffer of its own, so no lane waits for the copy
-// engine inside a tile: 2 boxes in the staging, the other 2 (at 128x256 and 256x128) in the tile's
-// last stage, which the consumers keep instead of releasing it (a named barrier first: the other
-// warpgroup's wgmmas may still read it) and release in the next tile, after its first k tile's
-// wgmmas are issued and lane 0 has seen the boxes read (cp.async.bulk.wait_group.read 0; the
-// producer needs that stage STAGES - 1 k tiles later, the same slack as every stage it refills);
-// (2) one fence.proxy.async and one bulk group per tile instead of one per box (MEMBAR.ALL.CTA +
-// FENCE.VIEW.ASYNC: 1 in SASS per tile instead of 4); (3) alpha == 1 (a uniform branch into an
-// instantiation without the 128 FMULs); (4) no zeroing of the 128 accumulators at each tile's
-// start: the tile's first k tile is issued on its own with scale-d 0, which ptxas compiles to
-// HGMMA ... RZ, !UPT (a scale-d known only at run time kept the accumulators live through the
-// epilogue, and the thread-copy variant spilled).
-// PREDICTION, written before its measurement: +0.8 to +1.5% over EPI_TMA=1 at 0328c32 at 4096^3 and
-// 8192^3 (fp16 ~751-756 / ~756-761 TFLOP/s, bf16 ~768-773 / ~795-801 from the figures above: about
-// 0.99x cuBLAS at 4096^3 and 0.99-1.0x at 8192^3), most of it from (1) and (2): the waits and
-// fences held both consumer warpgroups off the tensor cores; (3) and (4) are ~200 instructions per
-// thread per tile of ~80,000 cycles, below the noise of one sitting alone.
+// A second step on those costs was built and measured (branch epi2, be7a5fd; not in this file):
+// a buffer for every box (the 2 the staging cannot hold in the tile's last stage, released in the
+// next tile once the copy engine had read them), one proxy fence and one bulk group per tile, no
+// multiply when alpha == 1, and the tile's first wgmmas with scale-d 0 instead of zeroing the
+// accumulators. PREDICTION (written before the measurement): +0.8 to +1.5% at 4096^3 and 8192^3.
+// Measured (H100, one sitting, cuBLAS in each run; h100_wgmma_ws_epi2_new_bf16.json against
+// _base_bf16.json, 0328c32, whose code this is): bf16 765.0 / 806.3 TFLOP/s against 760.7 /
+// 805.2 (+0.6% / +0.1%), and fp16 within 0.2% of the base's 744.5 / 772.4
+// (h100_wgmma_ws_epi2_base_fp16.json; benchmarks/NOTES.md): inside the spread of one sitting, so
+// the code stays as it was. The waits and fences were not where the no-store probe's 2-3% goes
+// (benchmarks/NOTES.md says what is left).
 #include "common.cuh"
 #include "hopper.cuh"
 
@@ -179,18 +171,6 @@ constexpr int BOX_N = GL_ROW_B / 2, BOX_B = 16 * GL_ROW_B;
 constexpr int EPI_BUFS = EPI_WARP_B / BOX_B;
 static_assert(PIPE_B % 1024 == 0 && EPI_WARP_B % BOX_B == 0 && BN % BOX_N == 0,
               "the staging holds whole 2 KB boxes on the swizzle's period, and a tile whole boxes");
-// Every box of a warp's tile gets a buffer of its own, so no lane waits within a tile for the copy
-// engine to read one: EPI_BUFS in the staging, the other LENT_BOXES in the tile's last stage, which
-// the consumers lend to the epilogue instead of releasing it and release in the next tile, once the
-// copy engine has read it (consume). The stage's A or B tile, the larger, holds them: 8 warps x 2
-// boxes x 2 KB fill the 32 KB B tile at 128x256x64 and the 32 KB A tile at 256x128x64; a tile of
-// BN = 128 and one m64 block per warp needs no loan (2 boxes, 2 buffers). Every configuration the
-// registry accepts fits (BK >= 64: a stage's larger tile is at least 32 KB).
-constexpr int BOXES = MI * (BN / BOX_N);                            // a warp's boxes per tile
-constexpr int LENT_BOXES = BOXES > EPI_BUFS ? BOXES - EPI_BUFS : 0;
-constexpr bool LEND_A = A_STAGE_B >= B_STAGE_B;
-static_assert(CWARPS * LENT_BOXES * BOX_B <= (LEND_A ? A_STAGE_B : B_STAGE_B),
-              "the boxes the staging cannot hold fit in one stage's A or B tile");
 // The TMA store needs C describable by a tensor map (GL_VEC_C: 16-byte aligned base, row stride a
 // multiple of 16 bytes), beta == 0 (it writes C without reading it) and rows of whole 16-byte chunks
 // (N % 8 == 0: the copy engine writes whole chunks, and past a ragged row's end they would land in
@@ -227,10 +207,6 @@ constexpr int PRODUCER_REGS = TMA_ONLY ? 40 : 96;
 constexpr int CONSUMER_REGS = TMA_ONLY ? 232 : 200;
 static_assert(GL_WARPGROUP * (PRODUCER_REGS + WGS * CONSUMER_REGS) <= THREADS * 168,
               "the register split must fit what the block holds at launch, or the consumers' setmaxnreg.inc waits forever");
-// EPI_TMA=1 starts each tile's accumulators with the first k tile's scale-d 0 wgmmas, issued apart
-// from the k-tile loop, instead of zeroing them (consume); the thread-copy variants keep the
-// zeroing: at 200 registers the k tile issued on its own cost them a spill (12-16 bytes, CLUSTER=1).
-constexpr bool FRESH_START = EPI_TMA && TMA_ONLY;
 
 #include "ws.cuh"     // the persistent schedule, the mbarrier ring, the producer's load loop
 
@@ -239,17 +215,16 @@ constexpr bool FRESH_START = EPI_TMA && TMA_ONLY;
 // 0 / 1 are rows 0-7 / 8-15 of 8 columns, 2 / 3 the next 8) into swizzled rows: lane l names row
 // l % 16, whose staging starts at row_at, and 16-byte chunk 2 jj + l / 16 of it, stored at chunk
 // (2 jj + l / 16) ^ (l % 8) = 2 jj ^ st_x (2 jj has no bit 0).
-// SCALE = false (the TMA store's alpha == 1): no multiply (the compiler drops 1 * x, which is x).
-template <int COLS, bool SCALE = true>
+template <int COLS>
 __device__ __forceinline__ void stage_cols(const float (&acc)[BN / 8][4], int f0, unsigned row_at, int st_x,
                                            float alpha) {
-    const float s = SCALE ? alpha : 1.0f;
 #pragma unroll
     for (int jj = 0; jj < COLS / 16; ++jj) {
         const float (&a)[4] = acc[f0 + 2 * jj];
         const float (&b)[4] = acc[f0 + 2 * jj + 1];
-        gl_stmatrix_x4(row_at + ((2 * jj ^ st_x) << 4), gl_pack2(s * a[0], s * a[1]), gl_pack2(s * a[2], s * a[3]),
-                       gl_pack2(s * b[0], s * b[1]), gl_pack2(s * b[2], s * b[3]));
+        gl_stmatrix_x4(row_at + ((2 * jj ^ st_x) << 4), gl_pack2(alpha * a[0], alpha * a[1]),
+                       gl_pack2(alpha * a[2], alpha * a[3]), gl_pack2(alpha * b[0], alpha * b[1]),
+                       gl_pack2(alpha * b[2], alpha * b[3]));
     }
 }
 
@@ -291,46 +266,36 @@ __device__ __forceinline__ void store_tile(const float (&acc)[MI][BN / 8][4], un
 }
 
 // ---- epilogue by TMA (tma_store_now): one consumer warp's 16 rows of each m64 block --------------
-// Box b (16 rows x 64 columns: m64 block b / (BN / 64), columns 64 (b % (BN / 64)) ..) has a buffer
-// of its own: b < EPI_BUFS in the warp's staging, the others at `lent`, in the tile's last stage.
-// alpha * acc rounded to T goes into them by stmatrix (SCALE = false: alpha == 1), in the layout
-// TMA's 128-byte swizzle reads (16-byte chunk c of row r at chunk c ^ (r % 8) of a 128-byte row:
-// conflict-free for stmatrix as in store_tile); then ONE fence for the async proxy per tile (its
-// SASS is a MEMBAR.ALL.CTA and a FENCE.VIEW.ASYNC), and lane 0 issues every box's store
-// (cp.async.bulk.tensor; TMA clips rows past M and 16-byte chunks past N) as one bulk group and
-// goes on. The staging is written again only once the previous tile's group has been read (lane 0
-// waits; a tile's main loop has passed since, so it has been). The lent boxes are written once
-// both consumer warpgroups are past the named barrier: the other warpgroup's wgmmas may still read
-// the stage until its wgmma.wait_group; the staging's boxes come first, so the two warpgroups'
-// skew is spent stmatrixing. Against store_tile: no LDS.128, no STG.128, no per-row bounds
-// arithmetic; the consumers return to the next tile's wgmmas while the copy engine writes this
-// tile to global memory.
-template <bool SCALE>
-__device__ __forceinline__ void store_tile_tma(const float (&acc)[MI][BN / 8][4], unsigned stage, unsigned lent,
-                                               int lane, const GlTensorMap* tmC, int M, int N, int i0, int j0,
-                                               float alpha) {
-    constexpr int PER_ROW = BN / BOX_N;                     // boxes per m64 block
-    auto box_at = [&](int b) { return b < EPI_BUFS ? stage + b * BOX_B : lent + (b - EPI_BUFS) * BOX_B; };
+// Per box of 16 rows x 64 columns: alpha * acc rounded to T goes into one of the warp's EPI_BUFS
+// box buffers by stmatrix, in the layout TMA's 128-byte swizzle reads (16-byte chunk c of row r at
+// chunk c ^ (r % 8) of a 128-byte row: conflict-free for stmatrix as in store_tile); each lane
+// fences its writes for the async proxy, and lane 0 issues the box's store (cp.async.bulk.tensor,
+// one bulk group per box; TMA clips rows past M and 16-byte chunks past N) and goes on. Before a
+// buffer is written again, lane 0 waits until at most EPI_BUFS - 1 groups are still reading shared
+// memory (the box that last used it has been read), counted across passes and tiles alike. Against
+// store_tile: no LDS.128, no STG.128, no per-row bounds arithmetic; the consumers return to the
+// next tile's wgmmas while the copy engine writes this tile to global memory.
+__device__ __forceinline__ void store_tile_tma(const float (&acc)[MI][BN / 8][4], unsigned stage, int lane,
+                                               const GlTensorMap* tmC, int M, int N, int i0, int j0, float alpha) {
     // stmatrix (stage_cols): lane l names row l % 16 of a box (one 128-byte row each)
-    const unsigned st_row = (lane % 16) * GL_ROW_B;
+    const unsigned st_row = stage + (lane % 16) * GL_ROW_B;
     const int st_x = (lane / 16) ^ (lane % 8);
-    if (lane == 0) gl_bulk_wait_read<0>();                   // the previous tile's boxes read
-    __syncwarp();
 #pragma unroll
-    for (int b = 0; b < BOXES; ++b) {
-        if (LENT_BOXES > 0 && b == EPI_BUFS) gl_bar_sync<1, CONSUMERS>();   // every wgmma done with the lent stage
-        stage_cols<BOX_N, SCALE>(acc[b / PER_ROW], b % PER_ROW * BOX_N / 8, box_at(b) + st_row, st_x, alpha);
-    }
-    gl_fence_proxy_async();                                  // the tile's stmatrix visible to the copy engine
-    __syncwarp();
-    if (lane == 0) {
+    for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
-        for (int b = 0; b < BOXES; ++b) {
-            const int i = i0 + b / PER_ROW * 64, j = j0 + b % PER_ROW * BOX_N;
-            if (i < M && j < N) gl_tma_store(tmC, j, i, box_at(b));
+        for (int bx = 0; bx < BN / BOX_N; ++bx) {
+            const unsigned buf = (mi * (BN / BOX_N) + bx) % EPI_BUFS * BOX_B;
+            if (lane == 0) gl_bulk_wait_read<EPI_BUFS - 1>();   // this buffer's last box read
+            __syncwarp();
+            stage_cols<BOX_N>(acc[mi], bx * BOX_N / 8, st_row + buf, st_x, alpha);
+            gl_fence_proxy_async();                   // the box's stmatrix visible to the copy engine
+            __syncwarp();
+            if (lane == 0) {
+                const int i = i0 + mi * 64, j = j0 + bx * BOX_N;
+                if (i < M && j < N) gl_tma_store(tmC, j, i, stage + buf);
+                gl_bulk_commit();                     // one group per box, issued or not: the count above holds
+            }
         }
-        gl_bulk_commit();
-    }
 }
 
 // ---- main loop and epilogue: the consumer warpgroups ------------------------------------------
@@ -350,74 +315,41 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
     // warp % 4 owns 16 rows of each m64 block (the C-fragment layout), and its own staging
     const int warp_row = wg * WM + 16 * (warp % 4);
     const unsigned stage = sm.epi + warp * EPI_WARP_B;
-    const bool tma = tma_store_now(N, beta);
-    if (tma && warp == 0 && lane == 0) gl_tma_prefetch(tmC);   // C's map cached before any store
-    // The loan (TMA stores of more boxes than the staging holds): a tile's last stage stays the
-    // epilogue's until the next tile's first k tile is issued; lent_s is that stage (-1: none out).
-    const bool lend = LENT_BOXES > 0 && tma;
-    int lent_s = -1;
-    auto release_lent = [&]() {
-        if (lent_s >= 0) {
-            if (lane == 0) gl_bulk_wait_read<0>();
-            release(lent_s);
-        }
-    };
+    if (tma_store_now(N, beta) && warp == 0 && lane == 0) gl_tma_prefetch(tmC);   // C's map cached before any store
 
     float acc[MI][BN / 8][4];
     Ring ring;
     for (long long u = blockIdx.x / CLUSTER; u < sched.total; u += gridDim.x / CLUSTER) {
         const int2 t = sched.tile(u, rank);
         const int row0 = t.x * BM, col0 = t.y * BN;
+        gl_zero_acc(acc);
+
         // k tile kt: wait until its bytes are in, issue its KSTEPS x MI wgmmas as one commit group,
         // then wait for the group of k tile kt - 1 (one group stays in flight while the next
         // barrier is awaited) and release kt - 1's stage.
-        // After k tile 0's wgmmas are issued, the last tile's lent stage is released instead, once
-        // the copy engine has read its boxes (the producer needs it STAGES - 1 k tiles from now,
-        // as it needs every stage it refills).
-        int prev = 0, kt0 = 0;
-        if constexpr (FRESH_START) {       // k tile 0 on its own, its first wgmmas with scale-d 0
-            prev = ring.s;
-            gl_mbar_wait(sm.full(prev), ring.phase);
-            gl_wgmma_ktile<BN, MI, KSTEPS, GL_A_COL, GL_B_COL>(acc, descs, prev * A_STAGE_B, prev * B_STAGE_B, true);
-            release_lent();
-            ring.next();
-            kt0 = 1;
-        } else {
-            gl_zero_acc(acc);
-        }
-        for (int kt = kt0; kt < ktiles; ++kt) {
+        int prev = 0;
+        for (int kt = 0; kt < ktiles; ++kt) {
             const int s = ring.s;
             gl_mbar_wait(sm.full(s), ring.phase);
             gl_wgmma_ktile<BN, MI, KSTEPS, GL_A_COL, GL_B_COL>(acc, descs, s * A_STAGE_B, s * B_STAGE_B);
             if (kt > 0) release(prev);
-            else release_lent();
             prev = s;
             ring.next();
         }
         gl_wgmma_wait<0>();
 #pragma unroll
         for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
-        if (lend) lent_s = prev;  // the tile's last stage: lent to the epilogue's boxes
-        else release(prev);       // or released: the producer refills it during the epilogue
+        release(prev);          // the tile's last stage: the producer refills it during the epilogue
 
-        // ---- epilogue: through the warp's own staging (and the lent stage); a tile wholly below M
-        // (rank 1 of a cluster's last unit row) stores nothing -------------------------------------
+        // ---- epilogue: through the warp's own staging (the stages belong to the next tile by
+        // now); a tile wholly below M (rank 1 of a cluster's last unit row) stores nothing -------
         if (row0 < M) {
-            const int i0 = row0 + warp_row;
-            if (tma) {
-                const unsigned lent = (LEND_A ? sm.a_base + prev * A_STAGE_B : sm.b_base + prev * B_STAGE_B) +
-                                      warp * LENT_BOXES * BOX_B;
-                if (alpha == 1.0f) store_tile_tma<false>(acc, stage, lent, lane, tmC, M, N, i0, col0, alpha);
-                else store_tile_tma<true>(acc, stage, lent, lane, tmC, M, N, i0, col0, alpha);
-            } else {
-                store_tile(acc, stage, lane, C, ldc, M, N, i0, col0, alpha, beta);
-            }
+            if (tma_store_now(N, beta)) store_tile_tma(acc, stage, lane, tmC, M, N, row0 + warp_row, col0, alpha);
+            else store_tile(acc, stage, lane, C, ldc, M, N, row0 + warp_row, col0, alpha, beta);
         }
     }
-    // every TMA store complete before the block exits (its staging is freed with it); then the
-    // last lent stage released (with a cluster, the producers wait for every stage's last release)
-    if (tma && lane == 0) gl_bulk_wait<0>();
-    if (lent_s >= 0) release(lent_s);
+    // every TMA store complete before the block exits (its staging is freed with it)
+    if (tma_store_now(N, beta) && lane == 0) gl_bulk_wait<0>();
 }
 
 #include "ws_entry.cuh"   // the kernel entry: barriers, then the producer / consumer split

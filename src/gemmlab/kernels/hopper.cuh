@@ -121,10 +121,6 @@ template <int N>
 __device__ __forceinline__ void gl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(N)); }
 // This thread's generic-proxy shared stores (st.shared) visible to the async proxy (wgmma, TMA).
 __device__ __forceinline__ void gl_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-// Named barrier ID for the COUNT threads that reach it (whole warps; 0 is __syncthreads'): what
-// each wrote before is visible to all after, and every wgmma they waited for has finished reading.
-template <int ID, int COUNT>
-__device__ __forceinline__ void gl_bar_sync() { asm volatile("bar.sync %0, %1;\n" :: "n"(ID), "n"(COUNT) : "memory"); }
 
 // Four 8x8 matrices of 16-bit elements, held in the tensor cores' fragment layout (register r of
 // lane t: row t / 4, elements 2 (t % 4) and +1 of matrix r), to shared memory: lane t names the
@@ -218,8 +214,7 @@ __device__ __forceinline__ void gl_fence_acc(float (&d)[R][4]) {
                        GL_ACC4(d, j + 4), GL_ACC4(d, j + 5), GL_ACC4(d, j + 6), GL_ACC4(d, j + 7)
 // d += A (64 x 16, descriptor da) * B (16 x N, descriptor db) (TF32: 64 x 8 and 8 x N); TA / TB = 1:
 // that operand is MN-major in shared memory. scale_d = 0: d = A * B instead, the old d ignored (rung
-// 22's 3xTF32 starts each k tile's partial sums so, rung 21 each tile with EPI_TMA=1); the others
-// accumulate from zeros.
+// 22's 3xTF32 starts each k tile's partial sums so); the other rungs accumulate from zeros.
 
 template <int N> struct GlWgmma;
 template <> struct GlWgmma<64> {
@@ -279,26 +274,18 @@ struct GlStageDescs {
 
 // One k tile of a warpgroup's wgmmas (KSTEPS k16 steps x MI m64 blocks of N columns) issued as one
 // commit group, then a wait until at most that group is in flight: the previous k tile's wgmmas
-// have finished reading their stage, which the caller may release. fresh (a tile's first k tile,
-// rung 21; a constant at the call): the first step's wgmmas use scale-d 0, d = A * B, so the caller
-// need not zero the accumulators first (64 CS2R per thread per tile at 128x256). ptxas then gives
-// those wgmmas RZ for d's input: the old values are dead after the last tile's epilogue, as they
-// were after the zeroing (a scale-d known only at run time keeps them live through the epilogue,
-// and the thread-copy variant, 168 registers, spilled).
+// have finished reading their stage, which the caller may release.
 // LO_A / LO_B > 0 (3xTF32, rung 22): the stage also holds the small parts of A and B, LO_A / LO_B
 // bytes after the big ones; each step then issues a_lo*b_hi and a_hi*b_lo before a_hi*b_hi into the
 // same accumulators (the small terms first: they are added while the sum is still small), the
 // tile's first wgmma with scale-d 0 (the accumulators are the tile's fresh partial sums), and the
 // wait lets no group stay in flight (PENDING 0): the caller adds the partial sums at once.
 template <int N, int MI, int KSTEPS, int A_COL, int B_COL, int LO_A = 0, int LO_B = 0, typename Descs>
-__device__ __forceinline__ void gl_wgmma_ktile(float (&acc)[MI][N / 8][4], const Descs& d, unsigned a_stage, unsigned b_stage,
-                                               bool fresh = false) {
+__device__ __forceinline__ void gl_wgmma_ktile(float (&acc)[MI][N / 8][4], const Descs& d, unsigned a_stage, unsigned b_stage) {
     static_assert((LO_A == 0) == (LO_B == 0), "both operands have small parts, or neither");
     constexpr bool SPLIT = LO_A > 0;
-    if (!fresh) {       // fresh: nothing of d is read, nothing to pin
 #pragma unroll
-        for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
-    }
+    for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
     gl_wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < KSTEPS; ++kk)
@@ -308,8 +295,7 @@ __device__ __forceinline__ void gl_wgmma_ktile(float (&acc)[MI][N / 8][4], const
                 GlWgmma<N>::template mma<A_COL, 1 - B_COL>(acc[mi], d.a(a_stage + LO_A, kk, mi), d.b(b_stage, kk), kk > 0);
                 GlWgmma<N>::template mma<A_COL, 1 - B_COL>(acc[mi], d.a(a_stage, kk, mi), d.b(b_stage + LO_B, kk));
             }
-            GlWgmma<N>::template mma<A_COL, 1 - B_COL>(acc[mi], d.a(a_stage, kk, mi), d.b(b_stage, kk),
-                                                       SPLIT || kk > 0 || !fresh);
+            GlWgmma<N>::template mma<A_COL, 1 - B_COL>(acc[mi], d.a(a_stage, kk, mi), d.b(b_stage, kk));
         }
     gl_wgmma_commit();
     gl_wgmma_wait<SPLIT ? 0 : 1>();
