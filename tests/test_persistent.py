@@ -53,6 +53,21 @@ def test_every_preset_is_correct_when_its_blocks_loop_over_ragged_tiles(preset):
         assert r.ok, r.message()
 
 
+@pytest.mark.parametrize("preset", sorted(registry.get("wgmma_ws").presets))
+def test_every_preset_stores_through_tma_correctly_when_its_blocks_loop_over_ragged_tiles(preset):
+    """beta == 0, so the TMA store, with alpha 1 and not. A warp's tile of 128x256 or 256x128 is 4
+    boxes through 2 buffers (the second pair waits for the copy engine to read the first), 128x128
+    2 boxes. 2888 x 2104: blocks loop over several tiles, the buffers reused from one tile to the
+    next (with clusters, a tile wholly below M); K = 8 and 64: one k tile per output tile; K = 520:
+    more k tiles than stages."""
+    failures = []
+    for K, alpha in itertools.product((8, 64, 520), (1.0, 1.5)):
+        r = verify("wgmma_ws", 2888, 2104, K, "bf16", lib="torch", alpha=alpha, beta=0.0, config=preset)
+        if not r.ok:
+            failures.append(r.message())
+    assert not failures, "\n".join(failures)
+
+
 # The first four: M and N multiples of 8 (C's rows whole 16-byte chunks 16-byte apart in either
 # layout, so beta == 0 takes the TMA store) but not of any tile: ragged tiles in both dimensions,
 # rows and columns TMA clips; K = 33 leaves A or B (or both) to the producer's thread copy; 2888 x

@@ -94,6 +94,17 @@
 // 784 / 809 bf16 (1.01x): this epilogue still costs ~2-3% (alpha and rounding, stmatrix, a proxy
 // fence per box, waiting for the copy engine to read a box buffer), all of it with the tensor
 // cores idle.
+// A second step on those costs was built and measured (branch epi2, be7a5fd; not in this file):
+// a buffer for every box (the 2 the staging cannot hold in the tile's last stage, released in the
+// next tile once the copy engine had read them), one proxy fence and one bulk group per tile, no
+// multiply when alpha == 1, and the tile's first wgmmas with scale-d 0 instead of zeroing the
+// accumulators. PREDICTION (written before the measurement): +0.8 to +1.5% at 4096^3 and 8192^3.
+// Measured (H100, one sitting, cuBLAS in each run; h100_wgmma_ws_epi2_new_bf16.json against
+// _base_bf16.json, 0328c32, whose code this is): bf16 765.0 / 806.3 TFLOP/s against 760.7 /
+// 805.2 (+0.6% / +0.1%), and fp16 within 0.2% of the base's 744.5 / 772.4
+// (h100_wgmma_ws_epi2_base_fp16.json; benchmarks/NOTES.md): inside the spread of one sitting, so
+// the code stays as it was. The waits and fences were not where the no-store probe's 2-3% goes
+// (benchmarks/NOTES.md says what is left).
 #include "common.cuh"
 #include "hopper.cuh"
 
