@@ -27,7 +27,9 @@ def test_an_exhaustive_tune_of_a_small_space_verifies_and_times_every_candidate(
     recs = s["document"]["records"]
     assert s["evaluated"] == s["candidates"] == len(recs) == 9
     ok = [r for r in recs if r["status"] == "ok"]
-    assert ok and all(r["detail"]["rel_error"] is not None and r["vs_cublas"] for r in ok)
+    assert ok and all(r["detail"]["rel_error"] is not None for r in ok)
+    # each record's ratio comes from the peers timed in its own run (cuBLAS among them)
+    assert all(r.get("vs_cublas") for r in ok), s["document"]["peers"]
     assert s["best"]["tflops"] == max(r["tflops"] for r in ok)
     again = tune(TuneSpec("naive", shape, strategy="tpe", budget=3, storage=url),
                  GpuFactory("naive", "fp32", shape, settings=Settings(**FAST)))
