@@ -568,6 +568,13 @@ def _ws_smem(cfg) -> int:
     return 1024 + cfg["STAGES"] * (cfg["BM"] + cfg["BN"]) * cfg["BK"] * 2 + staging + 16 * cfg["STAGES"]
 
 
+def _cluster_reasons(cfg) -> list[str]:
+    """Rungs 21 and 22: clusters of 1 or 2 CTAs along M (the B tile multicast to both)."""
+    if cfg.get("CLUSTER", 1) not in (1, 2):
+        return [f"CLUSTER={cfg['CLUSTER']} must be 1 or 2 (blocks per cluster along M, sharing B by multicast)"]
+    return []
+
+
 def _ws_constraints(cfg) -> list[str]:
     """Rung 19's (``_wgmma_constraints``, with this rung's shared memory), and what
     21_wgmma_ws.cu adds: exactly two consumer warpgroups (its register split, setmaxnreg 232 for
@@ -577,8 +584,7 @@ def _ws_constraints(cfg) -> list[str]:
     if not out and cfg["BM"] != 2 * cfg["WM"]:
         out.append(f"BM={cfg['BM']} must be 2 x WM={cfg['WM']}: two consumer warpgroups (the register split "
                    f"between them and the producer is made for 384 threads)")
-    if cfg.get("CLUSTER", 1) not in (1, 2):
-        out.append(f"CLUSTER={cfg['CLUSTER']} must be 1 or 2 (blocks per cluster along M, sharing B by multicast)")
+    out += _cluster_reasons(cfg)
     if cfg.get("EPI_TMA", 0) not in (0, 1):
         out.append(f"EPI_TMA={cfg['EPI_TMA']} must be 0 (staged 16-byte stores) or 1 (TMA stores where C allows)")
     return out
@@ -607,8 +613,7 @@ def _wstf32_constraints(cfg, planes: int = 1) -> list[str]:
         out.append(f"BK={cfg['BK']} must be a multiple of 32 (a 128-byte swizzle row of FP32) and at most 256")
     if cfg["STAGES"] < 2:
         out.append(f"STAGES={cfg['STAGES']}: the pipeline needs at least 2 stages")
-    if cfg.get("CLUSTER", 1) not in (1, 2):
-        out.append(f"CLUSTER={cfg['CLUSTER']} must be 1 or 2 (blocks per cluster along M, sharing B by multicast)")
+    out += _cluster_reasons(cfg)
     if out:
         return out
     if planes * cfg["WM"] // 64 * cfg["BN"] // 2 > 128:
