@@ -163,11 +163,12 @@ def test_naive_rungs_are_the_ones_without_a_k_tile_rungs_1_to_3():
 
 def test_default_shape_times_naive_rungs_at_2048_beside_cublas_at_2048():
     groups = sched.schedule(sched.select_rungs(None, "fp32"), None)
-    assert [g.shape for g in groups] == [sched.DEFAULT_SHAPE, sched.REDUCED_SHAPE]
-    full, reduced = groups
+    assert [g.shape for g in groups] == [sched.DEFAULT_SHAPE, sched.REDUCED_SHAPE, sched.THIN_SHAPE]
+    full, reduced, thin = groups
     assert full.jobs[0].rung is None and reduced.jobs[0].rung is None  # cuBLAS first in each group
     assert [j.rung.number for j in reduced.jobs[1:]] == [1, 2, 3]
-    assert all(j.rung.number > 3 for j in full.jobs[1:])
+    assert all(j.rung.number > 3 and not j.rung.thin for j in full.jobs[1:])
+    assert [j.rung.slug for j in thin.jobs[1:]] == ["thin"]
     assert all("2048^3" in j.note and "bounded" in j.note for j in reduced.jobs[1:])
     assert all(j.requested == sched.DEFAULT_SHAPE for g in groups for j in g.jobs)
 

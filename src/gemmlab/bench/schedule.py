@@ -6,7 +6,10 @@ Keeping the default run bounded
 Without ``--shape`` the shape is 4096^3, except for the naive rungs -- those without a K tile (no
 ``BK`` parameter: every thread reads A and B straight from global memory, rungs 1-3 today), which
 reach 0.5-7 TFLOP/s -- timed at 2048^3, with a note in the table and the JSON; cuBLAS and the
-peers are timed at 2048^3 too, so their ratio compares like with like. A shape given with
+peers are timed at 2048^3 too, so their ratio compares like with like. The thin rungs (those for
+a C with a side of at most 16, ``Rung.thin``) are timed at ``THIN_SHAPE`` (4096x16x4096) instead,
+with the peers beside them: at 4096^3 such a rung reads A once per 16 columns of C, which says
+nothing about what it is for. A shape given with
 ``--shape`` is used for every rung as given. How many samples each entry gets is the timing
 engine's stopping rule (``gemmlab.measure.timing``), whose time cap bounds a slow entry.
 """
@@ -20,7 +23,7 @@ from ..core.dtypes import get as get_dtype
 from ..core.precision import resolve as resolve_precision
 from ..core.registry import Rung, for_dtype, get
 from ..core.shapes import BENCH_SHAPE as DEFAULT_SHAPE
-from ..core.shapes import REDUCED_SHAPE, Shape, fmt_shape, parse_shapes
+from ..core.shapes import REDUCED_SHAPE, THIN_SHAPE, Shape, fmt_shape, parse_shapes
 
 PEER_TITLES = {"cublas": "cuBLAS", "triton": "Triton (autotuned)"}
 AUTO = "auto"   # a bench entry of its own: what kernel="auto" picks for each shape (rung and config)
@@ -140,8 +143,10 @@ def schedule(rungs: Sequence[Rung], shapes: Sequence[Shape] | None = None,
             groups[s].jobs.append(Job(None, s, s, "", peer=AUTO, auto=True))
     if shapes is None:
         reduced_note = f"naive rung: timed at {fmt_shape(REDUCED_SHAPE)} to keep the run bounded"
-        full = [r for r in rungs if not is_naive(r)]
+        thin_note = f"thin rung: timed at {fmt_shape(THIN_SHAPE)}, the kind of problem it is for"
+        full = [r for r in rungs if not is_naive(r) and not r.thin]
         naive = [r for r in rungs if is_naive(r)]
+        thin = [r for r in rungs if r.thin]
         if full:
             add_peers(DEFAULT_SHAPE, DEFAULT_SHAPE, "")
             for r in full:
@@ -151,6 +156,10 @@ def schedule(rungs: Sequence[Rung], shapes: Sequence[Shape] | None = None,
                       f"the reference of the naive rungs at {fmt_shape(REDUCED_SHAPE)}" if full else "")
             for r in naive:
                 add(DEFAULT_SHAPE, REDUCED_SHAPE, r, reduced_note)
+        if thin:
+            add_peers(DEFAULT_SHAPE, THIN_SHAPE, f"the reference of the thin rungs at {fmt_shape(THIN_SHAPE)}")
+            for r in thin:
+                add(DEFAULT_SHAPE, THIN_SHAPE, r, thin_note)
     else:
         for s in shapes:
             add_peers(s, s, "")

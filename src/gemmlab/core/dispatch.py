@@ -11,7 +11,10 @@ A named rung runs with the configuration given (its defaults when none). ``auto`
 2. **defaults** -- a small table per architecture shipped with gemmlab
    (``gemmlab/data/defaults_sm90.json``: written by ``gemmlab tune --suite ... --emit-defaults``
    on that GPU; the file says where its entries come from).
-3. **rule** -- the top rung for the dtype on this architecture (the ladder improves rung by rung),
+3. **rule** -- for a thin problem (its M or N, in the kernel's view, at most a thin rung's
+   ``Rung.thin``: 16x4096x4096, 4096x16x4096) the thin rung with ``registry.thin_rule_config``'s
+   tile and split (``_thin``); otherwise the top rung for the dtype on this architecture, never a
+   thin one (the ladder improves rung by rung),
    its default tile, a preset instead when the default pads a skinny problem by a third or more,
    split-K when the output tiles leave more than half of the SMs idle, and the preset of half the
    tile's width when it fills the SMs better (``rule_config``); a top rung that cannot split K
@@ -58,7 +61,7 @@ from . import dtypes, packing
 from .arch import arch_number
 from .compile import cache_dir
 from .problem import GemmProblem
-from .registry import MAX_GRID_Y, Rung, for_dtype, get
+from .registry import MAX_GRID_Y, Rung, for_dtype, get, thin_rule_config
 
 log = logging.getLogger("gemmlab")
 LOG_DISPATCH = os.environ.get("GEMMLAB_LOG_DISPATCH", "") not in ("", "0")
@@ -254,21 +257,42 @@ def _rule(problem: GemmProblem, arch, sm_count: int, precision: str | None = Non
     K and its output tiles would leave more than half of the SMs idle: then the highest rung that
     can split, with its own rule (fp16/bf16 on sm_90a: rung 21 is persistent but has no split-K, so
     128x4096x4096's 16 tiles of 128x256 go to rung 19, split in 8, or its 128x128 tile)."""
-    rung = choose(problem, "auto", arch, precision)
     kp = problem.kernel_view()
+    thin = _thin(kp, problem.dtype, arch, sm_count, precision)
+    if thin is not None:
+        return thin
+    rung = choose(problem, "auto", arch, precision)
     lower = _split_pass_loses(rung, problem, arch, sm_count, precision)
     if lower is not None:
         return lower
     cfg0 = rung.config(None, _own(rung, problem.dtype, precision))
     tiles = -(-kp.M // cfg0["BM"]) * -(-kp.N // cfg0["BN"])
     if "SPLITK" not in rung.params and 2 * tiles <= sm_count:
-        splitting = [r for r in for_dtype(problem.dtype, arch, precision) if "SPLITK" in r.params]
+        splitting = [r for r in for_dtype(problem.dtype, arch, precision, thin=False) if "SPLITK" in r.params]
         if splitting:
             cfg, why = rule_config(splitting[-1], kp.M, kp.N, kp.K, sm_count)
             return Choice(splitting[-1], cfg, "rule", f"{rung.slug} cannot split K and its {tiles} tiles would leave "
                                                       f"more than half of {sm_count} SMs idle: {splitting[-1].slug}; {why}")
     cfg, why = rule_config(rung, kp.M, kp.N, kp.K, sm_count, _own(rung, problem.dtype, precision))
     return Choice(rung, cfg, "rule", why)
+
+
+def _thin(kp, dtype: str, arch, sm_count: int, precision: str | None) -> Choice | None:
+    """The thin rung for a kernel-view problem with M or N at most its ``Rung.thin`` (None when
+    there is none or the problem is not thin): ``thin_rule_config``'s tile, split in K like any
+    rung (``_split``) where its blocks would leave more than half of the SMs idle."""
+    side = min(kp.M, kp.N)
+    for rung in reversed(for_dtype(dtype, arch, precision, thin=True)):
+        if side <= rung.thin:
+            cfg = thin_rule_config(rung, kp.M, kp.N)
+            which = "N" if kp.N <= kp.M else "M"
+            why = f"thin problem ({which}={side} <= {rung.thin}): {cfg['BM']}x{cfg['BN']} tiles"
+            split = _split(cfg, kp.M, kp.N, kp.K, sm_count)
+            if split > 1:
+                cfg = dict(cfg, SPLITK=split)
+                why += f"; split-K {split}: {-(-kp.M // cfg['BM']) * -(-kp.N // cfg['BN'])} blocks for {sm_count} SMs, K={kp.K}"
+            return Choice(rung, cfg, "rule", why)
+    return None
 
 
 def _own(rung: Rung, dtype: str, precision: str | None) -> str:
@@ -291,7 +315,7 @@ def _split_pass_loses(rung: Rung, problem: GemmProblem, arch, sm_count: int, pre
     (its bytes at the copy rate and a launch per operand) predicts the top rung slower (small
     problems, where the pass's launches and the half-empty persistent grid dominate); else None."""
     own = _own(rung, problem.dtype, precision)
-    others = for_dtype(problem.dtype, arch, precision)[:-1]
+    others = for_dtype(problem.dtype, arch, precision, thin=False)[:-1]
     if rung.planes_for(own) == 1 or not others:
         return None
     kp = problem.kernel_view()
@@ -371,7 +395,8 @@ def with_packing(choice: Choice, problem: GemmProblem, sm_count: int, precision:
 def choose(problem: GemmProblem, kernel: str = "auto", arch: str | int | None = None,
            precision: str | None = None) -> Rung:
     """The rung to run: ``kernel`` forced by slug (ValueError when it cannot compute the dtype in
-    ``precision``; None: its own default), or the top rung for the dtype and precision (and,
+    ``precision``; None: its own default), or the top rung for the dtype and precision, never a
+    thin one (``Rung.thin``: ``_rule`` gives those the thin problems) (and,
     when ``arch`` is given, the architecture; otherwise the launch checks it)."""
     if not isinstance(kernel, str):
         raise TypeError(f"kernel must be a string (a rung slug or 'auto'), got {type(kernel).__name__}")
@@ -379,7 +404,7 @@ def choose(problem: GemmProblem, kernel: str = "auto", arch: str | int | None = 
         rung = get(kernel)
         rung.require(problem.dtype, precision=precision)
         return rung
-    candidates = for_dtype(problem.dtype, arch, precision)
+    candidates = for_dtype(problem.dtype, arch, precision, thin=False)
     if not candidates:
         what = problem.dtype if precision is None else f"{problem.dtype} in precision {precision}"
         raise ValueError(f"no rung supports {what} on {arch}")

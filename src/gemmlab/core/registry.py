@@ -90,6 +90,9 @@ class Rung:
                                        # defaults that differ in it (a stage holding two planes needs a smaller tile)
     precision_presets: Mapping[str, Mapping[str, Mapping[str, int]]] = field(default_factory=dict)  # precision
                                        # -> its presets, instead of ``presets``
+    thin: int = 0                      # a rung for thin problems only (rung 23): the rule gives it the
+                                       # problems whose M or N (kernel view) is at most this, and never
+                                       # takes it as the top rung of its dtype; 0: an ordinary rung
 
     def __post_init__(self):
         if not self.precisions:
@@ -674,6 +677,61 @@ def _tf32_constraints(cfg) -> list[str]:
     return out + (_tf32_regs(cfg) if 32 <= threads <= 1024 else [])
 
 
+# ---- rung 23 (thin): one side of C at most 32 wide -----------------------------------------------
+THIN_MAX = 32           # the widest thin side the kernel takes (its 4-k chunks x 8 k groups)
+
+
+def thin_sides(cfg) -> tuple[int, int]:
+    """(thin, wide) sides of a thin tile: N is the thin one when BN <= BM, else M (23_thin.cu)."""
+    return min(cfg["BM"], cfg["BN"]), max(cfg["BM"], cfg["BN"])
+
+
+def _thin_smem(cfg) -> int:
+    """23_thin.cu's dynamic shared memory, the larger of its two uses: STAGES stages of the wide
+    operand's BR x BK tile (rows padded by 16 floats in the layout that pads) and the thin one's
+    BK x NS tile (rows of NS + 4 floats when NS/4 is even), or after the K loop the THREADS/4
+    slots of BR x NS partial sums (+4 floats each), FP32."""
+    ns, br = thin_sides(cfg)
+    q_ld = ns + (0 if (ns // 4) % 2 else 4)
+    pipe = cfg["STAGES"] * cfg["BK"] * (br + (16 if br % 32 == 0 else 0) + q_ld) * 4
+    red = cfg["THREADS"] // 4 * (br * ns + 4) * 4
+    return max(pipe, red)
+
+
+def _thin_constraints(cfg) -> list[str]:
+    """What 23_thin.cu static_asserts: a thin side of 4..32 in steps of 4, a wide side of whole
+    16-row groups, whole 4-k chunks of each K tile per thread (BK a multiple of THREADS), at most
+    128 partial sums per thread, at least 2 stages; shared memory within a block's."""
+    ns, br = thin_sides(cfg)
+    out = []
+    if ns % 4 or ns > THIN_MAX:
+        out.append(f"the thin side min(BM, BN)={ns} must be a multiple of 4, at most {THIN_MAX}")
+    if br % 16:
+        out.append(f"the wide side max(BM, BN)={br} must be a multiple of 16 (4 row groups of float4)")
+    if cfg["BK"] % cfg["THREADS"]:
+        out.append(f"BK={cfg['BK']} must be a multiple of THREADS={cfg['THREADS']} (each thread takes whole 4-k "
+                   f"chunks of every K tile)")
+    if br // 4 * ns > 128:
+        out.append(f"a {cfg['BM']}x{cfg['BN']} tile gives each thread {br // 4}x{ns} = {br // 4 * ns} partial sums; "
+                   f"at most 128 fit the registers")
+    if cfg["STAGES"] < 2:
+        out.append(f"STAGES={cfg['STAGES']} must be at least 2 (a stage in flight while one is computed)")
+    if not out and _thin_smem(cfg) > MAX_SMEM_PER_BLOCK:
+        out.append(f"the tile needs {_thin_smem(cfg)} B of shared memory; a block may have at most {MAX_SMEM_PER_BLOCK} B")
+    return out
+
+
+def thin_rule_config(rung: Rung, M: int, N: int) -> dict[str, int]:
+    """The thin tile for a kernel-view M x N (one of them at most ``rung.thin``): the thin side the
+    smallest of 4, 8, 16, 32 that holds it, the wide side the most that keeps 128 partial sums per
+    thread (at most 64 rows: more per block leave fewer blocks for the SMs), the rung's other defaults."""
+    thin = min(M, N)
+    ns = next(s for s in (4, 8, 16, 32) if s >= min(thin, THIN_MAX))
+    br = min(64, 512 // ns)
+    bm, bn = (br, ns) if N <= M else (ns, br)
+    return rung.config({"BM": bm, "BN": bn})
+
+
 # ---- the ladder --------------------------------------------------------------------------------
 _SIMPLE32 = {"BM": 32, "BN": 32, "THREADS": 1024}
 _SMEM32 = {"BM": 32, "BN": 32, "BK": 32, "THREADS": 1024}
@@ -944,6 +1002,20 @@ RUNGS: tuple[Rung, ...] = (
         tensor_maps=True, persistent=True, k_major=True,
         space={"BN": (128, 256), "BK": (32, 64), "STAGES": (2, 3, 4, 5, 6), "CLUSTER": (1, 2)},
     ),
+    Rung(
+        23, "thin", "Thin GEMM: the wide operand streamed once, K split over the warps",
+        "For C with a side of at most 32: BR x NS tiles, the wide operand copied once by 16-byte cp.async in its own layout, the thin one read by broadcast, each warp a share of every K tile, the partial sums added in shared memory in a fixed order.",
+        ("beyond the seeds: issue 9's few-output-tile shapes (16x4096x4096, 4096x16x4096)",), "23_thin.cu",
+        params={"BM": 32, "BN": 16, "BK": 128, "THREADS": 128, "STAGES": 3, "SPLITK": 1},
+        presets={"tall": {"BM": 32, "BN": 16, "BK": 128, "THREADS": 128, "STAGES": 3},
+                 "wide": {"BM": 16, "BN": 32, "BK": 128, "THREADS": 128, "STAGES": 3},
+                 "tall8": {"BM": 64, "BN": 8, "BK": 128, "THREADS": 128, "STAGES": 3},
+                 "wide8": {"BM": 8, "BN": 64, "BK": 128, "THREADS": 128, "STAGES": 3}},
+        constraints=lambda c: _thin_constraints(c) + _splitk_constraints(c), smem=_thin_smem,
+        sass_claims=("LDGSTS", "LDS.128", "FFMA"), min_arch=80, thin=16,
+        space={"BM": (4, 8, 16, 32, 64, 128), "BN": (4, 8, 16, 32, 64, 128), "BK": (64, 128, 256),
+               "THREADS": (64, 128, 256), "STAGES": (2, 3, 4, 6), "SPLITK": SPLITK_SPACE},
+    ),
 )
 
 _BY_SLUG = {r.slug: r for r in RUNGS}
@@ -959,12 +1031,15 @@ def landmarks() -> tuple[Rung, ...]:
     return tuple(r for r in RUNGS if r.landmark)
 
 
-def for_dtype(dtype: str, arch: str | int | None = None, precision: str | None = None) -> tuple[Rung, ...]:
+def for_dtype(dtype: str, arch: str | int | None = None, precision: str | None = None,
+              thin: bool | None = None) -> tuple[Rung, ...]:
     """The rungs that take ``dtype`` and compute it in ``precision`` (None: the dtype's exact one)
-    (and run on ``arch`` when given), in ladder order."""
+    (and run on ``arch`` when given), in ladder order; ``thin`` True / False: only the thin rungs
+    (``Rung.thin``) / only the others, None: all."""
     get_dtype(dtype)
     want = resolve_precision(dtype, precision)
-    return tuple(r for r in RUNGS if dtype in r.dtypes and want in r.precisions and (arch is None or r.runs_on(arch)))
+    return tuple(r for r in RUNGS if dtype in r.dtypes and want in r.precisions and (arch is None or r.runs_on(arch))
+                 and (thin is None or bool(r.thin) == thin))
 
 
 def get(name: str) -> Rung:

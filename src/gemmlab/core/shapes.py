@@ -8,6 +8,7 @@ Shape = tuple[int, int, int]
 # ---- the defaults: the one place they are defined ---------------------------------------------
 BENCH_SHAPE: Shape = (4096, 4096, 4096)       # bench and the report's ladder
 REDUCED_SHAPE: Shape = (2048, 2048, 2048)     # the naive rungs (no K tile) in the default bench
+THIN_SHAPE: Shape = (4096, 16, 4096)          # the thin rungs (registry.Rung.thin) in the default bench
 PROFILE_SHAPE: Shape = (2048, 2048, 2048)     # Nsight Compute replays each kernel many times
 SWEEP_SIZES: tuple[int, ...] = (256, 512, 1024, 2048, 4096)  # the report's size sweep (square)
 CEILING_SHAPE: Shape = (8192, 8192, 8192)     # cuBLAS at its best: the report's compute ceiling
