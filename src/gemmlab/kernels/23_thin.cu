@@ -249,24 +249,47 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
         const float* ps = smem + (t % STAGES) * STAGE;
         const float* qs = ps + P_STAGE;
         if constexpr (P_KC) {
-            // chunk c: k = 4c .. 4c+3 of the tile; its 4 k of TR rows, then Q's 4 rows of NS
+            // chunk c: k = 4c .. 4c+3 of the tile. The smaller of the two fragments is held whole:
+            // TR <= NS: the 4 k of every row (4*TR registers), then Q one k row at a time;
+            // else Q's 4 k rows (4*NS registers), then P one row at a time (64x8 tiles spilled
+            // 8-16 bytes holding 16 rows' float4)
 #pragma unroll
             for (int s = 0; s < BK / (32 * WARPS); ++s) {
                 const int c = lk + 8 * (warp + WARPS * s);
-                float4 p[TR];
+                if constexpr (TR <= NS) {
+                    float4 p[TR];
 #pragma unroll
-                for (int r = 0; r < TR; ++r) p[r] = *reinterpret_cast<const float4*>(&ps[(lr + 4 * r) * P_LD + 4 * c]);
+                    for (int r = 0; r < TR; ++r) p[r] = *reinterpret_cast<const float4*>(&ps[(lr + 4 * r) * P_LD + 4 * c]);
 #pragma unroll
-                for (int kk = 0; kk < 4; ++kk) {
-                    float q[NS];
+                    for (int kk = 0; kk < 4; ++kk) {
+                        float q[NS];
 #pragma unroll
-                    for (int j = 0; j < NS; j += 4)
-                        *reinterpret_cast<float4*>(&q[j]) = *reinterpret_cast<const float4*>(&qs[(kk * (BK / 4) + c) * Q_LD + j]);
+                        for (int j = 0; j < NS; j += 4)
+                            *reinterpret_cast<float4*>(&q[j]) = *reinterpret_cast<const float4*>(&qs[(kk * (BK / 4) + c) * Q_LD + j]);
+#pragma unroll
+                        for (int r = 0; r < TR; ++r) {
+                            const float a = kk == 0 ? p[r].x : kk == 1 ? p[r].y : kk == 2 ? p[r].z : p[r].w;
+#pragma unroll
+                            for (int j = 0; j < NS; ++j) acc[r][j] = fmaf(a, q[j], acc[r][j]);
+                        }
+                    }
+                } else {
+                    float q[4][NS];
+#pragma unroll
+                    for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+                        for (int j = 0; j < NS; j += 4)
+                            *reinterpret_cast<float4*>(&q[kk][j]) = *reinterpret_cast<const float4*>(&qs[(kk * (BK / 4) + c) * Q_LD + j]);
 #pragma unroll
                     for (int r = 0; r < TR; ++r) {
-                        const float a = kk == 0 ? p[r].x : kk == 1 ? p[r].y : kk == 2 ? p[r].z : p[r].w;
+                        const float4 p = *reinterpret_cast<const float4*>(&ps[(lr + 4 * r) * P_LD + 4 * c]);
 #pragma unroll
-                        for (int j = 0; j < NS; ++j) acc[r][j] = fmaf(a, q[j], acc[r][j]);
+                        for (int j = 0; j < NS; ++j) {
+                            acc[r][j] = fmaf(p.x, q[0][j], acc[r][j]);
+                            acc[r][j] = fmaf(p.y, q[1][j], acc[r][j]);
+                            acc[r][j] = fmaf(p.z, q[2][j], acc[r][j]);
+                            acc[r][j] = fmaf(p.w, q[3][j], acc[r][j]);
+                        }
                     }
                 }
             }
