@@ -187,7 +187,7 @@ def test_auto_does_not_pack_operands_the_fast_path_reads(no_tuned):
 
 
 def test_auto_does_not_pack_where_the_copy_costs_more_than_it_saves(no_tuned):
-    c = dispatch.decide(problem(7, 5, 3), "auto", None, H100)
+    c = dispatch.decide(problem(37, 41, 3), "auto", None, H100)    # (7 x 5 is thin: rung 23, no PACK)
     assert c.config["PACK"] == 0 and "no packing (copies ~" in c.reason
 
 

@@ -43,8 +43,9 @@ def test_the_thin_side_must_be_a_multiple_of_4_up_to_32():
     assert any("thin side" in p for p in THIN.check_config(THIN.config() | {"BM": 64, "BN": 64}))
 
 
-def test_the_wide_side_is_whole_groups_of_16_rows():
+def test_the_wide_side_is_16_or_32_rows():
     assert any("wide side" in p for p in THIN.check_config(THIN.config() | {"BM": 40, "BN": 8}))
+    assert any("wide side" in p for p in THIN.check_config(THIN.config() | {"BM": 64, "BN": 8}))
 
 
 def test_each_thread_takes_whole_chunks_of_a_k_tile():
@@ -52,8 +53,8 @@ def test_each_thread_takes_whole_chunks_of_a_k_tile():
 
 
 def test_more_than_128_partial_sums_per_thread_is_refused():
-    # 64 rows x 16 columns: 16 rows x 16 columns per thread
-    assert any("partial sums" in p for p in THIN.check_config(THIN.config() | {"BM": 64, "BN": 16}))
+    # 32 rows x 32 columns: 8 rows x 32 columns per thread
+    assert any("partial sums" in p for p in THIN.check_config(THIN.config() | {"BM": 32, "BN": 32}))
 
 
 def test_both_orientations_are_accepted():
@@ -69,8 +70,9 @@ def test_a_thin_rung_is_never_the_top_rung_of_its_dtype():
 
 
 # ---- the rule ------------------------------------------------------------------------------------
-@pytest.mark.parametrize("M,N,bm,bn", [(4096, 16, 32, 16), (16, 4096, 16, 32), (4096, 1, 64, 4),
-                                       (3, 4096, 4, 64), (4096, 8, 64, 8), (12, 12, 32, 16)])
+@pytest.mark.parametrize("M,N,bm,bn", [(4096, 16, 32, 16), (16, 4096, 16, 32), (4096, 1, 32, 4),
+                                       (3, 4096, 4, 32), (4096, 8, 32, 8), (12, 12, 32, 16),
+                                       (4096, 30, 16, 32)])
 def test_the_rule_tile_fits_the_thin_side_in_the_right_orientation(M, N, bm, bn):
     cfg = registry.thin_rule_config(THIN, M, N)
     assert (cfg["BM"], cfg["BN"]) == (bm, bn)
@@ -84,9 +86,9 @@ def test_auto_gives_a_thin_problem_to_the_thin_rung(rule_only):
 
 
 def test_auto_splits_k_when_the_thin_blocks_leave_most_sms_idle(rule_only):
-    # 1 x 4096: 64 blocks of 4 x 64 on 132 SMs, K = 4096: split in 2
-    cfg = dispatch.decide(problem(1, 4096, 4096), device=H100).config
-    assert (cfg["BM"], cfg["BN"], cfg["SPLITK"]) == (4, 64, 2)
+    # 1 x 1024: 32 blocks of 4 x 32 on 132 SMs, K = 4096: split in 4
+    cfg = dispatch.decide(problem(1, 1024, 4096), device=H100).config
+    assert (cfg["BM"], cfg["BN"], cfg["SPLITK"]) == (4, 32, 4)
 
 
 def test_a_column_major_c_turns_a_thin_m_into_a_thin_n_for_the_kernel(rule_only):

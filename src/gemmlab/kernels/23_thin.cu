@@ -67,7 +67,7 @@ constexpr int WARPS = THREADS / 32;
 constexpr int TR = BR / 4;                         // rows of P per thread (4 row groups per warp)
 constexpr int SLOTS = 8 * WARPS;                   // threads sharing one row set: 8 k groups per warp
 static_assert(NS % 4 == 0 && NS <= 32, "the thin side min(BM, BN) must be 4, 8, ..., 32");
-static_assert(BR % 16 == 0, "the wide side max(BM, BN) must be a multiple of 16");
+static_assert(BR == 16 || BR == 32, "the wide side max(BM, BN) must be 16 or 32 (64 rows spilled under NVRTC 13.0)");
 static_assert(THREADS % 32 == 0 && BK % THREADS == 0, "BK must be a multiple of THREADS: every thread takes whole 4-k chunks of a tile");
 static_assert(TR * NS <= 128, "at most 128 partial sums per thread: (max(BM,BN)/4) * min(BM,BN) <= 128");
 static_assert(STAGES >= 2, "the pipeline needs at least 2 stages");
