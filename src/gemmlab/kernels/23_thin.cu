@@ -43,6 +43,13 @@
 // the ~23 GB/s per SM the memory rate asks for). Time ~24-28 us (A's 64 MB at 2.3-2.7 TB/s plus
 // the prologue), 1.9-2.2x cuBLAS; 16x4096x4096 (B row-major: the MC case) the same bytes, ~3x
 // cuBLAS's 87.7 us. Registers ~200 in the KC case (128 sums, 8 float4 of P, 4 of Q), no spills.
+// Measured (H100, h100_fp32_suite.json at 24b47b5, the tuned entries of h100_tune_thin_*.json):
+// 4096x16x4096 38.9 us, 1.37x cuBLAS (32x16, BK 256, 3 stages); 16x4096x4096 40.1 us, 2.18x
+// (16x16, BK 256, 2 stages): short of the prediction. A's 64 MB at 1.7 TB/s, the rate of
+// torch's own row sum over the same matrix (38.5 us, benchmarks/NOTES.md). Nsight Compute
+// (4 warps per block): DRAM 65% busy, a warp issuing 40% of its cycles; 8 warps per block ran
+// no faster (39.0 us), nor did 4 or 6 stages: the rate is the memory's for this access, not the
+// issue rate's. Registers 255 (NVRTC 13.5) in the KC case, none spilled under NVRTC 13.0 or 13.5.
 #include "common.cuh"
 
 #if GL_DTYPE != 0
