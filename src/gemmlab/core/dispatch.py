@@ -354,7 +354,7 @@ PACK_MAX_BYTES = 1 << 30      # auto never takes more workspace than this for co
 ALIGNED_TFLOPS = {"wgmma_tma": 733.2, "wgmma_ws": 733.2, "mma_sync": 443.0, "async_simt": 46.8,
                   "tf32_mma/tf32": 127.1, "tf32_mma/3xtf32": 50.1, "wgmma_tf32/3xtf32": 125.0}
 # async_simt (rung 18) measured at 127x4097x1023 fp32 with its shipped tile (SPLITK 3): 105.7 us
-# unpacked (0.38x cuBLAS, h100_fp32_suite.json), 112 us packed with copies estimated at ~16 us
+# unpacked (0.38x cuBLAS, h100_fp32_suite.json as committed in 187138a), 112 us packed with copies estimated at ~16 us
 # (0.35x, h100_pack_fp32.json): its 4-byte copies cost at most ~1.1x its 16-byte ones, not 5/3
 UNALIGNED_SLOWDOWN = {"wgmma_tma": 733.2 / 88.3, "wgmma_ws": 733.2 / 88.3, "mma_sync": 443.0 / 66.8,
                       "async_simt": 1.1}

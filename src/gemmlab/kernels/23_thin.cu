@@ -8,7 +8,7 @@
 // regime. Rung 18 with its `tall` 128x32 tile pads N = 16 to 32, copies a row-major A to shared
 // memory 4 bytes at a time (it transposes A on the way, for its k-major fragments), and needs
 // split-K with an FP32 workspace to fill the SMs: 69.9 us, 0.75x cuBLAS (52.7 us) in
-// h100_fp32_suite.json. cuBLAS itself runs 2.5x the memory time there.
+// h100_fp32_suite.json as committed in 3ffc184. cuBLAS itself runs 2.5x the memory time there.
 //
 // What changes:
 // * The tile is wide x thin: BR rows of the wide operand P by NS (4..32) columns of the thin one
@@ -42,14 +42,15 @@
 // and a thread's share of it is 8 copies, 24 LDS.128 and 512 FFMA (~600 cycles per tile: 2.5x
 // the ~23 GB/s per SM the memory rate asks for). Time ~24-28 us (A's 64 MB at 2.3-2.7 TB/s plus
 // the prologue), 1.9-2.2x cuBLAS; 16x4096x4096 (B row-major: the MC case) the same bytes, ~3x
-// cuBLAS's 87.7 us. Registers ~200 in the KC case (128 sums, 8 float4 of P, 4 of Q), no spills.
+// cuBLAS's 87.7 us (the same file). Registers ~200 in the KC case (128 sums, 8 float4 of P, 4
+// of Q), no spills.
 // Measured (H100, h100_fp32_suite.json at 24b47b5, the tuned entries of h100_tune_thin_*.json):
 // 4096x16x4096 38.9 us, 1.37x cuBLAS (32x16, BK 256, 3 stages); 16x4096x4096 40.1 us, 2.18x
-// (16x16, BK 256, 2 stages): short of the prediction. A's 64 MB at 1.7 TB/s, the rate of
-// torch's own row sum over the same matrix (38.5 us, benchmarks/NOTES.md). Nsight Compute
-// (4 warps per block): DRAM 65% busy, a warp issuing 40% of its cycles; 8 warps per block ran
-// no faster (39.0 us), nor did 4 or 6 stages: the rate is the memory's for this access, not the
-// issue rate's. Registers 255 (NVRTC 13.5) in the KC case, none spilled under NVRTC 13.0 or 13.5.
+// (16x16, BK 256, 2 stages): short of the prediction, A's 64 MB at 1.7 TB/s. Nsight Compute
+// (benchmarks/profiles/h100_profile_thin_fp32_*.json, 4 warps per block): DRAM 65% busy, a warp
+// issuing 39% of its cycles; 8 warps per block ran no faster (39.0 us), nor did 4 or 6 stages
+// (h100_tune_thin_4096x16x4096.json): the limit is the memory's rate for this access, not the
+// issue rate. Registers 255 (NVRTC 13.5) in the KC case, none spilled under NVRTC 13.0 or 13.5.
 #include "common.cuh"
 
 #if GL_DTYPE != 0
