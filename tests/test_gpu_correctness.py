@@ -191,3 +191,17 @@ def test_plan_runs_repeatedly_with_the_same_result():
     first = c.copy()
     p.run()
     assert bool((c == first).all())
+
+
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda l: "".join("C" if x else "R" for x in l))
+@pytest.mark.parametrize("config", [None, "BM=128,BN=128,BK=8,WM=64,WN=32,TM=8,TN=8,SPLITK=4",
+                                    "BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=8,STAGES=3"])
+def test_async_simt_edge_blocks_over_many_full_k_tiles_match_cublas(config, layout):
+    """M = 127 < BM and N = 1 past a tile: every block is an edge block, and each copies its full-K
+    tiles on the edge path (bounds from compile-time offsets), not the checked one; also with 16-byte
+    operands (ld_pad makes N's rows aligned: the partial 16-byte copies at the last column tile)."""
+    a_col, b_col, c_col = layout
+    for M, N, K, pad in [(127, 4097, 1023, 0), (127, 257, 1023, 3), (65, 130, 200, 2)]:
+        r = verify("async_simt", M, N, K, "fp32", a_col=a_col, b_col=b_col, c_col=c_col, alpha=1.5, beta=-0.75,
+                   ld_pad=pad, config=config)
+        assert r.ok, r.message()

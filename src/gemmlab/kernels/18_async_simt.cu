@@ -167,6 +167,22 @@ struct StageCopy {
                 copy(dst + 4u * (dk(p) * LDS + dmn(p)), src + goff(dk(p), dmn(p), ld), 4 * W);
     }
 
+    // A full-K stage of an edge block (part of the tile's mn range outside the matrix): the copies
+    // of `full`, at the same compile-time offsets, each reading only what lies inside. `left` is
+    // n_mn minus the mn of this thread's copy 0: copy p has left - dmn(p) elements inside (<= 0:
+    // it reads nothing, src-size 0, pointed at P). Three instructions per copy more than `full`,
+    // instead of the checked path's index arithmetic: with M = 127 and BM = 128 every block is an
+    // edge block, and the checked path ran its whole K loop at about half speed.
+    __device__ static __forceinline__ void edge(unsigned dst, const float* __restrict__ src, const float* __restrict__ P,
+                                                int ld, int left, int tid) {
+#pragma unroll
+        for (int p = 0; p < PER; ++p)
+            if (TOTAL % THREADS == 0 || tid + p * THREADS < TOTAL) {
+                const int bytes = 4 * max(0, min(W, left - dmn(p)));
+                copy(dst + 4u * (dk(p) * LDS + dmn(p)), bytes ? src + goff(dk(p), dmn(p), ld) : P, bytes);
+            }
+    }
+
     // Any stage: each copy reads only the bytes inside the matrix (cp.async src-size), the hardware
     // zero-fills the rest; a copy wholly outside reads nothing (src-size 0, pointed at P itself).
     __device__ static __forceinline__ void checked(unsigned s_tile, const float* __restrict__ P, int ld, int mn0, int k0,
@@ -231,9 +247,20 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
     auto issue = [&](int t) {
         if (t < tiles) {
             const unsigned s = s_base + 4u * (unsigned)(ws * STAGE);
-            if (CopyA::UNIFORM && CopyB::UNIFORM && inside_mn && (t + 1) * BK <= K) {
-                CopyA::full(s + a_dst, a_src, lda, tid);
-                CopyB::full(s + b_dst, b_src, ldb, tid);
+            if (CopyA::UNIFORM && CopyB::UNIFORM && (t + 1) * BK <= K) {
+                if (inside_mn) {
+                    CopyA::full(s + a_dst, a_src, lda, tid);
+                    CopyB::full(s + b_dst, b_src, ldb, tid);
+                } else {
+                    // this thread's copy-0 (m, n), recomputed from an opaque tid so that the interior
+                    // path holds no extra registers for it
+                    int u = tid, k_, m_, n_;
+                    asm volatile("" : "+r"(u));
+                    CopyA::at(u, k_, m_);
+                    CopyB::at(u, k_, n_);
+                    CopyA::edge(s + a_dst, a_src, A, lda, M - row0 - m_, tid);
+                    CopyB::edge(s + b_dst, b_src, B, ldb, N - col0 - n_, tid);
+                }
             } else {
                 CopyA::checked(s, A, lda, row0, t * BK, M, K, tid);
                 CopyB::checked(s + 4u * A_STAGE, B, ldb, col0, t * BK, N, K, tid);
