@@ -107,6 +107,19 @@ def test_a_run_measures_its_starting_points_before_the_strategys_proposals(tmp_p
     assert len(starts) >= 5 and first == starts
 
 
+def test_the_callers_starting_configurations_are_measured_first_in_the_order_given(tmp_path):
+    f = Recording(landscape("async_simt"))
+    mine = ["BM=64,BN=64,WM=32,WN=32,TM=4,TN=8,SPLITK=3", {"BM": 128, "BN": 64, "WM": 64, "WN": 32, "TM": 16, "TN": 4}]
+    summary = tune(spec(tmp_path, "async_simt", strategy="random", budget=9, batch=1, seed=1, starts=tuple(mine)), f)
+    first = [r["config"] for r in sorted(summary["document"]["records"], key=lambda r: r["number"])][:2]
+    assert [(c["BM"], c["BN"], c["TM"], c["SPLITK"]) for c in first] == [(64, 64, 4, 3), (128, 64, 16, 1)]
+
+
+def test_a_starting_configuration_the_rung_refuses_is_named_with_the_reason():
+    with pytest.raises(ValueError, match="starting configuration 'BM=64,TM=5'.*"):
+        TuneSpec("async_simt", SHAPE, starts=("BM=64,TM=5",)).checked()
+
+
 LONG_K = (256, 256, 65536)
 H100 = {"gpu_name": "replay", "arch": "sm_90a", "driver": "-", "nvrtc": "-", "gemmlab": "-", "sm_count": 132}
 
@@ -355,6 +368,13 @@ def test_show_prints_seed_001s_table_from_the_database(tmp_path, capsys):
     for col in ("BM", "BN", "THREADS", "TFLOP/s", "% of cuBLAS", "% of best peer"):
         assert col in out
     assert main(["tune", "naive", "--show", "--storage", s.storage, "--shape", "1024"]) == 1
+
+
+def test_tune_cli_refuses_a_bad_start_before_looking_for_a_gpu(capsys):
+    from gemmlab.cli import main
+
+    assert main(["tune", "async_simt", "--shape", "512", "--start", "small", "--start", "BM=48"]) != 0
+    assert "starting configuration 'BM=48'" in capsys.readouterr().err
 
 
 def test_the_summary_is_strict_json(tmp_path):

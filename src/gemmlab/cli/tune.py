@@ -41,6 +41,10 @@ def register(sub) -> None:
     lim = p.add_mutually_exclusive_group()
     lim.add_argument("--budget", type=int, default=None, metavar="N", help="evaluate at most N candidates in this run")
     lim.add_argument("--time", type=float, default=None, metavar="S", help="stop asking for candidates after S seconds")
+    p.add_argument("--start", action="append", default=[], metavar="CONFIG",
+                   help="a configuration to measure first (a preset name, KEY=VALUE[,KEY=VALUE...] or a JSON object, "
+                        "the rest at the rung's defaults); repeatable, each one a separate point; they come before "
+                        "the built-in starting points (defaults, presets, the dispatch rule's and the tables' choices)")
     p.add_argument("--devices", default="0", metavar="all|0,1", help="GPUs: one worker process each, on one study (default 0)")
     p.add_argument("--storage", default=None, metavar="URL",
                    help="database URL (default sqlite:///<cache dir>/tune.db; postgresql://... shares it between hosts)")
@@ -130,7 +134,7 @@ def run(args) -> int:
     from ..tune.runner import TuneSpec
 
     specs = [TuneSpec(args.rung, s, args.dtype, args.layout, args.strategy, args.budget, args.time, args.batch,
-                      args.tune_seed, args.storage, precision=args.precision).checked()
+                      args.tune_seed, args.storage, precision=args.precision, starts=tuple(args.start)).checked()
              for s in shapes]   # bad arguments first, no GPU
     if not driver.gpu_available():
         raise driver.NoGPUError("gemmlab tune measures on a GPU; gemmlab tune --show reads stored results without one")

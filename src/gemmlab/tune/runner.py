@@ -46,6 +46,8 @@ class TuneSpec:
     target: float | None = None         # stop once a candidate reaches this many TFLOP/s
     precision: str | None = None        # None: the rung's own default for the dtype
     warm_start: bool = True             # measure ``starting_points`` first (off: the strategy replays)
+    starts: tuple = ()                  # the caller's own configurations (presets, KEY=VALUE text or dicts),
+                                        # measured first, before the built-in starting points
 
     @property
     def key_dtype(self) -> str:
@@ -73,7 +75,14 @@ class TuneSpec:
         if self.storage == MEMORY and len(self.devices) > 1:
             raise ValueError("an in-memory storage lives in one process: several devices need a database URL")
         batch = self.batch or max(1, min(8, (os.cpu_count() or 1) // len(self.devices)))
-        return replace(self, rung=rung.slug, dtype=dtype, batch=batch, precision=rung.precision_for(dtype, self.precision))
+        precision = rung.precision_for(dtype, self.precision)
+        starts = []
+        for c in self.starts:   # each one whole and legal, else the error names it (rung.config's reasons)
+            try:
+                starts.append(rung.config(c, precision))
+            except ValueError as exc:
+                raise ValueError(f"starting configuration {c!r}: {exc}") from None
+        return replace(self, rung=rung.slug, dtype=dtype, batch=batch, precision=precision, starts=tuple(starts))
 
 
 def _machine(spec: TuneSpec, factory: EvaluatorFactory) -> dict:
@@ -88,14 +97,21 @@ def _machine(spec: TuneSpec, factory: EvaluatorFactory) -> dict:
 
 
 def starting_points(space: Space, spec: TuneSpec, machine: dict) -> list[dict]:
-    """What a run measures before its strategy proposes anything: the rung's defaults and presets,
+    """What a run measures before its strategy proposes anything: the caller's ``spec.starts``
+    (``--start``; ValueError for one the constraints refuse), the rung's defaults and presets,
     the dispatch rule's configuration for the shape (given the machine's SM count), and the nearest
     entries of this rung in the tuned and the shipped tables (core/dispatch.py), once each, as far
     as the constraints accept them. So the best of a run is never worse than what ``kernel="auto"``
     ran before it, however small the budget. A point may lie outside the space's grid (the shipped
     SPLITK=64 at 256x256x65536): ``tune`` widens the space by them (``Space.widened``)."""
     rung, (M, N, K) = space.rung, spec.shape
-    cands = [space.point({})] + [space.point(p) for p in rung.presets_for(space.precision).values()]
+    mine = [space.point(c) for c in spec.starts]
+    for cfg in mine:   # the caller's own: refused by name, not dropped in silence
+        reasons = space.check(cfg)
+        if reasons:
+            raise ValueError(f"starting configuration {space.key(cfg)} is outside what the rung accepts on "
+                             f"{machine.get('arch')}: {'; '.join(reasons)}")
+    cands = mine + [space.point({})] + [space.point(p) for p in rung.presets_for(space.precision).values()]
     if machine.get("sm_count"):
         rule = dispatch.rule_config(rung, M, N, K, int(machine["sm_count"]), space.precision)[0]
         cands.append(space.point(rule))
