@@ -104,3 +104,35 @@ def test_a_kernel_compiled_in_this_process_is_returned_without_reading_its_sourc
     first = Variant.make("naive").compile("sm_80")
     monkeypatch.setattr(glc, "_headers", lambda: (_ for _ in ()).throw(AssertionError("headers re-read")))
     assert Variant.make("naive").compile("sm_80") is first
+
+
+def test_an_empty_nvrtc_log_is_read_into_a_fresh_buffer_not_the_shared_one_byte_bytes(fresh_cache, monkeypatch):
+    """NVRTC reports a log of size 1 (just the terminator) when ptxas did not run; b" " * 1 would
+    hand it the interpreter's shared b" " object to overwrite."""
+    from gemmlab.core import toolchain
+
+    nv = toolchain.nvrtc_module()
+    handed = []
+    monkeypatch.setattr(nv, "nvrtcGetProgramLogSize", lambda prog: (nv.nvrtcResult.NVRTC_SUCCESS, 1))
+    monkeypatch.setattr(nv, "nvrtcGetProgramLog", lambda prog, buf: (handed.append(buf), (nv.nvrtcResult.NVRTC_SUCCESS,))[1])
+    Variant.make("naive").compile("sm_80")
+    shared = b" "
+    assert handed and all(b is not shared and len(b) >= 1 for b in handed)
+    assert b" " == bytes([32]) and " ".join("ab") == "a b"
+
+
+def test_a_log_without_the_ptxas_report_is_compiled_again_until_ptxas_reports(fresh_cache, monkeypatch):
+    """NVRTC 12.9+ serves programs from its own cache without running ptxas (an empty log): the
+    compile is redone under a fresh unused macro, so the spill report is never missing."""
+    calls = []
+    real = glc._nvrtc_compile
+
+    def first_one_from_nvrtcs_cache(kernel, source_name, source, headers, options):
+        calls.append(list(options))
+        cubin, ptx, log = real(kernel, source_name, source, headers, options)
+        return (cubin, ptx, "") if len(calls) == 1 else (cubin, ptx, log)
+
+    monkeypatch.setattr(glc, "_nvrtc_compile", first_one_from_nvrtcs_cache)
+    ck = Variant.make("naive").compile("sm_80")
+    assert len(calls) == 2 and any(o.startswith("-DGL_PTXAS_REPORT_NONCE=") for o in calls[1])
+    assert ck.spill_bytes == 0 and "-DGL_PTXAS_REPORT_NONCE" not in " ".join(ck.options)

@@ -25,6 +25,7 @@ import os
 import re
 import tempfile
 import threading
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -191,7 +192,7 @@ def _nvrtc_compile(kernel: str, source_name: str, source: str, headers: dict[str
         enc = [o.encode() for o in options]
         (res,) = nvrtc.nvrtcCompileProgram(prog, len(enc), enc)
         err, n = nvrtc.nvrtcGetProgramLogSize(prog)
-        log = b" " * n
+        log = bytes(n + 1)   # a fresh buffer: b" " * 1 IS the interpreter's shared b" ", which NVRTC would overwrite
         nvrtc.nvrtcGetProgramLog(prog, log)
         # ptxas's "Compile time = ..." line varies from run to run: drop it so a cache entry
         # is a pure function of its key
@@ -200,14 +201,15 @@ def _nvrtc_compile(kernel: str, source_name: str, source: str, headers: dict[str
         if res != ok:
             raise CompileError(kernel, options, log_s or str(res))
         err, n = nvrtc.nvrtcGetCUBINSize(prog)
-        cubin = b" " * n
+        cubin = bytes(n + 1)
         (err,) = nvrtc.nvrtcGetCUBIN(prog, cubin)
+        cubin = cubin[:n]
         if err != ok or n == 0:
             raise CompileError(kernel, options, f"no cubin produced ({err}); the architecture must be a real one (sm_XY)\n{log_s}")
         err, n = nvrtc.nvrtcGetPTXSize(prog)
-        ptx = b" " * n
+        ptx = bytes(n + 1)
         nvrtc.nvrtcGetPTX(prog, ptx)
-        return bytes(cubin), ptx.rstrip(b"\x00").decode(errors="replace"), log_s
+        return cubin, ptx.rstrip(b"\x00").decode(errors="replace"), log_s
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
 
@@ -263,6 +265,13 @@ def compile_source(
         if before_compile is not None:
             before_compile()
         unpacked = _nvrtc_compile(kernel, source_name, source, headers, options)
+        if ptxas_report(unpacked[2]) is None:
+            # NVRTC (12.9+) keeps its own cache of compiled programs: on its hit ptxas does not run and
+            # the log is empty (seen with NVRTC 13.0 on the H100), so the spill report would be
+            # missing and a spilling kernel pass unnoticed. Compile once more under an extra, unused
+            # macro of a fresh value, which NVRTC's key cannot have seen: ptxas runs and reports.
+            nonce = f"-DGL_PTXAS_REPORT_NONCE={uuid.uuid4().int & (2**63 - 1)}"
+            unpacked = _nvrtc_compile(kernel, source_name, source, headers, options + [nonce])
         if entry is not None:
             _write_entry(entry, _pack(*unpacked))
     cubin, ptx, log = unpacked
