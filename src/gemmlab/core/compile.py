@@ -266,12 +266,15 @@ def compile_source(
             before_compile()
         unpacked = _nvrtc_compile(kernel, source_name, source, headers, options)
         if ptxas_report(unpacked[2]) is None:
-            # NVRTC (12.9+) keeps its own cache of compiled programs: on its hit ptxas does not run and
-            # the log is empty (seen with NVRTC 13.0 on the H100), so the spill report would be
-            # missing and a spilling kernel pass unnoticed. Compile once more under an extra, unused
-            # macro of a fresh value, which NVRTC's key cannot have seen: ptxas runs and reports.
-            nonce = f"-DGL_PTXAS_REPORT_NONCE={uuid.uuid4().int & (2**63 - 1)}"
-            unpacked = _nvrtc_compile(kernel, source_name, source, headers, options + [nonce])
+            # NVRTC (12.9+) keeps its own cache of compiled code: on its hit ptxas does not run and the
+            # log is empty (NVRTC 13.0 on the H100: a second process compiling the same variant got
+            # an empty log in no time), so the spill report would be missing and a spilling kernel
+            # pass unnoticed. An unused macro did not help (its key is past the preprocessor), so
+            # compile once more with one more global variable of a fresh value: new code for its key,
+            # ptxas runs and reports. The kernel is the same; the cubin holds 8 bytes more of globals.
+            nonce = uuid.uuid4().int & (2**63 - 1)
+            extra = f'\nextern "C" __device__ unsigned long long gl_ptxas_report_nonce = {nonce}ULL;\n'
+            unpacked = _nvrtc_compile(kernel, source_name, source + extra, headers, options)
         if entry is not None:
             _write_entry(entry, _pack(*unpacked))
     cubin, ptx, log = unpacked
