@@ -24,7 +24,7 @@ from .driver import check, context, cuda, device_info
 from .dtypes import get as get_dtype
 from .problem import GemmProblem, KernelProblem
 from .registry import MAX_GRID_Y, Launch, Rung
-from .variant import REDUCE_ROWS, REDUCE_THREADS, Variant, compile_reduce
+from .variant import REDUCE_THREADS, Variant, compile_reduce
 from . import workspace
 
 
@@ -320,7 +320,7 @@ class Plan:
             self._params.ldc(kp.N)
             fn = load_reduce(dtype, self.ordinal, capturing)
             self._reduce = _reduce_params(kp.M, kp.N, self.splits, kp.ldc)
-            grid = (-(-kp.N // REDUCE_THREADS), min(-(-kp.M // REDUCE_ROWS), MAX_GRID_Y), 1)
+            grid = (-(-kp.N // REDUCE_THREADS), min(kp.M, MAX_GRID_Y), 1)
             self._reduce_head = (fn, *grid, REDUCE_THREADS, 1, 1, 0)
         if not capturing():   # a captured call takes the graph's own workspace at launch
             workspace.get(self.ordinal, self._stream_of(self.ordinal) if stream is None else stream,

@@ -103,7 +103,6 @@ class Variant:
 # ---- the split-K reduction (kernels/splitk_reduce.cu): not a rung, one kernel per dtype ----------
 REDUCE_SOURCE, REDUCE_KERNEL = "splitk_reduce.cu", "splitk_reduce"
 REDUCE_THREADS = 128     # GL_REDUCE_THREADS in the kernel: one output column per thread
-REDUCE_ROWS = 4          # GL_REDUCE_ROWS in the kernel: rows per thread (grid.y covers M / REDUCE_ROWS)
 
 
 def compile_reduce(dtype: str, arch: str, before_compile=None) -> _compile.CompiledKernel:
