@@ -150,12 +150,22 @@ def _usable(e: dict, dtype: str, allowed: dict[str, Rung], precision: str | None
     return True
 
 
+def _thin_covers(e: dict, shape, allowed: dict[str, Rung]) -> bool:
+    """A thin rung's entry serves problems whose thin side (the smaller of M and N) is at most its
+    own shape's: its tile spans that side in one block row or column, so a wider one re-reads the
+    big operand once per extra tile (4096x16x4096's 32x16 tile: 38.8 us there, h100_fp32_suite.json;
+    16x4096x4096's 16x16 tile at 32x4096x4096: 75.5 us, 0.68x cuBLAS, h100_fp32_near_thin_before.json;
+    a 4096x128 problem would read A 8 times). Entries of other rungs serve any shape."""
+    rung = allowed.get(e.get("rung"))
+    return not (rung is not None and rung.thin) or min(shape[0], shape[1]) <= min(e["shape"][0], e["shape"][1])
+
+
 def nearest(entries: list[dict], dtype: str, layout: str, shape, allowed: dict[str, Rung],
             gpu_name: str | None = None, precision: str | None = None) -> tuple[dict, float] | None:
     """The entry nearest to ``shape`` among those of ``dtype`` whose rung is in ``allowed`` and whose
     configuration it accepts (of GPU ``gpu_name`` when given and the entry names one), preferring
     the layout class ``layout``; None when there is none within ``MAX_DISTANCE``."""
-    cands = [e for e in entries if _usable(e, dtype, allowed, precision)
+    cands = [e for e in entries if _usable(e, dtype, allowed, precision) and _thin_covers(e, shape, allowed)
              and (gpu_name is None or e.get("gpu_name") in (None, gpu_name))]
     same = [e for e in cands if e.get("layout", layout) == layout] or cands
     if not same:
