@@ -274,14 +274,18 @@ def test_fp32_has_no_stand_in_dtype():
     assert {dtypes.get("fp16").stand_in, dtypes.get("bf16").stand_in} == {"bf16", "fp16"}
 
 
-def test_a_thin_rungs_entry_serves_narrower_problems_but_not_wider_ones():
-    """A thin tile spans its shape's thin side once; a wider problem would re-read the big operand
-    per extra tile, so the entry of 4096x64x4096 serves 4096x32x4096 but not 4096x128x4096."""
+def test_a_thin_rungs_entry_serves_no_problem_wider_than_its_shape_past_the_thin_limit():
+    """A thin tile re-reads the big operand once per extra tile row or column: the entry of
+    4096x64x4096 does not serve 4096x128x4096; the one of 4096x16x4096 still serves 4096x24x4096
+    (within THIN_MAX = 32, measured 0.98x cuBLAS)."""
     from gemmlab.core.registry import for_dtype
 
     allowed = {r.slug: r for r in for_dtype("fp32", "sm_90a")}
-    thin = entry((4096, 64, 4096), rung="thin", BM=32, BN=16, BK=128)
+    thin64 = entry((4096, 64, 4096), rung="thin", BM=32, BN=16, BK=128)
+    thin16 = entry((4096, 16, 4096), rung="thin", BM=32, BN=16, BK=256)
     simt = entry((4096, 256, 4096))
-    assert dispatch.nearest([thin], "fp32", "rr", (4096, 32, 4096), allowed)[0] is thin
-    assert dispatch.nearest([thin], "fp32", "rr", (4096, 128, 4096), allowed) is None
-    assert dispatch.nearest([thin, simt], "fp32", "rr", (4096, 128, 4096), allowed)[0] is simt
+    assert dispatch.nearest([thin64], "fp32", "rr", (4096, 32, 4096), allowed)[0] is thin64
+    assert dispatch.nearest([thin16], "fp32", "rr", (4096, 24, 4096), allowed)[0] is thin16
+    assert dispatch.nearest([thin64], "fp32", "rr", (4096, 128, 4096), allowed) is None
+    assert dispatch.nearest([thin64, simt], "fp32", "rr", (4096, 128, 4096), allowed)[0] is simt
+    assert dispatch.nearest([thin16], "fp32", "rr", (4096, 48, 4096), allowed) is None

@@ -61,7 +61,7 @@ from . import dtypes, packing
 from .arch import arch_number
 from .compile import cache_dir
 from .problem import GemmProblem
-from .registry import MAX_GRID_Y, Rung, for_dtype, get, thin_rule_config
+from .registry import MAX_GRID_Y, THIN_MAX, Rung, for_dtype, get, thin_rule_config
 
 log = logging.getLogger("gemmlab")
 LOG_DISPATCH = os.environ.get("GEMMLAB_LOG_DISPATCH", "") not in ("", "0")
@@ -152,12 +152,17 @@ def _usable(e: dict, dtype: str, allowed: dict[str, Rung], precision: str | None
 
 def _thin_covers(e: dict, shape, allowed: dict[str, Rung]) -> bool:
     """A thin rung's entry serves problems whose thin side (the smaller of M and N) is at most its
-    own shape's: its tile spans that side in one block row or column, so a wider one re-reads the
-    big operand once per extra tile (4096x16x4096's 32x16 tile: 38.8 us there, h100_fp32_suite.json;
-    16x4096x4096's 16x16 tile at 32x4096x4096: 75.5 us, 0.68x cuBLAS, h100_fp32_near_thin_before.json;
-    a 4096x128 problem would read A 8 times). Entries of other rungs serve any shape."""
+    own shape's, or at most ``THIN_MAX``: past that its tiles re-read the big operand once per
+    extra tile row or column (a 4096x128 problem with 4096x64x4096's 32x16 tile would read A 8
+    times). Within THIN_MAX the re-reads were measured acceptable where no nearer entry exists
+    (h100_fp32_near_thin_before.json: 4096x24x4096 0.98x, 4096x32x4096 1.04x cuBLAS with
+    4096x16x4096's tile), though a nearer one can do much better (32x4096x4096: 0.68x with
+    16x4096x4096's 16x16 tile, 1.09x with its own, h100_fp32_near_thin.json). Entries of other
+    rungs serve any shape."""
     rung = allowed.get(e.get("rung"))
-    return not (rung is not None and rung.thin) or min(shape[0], shape[1]) <= min(e["shape"][0], e["shape"][1])
+    if rung is None or not rung.thin:
+        return True
+    return min(shape[0], shape[1]) <= max(min(e["shape"][0], e["shape"][1]), THIN_MAX)
 
 
 def nearest(entries: list[dict], dtype: str, layout: str, shape, allowed: dict[str, Rung],
