@@ -44,7 +44,8 @@ def register(sub) -> None:
     p.add_argument("--start", action="append", default=[], metavar="CONFIG",
                    help="a configuration to measure first (a preset name, KEY=VALUE[,KEY=VALUE...] or a JSON object, "
                         "the rest at the rung's defaults); repeatable, each one a separate point; they come before "
-                        "the built-in starting points (defaults, presets, the dispatch rule's and the tables' choices)")
+                        "the built-in starting points (defaults, presets, the dispatch rule's and the tables' choices); "
+                        "the exhaustive strategy measures them among all the others")
     p.add_argument("--devices", default="0", metavar="all|0,1", help="GPUs: one worker process each, on one study (default 0)")
     p.add_argument("--storage", default=None, metavar="URL",
                    help="database URL (default sqlite:///<cache dir>/tune.db; postgresql://... shares it between hosts)")
