@@ -190,11 +190,7 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
     const unsigned s_base = (unsigned)__cvta_generic_to_shared(smem);
 
 #if GL_SPLITK
-    // split-K: this block's slice of K; C becomes its FP32 workspace slice (alpha 1, beta 0: the
-    // reduction kernel applies the caller's)
-    C = gl_splitk_slice(A, lda, B, ldb, K, C, M, ldc, BK);
-    alpha = 1.0f;
-    beta = 0.0f;
+    gl_splitk_partial(A, lda, B, ldb, K, C, M, ldc, BK, alpha, beta);   // this block's slice of K
 #endif
     const float* __restrict__ P = THIN_N ? A : B;
     const float* __restrict__ Q = THIN_N ? B : A;

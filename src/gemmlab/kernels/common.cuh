@@ -103,8 +103,6 @@ typedef float T;
 #error "split-K (GL_SPLITK) and the tall grid (GL_TALL) both use grid.z: a variant has one or the other"
 #endif
 #if GL_SPLITK
-// This block's slice: A and B advance to its first k, K becomes its length; returns the
-// block's workspace slice W[z] (C is the workspace in the split variant).
 // The slice in place: K becomes the slice's end and k_first its start (k_first >= K: empty);
 // returns the block's workspace slice W[z] (C is the workspace in the split variant).
 __device__ __forceinline__ float* gl_splitk_range(int& K, int& k_first, T* C, int M, int ldc, int bk) {
@@ -125,6 +123,16 @@ __device__ __forceinline__ float* gl_splitk_slice(PA& A, int lda, PB& B, int ldb
     B += GL_B_COL ? (long long)k_first : (long long)k_first * ldb;
     K -= k_first;
     return w;
+}
+// An FP32 rung whose epilogue writes its partial sums straight into the workspace (rungs 18, 23):
+// the slice as above, C becomes W[z], and the epilogue stores the sums as they are (alpha = 1,
+// beta = 0: splitk_reduce.cu applies the caller's).
+template <typename PA, typename PB, typename PC>
+__device__ __forceinline__ void gl_splitk_partial(PA& A, int lda, PB& B, int ldb, int& K, PC& C, int M, int ldc, int bk,
+                                                  float& alpha, float& beta) {
+    C = gl_splitk_slice(A, lda, B, ldb, K, C, M, ldc, bk);
+    alpha = 1.0f;
+    beta = 0.0f;
 }
 #endif
 
