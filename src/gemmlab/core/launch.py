@@ -236,7 +236,8 @@ class Plan:
     """One rung on one problem, ready to launch: ``run()`` is a single cuLaunchKernel (split-K:
     two, the rung's kernel writing FP32 partial products to the stream's workspace, then the
     deterministic reduction into C; PACK=1 with an operand the 16-byte path cannot read: one
-    launch more per such operand, its copy into the workspace, before the rung's kernel).
+    launch more per such operand, its copy into the workspace, before the rung's kernel; a cluster
+    split, SKCLUSTER=1: one cuLaunchKernelEx with the cluster scheduling policy, no workspace).
 
     Everything is resolved once: the variant, its function, the geometry and a persistent
     parameter block. ``launch(a_ptr, b_ptr, c_ptr, alpha, beta)`` reuses the plan for other
@@ -280,8 +281,10 @@ class Plan:
         # is ONE slice, and still the split variant (FP32 partials into the workspace, then the
         # reduction applies alpha and beta); launching it as a plain kernel wrote FP32 partials
         # into C (H100, tests/test_configs.py: NaN at 131x67x45 with BK=64, SPLITK=4)
-        split = self._split = self.variant.cfg.get("SPLITK", 1) > 1
-        self.splits = self.geometry.grid[2] if split else 1     # K slices (split-K), else 1
+        # SKCLUSTER=1: the slices sum in their cluster (kernels/common.cuh), one launch into C
+        self._cluster_split = bool(self.variant.cfg.get("SKCLUSTER"))
+        split = self._split = self.variant.cfg.get("SPLITK", 1) > 1 and not self._cluster_split
+        self.splits = self.geometry.grid[2] if split or self._cluster_split else 1   # K slices, else 1
         self.variant = self.variant.for_geometry(self.geometry, kp.N)   # split-K or tall grid
 
         def capturing() -> bool:  # asked only when the variant needs a real compile
@@ -303,8 +306,36 @@ class Plan:
             self._remap(kp.a_ptr, kp.b_ptr, kp.c_ptr)
         self._launch_head = (self.function, *self.geometry.grid, *self.geometry.block, self.geometry.smem)
         self._cu = cu
+        self._ex = self._cluster_config() if self._cluster_split else None
         if split or self.packs:
             self._init_staged(kp, split, stream, capturing)
+        elif self._ex is not None:
+            self.launch = self._launch_clustered
+
+    @property
+    def kernel_params(self) -> int:
+        """The address of the kernel's argument array (cuLaunchKernel's kernelParams) as the last
+        launch left it: for launching the plan's kernel by other means (tools/cluster_policy_probe.py)."""
+        return self._params.address
+
+    def _cluster_config(self):
+        """The cuLaunchKernelEx configuration of a cluster split (SKCLUSTER=1): the geometry, and
+        the load-balancing cluster scheduling policy. Under the default (spread) policy the H100
+        holds only 124 clusters of 4 blocks of the 1024^3 tile (64x128, 4 blocks per SM by
+        registers) at once: 128 clusters ran in two waves, 82.9 us; load-balancing holds 132 and
+        ran them in one, 54.4 us (cuOccupancyMaxActiveClusters and CUDA events, H100 80GB HBM3,
+        benchmarks/results/h100_cluster_policy_probe.json)."""
+        cu = self._cu
+        lc = cu.CUlaunchConfig()
+        lc.gridDimX, lc.gridDimY, lc.gridDimZ = self.geometry.grid
+        lc.blockDimX, lc.blockDimY, lc.blockDimZ = self.geometry.block
+        lc.sharedMemBytes = self.geometry.smem
+        policy = cu.CUlaunchAttribute()
+        policy.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE
+        policy.value.clusterSchedulingPolicyPreference = \
+            cu.CUclusterSchedulingPolicy.CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING
+        lc.attrs, lc.numAttrs = [policy], 1
+        return lc
 
     def _init_staged(self, kp: KernelProblem, split: bool, stream: int | None, capturing) -> None:
         """A plan that uses the stream's workspace (core/workspace.py): the copies of the packed
@@ -330,7 +361,8 @@ class Plan:
     def __repr__(self) -> str:
         p = self.problem
         why = f"; {self.choice.source}: {self.choice.reason}" if self.choice is not None else ""
-        split = f", split-K {self.splits} slices" if self.splits > 1 else ""
+        split = (f", split-K {self.splits} slices" + (" summed in a cluster" if self._cluster_split else "")
+                 if self.splits > 1 else "")
         packs = f", {packing.describe(self.packs)}" if self.packs else ""
         return f"Plan({p.dtype} {p.M}x{p.N}x{p.K}: {self.variant.describe()}{split}{packs}{why})"
 
@@ -454,6 +486,18 @@ class Plan:
             workspace.captured_free(self.ordinal, stream, ws)
         return True
 
+    def _launch_clustered(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float,
+                          stream: int | None = None) -> bool:
+        """``launch`` of a cluster split without packed operands: one cuLaunchKernelEx (``_launch``)."""
+        if stream is None:
+            stream = self._stream_of(self.ordinal)
+        if self._producers:
+            self._wait_for_producers(stream)
+        with self._lock:
+            _fill(self._params, a_ptr, b_ptr, c_ptr, alpha, beta)
+            self._launch(stream)
+        return True
+
     def _launch_textured(self, a_ptr, b_ptr, c_ptr, alpha, beta, stream) -> bool:
         ta = textures.acquire(a_ptr, self._spans[0], self._want[0], self.ordinal)
         tb = textures.acquire(b_ptr, self._spans[1], self._want[1], self.ordinal)
@@ -471,6 +515,12 @@ class Plan:
         """One cuLaunchKernel: the plan's kernel, or ``head`` with the parameter array at ``address``."""
         if head is None:
             head, address = self._launch_head, self._params.address
+            if self._ex is not None:   # a cluster split: its scheduling policy (call with the plan's lock)
+                self._ex.hStream = stream
+                err = self._cu.cuLaunchKernelEx(self._ex, self.function, address, 0)[0]
+                if err or CHECKED:
+                    self._after_launch(err, stream)
+                return
         err = self._cu.cuLaunchKernel(*head, stream, address, 0)[0]
         if err or CHECKED:
             self._after_launch(err, stream, head, address)
@@ -486,7 +536,9 @@ class Plan:
             head, address = self._launch_head, self._params.address
         if err in (cu.CUresult.CUDA_ERROR_INVALID_HANDLE, cu.CUresult.CUDA_ERROR_INVALID_CONTEXT):
             with context(self.ordinal):
-                err = cu.cuLaunchKernel(*head, stream, address, 0)[0]
+                err = (cu.cuLaunchKernelEx(self._ex, self.function, address, 0)[0]
+                       if self._ex is not None and head is self._launch_head else
+                       cu.cuLaunchKernel(*head, stream, address, 0)[0])
         if err:
             check((err,), f"launch of {self.variant.describe()}")
         if CHECKED:

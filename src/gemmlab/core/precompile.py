@@ -155,7 +155,7 @@ def _helpers_for(variant: Variant, arch: str, before_compile=None) -> None:
     """The other kernels a variant's launch may need: a split-K variant's reduction, and the pack
     kernel of the dtype for every variant of a rung with PACK (``auto`` turns packing on for
     misaligned operands, so a graph captured after a precompile must find it built)."""
-    if variant.cfg.get("SPLITK", 1) > 1:
+    if variant.cfg.get("SPLITK", 1) > 1 and not variant.cfg.get("SKCLUSTER"):
         compile_reduce(variant.dtype, arch, before_compile)
     if "PACK" in variant.cfg:
         compile_pack(variant.dtype, arch, before_compile)

@@ -26,7 +26,7 @@ from .dtypes import get as get_dtype
 from .precision import applies, resolve as resolve_precision
 
 MAX_GRID_Y = 65535
-SWITCHES = ("PACK", "EPI_TMA")   # parameters that take 0 (off) or 1 (on); every other one is a positive int
+SWITCHES = ("PACK", "EPI_TMA", "SKCLUSTER")   # parameters that take 0 (off) or 1 (on); every other one is a positive int
 # the most dynamic shared memory any GPU in the table gives one block (227 KB on sm_90 / sm_100)
 MAX_SMEM_PER_BLOCK = max(lim.max_smem_per_block for lim in LIMITS.values())
 
@@ -217,13 +217,20 @@ class Rung:
         if need > limits.max_smem_per_block:
             raise ValueError(f"rung {self.slug!r} with {cfg} needs {need} B of shared memory per block; "
                              f"{limits.arch} allows at most {limits.max_smem_per_block} B")
+        if cfg.get("SKCLUSTER") and arch_number(limits.arch) < CLUSTER_ARCH:
+            raise ValueError(f"rung {self.slug!r} with SKCLUSTER=1 sums its K slices in a thread-block cluster, "
+                             f"which needs sm_{CLUSTER_ARCH} or newer; this is {limits.arch} (use SKCLUSTER=0)")
 
     def defines(self, cfg: Mapping[str, int], precision: str | None = None) -> dict[str, int]:
         d = dict(cfg)
         d["THREADS"] = self.threads(cfg)
         # the slice count is gridDim.z, not a define: SPLITK = 2, 4, ... share one compiled kernel,
         # and SPLITK = 1 compiles exactly what the rung compiled before it had the parameter
-        if d.pop("SPLITK", 1) > 1:
+        # SKCLUSTER=1: the slices are a cluster's blocks, its size a define (GL_SPLITK_CLUSTER)
+        split = d.pop("SPLITK", 1)
+        if d.pop("SKCLUSTER", 0) and split > 1:
+            d["GL_SPLITK_CLUSTER"] = split
+        elif split > 1:
             d["GL_SPLITK"] = 1
         d.pop("PACK", None)   # the plan packs before the launch: the kernel is the same
         smem = self.smem_bytes(cfg, precision)
@@ -236,7 +243,8 @@ class Rung:
         """Column tiles along grid.x; row tiles along grid.y, continued along grid.z past grid.y's
         limit (GL_TILE_ROW in kernels/common.cuh), so no M below 2^31 is refused.
         With SPLITK > 1, grid.z holds the K slices instead: SPLITK of them, or, given ``K``, the
-        number ``splitk_slices`` gives (never an empty slice). Split-K and a grid.z of row tiles
+        number ``splitk_slices`` gives (never an empty slice); with SKCLUSTER=1 always SPLITK, the
+        compiled cluster's size (a slice past K computes nothing). Split-K and a grid.z of row tiles
         exclude each other: a problem that needs both is refused with a ValueError.
         A persistent rung: ``persistent_grid`` on the device's ``sm_count`` (ValueError without it).
         The shared memory is that of ``precision`` (None: the rung's default one)."""
@@ -250,7 +258,7 @@ class Rung:
                 raise ValueError(f"rung {self.slug!r}: SPLITK={split} puts the K slices along grid.z, but M={M} has "
                                  f"{tiles_m} row tiles of BM={cfg['BM']}, more than grid.y's {MAX_GRID_Y}, and needs "
                                  f"grid.z for them: use SPLITK=1 (this many row tiles fill the GPU without a split)")
-            gz = split if K is None else splitk_slices(K, cfg["BK"], split)
+            gz = split if K is None or cfg.get("SKCLUSTER") else splitk_slices(K, cfg["BK"], split)
             return Launch(((N + cfg["BN"] - 1) // cfg["BN"], tiles_m, gz), (self.threads(cfg), 1, 1), smem)
         gz = (tiles_m + MAX_GRID_Y - 1) // MAX_GRID_Y
         gy = (tiles_m + gz - 1) // gz      # balanced slices: fewer than gz surplus tiles in all
@@ -273,6 +281,8 @@ class Rung:
 # ---- split-K -------------------------------------------------------------------------------------
 MAX_SPLITK = 64
 SPLITK_SPACE = (1, 2, 4, 8, 16)    # what the tuner tries
+MAX_SPLITK_CLUSTER = 8             # SKCLUSTER=1: the slices are one cluster's blocks (the portable size limit)
+CLUSTER_ARCH = 90                  # thread-block clusters and distributed shared memory: sm_90 and newer
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -297,6 +307,9 @@ def splitk_slice(K: int, bk: int, slices: int, z: int) -> tuple[int, int]:
 
 def _splitk_constraints(cfg) -> list[str]:
     v = cfg.get("SPLITK", 1)
+    if cfg.get("SKCLUSTER") and not 2 <= v <= MAX_SPLITK_CLUSTER:
+        return [f"SKCLUSTER=1 sums the SPLITK slices of a tile in one thread-block cluster: SPLITK={v} must be "
+                f"between 2 and {MAX_SPLITK_CLUSTER} (the portable cluster size)"]
     if v > MAX_SPLITK:
         return [f"SPLITK={v} must be at most {MAX_SPLITK} (each slice adds an FP32 copy of C to the workspace "
                 f"that the reduction reads)"]
@@ -423,9 +436,11 @@ def _simt_pad(cfg) -> int:
 
 
 def _simt_smem(cfg) -> int:
-    """STAGES stages of As[BK][BM+PAD] and Bs[BK][BN+PAD], FP32, dynamic (above 48 KB the launch opts in)."""
+    """STAGES stages of As[BK][BM+PAD] and Bs[BK][BN+PAD], FP32, dynamic (above 48 KB the launch opts in);
+    with SKCLUSTER=1 at least the partial tile [BM][BN+4] that overlays them after the main loop."""
     pad = _simt_pad(cfg)
-    return cfg["STAGES"] * cfg["BK"] * (cfg["BM"] + pad + cfg["BN"] + pad) * 4
+    pipeline = cfg["STAGES"] * cfg["BK"] * (cfg["BM"] + pad + cfg["BN"] + pad) * 4
+    return max(pipeline, cfg["BM"] * (cfg["BN"] + 4) * 4) if cfg.get("SKCLUSTER") else pipeline
 
 
 def _simt_registers(cfg) -> list[str]:
@@ -460,8 +475,8 @@ def _simt_constraints(cfg) -> list[str]:
     if lanes != 32:
         return [f"(WM/TM)*(WN/TN)={lanes}: a warp tile must hold exactly 32 lanes of TM x TN outputs"]
     if _simt_smem(cfg) > MAX_SMEM_PER_BLOCK:
-        out.append(f"STAGES*BK*(BM+BN+2*{_simt_pad(cfg)})*4 = {_simt_smem(cfg)} B of shared memory; "
-                   f"a block may have at most {MAX_SMEM_PER_BLOCK} B")
+        what = "the stages or the partial tile" if cfg.get("SKCLUSTER") else f"STAGES*BK*(BM+BN+2*{_simt_pad(cfg)})*4 ="
+        out.append(f"{what} {_simt_smem(cfg)} B of shared memory; a block may have at most {MAX_SMEM_PER_BLOCK} B")
     if 32 <= _warp_threads(cfg) <= 1024:
         out += _simt_registers(cfg)
     return out
@@ -919,7 +934,7 @@ RUNGS: tuple[Rung, ...] = (
         "cp.async (LDGSTS) copies global to shared with no register staging through a STAGES-deep pipeline; 128x256 block tiles, 16x8 thread tiles, fragments double-buffered in registers.",
         ("CUTLASS SIMT sgemm (MmaMultistage)", "A100 cp.async 128x256x8 SGEMM", "RTX 4090 register-blocked SGEMM"),
         "18_async_simt.cu",
-        params={"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "TM": 16, "TN": 8, "STAGES": 4, "SPLITK": 1},
+        params={"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "TM": 16, "TN": 8, "STAGES": 4, "SPLITK": 1, "SKCLUSTER": 0},
         presets={
             "128x256": {"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "TM": 16, "TN": 8, "STAGES": 4},
             "256x128": {"BM": 256, "BN": 128, "BK": 8, "WM": 64, "WN": 64, "TM": 8, "TN": 16, "STAGES": 4},
@@ -932,7 +947,8 @@ RUNGS: tuple[Rung, ...] = (
         sass_claims=("LDGSTS", "LDS.128", "FFMA"), min_arch=80,
         packs=True,
         space={"BM": _p2(6, 8), "BN": _p2(6, 8), "BK": (8, 16, 32), "WM": _p2(5, 7), "WN": _p2(5, 7),
-               "TM": (4, 8, 16), "TN": (4, 8, 16), "STAGES": (2, 3, 4), "SPLITK": SPLITK_SPACE},
+               "TM": (4, 8, 16), "TN": (4, 8, 16), "STAGES": (2, 3, 4), "SPLITK": SPLITK_SPACE,
+               "SKCLUSTER": (0, 1)},
     ),
     Rung(
         19, "wgmma_tma", "Hopper WGMMA fed by TMA",

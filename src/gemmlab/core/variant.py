@@ -84,9 +84,9 @@ class Variant:
     def for_geometry(self, geometry: Launch, N: int) -> "Variant":
         """The variant a launch of ``geometry`` (``Rung.launch`` on this problem, kernel view ``N``
         columns) runs: the split-K one (its C is the FP32 workspace, rows of N floats, so 16-byte
-        stores are legal when N % 4 == 0), the tall one (row tiles along grid.z), or itself."""
-        if self.cfg.get("SPLITK", 1) > 1:
-            return replace(self, vec_c=N % 4 == 0)
+        stores are legal when N % 4 == 0; the cluster split's is C), the tall one (row tiles along grid.z), or itself."""
+        if self.cfg.get("SPLITK", 1) > 1:   # the cluster split (SKCLUSTER=1) writes C itself
+            return self if self.cfg.get("SKCLUSTER") else replace(self, vec_c=N % 4 == 0)
         if geometry.grid[2] > 1:
             return replace(self, tall=True)
         return self

@@ -65,6 +65,9 @@
 // K becomes its length) and the epilogue writes the FP32 partial tile to the workspace with
 // alpha = 1, beta = 0; splitk_reduce.cu finishes. For few output tiles and a long K (256x256x65536:
 // 2 tiles of 128x256 for 132 SMs) it is the difference between 2 busy SMs and all of them.
+// With SKCLUSTER = 1 (sm_90), the SPLITK (2..8) blocks of a tile form a thread-block cluster and
+// sum their partial tiles in distributed shared memory instead (gl_splitk_cluster_store): no
+// workspace and no second kernel.
 #include "common.cuh"
 
 #if GL_DTYPE != 0
@@ -101,6 +104,14 @@ constexpr int STAGE = BK * (LDA_S + LDB_S);        // floats per stage (A then B
 constexpr int SMEM_BYTES = STAGES * STAGE * 4;
 static_assert(SMEM_BYTES <= GL_DYN_SMEM, "the registry's shared-memory size (GL_DYN_SMEM) is too small for this tile");
 static_assert(LDA_S % 4 == 0 && LDB_S % 4 == 0 && A_STAGE % 4 == 0, "float4 reads need 16-byte aligned rows");
+#if GL_SPLITK_CLUSTER
+// The partial tile the cluster split leaves in shared memory (over the stages, after the main
+// loop): rows of BN + 4 floats. A warp's float4 stores of one accumulator row cover LY rows 4
+// apart and LX float4 of each; a row stride of 4 (mod 32) floats puts row pairs 16 banks apart, so
+// the 512 bytes take the 4 wavefronts they must (a stride of 0 mod 32 took twice as many).
+constexpr int LDT = BN + 4;
+static_assert(BM * LDT * 4 <= GL_DYN_SMEM, "the registry's shared-memory size (GL_DYN_SMEM) is too small for the partial tile");
+#endif
 
 // Registers: the accumulators, two buffers of fragments, ~48 for indices, pointers and loop state,
 // and ~1 per 4-byte copy a thread issues per stage (the worst layout: both operands transposed),
@@ -209,7 +220,7 @@ struct StageCopy {
     }
 };
 
-extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) GL_SK_CLUSTER_DIMS
 gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T* __restrict__ B, int ldb,
      float beta, T* __restrict__ C, int ldc)
 {
@@ -218,6 +229,8 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
 
 #if GL_SPLITK
     gl_splitk_partial(A, lda, B, ldb, K, C, M, ldc, BK, alpha, beta);   // this block's slice of K
+#elif GL_SPLITK_CLUSTER
+    gl_splitk_advance(A, lda, B, ldb, K, BK);                            // ... summed in the cluster
 #endif
     const int tid = threadIdx.x;
     const int warp = tid / 32, lane = tid % 32;
@@ -327,6 +340,19 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
     }
     gl_cp_wait<0>();                            // no copy outlives the block (all are empty by now)
 
+#if GL_SPLITK_CLUSTER
+    // ---- epilogue: the partial tile to shared memory, the cluster sums it into C ---------------
+    __syncthreads();                               // every warp is done with the stages it overwrites
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        const int row = m_lane + (i / 4) * (4 * LY) + (i % 4);
+#pragma unroll
+        for (int s = 0; s < SUBN; ++s)
+            *reinterpret_cast<float4*>(&smem[row * LDT + n_lane + s * (4 * LX)]) =
+                make_float4(acc[i][4 * s], acc[i][4 * s + 1], acc[i][4 * s + 2], acc[i][4 * s + 3]);
+    }
+    gl_splitk_cluster_store<BM, BN, LDT, THREADS>(smem, C, ldc, M, N, row0, col0, alpha, beta);
+#else
     // ---- epilogue: alpha/beta, 128-bit stores where the row allows ------------------------------
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
@@ -338,4 +364,5 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
                         make_float4(acc[i][4 * s], acc[i][4 * s + 1], acc[i][4 * s + 2], acc[i][4 * s + 3]), alpha, beta);
         }
     }
+#endif
 }

@@ -25,6 +25,8 @@
 //   GL_TALL    1 when the row tiles exceed grid.y's limit and continue along grid.z (see below)
 //   GL_SPLITK  1 for the split-K variant of a rung with a SPLITK parameter (see "split-K" below):
 //              blockIdx.z picks a slice of K, C is the FP32 workspace; never together with GL_TALL
+//   GL_SPLITK_CLUSTER  S (2..8) for the cluster split of a rung with SKCLUSTER = 1 (sm_90+): the S
+//              slices of a tile form a cluster and sum in distributed shared memory into C
 //   plus each rung's own tile parameters (BM, BN, BK, TM, TN, WM, WN, THREADS, ...).
 // ---------------------------------------------------------------------------------------------
 #pragma once
@@ -99,30 +101,53 @@ typedef float T;
 #ifndef GL_SPLITK
 #define GL_SPLITK 0
 #endif
+#ifndef GL_SPLITK_CLUSTER
+#define GL_SPLITK_CLUSTER 0
+#endif
 #if GL_SPLITK && GL_TALL
 #error "split-K (GL_SPLITK) and the tall grid (GL_TALL) both use grid.z: a variant has one or the other"
 #endif
-#if GL_SPLITK
-// The slice in place: K becomes the slice's end and k_first its start (k_first >= K: empty);
-// returns the block's workspace slice W[z] (C is the workspace in the split variant).
-__device__ __forceinline__ float* gl_splitk_range(int& K, int& k_first, T* C, int M, int ldc, int bk) {
+#if GL_SPLITK_CLUSTER && (GL_SPLITK || GL_TALL)
+#error "the cluster split (GL_SPLITK_CLUSTER) takes grid.z for its slices and writes C itself: not with GL_SPLITK or GL_TALL"
+#endif
+#if GL_SPLITK_CLUSTER && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#error "the cluster split (GL_SPLITK_CLUSTER) needs thread-block clusters: sm_90 or newer"
+#endif
+#if GL_SPLITK || GL_SPLITK_CLUSTER
+// This block's slice of K: k_first becomes its start (>= K: empty), K its end.
+__device__ __forceinline__ void gl_splitk_bounds(int& K, int& k_first, int bk) {
     const long long tiles = GL_CEIL_DIV((long long)K, (long long)bk);
     const long long per = GL_CEIL_DIV(tiles, (long long)gridDim.z) * bk;
     const long long k0 = per * blockIdx.z;
     k_first = (int)(k0 < K ? k0 : K);
     K = (int)(k0 + per < K ? k0 + per : K);
-    return reinterpret_cast<float*>(C) + (size_t)blockIdx.z * (size_t)M * (size_t)ldc;
 }
 // The slice as a problem of its own: A and B advance to its first k and K becomes its length
-// (PA, PB: the kernel's pointer types, __restrict__ or not); returns W[z] as above.
+// (PA, PB: the kernel's pointer types, __restrict__ or not).
 template <typename PA, typename PB>
-__device__ __forceinline__ float* gl_splitk_slice(PA& A, int lda, PB& B, int ldb, int& K, T* C, int M, int ldc, int bk) {
+__device__ __forceinline__ void gl_splitk_advance(PA& A, int lda, PB& B, int ldb, int& K, int bk) {
     int k_first;
-    float* const w = gl_splitk_range(K, k_first, C, M, ldc, bk);
+    gl_splitk_bounds(K, k_first, bk);
     A += GL_A_COL ? (long long)k_first * lda : (long long)k_first;
     B += GL_B_COL ? (long long)k_first : (long long)k_first * ldb;
     K -= k_first;
-    return w;
+}
+#endif
+#if GL_SPLITK
+// The block's workspace slice W[z] (C is the workspace in the split variant).
+__device__ __forceinline__ float* gl_splitk_workspace(T* C, int M, int ldc) {
+    return reinterpret_cast<float*>(C) + (size_t)blockIdx.z * (size_t)M * (size_t)ldc;
+}
+// The slice in place (gl_splitk_bounds); returns W[z].
+__device__ __forceinline__ float* gl_splitk_range(int& K, int& k_first, T* C, int M, int ldc, int bk) {
+    gl_splitk_bounds(K, k_first, bk);
+    return gl_splitk_workspace(C, M, ldc);
+}
+// The slice as a problem of its own (gl_splitk_advance); returns W[z].
+template <typename PA, typename PB>
+__device__ __forceinline__ float* gl_splitk_slice(PA& A, int lda, PB& B, int ldb, int& K, T* C, int M, int ldc, int bk) {
+    gl_splitk_advance(A, lda, B, ldb, K, bk);
+    return gl_splitk_workspace(C, M, ldc);
 }
 // An FP32 rung whose epilogue writes its partial sums straight into the workspace (rungs 18, 23):
 // the slice as above, C becomes W[z], and the epilogue stores the sums as they are (alpha = 1,
@@ -134,6 +159,45 @@ __device__ __forceinline__ void gl_splitk_partial(PA& A, int lda, PB& B, int ldb
     alpha = 1.0f;
     beta = 0.0f;
 }
+#endif
+
+// ---- thread-block clusters (sm_90+) ------------------------------------------------------------
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+__device__ __forceinline__ unsigned gl_cluster_rank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+// Every thread of every CTA of the cluster: what each wrote before (with release) is visible to
+// all after (acquire). Also a CTA barrier.
+__device__ __forceinline__ void gl_cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+// The same barrier without the release: for a CTA that only has to know the others got there (its
+// shared memory may go once they are done reading it). ptxas makes the release a MEMBAR.ALL.GPU,
+// which would also wait for the CTA's global stores.
+__device__ __forceinline__ void gl_cluster_sync_relaxed() {
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;\nbarrier.cluster.wait.aligned;\n" ::: "memory");
+}
+#endif
+
+// ---- split-K in a cluster (GL_SPLITK_CLUSTER = S, the SPLITK of a rung with SKCLUSTER = 1) ---
+// The workspace split above costs a second kernel and a round trip of S FP32 copies of C through
+// L2/DRAM: at 1024^3 (4 slices) that is 16 MB written, read back and a launch boundary, ~10% of
+// the GEMM. On sm_90 the S blocks of one output tile can instead form one thread-block cluster
+// (gridDim.z = S = the cluster's z extent, __cluster_dims__(1, 1, S)): each block leaves its
+// FP32 partial tile in its own shared memory, and after a cluster barrier block z sums the z-th
+// S-th of the tile over the S blocks' shared memory (distributed shared memory, ld.shared::cluster)
+// in the order 0, 1, ..., S-1, applies alpha and beta and stores C: no workspace, no second
+// kernel, and the same bits as the workspace split with S slices (the same additions in the same
+// order, then gl_store_c4's alpha/beta, as splitk_reduce.cu's gl_store_c). The slice count is the
+// cluster's size, a define; a slice past K (K shorter than S tiles) computes nothing and adds
+// zeros. A second cluster barrier keeps every block's shared memory alive until its readers are
+// done. Cluster sizes 2..8 (the portable limit; registry.py _splitk_constraints).
+#if GL_SPLITK_CLUSTER
+#define GL_SK_CLUSTER_DIMS __cluster_dims__(1, 1, GL_SPLITK_CLUSTER)
+#else
+#define GL_SK_CLUSTER_DIMS
 #endif
 
 // ---- element conversion -------------------------------------------------------------------
@@ -207,6 +271,43 @@ __device__ __forceinline__ void gl_store_c4(T* C, int ldc, int M, int N, int i, 
     if (j + 2 < N) gl_store_c(C, ldc, i, j + 2, acc.z, alpha, beta);
     if (j + 3 < N) gl_store_c(C, ldc, i, j + 3, acc.w, alpha, beta);
 }
+
+#if GL_SPLITK_CLUSTER
+// split-K in a cluster (see "split-K in a cluster" above): the reduction into C.
+// The partial tile of this block is tile[BM_][LDT] (floats, 16-byte aligned rows) in shared
+// memory, complete in every thread's view of the cluster after the caller's writes; NT threads.
+template <int BM_, int BN_, int LDT, int NT>
+__device__ __forceinline__ void gl_splitk_cluster_store(const float* tile, T* C, int ldc, int M, int N, int row0, int col0,
+                                                         float alpha, float beta) {
+    static_assert(BN_ % 4 == 0 && LDT % 4 == 0, "the partial tile is read as float4");
+    constexpr int Q = BN_ / 4;                                   // float4 per tile row
+    constexpr int PART = GL_CEIL_DIV(BM_ * Q, GL_SPLITK_CLUSTER); // float4 this block sums
+    gl_cluster_sync();                                           // every block's partial tile written
+    const unsigned rank = gl_cluster_rank();
+    const unsigned local = (unsigned)__cvta_generic_to_shared(tile);
+    unsigned peer[GL_SPLITK_CLUSTER];                            // each block's tile, cluster addresses
+#pragma unroll
+    for (int z = 0; z < GL_SPLITK_CLUSTER; ++z)
+        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(peer[z]) : "r"(local), "r"(z));
+    const int first = (int)rank * PART, last = min(BM_ * Q, first + PART);
+    for (int e = first + (int)threadIdx.x; e < last; e += NT) {
+        const int r = e / Q, c = (e % Q) * 4;
+        const unsigned off = 4u * (unsigned)(r * LDT + c);
+        float4 v[GL_SPLITK_CLUSTER];
+#pragma unroll
+        for (int z = 0; z < GL_SPLITK_CLUSTER; ++z)
+            asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                         : "=f"(v[z].x), "=f"(v[z].y), "=f"(v[z].z), "=f"(v[z].w) : "r"(peer[z] + off));
+        float4 sum = v[0];
+#pragma unroll
+        for (int z = 1; z < GL_SPLITK_CLUSTER; ++z) {            // fixed order: z ascending
+            sum.x += v[z].x; sum.y += v[z].y; sum.z += v[z].z; sum.w += v[z].w;
+        }
+        gl_store_c4(C, ldc, M, N, row0 + r, col0 + c, sum, alpha, beta);
+    }
+    gl_cluster_sync_relaxed();                                   // no block leaves while its tile is read
+}
+#endif
 
 // ---- vectorized global loads (fp32) -------------------------------------------------------
 // Four consecutive elements of a row-major/column-major operand along its contiguous

@@ -87,17 +87,7 @@ __device__ __forceinline__ void gl_tma_load_multicast_3d(unsigned dst, const GlT
                  : "memory");
 }
 
-// ---- thread-block clusters ---------------------------------------------------------------------
-__device__ __forceinline__ unsigned gl_cluster_rank() {
-    unsigned r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return r;
-}
-// Every thread of every CTA of the cluster: what each wrote before (with release) is visible to
-// all after (acquire). Also a CTA barrier.
-__device__ __forceinline__ void gl_cluster_sync() {
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
+// ---- thread-block clusters (gl_cluster_rank, gl_cluster_sync: common.cuh) --------------------
 // An arrival on the mbarrier at shared offset `bar` of the cluster's CTA `rank`. The default
 // semantics (release at CTA scope), not .release.cluster: what the arrival publishes is that this
 // warp's wgmmas finished reading the stage, which wgmma.wait_group already guarantees (the reads
