@@ -289,3 +289,16 @@ def test_a_thin_rungs_entry_serves_no_problem_wider_than_its_shape_past_the_thin
     assert dispatch.nearest([thin64], "fp32", "rr", (4096, 128, 4096), allowed) is None
     assert dispatch.nearest([thin64, simt], "fp32", "rr", (4096, 128, 4096), allowed)[0] is simt
     assert dispatch.nearest([thin16], "fp32", "rr", (4096, 48, 4096), allowed) is None
+
+
+def test_a_thin_problem_takes_no_wide_problems_entry():
+    """The other way round: 4096x32x4096 (thin side <= THIN_MAX) is not served by 4096x48x4096's
+    wide-rung tile (0.74x cuBLAS on the H100) but by the thin rung's entry (1.04x) or the rule."""
+    from gemmlab.core.registry import for_dtype
+
+    allowed = {r.slug: r for r in for_dtype("fp32", "sm_90a")}
+    wide48 = entry((4096, 48, 4096), BM=64, BN=64, BK=16, WM=32, WN=32, TM=4, TN=8, STAGES=4, SPLITK=4, SKCLUSTER=1)
+    thin16 = entry((4096, 16, 4096), rung="thin", BM=32, BN=16, BK=256)
+    assert dispatch.nearest([wide48, thin16], "fp32", "rr", (4096, 32, 4096), allowed)[0] is thin16
+    assert dispatch.nearest([wide48], "fp32", "rr", (4096, 32, 4096), allowed) is None
+    assert dispatch.nearest([wide48, thin16], "fp32", "rr", (4096, 40, 4096), allowed)[0] is wide48

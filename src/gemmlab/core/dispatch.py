@@ -157,12 +157,17 @@ def _thin_covers(e: dict, shape, allowed: dict[str, Rung]) -> bool:
     times). Within THIN_MAX the re-reads were measured acceptable where no nearer entry exists
     (h100_fp32_near_thin_before.json: 4096x24x4096 0.98x, 4096x32x4096 1.04x cuBLAS with
     4096x16x4096's tile), though a nearer one can do much better (32x4096x4096: 0.68x with
-    16x4096x4096's 16x16 tile, 1.09x with its own, h100_fp32_near_thin.json). Entries of other
-    rungs serve any shape."""
+    16x4096x4096's 16x16 tile, 1.09x with its own, h100_fp32_near_thin_6cc48a8.json). Entries of
+    other rungs serve any problem that is not thin, and thin ones only from thin shapes."""
     rung = allowed.get(e.get("rung"))
+    side, own = min(shape[0], shape[1]), min(e["shape"][0], e["shape"][1])
     if rung is None or not rung.thin:
-        return True
-    return min(shape[0], shape[1]) <= max(min(e["shape"][0], e["shape"][1]), THIN_MAX)
+        # ... and the other way round: a thin problem (thin side <= THIN_MAX) takes no wide
+        # problem's entry. 4096x48x4096's cluster-split 64x64 tile served 4096x32x4096 at 0.74x
+        # cuBLAS, where 4096x16x4096's thin tile ran 1.04x (h100_fp32_near_thin_f81ea00.json)
+        # (a dtype without a thin rung keeps every entry)
+        return side > THIN_MAX or own <= THIN_MAX or not any(r.thin for r in allowed.values())
+    return side <= max(own, THIN_MAX)
 
 
 def nearest(entries: list[dict], dtype: str, layout: str, shape, allowed: dict[str, Rung],
