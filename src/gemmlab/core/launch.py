@@ -23,7 +23,7 @@ from . import packing, tensormaps, textures
 from .driver import check, context, cuda, device_info
 from .dtypes import get as get_dtype
 from .problem import GemmProblem, KernelProblem
-from .registry import MAX_GRID_Y, Launch, Rung
+from .registry import MAX_GRID_Y, Launch, Rung, workspace_split
 from .variant import REDUCE_THREADS, Variant, compile_reduce
 from . import workspace
 
@@ -283,7 +283,7 @@ class Plan:
         # into C (H100, tests/test_configs.py: NaN at 131x67x45 with BK=64, SPLITK=4)
         # SKCLUSTER=1: the slices sum in their cluster (kernels/common.cuh), one launch into C
         self._cluster_split = bool(self.variant.cfg.get("SKCLUSTER"))
-        split = self._split = self.variant.cfg.get("SPLITK", 1) > 1 and not self._cluster_split
+        split = self._split = workspace_split(self.variant.cfg)
         self.splits = self.geometry.grid[2] if split or self._cluster_split else 1   # K slices, else 1
         self.variant = self.variant.for_geometry(self.geometry, kp.N)   # split-K or tall grid
 

@@ -23,7 +23,7 @@ from .config import ConfigLike
 from .dtypes import get as get_dtype
 from .precision import applies
 from .progress import Progress
-from .registry import RUNGS, Rung, get
+from .registry import RUNGS, Rung, get, workspace_split
 from .packing import KERNEL, KERNEL_T, compile_pack
 from .variant import Variant, compile_reduce
 
@@ -155,7 +155,7 @@ def _helpers_for(variant: Variant, arch: str, before_compile=None) -> None:
     """The other kernels a variant's launch may need: a split-K variant's reduction, and the pack
     kernel of the dtype for every variant of a rung with PACK (``auto`` turns packing on for
     misaligned operands, so a graph captured after a precompile must find it built)."""
-    if variant.cfg.get("SPLITK", 1) > 1 and not variant.cfg.get("SKCLUSTER"):
+    if workspace_split(variant.cfg):
         compile_reduce(variant.dtype, arch, before_compile)
     if "PACK" in variant.cfg:
         compile_pack(variant.dtype, arch, before_compile)

@@ -285,6 +285,12 @@ MAX_SPLITK_CLUSTER = 8             # SKCLUSTER=1: the slices are one cluster's b
 CLUSTER_ARCH = 90                  # thread-block clusters and distributed shared memory: sm_90 and newer
 
 
+def workspace_split(cfg: Mapping[str, int]) -> bool:
+    """Whether ``cfg`` splits K through the workspace: FP32 partials, then the reduction kernel
+    (SPLITK > 1 without SKCLUSTER, whose slices sum in their cluster and write C themselves)."""
+    return cfg.get("SPLITK", 1) > 1 and not cfg.get("SKCLUSTER")
+
+
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 

@@ -12,7 +12,7 @@ from . import compile as _compile
 from .config import ConfigLike
 from .dtypes import get as get_dtype
 from .precision import get as get_precision
-from .registry import Launch, Rung, get
+from .registry import Launch, Rung, get, workspace_split
 
 
 class SpillError(ValueError):
@@ -86,7 +86,7 @@ class Variant:
         columns) runs: the split-K one (its C is the FP32 workspace, rows of N floats, so 16-byte
         stores are legal when N % 4 == 0; the cluster split's is C), the tall one (row tiles along grid.z), or itself."""
         if self.cfg.get("SPLITK", 1) > 1:   # the cluster split (SKCLUSTER=1) writes C itself
-            return self if self.cfg.get("SKCLUSTER") else replace(self, vec_c=N % 4 == 0)
+            return replace(self, vec_c=N % 4 == 0) if workspace_split(self.cfg) else self
         if geometry.grid[2] > 1:
             return replace(self, tall=True)
         return self
