@@ -376,10 +376,56 @@ def test_without_k_major_no_aligned_operand_is_copied_whatever_its_layout():
     assert packing.plan_packs(problem(256, 128, 64).kernel_view(), "fp32") == ()
 
 
-def test_the_wgmma_tf32_variants_the_plan_can_run_are_the_k_major_aligned_ones_only():
+def test_the_wgmma_tf32_variants_the_plan_can_run_are_the_k_major_aligned_ones_and_register_a_in_tf32():
     r = registry.get("wgmma_tf32")
-    ok = [c for c in itertools.product((False, True), repeat=4) if r.compiles(*c)]
-    assert ok == [(False, True, True, True)] and r.k_major and "PACK" not in r.params
+    tf32 = [c for c in itertools.product((False, True), repeat=5) if r.compiles(*c[:4], "tf32", c[4])]
+    assert tf32 == [(False, True, True, True, False), (True, True, True, True, False), (True, True, True, True, True)]
+    split = [c for c in itertools.product((False, True), repeat=5) if r.compiles(*c[:4], "3xtf32", c[4])]
+    assert split == [(False, True, True, True, False)] and r.k_major and "PACK" not in r.params
+    assert r.reads_register_a("tf32") and not r.reads_register_a("3xtf32") and r.reads_register_a()
+
+
+def test_no_other_rung_reads_a_from_registers_or_writes_a_column_major_c():
+    for r in registry.RUNGS:
+        if r.slug != "wgmma_tf32":
+            assert not r.register_a and not r.compiles(False, False, True, True, None, True), r.slug
+
+
+def test_a_tf32_plan_computes_row_major_a_and_b_transposed_and_copies_nothing():
+    kp = problem(256, 128, 64).kernel_view()          # row-major A, row-major B (MN-major)
+    packs, view = packing.for_kernel(kp, "fp32", False, True, 1, register_a=True)
+    assert packs == () and view == kp.transposed()
+    assert (view.M, view.N, view.a_ptr, view.b_ptr, view.lda, view.ldb) == (128, 256, kp.b_ptr, kp.a_ptr, kp.ldb, kp.lda)
+    assert (view.a_col, view.b_col, view.c_col) == (True, True, True)
+
+
+def test_a_tf32_plan_reads_a_column_major_a_where_it_is_and_copies_only_a_row_major_b():
+    kp = problem(256, 128, 64, cols=(True, True, False)).kernel_view()
+    assert packing.for_kernel(kp, "fp32", False, True, 1, register_a=True) == ((), kp)
+    kp = problem(256, 128, 64, cols=(True, False, False)).kernel_view()    # both MN-major
+    (p,), view = packing.for_kernel(kp, "fp32", False, True, 1, register_a=True)
+    assert (p.operand, p.transpose) == ("B", True) and (view.a_col, view.b_col, view.c_col) == (True, True, False)
+
+
+def test_a_3xtf32_plan_never_transposes_the_problem_it_splits_both_operands():
+    kp = problem(256, 128, 64).kernel_view()
+    packs, view = packing.for_kernel(kp, "fp32", False, True, 2, register_a=False)
+    assert [p.operand for p in packs] == ["A", "B"] and not view.c_col and (view.M, view.N) == (256, 128)
+
+
+def test_transposing_a_kernel_problem_twice_gives_it_back():
+    kp = problem(200, 136, 45, lds=(48, 140, 137)).kernel_view()
+    assert kp.transposed().transposed() == kp and kp.transposed() != kp
+
+
+def test_kernel_layout_names_the_variant_for_kernel_makes_in_every_layout_and_precision():
+    r = registry.get("wgmma_tf32")
+    for (a_col, b_col), prec in itertools.product(itertools.product((False, True), repeat=2), ("tf32", "3xtf32")):
+        kp = problem(200, 136, 48, cols=(a_col, b_col, False)).kernel_view()
+        ra = r.reads_register_a(prec)
+        _, view = packing.for_kernel(kp, "fp32", False, True, r.planes_for(prec), ra)
+        assert packing.kernel_layout(a_col, b_col, True, ra) == (view.a_col, view.b_col, view.c_col)
+        assert r.compiles(view.a_col, view.b_col, view.vec_a, view.vec_b, prec, view.c_col), (a_col, b_col, prec)
 
 
 def test_a_plan_without_pack_on_a_rung_that_is_not_k_major_copies_nothing_even_when_unaligned():

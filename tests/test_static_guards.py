@@ -22,16 +22,19 @@ CASES = [(r.slug, dt) for r in kernels() for dt in r.dtypes]
 # 20), on every architecture of ARCHS the rung runs on
 PRECISION_CASES = [(r.slug, dt, p, arch) for r in kernels() for dt in r.dtypes for p in r.precisions if applies(p, dt)
                    for arch in ARCHS if r.runs_on(arch)]
+# (A column-major, B column-major, 16-byte access, C column-major): C column-major only where a
+# rung reads A from registers (rung 22 in tf32: the transposed problem of row-major A and B)
+LAYOUTS = list(itertools.product((False, True), (False, True), (True, False), (False, True)))
 
 
 def _guarded_variants() -> dict[str, list[Variant]]:
     """Per architecture, every variant the tests below compile."""
     out: dict[str, list[Variant]] = {arch: [] for arch in ARCHS}
     for slug, dtype, precision, arch in PRECISION_CASES:
-        for a_col, b_col, vec in itertools.product((False, True), (False, True), (True, False)):
-            if get(slug).compiles(a_col, b_col, vec, vec):
+        for a_col, b_col, vec, c_col in LAYOUTS:
+            if get(slug).compiles(a_col, b_col, vec, vec, precision, c_col):
                 out[arch].append(Variant.make(slug, dtype, a_col=a_col, b_col=b_col, vec_a=vec, vec_b=vec, vec_c=vec,
-                                              precision=precision))
+                                              precision=precision, c_col=c_col))
     for r in kernels():
         for dt, (a_col, b_col) in itertools.product(r.dtypes, itertools.product((False, True), (False, True))):
             if r.runs_on("sm_90a") and r.compiles(a_col, b_col, True, True):
@@ -39,6 +42,9 @@ def _guarded_variants() -> dict[str, list[Variant]]:
         for preset, p in _presets(r):
             if r.runs_on("sm_90a"):
                 out["sm_90a"].append(Variant.make(r.slug, r.dtypes[0], b_col=r.k_major, config=preset, precision=p))
+                if r.reads_register_a(p):   # rung 22's register-A path, as a row-major problem runs it
+                    out["sm_90a"].append(Variant.make(r.slug, r.dtypes[0], a_col=True, b_col=True, c_col=True,
+                                                      config=preset, precision=p))
     return out
 
 
@@ -55,10 +61,11 @@ def _compiled_ahead(compile_ahead):
 
 @pytest.mark.parametrize("slug,dtype,precision,arch", PRECISION_CASES)
 def test_rung_compiles_without_spills_or_local_memory_in_every_layout(slug, dtype, precision, arch):
-    for a_col, b_col, vec in itertools.product((False, True), (False, True), (True, False)):
-        if not get(slug).compiles(a_col, b_col, vec, vec):   # a k_major rung: the plan packs these (rung 22)
+    for a_col, b_col, vec, c_col in LAYOUTS:
+        if not get(slug).compiles(a_col, b_col, vec, vec, precision, c_col):   # a k_major rung: the plan packs these
             continue
-        v = Variant.make(slug, dtype, a_col=a_col, b_col=b_col, vec_a=vec, vec_b=vec, vec_c=vec, precision=precision)
+        v = Variant.make(slug, dtype, a_col=a_col, b_col=b_col, vec_a=vec, vec_b=vec, vec_c=vec, precision=precision,
+                         c_col=c_col)
         ck = v.compile(arch)
         res = disasm.resource_usage(ck.cubin, ck.log)
         assert res.local == 0, f"{v.describe()} on {arch}: {res.local} bytes of local memory/stack (spills)"
@@ -155,3 +162,19 @@ def test_wgmma_tf32_3xtf32_issues_three_wgmmas_per_k8_step_and_loads_both_planes
     assert count["3xtf32"]["HGMMA"] == 3 * count["tf32"]["HGMMA"] == 12
     assert count["3xtf32"]["UTMALDG"] == 2 * count["tf32"]["UTMALDG"]
     assert count["3xtf32"]["FADD"] >= 64 > count["tf32"]["FADD"]
+
+
+def test_wgmma_tf32_register_a_reads_its_fragments_by_lds64_and_feeds_them_to_hgmma():
+    """Rung 22's register-A path (column-major A, the transposed problem of row-major A and B): a
+    k tile's fragments come by 8-byte LDS (two per k8 step and m64 block: k = t and t + 4, rows
+    m and m + 1), every HGMMA takes A from registers (no A descriptor), the two halves of a k tile
+    go out as two commit groups each waited with one left in flight, and with C column-major the
+    epilogue stores 8 bytes (rows m, m + 1) at a time."""
+    v = Variant.make("wgmma_tf32", "fp32", a_col=True, b_col=True, c_col=True, precision="tf32")
+    text = disasm.sass_nvdisasm(v.compile("sm_90a").cubin)
+    hgmma = re.findall(r"HGMMA\.64x256x8\.F32\.TF32 R\d+, (\S+),", text)
+    assert len(hgmma) == 4 and all(re.fullmatch(r"R\d+", a) for a in hgmma), hgmma
+    assert len(re.findall(r"\bLDS\.64\b", text)) == 8
+    assert len(re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, 0x1", text)) == 2
+    assert re.search(r"\bSTG\.E\.64\b", text)
+    assert "GL_C_COL" in v.defines() and "GL_C_COL" not in Variant.make("wgmma_tf32", "fp32", b_col=True).defines()

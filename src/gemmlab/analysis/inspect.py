@@ -20,6 +20,7 @@ import re
 from ..core.arch import limits, normalize_arch
 from ..core.compile import check_arch
 from ..core.config import ConfigLike
+from ..core.packing import kernel_layout
 from ..core.registry import Rung, get
 from ..core.variant import Variant
 from . import disasm
@@ -76,9 +77,10 @@ def inspect_rung(rung: Rung | str, dtype: str | None = None, arch: str = "sm_90a
     check_arch(arch)
     dtype = dtype or rung.dtypes[0]
     rung.require(dtype, arch)
-    if not rung.compiles(a_col, b_col, True, True):   # a k_major rung's kernel sees its operands packed K-major
-        a_col, b_col = False, True
-    variant = Variant.make(rung, dtype, a_col=a_col, b_col=b_col, config=config)
+    c_col = False
+    if rung.k_major:   # its kernel sees the layouts its plans make: copies, and rung 22's transposed problem
+        a_col, b_col, c_col = kernel_layout(a_col, b_col, True, rung.reads_register_a())
+    variant = Variant.make(rung, dtype, a_col=a_col, b_col=b_col, config=config, c_col=c_col)
     cfg = variant.cfg
     lim = limits(arch)
     rung.check_resources(cfg, lim)
@@ -98,6 +100,7 @@ def inspect_rung(rung: Rung | str, dtype: str | None = None, arch: str = "sm_90a
         "config": cfg,
         "a_col": bool(a_col),
         "b_col": bool(b_col),
+        "c_col": bool(c_col),
         "threads_per_block": threads,
         "resources": {
             "registers": res.registers,

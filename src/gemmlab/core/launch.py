@@ -11,11 +11,11 @@ times plans.
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 import os
 import struct
 import threading
-from dataclasses import replace
 
 from .compile import CompiledKernel
 from .deps import require
@@ -270,11 +270,14 @@ class Plan:
         # kernel reads the copies, with their leading dimensions and its 16-byte variant
         # a k_major rung (22): its MN-major or unaligned operands are always copied, MN-major ones transposed;
         # a rung reading two planes per operand (22 in 3xtf32): both operands always, split into TF32 parts
+        # a rung reading A from registers (22 in tf32): row-major A and B computed as C^T = B^T A^T
+        # (kp.c_col), the operands' pointers swapped at each launch (_swapped)
         self.packs, kp = packing.for_kernel(kp, problem.dtype, bool(self.variant.cfg.get("PACK")), rung.k_major,
-                                            rung.planes_for(self.variant.precision))
-        if self.packs:
+                                            rung.planes_for(self.variant.precision),
+                                            rung.reads_register_a(self.variant.precision))
+        if kp is not self.kp:
             self.kp = kp
-            self.variant = replace(self.variant, vec_a=kp.vec_a, vec_b=kp.vec_b, a_col=kp.a_col, b_col=kp.b_col)
+            self.variant = self.variant.for_kernel_problem(kp)
         rung.check_resources(self.variant.cfg, info.limits, self.variant.precision)
         self.geometry: Launch = rung.launch(kp.M, kp.N, self.variant.cfg, kp.K, info.sm_count, self.variant.precision)
         # split-K is the configuration's, not the slice count's: SPLITK=4 over a K of one BK tile
@@ -311,6 +314,11 @@ class Plan:
             self._init_staged(kp, split, stream, capturing)
         elif self._ex is not None:
             self.launch = self._launch_clustered
+        # the kernel computes C^T = B^T A^T (packing.for_kernel): a launch's A and B trade places,
+        # so its callers keep passing the kernel view's (fastpath.py)
+        self._swapped = kp.c_col
+        if self._swapped:
+            self.launch = functools.partial(_swap_ab, self.launch)
 
     @property
     def kernel_params(self) -> int:
@@ -410,7 +418,8 @@ class Plan:
         """Launch on ``stream`` (default: the current stream of C's library) with the plan's own
         operands."""
         kp = self.kp
-        if not self.launch(kp.a_ptr, kp.b_ptr, kp.c_ptr, kp.alpha, kp.beta, stream):
+        a_ptr, b_ptr = (kp.b_ptr, kp.a_ptr) if self._swapped else (kp.a_ptr, kp.b_ptr)   # the kernel view's
+        if not self.launch(a_ptr, b_ptr, kp.c_ptr, kp.alpha, kp.beta, stream):
             raise RuntimeError(f"{self.variant.describe()}: the operands' texture extent changed since the plan was made")
 
     def launch(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float,
@@ -556,6 +565,11 @@ class Plan:
                 ev = _sync_event(self.ordinal)
                 check(cu.cuEventRecord(ev, producer), "cuEventRecord on the operand's stream")
                 check(cu.cuStreamWaitEvent(stream, ev, 0), "cuStreamWaitEvent")
+
+
+def _swap_ab(launch, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float, stream: int | None = None) -> bool:
+    """``launch`` of a plan whose kernel computes the transposed problem: its A is the view's B."""
+    return launch(b_ptr, a_ptr, c_ptr, alpha, beta, stream)
 
 
 _events: dict[int, object] = {}

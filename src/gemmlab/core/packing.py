@@ -12,6 +12,12 @@ A ``k_major`` rung (core/registry.py; rung 22, whose TF32 wgmma has no transpose
 operands only: its plans always pack, with or without PACK, every operand that is MN-major (column-
 major A, row-major B) -- transposed, by the ``pack_t`` kernel -- or without 16-byte access.
 
+A ``k_major`` rung that reads a column-major A into registers in a precision (``Rung.register_a``:
+rung 22 in tf32, wgmma's register-A form) copies less: column-major A is read where it is, and a
+problem whose A and B are both row-major (B MN-major) is computed transposed, C^T = B^T A^T
+(``kernel_layout``): B^T is then the column-major A, A^T the K-major B, and C is written
+column-major; only a column-major A with a row-major B still has its B transposed by a copy.
+
 A rung that reads an operand as two planes in a precision (``Rung.planes``: rung 22 in 3xtf32) gets
 a split pack of BOTH operands, whatever their layout and alignment: one launch per operand reads it
 once and writes the big TF32 parts hi = tf32(x) and then the small ones lo = tf32(x - hi), two
@@ -122,12 +128,28 @@ def _pack(operand: str, rows: int, cols: int, ld: int, col_major: bool, dtype: s
     return Pack(operand, outer, inner, ld, ldp, get_dtype(dtype).itemsize, transpose=transpose, planes=planes)
 
 
-def plan_packs(kp: KernelProblem, dtype: str, k_major: bool = False, planes: int = 1) -> tuple[Pack, ...]:
+def kernel_layout(a_col: bool, b_col: bool, k_major: bool, register_a: bool = False) -> tuple[bool, bool, bool]:
+    """(A column-major, B column-major, C column-major) of the problem a kernel computes for
+    operands in these layouts (the kernel's view: C row-major) once ``for_kernel`` has transposed
+    it (``register_a``: row-major A and B become C^T = B^T A^T) and copied what it copies (a
+    ``k_major`` rung's MN-major operands: K-major copies, a column-major A only without
+    ``register_a``)."""
+    c_col = False
+    if k_major and register_a and not a_col and not b_col:
+        a_col, b_col, c_col = True, True, True
+    if k_major:
+        a_col, b_col = a_col and register_a, True
+    return a_col, b_col, c_col
+
+
+def plan_packs(kp: KernelProblem, dtype: str, k_major: bool = False, planes: int = 1,
+               register_a: bool = False) -> tuple[Pack, ...]:
     """The operands of ``kp`` (the kernel's view) without 16-byte access, and with ``k_major`` the
-    MN-major ones too (column-major A, row-major B: transposed), as packs laid out one after the
-    other from offset 0 of the workspace; () when none needs a copy. ``planes`` 2 (3xTF32): both
-    operands, each split into its two TF32 planes (MN-major ones transposed with ``k_major``)."""
-    a_t, b_t = k_major and kp.a_col, k_major and not kp.b_col
+    MN-major ones too (column-major A unless the kernel reads it into registers, ``register_a``;
+    row-major B: transposed), as packs laid out one after the other from offset 0 of the
+    workspace; () when none needs a copy. ``planes`` 2 (3xTF32): both operands, each split into
+    its two TF32 planes (MN-major ones transposed with ``k_major``)."""
+    a_t, b_t = k_major and kp.a_col and not register_a, k_major and not kp.b_col
     split = planes > 1
     packs = []
     if not kp.vec_a or a_t or split:
@@ -142,12 +164,18 @@ def plan_packs(kp: KernelProblem, dtype: str, k_major: bool = False, planes: int
 
 
 def for_kernel(kp: KernelProblem, dtype: str, pack: bool, k_major: bool,
-               planes: int = 1) -> tuple[tuple[Pack, ...], KernelProblem]:
+               planes: int = 1, register_a: bool = False) -> tuple[tuple[Pack, ...], KernelProblem]:
     """What a plan copies first and the problem its kernel then computes: with PACK=1 (``pack``)
     the operands without 16-byte access, for a ``k_major`` rung those and the MN-major ones, with
-    ``planes`` 2 (3xTF32) both operands split; ((), kp) when nothing is copied. The plan and the
-    tuner's compile ahead both read it, so the tuner compiles the variant the plan will run."""
-    packs = plan_packs(kp, dtype, k_major, planes) if pack or k_major or planes > 1 else ()
+    ``planes`` 2 (3xTF32) both operands split; ((), kp) when nothing is copied. With
+    ``register_a`` (and ``k_major``) a problem with row-major A and B is first transposed
+    (``KernelProblem.transposed``: its C column-major), so B^T is read into registers and nothing
+    is transposed by a copy. The plan and the tuner's compile ahead both read it, so the tuner
+    compiles the variant the plan will run."""
+    if k_major and register_a and not kp.a_col and not kp.b_col and planes == 1:
+        kp = kp.transposed()
+    register_a = register_a and planes == 1
+    packs = plan_packs(kp, dtype, k_major, planes, register_a) if pack or k_major or planes > 1 else ()
     return packs, (packed_view(kp, packs) if packs else kp)
 
 

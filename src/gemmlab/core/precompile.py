@@ -24,7 +24,7 @@ from .dtypes import get as get_dtype
 from .precision import applies
 from .progress import Progress
 from .registry import RUNGS, Rung, get, workspace_split
-from .packing import KERNEL, KERNEL_T, compile_pack
+from .packing import KERNEL, KERNEL_T, compile_pack, kernel_layout
 from .variant import Variant, compile_reduce
 
 LAYOUTS = ("rr", "rc", "cr", "cc")  # A then B: r row-major, c column-major (as the kernel sees them)
@@ -123,10 +123,14 @@ def variants(kernels=None, dtypes=None, layouts=None, arch: str | None = None, *
             # every precision the rung computes the dtype in (rung 20: TF32 and 3xTF32)
             for prec in (p for p in r.precisions if applies(p, dt)):
                 for (a_col, b_col), (va, vb, vc) in itertools.product(pairs, VECTOR_FLAGS):
-                    if not r.compiles(a_col, b_col, va, vb):   # rung 22: its plans pack the others
-                        continue
-                    out.append(Variant.make(r, dt, a_col=a_col, b_col=b_col, vec_a=va, vec_b=vb, vec_c=vc,
-                                            config=cfg, precision=prec))
+                    c_col = False
+                    if r.k_major:   # rung 22: the layouts its plans run, after their copies and transposition
+                        a_col, b_col, c_col = kernel_layout(a_col, b_col, True, r.reads_register_a(prec))
+                        va = vb = True
+                    v = Variant.make(r, dt, a_col=a_col, b_col=b_col, vec_a=va, vec_b=vb, vec_c=vc,
+                                     config=cfg, precision=prec, c_col=c_col)
+                    if v not in out:
+                        out.append(v)
     if not out:
         raise ValueError("nothing to compile: no rung takes the dtypes given on this architecture")
     return out
@@ -134,16 +138,16 @@ def variants(kernels=None, dtypes=None, layouts=None, arch: str | None = None, *
 
 def _job(v: Variant) -> tuple:
     """A variant as plain data a worker process can unpickle (a Rung holds lambdas)."""
-    return (v.rung.slug, v.dtype, v.a_col, v.b_col, v.vec_a, v.vec_b, v.vec_c, v.config, v.tall, v.precision)
+    return (v.rung.slug, v.dtype, v.a_col, v.b_col, v.vec_a, v.vec_b, v.vec_c, v.config, v.tall, v.precision, v.c_col)
 
 
 def _build(job: tuple, arch: str) -> tuple[bool, str | None]:
     """(served from the disk cache, error message or None): one variant, in a worker process."""
     _compile.clear_memory_cache()  # a forked worker inherits the parent's memory: ask the disk
     try:
-        slug, dtype, a_col, b_col, va, vb, vc, cfg, tall, precision = job
+        slug, dtype, a_col, b_col, va, vb, vc, cfg, tall, precision, c_col = job
         variant = Variant.make(slug, dtype, a_col=a_col, b_col=b_col, vec_a=va, vec_b=vb, vec_c=vc, config=dict(cfg),
-                               tall=tall, precision=precision)
+                               tall=tall, precision=precision, c_col=c_col)
         hit = variant.compile(arch).cache_hit
         _helpers_for(variant, arch)
         return hit, None

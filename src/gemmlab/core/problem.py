@@ -13,7 +13,7 @@ A user passes CuPy arrays or PyTorch CUDA tensors (or anything with ``__cuda_arr
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .dtypes import BY_TYPESTR, VECTOR_BYTES, from_array_name, get as get_dtype
 
@@ -178,7 +178,8 @@ class GemmProblem:
 
 @dataclass(frozen=True)
 class KernelProblem:
-    """Arguments of the launch contract (kernels/common.cuh), C row-major."""
+    """Arguments of the launch contract (kernels/common.cuh), C row-major (``c_col``: column-major,
+    only in the transposed problem of a rung that reads A from registers, core/packing.py)."""
 
     M: int
     N: int
@@ -196,6 +197,13 @@ class KernelProblem:
     vec_c: bool
     alpha: float
     beta: float
+    c_col: bool = False
+
+    def transposed(self) -> "KernelProblem":
+        """The same product as C^T = B^T A^T: N x M, the operands swapped and each in the other
+        layout (the same memory), C in the other layout."""
+        return replace(self, M=self.N, N=self.M, a_ptr=self.b_ptr, lda=self.ldb, a_col=not self.b_col, vec_a=self.vec_b,
+                       b_ptr=self.a_ptr, ldb=self.lda, b_col=not self.a_col, vec_b=self.vec_a, c_col=not self.c_col)
 
 
 def _check_scalar(name: str, v) -> float:

@@ -82,6 +82,10 @@ class Rung:
     k_major: bool = False              # its kernel reads K-major, 16-byte-legal A and B only (row-major A,
                                        # column-major B): the plan always copies the others first,
                                        # transposing an MN-major one (core/packing.py)
+    register_a: tuple[str, ...] = ()   # precisions in which its kernel also reads a column-major (MN-major)
+                                       # A, into registers (rung 22, tf32: wgmma's register-A form); the
+                                       # plan then computes a row-major-A-and-B problem transposed instead
+                                       # of copying B (core/packing.py, for_kernel)
     planes: Mapping[str, int] = field(default_factory=dict)   # precision -> planes per operand its kernel
                                        # reads (rung 22, 3xtf32: 2, the big and small TF32 parts the plan's
                                        # split pack writes); 1 for any other. A rung with this table has
@@ -142,10 +146,23 @@ class Rung:
                              f"{', '.join(own)}" + (f" (precision {want!r}: {', '.join(others[-3:])})" if others else ""))
         return want
 
-    def compiles(self, a_col: bool, b_col: bool, vec_a: bool, vec_b: bool) -> bool:
-        """Whether the kernel has a variant for these operand layouts and vector flags: every one,
-        except for a ``k_major`` rung (row-major A, column-major B, both 16-byte legal only)."""
-        return not self.k_major or (not a_col and b_col and vec_a and vec_b)
+    def compiles(self, a_col: bool, b_col: bool, vec_a: bool, vec_b: bool, precision: str | None = None,
+                 c_col: bool = False) -> bool:
+        """Whether the kernel has a variant for these operand layouts and vector flags (and C
+        column-major, ``c_col``) in ``precision`` (None: the rung's default): every one with a
+        row-major C, except for a ``k_major`` rung (column-major B, both operands 16-byte legal,
+        and a row-major A, or in a ``register_a`` precision a column-major one, then with C either
+        way: the transposed problem writes C column-major)."""
+        if not self.k_major:
+            return not c_col
+        if not (b_col and vec_a and vec_b):
+            return False
+        return (a_col and self.reads_register_a(precision)) or (not a_col and not c_col)
+
+    def reads_register_a(self, precision: str | None = None) -> bool:
+        """Whether the kernel reads a column-major A into registers in ``precision`` (None: the
+        rung's default; rung 22 in tf32)."""
+        return self._own(precision) in self.register_a
 
     # ---- precision-dependent sizes -------------------------------------------------------
     def planes_for(self, precision: str | None = None) -> int:
@@ -1003,7 +1020,7 @@ RUNGS: tuple[Rung, ...] = (
     ),
     Rung(
         22, "wgmma_tf32", "FP32 on Hopper's wgmma: TF32 in the warp-specialized persistent structure",
-        "wgmma.mma_async m64nNk8 .tf32 reads K-major FP32 tiles (TMA, 128-byte swizzle) in rung 21's persistent, warp-specialized, clustered loop; the plan transpose-copies an MN-major operand (row-major B) first, since TF32 wgmma has no transpose. 3xtf32: a split pass writes each operand's TF32 big and small parts as two K-major planes, and three wgmmas per k8 step fill a k tile's partial sums, added in FP32.",
+        "wgmma.mma_async m64nNk8 .tf32 reads K-major FP32 tiles (TMA, 128-byte swizzle) in rung 21's persistent, warp-specialized, clustered loop; TF32 wgmma has no transpose, so the plan runs row-major A and B transposed (C^T = B^T A^T) with the MN-major operand read into registers (wgmma's register-A form), and copies a row-major B only beside a column-major A. 3xtf32: a split pass writes each operand's TF32 big and small parts as two K-major planes, and three wgmmas per k8 step fill a k tile's partial sums, added in FP32.",
         ("CUTLASS sm90 TF32 GEMM (tfloat32_t, both operands K-major)",), "22_wgmma_tf32.cu",
         precisions=("tf32", "3xtf32"),
         params={"BM": 128, "BN": 256, "BK": 32, "WM": 64, "STAGES": 4, "CLUSTER": 2},
@@ -1022,7 +1039,7 @@ RUNGS: tuple[Rung, ...] = (
                  "256x128": {"BM": 256, "BN": 128, "BK": 32, "WM": 128, "STAGES": 4, "CLUSTER": 2}},
         threads=_wgmma_threads, constraints=_wstf32_constraints, smem=_wstf32_smem,
         sass_claims=("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG"), min_arch=90, max_arch=90,
-        tensor_maps=True, persistent=True, k_major=True,
+        tensor_maps=True, persistent=True, k_major=True, register_a=("tf32",),
         space={"BN": (128, 256), "BK": (32, 64), "STAGES": (2, 3, 4, 5, 6), "CLUSTER": (1, 2)},
     ),
     Rung(

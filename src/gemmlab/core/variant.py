@@ -31,6 +31,7 @@ class Variant:
     config: tuple[tuple[str, int], ...] = field(default=())  # sorted (name, value) pairs, defaults merged
     tall: bool = False   # more row tiles than grid.y takes: they continue along grid.z (GL_TALL)
     precision: str = ""  # core.precision name; "" (as built by hand): the rung's default for the dtype
+    c_col: bool = False  # C column-major: the transposed problem of a rung reading A from registers (GL_C_COL)
 
     def __post_init__(self):
         if not self.precision:
@@ -39,14 +40,21 @@ class Variant:
     @classmethod
     def make(cls, rung: Rung | str, dtype: str = "fp32", *, a_col=False, b_col=False,
              vec_a=True, vec_b=True, vec_c=True, config: ConfigLike = None, tall=False,
-             precision: str | None = None) -> "Variant":
+             precision: str | None = None, c_col=False) -> "Variant":
         """``precision`` None: the rung's own default for ``dtype`` (core.registry.Rung.precision_for)."""
         rung = get(rung) if isinstance(rung, str) else rung
         rung.require(dtype, precision=precision)
         precision = rung.precision_for(dtype, precision)
         cfg = rung.config(config, precision)
         return cls(rung, dtype, bool(a_col), bool(b_col), bool(vec_a), bool(vec_b), bool(vec_c),
-                   tuple(sorted(cfg.items())), bool(tall), precision)
+                   tuple(sorted(cfg.items())), bool(tall), precision, bool(c_col))
+
+    def for_kernel_problem(self, kp) -> "Variant":
+        """This variant for the problem its kernel computes (``core.packing.for_kernel``'s, a
+        KernelProblem): the layouts and vector flags of what it reads and writes after copies and
+        transposition."""
+        return replace(self, a_col=kp.a_col, b_col=kp.b_col, vec_a=kp.vec_a, vec_b=kp.vec_b, vec_c=kp.vec_c,
+                       c_col=kp.c_col)
 
     @property
     def cfg(self) -> dict[str, int]:
@@ -61,6 +69,8 @@ class Variant:
         )
         if self.tall:   # only then: the cache keys (and SASS) of ordinary variants stay as they were
             d["GL_TALL"] = 1
+        if self.c_col:  # likewise
+            d["GL_C_COL"] = 1
         code = get_precision(self.precision).kernel_code
         if code:        # likewise: the exact path defines nothing
             d["GL_PRECISION"] = code
@@ -92,7 +102,7 @@ class Variant:
         return self
 
     def describe(self) -> str:
-        lay = ("col" if self.a_col else "row") + "/" + ("col" if self.b_col else "row")
+        lay = ("col" if self.a_col else "row") + "/" + ("col" if self.b_col else "row") + ("/C col" if self.c_col else "")
         vec = "".join(n for n, v in (("A", self.vec_a), ("B", self.vec_b), ("C", self.vec_c)) if v) or "none"
         cfg = ",".join(f"{k}={v}" for k, v in self.config)
         tall = ", tall grid" if self.tall else ""

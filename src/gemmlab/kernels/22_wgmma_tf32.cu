@@ -31,6 +31,19 @@
 //   where rung 20 rounds to nearest (cvt.rna, 2^-11) in registers. Rounding here would cost a
 //   read and write of every stage in shared memory (~770 cycles per 48 KB k tile, more than the
 //   ~640 cycles of the wgmmas' own reads): the precision table's tf32 roundoff covers both.
+// * register A (GL_A_COL, tf32 only): wgmma's other form takes A from registers, in any layout
+//   the threads care to load it from. So an MN-major A needs no copy: TMA brings it as [BK k][32 m]
+//   panels (rung 19's MN-major layout), and each consumer thread loads its fragment with two
+//   8-byte LDS per k8 step and m64 block (acc_row: a row map that makes them conflict-free). The
+//   plan turns the common case, row-major A and B, into this one: C^T = B^T A^T, where B^T is a
+//   column-major A and A^T a K-major B, and C is written column-major (GL_C_COL). Only a
+//   column-major A with a row-major B still has B transposed by a copy. 3xTF32 packs (splits)
+//   both operands anyway, so it keeps the descriptor form.
+//   PREDICTION, written before any measurement (H100, 4096^3 and 8192^3, row-major A and B, the
+//   default tile): the copy's 13 points at 4096^3 (and ~6 at 8192^3) are gone; the loads cost a
+//   consumer thread 8 LDS.64 and a second commit group per 32-k tile (~1024 tensor cycles), which
+//   the other warpgroup's wgmmas cover: 0.90-0.96x cuBLAS with TF32 at 4096^3 (0.83x with the copy,
+//   0.96x for the kernel alone on a column-major B, h100_tune_wgmma_tf32_4096_rc.json).
 // Epilogue: alpha / beta applied to the accumulators and stored straight from them, two
 // consecutive FP32 (8 bytes) per store (d[j][e] of m64nNk8: row 16 warp + lane / 4 (+8 for e >= 2),
 // columns 8 j + 2 (lane % 4), +1), guarded at the edges. Rung 21's staged epilogue (stmatrix) is
@@ -89,8 +102,17 @@
 #else
 #define GL_PLANES 1
 #endif
-#if GL_A_COL || !GL_B_COL || !GL_VEC_A || !GL_VEC_B
-#error "rung 22 (wgmma_tf32) reads K-major, 16-byte-legal operands only (row-major A, column-major B): the plan packs the others"
+#ifndef GL_C_COL
+#define GL_C_COL 0                // 1: C column-major, C(i, j) at C[j * ldc + i] (the register-A path's transposed problem)
+#endif
+#if !GL_B_COL || !GL_VEC_A || !GL_VEC_B
+#error "rung 22 (wgmma_tf32) reads a K-major B and 16-byte-legal operands only: the plan packs the others"
+#endif
+#if GL_A_COL && GL_PRECISION != 1
+#error "rung 22 (wgmma_tf32) reads a column-major (MN-major) A into registers in precision tf32 only: 3xtf32 packs it"
+#endif
+#if GL_C_COL && !GL_A_COL
+#error "rung 22 (wgmma_tf32) writes a column-major C only on the register-A path (the plan's transposed problem)"
 #endif
 #ifndef GL_DYN_SMEM
 #error "rung 22 (wgmma_tf32) needs GL_DYN_SMEM, the dynamic shared memory the launch gives each block"
@@ -118,14 +140,22 @@ constexpr bool SPLIT = GL_PLANES > 1;          // 3xTF32: the accumulators and a
 static_assert((SPLIT ? 2 : 1) * MI * BN / 2 <= 128, "at most 128 FP32 accumulators per thread (3xTF32: sums and partial sums)");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of one or two CTAs along M");
 
-// ---- shared-memory carve-up: both operands K-major, panels of [rows][32 k] per 32 k ---------------
+// ---- shared-memory carve-up: K-major operands in panels of [rows][32 k] per 32 k ------------------
 // 3xTF32: a stage holds each operand's small-part panels (plane 1) right after its big-part ones.
+// Register A (GL_A_COL): A's panels are [BK k][32 m] per 32 rows of the tile, as TMA copies an
+// MN-major operand (rung 19's layout), read into registers by the consumers (see consume).
+#if GL_A_COL
+constexpr int A_PANELS = BM / ROW_E, A_ROWS = BK;
+#else
 constexpr int A_PANELS = BK / ROW_E, A_ROWS = BM;
+#endif
 constexpr int B_PANELS = BK / ROW_E, B_ROWS = BN;
 constexpr int A_PANEL_B = A_ROWS * GL_ROW_B, B_PANEL_B = B_ROWS * GL_ROW_B;
 constexpr int A_PLANE_B = A_PANELS * A_PANEL_B, B_PLANE_B = B_PANELS * B_PANEL_B;
 constexpr int A_STAGE_B = GL_PLANES * A_PLANE_B, B_STAGE_B = GL_PLANES * B_PLANE_B;
+#if !GL_A_COL
 constexpr int A_LO = GL_PLANES > 1 ? A_PLANE_B : 0, B_LO = GL_PLANES > 1 ? B_PLANE_B : 0;   // small parts' offsets
+#endif
 constexpr int PIPE_B = STAGES * (A_STAGE_B + B_STAGE_B);
 constexpr int EPI_B = 0;       // no epilogue staging: the consumers store from their accumulators
 constexpr int SMEM_NEED = 1024 + PIPE_B + 2 * STAGES * 8;   // 1024: aligning the base; then full[], empty[]
@@ -148,14 +178,16 @@ static_assert(GL_WARPGROUP * (PRODUCER_REGS + WGS * CONSUMER_REGS) <= THREADS * 
 #include "ws.cuh"     // the persistent schedule, the mbarrier ring, the producer's load loop
 
 // ---- epilogue: straight from the accumulators -------------------------------------------------------
-// C(i, j), C(i, j + 1) <- alpha * (x, y) + beta * C: one 8-byte store when C allows 16-byte access
-// (then j, even, is 8-byte aligned) and both columns are inside; else element by element.
-__device__ __forceinline__ void store_pair(T* C, int ldc, int M, int N, int i, int j, float x, float y,
+// Two outputs adjacent in memory, C[o * ldc + in] and C[o * ldc + in + 1] <- alpha * (x, y) + beta * C
+// (o: the outer index, a row of a row-major C or a column of a column-major one, below n_outer; in:
+// the inner one, below n_inner): one 8-byte store when C allows 16-byte access (then `in`, even, is
+// 8-byte aligned) and both are inside; else element by element.
+__device__ __forceinline__ void store_pair(T* C, int ldc, int n_outer, int n_inner, int o, int in, float x, float y,
                                            float alpha, float beta) {
-    if (i >= M) return;
+    if (o >= n_outer) return;
 #if GL_VEC_C
-    if (j + 1 < N) {
-        float2* p = reinterpret_cast<float2*>(C + gl_c_off(i, j, ldc));
+    if (in + 1 < n_inner) {
+        float2* p = reinterpret_cast<float2*>(C + gl_c_off(o, in, ldc));
         float2 v = make_float2(alpha * x, alpha * y);
         if (beta != 0.0f) {
             const float2 c = *p;
@@ -166,22 +198,109 @@ __device__ __forceinline__ void store_pair(T* C, int ldc, int M, int N, int i, i
         return;
     }
 #endif
-    if (j < N) gl_store_c(C, ldc, i, j, x, alpha, beta);
-    if (j + 1 < N) gl_store_c(C, ldc, i, j + 1, y, alpha, beta);
+    if (in < n_inner) gl_store_c(C, ldc, o, in, x, alpha, beta);
+    if (in + 1 < n_inner) gl_store_c(C, ldc, o, in + 1, y, alpha, beta);
 }
 
-// One consumer warp's rows of the tile: row0 = its 16 rows' first (per m64 block), col0 the tile's.
-__device__ __forceinline__ void store_tile(const float (&acc)[MI][BN / 8][4], int lane, T* C, int ldc, int M, int N,
+// The tile rows (within its m64 block) of a consumer thread's accumulator rows g (h = 0) and
+// g + 8 (h = 1) of its warp's 16 (g = lane / 4, w = the warp within its warpgroup). K-major A: the
+// wgmma's own, 16 w + g + 8 h. Register A: any one-to-one map will do, as the thread loads the
+// fragment rows it names (a row of A is a row of C), and this one makes the LDS conflict-free and
+// 8 bytes wide: rows g and g + 8 are the adjacent m, m + 1 of the panel's row (one LDS.64 each
+// for k = t and k = t + 4), and a half-warp's 16 pairs fall in 32 distinct banks. Bits of the row:
+// 0 h, 1 g&1 (the word in its 16-byte chunk), 2 g>>2, 3 w&1, 4 (g>>1)&1 (the chunk: a half-warp's
+// g>>1 and its four t, whose swizzle XORs t into the chunk's low two bits, make 8 chunks), 5 w>>1
+// (the 32-row panel).
+__device__ __forceinline__ int acc_row(int w, int lane, int h) {
+    const int g = lane / 4;
+#if GL_A_COL
+    return h | (g & 1) << 1 | (g >> 2) << 2 | (w & 1) << 3 | ((g >> 1) & 1) << 4 | (w >> 1) << 5;
+#else
+    return 16 * w + g + 8 * h;
+#endif
+}
+
+// One consumer warp's outputs of the tile: row0 = its warpgroup's first row, col0 the tile's first
+// column. Accumulator d[j][e]: row acc_row(w, lane, e / 2) of m64 block mi, column 8 j + 2 (lane %
+// 4) + e % 2. Row-major C pairs (e, e + 1) along a row; a column-major C (register A only, where
+// rows h = 0, 1 are adjacent) pairs (e, e + 2) down a column.
+__device__ __forceinline__ void store_tile(const float (&acc)[MI][BN / 8][4], int w, int lane, T* C, int ldc, int M, int N,
                                            int row0, int col0, float alpha, float beta) {
-    const int r = row0 + lane / 4, c = col0 + 2 * (lane % 4);
+    const int c = col0 + 2 * (lane % 4);
 #pragma unroll
-    for (int mi = 0; mi < MI; ++mi)
+    for (int mi = 0; mi < MI; ++mi) {
+        const int r0 = row0 + 64 * mi + acc_row(w, lane, 0), r1 = row0 + 64 * mi + acc_row(w, lane, 1);
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) {
-            store_pair(C, ldc, M, N, r + 64 * mi, c + 8 * j, acc[mi][j][0], acc[mi][j][1], alpha, beta);
-            store_pair(C, ldc, M, N, r + 64 * mi + 8, c + 8 * j, acc[mi][j][2], acc[mi][j][3], alpha, beta);
+#if GL_C_COL
+            store_pair(C, ldc, N, M, c + 8 * j, r0, acc[mi][j][0], acc[mi][j][2], alpha, beta);
+            store_pair(C, ldc, N, M, c + 8 * j + 1, r0, acc[mi][j][1], acc[mi][j][3], alpha, beta);
+#else
+            store_pair(C, ldc, M, N, r0, c + 8 * j, acc[mi][j][0], acc[mi][j][1], alpha, beta);
+            store_pair(C, ldc, M, N, r1, c + 8 * j, acc[mi][j][2], acc[mi][j][3], alpha, beta);
+#endif
         }
+    }
 }
+
+#if GL_A_COL
+// ---- register A: the fragments of an MN-major A from its shared panels -------------------------------
+// Half a k tile (KSTEPS / 2 k8 steps, all MI m64 blocks) per register buffer: a k tile's wgmmas go
+// out as two commit groups, each reading one buffer, so the next half's loads never wait for the
+// wgmmas that read the other. Row m of a [BK][32 m] panel, k row r: byte r * 128 + 16 * (chunk(m) ^
+// (r % 8)) + 4 * (m % 4); r % 8 is t or t + 4 at every step, so each thread's two addresses per
+// step are constants plus 1024 per step (see acc_row for the row map).
+constexpr int HALF = KSTEPS / 2;
+static_assert(KSTEPS % 2 == 0, "a k tile is two halves of k8 steps (BK a multiple of 32)");
+using Frags = unsigned[HALF][MI][4];
+
+struct AFrags {
+    unsigned lo, hi;     // the thread's offsets in a stage's A tile: k = t and k = t + 4 of step 0, m64 block 0
+    __device__ __forceinline__ AFrags(int wg, int w, int lane) {
+        const int t = lane % 4;
+        const int m = acc_row(w, lane, 0);                                       // even: rows m, m + 1
+        const int panel = wg * (WM / ROW_E) + m / ROW_E, chunk = (m % ROW_E) / 4;
+        const unsigned base = panel * A_PANEL_B + 4 * (m % 4);
+        lo = base + t * GL_ROW_B + ((chunk ^ t) << 4);
+        hi = base + (t + 4) * GL_ROW_B + ((chunk ^ (t + 4)) << 4);
+    }
+    // half `q` of the k tile in the stage at `a_stage` (shared address)
+    __device__ __forceinline__ void load(Frags& f, unsigned a_stage, int q) const {
+#pragma unroll
+        for (int kk = 0; kk < HALF; ++kk)
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi) {
+                const unsigned at = a_stage + mi * (64 / ROW_E) * A_PANEL_B + (q * HALF + kk) * 8 * GL_ROW_B;
+                asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n" : "=r"(f[kk][mi][0]), "=r"(f[kk][mi][1]) : "r"(at + lo) : "memory");
+                asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n" : "=r"(f[kk][mi][2]), "=r"(f[kk][mi][3]) : "r"(at + hi) : "memory");
+            }
+    }
+};
+
+// Keeps a buffer's registers live (and unchanged) up to this point: the wgmmas that read them are
+// asynchronous, so the compiler must not reuse them before the wait_group that ends those wgmmas.
+__device__ __forceinline__ void fence_frags(Frags& f) {
+#pragma unroll
+    for (int kk = 0; kk < HALF; ++kk)
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(f[kk][mi][e]) :: "memory");
+}
+
+// One half of a k tile: its fragments' wgmmas (B from the stage's K-major panels), one commit group.
+template <typename Descs>
+__device__ __forceinline__ void wgmma_half(float (&acc)[MI][BN / 8][4], const Frags& f, const Descs& d, unsigned b_stage, int q) {
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
+    gl_wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < HALF; ++kk)
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi) GlWgmmaRS<BN>::mma(acc[mi], f[kk][mi], d.b(b_stage, q * HALF + kk));
+    gl_wgmma_commit();
+}
+#endif
 
 // ---- main loop and epilogue: the consumer warpgroups (rung 21's, TF32 k8 steps) --------------------
 __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, int ktiles, int rank, int warp, int lane,
@@ -194,10 +313,14 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
             if (CLUSTER > 1) gl_mbar_arrive_cluster(sm.empty(s), rank ^ 1);
         }
     };
-    const int warp_row = wg * WM + 16 * (warp % 4);
 
     float acc[MI][BN / 8][4];
+#if GL_A_COL
+    const AFrags frags(wg, warp % 4, lane);
+    Frags f0, f1;       // the k tile's first and second half
+#else
     float part[MI][BN / 8][4];     // 3xTF32: one k tile's partial sums (unused, and so absent, in TF32)
+#endif
     Ring ring;
     for (long long u = blockIdx.x / CLUSTER; u < sched.total; u += gridDim.x / CLUSTER) {
         const int2 t = sched.tile(u, rank);
@@ -208,6 +331,20 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
         for (int kt = 0; kt < ktiles; ++kt) {
             const int s = ring.s;
             gl_mbar_wait(sm.full(s), ring.phase);
+#if GL_A_COL
+            // ---- register A: half 0, then half 1; each wait leaves the half just issued in flight ----
+            const unsigned a_stage = sm.a_base + s * A_STAGE_B;
+            frags.load(f0, a_stage, 0);
+            wgmma_half(acc, f0, descs, s * B_STAGE_B, 0);
+            gl_wgmma_wait<1>();          // the previous k tile's second half is done: its stage is free
+            fence_frags(f1);
+            if (kt > 0) release(prev);
+            frags.load(f1, a_stage, 1);
+            wgmma_half(acc, f1, descs, s * B_STAGE_B, 1);
+            gl_wgmma_wait<1>();          // this k tile's first half is done: f0 may be loaded again
+            fence_frags(f0);
+            prev = s;
+#else
             if constexpr (SPLIT) {   // the k tile's three products into fresh partial sums, then an FP32 add
                 gl_wgmma_ktile<BN, MI, KSTEPS, 0, 1, A_LO, B_LO>(part, descs, s * A_STAGE_B, s * B_STAGE_B);
                 release(s);          // its wgmmas are done: the stage is free while the sums are added
@@ -217,17 +354,21 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
                 if (kt > 0) release(prev);
                 prev = s;
             }
+#endif
             ring.next();
         }
         if constexpr (!SPLIT) {
             gl_wgmma_wait<0>();
 #pragma unroll
             for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
+#if GL_A_COL
+            fence_frags(f1);
+#endif
             release(prev);      // the tile's last stage: the producer refills it during the epilogue
         }
 
         // ---- epilogue (a tile wholly below M, rank 1 of a cluster's last unit row, stores nothing) ----
-        if (row0 < M) store_tile(acc, lane, C, ldc, M, N, row0 + warp_row, col0, alpha, beta);
+        if (row0 < M) store_tile(acc, warp % 4, lane, C, ldc, M, N, row0 + wg * WM, col0, alpha, beta);
     }
 }
 

@@ -242,6 +242,37 @@ template <> struct GlWgmma<256> {
     }
 };
 
+#if GL_DTYPE == 0
+// d += A (64 x 8 TF32 from registers) * B (8 x N, descriptor db): the register-A form of m64nNk8
+// (rung 22's MN-major A). a[0..3] is the thread's A fragment: a[0] (row g, k t), a[1] (row g + 8,
+// k t), a[2] (row g, k t + 4), a[3] (row g + 8, k t + 4), g = lane / 4, t = lane % 4, rows of the
+// warp's 16 (PTX ISA, wgmma register fragments; the same as mma.m16n8k8's A). The registers are
+// read while the wgmma is in flight: the caller keeps them unchanged until its wait_group.
+template <int N> struct GlWgmmaRS;
+template <> struct GlWgmmaRS<64> {
+    static __device__ __forceinline__ void mma(float (&d)[8][4], const unsigned (&a)[4], unsigned long long db) {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {" GL_WGMMA_D64 "}, {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+                     : GL_ACC32(d, 0) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1) : "memory");
+    }
+};
+template <> struct GlWgmmaRS<128> {
+    static __device__ __forceinline__ void mma(float (&d)[16][4], const unsigned (&a)[4], unsigned long long db) {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {" GL_WGMMA_D128 "}, {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
+                     : GL_ACC32(d, 0), GL_ACC32(d, 8) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1) : "memory");
+    }
+};
+template <> struct GlWgmmaRS<256> {
+    static __device__ __forceinline__ void mma(float (&d)[32][4], const unsigned (&a)[4], unsigned long long db) {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {" GL_WGMMA_D256 "}, {%128, %129, %130, %131}, %132, p, 1, 1;\n}\n"
+                     : GL_ACC32(d, 0), GL_ACC32(d, 8), GL_ACC32(d, 16), GL_ACC32(d, 24)
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1) : "memory");
+    }
+};
+#endif
+
 // ---- a warpgroup's descriptors and one k tile of wgmmas ----------------------------------------
 // The descriptors of a stage's A and B panels for the warpgroup that owns rows m0.. of the tile (the
 // panel layouts of rung 19's header: K-major operands are panels of [rows][64 k], MN-major ones

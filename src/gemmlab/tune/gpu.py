@@ -81,10 +81,11 @@ class GpuEvaluator:
         v = Variant.make(self.rung, self.f.dtype, a_col=kv.a_col, b_col=kv.b_col, vec_a=kv.vec_a,
                          vec_b=kv.vec_b, vec_c=kv.vec_c, config=cfg, precision=self.f.precision)
         # the operands the plan copies first (PACK=1, a k_major rung): the kernel sees the copies
-        packs, kv = packing.for_kernel(kv, self.f.dtype, bool(v.cfg.get("PACK")), self.rung.k_major,
-                                        self.rung.planes_for(v.precision))
-        if packs:
-            v = replace(v, vec_a=kv.vec_a, vec_b=kv.vec_b, a_col=kv.a_col, b_col=kv.b_col)
+        # (and a rung reading A from registers computes row-major A and B transposed)
+        packs, kv2 = packing.for_kernel(kv, self.f.dtype, bool(v.cfg.get("PACK")), self.rung.k_major,
+                                         self.rung.planes_for(v.precision), self.rung.reads_register_a(v.precision))
+        if kv2 is not kv:
+            v, kv = v.for_kernel_problem(kv2), kv2
         geometry = self.rung.launch(kv.M, kv.N, v.cfg, kv.K, self.info.sm_count, v.precision)
         return v.for_geometry(geometry, kv.N)   # the variant the plan runs
 
