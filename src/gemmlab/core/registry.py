@@ -1023,12 +1023,15 @@ RUNGS: tuple[Rung, ...] = (
         "wgmma.mma_async m64nNk8 .tf32 reads K-major FP32 tiles (TMA, 128-byte swizzle) in rung 21's persistent, warp-specialized, clustered loop; TF32 wgmma has no transpose, so the plan runs row-major A and B transposed (C^T = B^T A^T) with the MN-major operand read into registers (wgmma's register-A form), and copies a row-major B only beside a column-major A. 3xtf32: a split pass writes each operand's TF32 big and small parts as two K-major planes, and three wgmmas per k8 step fill a k tile's partial sums, added in FP32.",
         ("CUTLASS sm90 TF32 GEMM (tfloat32_t, both operands K-major)",), "22_wgmma_tf32.cu",
         precisions=("tf32", "3xtf32"),
-        params={"BM": 128, "BN": 256, "BK": 32, "WM": 64, "STAGES": 4, "CLUSTER": 2},
+        # tf32 without a cluster: the register-A path (row-major A and B) ran 0.3446 ms at 4096^3 and
+        # 2.721 at 8192^3 with CLUSTER=1 against 0.3495 / 2.770 with CLUSTER=2, same sitting
+        # (h100_tune_wgmma_tf32_rs_*.json); the K-major path was within 0.2% either way
+        params={"BM": 128, "BN": 256, "BK": 32, "WM": 64, "STAGES": 4, "CLUSTER": 1},
         # 3xtf32: a stage holds both TF32 planes of A and B, and the warps hold a k tile's partial
         # sums beside the sums: 128x128 tiles (BN 256 would need 256 accumulators), 2 stages of 64 KB
         # (3 stages ran 1.86x cuBLAS SGEMM at 8192^3, 2 stages 2.35x: h100_wgmma_3xtf32_*.json)
         planes={"3xtf32": 2},
-        precision_params={"3xtf32": {"BN": 128, "STAGES": 2}},
+        precision_params={"3xtf32": {"BN": 128, "STAGES": 2, "CLUSTER": 2}},
         precision_presets={"3xtf32": {
             "128x128": {"BM": 128, "BN": 128, "BK": 32, "WM": 64, "STAGES": 3, "CLUSTER": 2},
             "128x128_nocluster": {"BM": 128, "BN": 128, "BK": 32, "WM": 64, "STAGES": 3, "CLUSTER": 1},
