@@ -302,3 +302,13 @@ def test_a_thin_problem_takes_no_wide_problems_entry():
     assert dispatch.nearest([wide48, thin16], "fp32", "rr", (4096, 32, 4096), allowed)[0] is thin16
     assert dispatch.nearest([wide48], "fp32", "rr", (4096, 32, 4096), allowed) is None
     assert dispatch.nearest([wide48, thin16], "fp32", "rr", (4096, 40, 4096), allowed)[0] is wide48
+
+
+def test_the_rule_tiles_the_transposed_problem_rung_22_computes_for_row_major_a_and_b(no_defaults):
+    """tf32 on row-major A and B: rung 22 computes C^T = B^T A^T (14336 x 128 here), so the rule
+    pads and clusters that problem, not the view's 128 x 14336."""
+    c = dispatch.decide(problem(128, 14336, 4096), "auto", None, H100, precision="tf32")
+    assert c.rung.slug == "wgmma_tf32" and "transposed problem 14336x128" in c.reason
+    assert c.config["BN"] == 128                     # a 256-wide tile would pad the 128 columns twice
+    k = dispatch.decide(problem(128, 14336, 4096, b_col=True), "auto", None, H100, precision="tf32")
+    assert "transposed" not in k.reason              # K-major B: no transposition

@@ -286,15 +286,27 @@ def _rule(problem: GemmProblem, arch, sm_count: int, precision: str | None = Non
     if lower is not None:
         return lower
     cfg0 = rung.config(None, _own(rung, problem.dtype, precision))
-    tiles = -(-kp.M // cfg0["BM"]) * -(-kp.N // cfg0["BN"])
+    M, N = _computed_dims(rung, kp, _own(rung, problem.dtype, precision))
+    tiles = -(-M // cfg0["BM"]) * -(-N // cfg0["BN"])
     if "SPLITK" not in rung.params and 2 * tiles <= sm_count:
         splitting = [r for r in for_dtype(problem.dtype, arch, precision, thin=False) if "SPLITK" in r.params]
         if splitting:
             cfg, why = rule_config(splitting[-1], kp.M, kp.N, kp.K, sm_count)
             return Choice(splitting[-1], cfg, "rule", f"{rung.slug} cannot split K and its {tiles} tiles would leave "
                                                       f"more than half of {sm_count} SMs idle: {splitting[-1].slug}; {why}")
-    cfg, why = rule_config(rung, kp.M, kp.N, kp.K, sm_count, _own(rung, problem.dtype, precision))
+    cfg, why = rule_config(rung, M, N, kp.K, sm_count, _own(rung, problem.dtype, precision))
+    if (M, N) != (kp.M, kp.N):
+        why += f" (of the transposed problem {M}x{N}: A read from registers)"
     return Choice(rung, cfg, "rule", why)
+
+
+def _computed_dims(rung: Rung, kp, precision: str | None) -> tuple[int, int]:
+    """(M, N) of the problem ``rung``'s kernel computes for the kernel view ``kp``: N x M where its
+    plan transposes the problem (rung 22 in tf32 on row-major A and B, core/packing.py), since the
+    tile and the clusters apply to that one."""
+    if packing.kernel_layout(kp.a_col, kp.b_col, rung.k_major, rung.reads_register_a(precision))[2]:
+        return kp.N, kp.M
+    return kp.M, kp.N
 
 
 def _thin(kp, dtype: str, arch, sm_count: int, precision: str | None) -> Choice | None:
