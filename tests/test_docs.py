@@ -74,3 +74,17 @@ def test_bench_table_header_states_the_peak_basis():
     head = bench_markdown(bench).split("\n\n", 1)[0]
     assert f"{p['sm_count']} SMs x {p['tensor_flop_per_clk_sm']} flop/clk/SM x {p['clock_mhz']:.0f} MHz" in head
     assert f"{bench['settings']['peak_tflops']:.1f} TFLOP/s" in head
+
+
+def test_bench_table_of_fp32_on_the_tensor_cores_states_the_precisions_share_of_the_rate():
+    """FP32 operands computed as tf32 / 3xtf32: the peak is the 16-bit tensor rate times the
+    precision's share (0.5, 1/6), and the header shows that product, not a mismatch with the
+    FP32 CUDA-core peak."""
+    import json
+
+    for name, share in (("h100_wgmma_tf32_rs.json", 0.5), ("h100_wgmma_3xtf32_final.json", 1 / 6)):
+        bench = json.loads((README.parent / "benchmarks" / "results" / name).read_text())
+        p = bench["env"]["peaks"]
+        head = bench_markdown(bench).split("\n\n", 1)[0]
+        assert "basis not recorded" not in head, name
+        assert f"{p['sm_count']} SMs x {p['tensor_flop_per_clk_sm'] * share:g} flop/clk/SM" in head, name

@@ -21,7 +21,8 @@ def _peak_text(bench: dict) -> str:
         return ""
     kind = f" ({s['peak_kind']})" if s.get("peak_kind") else ""
     return (f" % of peak: of {s['peak_tflops']:.1f} TFLOP/s{kind} = "
-            f"{peak_basis(bench.get('env') or {}, s['dtype'], s['peak_tflops'])}; {DATASHEET_NOTE}.")
+            f"{peak_basis(bench.get('env') or {}, s['dtype'], s['peak_tflops'], s.get('compute_precision'))}; "
+            f"{DATASHEET_NOTE}.")
 
 
 def bench_markdown(bench: dict) -> str:

@@ -9,6 +9,7 @@ from typing import Any, Mapping, Sequence
 
 from ..analysis.ncu import STALL_LABEL
 from ..core.dtypes import get as get_dtype
+from ..core.precision import get as get_precision, resolve as resolve_precision
 from ..core.registry import get as get_rung
 from . import fmt
 
@@ -214,26 +215,32 @@ DATASHEET_NOTE = ("a vendor datasheet may quote its peak at a lower, sustained c
                   "number than this one")
 
 
-def peak_basis(env: Mapping, dtype: str, value: float | None = None) -> str:
-    """How the peak of ``dtype`` is made, from ``env["peaks"]`` (``core.arch.peaks``): 'N SMs x R
-    flop/clk/SM x C MHz (where the clock comes from)'. The clock's source is the document's
-    ``clock_source``, else 'the maximum SM clock the driver reports' when the clock is the env's
-    ``max_sm_clock_mhz``; 'basis not recorded' when a factor is missing or ``value`` (the peak the
-    page shows) is not their product. Nothing here is a device's number."""
+def peak_basis(env: Mapping, dtype: str, value: float | None = None, precision: str | None = None) -> str:
+    """How the peak of ``dtype`` (computed in ``precision``: None, its own) is made, from
+    ``env["peaks"]`` (``core.arch.peaks``): 'N SMs x R flop/clk/SM x C MHz (where the clock comes
+    from)', a tensor-core precision of FP32 operands (tf32, 3xtf32) at its share of the 16-bit rate.
+    The clock's source is the document's ``clock_source``, else 'the maximum SM clock the driver
+    reports' when the clock is the env's ``max_sm_clock_mhz``; 'basis not recorded' when a factor is
+    missing or ``value`` (the peak the page shows) is not their product. Nothing here is a device's number."""
     p = env.get("peaks") if isinstance(env.get("peaks"), Mapping) else {}
     try:
         tensor = get_dtype(dtype).tensor_cores
+        prec = get_precision(resolve_precision(dtype, precision))
     except (KeyError, ValueError):
-        return f"basis not recorded (unknown dtype {dtype})"
+        return f"basis not recorded (unknown dtype {dtype}" + (f" or precision {precision})" if precision else ")")
+    share = 1.0
+    if prec.tensor_cores and not tensor:    # FP32 operands on the tensor cores
+        tensor, share = True, prec.tensor_share
     sm, clk = p.get("sm_count"), p.get("clock_mhz")
     rate = p.get("tensor_flop_per_clk_sm") if tensor else p.get("fp32_fma_per_clk_sm")
     if not (sm and clk and rate):
         return "basis not recorded in this document (no SM count, per-SM rate and clock)"
+    rate = rate * share if share != 1.0 else rate
     product = sm * rate * (1 if tensor else 2) * clk * 1e6 / 1e12
     if value and abs(product - value) > 0.005 * value:
         return (f"basis not recorded: {fmt.tflops(value)} TFLOP/s is not the SMs x rate x clock of the "
                 f"document's peaks ({fmt.tflops(product)})")
-    how = (f"{sm} SMs x {rate} flop/clk/SM x {clk:.0f} MHz" if tensor
+    how = (f"{sm} SMs x {rate:g} flop/clk/SM x {clk:.0f} MHz" if tensor
            else f"{sm} SMs x {rate} FMA/clk/SM x 2 flop/FMA x {clk:.0f} MHz")
     src = p.get("clock_source")
     if not src and env.get("max_sm_clock_mhz") and abs(float(env["max_sm_clock_mhz"]) - float(clk)) < 0.5:
