@@ -349,3 +349,23 @@ def test_profile_target_needs_a_rung_or_cublas(capsys):
     with pytest.raises(SystemExit):
         profile_target.main(["--shape", "64"])
     assert "one of the arguments --rung --cublas is required" in capsys.readouterr().err
+
+
+def test_profile_of_fp32_on_the_tensor_cores_runs_the_rung_and_cublas_in_that_precision(fake_ncu, monkeypatch, capsys):
+    """`gemmlab profile wgmma_tf32 --precision tf32 --vs-cublas`: the child computes the rung in
+    tf32 and cuBLAS in its TF32 mode (the benchmark's baseline); the JSON says so."""
+    import gemmlab.core.driver
+    from gemmlab.cli import main
+
+    monkeypatch.setattr(gemmlab.core.driver, "require_gpu", lambda: None)
+    rc = main(["profile", "wgmma_tf32", "--precision", "tf32", "--shape", "2048", "--vs-cublas", "--json",
+               "--ncu", fake_ncu])
+    res = json.loads(capsys.readouterr().out)
+    assert rc == 0 and res["precision"] == "tf32" and res["cublas"]["precision"] == "tf32"
+    calls = open(os.environ["FAKE_NCU_ARGS"]).read()
+    assert "--rung wgmma_tf32 --precision tf32" in calls and "--cublas --precision tf32" in calls
+
+
+def test_profile_refuses_a_precision_the_rung_cannot_compute(fake_ncu):
+    with pytest.raises(ValueError, match="precision"):
+        P.profile_rung("smem", SHAPE, "fp32", ncu=fake_ncu, precision="tf32")

@@ -8,7 +8,7 @@ from ..analysis.ncu import STALL_MEANING, profile_rung
 from ..core.config import parse_config
 from ..core.registry import get
 from ..core.shapes import PROFILE_SHAPE, fmt_shape, parse_shape
-from .common import add_config, add_dtype, add_lib
+from .common import add_config, add_dtype, add_lib, add_precision
 
 
 def register(sub) -> None:
@@ -16,8 +16,10 @@ def register(sub) -> None:
     p.add_argument("rung", help="rung slug or number (see `gemmlab list`)")
     p.add_argument("--shape", default=fmt_shape(PROFILE_SHAPE), help=f"N, N^3 or MxNxK (default {fmt_shape(PROFILE_SHAPE)})")
     add_dtype(p, None, "default: the rung's first dtype")
+    add_precision(p)
     add_config(p)
-    p.add_argument("--vs-cublas", action="store_true", help="profile cuBLAS at the same shape too")
+    p.add_argument("--vs-cublas", action="store_true",
+                   help="profile cuBLAS at the same shape too (with TF32 for --precision tf32, else exact)")
     add_lib(p)
     p.add_argument("--ncu", default=None, help="path to ncu (default: $GEMMLAB_NCU, PATH, the CUDA install)")
     p.add_argument("--keep-csv", default=None, metavar="DIR", help="also save ncu's raw CSV output in DIR")
@@ -76,7 +78,7 @@ def run(args) -> int:
     dtype = args.dtype or rung.dtypes[0]
     shape = parse_shape(args.shape)
     res = profile_rung(rung.slug, shape, dtype, args.vs_cublas, config=parse_config(args.config), lib=args.lib,
-                       ncu=args.ncu, keep_csv=args.keep_csv)
+                       ncu=args.ncu, keep_csv=args.keep_csv, precision=args.precision)
     if args.json:
         print(json.dumps(res, indent=2, default=str))
         return 0
@@ -84,7 +86,8 @@ def run(args) -> int:
 
     con = Console()
     cols = [(rung.slug, res)] + ([("cuBLAS", res["cublas"])] if res.get("cublas") else [])
-    title = f"gemmlab profile {rung.slug} {dtype} {'x'.join(map(str, shape))}  (ncu {res.get('ncu', '?')})"
+    as_ = f" as {res['precision']}" if res.get("precision") and res["precision"] != dtype else ""
+    title = f"gemmlab profile {rung.slug} {dtype}{as_} {'x'.join(map(str, shape))}  (ncu {res.get('ncu', '?')})"
     con.print(_counter_table(title, cols))
     for name, r in cols:
         con.print(_stall_table(name, r))

@@ -16,6 +16,7 @@ import sys
 
 from ..core.config import parse_config
 from ..core.dtypes import DTYPES
+from ..core.precision import PRECISIONS
 
 
 def _profiler(ordinal: int, start: bool) -> None:
@@ -40,15 +41,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dtype", default="fp32", choices=list(DTYPES))
     p.add_argument("--config", default=None, help="preset name, KEY=VALUE,... or JSON")
     p.add_argument("--lib", default=None, choices=["cupy", "torch"])
+    p.add_argument("--precision", default=None, choices=list(PRECISIONS),
+                   help="what float32 operands are multiplied in (the rung's; cuBLAS with TF32 for tf32)")
     p.add_argument("--seed", type=int, default=1234)
     args = p.parse_args(argv)
 
-    from .arrays import Lib, TrueFP32, choose_lib, make_operands
+    from .arrays import Fp32Mode, Lib, choose_lib, make_operands
     from ..core.shapes import parse_shape
 
     M, N, K = parse_shape(args.shape)
     L = Lib(choose_lib(args.lib, args.dtype))   # the library the benchmark times: the cuBLAS profiled is the cuBLAS timed
-    TrueFP32(L).__enter__()      # fp32 means FP32 math in cuBLAS too, never TF32 (as in the benchmark)
+    # fp32 (and 3xtf32) means FP32 math in cuBLAS, tf32 its TF32 mode: the benchmark's baselines
+    Fp32Mode(L, tf32=args.precision == "tf32").__enter__()
     ops = make_operands(L, M, N, K, args.dtype, seed=args.seed, beta_nonzero=False)
     if args.cublas:
         ordinal = _device_of(ops.c, L)
@@ -57,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
             L.matmul(ops.a, ops.b, out=ops.c)
     else:
         from ..core.api import plan
-        pl = plan(ops.a, ops.b, ops.c, kernel=args.rung, config=parse_config(args.config))
+        pl = plan(ops.a, ops.b, ops.c, kernel=args.rung, config=parse_config(args.config), precision=args.precision)
         ordinal = pl.ordinal
         call = pl.run
 

@@ -167,7 +167,7 @@ def run_ncu(target: Sequence[str], metrics: Sequence[str] | None = None, *, ncu:
 
 
 def target_argv(rung: str | None, shape: tuple[int, int, int], dtype: str, *, config=None, lib: str | None = None,
-                cublas: bool = False) -> list[str]:
+                cublas: bool = False, precision: str | None = None) -> list[str]:
     argv = [sys.executable, "-m", "gemmlab.measure.ncu_target", "--shape", "x".join(map(str, shape)), "--dtype", dtype]
     if cublas:
         argv.append("--cublas")
@@ -177,6 +177,8 @@ def target_argv(rung: str | None, shape: tuple[int, int, int], dtype: str, *, co
         argv += ["--config", json.dumps(dict(config))]
     if lib:
         argv += ["--lib", lib]
+    if precision:
+        argv += ["--precision", precision]
     return argv
 
 
@@ -190,17 +192,18 @@ def _target_env() -> dict[str, str]:
 
 
 def _profile_one(kind: str, rung: str | None, shape, dtype: str, *, config=None, lib=None, ncu=None,
-                 timeout: float = 900, keep_csv: str | None = None) -> dict:
+                 timeout: float = 900, keep_csv: str | None = None, precision: str | None = None) -> dict:
     M, N, K = shape
     flops = 2.0 * M * N * K
-    records, rejected, text = run_ncu(target_argv(rung, shape, dtype, config=config, lib=lib, cublas=kind == "cublas"),
+    records, rejected, text = run_ncu(target_argv(rung, shape, dtype, config=config, lib=lib, cublas=kind == "cublas",
+                                                  precision=precision),
                                       ncu=ncu, timeout=timeout, env=_target_env())
     if keep_csv:
         os.makedirs(keep_csv, exist_ok=True)
         with open(os.path.join(keep_csv, f"ncu_{rung or 'cublas'}_{dtype}_{M}x{N}x{K}.csv"), "w") as fh:
             fh.write(text)
     s = summarize(aggregate(records), flops, [r.kernel for r in records])
-    s.update(kernel=rung if kind == "rung" else "cublas", shape=[M, N, K], dtype=dtype,
+    s.update(kernel=rung if kind == "rung" else "cublas", shape=[M, N, K], dtype=dtype, precision=precision or dtype,
              config=dict(config) if config else None,
              rejected_metrics=rejected,
              launch={k: records[0].info.get(k) for k in ("Block Size", "Grid Size", "Device", "CC") if records})
@@ -208,14 +211,17 @@ def _profile_one(kind: str, rung: str | None, shape, dtype: str, *, config=None,
 
 
 def profile_cublas(shape: tuple[int, int, int], dtype: str = "fp32", *, lib: str | None = None, ncu: str | None = None,
-                   timeout: float = 900, keep_csv: str | None = None) -> dict:
-    """cuBLAS (the array library's matmul) at ``shape`` under ncu; same keys as profile_rung."""
-    return _profile_one("cublas", None, tuple(shape), dtype, lib=lib, ncu=ncu, timeout=timeout, keep_csv=keep_csv)
+                   timeout: float = 900, keep_csv: str | None = None, precision: str | None = None) -> dict:
+    """cuBLAS (the array library's matmul) at ``shape`` under ncu; same keys as profile_rung.
+    ``precision`` "tf32": cuBLAS with TF32 (the baseline a tf32 rung is compared with); any other
+    float32 precision: exact SGEMM, as the benchmark compares 3xtf32."""
+    return _profile_one("cublas", None, tuple(shape), dtype, lib=lib, ncu=ncu, timeout=timeout, keep_csv=keep_csv,
+                        precision=precision)
 
 
 def profile_rung(rung: str, shape: tuple[int, int, int], dtype: str = "fp32", vs_cublas: bool = False, *,
                  config=None, lib: str | None = None, ncu: str | None = None, timeout: float = 900,
-                 keep_csv: str | None = None) -> dict:
+                 keep_csv: str | None = None, precision: str | None = None) -> dict:
     """One launch of ``rung`` at ``shape`` under Nsight Compute -> summarize()'s dict plus
     kernel, shape, dtype, config, ncu (version), rejected_metrics; with ``vs_cublas`` also the
     key "cublas": the same for cuBLAS at the same shape.
@@ -224,13 +230,15 @@ def profile_rung(rung: str, shape: tuple[int, int, int], dtype: str = "fp32", vs
     NoGPUError (no GPU, checked before ncu starts), ValueError (unknown rung / unsupported dtype).
     """
     r = get(rung)
-    r.require(dtype)
-    config = r.config(config) if config is not None else None  # resolved here: the child gets JSON
+    r.require(dtype, precision=precision)
+    precision = r.precision_for(dtype, precision)    # the rung's own for the dtype when None (rung 22: tf32)
+    config = r.config(config, precision) if config is not None else None  # resolved here: the child gets JSON
     driver.require_gpu()      # the GPU first: without one, where ncu is does not matter
     exe = find_ncu(ncu)
     out = _profile_one("rung", r.slug, tuple(shape), dtype, config=config, lib=lib, ncu=exe, timeout=timeout,
-                       keep_csv=keep_csv)
+                       keep_csv=keep_csv, precision=precision)
     out["ncu"] = ncu_version(exe)
     if vs_cublas:
-        out["cublas"] = profile_cublas(shape, dtype, lib=lib, ncu=exe, timeout=timeout, keep_csv=keep_csv)
+        out["cublas"] = profile_cublas(shape, dtype, lib=lib, ncu=exe, timeout=timeout, keep_csv=keep_csv,
+                                       precision=precision)
     return out
