@@ -655,6 +655,10 @@ def _wstf32_constraints(cfg, planes: int = 1) -> list[str]:
     if cfg["STAGES"] < 2:
         out.append(f"STAGES={cfg['STAGES']}: the pipeline needs at least 2 stages")
     out += _cluster_reasons(cfg)
+    group = cfg.get("GROUP", 8)
+    if not 1 <= group <= 64 or group % cfg.get("CLUSTER", 1):
+        out.append(f"GROUP={group} must be 1 to 64 row tiles and a multiple of CLUSTER={cfg.get('CLUSTER', 1)} "
+                   f"(the launch order's groups are whole clusters)")
     if out:
         return out
     if planes * cfg["WM"] // 64 * cfg["BN"] // 2 > 128:
@@ -1026,7 +1030,7 @@ RUNGS: tuple[Rung, ...] = (
         # tf32 without a cluster: the register-A path (row-major A and B) ran 0.3446 ms at 4096^3 and
         # 2.721 at 8192^3 with CLUSTER=1 against 0.3495 / 2.770 with CLUSTER=2, same sitting
         # (h100_tune_wgmma_tf32_rs_*.json); the K-major path was within 0.2% either way
-        params={"BM": 128, "BN": 256, "BK": 32, "WM": 64, "STAGES": 4, "CLUSTER": 1},
+        params={"BM": 128, "BN": 256, "BK": 32, "WM": 64, "STAGES": 4, "CLUSTER": 1, "GROUP": 8},
         # 3xtf32: a stage holds both TF32 planes of A and B, and the warps hold a k tile's partial
         # sums beside the sums: 128x128 tiles (BN 256 would need 256 accumulators), 2 stages of 64 KB
         # (3 stages ran 1.86x cuBLAS SGEMM at 8192^3, 2 stages 2.35x: h100_wgmma_3xtf32_*.json)
@@ -1043,7 +1047,7 @@ RUNGS: tuple[Rung, ...] = (
         threads=_wgmma_threads, constraints=_wstf32_constraints, smem=_wstf32_smem,
         sass_claims=("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG"), min_arch=90, max_arch=90,
         tensor_maps=True, persistent=True, k_major=True, register_a=("tf32",),
-        space={"BN": (128, 256), "BK": (32, 64), "STAGES": (2, 3, 4, 5, 6), "CLUSTER": (1, 2)},
+        space={"BN": (128, 256), "BK": (32, 64), "STAGES": (2, 3, 4, 5, 6), "CLUSTER": (1, 2), "GROUP": (8, 16)},
     ),
     Rung(
         23, "thin", "Thin GEMM: the wide operand streamed once, K split over the warps",

@@ -19,7 +19,14 @@
 // barrier sees the same sequence of tiles and k tiles. Units are numbered in groups of GROUP_M
 // row tiles, the column tiles of one group before the next (rung 19's launch order): the ~132
 // units in flight at a time cover an 8 x 16 patch of C, whose tiles of A and B are served by L2.
-constexpr int GROUP_M = 8;
+// A wave reads from DRAM each row panel of A and each column panel of B of its patch once: with
+// 128x256 tiles an 8 x 16.5 patch reads (8 x 128 + 16.5 x 256) rows of K, a 16 x 8.25 one (16 x 128
+// + 8.25 x 256): a fifth less (rung 22's GROUP = 16).
+#ifndef GROUP
+#define GROUP 8                                 // rung 22's GROUP parameter; rung 21: 8
+#endif
+constexpr int GROUP_M = GROUP;
+static_assert(GROUP_M % CLUSTER == 0, "a group is whole units (CLUSTER row tiles each)");
 constexpr int GROUP_U = GROUP_M / CLUSTER;      // unit rows per group
 struct Schedule {
     int units_m, tiles_n;
