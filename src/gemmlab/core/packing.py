@@ -172,9 +172,9 @@ def for_kernel(kp: KernelProblem, dtype: str, pack: bool, k_major: bool,
     (``KernelProblem.transposed``: its C column-major), so B^T is read into registers and nothing
     is transposed by a copy. The plan and the tuner's compile ahead both read it, so the tuner
     compiles the variant the plan will run."""
-    if k_major and register_a and not kp.a_col and not kp.b_col and planes == 1:
-        kp = kp.transposed()
     register_a = register_a and planes == 1
+    if kernel_layout(kp.a_col, kp.b_col, k_major, register_a)[2]:   # C column-major: the transposed problem
+        kp = kp.transposed()
     packs = plan_packs(kp, dtype, k_major, planes, register_a) if pack or k_major or planes > 1 else ()
     return packs, (packed_view(kp, packs) if packs else kp)
 
