@@ -192,3 +192,16 @@ def test_the_persistent_rung_refuses_configurations_it_was_not_written_for_with_
         r.config({"CLUSTER": 4})
     with pytest.raises(ValueError, match="5 stages of 128x64 \\+ 64x256 need"):
         r.config({"STAGES": 5})
+
+
+def test_rung_22_refuses_a_group_that_is_not_whole_clusters_naming_it():
+    import pytest
+
+    from gemmlab.core.registry import get
+
+    r = get("wgmma_tf32")
+    assert r.config("GROUP=12")["GROUP"] == 12 and r.config(None, "tf32")["GROUP"] == 16
+    with pytest.raises(ValueError, match="GROUP=3 must be 1 to 64 row tiles and a multiple of CLUSTER=2"):
+        r.config("GROUP=3,CLUSTER=2")
+    with pytest.raises(ValueError, match="GROUP=65"):
+        r.config("GROUP=65")
