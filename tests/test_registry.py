@@ -205,3 +205,40 @@ def test_rung_22_refuses_a_group_that_is_not_whole_clusters_naming_it():
         r.config("GROUP=3,CLUSTER=2")
     with pytest.raises(ValueError, match="GROUP=65"):
         r.config("GROUP=65")
+
+
+def test_stream_k_splits_only_a_partial_last_wave_of_units():
+    """Hand-counted on 132 SMs: 4096^3 in 128x256 tiles is 512 units (3.88 waves), 256 in clusters
+    of 2 (66 clusters: 3.88); 4224 x 4096 is 33 x 16 = 528 = 4 whole waves; 1024^2 is 64 units, fewer
+    than one wave; STREAMK=0 never splits."""
+    cfg = {"BM": 128, "BN": 256, "STREAMK": 1, "CLUSTER": 1}
+    assert registry.streamk_tail(4096, 4096, cfg, 132)
+    assert registry.streamk_tail(4096, 4096, dict(cfg, CLUSTER=2), 132)
+    assert not registry.streamk_tail(4224, 4096, cfg, 132)
+    assert not registry.streamk_tail(1024, 1024, cfg, 64)
+    assert not registry.streamk_tail(4096, 4096, dict(cfg, STREAMK=0), 132)
+
+
+def test_the_stream_k_workspace_is_a_tile_of_fp32_per_block_then_a_flag_per_consumer_warp():
+    flags, total = registry.streamk_workspace({"BM": 128, "BN": 256}, 132)
+    assert flags == 132 * 128 * 256 * 4 and total == flags + 132 * 8 * 4
+
+
+def test_stream_k_is_a_switch_of_both_persistent_rungs_that_reaches_the_kernel_only_when_on():
+    """STREAMK=0 (the default) compiles the kernel the rung had before the switch: no define."""
+    for slug in ("wgmma_ws", "wgmma_tf32"):
+        r = registry.get(slug)
+        assert r.config()["STREAMK"] == 0 and r.space["STREAMK"] == (0, 1)
+        assert "STREAMK" not in r.defines(r.config()) and r.defines(r.config("STREAMK=1"))["STREAMK"] == 1
+        with pytest.raises(ValueError, match=f"parameter STREAMK of rung '{slug}' is a switch"):
+            r.config({"STREAMK": 2})
+        assert any("STREAMK=2 must be 0" in p for p in r.check_config(dict(r.config(), STREAMK=2)))
+
+
+def test_a_stream_k_variant_becomes_the_plain_one_where_no_wave_is_partial():
+    from gemmlab.core.registry import Launch
+    from gemmlab.core.variant import Variant
+
+    v = Variant.make("wgmma_ws", "fp16", config="STREAMK=1,CLUSTER=1")
+    assert v.for_geometry(Launch((132, 1, 1), (384, 1, 1)), 4096, 4096).cfg["STREAMK"] == 1
+    assert v.for_geometry(Launch((64, 1, 1), (384, 1, 1)), 1024, 1024).cfg["STREAMK"] == 0

@@ -23,7 +23,7 @@ from . import packing, tensormaps, textures
 from .driver import check, context, cuda, device_info
 from .dtypes import get as get_dtype
 from .problem import GemmProblem, KernelProblem
-from .registry import MAX_GRID_Y, Launch, Rung, workspace_split
+from .registry import MAX_GRID_Y, STREAMK_WARPS, Launch, Rung, streamk_workspace, workspace_split
 from .variant import REDUCE_THREADS, Variant, compile_reduce
 from . import workspace
 
@@ -159,15 +159,20 @@ class _Params:
     _ORDER = (32, 36, 40, 24, 0, 44, 8, 48, 28, 16, 52)   # M N K alpha A lda B ldb beta C ldc
     _TEX_ORDER = (56, 64, 72, 80)                          # texA offA texB offB
     _TMAP_ORDER = (128, 256, 384)                          # tmA tmB [tmC] (128 bytes each)
+    # then, for a stream-K kernel (STREAMK=1), its workspace pointer right after the maps
     _SHAPE = struct.Struct("<6i")                          # M N K lda ldb ldc at byte 32
     _CALL = struct.Struct("<QQQff")                        # A B C alpha beta at byte 0
     _TEX = struct.Struct("<QqQq")                          # at byte 56
 
-    __slots__ = ("buffer", "array", "address", "pack")
+    __slots__ = ("buffer", "array", "address", "pack", "_ws_at")
 
-    def __init__(self, kp: KernelProblem, textured: bool, maps: int = 0):
+    def __init__(self, kp: KernelProblem, textured: bool, maps: int = 0, workspace: bool = False):
         order = self._ORDER + (self._TEX_ORDER if textured else ()) + self._TMAP_ORDER[:maps]
-        self.buffer = ctypes.create_string_buffer(128 + 128 * maps if maps else 88)
+        size = 128 + 128 * maps if maps else 88
+        self._ws_at = size if workspace else None
+        if workspace:
+            order, size = order + (size,), size + 8
+        self.buffer = ctypes.create_string_buffer(size)
         base = ctypes.addressof(self.buffer)
         self.array = (ctypes.c_void_p * len(order))(*[base + off for off in order])
         self.address = ctypes.addressof(self.array)
@@ -186,6 +191,10 @@ class _Params:
             self.buffer[256:384] = mb
         if mc is not None:
             self.buffer[384:512] = mc
+
+    def workspace(self, ptr: int) -> None:
+        """The stream-K workspace pointer (a block made with ``workspace=True``)."""
+        struct.pack_into("<Q", self.buffer, self._ws_at, ptr)
 
     def ldc(self, value: int) -> None:
         """The leading dimension of what the kernel writes (split-K: the workspace's row length)."""
@@ -288,7 +297,10 @@ class Plan:
         self._cluster_split = bool(self.variant.cfg.get("SKCLUSTER"))
         split = self._split = workspace_split(self.variant.cfg)
         self.splits = self.geometry.grid[2] if split or self._cluster_split else 1   # K slices, else 1
-        self.variant = self.variant.for_geometry(self.geometry, kp.N)   # split-K or tall grid
+        self.variant = self.variant.for_geometry(self.geometry, kp.M, kp.N)   # split-K, tall grid, stream-K
+        # STREAMK=1 with a partial last wave (registry.streamk_tail; otherwise for_geometry gave the
+        # STREAMK=0 kernel): its pieces meet in the stream's workspace, whose flags are zeroed first
+        self._streamk = bool(self.variant.cfg.get("STREAMK"))
 
         def capturing() -> bool:  # asked only when the variant needs a real compile
             return stream_capturing(self._stream_of(self.ordinal) if stream is None else stream, self.ordinal)
@@ -299,7 +311,8 @@ class Plan:
             # more than 48 KB of dynamic shared memory needs the function's opt-in
             check(cu.cuFuncSetAttribute(self.function, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                         self.geometry.smem), "cuFuncSetAttribute")
-        self._params = _Params(kp, bool(tex_args), (3 if rung.store_map else 2) if rung.tensor_maps else 0)
+        self._params = _Params(kp, bool(tex_args), (3 if rung.store_map else 2) if rung.tensor_maps else 0,
+                               self._streamk)
         if tex_args:
             self._params.textures(*tex_args)
         self._maps = self._map_args(problem.dtype) if rung.tensor_maps else None
@@ -310,7 +323,7 @@ class Plan:
         self._launch_head = (self.function, *self.geometry.grid, *self.geometry.block, self.geometry.smem)
         self._cu = cu
         self._ex = self._cluster_config() if self._cluster_split else None
-        if split or self.packs:
+        if split or self.packs or self._streamk:
             self._init_staged(kp, split, stream, capturing)
         elif self._ex is not None:
             self.launch = self._launch_clustered
@@ -354,7 +367,12 @@ class Plan:
         self._pack_heads = [(load_pack(dtype, self.ordinal, capturing, p.kernel, p.planes > 1), *p.grid(), p.threads,
                              1, 1, 0) for p in self.packs]
         self._pack_blocks = [_pack_params(p) for p in self.packs]
-        self._split_offset, self.workspace_bytes = packing.layout(self.packs, self.splits * kp.M * kp.N * 4 if split else 0)
+        # after the copies: split-K's partial products, or stream-K's pieces and flags
+        self._sk_flags = None
+        extra = self.splits * kp.M * kp.N * 4 if split else 0
+        if self._streamk:
+            self._sk_flags, extra = streamk_workspace(self.variant.cfg, self.geometry.grid[0])
+        self._split_offset, self.workspace_bytes = packing.layout(self.packs, extra)
         if split:
             self._params.ldc(kp.N)
             fn = load_reduce(dtype, self.ordinal, capturing)
@@ -371,6 +389,8 @@ class Plan:
         why = f"; {self.choice.source}: {self.choice.reason}" if self.choice is not None else ""
         split = (f", split-K {self.splits} slices" + (" summed in a cluster" if self._cluster_split else "")
                  if self.splits > 1 else "")
+        if self._streamk:
+            split += ", stream-K last wave"
         packs = f", {packing.describe(self.packs)}" if self.packs else ""
         return f"Plan({p.dtype} {p.M}x{p.N}x{p.K}: {self.variant.describe()}{split}{packs}{why})"
 
@@ -484,6 +504,9 @@ class Plan:
                     b_ptr = region + p.offset
             split = self._split
             _fill(self._params, a_ptr, b_ptr, region + self._split_offset if split else c_ptr, alpha, beta)
+            if self._sk_flags is not None:   # stream-K: the workspace, its flags zeroed before the kernel
+                self._params.workspace(region + self._split_offset)
+                self._zero_flags(region + self._split_offset + self._sk_flags, stream)
             if self._maps is not None and (a_ptr != self._mapped[0] or b_ptr != self._mapped[1]
                                            or (self._map_c and c_ptr != self._mapped[2])):
                 self._remap(a_ptr, b_ptr, c_ptr)   # the maps of these operands (a packed one's: of its copy)
@@ -494,6 +517,15 @@ class Plan:
         if captured:
             workspace.captured_free(self.ordinal, stream, ws)
         return True
+
+    def _zero_flags(self, ptr: int, stream: int) -> None:
+        """cuMemsetD32Async of the stream-K flags (one int per block and consumer warp) on ``stream``
+        (a memset node when the stream captures); in the plan's context when none is current."""
+        count = self.geometry.grid[0] * STREAMK_WARPS
+        err = self._cu.cuMemsetD32Async(ptr, 0, count, stream)[0]
+        if err:
+            with context(self.ordinal):
+                check(self._cu.cuMemsetD32Async(ptr, 0, count, stream), "cuMemsetD32Async of the stream-K flags")
 
     def _launch_clustered(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float,
                           stream: int | None = None) -> bool:

@@ -161,6 +161,8 @@ def _helpers_for(variant: Variant, arch: str, before_compile=None) -> None:
     misaligned operands, so a graph captured after a precompile must find it built)."""
     if workspace_split(variant.cfg):
         compile_reduce(variant.dtype, arch, before_compile)
+    if variant.cfg.get("STREAMK"):   # a problem without a partial last wave runs the STREAMK=0 kernel
+        variant.with_config(STREAMK=0).compile(arch, before_compile)
     if "PACK" in variant.cfg:
         compile_pack(variant.dtype, arch, before_compile)
     if variant.rung.k_major:   # its plans always copy (and transpose) MN-major operands

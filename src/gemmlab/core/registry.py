@@ -26,7 +26,7 @@ from .dtypes import get as get_dtype
 from .precision import applies, resolve as resolve_precision
 
 MAX_GRID_Y = 65535
-SWITCHES = ("PACK", "EPI_TMA", "SKCLUSTER")   # parameters that take 0 (off) or 1 (on); every other one is a positive int
+SWITCHES = ("PACK", "EPI_TMA", "SKCLUSTER", "STREAMK")   # parameters that take 0 (off) or 1 (on); every other one is a positive int
 # the most dynamic shared memory any GPU in the table gives one block (227 KB on sm_90 / sm_100)
 MAX_SMEM_PER_BLOCK = max(lim.max_smem_per_block for lim in LIMITS.values())
 
@@ -250,6 +250,8 @@ class Rung:
         elif split > 1:
             d["GL_SPLITK"] = 1
         d.pop("PACK", None)   # the plan packs before the launch: the kernel is the same
+        if not d.get("STREAMK"):   # STREAMK=0 compiles what the rung compiled before it had the switch
+            d.pop("STREAMK", None)
         smem = self.smem_bytes(cfg, precision)
         if smem:
             d["GL_DYN_SMEM"] = smem  # the kernel checks its carve-up fits what the launch gives it
@@ -291,8 +293,34 @@ class Rung:
             raise ValueError(f"rung {self.slug!r} is persistent (one block per SM, each looping over tiles): "
                              f"its launch needs the device's SM count, got {sm_count!r}")
         cluster = cfg.get("CLUSTER", 1)
-        units = _cdiv(_cdiv(M, cfg["BM"]), cluster) * _cdiv(N, cfg["BN"])
-        return max(1, min(units, sm_count // cluster)) * cluster
+        return max(1, min(_units(M, N, cfg), sm_count // cluster)) * cluster
+
+
+def _units(M: int, N: int, cfg: Mapping[str, int]) -> int:
+    """A persistent rung's units of work: CLUSTER vertically adjacent tiles of one column tile."""
+    return _cdiv(_cdiv(M, cfg["BM"]), cfg.get("CLUSTER", 1)) * _cdiv(N, cfg["BN"])
+
+
+# ---- stream-K (STREAMK=1, rungs 21 and 22: kernels/ws.cuh) -----------------------------------------
+def streamk_tail(M: int, N: int, cfg: Mapping[str, int], blocks: int) -> bool:
+    """Whether a persistent launch of ``blocks`` blocks (``Rung.launch``'s grid.x) on an M x N
+    C splits its last, partial wave of units by k tiles (kernels/ws.cuh, Schedule): with STREAMK=1,
+    when there are more units than clusters and they are not whole waves. Otherwise the plan
+    launches the STREAMK=0 kernel, which needs no workspace."""
+    clusters = blocks // cfg.get("CLUSTER", 1)
+    units = _units(M, N, cfg)
+    return bool(cfg.get("STREAMK")) and units > clusters and units % clusters != 0
+
+
+STREAMK_WARPS = 8    # consumer warps of rungs 21 and 22 (two warpgroups): one flag each per block
+
+
+def streamk_workspace(cfg: Mapping[str, int], blocks: int) -> tuple[int, int]:
+    """(byte offset of the flags, bytes in all) of the stream-K workspace of ``blocks`` blocks:
+    one BM x BN tile of FP32 per block (the piece it may publish, ws.cuh's sk_part), then one int
+    flag per block and consumer warp (sk_flag), which the plan zeroes before each launch."""
+    flags = blocks * cfg["BM"] * cfg["BN"] * 4
+    return flags, flags + blocks * STREAMK_WARPS * 4
 
 
 # ---- split-K -------------------------------------------------------------------------------------
@@ -616,6 +644,13 @@ def _cluster_reasons(cfg) -> list[str]:
     return []
 
 
+def _streamk_reasons(cfg) -> list[str]:
+    """Rungs 21 and 22: STREAMK a switch."""
+    if cfg.get("STREAMK", 0) not in (0, 1):
+        return [f"STREAMK={cfg['STREAMK']} must be 0 (whole tiles only) or 1 (the last wave split by k tiles)"]
+    return []
+
+
 def _ws_constraints(cfg) -> list[str]:
     """Rung 19's (``_wgmma_constraints``, with this rung's shared memory), and what
     21_wgmma_ws.cu adds: exactly two consumer warpgroups (its register split, setmaxnreg 232 for
@@ -625,7 +660,7 @@ def _ws_constraints(cfg) -> list[str]:
     if not out and cfg["BM"] != 2 * cfg["WM"]:
         out.append(f"BM={cfg['BM']} must be 2 x WM={cfg['WM']}: two consumer warpgroups (the register split "
                    f"between them and the producer is made for 384 threads)")
-    out += _cluster_reasons(cfg)
+    out += _cluster_reasons(cfg) + _streamk_reasons(cfg)
     if cfg.get("EPI_TMA", 0) not in (0, 1):
         out.append(f"EPI_TMA={cfg['EPI_TMA']} must be 0 (staged 16-byte stores) or 1 (TMA stores where C allows)")
     return out
@@ -654,7 +689,7 @@ def _wstf32_constraints(cfg, planes: int = 1) -> list[str]:
         out.append(f"BK={cfg['BK']} must be a multiple of 32 (a 128-byte swizzle row of FP32) and at most 256")
     if cfg["STAGES"] < 2:
         out.append(f"STAGES={cfg['STAGES']}: the pipeline needs at least 2 stages")
-    out += _cluster_reasons(cfg)
+    out += _cluster_reasons(cfg) + _streamk_reasons(cfg)
     group = cfg.get("GROUP", 8)
     if not 1 <= group <= 64 or group % cfg.get("CLUSTER", 1):
         out.append(f"GROUP={group} must be 1 to 64 row tiles and a multiple of CLUSTER={cfg.get('CLUSTER', 1)} "
@@ -1010,7 +1045,7 @@ RUNGS: tuple[Rung, ...] = (
         "A producer warpgroup (setmaxnreg.dec) runs TMA ahead into the next tile while two consumer warpgroups (setmaxnreg.inc) multiply and store their tile through their own shared staging (stmatrix, then TMA stores; 16-byte rows where TMA cannot or beta != 0); one block per SM loops over the tiles; clusters of 2 along M share B by TMA multicast.",
         ("CUTLASS sm90 warp-specialized persistent GEMM (TMA, cooperative consumers, 2x1 cluster)",), "21_wgmma_ws.cu",
         dtypes=("fp16", "bf16"),
-        params={"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 2, "EPI_TMA": 1},
+        params={"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 2, "EPI_TMA": 1, "STREAMK": 0},
         presets={"128x256": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 2},
                  "128x256_nocluster": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 1},
                  "128x128": {"BM": 128, "BN": 128, "BK": 64, "WM": 64, "STAGES": 6, "CLUSTER": 2},
@@ -1020,7 +1055,8 @@ RUNGS: tuple[Rung, ...] = (
         tensor_maps=True, store_map=True,
         persistent=True,
         packs=True,
-        space={"BN": (128, 256), "BK": (64, 128), "STAGES": (2, 3, 4, 5, 6), "CLUSTER": (1, 2), "EPI_TMA": (0, 1)},
+        space={"BN": (128, 256), "BK": (64, 128), "STAGES": (2, 3, 4, 5, 6), "CLUSTER": (1, 2), "EPI_TMA": (0, 1),
+               "STREAMK": (0, 1)},
     ),
     Rung(
         22, "wgmma_tf32", "FP32 on Hopper's wgmma: TF32 in the warp-specialized persistent structure",
@@ -1033,7 +1069,7 @@ RUNGS: tuple[Rung, ...] = (
         # GROUP 16: a wave's patch of tiles 16 x 8.25 instead of 8 x 16.5 reads a fifth less from DRAM
         # (Nsight Compute at 4096^3: 352 MB against 428 MB, h100_profile_wgmma_tf32_rs_*_4096.json);
         # 0.3446 ms against 0.3468 at 4096^3, within 0.1% at 8192^3 (h100_tune_wgmma_tf32_group_*.json)
-        params={"BM": 128, "BN": 256, "BK": 32, "WM": 64, "STAGES": 4, "CLUSTER": 1, "GROUP": 16},
+        params={"BM": 128, "BN": 256, "BK": 32, "WM": 64, "STAGES": 4, "CLUSTER": 1, "GROUP": 16, "STREAMK": 0},
         # 3xtf32: a stage holds both TF32 planes of A and B, and the warps hold a k tile's partial
         # sums beside the sums: 128x128 tiles (BN 256 would need 256 accumulators), 2 stages of 64 KB
         # (3 stages ran 1.86x cuBLAS SGEMM at 8192^3, 2 stages 2.35x: h100_wgmma_3xtf32_*.json)
@@ -1050,7 +1086,8 @@ RUNGS: tuple[Rung, ...] = (
         threads=_wgmma_threads, constraints=_wstf32_constraints, smem=_wstf32_smem,
         sass_claims=("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG"), min_arch=90, max_arch=90,
         tensor_maps=True, persistent=True, k_major=True, register_a=("tf32",),
-        space={"BN": (128, 256), "BK": (32, 64), "STAGES": (2, 3, 4, 5, 6), "CLUSTER": (1, 2), "GROUP": (8, 16)},
+        space={"BN": (128, 256), "BK": (32, 64), "STAGES": (2, 3, 4, 5, 6), "CLUSTER": (1, 2), "GROUP": (8, 16),
+               "STREAMK": (0, 1)},
     ),
     Rung(
         23, "thin", "Thin GEMM: the wide operand streamed once, K split over the warps",

@@ -12,7 +12,7 @@ from . import compile as _compile
 from .config import ConfigLike
 from .dtypes import get as get_dtype
 from .precision import get as get_precision
-from .registry import Launch, Rung, get, workspace_split
+from .registry import Launch, Rung, get, streamk_tail, workspace_split
 
 
 class SpillError(ValueError):
@@ -91,15 +91,23 @@ class Variant:
         return ck
 
 
-    def for_geometry(self, geometry: Launch, N: int) -> "Variant":
-        """The variant a launch of ``geometry`` (``Rung.launch`` on this problem, kernel view ``N``
-        columns) runs: the split-K one (its C is the FP32 workspace, rows of N floats, so 16-byte
-        stores are legal when N % 4 == 0; the cluster split's is C), the tall one (row tiles along grid.z), or itself."""
+    def for_geometry(self, geometry: Launch, M: int, N: int) -> "Variant":
+        """The variant a launch of ``geometry`` (``Rung.launch`` on this problem, kernel view M x
+        ``N``) runs: the split-K one (its C is the FP32 workspace, rows of N floats, so 16-byte
+        stores are legal when N % 4 == 0; the cluster split's is C), the tall one (row tiles along
+        grid.z), STREAMK=0 where a STREAMK=1 configuration has no partial wave to split
+        (``registry.streamk_tail``: the plan then needs no workspace), or itself."""
+        if self.cfg.get("STREAMK") and not streamk_tail(M, N, self.cfg, geometry.grid[0]):
+            return self.with_config(STREAMK=0)
         if self.cfg.get("SPLITK", 1) > 1:   # the cluster split (SKCLUSTER=1) writes C itself
             return replace(self, vec_c=N % 4 == 0) if workspace_split(self.cfg) else self
         if geometry.grid[2] > 1:
             return replace(self, tall=True)
         return self
+
+    def with_config(self, **values: int) -> "Variant":
+        """This variant with some parameters set (no check: callers set values the registry takes)."""
+        return replace(self, config=tuple(sorted({**self.cfg, **values}.items())))
 
     def describe(self) -> str:
         lay = ("col" if self.a_col else "row") + "/" + ("col" if self.b_col else "row") + ("/C col" if self.c_col else "")

@@ -299,8 +299,9 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[MI][BN / 8][4]
 }
 
 // ---- main loop and epilogue: the consumer warpgroups ------------------------------------------
-__device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, int ktiles, int rank, int warp, int lane,
-                                        int M, int N, float alpha, float beta, T* C, int ldc, const GlTensorMap* tmC) {
+__device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, int rank, int warp, int lane,
+                                        int M, int N, float alpha, float beta, T* C, int ldc, float* sk_ws,
+                                        const GlTensorMap* tmC) {
     const int wg = warp / 4;                   // this warpgroup's WM rows: wg * WM ..
     // this warpgroup's descriptors (hopper.cuh): its WM rows of A, all of B
     const GlStageDescs<GL_A_COL, GL_B_COL, A_PANEL_B, B_PANEL_B> descs(sm.a_base, sm.b_base, wg * WM);
@@ -319,7 +320,7 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
 
     float acc[MI][BN / 8][4];
     Ring ring;
-    for (long long u = blockIdx.x / CLUSTER; u < sched.total; u += gridDim.x / CLUSTER) {
+    sched.walk(blockIdx.x / CLUSTER, [&](long long u, int k0, int k1) {
         const int2 t = sched.tile(u, rank);
         const int row0 = t.x * BM, col0 = t.y * BN;
         gl_zero_acc(acc);
@@ -328,11 +329,11 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
         // then wait for the group of k tile kt - 1 (one group stays in flight while the next
         // barrier is awaited) and release kt - 1's stage.
         int prev = 0;
-        for (int kt = 0; kt < ktiles; ++kt) {
+        for (int kt = k0; kt < k1; ++kt) {
             const int s = ring.s;
             gl_mbar_wait(sm.full(s), ring.phase);
             gl_wgmma_ktile<BN, MI, KSTEPS, GL_A_COL, GL_B_COL>(acc, descs, s * A_STAGE_B, s * B_STAGE_B);
-            if (kt > 0) release(prev);
+            if (kt > k0) release(prev);
             prev = s;
             ring.next();
         }
@@ -340,6 +341,8 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
 #pragma unroll
         for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
         release(prev);          // the tile's last stage: the producer refills it during the epilogue
+        // a stream-K piece: published for the CTA that stores the tile, or the others' added to it
+        if (!sk_fixup(sched, acc, u, k0, k1, sk_ws)) return;
 
         // ---- epilogue: through the warp's own staging (the stages belong to the next tile by
         // now); a tile wholly below M (rank 1 of a cluster's last unit row) stores nothing -------
@@ -347,7 +350,7 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
             if (tma_store_now(N, beta)) store_tile_tma(acc, stage, lane, tmC, M, N, row0 + warp_row, col0, alpha);
             else store_tile(acc, stage, lane, C, ldc, M, N, row0 + warp_row, col0, alpha, beta);
         }
-    }
+    });
     // every TMA store complete before the block exits (its staging is freed with it)
     if (tma_store_now(N, beta) && lane == 0) gl_bulk_wait<0>();
 }

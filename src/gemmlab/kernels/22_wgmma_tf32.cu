@@ -303,8 +303,8 @@ __device__ __forceinline__ void wgmma_half(float (&acc)[MI][BN / 8][4], const Fr
 #endif
 
 // ---- main loop and epilogue: the consumer warpgroups (rung 21's, TF32 k8 steps) --------------------
-__device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, int ktiles, int rank, int warp, int lane,
-                                        int M, int N, float alpha, float beta, T* C, int ldc) {
+__device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, int rank, int warp, int lane,
+                                        int M, int N, float alpha, float beta, T* C, int ldc, float* sk_ws) {
     const int wg = warp / 4;
     const GlStageDescs<0, 1, A_PANEL_B, B_PANEL_B> descs(sm.a_base, sm.b_base, wg * WM);
     auto release = [&](int s) {
@@ -322,13 +322,13 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
     float part[MI][BN / 8][4];     // 3xTF32: one k tile's partial sums (unused, and so absent, in TF32)
 #endif
     Ring ring;
-    for (long long u = blockIdx.x / CLUSTER; u < sched.total; u += gridDim.x / CLUSTER) {
+    sched.walk(blockIdx.x / CLUSTER, [&](long long u, int k0, int k1) {
         const int2 t = sched.tile(u, rank);
         const int row0 = t.x * BM, col0 = t.y * BN;
         gl_zero_acc(acc);
 
         int prev = 0;
-        for (int kt = 0; kt < ktiles; ++kt) {
+        for (int kt = k0; kt < k1; ++kt) {
             const int s = ring.s;
             gl_mbar_wait(sm.full(s), ring.phase);
 #if GL_A_COL
@@ -338,7 +338,7 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
             wgmma_half(acc, f0, descs, s * B_STAGE_B, 0);
             gl_wgmma_wait<1>();          // the previous k tile's second half is done: its stage is free
             fence_frags(f1);
-            if (kt > 0) release(prev);
+            if (kt > k0) release(prev);
             frags.load(f1, a_stage, 1);
             wgmma_half(acc, f1, descs, s * B_STAGE_B, 1);
             gl_wgmma_wait<1>();          // this k tile's first half is done: f0 may be loaded again
@@ -351,7 +351,7 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
                 gl_add_acc(acc, part);
             } else {
                 gl_wgmma_ktile<BN, MI, KSTEPS, 0, 1>(acc, descs, s * A_STAGE_B, s * B_STAGE_B);
-                if (kt > 0) release(prev);
+                if (kt > k0) release(prev);
                 prev = s;
             }
 #endif
@@ -367,9 +367,12 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
             release(prev);      // the tile's last stage: the producer refills it during the epilogue
         }
 
+        // a stream-K piece: published for the CTA that stores the tile, or the others' added to it
+        if (!sk_fixup(sched, acc, u, k0, k1, sk_ws)) return;
+
         // ---- epilogue (a tile wholly below M, rank 1 of a cluster's last unit row, stores nothing) ----
         if (row0 < M) store_tile(acc, warp % 4, lane, C, ldc, M, N, row0 + wg * WM, col0, alpha, beta);
-    }
+    });
 }
 
 #include "ws_entry.cuh"   // the kernel entry: barriers, then the producer / consumer split

@@ -28,12 +28,32 @@
 constexpr int GROUP_M = GROUP;
 static_assert(GROUP_M % CLUSTER == 0, "a group is whole units (CLUSTER row tiles each)");
 constexpr int GROUP_U = GROUP_M / CLUSTER;      // unit rows per group
+// ---- stream-K tail (STREAMK=1) -----------------------------------------------------------------
+// Without it the last wave is partial: 512 tiles of 128x256 at 4096^3 on 132 SMs are 3.88 waves
+// that take 4 tile times, 2048 at 8192^3 are 15.52 that take 16 (3% of the run either way). With it,
+// the units past the last whole wave (and one wave more when they would fill less than half of
+// one: each cluster then still gets at least half a unit of k tiles, so a unit has at most three
+// pieces) are cut into a contiguous run of (unit, k tile) steps split evenly over the clusters:
+// cluster c takes steps [c W / G, (c + 1) W / G) of the W = units x ktiles. A unit whose k tiles
+// are shared is finished by the cluster holding its first k tile, which does that piece last in
+// its run: the others' pieces (each the first piece of its cluster's run, so done early) are added
+// to its accumulators from the workspace in cluster order, a fixed order, so the sum is the same at
+// every launch. Every CTA publishes at most one piece: the workspace holds one tile of FP32 per CTA
+// (sk_part), and a flag per consumer warp (sk_flag) that the host zeroes before each launch.
+#ifndef STREAMK
+#define STREAMK 0
+#endif
 struct Schedule {
-    int units_m, tiles_n;
-    long long total;
-    __device__ __forceinline__ Schedule(int M, int N)
-        : units_m(GL_CEIL_DIV(GL_CEIL_DIV(M, BM), CLUSTER)), tiles_n(GL_CEIL_DIV(N, BN)),
-          total((long long)units_m * tiles_n) {}
+    int units_m, tiles_n, ktiles, clusters;
+    long long total, dp;     // units; the first dp go whole to one cluster each (data-parallel)
+    __device__ __forceinline__ Schedule(int M, int N, int K)
+        : units_m(GL_CEIL_DIV(GL_CEIL_DIV(M, BM), CLUSTER)), tiles_n(GL_CEIL_DIV(N, BN)), ktiles(GL_CEIL_DIV(K, BK)),
+          clusters((int)gridDim.x / CLUSTER), total((long long)units_m * tiles_n), dp(total) {
+        if (STREAMK && total > clusters) {
+            const long long rem = total % clusters;
+            if (rem) dp = total - rem - (2 * rem >= clusters ? 0 : clusters);
+        }
+    }
     // Unit u's tile for the CTA of cluster rank `rank`: (row tile, column tile). With CLUSTER = 2 and
     // an odd number of row tiles, rank 1's tile of the last unit row lies wholly below M: it loads
     // zeros (TMA fills, the copy path guards) and stores nothing, and keeps the two CTAs in step.
@@ -44,11 +64,39 @@ struct Schedule {
         const int in_group = (int)(u % per_group);
         return make_int2((first + in_group % rows) * CLUSTER + rank, in_group / rows);
     }
+    // The first stream-K step of cluster c (steps count k tiles of the units past dp).
+    __device__ __forceinline__ long long sk_begin(int c) const { return (total - dp) * ktiles * c / clusters; }
+    // Cluster c's work in order: body(u, k0, k1) for unit u's k tiles [k0, k1). The producer and the
+    // consumers of both CTAs of a cluster walk the same sequence.
+    // One call site of the body (it is the whole main loop and epilogue, inlined): the data-parallel
+    // units first, then the stream-K steps.
+    template <typename F>
+    __device__ __forceinline__ void walk(int c, F&& body) const {
+        long long u = c, step = 0, end = 0;
+        if (STREAMK) {
+            step = sk_begin(c);
+            end = sk_begin(c + 1);
+        }
+        for (;;) {
+            long long w = u;
+            int k0 = 0, k1 = ktiles;
+            if (u < dp) {
+                u += clusters;
+            } else {
+                if (step >= end) return;
+                w = dp + step / ktiles;
+                k0 = (int)(step % ktiles);
+                k1 = (int)min((long long)ktiles, k0 + (end - step));
+                step += k1 - k0;
+            }
+            body(w, k0, k1);
+        }
+    }
 };
 
 // ---- mbarrier bookkeeping (both roles) ---------------------------------------------------------
-// A block's k tiles are numbered g = 0, 1, 2, ... across ALL its output tiles (ktiles per tile,
-// the same for every tile). k tile g lives in stage s = g % STAGES in round r = g / STAGES; each
+// A block's k tiles are numbered g = 0, 1, 2, ... across ALL the pieces of work it walks (whole
+// units, and with STREAMK=1 parts of them). k tile g lives in stage s = g % STAGES in round r = g / STAGES; each
 // role keeps (s, phase = r & 1) and advances it once per k tile, and never resets it between tiles.
 //   full[s]  completes phase r when k tile g's bytes are in stage s (FULL_ARRIVALS arrivals + TX_BYTES).
 //            The consumers wait on parity (r & 1).
@@ -76,7 +124,7 @@ struct Smem {
 };
 
 // ---- load: the producer warpgroup ------------------------------------------------------------
-__device__ __forceinline__ void produce(const Smem& sm, const Schedule& sched, int ktiles, int rank, int ptid,
+__device__ __forceinline__ void produce(const Smem& sm, const Schedule& sched, int rank, int ptid,
                                         int M, int N, int K, const T* A, int lda, const T* B, int ldb,
                                         const GlTensorMap* tmA, const GlTensorMap* tmB) {
 #if GL_A_COL
@@ -95,10 +143,10 @@ __device__ __forceinline__ void produce(const Smem& sm, const Schedule& sched, i
         if (GL_VEC_B) gl_tma_prefetch(tmB);
     }
     Ring ring;
-    for (long long u = blockIdx.x / CLUSTER; u < sched.total; u += gridDim.x / CLUSTER) {
+    sched.walk(blockIdx.x / CLUSTER, [&](long long u, int k0, int k1) {
         const int2 t = sched.tile(u, rank);
         const int row0 = t.x * BM, col0 = t.y * BN;
-        for (int kt = 0; kt < ktiles; ++kt) {
+        for (int kt = k0; kt < k1; ++kt) {
             const int k0 = kt * BK, s = ring.s;
             const unsigned full = sm.full(s), a_dst = sm.a_base + s * A_STAGE_B, b_dst = sm.b_base + s * B_STAGE_B;
             gl_mbar_wait(sm.empty(s), ring.phase ^ 1u);     // round r - 1 of stage s released (see Ring)
@@ -127,7 +175,7 @@ __device__ __forceinline__ void produce(const Smem& sm, const Schedule& sched, i
             }
             ring.next();
         }
-    }
+    });
     // With a cluster the peer's consumers arrive on this CTA's empty barriers (and this CTA's
     // multicasts write into the peer): stay until every stage's last round is released by both
     // CTAs' consumers, so no arrival targets a CTA that has exited.
@@ -137,4 +185,83 @@ __device__ __forceinline__ void produce(const Smem& sm, const Schedule& sched, i
             ring.next();
         }
     }
+}
+
+// ---- stream-K fixup: the consumer warpgroups ----------------------------------------------------
+// The workspace (STREAMK=1; the kernel's last argument): per CTA (slot = blockIdx.x) and consumer
+// warp, SK_V x 32 float4, lane-minor, so each store and load is a warp's 512 contiguous bytes; then
+// one int flag per CTA and consumer warp. Its size is the registry's (streamk_workspace).
+constexpr int SK_V = MI * BN / 8;    // float4 of accumulators per consumer thread
+__device__ __forceinline__ float4* sk_part(float* ws, int slot, int warp, int lane) {
+    return reinterpret_cast<float4*>(ws) + ((long long)slot * CWARPS + warp) * SK_V * 32 + lane;
+}
+__device__ __forceinline__ int* sk_flag(float* ws, int slot, int warp) {
+    return reinterpret_cast<int*>(ws + (long long)gridDim.x * CWARPS * SK_V * 128) + slot * CWARPS + warp;
+}
+
+// This warp's accumulators into its slot, then its flag: the lanes' stores ordered before lane 0's
+// fence by __syncwarp, the flag after the fence (the reader acquires it).
+__device__ __forceinline__ void sk_publish(const float (&acc)[MI][BN / 8][4], float* ws, int warp, int lane) {
+    float4* p = sk_part(ws, blockIdx.x, warp, lane);
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j)
+            __stcg(p + (mi * (BN / 8) + j) * 32, make_float4(acc[mi][j][0], acc[mi][j][1], acc[mi][j][2], acc[mi][j][3]));
+    __syncwarp();
+    if (lane == 0) {
+        __threadfence();
+        asm volatile("st.relaxed.gpu.global.b32 [%0], %1;\n" :: "l"(sk_flag(ws, blockIdx.x, warp)), "r"(1) : "memory");
+    }
+}
+
+// Adds CTA `slot`'s published piece (the same warp's, so the same fragment layout) to acc, once its
+// flag is up. Every lane acquires the flag itself before it reads.
+__device__ __forceinline__ void sk_add(float (&acc)[MI][BN / 8][4], float* ws, int slot, int warp, int lane) {
+    const int* flag = sk_flag(ws, slot, warp);
+    int ready;
+    do {
+        asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(ready) : "l"(flag) : "memory");
+    } while (!ready);
+    const float4* p = sk_part(ws, slot, warp, lane);
+    // in groups of SK_GROUP loads: all SK_V in flight at once would need 4 SK_V registers beside the
+    // 4 SK_V accumulators (the descriptor path of rung 22 spilled 40 bytes so)
+    constexpr int SK_GROUP = 8;
+    static_assert((BN / 8) % SK_GROUP == 0, "a row of fragments is whole groups");
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int j0 = 0; j0 < BN / 8; j0 += SK_GROUP) {
+            float4 v[SK_GROUP];
+#pragma unroll
+            for (int j = 0; j < SK_GROUP; ++j) v[j] = __ldcg(p + (mi * (BN / 8) + j0 + j) * 32);
+#pragma unroll
+            for (int j = 0; j < SK_GROUP; ++j) {
+                acc[mi][j0 + j][0] += v[j].x;
+                acc[mi][j0 + j][1] += v[j].y;
+                acc[mi][j0 + j][2] += v[j].z;
+                acc[mi][j0 + j][3] += v[j].w;
+            }
+            asm volatile("" ::: "memory");   // the next group's loads after these adds
+        }
+}
+
+// After a piece's k tiles [k0, k1) of unit u: true when this CTA stores the tile (a whole unit, or
+// the piece with the first k tile, to which the later pieces have now been added in cluster order);
+// false when it published its piece for that CTA and stores nothing.
+// The warp, lane and cluster rank are read again here rather than kept live from the kernel's top
+// (rung 22's descriptor path spilled 8 bytes holding them).
+__device__ __forceinline__ bool sk_fixup(const Schedule& sched, float (&acc)[MI][BN / 8][4], long long u, int k0, int k1,
+                                         float* ws) {
+    if (!STREAMK || k1 - k0 == sched.ktiles) return true;
+    const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
+    const int rank = CLUSTER > 1 ? (int)gl_cluster_rank() : 0;
+    if (k0 > 0) {
+        sk_publish(acc, ws, warp, lane);
+        return false;
+    }
+    const long long end = (u - sched.dp + 1) * sched.ktiles;     // past the unit's last step
+    for (int c = (int)blockIdx.x / CLUSTER + 1; c < sched.clusters && sched.sk_begin(c) < end; ++c)
+        sk_add(acc, ws, c * CLUSTER + rank, warp, lane);
+    return true;
 }

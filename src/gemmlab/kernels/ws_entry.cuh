@@ -4,9 +4,11 @@
 // up, the rung's own consume). Included at the END of the rung's file, after it has defined
 // THREADS, CLUSTER, STAGES, A_STAGE_B, PIPE_B, EPI_B (its epilogue staging; 0 for none),
 // FULL_ARRIVALS, EMPTY_ARRIVALS, CONSUMERS, CWARPS, PRODUCER_REGS, CONSUMER_REGS and
-//   consume(sm, sched, ktiles, rank, warp, lane, M, N, alpha, beta, C, ldc[, &tmC]).
+//   consume(sm, sched, rank, warp, lane, M, N, alpha, beta, C, ldc, sk_ws[, &tmC]).
 // GL_WS_C_MAP 1 (rung 21): the kernel takes a third tensor map, of C, after A's and B's (its TMA
 // store epilogue), and passes it to consume last; the host always passes its 128 bytes.
+// STREAMK 1 (ws.cuh): the last argument is the stream-K workspace (its flags zeroed by the host
+// before the launch); without it consume gets a null pointer it never reads.
 #pragma once
 #ifndef GL_WS_C_MAP
 #define GL_WS_C_MAP 0
@@ -23,6 +25,9 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
 #if GL_WS_C_MAP
      , const __grid_constant__ GlTensorMap tmC
 #endif
+#if STREAMK
+     , float* __restrict__ sk_ws
+#endif
      )
 {
     // One raw buffer: [STAGES A tiles][STAGES B tiles][epilogue staging, EPI_B bytes], then
@@ -34,8 +39,10 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     const Smem sm{base, base + STAGES * A_STAGE_B, base + PIPE_B, base + PIPE_B + EPI_B};
     const int tid = threadIdx.x, warp = tid / 32;
     const int rank = CLUSTER > 1 ? (int)gl_cluster_rank() : 0;
-    const Schedule sched(M, N);
-    const int ktiles = GL_CEIL_DIV(K, BK);
+    const Schedule sched(M, N, K);
+#if !STREAMK
+    float* const sk_ws = nullptr;
+#endif
 
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
@@ -53,10 +60,10 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     // One if/else on the warpgroup's role, a setmaxnreg at the top of each branch.
     if (warp >= CWARPS) {
         gl_setmaxnreg_dec<PRODUCER_REGS>();
-        produce(sm, sched, ktiles, rank, tid - CONSUMERS, M, N, K, A, lda, B, ldb, &tmA, &tmB);
+        produce(sm, sched, rank, tid - CONSUMERS, M, N, K, A, lda, B, ldb, &tmA, &tmB);
     } else {
         gl_setmaxnreg_inc<CONSUMER_REGS>();
-        consume(sm, sched, ktiles, rank, warp, tid % 32, M, N, alpha, beta, C, ldc
+        consume(sm, sched, rank, warp, tid % 32, M, N, alpha, beta, C, ldc, sk_ws
 #if GL_WS_C_MAP
                 , &tmC
 #endif
