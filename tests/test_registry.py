@@ -211,12 +211,19 @@ def test_stream_k_splits_only_a_partial_last_wave_of_units():
     """Hand-counted on 132 SMs: 4096^3 in 128x256 tiles is 512 units (3.88 waves), 256 in clusters
     of 2 (66 clusters: 3.88); 4224 x 4096 is 33 x 16 = 528 = 4 whole waves; 1024^2 is 64 units, fewer
     than one wave; STREAMK=0 never splits."""
-    cfg = {"BM": 128, "BN": 256, "STREAMK": 1, "CLUSTER": 1}
-    assert registry.streamk_tail(4096, 4096, cfg, 132)
-    assert registry.streamk_tail(4096, 4096, dict(cfg, CLUSTER=2), 132)
-    assert not registry.streamk_tail(4224, 4096, cfg, 132)
-    assert not registry.streamk_tail(1024, 1024, cfg, 64)
-    assert not registry.streamk_tail(4096, 4096, dict(cfg, STREAMK=0), 132)
+    cfg = {"BM": 128, "BN": 256, "BK": 64, "STREAMK": 1, "CLUSTER": 1}
+    assert registry.streamk_tail(4096, 4096, 4096, cfg, 132)
+    assert registry.streamk_tail(4096, 4096, 4096, dict(cfg, CLUSTER=2), 132)
+    assert not registry.streamk_tail(4224, 4096, 4096, cfg, 132)
+    assert not registry.streamk_tail(1024, 1024, 4096, cfg, 64)
+    assert not registry.streamk_tail(4096, 4096, 4096, dict(cfg, STREAMK=0), 132)
+
+
+def test_stream_k_is_refused_where_the_split_steps_would_not_fit_32_bits():
+    """4096^2 on 132 SMs splits 116 units; with K = 2^31 - 1 that is 116 x 2^25 k tiles of 64."""
+    cfg = {"BM": 128, "BN": 256, "BK": 64, "STREAMK": 1, "CLUSTER": 1}
+    assert registry.streamk_tail(4096, 4096, 2 ** 24, cfg, 132)
+    assert not registry.streamk_tail(4096, 4096, 2 ** 31 - 1, cfg, 132)
 
 
 def test_the_stream_k_workspace_is_a_tile_of_fp32_per_block_then_a_flag_per_consumer_warp():
@@ -240,5 +247,16 @@ def test_a_stream_k_variant_becomes_the_plain_one_where_no_wave_is_partial():
     from gemmlab.core.variant import Variant
 
     v = Variant.make("wgmma_ws", "fp16", config="STREAMK=1,CLUSTER=1")
-    assert v.for_geometry(Launch((132, 1, 1), (384, 1, 1)), 4096, 4096).cfg["STREAMK"] == 1
-    assert v.for_geometry(Launch((64, 1, 1), (384, 1, 1)), 1024, 1024).cfg["STREAMK"] == 0
+    assert v.for_geometry(Launch((132, 1, 1), (384, 1, 1)), 4096, 4096, 4096).cfg["STREAMK"] == 1
+    assert v.for_geometry(Launch((64, 1, 1), (384, 1, 1)), 1024, 1024, 4096).cfg["STREAMK"] == 0
+
+
+def test_stream_k_is_for_the_tma_path_only():
+    """An operand the producer's threads copy leaves the consumers 200 registers: STREAMK=0."""
+    from dataclasses import replace
+
+    from gemmlab.core.registry import Launch
+    from gemmlab.core.variant import Variant
+
+    v = replace(Variant.make("wgmma_ws", "fp16", config="STREAMK=1,CLUSTER=1"), vec_a=False)
+    assert v.for_geometry(Launch((132, 1, 1), (384, 1, 1)), 4096, 4096, 4096).cfg["STREAMK"] == 0

@@ -297,7 +297,7 @@ class Plan:
         self._cluster_split = bool(self.variant.cfg.get("SKCLUSTER"))
         split = self._split = workspace_split(self.variant.cfg)
         self.splits = self.geometry.grid[2] if split or self._cluster_split else 1   # K slices, else 1
-        self.variant = self.variant.for_geometry(self.geometry, kp.M, kp.N)   # split-K, tall grid, stream-K
+        self.variant = self.variant.for_geometry(self.geometry, kp.M, kp.N, kp.K)   # split-K, tall grid, stream-K
         # STREAMK=1 with a partial last wave (registry.streamk_tail; otherwise for_geometry gave the
         # STREAMK=0 kernel): its pieces meet in the stream's workspace, whose flags are zeroed first
         self._streamk = bool(self.variant.cfg.get("STREAMK"))

@@ -302,14 +302,19 @@ def _units(M: int, N: int, cfg: Mapping[str, int]) -> int:
 
 
 # ---- stream-K (STREAMK=1, rungs 21 and 22: kernels/ws.cuh) -----------------------------------------
-def streamk_tail(M: int, N: int, cfg: Mapping[str, int], blocks: int) -> bool:
-    """Whether a persistent launch of ``blocks`` blocks (``Rung.launch``'s grid.x) on an M x N
-    C splits its last, partial wave of units by k tiles (kernels/ws.cuh, Schedule): with STREAMK=1,
-    when there are more units than clusters and they are not whole waves. Otherwise the plan
+def streamk_tail(M: int, N: int, K: int, cfg: Mapping[str, int], blocks: int) -> bool:
+    """Whether a persistent launch of ``blocks`` blocks (``Rung.launch``'s grid.x) on an M x N x K
+    problem splits its last, partial wave of units by k tiles (kernels/ws.cuh, Schedule): with
+    STREAMK=1, when there are more units than clusters and they are not whole waves, and the split
+    units' k tiles count below 2^31 (the kernel's step arithmetic is 32-bit). Otherwise the plan
     launches the STREAMK=0 kernel, which needs no workspace."""
     clusters = blocks // cfg.get("CLUSTER", 1)
     units = _units(M, N, cfg)
-    return bool(cfg.get("STREAMK")) and units > clusters and units % clusters != 0
+    if not cfg.get("STREAMK") or units <= clusters or units % clusters == 0:
+        return False
+    rem = units % clusters
+    split = rem if 2 * rem >= clusters else rem + clusters
+    return split * _cdiv(K, cfg["BK"]) < 2 ** 31
 
 
 STREAMK_WARPS = 8    # consumer warps of rungs 21 and 22 (two warpgroups): one flag each per block

@@ -322,7 +322,7 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
     float part[MI][BN / 8][4];     // 3xTF32: one k tile's partial sums (unused, and so absent, in TF32)
 #endif
     Ring ring;
-    sched.walk(blockIdx.x / CLUSTER, [&](long long u, int k0, int k1) {
+    sched.walk(blockIdx.x / CLUSTER, [&](int u, int k0, int k1) {
         const int2 t = sched.tile(u, rank);
         const int row0 = t.x * BM, col0 = t.y * BN;
         gl_zero_acc(acc);

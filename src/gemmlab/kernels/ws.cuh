@@ -34,62 +34,74 @@ constexpr int GROUP_U = GROUP_M / CLUSTER;      // unit rows per group
 // the units past the last whole wave (and one wave more when they would fill less than half of
 // one: each cluster then still gets at least half a unit of k tiles, so a unit has at most three
 // pieces) are cut into a contiguous run of (unit, k tile) steps split evenly over the clusters:
-// cluster c takes steps [c W / G, (c + 1) W / G) of the W = units x ktiles. A unit whose k tiles
-// are shared is finished by the cluster holding its first k tile, which does that piece last in
-// its run: the others' pieces (each the first piece of its cluster's run, so done early) are added
-// to its accumulators from the workspace in cluster order, a fixed order, so the sum is the same at
-// every launch. Every CTA publishes at most one piece: the workspace holds one tile of FP32 per CTA
-// (sk_part), and a flag per consumer warp (sk_flag) that the host zeroes before each launch.
+// cluster c takes steps [c W / G, (c + 1) W / G) of the W = units x ktiles (below 2^31: the host's
+// registry.streamk_tail). A cluster walks its steps BACKWARDS, its pieces in falling order: its
+// share is the same length for every cluster, so each one starts on a unit's first k tiles and
+// then, one share-length later, goes on with the previous unit's last ones at the same offset, and
+// at any time all clusters stand at (nearly) the same k. That keeps the k-synchronous reuse of the
+// whole units' waves, where the CTAs of a row or column of tiles read the same k panel of A or B
+// from L2 together; walked forwards (each cluster on its own k offset) the tail read every panel
+// from DRAM again: rung 22 at 4096^3 ran 0.43 ms against 0.35 ms without stream-K
+// (h100_tune_streamk_tf32_4096.json). The piece holding a unit's LAST k tile, done last by its
+// cluster, finishes the unit: the others (each its cluster's first piece, so done early) publish
+// their sums to the workspace, and the finisher adds them in falling cluster order, a fixed order,
+// so the sum is the same at every launch. Every CTA publishes at most one piece: the workspace
+// holds one tile of FP32 per CTA (sk_part), and a flag per consumer warp (sk_flag) that the host
+// zeroes before each launch.
 #ifndef STREAMK
 #define STREAMK 0
 #endif
+// Units and steps are 32-bit: a unit is at least 128 x 64 outputs, so 2^31 of them would need a C of
+// 2^44 elements (the host also keeps a stream-K tail's steps below 2^31), and every int that is not
+// 64-bit is a register the consumers keep beside their 128 accumulators.
 struct Schedule {
     int units_m, tiles_n, ktiles, clusters;
-    long long total, dp;     // units; the first dp go whole to one cluster each (data-parallel)
+    int total, dp;           // units; the first dp go whole to one cluster each (data-parallel)
     __device__ __forceinline__ Schedule(int M, int N, int K)
         : units_m(GL_CEIL_DIV(GL_CEIL_DIV(M, BM), CLUSTER)), tiles_n(GL_CEIL_DIV(N, BN)), ktiles(GL_CEIL_DIV(K, BK)),
-          clusters((int)gridDim.x / CLUSTER), total((long long)units_m * tiles_n), dp(total) {
+          clusters((int)gridDim.x / CLUSTER), total(units_m * tiles_n), dp(total) {
         if (STREAMK && total > clusters) {
-            const long long rem = total % clusters;
+            const int rem = total % clusters;
             if (rem) dp = total - rem - (2 * rem >= clusters ? 0 : clusters);
         }
     }
     // Unit u's tile for the CTA of cluster rank `rank`: (row tile, column tile). With CLUSTER = 2 and
     // an odd number of row tiles, rank 1's tile of the last unit row lies wholly below M: it loads
     // zeros (TMA fills, the copy path guards) and stores nothing, and keeps the two CTAs in step.
-    __device__ __forceinline__ int2 tile(long long u, int rank) const {
-        const long long per_group = (long long)GROUP_U * tiles_n;
-        const int first = (int)(u / per_group) * GROUP_U;
+    __device__ __forceinline__ int2 tile(int u, int rank) const {
+        const int per_group = GROUP_U * tiles_n;
+        const int first = u / per_group * GROUP_U;
         const int rows = min(units_m - first, GROUP_U);     // the last group may be shorter
-        const int in_group = (int)(u % per_group);
+        const int in_group = u % per_group;
         return make_int2((first + in_group % rows) * CLUSTER + rank, in_group / rows);
     }
     // The first stream-K step of cluster c (steps count k tiles of the units past dp).
-    __device__ __forceinline__ long long sk_begin(int c) const { return (total - dp) * ktiles * c / clusters; }
-    // Cluster c's work in order: body(u, k0, k1) for unit u's k tiles [k0, k1). The producer and the
-    // consumers of both CTAs of a cluster walk the same sequence.
-    // One call site of the body (it is the whole main loop and epilogue, inlined): the data-parallel
-    // units first, then the stream-K steps.
+    __device__ __forceinline__ int sk_begin(int c) const {
+        return (int)((long long)(total - dp) * ktiles * c / clusters);
+    }
+    // Cluster c's work in order: body(u, k0, k1) for unit u's k tiles [k0, k1), the whole units
+    // first, then its stream-K steps backwards. The producer and the consumers of both CTAs of a
+    // cluster walk the same sequence. One call site of the body (it is the whole main loop and
+    // epilogue, inlined), and one cursor x: the next whole unit while x >= 0, then -1 - the step the
+    // cluster's remaining steps end at (fewer registers live across the main loop).
     template <typename F>
     __device__ __forceinline__ void walk(int c, F&& body) const {
-        long long u = c, step = 0, end = 0;
-        if (STREAMK) {
-            step = sk_begin(c);
-            end = sk_begin(c + 1);
-        }
+        int x = c;
         for (;;) {
-            long long w = u;
-            int k0 = 0, k1 = ktiles;
-            if (u < dp) {
-                u += clusters;
+            int u = x, k0 = 0, k1 = ktiles;
+            if (x >= 0 && x < dp) {
+                x += clusters;
             } else {
-                if (step >= end) return;
-                w = dp + step / ktiles;
-                k0 = (int)(step % ktiles);
-                k1 = (int)min((long long)ktiles, k0 + (end - step));
-                step += k1 - k0;
+                if (!STREAMK) return;
+                if (x >= 0) x = -1 - sk_begin(c + 1);
+                const int end = -1 - x, left = end - sk_begin(c);    // steps not yet walked
+                if (left <= 0) return;
+                u = dp + (end - 1) / ktiles;
+                k1 = (end - 1) % ktiles + 1;
+                k0 = max(0, k1 - left);
+                x += k1 - k0;
             }
-            body(w, k0, k1);
+            body(u, k0, k1);
         }
     }
 };
@@ -143,7 +155,7 @@ __device__ __forceinline__ void produce(const Smem& sm, const Schedule& sched, i
         if (GL_VEC_B) gl_tma_prefetch(tmB);
     }
     Ring ring;
-    sched.walk(blockIdx.x / CLUSTER, [&](long long u, int k0, int k1) {
+    sched.walk(blockIdx.x / CLUSTER, [&](int u, int k0, int k1) {
         const int2 t = sched.tile(u, rank);
         const int row0 = t.x * BM, col0 = t.y * BN;
         for (int kt = k0; kt < k1; ++kt) {
@@ -247,21 +259,24 @@ __device__ __forceinline__ void sk_add(float (&acc)[MI][BN / 8][4], float* ws, i
 }
 
 // After a piece's k tiles [k0, k1) of unit u: true when this CTA stores the tile (a whole unit, or
-// the piece with the first k tile, to which the later pieces have now been added in cluster order);
-// false when it published its piece for that CTA and stores nothing.
-// The warp, lane and cluster rank are read again here rather than kept live from the kernel's top
-// (rung 22's descriptor path spilled 8 bytes holding them).
-__device__ __forceinline__ bool sk_fixup(const Schedule& sched, float (&acc)[MI][BN / 8][4], long long u, int k0, int k1,
+// the piece with the unit's last k tile, to which the earlier pieces have now been added, in falling
+// cluster order); false when it published its piece for that CTA and stores nothing.
+// The warp, lane and cluster rank are read again here (a volatile read of %tid.x, which the
+// compiler cannot merge with the kernel's own), not kept live from the kernel's top: ptxas spilled
+// the warp index kept so (8 bytes, rung 22's register-A path).
+__device__ __forceinline__ bool sk_fixup(const Schedule& sched, float (&acc)[MI][BN / 8][4], int u, int k0, int k1,
                                          float* ws) {
     if (!STREAMK || k1 - k0 == sched.ktiles) return true;
-    const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
-    const int rank = CLUSTER > 1 ? (int)gl_cluster_rank() : 0;
-    if (k0 > 0) {
+    unsigned tid;
+    asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(tid));
+    const int warp = (int)(tid / 32), lane = (int)(tid % 32);
+    if (k1 < sched.ktiles) {
         sk_publish(acc, ws, warp, lane);
         return false;
     }
-    const long long end = (u - sched.dp + 1) * sched.ktiles;     // past the unit's last step
-    for (int c = (int)blockIdx.x / CLUSTER + 1; c < sched.clusters && sched.sk_begin(c) < end; ++c)
+    const int rank = CLUSTER > 1 ? (int)gl_cluster_rank() : 0;
+    const int first = (u - sched.dp) * sched.ktiles;           // the unit's first step
+    for (int c = (int)blockIdx.x / CLUSTER - 1; c >= 0 && sched.sk_begin(c + 1) > first; --c)
         sk_add(acc, ws, c * CLUSTER + rank, warp, lane);
     return true;
 }

@@ -87,7 +87,7 @@ class GpuEvaluator:
         if kv2 is not kv:
             v, kv = v.for_kernel_problem(kv2), kv2
         geometry = self.rung.launch(kv.M, kv.N, v.cfg, kv.K, self.info.sm_count, v.precision)
-        return v.for_geometry(geometry, kv.M, kv.N)   # the variant the plan runs
+        return v.for_geometry(geometry, kv.M, kv.N, kv.K)   # the variant the plan runs
 
     def compile(self, configs: Sequence[dict]) -> list[Outcome | None]:
         variants, errors = [], {}
