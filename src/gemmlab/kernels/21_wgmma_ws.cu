@@ -66,9 +66,18 @@
 // h100_pingpong_coop_bf16.json). Nsight Compute at fp16 4096^3: tensor pipe active 91.7%, 1.29 GB
 // through L2 (benchmarks/profiles/h100_profile_wgmma_ws_coop_fp16_4096.json). The ping-pong
 // schedule named above was built and measured slower (0.89x with 128x128 tiles: +40% L2 bytes, 1.8x
-// the instructions, tensor pipe 88.4%; branch `pingpong`), and so was a stream-K tail (0.87x, and
-// wrong with clusters; branch `streamk`): neither is in this file. What is left: 512 tiles on 132
-// SMs are 3.88 waves run in 4 at 4096^3 (15.5 in 16 at 8192^3), and the epilogue is not overlapped.
+// the instructions, tensor pipe 88.4%; branch `pingpong`), and so was a first stream-K tail (0.87x,
+// and wrong with clusters; branch `streamk`). What is left: 512 tiles on 132 SMs are 3.88 waves run
+// in 4 at 4096^3 (15.5 in 16 at 8192^3), and the epilogue is not overlapped.
+// STREAMK=1 (ws.cuh, shared with rung 22; off by default) splits the partial last wave by k tiles.
+// PREDICTION (not committed before the first run): +1-1.5% at 4096^3, +2-3% at 8192^3, up to a
+// fifth where a wave is far from whole (1024x6144x4096: 1.45 waves of 128x256 run in 2). Measured
+// (H100, cuBLAS in each run; benchmarks/results/h100_tune_streamk_*.json, 986a442): -2 to -4% at
+// 4096^3 (fp16 0.1932 against 0.1855 ms with clusters), within 0.4% at 8192^3, +4.4 to +6.5% at
+// 1024x14336x4096 and 1024x6144x4096 with 128x256 tiles, where 128x128 tiles without it are
+// faster still. Walked forwards (each cluster on its own k offset) the tail re-read the operands
+// from DRAM: -5 to -25% (h100_tune_streamk_fwd_*.json). Why the k-synchronous walk still gains nothing
+// at 8192^3 was not profiled.
 // The TMA store epilogue (EPI_TMA=1, the default; store_tile_tma): where C has a tensor map
 // (16-byte aligned base, row stride a multiple of 16 bytes: GL_VEC_C; the host passes C's map as a
 // third __grid_constant__ parameter), beta == 0 and N % 8 == 0 (decided at run time: the copy

@@ -42,7 +42,7 @@ constexpr int GROUP_U = GROUP_M / CLUSTER;      // unit rows per group
 // whole units' waves, where the CTAs of a row or column of tiles read the same k panel of A or B
 // from L2 together; walked forwards (each cluster on its own k offset) the tail read every panel
 // from DRAM again: rung 22 at 4096^3 ran 0.43 ms against 0.35 ms without stream-K
-// (h100_tune_streamk_tf32_4096.json). The piece holding a unit's LAST k tile, done last by its
+// (h100_tune_streamk_fwd_tf32_4096.json). The piece holding a unit's LAST k tile, done last by its
 // cluster, finishes the unit: the others (each its cluster's first piece, so done early) publish
 // their sums to the workspace, and the finisher adds them in falling cluster order, a fixed order,
 // so the sum is the same at every launch. Every CTA publishes at most one piece: the workspace
