@@ -1,11 +1,11 @@
 """STREAMK=1 on the GPU (rungs 21 and 22, kernels/ws.cuh): the units past the last whole wave are
 cut into k-tile pieces spread evenly over the clusters, and the pieces of a unit meet in the
-stream's workspace (published by one CTA, added by the CTA that holds the unit's first k tile).
+stream's workspace (published by the others, added by the CTA that holds the unit's last k tile).
 Correctness in every layout, with and without clusters, with alpha and beta (beta == 0 with NaN in
 C: verify poisons it), K both a few k tiles (pieces that span several units) and many; the sum the
 same bit for bit at every launch; the plan choosing the STREAMK=0 kernel where no wave is partial;
 graph capture (the flags' memset is a node of the graph). The CPU side (the rule for when the tail
-is split, the workspace's size, the variants compiled) is in test_registry.py and test_pack.py."""
+is split, the workspace's size, the variant a geometry runs) is in test_registry.py."""
 
 from __future__ import annotations
 
