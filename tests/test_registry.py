@@ -227,7 +227,7 @@ def test_stream_k_is_refused_where_the_split_steps_would_not_fit_32_bits():
 
 
 def test_the_stream_k_workspace_is_a_tile_of_fp32_per_block_then_a_flag_per_consumer_warp():
-    flags, total = registry.streamk_workspace({"BM": 128, "BN": 256}, 132)
+    flags, total = registry.streamk_workspace({"BM": 128, "BN": 256, "WM": 64}, 132)
     assert flags == 132 * 128 * 256 * 4 and total == flags + 132 * 8 * 4
 
 

@@ -23,7 +23,7 @@ from . import packing, tensormaps, textures
 from .driver import check, context, cuda, device_info
 from .dtypes import get as get_dtype
 from .problem import GemmProblem, KernelProblem
-from .registry import MAX_GRID_Y, STREAMK_WARPS, Launch, Rung, streamk_workspace, workspace_split
+from .registry import MAX_GRID_Y, Launch, Rung, streamk_workspace, workspace_split
 from .variant import REDUCE_THREADS, Variant, compile_reduce
 from . import workspace
 
@@ -372,6 +372,7 @@ class Plan:
         extra = self.splits * kp.M * kp.N * 4 if split else 0
         if self._streamk:
             self._sk_flags, extra = streamk_workspace(self.variant.cfg, self.geometry.grid[0])
+            self._sk_count = (extra - self._sk_flags) // 4     # the flags: 4-byte ints
         self._split_offset, self.workspace_bytes = packing.layout(self.packs, extra)
         if split:
             self._params.ldc(kp.N)
@@ -521,11 +522,10 @@ class Plan:
     def _zero_flags(self, ptr: int, stream: int) -> None:
         """cuMemsetD32Async of the stream-K flags (one int per block and consumer warp) on ``stream``
         (a memset node when the stream captures); in the plan's context when none is current."""
-        count = self.geometry.grid[0] * STREAMK_WARPS
-        err = self._cu.cuMemsetD32Async(ptr, 0, count, stream)[0]
+        err = self._cu.cuMemsetD32Async(ptr, 0, self._sk_count, stream)[0]
         if err:
             with context(self.ordinal):
-                check(self._cu.cuMemsetD32Async(ptr, 0, count, stream), "cuMemsetD32Async of the stream-K flags")
+                check(self._cu.cuMemsetD32Async(ptr, 0, self._sk_count, stream), "cuMemsetD32Async of the stream-K flags")
 
     def _launch_clustered(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float,
                           stream: int | None = None) -> bool:

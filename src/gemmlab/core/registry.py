@@ -317,15 +317,14 @@ def streamk_tail(M: int, N: int, K: int, cfg: Mapping[str, int], blocks: int) ->
     return split * _cdiv(K, cfg["BK"]) < 2 ** 31
 
 
-STREAMK_WARPS = 8    # consumer warps of rungs 21 and 22 (two warpgroups): one flag each per block
-
-
 def streamk_workspace(cfg: Mapping[str, int], blocks: int) -> tuple[int, int]:
     """(byte offset of the flags, bytes in all) of the stream-K workspace of ``blocks`` blocks:
     one BM x BN tile of FP32 per block (the piece it may publish, ws.cuh's sk_part), then one int
-    flag per block and consumer warp (sk_flag), which the plan zeroes before each launch."""
+    flag per block and consumer warp (sk_flag: the block's warps less the producer warpgroup's 4),
+    which the plan zeroes before each launch."""
     flags = blocks * cfg["BM"] * cfg["BN"] * 4
-    return flags, flags + blocks * STREAMK_WARPS * 4
+    consumer_warps = (_wgmma_threads(cfg) - 128) // 32
+    return flags, flags + blocks * consumer_warps * 4
 
 
 # ---- split-K -------------------------------------------------------------------------------------

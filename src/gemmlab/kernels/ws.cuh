@@ -159,7 +159,7 @@ __device__ __forceinline__ void produce(const Smem& sm, const Schedule& sched, i
         const int2 t = sched.tile(u, rank);
         const int row0 = t.x * BM, col0 = t.y * BN;
         for (int kt = k0; kt < k1; ++kt) {
-            const int k0 = kt * BK, s = ring.s;
+            const int k_at = kt * BK, s = ring.s;     // the k tile's first element
             const unsigned full = sm.full(s), a_dst = sm.a_base + s * A_STAGE_B, b_dst = sm.b_base + s * B_STAGE_B;
             gl_mbar_wait(sm.empty(s), ring.phase ^ 1u);     // round r - 1 of stage s released (see Ring)
             if (ptid == 0 && TX_BYTES) {
@@ -167,14 +167,14 @@ __device__ __forceinline__ void produce(const Smem& sm, const Schedule& sched, i
                 else gl_mbar_expect_tx(full, TX_BYTES);
             }
 #if GL_A_COL
-            opa.load<GL_VEC_A>(a_dst, row0, k0, full, ptid);
+            opa.load<GL_VEC_A>(a_dst, row0, k_at, full, ptid);
 #else
-            opa.load<GL_VEC_A>(a_dst, k0, row0, full, ptid);
+            opa.load<GL_VEC_A>(a_dst, k_at, row0, full, ptid);
 #endif
 #if GL_B_COL
-            const int b_inner = k0, b_outer = col0;
+            const int b_inner = k_at, b_outer = col0;
 #else
-            const int b_inner = col0, b_outer = k0;
+            const int b_inner = col0, b_outer = k_at;
 #endif
             if (MCAST_B) {
                 if (ptid == 0) opb.tma_multicast<CLUSTER>(b_dst, b_inner, b_outer, full, rank, (1u << CLUSTER) - 1u);
