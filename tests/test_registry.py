@@ -194,13 +194,13 @@ def test_the_persistent_rung_refuses_configurations_it_was_not_written_for_with_
         r.config({"STAGES": 5})
 
 
-def test_rung_22_refuses_a_group_that_is_not_whole_clusters_naming_it():
-    import pytest
-
+@pytest.mark.parametrize("slug", ["wgmma_ws", "wgmma_tf32"])
+def test_persistent_rungs_refuse_a_group_that_is_not_whole_clusters_naming_it(slug):
     from gemmlab.core.registry import get
 
-    r = get("wgmma_tf32")
-    assert r.config("GROUP=12")["GROUP"] == 12 and r.config(None, "tf32")["GROUP"] == 16
+    r = get(slug)
+    assert r.config("GROUP=12")["GROUP"] == 12 and r.config()["GROUP"] == 16
+    assert 16 in r.space["GROUP"]
     with pytest.raises(ValueError, match="GROUP=3 must be 1 to 64 row tiles and a multiple of CLUSTER=2"):
         r.config("GROUP=3,CLUSTER=2")
     with pytest.raises(ValueError, match="GROUP=65"):

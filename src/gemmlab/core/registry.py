@@ -655,6 +655,16 @@ def _streamk_reasons(cfg) -> list[str]:
     return []
 
 
+def _group_reasons(cfg) -> list[str]:
+    """Rungs 21 and 22: GROUP row tiles per group of the persistent launch order (ws.cuh), whole
+    clusters."""
+    group = cfg.get("GROUP", 8)
+    if not 1 <= group <= 64 or group % cfg.get("CLUSTER", 1):
+        return [f"GROUP={group} must be 1 to 64 row tiles and a multiple of CLUSTER={cfg.get('CLUSTER', 1)} "
+                f"(the launch order's groups are whole clusters)"]
+    return []
+
+
 def _ws_constraints(cfg) -> list[str]:
     """Rung 19's (``_wgmma_constraints``, with this rung's shared memory), and what
     21_wgmma_ws.cu adds: exactly two consumer warpgroups (its register split, setmaxnreg 232 for
@@ -664,7 +674,7 @@ def _ws_constraints(cfg) -> list[str]:
     if not out and cfg["BM"] != 2 * cfg["WM"]:
         out.append(f"BM={cfg['BM']} must be 2 x WM={cfg['WM']}: two consumer warpgroups (the register split "
                    f"between them and the producer is made for 384 threads)")
-    out += _cluster_reasons(cfg) + _streamk_reasons(cfg)
+    out += _cluster_reasons(cfg) + _streamk_reasons(cfg) + _group_reasons(cfg)
     if cfg.get("EPI_TMA", 0) not in (0, 1):
         out.append(f"EPI_TMA={cfg['EPI_TMA']} must be 0 (staged 16-byte stores) or 1 (TMA stores where C allows)")
     return out
@@ -693,11 +703,7 @@ def _wstf32_constraints(cfg, planes: int = 1) -> list[str]:
         out.append(f"BK={cfg['BK']} must be a multiple of 32 (a 128-byte swizzle row of FP32) and at most 256")
     if cfg["STAGES"] < 2:
         out.append(f"STAGES={cfg['STAGES']}: the pipeline needs at least 2 stages")
-    out += _cluster_reasons(cfg) + _streamk_reasons(cfg)
-    group = cfg.get("GROUP", 8)
-    if not 1 <= group <= 64 or group % cfg.get("CLUSTER", 1):
-        out.append(f"GROUP={group} must be 1 to 64 row tiles and a multiple of CLUSTER={cfg.get('CLUSTER', 1)} "
-                   f"(the launch order's groups are whole clusters)")
+    out += _cluster_reasons(cfg) + _streamk_reasons(cfg) + _group_reasons(cfg)
     if out:
         return out
     if planes * cfg["WM"] // 64 * cfg["BN"] // 2 > 128:
@@ -1049,7 +1055,11 @@ RUNGS: tuple[Rung, ...] = (
         "A producer warpgroup (setmaxnreg.dec) runs TMA ahead into the next tile while two consumer warpgroups (setmaxnreg.inc) multiply and store their tile through their own shared staging (stmatrix, then TMA stores; 16-byte rows where TMA cannot or beta != 0); one block per SM loops over the tiles; clusters of 2 along M share B by TMA multicast.",
         ("CUTLASS sm90 warp-specialized persistent GEMM (TMA, cooperative consumers, 2x1 cluster)",), "21_wgmma_ws.cu",
         dtypes=("fp16", "bf16"),
-        params={"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 2, "EPI_TMA": 1, "STREAMK": 0},
+        # GROUP 16 (rung 22's reason): 0.1826 against 0.1845 ms at fp16 4096^3, 0.1778 against 0.1799
+        # bf16; 1.4306 against 1.4508 at fp16 8192^3, 1.3738 against 1.3892 bf16, one run each
+        # (h100_tune_wgmma_ws_group_*.json)
+        params={"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 2, "EPI_TMA": 1, "GROUP": 16,
+                "STREAMK": 0},
         presets={"128x256": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 2},
                  "128x256_nocluster": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 1},
                  "128x128": {"BM": 128, "BN": 128, "BK": 64, "WM": 64, "STAGES": 6, "CLUSTER": 2},
@@ -1060,7 +1070,7 @@ RUNGS: tuple[Rung, ...] = (
         persistent=True,
         packs=True,
         space={"BN": (128, 256), "BK": (64, 128), "STAGES": (2, 3, 4, 5, 6), "CLUSTER": (1, 2), "EPI_TMA": (0, 1),
-               "STREAMK": (0, 1)},
+               "GROUP": (8, 16), "STREAMK": (0, 1)},
     ),
     Rung(
         22, "wgmma_tf32", "FP32 on Hopper's wgmma: TF32 in the warp-specialized persistent structure",
