@@ -311,7 +311,9 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[MI][BN / 8][4]
 __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, int rank, int warp, int lane,
                                         int M, int N, float alpha, float beta, T* C, int ldc, float* sk_ws,
                                         const GlTensorMap* tmC) {
-    const int wg = warp / 4;                   // this warpgroup's WM rows: wg * WM ..
+    // this warpgroup (its WM rows: wg * WM ..), through a shuffle from lane 0, so that ptxas sees it is
+    // the same in every lane (CUTLASS does the same) and keeps the descriptors in uniform registers
+    const int wg = __shfl_sync(0xffffffffu, warp / 4, 0);
     // this warpgroup's descriptors (hopper.cuh): its WM rows of A, all of B
     const GlStageDescs<GL_A_COL, GL_B_COL, A_PANEL_B, B_PANEL_B> descs(sm.a_base, sm.b_base, wg * WM);
     // One arrival per consumer warp on the stage's empty barrier, and with a cluster one on the

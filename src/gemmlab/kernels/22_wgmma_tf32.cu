@@ -305,7 +305,7 @@ __device__ __forceinline__ void wgmma_half(float (&acc)[MI][BN / 8][4], const Fr
 // ---- main loop and epilogue: the consumer warpgroups (rung 21's, TF32 k8 steps) --------------------
 __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, int rank, int warp, int lane,
                                         int M, int N, float alpha, float beta, T* C, int ldc, float* sk_ws) {
-    const int wg = warp / 4;
+    const int wg = __shfl_sync(0xffffffffu, warp / 4, 0);   // uniform to ptxas (rung 21 says why)
     const GlStageDescs<0, 1, A_PANEL_B, B_PANEL_B> descs(sm.a_base, sm.b_base, wg * WM);
     auto release = [&](int s) {
         if (lane == 0) {

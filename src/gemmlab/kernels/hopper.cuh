@@ -129,9 +129,17 @@ __device__ __forceinline__ uint4 gl_lds128(unsigned addr) {
 // stride-dimension byte offsets (all in 16-byte units), swizzle mode 1 in bits 62-63. The start
 // field is 14 bits of a shared address below 256 KB: adding (offset >> 4) to a descriptor moves
 // its start without carrying into the other fields.
+// The low word (start and leading offset) varies with the stage and the k step; the high word
+// (stride offset, swizzle) is a constant of the layout: gl_desc_lo + gl_desc_hi, joined by gl_desc_at.
+__device__ __forceinline__ unsigned gl_desc_lo(unsigned addr, unsigned lbo) {
+    return ((addr & 0x3FFFF) >> 4) | ((lbo >> 4) << 16);
+}
+__host__ __device__ constexpr unsigned gl_desc_hi(unsigned sbo) { return (sbo >> 4) | (1u << 30); }
+__device__ __forceinline__ unsigned long long gl_desc_at(unsigned lo, unsigned hi) {
+    return ((unsigned long long)hi << 32) | lo;
+}
 __device__ __forceinline__ unsigned long long gl_desc(unsigned addr, unsigned lbo, unsigned sbo) {
-    return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
-           ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62);
+    return gl_desc_at(gl_desc_lo(addr, lbo), gl_desc_hi(sbo));
 }
 
 __device__ __forceinline__ void gl_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
@@ -278,18 +286,24 @@ template <> struct GlWgmmaRS<256> {
 // panel layouts of rung 19's header: K-major operands are panels of [rows][64 k], MN-major ones
 // panels of [BK k][64 m or n]). a(kk, mi) / b(kk): the descriptors of k16 step kk (and m64 block mi)
 // of the stage whose A and B tiles start `a_stage` / `b_stage` bytes after the first stage's.
+// Only the descriptors' low words are kept and added to, in 32 bits (the start field cannot carry:
+// see gl_desc); the high word is the constant SBO 1024 and the swizzle. Kept as 64-bit descriptors
+// and added to in 64 bits, the k tile's loop had ptxas pair registers for every wgmma: 90 SASS
+// instructions per k tile in rung 21 (123 with STREAMK=1, whose loop state left the uniform
+// datapath), for 4 HGMMAs.
 template <int A_COL, int B_COL, int A_PANEL_B, int B_PANEL_B>
 struct GlStageDescs {
-    unsigned long long a0, b0;
+    static constexpr unsigned HI = gl_desc_hi(1024);
+    unsigned a0, b0;        // the low words of the first stage's descriptors
     __device__ __forceinline__ GlStageDescs(unsigned a_base, unsigned b_base, int m0)
-        : a0(A_COL ? gl_desc(a_base + (m0 / 64) * A_PANEL_B, A_PANEL_B, 1024) : gl_desc(a_base + m0 * GL_ROW_B, 16, 1024)),
-          b0(B_COL ? gl_desc(b_base, 16, 1024) : gl_desc(b_base, B_PANEL_B, 1024)) {}
+        : a0(A_COL ? gl_desc_lo(a_base + (m0 / 64) * A_PANEL_B, A_PANEL_B) : gl_desc_lo(a_base + m0 * GL_ROW_B, 16)),
+          b0(B_COL ? gl_desc_lo(b_base, 16) : gl_desc_lo(b_base, B_PANEL_B)) {}
     __device__ __forceinline__ unsigned long long a(unsigned a_stage, int kk, int mi) const {
-        return a0 + ((a_stage + (A_COL ? mi * A_PANEL_B + kk * 16 * GL_ROW_B
-                                       : (kk / 4) * A_PANEL_B + mi * 64 * GL_ROW_B + (kk % 4) * 32)) >> 4);
+        return gl_desc_at(a0 + (a_stage >> 4) + ((A_COL ? mi * A_PANEL_B + kk * 16 * GL_ROW_B
+                                                        : (kk / 4) * A_PANEL_B + mi * 64 * GL_ROW_B + (kk % 4) * 32) >> 4), HI);
     }
     __device__ __forceinline__ unsigned long long b(unsigned b_stage, int kk) const {
-        return b0 + ((b_stage + (B_COL ? (kk / 4) * B_PANEL_B + (kk % 4) * 32 : kk * 16 * GL_ROW_B)) >> 4);
+        return gl_desc_at(b0 + (b_stage >> 4) + ((B_COL ? (kk / 4) * B_PANEL_B + (kk % 4) * 32 : kk * 16 * GL_ROW_B) >> 4), HI);
     }
 };
 

@@ -21,9 +21,9 @@
 // units in flight at a time cover an 8 x 16 patch of C, whose tiles of A and B are served by L2.
 // A wave reads from DRAM each row panel of A and each column panel of B of its patch once: with
 // 128x256 tiles an 8 x 16.5 patch reads (8 x 128 + 16.5 x 256) rows of K, a 16 x 8.25 one (16 x 128
-// + 8.25 x 256): a fifth less (rung 22's GROUP = 16).
+// + 8.25 x 256): a fifth less (GROUP = 16, the default of both rungs; 3xTF32 keeps 8).
 #ifndef GROUP
-#define GROUP 8                                 // rung 22's GROUP parameter; rung 21: 8
+#define GROUP 8                                 // the GROUP parameter of rungs 21 and 22
 #endif
 constexpr int GROUP_M = GROUP;
 static_assert(GROUP_M % CLUSTER == 0, "a group is whole units (CLUSTER row tiles each)");
@@ -48,6 +48,16 @@ constexpr int GROUP_U = GROUP_M / CLUSTER;      // unit rows per group
 // so the sum is the same at every launch. Every CTA publishes at most one piece: the workspace
 // holds one tile of FP32 per CTA (sk_part), and a flag per consumer warp (sk_flag) that the host
 // zeroes before each launch.
+// Measured against this (benchmarks/NOTES.md, session 7): a timeline of one launch (%globaltimer
+// per piece, fp16 4096^3) had the last pieces ending together, publishing taking 2.9 us, and the
+// finishers of units holding a whole share in their middle (a third piece, ending with the tail)
+// waiting up to 7.3 us for it (Nsight Compute: 190.8 us against 184.8 without stream-K). Splitting
+// one whole wave more (shares of 1 to 2 units: at most two pieces a unit, each finisher's partner
+// published first thing) was slower still: fp16 4096^3 0.1932 ms against 0.1834 without stream-K
+// in the same run (the rule above: 0.1909 against 0.1842), tf32 0.4596 against 0.3431
+// (h100_tune_*_sk2_*.json, _desc32_*.json): with shares longer than a unit the clusters' pieces
+// stand at k offsets that differ by their shares' fractions, and the tail lost the k-synchronous
+// L2 reuse as the forward walk did.
 #ifndef STREAMK
 #define STREAMK 0
 #endif
@@ -76,8 +86,13 @@ struct Schedule {
         return make_int2((first + in_group % rows) * CLUSTER + rank, in_group / rows);
     }
     // The first stream-K step of cluster c (steps count k tiles of the units past dp).
+    // floor(W c / G) for the W = (total - dp) ktiles steps and G clusters, in 32 bits: W = q G + r
+    // gives q c + floor(r c / G), r c < G^2. The 64-bit quotient it replaced was a called routine,
+    // and across that call ptxas kept the consumers' ring state in vector registers, not uniform
+    // ones: 66 SASS instructions per k tile against STREAMK=0's 51.
     __device__ __forceinline__ int sk_begin(int c) const {
-        return (int)((long long)(total - dp) * ktiles * c / clusters);
+        const int w = (total - dp) * ktiles, q = w / clusters, r = w % clusters;
+        return q * c + r * c / clusters;
     }
     // Cluster c's work in order: body(u, k0, k1) for unit u's k tiles [k0, k1), the whole units
     // first, then its stream-K steps backwards. The producer and the consumers of both CTAs of a
@@ -231,10 +246,12 @@ __device__ __forceinline__ void sk_publish(const float (&acc)[MI][BN / 8][4], fl
 // flag is up. Every lane acquires the flag itself before it reads.
 __device__ __forceinline__ void sk_add(float (&acc)[MI][BN / 8][4], float* ws, int slot, int warp, int lane) {
     const int* flag = sk_flag(ws, slot, warp);
+    // the loop ends for the whole warp at once (the vote): a branch on each lane's own load would
+    // be divergent to ptxas, which then moved the consumers' ring state out of uniform registers
     int ready;
     do {
         asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(ready) : "l"(flag) : "memory");
-    } while (!ready);
+    } while (!__all_sync(0xffffffffu, ready));
     const float4* p = sk_part(ws, slot, warp, lane);
     // in groups of SK_GROUP loads: all SK_V in flight at once would need 4 SK_V registers beside the
     // 4 SK_V accumulators (the descriptor path of rung 22 spilled 40 bytes so)

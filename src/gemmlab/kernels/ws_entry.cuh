@@ -35,7 +35,10 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     // offset in every CTA: multicast writes each CTA's copy at the offset the issuing CTA names).
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(smem_raw));
-    const unsigned base = (raw + 1023u) & ~1023u;
+    unsigned base = (raw + 1023u) & ~1023u;
+    // opaque from here on: ptxas otherwise recomputed the base from the cluster CTA id in every k
+    // tile of the consumers' loop (6 instructions per trip) instead of keeping one register
+    asm("" : "+r"(base));
     const Smem sm{base, base + STAGES * A_STAGE_B, base + PIPE_B, base + PIPE_B + EPI_B};
     const int tid = threadIdx.x, warp = tid / 32;
     const int rank = CLUSTER > 1 ? (int)gl_cluster_rank() : 0;
