@@ -114,6 +114,19 @@
 // (h100_wgmma_ws_epi2_base_fp16.json; benchmarks/NOTES.md): inside the spread of one sitting, so
 // the code stays as it was. The waits and fences were not where the no-store probe's 2-3% goes
 // (benchmarks/NOTES.md says what is left).
+// Session 7 (benchmarks/NOTES.md): GROUP 16 (ws.cuh; a wave's patch 16 x 8.25 tiles) +1.0 to +1.4%
+// at 4096^3 and 8192^3 (h100_tune_wgmma_ws_group_*.json). The k-tile loop was 90 SASS instructions
+// for 4 HGMMAs: 64-bit descriptor adds, register pairs moved into uniform registers one wgmma at a
+// time, the shared base recomputed every trip. PREDICTION: 32-bit descriptor words over a constant
+// high word, with the warpgroup index uniform to ptxas, halve it; a third fewer instructions
+// executed, +0.5-1.5% (less issue and less power under the H100's cap, so a higher clock). Measured:
+// 51 instructions a trip, 18.6 against 27.6 million executed at fp16 4096^3 (Nsight Compute,
+// h100_profile_wgmma_ws_desc32_streamk0_fp16_4096.json), SM clock at 8192^3 1.526 against 1.515 GHz;
+// bench (h100_{fp16,bf16}_s7.json, both changes) fp16 745.5 / 770.5 TFLOP/s at 4096^3 / 8192^3
+// (0.991x / 1.011x cuBLAS), bf16 766.2 / 804.8 (0.992x / 1.014x): +0.7 to +1.4% on the ratios of
+// h100_*_s6.json, the low end of the prediction. At 4096^3 the rest is the partial wave (3.88 in
+// 4) and the epilogue: a timeline of one launch (h100_timeline_wgmma_ws_streamk0_fp16_4096.json)
+// has 1.7-4.5 us (median 2.5) from a tile's last wgmma to the next tile's first, of ~44 us per tile.
 #include "common.cuh"
 #include "hopper.cuh"
 
