@@ -2,7 +2,6 @@
 # (a throwaway copy, never a commit): rung 21 records %globaltimer_lo per piece of work in a device array and
 # each CTA prints its records after its last tile; the spill guard is lifted for the printf. Step 2:
 # streamk_timeline_run.py N STREAMK.
-# lane 0 records %globaltimer_lo per piece in a device array and prints them after its last tile
 p = 'src/gemmlab/kernels/21_wgmma_ws.cu'; s = open(p).read()
 old = '''// ---- main loop and epilogue: the consumer warpgroups ------------------------------------------
 '''
