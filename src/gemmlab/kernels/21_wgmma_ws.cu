@@ -121,7 +121,8 @@
 // high word, with the warpgroup index uniform to ptxas, halve it; a third fewer instructions
 // executed, +0.5-1.5% (less issue and less power under the H100's cap, so a higher clock). Measured:
 // 51 instructions a trip, 18.6 against 27.6 million executed at fp16 4096^3 (Nsight Compute,
-// h100_profile_wgmma_ws_desc32_streamk0_fp16_4096.json), SM clock at 8192^3 1.526 against 1.515 GHz;
+// h100_profile_wgmma_ws_desc32_streamk0_fp16_4096.json), SM clock at 8192^3 1.526 against 1.515 GHz
+// (those two profiles also differ in GROUP, 16 against 8);
 // bench (h100_{fp16,bf16}_s7.json, both changes) fp16 745.5 / 770.5 TFLOP/s at 4096^3 / 8192^3
 // (0.991x / 1.011x cuBLAS), bf16 766.2 / 804.8 (0.992x / 1.014x): +0.7 to +1.4% on the ratios of
 // h100_*_s6.json, the low end of the prediction. At 4096^3 the rest is the partial wave (3.88 in

@@ -87,9 +87,11 @@ struct Schedule {
     }
     // The first stream-K step of cluster c (steps count k tiles of the units past dp).
     // floor(W c / G) for the W = (total - dp) ktiles steps and G clusters, in 32 bits: W = q G + r
-    // gives q c + floor(r c / G), r c < G^2. The 64-bit quotient it replaced was a called routine,
-    // and across that call ptxas kept the consumers' ring state in vector registers, not uniform
-    // ones: 66 SASS instructions per k tile against STREAMK=0's 51.
+    // gives q c + floor(r c / G), r c < G^2. The 64-bit quotient it replaced was a called routine
+    // (CALL __cuda_sm20_div_s64). Removing it did not shorten the k-tile loop: with STREAMK=1 ptxas
+    // still keeps the ring state in vector registers, 66 SASS instructions a trip against STREAMK=0's
+    // 51, for a reason not found (neither the fixup's publish nor its add is it: each removed alone
+    // left 66-67).
     __device__ __forceinline__ int sk_begin(int c) const {
         const int w = (total - dp) * ktiles, q = w / clusters, r = w % clusters;
         return q * c + r * c / clusters;
@@ -246,8 +248,7 @@ __device__ __forceinline__ void sk_publish(const float (&acc)[MI][BN / 8][4], fl
 // flag is up. Every lane acquires the flag itself before it reads.
 __device__ __forceinline__ void sk_add(float (&acc)[MI][BN / 8][4], float* ws, int slot, int warp, int lane) {
     const int* flag = sk_flag(ws, slot, warp);
-    // the loop ends for the whole warp at once (the vote): a branch on each lane's own load would
-    // be divergent to ptxas, which then moved the consumers' ring state out of uniform registers
+    // the loop ends for the whole warp at once (the vote), so the warp leaves the wait converged
     int ready;
     do {
         asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(ready) : "l"(flag) : "memory");
