@@ -3,7 +3,8 @@ persistent blocks that loop over several ragged tiles (the mbarrier phases conti
 to the next), with and without clusters, through TMA and through the thread-copy path; its epilogue
 by TMA stores (EPI_TMA=1, where C has 16-byte access and beta == 0) and by staged 16-byte stores
 (EPI_TMA=0, or the C or beta TMA cannot serve), and that the TMA stores write nothing outside C.
-Odd and degenerate shapes (1x1x1 ...) in every layout are tests/test_gpu_correctness.py's, which
+DEFER=1 holds a tile stored by TMA in registers and writes it box by box during the next piece's
+main loop (the last tile after the walk). Odd and degenerate shapes (1x1x1 ...) in every layout are tests/test_gpu_correctness.py's, which
 covers every rung; verify poisons C with NaN when beta == 0."""
 
 import itertools
@@ -53,16 +54,19 @@ def test_every_preset_is_correct_when_its_blocks_loop_over_ragged_tiles(preset):
         assert r.ok, r.message()
 
 
+@pytest.mark.parametrize("defer", [0, 1], ids=["at_the_end", "deferred"])
 @pytest.mark.parametrize("preset", sorted(registry.get("wgmma_ws").presets))
-def test_every_preset_stores_through_tma_correctly_when_its_blocks_loop_over_ragged_tiles(preset):
+def test_every_preset_stores_through_tma_correctly_when_its_blocks_loop_over_ragged_tiles(preset, defer):
     """beta == 0, so the TMA store, with alpha 1 and not. A warp's tile of 128x256 or 256x128 is 4
     boxes through 2 buffers (the second pair waits for the copy engine to read the first), 128x128
     2 boxes. 2888 x 2104: blocks loop over several tiles, the buffers reused from one tile to the
-    next (with clusters, a tile wholly below M); K = 8 and 64: one k tile per output tile; K = 520:
-    more k tiles than stages."""
+    next (with clusters, a tile wholly below M); K = 8 and 64: one k tile per output tile (with
+    DEFER=1 every held box is left for after the next piece's loop); K = 520: more k tiles than
+    stages (DEFER=1: the boxes written between runs of the next tile's k tiles)."""
     failures = []
     for K, alpha in itertools.product((8, 64, 520), (1.0, 1.5)):
-        r = verify("wgmma_ws", 2888, 2104, K, "bf16", lib="torch", alpha=alpha, beta=0.0, config=preset)
+        r = verify("wgmma_ws", 2888, 2104, K, "bf16", lib="torch", alpha=alpha, beta=0.0,
+                   config=f"{preset},DEFER={defer}")
         if not r.ok:
             failures.append(r.message())
     assert not failures, "\n".join(failures)
@@ -76,10 +80,11 @@ def test_every_preset_stores_through_tma_correctly_when_its_blocks_loop_over_rag
 EPILOGUE_SHAPES = [(8, 8, 8), (200, 136, 72), (136, 520, 33), (2888, 2104, 264), (13, 17, 9), (257, 31, 300)]
 
 
+@pytest.mark.parametrize("defer", [0, 1], ids=["at_the_end", "deferred"])
 @pytest.mark.parametrize("epi_tma", [1, 0], ids=["tma_store", "staged"])
 @pytest.mark.parametrize("layout", LAYOUTS, ids=lambda l: "".join("C" if x else "R" for x in l))
-def test_both_epilogues_match_cublas_on_ragged_tiles_in_every_layout(layout, epi_tma):
-    failures = _failures(EPILOGUE_SHAPES, layout, {"EPI_TMA": epi_tma}, [(1.5, 0.0), (1.0, -0.75)])
+def test_both_epilogues_match_cublas_on_ragged_tiles_in_every_layout(layout, epi_tma, defer):
+    failures = _failures(EPILOGUE_SHAPES, layout, {"EPI_TMA": epi_tma, "DEFER": defer}, [(1.5, 0.0), (1.0, -0.75)])
     assert not failures, "\n".join(failures)
 
 
@@ -101,9 +106,10 @@ def test_a_c_no_tensor_map_can_describe_takes_the_staged_stores_with_beta_zero(l
     assert r.ok, r.message()
 
 
+@pytest.mark.parametrize("defer", [0, 1], ids=["at_the_end", "deferred"])
 @pytest.mark.parametrize("N", [72, 77], ids=["tma_store", "ragged_chunk_staged"])
 @pytest.mark.parametrize("c_col", [False, True], ids=["c_row", "c_col"])
-def test_the_epilogue_writes_nothing_outside_c_in_the_memory_around_it(c_col, N):
+def test_the_epilogue_writes_nothing_outside_c_in_the_memory_around_it(c_col, N, defer):
     """C a view into a larger buffer, with a 16-byte-legal leading dimension, whose last row and
     column tiles are ragged: N = 72 takes the TMA store (its clipped boxes must leave the padding
     and the rows after C as they were); N = 77 ends its rows inside a 16-byte chunk, which the copy
@@ -115,7 +121,7 @@ def test_the_epilogue_writes_nothing_outside_c_in_the_memory_around_it(c_col, N)
     view = buf[:M, :N]
     c = view.T if c_col else view                       # the kernel's C is always the row-major view
     ops = _operands(*((N, M) if c_col else (M, N)), K, c)
-    gemmlab.gemm(ops.a, ops.b, ops.c, alpha=1.0, beta=0.0, kernel="wgmma_ws", config="EPI_TMA=1")
+    gemmlab.gemm(ops.a, ops.b, ops.c, alpha=1.0, beta=0.0, kernel="wgmma_ws", config=f"EPI_TMA=1,DEFER={defer}")
     r = check(ops, 1.0, 0.0, f"wgmma_ws C {M}x{N} inside a {M + 40}x{ld} buffer")
     assert r.ok, r.message()
     outside = torch.cat([buf[:M, N:].flatten(), buf[M:].flatten()])

@@ -178,6 +178,26 @@ def test_the_persistent_rungs_tma_store_is_a_switch_on_by_default_and_a_define_o
     assert any("EPI_TMA=2 must be 0" in p for p in r.check_config(dict(r.config(), EPI_TMA=2)))
 
 
+def test_the_deferred_epilogue_is_a_switch_that_reaches_the_kernel_only_when_on():
+    """DEFER=1: rung 21 holds a tile in registers and stores it during the next; DEFER=0 compiles
+    the kernel the rung had before the switch (no define)."""
+    r = registry.get("wgmma_ws")
+    assert r.space["DEFER"] == (0, 1)
+    assert r.defines(r.config("DEFER=1"))["DEFER"] == 1 and "DEFER" not in r.defines(r.config("DEFER=0"))
+    with pytest.raises(ValueError, match="parameter DEFER of rung 'wgmma_ws' is a switch: 0 or 1"):
+        r.config({"DEFER": 2})
+
+
+def test_the_deferred_epilogue_with_stream_k_is_refused_where_the_registers_cannot_hold_both():
+    """128 accumulators (128x256, 256x128) + the held tile + stream-K's state spill; 128x128 fits."""
+    r = registry.get("wgmma_ws")
+    with pytest.raises(ValueError, match="DEFER=1 with STREAMK=1 needs fewer than 128 accumulators"):
+        r.config("DEFER=1,STREAMK=1")
+    with pytest.raises(ValueError, match="DEFER=1 with STREAMK=1"):
+        r.config({"BM": 256, "WM": 128, "BN": 128, "DEFER": 1, "STREAMK": 1})
+    assert r.config("DEFER=1,STREAMK=1,BN=128,STAGES=6")["DEFER"] == 1
+
+
 def test_a_persistent_rung_refuses_a_launch_without_the_sm_count():
     r = registry.get("wgmma_ws")
     with pytest.raises(ValueError, match="'wgmma_ws' is persistent.*SM count"):

@@ -132,6 +132,7 @@ def test_the_tma_store_epilogue_is_compiled_only_where_it_can_run():
         return disasm.has_opcode(disasm.sass(Variant.make("wgmma_ws", "fp16", **kw).compile("sm_90a").cubin), "UTMASTG")
 
     assert stores() and not stores(config="EPI_TMA=0") and not stores(vec_c=False)
+    assert stores(config="DEFER=1") and not stores(config="DEFER=1,EPI_TMA=0")
 
 
 def test_opcode_claims_match_modifiers_in_order_but_not_other_opcodes():
@@ -180,16 +181,18 @@ def test_wgmma_tf32_register_a_reads_its_fragments_by_lds64_and_feeds_them_to_hg
     assert "GL_C_COL" in v.defines() and "GL_C_COL" not in Variant.make("wgmma_tf32", "fp32", b_col=True).defines()
 
 
+@pytest.mark.parametrize("defer", [0, 1], ids=["at_the_end", "deferred"])
 @pytest.mark.parametrize("a_col,b_col", [(False, False), (True, False), (False, True)])
-def test_wgmma_ws_builds_its_k_tile_descriptors_in_uniform_registers(a_col, b_col):
+def test_wgmma_ws_builds_its_k_tile_descriptors_in_uniform_registers(a_col, b_col, defer):
     """Rung 21's k-tile loop with 32-bit descriptor words and a warpgroup index ptxas knows is
     warp-uniform (hopper.cuh, GlStageDescs): 4 HGMMA whose descriptors are uniform registers made
     in the loop by uniform adds and moves, no R2UR and no 64-bit IADD3/IMAD.X pairs, 51 instructions
     a trip. With 64-bit descriptors it took 90-95 (Nsight Compute at fp16 4096^3: 27.6 million
-    instructions executed against 18.6, h100_profile_wgmma_ws_*streamk0_fp16_4096.json)."""
+    instructions executed against 18.6, h100_profile_wgmma_ws_*streamk0_fp16_4096.json). DEFER=1
+    keeps it so (its held tile's writes between runs of the loop; inside it, 69 with R2UR)."""
     from gemmlab.analysis.inspect import analyze_sass, hot_loop_listing
 
-    v = Variant.make("wgmma_ws", "fp16", a_col=a_col, b_col=b_col)
+    v = Variant.make("wgmma_ws", "fp16", a_col=a_col, b_col=b_col, config=f"DEFER={defer}")
     text = disasm.sass_nvdisasm(v.compile("sm_90a").cubin)
     hot = analyze_sass(text)["hot_loop"]
     loop = hot_loop_listing(text, hot)

@@ -48,6 +48,13 @@ def test_wgmma_ws_with_a_stream_k_tail_matches_cublas_in_every_layout(dtype, clu
     assert not failures, "\n".join(failures)
 
 
+def test_wgmma_ws_with_a_stream_k_tail_and_the_deferred_epilogue_matches_cublas_in_every_layout():
+    """DEFER=1 (128x128 tiles: 128x256 is refused with stream-K): a piece that publishes holds
+    nothing, the piece after it writes the tile held before it."""
+    failures = _failures("wgmma_ws", "bf16", "STREAMK=1,DEFER=1,BN=128,STAGES=6")
+    assert not failures, "\n".join(failures)
+
+
 @pytest.mark.parametrize("precision, cluster", [("tf32", 1), ("tf32", 2), ("3xtf32", 2)])
 def test_wgmma_tf32_with_a_stream_k_tail_matches_cublas_in_every_layout(precision, cluster):
     """tf32: the register-A path (row-major A and B, transposed) and the descriptor path; 3xtf32:

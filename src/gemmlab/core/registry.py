@@ -26,7 +26,7 @@ from .dtypes import get as get_dtype
 from .precision import applies, resolve as resolve_precision
 
 MAX_GRID_Y = 65535
-SWITCHES = ("PACK", "EPI_TMA", "SKCLUSTER", "STREAMK")   # parameters that take 0 (off) or 1 (on); every other one is a positive int
+SWITCHES = ("PACK", "EPI_TMA", "SKCLUSTER", "STREAMK", "DEFER")   # parameters that take 0 (off) or 1 (on); every other one is a positive int
 # the most dynamic shared memory any GPU in the table gives one block (227 KB on sm_90 / sm_100)
 MAX_SMEM_PER_BLOCK = max(lim.max_smem_per_block for lim in LIMITS.values())
 
@@ -252,6 +252,8 @@ class Rung:
         d.pop("PACK", None)   # the plan packs before the launch: the kernel is the same
         if not d.get("STREAMK"):   # STREAMK=0 compiles what the rung compiled before it had the switch
             d.pop("STREAMK", None)
+        if not d.get("DEFER"):     # so does DEFER=0 (rung 21's immediate epilogue)
+            d.pop("DEFER", None)
         smem = self.smem_bytes(cfg, precision)
         if smem:
             d["GL_DYN_SMEM"] = smem  # the kernel checks its carve-up fits what the launch gives it
@@ -677,6 +679,15 @@ def _ws_constraints(cfg) -> list[str]:
     out += _cluster_reasons(cfg) + _streamk_reasons(cfg) + _group_reasons(cfg)
     if cfg.get("EPI_TMA", 0) not in (0, 1):
         out.append(f"EPI_TMA={cfg['EPI_TMA']} must be 0 (staged 16-byte stores) or 1 (TMA stores where C allows)")
+    if cfg.get("DEFER", 0) not in (0, 1):
+        out.append(f"DEFER={cfg['DEFER']} must be 0 (each tile stored at its end) or 1 (held in registers and "
+                   f"stored during the next tile's main loop)")
+    elif cfg.get("DEFER") and cfg.get("STREAMK") and cfg["BM"] // 2 * cfg["BN"] // 128 >= 128:
+        # the held tile (half the accumulators' registers) beside 128 accumulators and stream-K's loop
+        # state: ptxas spilled ~100 bytes at 128x256
+        out.append(f"DEFER=1 with STREAMK=1 needs fewer than 128 accumulators per thread (BM={cfg['BM']} x "
+                   f"BN={cfg['BN']} has 128): the held tile and stream-K's state do not fit the consumers' "
+                   f"232 registers beside them")
     return out
 
 
@@ -1059,7 +1070,7 @@ RUNGS: tuple[Rung, ...] = (
         # bf16; 1.4306 against 1.4508 at fp16 8192^3, 1.3738 against 1.3892 bf16, one run each
         # (h100_tune_wgmma_ws_group_*.json)
         params={"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 2, "EPI_TMA": 1, "GROUP": 16,
-                "STREAMK": 0},
+                "STREAMK": 0, "DEFER": 0},
         presets={"128x256": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 2},
                  "128x256_nocluster": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 1},
                  "128x128": {"BM": 128, "BN": 128, "BK": 64, "WM": 64, "STAGES": 6, "CLUSTER": 2},
@@ -1070,7 +1081,7 @@ RUNGS: tuple[Rung, ...] = (
         persistent=True,
         packs=True,
         space={"BN": (128, 256), "BK": (64, 128), "STAGES": (2, 3, 4, 5, 6), "CLUSTER": (1, 2), "EPI_TMA": (0, 1),
-               "GROUP": (8, 16), "STREAMK": (0, 1)},
+               "GROUP": (8, 16), "STREAMK": (0, 1), "DEFER": (0, 1)},
     ),
     Rung(
         22, "wgmma_tf32", "FP32 on Hopper's wgmma: TF32 in the warp-specialized persistent structure",

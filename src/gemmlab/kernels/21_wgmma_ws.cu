@@ -146,6 +146,9 @@
 #ifndef EPI_TMA
 #define EPI_TMA 0
 #endif
+#ifndef DEFER
+#define DEFER 0
+#endif
 #define GL_WS_C_MAP 1     // the kernel takes C's tensor map after A's and B's (ws_entry.cuh)
 
 // ---- geometry -----------------------------------------------------------------------------
@@ -183,8 +186,7 @@ constexpr int PIPE_B = STAGES * (A_STAGE_B + B_STAGE_B);
 // passes. 128 columns, not 256: 32 KB in all keeps 4 stages of 128x256x64 (192 KB) within a
 // block's 227 KB; a whole 128x256 tile (64 KB) would cost a stage.
 constexpr int EPI_N = BN < 128 ? BN : 128;
-constexpr int EPI_ROW_B = EPI_N * 2, EPI_CHUNKS = EPI_N / 8;   // bytes and 16-byte chunks of a staged row
-constexpr int EPI_WARP_B = 16 * EPI_ROW_B;
+constexpr int EPI_WARP_B = 16 * EPI_N * 2;
 constexpr int EPI_B = CWARPS * EPI_WARP_B;
 constexpr int SMEM_NEED = 1024 + PIPE_B + EPI_B + 2 * STAGES * 8;   // 1024: aligning the base; then full[], empty[]
 static_assert(A_PANEL_B % 1024 == 0 && B_PANEL_B % 1024 == 0, "panels keep the 1024-byte swizzle alignment");
@@ -261,29 +263,34 @@ __device__ __forceinline__ void stage_cols(const float (&acc)[BN / 8][4], int f0
 // is the warp's own. Against storing from the fragments (rung 21 before: 64 4-byte stores per
 // thread at BN = 256, each instruction touching 8 rows): 16 stores of 16 bytes, 16 stmatrix, 16
 // loads of 16 bytes, so both consumer warpgroups get back to the next tile's wgmmas sooner.
+// PASS_N (default EPI_N): the columns of a pass; DEFER=1 passes 64 (half the loads in flight: its held
+// tile is live here too, and with 8 in flight ptxas spilled 16 bytes).
+template <int PASS_N = EPI_N>
 __device__ __forceinline__ void store_tile(const float (&acc)[MI][BN / 8][4], unsigned stage, int lane, T* C, int ldc,
                                            int M, int N, int i0, int j0, float alpha, float beta) {
+    constexpr int ROW_B = PASS_N * 2, CHUNKS = PASS_N / 8;   // bytes and 16-byte chunks of a staged row
+    static_assert(PASS_N <= EPI_N && BN % PASS_N == 0, "a pass fits the staging, and a tile is whole passes");
     // stmatrix (stage_cols): lane l names row l % 16 of the pass's staging
-    const unsigned st_at = stage + (lane % 16) * EPI_ROW_B;
+    const unsigned st_at = stage + (lane % 16) * ROW_B;
     const int st_x = (lane / 16) ^ (lane % 8);
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
-        for (int p = 0; p < BN / EPI_N; ++p) {
-            stage_cols<EPI_N>(acc[mi], p * EPI_N / 8, st_at, st_x, alpha);
+        for (int p = 0; p < BN / PASS_N; ++p) {
+            stage_cols<PASS_N>(acc[mi], p * PASS_N / 8, st_at, st_x, alpha);
             __syncwarp();                             // the staged pass visible to the whole warp
-            constexpr int PER = 16 * EPI_CHUNKS / 32;     // chunks per lane
+            constexpr int PER = 16 * CHUNKS / 32;     // chunks per lane
             uint4 h[PER];
 #pragma unroll
             for (int q = 0; q < PER; ++q) {           // all loads first: their latencies overlap
-                const int v = lane + 32 * q, r = v / EPI_CHUNKS, c = v % EPI_CHUNKS;
-                h[q] = gl_lds128(stage + r * EPI_ROW_B + ((c ^ (r % 8)) << 4));
+                const int v = lane + 32 * q, r = v / CHUNKS, c = v % CHUNKS;
+                h[q] = gl_lds128(stage + r * ROW_B + ((c ^ (r % 8)) << 4));
             }
             __syncwarp();                             // read before the next pass overwrites it
 #pragma unroll
             for (int q = 0; q < PER; ++q) {
-                const int v = lane + 32 * q, r = v / EPI_CHUNKS, c = v % EPI_CHUNKS;
-                gl_store_c8_rounded(C, ldc, M, N, i0 + mi * 64 + r, j0 + p * EPI_N + 8 * c, h[q], beta);
+                const int v = lane + 32 * q, r = v / CHUNKS, c = v % CHUNKS;
+                gl_store_c8_rounded(C, ldc, M, N, i0 + mi * 64 + r, j0 + p * PASS_N + 8 * c, h[q], beta);
             }
         }
 }
@@ -321,6 +328,69 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[MI][BN / 8][4]
         }
 }
 
+// ---- the deferred epilogue (DEFER=1): the tile held in registers, written during the next one ------
+// Where the epilogue stores by TMA (tma_store_now), a tile's alpha * acc, rounded to T and packed in
+// pairs, waits in NBOX x 16 registers per thread (64 at 128x256: 128 accumulators + 64 held + the
+// loop's state fit the consumers' 232) while the next piece's wgmmas run; each warp writes one box
+// of it (16 rows x 64 outputs: stmatrix, fence, one TMA store) every few k tiles, between two runs
+// of the main loop, with the last run's wgmmas in flight. Elsewhere (beta != 0, a C TMA cannot
+// store) the tile is stored at its end by store_tile in passes of 64 columns. Why: every block of
+// a wave ends its tile within ~1 us of the others, so a wave's C (132 x 64 KB at 128x256) was
+// written in one burst; a timeline of one launch (h100_timeline_wgmma_ws_streamk0_fp16_4096.json)
+// has those synchronized epilogues taking 2.5-3.8 us, against ~1.0 us where fewer than a third of
+// the blocks overlap. Spread over the next tile, the writes add ~0.2 TB/s to L2 instead of ~3 TB/s
+// for 3 us, and the tensor cores stop only for the last k tile's drain and the packing. Operands by
+// the thread copy (TMA_ONLY false: 200 registers for the consumers) keep the immediate epilogue.
+// What the build taught: with the write inside the k-tile loop, or the rows path writing from the
+// held registers, ptxas moved the loop's descriptors out of the uniform registers (64-69
+// instructions a trip against 51); with 8 loads in flight in store_tile, or the stmatrix addresses
+// hoisted out of the loop, it spilled.
+constexpr bool DEFERRED = DEFER && TMA_ONLY;
+constexpr int NBOX = MI * (BN / BOX_N);       // boxes of a warp's share of a tile
+constexpr int BOX_F = BOX_N / 8;              // accumulator fragments (8 columns) per box row
+// a held box: fragment f's 4 values as 2 packed pairs, (a0, a1) and (a2, a3)
+__device__ __forceinline__ void hold_tile(unsigned (&held)[NBOX][BOX_F][2], const float (&acc)[MI][BN / 8][4],
+                                          float alpha) {
+#pragma unroll
+    for (int c = 0; c < NBOX; ++c)
+#pragma unroll
+        for (int f = 0; f < BOX_F; ++f) {
+            const float (&a)[4] = acc[c / (BN / BOX_N)][(c % (BN / BOX_N)) * BOX_F + f];
+            held[c][f][0] = gl_pack2(alpha * a[0], alpha * a[1]);
+            held[c][f][1] = gl_pack2(alpha * a[2], alpha * a[3]);
+        }
+}
+// Box cb of the held tile (its rows from row0, its columns from col0 + its offset) into buffer
+// cb % EPI_BUFS of the warp's staging, laid out as store_tile_tma's boxes (stmatrix, 128-byte swizzle).
+// cb is a constant after the callers' unrolled loops, so h is registers.
+// The lane is read again here (a volatile read of %laneid), not taken from the caller: ptxas hoisted
+// the 16 stmatrix addresses out of the main loop as invariants, registers the held tile needs (it
+// spilled 4 bytes so).
+__device__ __forceinline__ unsigned stage_held_box(int cb, const unsigned (&h)[BOX_F][2], unsigned stage) {
+    unsigned lane;
+    asm volatile("mov.u32 %0, %%laneid;\n" : "=r"(lane));
+    const unsigned buf = stage + (cb % EPI_BUFS) * BOX_B;
+    const unsigned st_row = buf + (lane % 16) * GL_ROW_B;
+    const int st_x = (lane / 16) ^ (lane % 8);
+#pragma unroll
+    for (int jj = 0; jj < BOX_F / 2; ++jj)
+        gl_stmatrix_x4(st_row + ((2 * jj ^ st_x) << 4), h[2 * jj][0], h[2 * jj][1], h[2 * jj + 1][0], h[2 * jj + 1][1]);
+    return buf;
+}
+// ... and written by TMA: lane 0 waits only for its buffer's last box to have been read.
+__device__ __forceinline__ void write_held_box_tma(int cb, const unsigned (&h)[BOX_F][2], unsigned stage, int lane,
+                                                   const GlTensorMap* tmC, int M, int N, int row0, int col0) {
+    if (lane == 0) gl_bulk_wait_read<EPI_BUFS - 1>();   // this buffer's last box read
+    __syncwarp();
+    const unsigned buf = stage_held_box(cb, h, stage);
+    gl_fence_proxy_async();                       // the box's stmatrix visible to the copy engine
+    __syncwarp();
+    if (lane == 0) {
+        const int i = row0 + cb / (BN / BOX_N) * 64, j = col0 + cb % (BN / BOX_N) * BOX_N;
+        if (i < M && j < N) gl_tma_store(tmC, j, i, buf);
+        gl_bulk_commit();
+    }
+}
 // ---- main loop and epilogue: the consumer warpgroups ------------------------------------------
 __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, int rank, int warp, int lane,
                                         int M, int N, float alpha, float beta, T* C, int ldc, float* sk_ws,
@@ -345,29 +415,73 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
 
     float acc[MI][BN / 8][4];
     Ring ring;
+    // DEFERRED: the held tile, its first row (this warp's) and column, and its next box to write
+    // (NBOX: none held)
+    const bool tma = tma_store_now(N, beta);
+    unsigned held[NBOX][BOX_F][2];
+    int held_row = 0, held_col = 0, held_next = NBOX;
+    // box b of the held tile by TMA, b known at run time only (the registers are named by constants)
+    auto write_held = [&](int b) {
+#pragma unroll
+        for (int c = 0; c < NBOX; ++c)
+            if (c == b) write_held_box_tma(c, held[c], stage, lane, tmC, M, N, held_row, held_col);
+    };
     sched.walk(blockIdx.x / CLUSTER, [&](int u, int k0, int k1) {
         const int2 t = sched.tile(u, rank);
         const int row0 = t.x * BM, col0 = t.y * BN;
         gl_zero_acc(acc);
+        // the held tile's boxes go out during this piece, one every `gap` k tiles over its first half,
+        // the first not before the second k tile (at the first, every block of the wave starts its
+        // next tile's loads together)
+        const int gap = max(1, (k1 - k0) / (2 * NBOX));
+        int write_at = DEFERRED && held_next < NBOX ? k0 + gap / 2 + 1 : -1;
 
         // k tile kt: wait until its bytes are in, issue its KSTEPS x MI wgmmas as one commit group,
         // then wait for the group of k tile kt - 1 (one group stays in flight while the next
         // barrier is awaited) and release kt - 1's stage.
-        int prev = 0;
-        for (int kt = k0; kt < k1; ++kt) {
-            const int s = ring.s;
-            gl_mbar_wait(sm.full(s), ring.phase);
-            gl_wgmma_ktile<BN, MI, KSTEPS, GL_A_COL, GL_B_COL>(acc, descs, s * A_STAGE_B, s * B_STAGE_B);
-            if (kt > k0) release(prev);
-            prev = s;
-            ring.next();
+        // DEFERRED: in runs of k tiles up to the next box to write, which is written between the runs
+        // with the run's last wgmmas in flight (inside the loop, the write made ptxas move the loop's
+        // descriptors out of the uniform registers: 69 instructions a trip against 51)
+        int prev = 0, kt = k0;
+        for (;;) {
+            const int stop = write_at >= 0 ? min(k1, write_at + 1) : k1;
+            for (; kt < stop; ++kt) {
+                const int s = ring.s;
+                gl_mbar_wait(sm.full(s), ring.phase);
+                gl_wgmma_ktile<BN, MI, KSTEPS, GL_A_COL, GL_B_COL>(acc, descs, s * A_STAGE_B, s * B_STAGE_B);
+                if (kt > k0) release(prev);
+                prev = s;
+                ring.next();
+            }
+            if (!DEFERRED || kt >= k1) break;
+            write_held(held_next);
+            write_at = ++held_next < NBOX ? write_at + gap : -1;
         }
         gl_wgmma_wait<0>();
 #pragma unroll
         for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
         release(prev);          // the tile's last stage: the producer refills it during the epilogue
+        if (DEFERRED) {         // what a short piece left of the held tile
+#pragma unroll
+            for (int c = 0; c < NBOX; ++c)
+                if (c >= held_next) write_held_box_tma(c, held[c], stage, lane, tmC, M, N, held_row, held_col);
+            held_next = NBOX;
+        }
         // a stream-K piece: published for the CTA that stores the tile, or the others' added to it
         if (!sk_fixup(sched, acc, u, k0, k1, sk_ws)) return;
+        if (DEFERRED) {         // held until the next piece's main loop (or the end of the walk)
+            if (row0 < M) {
+                if (tma) {
+                    hold_tile(held, acc, alpha);
+                    held_row = row0 + warp_row;
+                    held_col = col0;
+                    held_next = 0;
+                } else {
+                    store_tile<BOX_N>(acc, stage, lane, C, ldc, M, N, row0 + warp_row, col0, alpha, beta);
+                }
+            }
+            return;
+        }
 
         // ---- epilogue: through the warp's own staging (the stages belong to the next tile by
         // now); a tile wholly below M (rank 1 of a cluster's last unit row) stores nothing -------
@@ -376,8 +490,13 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
             else store_tile(acc, stage, lane, C, ldc, M, N, row0 + warp_row, col0, alpha, beta);
         }
     });
+    if (DEFERRED) {             // the last tile
+#pragma unroll
+        for (int c = 0; c < NBOX; ++c)
+            if (c >= held_next) write_held_box_tma(c, held[c], stage, lane, tmC, M, N, held_row, held_col);
+    }
     // every TMA store complete before the block exits (its staging is freed with it)
-    if (tma_store_now(N, beta) && lane == 0) gl_bulk_wait<0>();
+    if (tma && lane == 0) gl_bulk_wait<0>();
 }
 
 #include "ws_entry.cuh"   // the kernel entry: barriers, then the producer / consumer split
