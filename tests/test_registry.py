@@ -188,16 +188,6 @@ def test_the_deferred_epilogue_is_a_switch_that_reaches_the_kernel_only_when_on(
         r.config({"DEFER": 2})
 
 
-def test_the_deferred_epilogue_with_stream_k_is_refused_where_the_registers_cannot_hold_both():
-    """128 accumulators (128x256, 256x128) + the held tile + stream-K's state spill; 128x128 fits."""
-    r = registry.get("wgmma_ws")
-    with pytest.raises(ValueError, match="DEFER=1 with STREAMK=1 needs fewer than 128 accumulators"):
-        r.config("DEFER=1,STREAMK=1")
-    with pytest.raises(ValueError, match="DEFER=1 with STREAMK=1"):
-        r.config({"BM": 256, "WM": 128, "BN": 128, "DEFER": 1, "STREAMK": 1})
-    assert r.config("DEFER=1,STREAMK=1,BN=128,STAGES=6")["DEFER"] == 1
-
-
 def test_a_persistent_rung_refuses_a_launch_without_the_sm_count():
     r = registry.get("wgmma_ws")
     with pytest.raises(ValueError, match="'wgmma_ws' is persistent.*SM count"):

@@ -328,24 +328,31 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[MI][BN / 8][4]
         }
 }
 
-// ---- the deferred epilogue (DEFER=1): the tile held in registers, written during the next one ------
+// ---- the deferred epilogue (DEFER=1, the default): the tile held in registers, written during the next ----
 // Where the epilogue stores by TMA (tma_store_now), a tile's alpha * acc, rounded to T and packed in
 // pairs, waits in NBOX x 16 registers per thread (64 at 128x256: 128 accumulators + 64 held + the
 // loop's state fit the consumers' 232) while the next piece's wgmmas run; each warp writes one box
 // of it (16 rows x 64 outputs: stmatrix, fence, one TMA store) every few k tiles, between two runs
 // of the main loop, with the last run's wgmmas in flight. Elsewhere (beta != 0, a C TMA cannot
-// store) the tile is stored at its end by store_tile in passes of 64 columns. Why: every block of
-// a wave ends its tile within ~1 us of the others, so a wave's C (132 x 64 KB at 128x256) was
-// written in one burst; a timeline of one launch (h100_timeline_wgmma_ws_streamk0_fp16_4096.json)
-// has those synchronized epilogues taking 2.5-3.8 us, against ~1.0 us where fewer than a third of
-// the blocks overlap. Spread over the next tile, the writes add ~0.2 TB/s to L2 instead of ~3 TB/s
-// for 3 us, and the tensor cores stop only for the last k tile's drain and the packing. Operands by
-// the thread copy (TMA_ONLY false: 200 registers for the consumers) keep the immediate epilogue.
+// store at run time) the tile is stored at its end by store_tile in passes of 64 columns; where no
+// TMA store is compiled (EPI_TMA=0, a C without 16-byte access) and for operands by the thread copy
+// (TMA_ONLY false: 200 registers for the consumers) DEFER=1 compiles what DEFER=0 does.
+// Why: every block of a wave ends its tile within ~1 us of the others, so a wave's C (132 x 64 KB at
+// 128x256) was written in one burst; a timeline of one launch
+// (h100_timeline_wgmma_ws_streamk0_fp16_4096.json) has those synchronized epilogues taking 2.5-3.8
+// us, against ~1.0 us where fewer than a third of the blocks overlap. Spread over the next tile, the
+// writes add ~0.2 TB/s to L2 instead of ~3 TB/s for 3 us, and the tensor cores stop only for the
+// last k tile's drain and the packing.
+// PREDICTION (dd2cf02, before the first run): +1 to +2.5% at 4096^3, +1 to +2% at 8192^3. Measured
+// (H100, one run per shape, DEFER 0 and 1 in the same run with cuBLAS; h100_tune_wgmma_ws_defer_*.json):
+// fp16 0.1821 against 0.1845 ms at 4096^3 (+1.3%; 1.010x cuBLAS), 1.4186 against 1.4321 at 8192^3
+// (+1.0%; 1.021x); bf16 0.1783 against 0.1806 (+1.3%; 1.002x) and 1.3633 against 1.3769 (+1.0%;
+// 1.023x): the low end of the prediction.
 // What the build taught: with the write inside the k-tile loop, or the rows path writing from the
 // held registers, ptxas moved the loop's descriptors out of the uniform registers (64-69
 // instructions a trip against 51); with 8 loads in flight in store_tile, or the stmatrix addresses
 // hoisted out of the loop, it spilled.
-constexpr bool DEFERRED = DEFER && TMA_ONLY;
+constexpr bool DEFERRED = DEFER && TMA_ONLY && TMA_STORE;
 constexpr int NBOX = MI * (BN / BOX_N);       // boxes of a warp's share of a tile
 constexpr int BOX_F = BOX_N / 8;              // accumulator fragments (8 columns) per box row
 // a held box: fragment f's 4 values as 2 packed pairs, (a0, a1) and (a2, a3)
@@ -359,6 +366,15 @@ __device__ __forceinline__ void hold_tile(unsigned (&held)[NBOX][BOX_F][2], cons
             held[c][f][0] = gl_pack2(alpha * a[0], alpha * a[1]);
             held[c][f][1] = gl_pack2(alpha * a[2], alpha * a[3]);
         }
+}
+// The held registers set to a constant once written: ptxas cannot see that a piece after a stream-K
+// piece that published reads nothing held, so without this it kept the written tile live through
+// stream-K's fixup (~100 bytes spilled at 128x256); constants it rematerializes instead.
+__device__ __forceinline__ void hold_nothing(unsigned (&held)[NBOX][BOX_F][2]) {
+#pragma unroll
+    for (int c = 0; c < NBOX; ++c)
+#pragma unroll
+        for (int f = 0; f < BOX_F; ++f) held[c][f][0] = held[c][f][1] = 0u;
 }
 // Box cb of the held tile (its rows from row0, its columns from col0 + its offset) into buffer
 // cb % EPI_BUFS of the warp's staging, laid out as store_tile_tma's boxes (stmatrix, 128-byte swizzle).
@@ -466,6 +482,7 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
             for (int c = 0; c < NBOX; ++c)
                 if (c >= held_next) write_held_box_tma(c, held[c], stage, lane, tmC, M, N, held_row, held_col);
             held_next = NBOX;
+            hold_nothing(held);
         }
         // a stream-K piece: published for the CTA that stores the tile, or the others' added to it
         if (!sk_fixup(sched, acc, u, k0, k1, sk_ws)) return;
