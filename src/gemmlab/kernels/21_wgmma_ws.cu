@@ -128,6 +128,10 @@
 // h100_*_s6.json, the low end of the prediction. At 4096^3 the rest is the partial wave (3.88 in
 // 4) and the epilogue: a timeline of one launch (h100_timeline_wgmma_ws_streamk0_fp16_4096.json)
 // has 1.7-4.5 us (median 2.5) from a tile's last wgmma to the next tile's first, of ~44 us per tile.
+// Session 8: the epilogues of a wave's blocks coincide, and so do their C writes; DEFER=1 (now the
+// default) holds a tile in registers and writes it during the next tile's k-tile loop (the section
+// "the deferred epilogue" below): +1.0 to +1.3% at 4096^3 and 8192^3, 1.003x cuBLAS at 4096^3 in
+// fp16 and bf16 (h100_{fp16,bf16}_s8.json); slower with 128x128 tiles, which keep DEFER=0.
 #include "common.cuh"
 #include "hopper.cuh"
 
