@@ -650,11 +650,14 @@ def _cluster_reasons(cfg) -> list[str]:
     return []
 
 
-def _streamk_reasons(cfg) -> list[str]:
-    """Rungs 21 and 22: STREAMK a switch."""
-    if cfg.get("STREAMK", 0) not in (0, 1):
-        return [f"STREAMK={cfg['STREAMK']} must be 0 (whole tiles only) or 1 (the last wave split by k tiles)"]
-    return []
+def _switch_reasons(cfg, **meanings: tuple[str, str]) -> list[str]:
+    """A reason for each switch of ``meanings`` (name: what 0 and 1 mean) that ``cfg`` sets to
+    neither 0 nor 1."""
+    return [f"{k}={cfg[k]} must be 0 ({off}) or 1 ({on})" for k, (off, on) in meanings.items()
+            if cfg.get(k, 0) not in (0, 1)]
+
+
+_STREAMK = ("whole tiles only", "the last wave split by k tiles")   # rungs 21 and 22
 
 
 def _group_reasons(cfg) -> list[str]:
@@ -676,12 +679,11 @@ def _ws_constraints(cfg) -> list[str]:
     if not out and cfg["BM"] != 2 * cfg["WM"]:
         out.append(f"BM={cfg['BM']} must be 2 x WM={cfg['WM']}: two consumer warpgroups (the register split "
                    f"between them and the producer is made for 384 threads)")
-    out += _cluster_reasons(cfg) + _streamk_reasons(cfg) + _group_reasons(cfg)
-    if cfg.get("EPI_TMA", 0) not in (0, 1):
-        out.append(f"EPI_TMA={cfg['EPI_TMA']} must be 0 (staged 16-byte stores) or 1 (TMA stores where C allows)")
-    if cfg.get("DEFER", 0) not in (0, 1):
-        out.append(f"DEFER={cfg['DEFER']} must be 0 (each tile stored at its end) or 1 (held in registers and "
-                   f"stored during the next tile's main loop)")
+    out += _cluster_reasons(cfg) + _group_reasons(cfg)
+    out += _switch_reasons(cfg, STREAMK=_STREAMK,
+                           EPI_TMA=("staged 16-byte stores", "TMA stores where C allows"),
+                           DEFER=("each tile stored at its end",
+                                  "held in registers and stored during the next tile's main loop"))
     return out
 
 
@@ -708,7 +710,7 @@ def _wstf32_constraints(cfg, planes: int = 1) -> list[str]:
         out.append(f"BK={cfg['BK']} must be a multiple of 32 (a 128-byte swizzle row of FP32) and at most 256")
     if cfg["STAGES"] < 2:
         out.append(f"STAGES={cfg['STAGES']}: the pipeline needs at least 2 stages")
-    out += _cluster_reasons(cfg) + _streamk_reasons(cfg) + _group_reasons(cfg)
+    out += _cluster_reasons(cfg) + _switch_reasons(cfg, STREAMK=_STREAMK) + _group_reasons(cfg)
     if out:
         return out
     if planes * cfg["WM"] // 64 * cfg["BN"] // 2 > 128:

@@ -431,13 +431,13 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
     // warp % 4 owns 16 rows of each m64 block (the C-fragment layout), and its own staging
     const int warp_row = wg * WM + 16 * (warp % 4);
     const unsigned stage = sm.epi + warp * EPI_WARP_B;
-    if (tma_store_now(N, beta) && warp == 0 && lane == 0) gl_tma_prefetch(tmC);   // C's map cached before any store
+    const bool tma = tma_store_now(N, beta);
+    if (tma && warp == 0 && lane == 0) gl_tma_prefetch(tmC);   // C's map cached before any store
 
     float acc[MI][BN / 8][4];
     Ring ring;
     // DEFERRED: the held tile, its first row (this warp's) and column, and its next box to write
     // (NBOX: none held)
-    const bool tma = tma_store_now(N, beta);
     unsigned held[NBOX][BOX_F][2];
     int held_row = 0, held_col = 0, held_next = NBOX;
     // box b of the held tile by TMA, b known at run time only (the registers are named by constants)
@@ -445,6 +445,13 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
 #pragma unroll
         for (int c = 0; c < NBOX; ++c)
             if (c == b) write_held_box_tma(c, held[c], stage, lane, tmC, M, N, held_row, held_col);
+    };
+    // every box of the held tile not yet written
+    auto write_rest = [&]() {
+#pragma unroll
+        for (int c = 0; c < NBOX; ++c)
+            if (c >= held_next) write_held_box_tma(c, held[c], stage, lane, tmC, M, N, held_row, held_col);
+        held_next = NBOX;
     };
     sched.walk(blockIdx.x / CLUSTER, [&](int u, int k0, int k1) {
         const int2 t = sched.tile(u, rank);
@@ -482,40 +489,30 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
         for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
         release(prev);          // the tile's last stage: the producer refills it during the epilogue
         if (DEFERRED) {         // what a short piece left of the held tile
-#pragma unroll
-            for (int c = 0; c < NBOX; ++c)
-                if (c >= held_next) write_held_box_tma(c, held[c], stage, lane, tmC, M, N, held_row, held_col);
-            held_next = NBOX;
+            write_rest();
             hold_nothing(held);
         }
         // a stream-K piece: published for the CTA that stores the tile, or the others' added to it
         if (!sk_fixup(sched, acc, u, k0, k1, sk_ws)) return;
-        if (DEFERRED) {         // held until the next piece's main loop (or the end of the walk)
-            if (row0 < M) {
-                if (tma) {
-                    hold_tile(held, acc, alpha);
-                    held_row = row0 + warp_row;
-                    held_col = col0;
-                    held_next = 0;
-                } else {
-                    store_tile<BOX_N>(acc, stage, lane, C, ldc, M, N, row0 + warp_row, col0, alpha, beta);
-                }
-            }
-            return;
-        }
 
         // ---- epilogue: through the warp's own staging (the stages belong to the next tile by
-        // now); a tile wholly below M (rank 1 of a cluster's last unit row) stores nothing -------
+        // now); a tile wholly below M (rank 1 of a cluster's last unit row) stores nothing; with
+        // DEFERRED, a tile for TMA is held until the next piece's main loop (or the end of the walk),
+        // and one stored by rows goes in passes of 64 columns -------
         if (row0 < M) {
-            if (tma_store_now(N, beta)) store_tile_tma(acc, stage, lane, tmC, M, N, row0 + warp_row, col0, alpha);
-            else store_tile(acc, stage, lane, C, ldc, M, N, row0 + warp_row, col0, alpha, beta);
+            if (DEFERRED && tma) {
+                hold_tile(held, acc, alpha);
+                held_row = row0 + warp_row;
+                held_col = col0;
+                held_next = 0;
+            } else if (tma) {
+                store_tile_tma(acc, stage, lane, tmC, M, N, row0 + warp_row, col0, alpha);
+            } else {
+                store_tile<DEFERRED ? BOX_N : EPI_N>(acc, stage, lane, C, ldc, M, N, row0 + warp_row, col0, alpha, beta);
+            }
         }
     });
-    if (DEFERRED) {             // the last tile
-#pragma unroll
-        for (int c = 0; c < NBOX; ++c)
-            if (c >= held_next) write_held_box_tma(c, held[c], stage, lane, tmC, M, N, held_row, held_col);
-    }
+    if (DEFERRED) write_rest();   // the last tile
     // every TMA store complete before the block exits (its staging is freed with it)
     if (tma && lane == 0) gl_bulk_wait<0>();
 }
