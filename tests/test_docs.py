@@ -60,6 +60,9 @@ def test_bench_table_header_says_how_it_was_timed_from_the_settings():
     assert "10 to 100" in head and "1000 us" in head
     head = _head({"flush_l2": False, "timing": {"l2": "cold", "min_samples": 10}})
     assert "L2 flushed before each timed run" in head
+    # how it flushed: a read (settings["flush"], since 2026-11-23) or, where not recorded, a memset
+    assert "by a read" in _head({"flush": "read", "timing": {"l2": "cold"}})
+    assert "by a memset" in _head({"timing": {"l2": "cold"}})
     # what the settings do not say is not claimed
     head = _head({})
     assert "L2 flushed" not in head and "not recorded" in head

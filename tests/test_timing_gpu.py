@@ -55,3 +55,36 @@ def test_the_spin_kernel_keeps_the_gpu_busy_for_the_time_asked(setup):
     dev.record(e)
     dev.synchronize()
     assert 1.9 <= dev.elapsed_ms(s, e) <= 2.5
+
+
+def test_the_cold_l2_flush_reads_its_whole_buffer_and_writes_nothing_else():
+    """flush_read XORs what each thread reads and writes its sink only for one 16-byte pattern: a
+    pattern in the buffer's LAST element reaches the sink (the loop covers the buffer), a zero
+    buffer leaves the sink alone (the flush leaves no dirty line of its own)."""
+    import ctypes
+
+    import torch
+
+    from gemmlab.core.compile import compile_source
+    from gemmlab.core.driver import check, context, cuda, device_info
+    from gemmlab.core.launch import current_stream, load_compiled
+
+    info = device_info(0)
+    fn = load_compiled(compile_source("spin.cu", "flush_read", info.arch), 0, "spin.cu")
+    words = 2 * info.l2_bytes // 4
+    pattern = torch.tensor([0x9E3779B9, 0x7F4A7C15, 5, 7], dtype=torch.int64).to(torch.int32)
+
+    def flush(buf, sink):
+        args = ((buf.data_ptr(), buf.numel() // 4, sink.data_ptr()), (ctypes.c_void_p, ctypes.c_ulonglong, ctypes.c_void_p))
+        with context(0):
+            check(cuda().cuLaunchKernel(fn, 4 * info.sm_count, 1, 1, 256, 1, 1, 0, current_stream("torch", 0), args, 0),
+                  "flush_read")
+        torch.cuda.synchronize()
+
+    buf = torch.zeros(words, dtype=torch.int32, device="cuda")
+    sink = torch.zeros(4, dtype=torch.int32, device="cuda")
+    flush(buf, sink)
+    assert int(sink.abs().sum()) == 0 and int(buf.abs().sum()) == 0
+    buf[-4:] = pattern.cuda()
+    flush(buf, sink)
+    assert sink.cpu().tolist() == pattern.tolist()

@@ -294,6 +294,7 @@ def _settings(run: _Run, *, shape_list: list[Shape] | None, rung_list: list[Rung
         "rungs": [r.slug for r in rung_list], "peers": list(run.peers),
         "config": run.config.as_dict() if isinstance(run.config, ConfigSpec) else run.config,
         "flush_l2": st.l2 == "cold", "flush_bytes": run.device.flush_bytes,
+        "flush": timing.FLUSH_KIND if st.l2 == "cold" else None,
         "timing": {**st.as_dict(), "engine": "gemmlab.measure.timing",
                    "clocks": "NVML during every round" if run.engine.clocks else "NVML unavailable: not sampled"},
         "peak_tflops": run.peak, "peak_kind": peak_kind(run.dtype, run.precision),

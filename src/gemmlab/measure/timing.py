@@ -11,8 +11,11 @@ busy for a fixed time while the host enqueues the start event and the launch; wi
 start event enqueued on an idle GPU fires at once and the interval then contains the host's
 latency until the launch arrives (measured on the H100: 128-400 us of host enqueue against a
 117 us pre-roll inflated every cuBLAS time that came first in a round). The flush (cold-L2 mode,
-the default) writes a buffer of twice the L2 size before the spin, so the launch starts with
-none of its operands in L2; hot-L2 mode (``l2="hot"``) leaves them there.
+the default) reads a buffer of twice the L2 size before the spin (kernels/spin.cu, flush_read),
+so the launch starts with none of its operands in L2 and with no dirty line to write back; hot-L2
+mode (``l2="hot"``) leaves them there. (Until 2026-11-23 the flush was a memset: it left an L2 of
+dirty lines whose write-back ran inside the next timed interval, ~8 us at every contender of a
+53 us memory-bound launch; the JSONs written since record ``"flush": "read"`` in their settings.)
 
 Rounds and order
 ----------------
@@ -57,6 +60,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Protocol, Sequence
 
 L2_MODES = ("cold", "hot")
+FLUSH_KIND = "read"   # how cold-L2 mode flushes (CudaDevice.flush); recorded in every JSON's settings
 ORDERS = ("rotate", "shuffle")
 SPINS = ("busy", "idle")
 SLOWDOWN_REASONS = frozenset({"HwSlowdown", "HwThermalSlowdown", "SwThermalSlowdown", "HwPowerBrakeSlowdown"})
@@ -324,7 +328,7 @@ def self_check(interleaved: Samples, isolated: Samples, tolerance: float = 0.03)
 # ---- the real GPU ------------------------------------------------------------------------------
 class CudaDevice:
     """``Device`` on the array library's current stream: its events, the spin kernel through the
-    driver, and an L2 flush of twice the L2 size (a memset)."""
+    driver, and an L2 flush that reads twice the L2 size (the flush_read kernel: L2 left clean)."""
 
     FLUSH_FACTOR = 2
 
@@ -342,11 +346,12 @@ class CudaDevice:
         self.busy = spin == "busy"
         name = "spin_busy" if self.busy else "spin"
         self._spin = load_compiled(compile_source("spin.cu", name, info.arch), ordinal, "spin.cu")
+        self._flush = load_compiled(compile_source("spin.cu", "flush_read", info.arch), ordinal, "spin.cu") if flush else None
         self._sms = info.sm_count
         self.flush_bytes = self.FLUSH_FACTOR * max(int(l2_bytes), 1 << 20) if flush else 0
         self._buf = self._zeros(self.flush_bytes) if flush else None
         self._spin_buf = self._zeros(self.SPIN_BUFFER_BYTES) if self.busy else None
-        self._sink = self._zeros(16) if self.busy else None
+        self._sink = self._zeros(16) if (self.busy or flush) else None
 
     def _zeros(self, nbytes: int):
         xp = self.L.xp
@@ -386,8 +391,17 @@ class CudaDevice:
                   "launch of the spin kernel")
 
     def flush(self) -> None:
-        if self._buf is not None:
-            self._buf.zero_() if self.L.name == "torch" else self._buf.fill(0)
+        if self._buf is None:
+            return
+        import ctypes
+
+        from ..core.driver import check, context, cuda
+
+        args = ((self._ptr(self._buf), self.flush_bytes // 16, self._ptr(self._sink)),
+                (ctypes.c_void_p, ctypes.c_ulonglong, ctypes.c_void_p))
+        with context(self.ordinal):
+            check(cuda().cuLaunchKernel(self._flush, 4 * self._sms, 1, 1, 256, 1, 1, 0, self.stream, args, 0),
+                  "launch of the L2 flush")
 
     def synchronize(self) -> None:
         self.L.synchronize()

@@ -337,7 +337,11 @@ def timing_text(bench: Mapping) -> str:
     l2 = t.get("l2")
     if l2 is None and isinstance(s.get("flush_l2"), bool):
         l2 = "cold" if s["flush_l2"] else "hot"
-    parts.append({"cold": "L2 flushed before each timed run",
+    # settings["flush"] is written since the flush became a read (timing.FLUSH_KIND); a cold run
+    # without it flushed by a memset, whose dirty lines were written back inside the timed launches
+    flushed = ("L2 flushed before each timed run (by a read: no dirty line left)" if s.get("flush") == "read"
+               else "L2 flushed before each timed run (by a memset: its dirty lines written back during the launch)")
+    parts.append({"cold": flushed,
                   "hot": "L2 not flushed (operands may stay in L2 from run to run)",
                   None: "whether L2 was flushed is not recorded"}.get(l2, f"L2 mode {l2!r}"))
     if t.get("spin_us"):
