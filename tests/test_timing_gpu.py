@@ -61,13 +61,12 @@ def test_the_cold_l2_flush_reads_its_whole_buffer_and_writes_nothing_else():
     """flush_read XORs what each thread reads and writes its sink only for one 16-byte pattern: a
     pattern in the buffer's LAST element reaches the sink (the loop covers the buffer), a zero
     buffer leaves the sink alone (the flush leaves no dirty line of its own)."""
-    import ctypes
-
     import torch
 
     from gemmlab.core.compile import compile_source
-    from gemmlab.core.driver import check, context, cuda, device_info
+    from gemmlab.core.driver import device_info
     from gemmlab.core.launch import current_stream, load_compiled
+    from gemmlab.measure.timing import launch_l2_flush
 
     info = device_info(0)
     fn = load_compiled(compile_source("spin.cu", "flush_read", info.arch), 0, "spin.cu")
@@ -75,10 +74,8 @@ def test_the_cold_l2_flush_reads_its_whole_buffer_and_writes_nothing_else():
     pattern = torch.tensor([0x9E3779B9, 0x7F4A7C15, 5, 7], dtype=torch.int64).to(torch.int32)
 
     def flush(buf, sink):
-        args = ((buf.data_ptr(), buf.numel() // 4, sink.data_ptr()), (ctypes.c_void_p, ctypes.c_ulonglong, ctypes.c_void_p))
-        with context(0):
-            check(cuda().cuLaunchKernel(fn, 4 * info.sm_count, 1, 1, 256, 1, 1, 0, current_stream("torch", 0), args, 0),
-                  "flush_read")
+        launch_l2_flush(fn, 0, current_stream("torch", 0), info.sm_count, buf.data_ptr(), 4 * buf.numel(),
+                        sink.data_ptr())
         torch.cuda.synchronize()
 
     buf = torch.zeros(words, dtype=torch.int32, device="cuda")

@@ -376,9 +376,6 @@ class CudaDevice:
     def spin(self, ns: int) -> None:
         import ctypes
 
-        from ..core.driver import check, context, cuda
-
-        cu = cuda()
         if self.busy:
             grid, block = self._sms, 256
             args = ((int(ns), self._ptr(self._spin_buf), self.SPIN_BUFFER_BYTES // 16, self._ptr(self._sink)),
@@ -386,25 +383,33 @@ class CudaDevice:
         else:
             grid, block = 1, 1
             args = ((int(ns),), (ctypes.c_ulonglong,))
-        with context(self.ordinal):
-            check(cu.cuLaunchKernel(self._spin, grid, 1, 1, block, 1, 1, 0, self.stream, args, 0),
-                  "launch of the spin kernel")
+        launch_1d(self._spin, self.ordinal, self.stream, grid, block, args, "launch of the spin kernel")
 
     def flush(self) -> None:
-        if self._buf is None:
-            return
-        import ctypes
-
-        from ..core.driver import check, context, cuda
-
-        args = ((self._ptr(self._buf), self.flush_bytes // 16, self._ptr(self._sink)),
-                (ctypes.c_void_p, ctypes.c_ulonglong, ctypes.c_void_p))
-        with context(self.ordinal):
-            check(cuda().cuLaunchKernel(self._flush, 4 * self._sms, 1, 1, 256, 1, 1, 0, self.stream, args, 0),
-                  "launch of the L2 flush")
+        if self._buf is not None:
+            launch_l2_flush(self._flush, self.ordinal, self.stream, self._sms, self._ptr(self._buf), self.flush_bytes,
+                            self._ptr(self._sink))
 
     def synchronize(self) -> None:
         self.L.synchronize()
+
+
+def launch_1d(fn, ordinal: int, stream: int, grid: int, block: int, args, what: str) -> None:
+    """One launch of the driver function ``fn`` (a 1-D grid, no dynamic shared memory) on ``stream``;
+    ``args`` is the (values, ctypes types) pair cuda-python takes; a failure names ``what``."""
+    from ..core.driver import check, context, cuda
+
+    with context(ordinal):
+        check(cuda().cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, stream, args, 0), what)
+
+
+def launch_l2_flush(fn, ordinal: int, stream: int, sms: int, buf: int, nbytes: int, sink: int) -> None:
+    """spin.cu's flush_read (``fn``) over the ``nbytes`` at device address ``buf`` (a multiple of 16),
+    4 blocks of 256 threads per SM; ``sink`` is 16 bytes it writes only for one pattern."""
+    import ctypes
+
+    args = ((buf, nbytes // 16, sink), (ctypes.c_void_p, ctypes.c_ulonglong, ctypes.c_void_p))
+    launch_1d(fn, ordinal, stream, 4 * sms, 256, args, "launch of the L2 flush")
 
 
 class NvmlClocks:
