@@ -76,6 +76,9 @@
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
 #error "rung 18 (async_simt) needs sm_80 or newer for cp.async"
 #endif
+#ifndef SPREAD
+#define SPREAD 0
+#endif
 #ifndef GL_DYN_SMEM
 #error "rung 18 (async_simt) needs GL_DYN_SMEM, the dynamic shared memory the launch gives each block"
 #endif
@@ -305,6 +308,16 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
                 *reinterpret_cast<const float4*>(&bs[k * LDB_S + n_lane + s * (4 * LX)]);
     };
 
+    // one float4 of the fragments (SPREAD=1): l < SUBM of A, else of B
+    auto load_one = [&](int buf, const float* as_, int k, int l) {
+        if (l < SUBM)
+            *reinterpret_cast<float4*>(&a_frag[buf][4 * l]) =
+                *reinterpret_cast<const float4*>(&as_[k * LDA_S + m_lane + l * (4 * LY)]);
+        else
+            *reinterpret_cast<float4*>(&b_frag[buf][4 * (l - SUBM)]) =
+                *reinterpret_cast<const float4*>(&as_[A_STAGE + k * LDB_S + n_lane + (l - SUBM) * (4 * LX)]);
+    };
+
     // ---- prologue: tiles 0 .. STAGES-2 in flight; wait for tile 0 -------------------------------
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) issue(s);
@@ -319,6 +332,7 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
     // reading it before the barrier at the end of tile t-1), then BK steps of outer products.
     // Before the last step: wait until tile t+1 has landed (this thread's copies), barrier (every
     // thread's), and read step 0 of tile t+1 while the last step of tile t computes.
+#if !SPREAD
     for (int t = 0; t < tiles; ++t) {
         issue(t + STAGES - 1);
 #pragma unroll
@@ -338,6 +352,66 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
                 for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a_frag[k & 1][i], b_frag[k & 1][j], acc[i][j]);
         }
     }
+#else
+    // SPREAD=1: tile t+STAGES-1's copies are issued one or two per k step instead of all at the top
+    // of the tile, and each step's fragment loads are spread among its rows of FFMAs. One compare
+    // per tile picks the interior copies (predicated, no branch per step) or the rare other paths.
+    const int n_fast = (CopyA::UNIFORM && CopyB::UNIFORM && inside_mn) ? K / BK : 0;
+    constexpr int NLOAD = SUBM + SUBN;
+    // whether tile tn's copies take the interior path, decided a tile ahead (the compare's latency
+    // off the loop's top)
+    bool fast = STAGES - 1 < n_fast;
+    for (int t = 0; t < tiles; ++t) {
+        const int tn = t + STAGES - 1;
+        const bool fast_next = tn + 1 < n_fast;
+        const unsigned s = s_base + 4u * (unsigned)(ws * STAGE);
+        if (!fast && tn < tiles) {
+            int u = tid, k_, m_, n_;
+            asm volatile("" : "+r"(u));
+            if (CopyA::UNIFORM && CopyB::UNIFORM && (tn + 1) * BK <= K) {
+                CopyA::at(u, k_, m_);
+                CopyB::at(u, k_, n_);
+                CopyA::edge(s + a_dst, a_src, A, lda, M - row0 - m_, tid);
+                CopyB::edge(s + b_dst, b_src, B, ldb, N - col0 - n_, tid);
+            } else {
+                CopyA::checked(s, A, lda, row0, tn * BK, M, K, u);
+                CopyB::checked(s + 4u * A_STAGE, B, ldb, col0, tn * BK, N, K, u);
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < BK; ++k) {
+            // the interior copies: all at the first step, predicated (no branch)
+            if (k == 0 && fast) {
+                CopyA::full(s + a_dst, a_src, lda, tid);
+                CopyB::full(s + b_dst, b_src, ldb, tid);
+            }
+            const float* src_stage = as;
+            int kn = k + 1;
+            if (k == BK - 1) {
+                gl_cp_commit();
+                ws = (ws + 1 == STAGES) ? 0 : ws + 1;
+                a_src += a_step;
+                b_src += b_step;
+                gl_cp_wait<STAGES - 2>();
+                __syncthreads();
+                rs = (rs + 1 == STAGES) ? 0 : rs + 1;
+                as = smem + rs * STAGE;
+                src_stage = as;
+                kn = 0;
+                fast = fast_next;
+            }
+#pragma unroll
+            for (int i = 0; i < TM; ++i) {
+#pragma unroll
+                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a_frag[k & 1][i], b_frag[k & 1][j], acc[i][j]);
+#pragma unroll
+                for (int l = 0; l < NLOAD; ++l)
+                    if (l * TM / NLOAD == i) load_one((k + 1) & 1, src_stage, kn, l);
+            }
+        }
+    }
+#endif
+
     gl_cp_wait<0>();                            // no copy outlives the block (all are empty by now)
 
 #if GL_SPLITK_CLUSTER
