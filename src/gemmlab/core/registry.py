@@ -1027,7 +1027,7 @@ RUNGS: tuple[Rung, ...] = (
         packs=True,
         space={"BM": _p2(6, 8), "BN": _p2(6, 8), "BK": (8, 16, 32), "WM": _p2(5, 7), "WN": _p2(5, 7),
                "TM": (4, 8, 16), "TN": (4, 8, 16), "STAGES": (2, 3, 4), "SPLITK": SPLITK_SPACE,
-               "SKCLUSTER": (0, 1)},
+               "SKCLUSTER": (0, 1), "SPREAD": (0, 1)},
     ),
     Rung(
         19, "wgmma_tma", "Hopper WGMMA fed by TMA",
