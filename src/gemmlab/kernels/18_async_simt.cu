@@ -332,85 +332,88 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
     // reading it before the barrier at the end of tile t-1), then BK steps of outer products.
     // Before the last step: wait until tile t+1 has landed (this thread's copies), barrier (every
     // thread's), and read step 0 of tile t+1 while the last step of tile t computes.
-#if !SPREAD
-    for (int t = 0; t < tiles; ++t) {
-        issue(t + STAGES - 1);
+    // SPREAD=1 needs the registers of at most 8 copies per thread per stage beside the fragments
+    // (12, in a 64x128 tile with both operands copied 4 bytes at a time, spilled)
+    constexpr bool SPREAD_LOOP = SPREAD && CopyA::PER + CopyB::PER <= 8;
+    if constexpr (!SPREAD_LOOP) {
+        for (int t = 0; t < tiles; ++t) {
+            issue(t + STAGES - 1);
 #pragma unroll
-        for (int k = 0; k < BK; ++k) {
-            if (k < BK - 1) {
-                load_frag((k + 1) & 1, as, k + 1);
-            } else {
-                gl_cp_wait<STAGES - 2>();
-                __syncthreads();
-                rs = (rs + 1 == STAGES) ? 0 : rs + 1;
-                as = smem + rs * STAGE;
-                load_frag((k + 1) & 1, as, 0);     // after the last tile: a stale stage, never used
+            for (int k = 0; k < BK; ++k) {
+                if (k < BK - 1) {
+                    load_frag((k + 1) & 1, as, k + 1);
+                } else {
+                    gl_cp_wait<STAGES - 2>();
+                    __syncthreads();
+                    rs = (rs + 1 == STAGES) ? 0 : rs + 1;
+                    as = smem + rs * STAGE;
+                    load_frag((k + 1) & 1, as, 0);     // after the last tile: a stale stage, never used
+                }
+#pragma unroll
+                for (int i = 0; i < TM; ++i)
+#pragma unroll
+                    for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a_frag[k & 1][i], b_frag[k & 1][j], acc[i][j]);
+            }
+        }
+    } else {
+        // SPREAD=1 (see the header): the next step's fragment loads spread among this step's rows of
+        // FFMAs; the interior copies predicated at the first step; the edge and checked copies behind
+        // one branch at the tile's top, on a predicate decided a tile ahead.
+        const int n_fast = (CopyA::UNIFORM && CopyB::UNIFORM && inside_mn) ? K / BK : 0;
+        constexpr int NLOAD = SUBM + SUBN;
+        // whether tile tn's copies take the interior path, decided a tile ahead (the compare's latency
+        // off the loop's top)
+        bool fast = STAGES - 1 < n_fast;
+        for (int t = 0; t < tiles; ++t) {
+            const int tn = t + STAGES - 1;
+            const bool fast_next = tn + 1 < n_fast;
+            const unsigned s = s_base + 4u * (unsigned)(ws * STAGE);
+            if (!fast && tn < tiles) {
+                int u = tid, k_, m_, n_;
+                asm volatile("" : "+r"(u));
+                if (CopyA::UNIFORM && CopyB::UNIFORM && (tn + 1) * BK <= K) {
+                    CopyA::at(u, k_, m_);
+                    CopyB::at(u, k_, n_);
+                    CopyA::edge(s + a_dst, a_src, A, lda, M - row0 - m_, tid);
+                    CopyB::edge(s + b_dst, b_src, B, ldb, N - col0 - n_, tid);
+                } else {
+                    CopyA::checked(s, A, lda, row0, tn * BK, M, K, u);
+                    CopyB::checked(s + 4u * A_STAGE, B, ldb, col0, tn * BK, N, K, u);
+                }
             }
 #pragma unroll
-            for (int i = 0; i < TM; ++i)
+            for (int k = 0; k < BK; ++k) {
+                // the interior copies: all at the first step, predicated (no branch)
+                if (k == 0 && fast) {
+                    CopyA::full(s + a_dst, a_src, lda, tid);
+                    CopyB::full(s + b_dst, b_src, ldb, tid);
+                }
+                const float* src_stage = as;
+                int kn = k + 1;
+                if (k == BK - 1) {
+                    gl_cp_commit();
+                    ws = (ws + 1 == STAGES) ? 0 : ws + 1;
+                    a_src += a_step;
+                    b_src += b_step;
+                    gl_cp_wait<STAGES - 2>();
+                    __syncthreads();
+                    rs = (rs + 1 == STAGES) ? 0 : rs + 1;
+                    as = smem + rs * STAGE;
+                    src_stage = as;
+                    kn = 0;
+                    fast = fast_next;
+                }
 #pragma unroll
-                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a_frag[k & 1][i], b_frag[k & 1][j], acc[i][j]);
+                for (int i = 0; i < TM; ++i) {
+#pragma unroll
+                    for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a_frag[k & 1][i], b_frag[k & 1][j], acc[i][j]);
+#pragma unroll
+                    for (int l = 0; l < NLOAD; ++l)
+                        if (l * TM / NLOAD == i) load_one((k + 1) & 1, src_stage, kn, l);
+                }
+            }
         }
     }
-#else
-    // SPREAD=1: tile t+STAGES-1's copies are issued one or two per k step instead of all at the top
-    // of the tile, and each step's fragment loads are spread among its rows of FFMAs. One compare
-    // per tile picks the interior copies (predicated, no branch per step) or the rare other paths.
-    const int n_fast = (CopyA::UNIFORM && CopyB::UNIFORM && inside_mn) ? K / BK : 0;
-    constexpr int NLOAD = SUBM + SUBN;
-    // whether tile tn's copies take the interior path, decided a tile ahead (the compare's latency
-    // off the loop's top)
-    bool fast = STAGES - 1 < n_fast;
-    for (int t = 0; t < tiles; ++t) {
-        const int tn = t + STAGES - 1;
-        const bool fast_next = tn + 1 < n_fast;
-        const unsigned s = s_base + 4u * (unsigned)(ws * STAGE);
-        if (!fast && tn < tiles) {
-            int u = tid, k_, m_, n_;
-            asm volatile("" : "+r"(u));
-            if (CopyA::UNIFORM && CopyB::UNIFORM && (tn + 1) * BK <= K) {
-                CopyA::at(u, k_, m_);
-                CopyB::at(u, k_, n_);
-                CopyA::edge(s + a_dst, a_src, A, lda, M - row0 - m_, tid);
-                CopyB::edge(s + b_dst, b_src, B, ldb, N - col0 - n_, tid);
-            } else {
-                CopyA::checked(s, A, lda, row0, tn * BK, M, K, u);
-                CopyB::checked(s + 4u * A_STAGE, B, ldb, col0, tn * BK, N, K, u);
-            }
-        }
-#pragma unroll
-        for (int k = 0; k < BK; ++k) {
-            // the interior copies: all at the first step, predicated (no branch)
-            if (k == 0 && fast) {
-                CopyA::full(s + a_dst, a_src, lda, tid);
-                CopyB::full(s + b_dst, b_src, ldb, tid);
-            }
-            const float* src_stage = as;
-            int kn = k + 1;
-            if (k == BK - 1) {
-                gl_cp_commit();
-                ws = (ws + 1 == STAGES) ? 0 : ws + 1;
-                a_src += a_step;
-                b_src += b_step;
-                gl_cp_wait<STAGES - 2>();
-                __syncthreads();
-                rs = (rs + 1 == STAGES) ? 0 : rs + 1;
-                as = smem + rs * STAGE;
-                src_stage = as;
-                kn = 0;
-                fast = fast_next;
-            }
-#pragma unroll
-            for (int i = 0; i < TM; ++i) {
-#pragma unroll
-                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a_frag[k & 1][i], b_frag[k & 1][j], acc[i][j]);
-#pragma unroll
-                for (int l = 0; l < NLOAD; ++l)
-                    if (l * TM / NLOAD == i) load_one((k + 1) & 1, src_stage, kn, l);
-            }
-        }
-    }
-#endif
 
     gl_cp_wait<0>();                            // no copy outlives the block (all are empty by now)
 
