@@ -68,6 +68,33 @@
 // With SKCLUSTER = 1 (sm_90), the SPLITK (2..8) blocks of a tile form a thread-block cluster and
 // sum their partial tiles in distributed shared memory instead (gl_splitk_cluster_store): no
 // workspace and no second kernel.
+// SPREAD=1 (the default): the hot loop as the warp scheduler sees it. Nsight Compute put rung 18
+// beside cuBLAS's own SIMT kernel at 4096^3 (benchmarks/profiles/h100_profile_async_simt_64x256_vs_
+// cublas_fp32_4096.json: sm80_xmma ... 256x128x8, 8 warps, 254 registers): the same instructions
+// (2429 against 2428 million), the same FFMAs and LDS, the same 8 warps per SM, but 3.31 against 3.60
+// instructions per cycle; the difference was the "wait" stall, 0.14 against 0.01 cycles per
+// instruction: fixed-latency stalls that ptxas writes into each instruction's control bits. The
+// interior path of the tuned 64x256 tile (SASS control codes) carried 141 such cycles per k tile of
+// 1120 instructions: LDS.128 issued in clusters four cycles apart, the copies' LDGSTS likewise, and
+// three dependent compare-and-branch pairs at the tile's top (13 + 5 cycles each) choosing between
+// the interior, edge and checked copies. SPREAD=1 changes the loop, not the tile:
+// * each step's next fragment loads are placed among its rows of FFMAs (load l after row l*TM/NLOAD);
+// * the interior copies sit at the first step under a predicate, with no branch around them;
+// * the edge and checked copies stay behind one branch at the tile's top, on a predicate computed
+//   a tile ahead, so the compare's latency is off the loop's top.
+// Static count (64x256, 8x16): 1123 instructions and 39 stall cycles per trip against 1120 and 141;
+// 128x256, 16x8: 1118 and 73 against 1116 and 141. Kept to at most 8 copies per thread per stage
+// (a 64x128 tile with both operands copied 4 bytes at a time, 12 copies, spilled 40-48 bytes);
+// more take the loop above unchanged.
+// PREDICTION (before the first run): +3-5% at 4096^3, ~0.95x cuBLAS. MEASURED (H100, cuBLAS in each
+// run; h100_tune_async_simt_spread_{4096,8192}{,_b}.json): 128x256 16x8, 4 stages 0.894x -> 0.963x at
+// 4096^3 and 0.898x -> 0.975x at 8192^3 (+7.7%, +8.6%); 64x256 8x16 +2.4% and +3.3%. The FP32 suite
+// (h100_fp32_suite_s10.json) moved at every large shape: 2048^3 0.91x -> 0.98x, 4096^3 0.92x ->
+// 0.97x, 8192^3 0.91x -> 0.98x. Nsight Compute at 4096^3 (h100_profile_async_simt_spread_vs_cublas_
+// fp32_4096.json): IPC 3.43 against cuBLAS's 3.60; "wait" 0.05 and short scoreboard 0.05 cycles per
+// instruction (0.14 and 0.17 before), but "dispatch stall" 0.24 against cuBLAS's 0.10: ptxas's
+// register allocation (operand bank conflicts among the three FFMA sources), which CUDA C does not
+// control, is what is left between this loop and cuBLAS's hand-scheduled one.
 #include "common.cuh"
 
 #if GL_DTYPE != 0
