@@ -482,3 +482,96 @@ def test_inspect_mma_sync_for_sm_80_shows_hmma_16816_ldmatrix_and_cp_async(capsy
     assert main(["inspect", "mma_sync", "--arch", "sm_80"]) == 0
     table = capsys.readouterr().out
     assert "sm_80" in table and "HMMA" in table and "LDSM" in table and "LDGSTS" in table
+
+
+# ---- control codes (Volta and newer: the second 64-bit word of each instruction) -----------------
+CONTROL = """
+        /*0000*/                   FFMA R107, R72, R62.reuse, R107 ;      /* 0x0000003e486b7223 */
+                                                                          /* 0x086fe2000000006b */
+        /*0010*/                   LDS.128 R4, [R88+0x10] ;               /* 0x0000100058047984 */
+                                                                          /* 0x000e680000000c00 */
+        /*0020*/                   ISETP.GE.AND P1, PT, R9, 0x1, PT ;     /* 0x000000010900780c */
+                                                                          /* 0x000fda0003f26270 */
+        /*0030*/               @P1 BRA 0x0 ;                              /* 0xfffffffc00f01947 */
+                                                                          /* 0x000fea000383ffff */
+"""
+
+
+def test_control_codes_give_each_instructions_stall_cycles_and_reuse_flags():
+    insns = disasm.parse_sass(CONTROL)
+    assert [i.stall for i in insns] == [1, 4, 13, 5]
+    assert insns[0].reuse == 0b10          # R62.reuse: the second source operand
+    assert insns[1].reuse == 0
+
+
+def test_issue_schedule_sums_the_stalls_of_one_trip():
+    insns = disasm.parse_sass(CONTROL)
+    s = disasm.issue_schedule(insns)
+    assert s["issue_cycles"] == 1 + 4 + 13 + 5
+    assert s["fixed_stall_cycles"] == 23 - 4
+    assert s["stalls_by_opcode"] == {"ISETP": 12, "BRA": 4, "LDS": 3}
+    assert s["math_per_issue_cycle"] == round(1 / 23, 4) and s["reused_operands"] == 1
+
+
+def test_a_listing_without_encodings_has_no_schedule():
+    insns = disasm.parse_sass(NVDISASM)
+    assert all(i.control is None for i in insns) and disasm.issue_schedule(insns) is None
+
+
+def test_maxwell_control_words_are_not_read_as_an_instructions_second_word():
+    listing = """
+                                                                          /* 0x001c4400fe0007f6 */
+        /*0008*/                   MOV R1, c[0x0][0x20] ;                 /* 0x4c98078000870001 */
+        /*0010*/                   S2R R0, SR_TID.X ;                     /* 0xf0c8000002170000 */
+        /*0018*/                   FFMA R2, R0, R0, R2 ;                  /* 0x5980000000070202 */
+                                                                          /* 0x001fc400fe2007f6 */
+        /*0028*/                   EXIT ;                                 /* 0xe30000000007000f */
+    """
+    assert all(i.control is None for i in disasm.parse_sass(listing))
+
+
+def test_the_interior_path_skips_edge_copies_taken_beside_the_predicated_interior_ones():
+    """Rung 18's SPREAD loop: a branch at the tile's top jumps over the edge copies (128-bit, with
+    zero fill) to the predicated interior copies both paths run; the interior trip is the shorter
+    one, though the edge path holds more 128-bit copies."""
+    sass = """
+        /*0000*/               @P1 BRA 0x40 ;
+        /*0010*/                   LDGSTS.E.BYPASS.128.ZFILL [R4], desc[UR8][R6.64], P2 ;
+        /*0020*/                   LDGSTS.E.BYPASS.128.ZFILL [R4+0x10], desc[UR8][R8.64], P3 ;
+        /*0030*/                   BRA 0x40 ;
+        /*0040*/               @P0 LDGSTS.E.BYPASS.128 [R4], desc[UR8][R10.64] ;
+        /*0050*/                   FFMA R1, R2, R3, R1 ;
+        /*0060*/                   LDS.128 R2, [R5] ;
+        /*0070*/               @P4 BRA 0x0 ;
+    """
+    insns = disasm.parse_sass(sass)
+    lp = disasm.find_loops(insns)[0]
+    assert [i.offset for i in disasm.hot_path(insns, lp)] == [0x0, 0x40, 0x50, 0x60, 0x70]
+
+
+def test_the_interior_path_keeps_the_prefetch_the_last_trips_skip():
+    sass = """
+        /*0000*/                   FFMA R1, R2, R3, R1 ;
+        /*0010*/               @P1 BRA 0x30 ;
+        /*0020*/                   LDG.E.128 R4, desc[UR4][R6.64] ;
+        /*0030*/                   LDS.128 R2, [R5] ;
+        /*0040*/               @P4 BRA 0x0 ;
+    """
+    insns = disasm.parse_sass(sass)
+    lp = disasm.find_loops(insns)[0]
+    assert [i.offset for i in disasm.hot_path(insns, lp)] == [0x0, 0x10, 0x20, 0x30, 0x40]
+
+
+def test_inspect_reports_the_issue_cycles_of_the_hot_loop():
+    h = _inspect("async_simt", "fp32")["hot_loop"]
+    s = h["schedule"]
+    assert s["issue_cycles"] == h["n_instructions"] + s["fixed_stall_cycles"] + h.get("nops", 0)
+    assert 0 < s["math_per_issue_cycle"] <= h["math"] / h["n_instructions"]
+
+
+def test_cli_table_shows_the_issue_cycles_from_the_control_codes(capsys):
+    from gemmlab.cli import main
+
+    assert main(["inspect", "async_simt"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "issue (control codes):" in out and "fixed-latency stalls" in out

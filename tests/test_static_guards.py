@@ -199,3 +199,29 @@ def test_wgmma_ws_builds_its_k_tile_descriptors_in_uniform_registers(a_col, b_co
     assert hot["n_instructions"] <= 60, hot["n_instructions"]
     assert len(re.findall(r"HGMMA\.64x256x16\.F32", loop)) == 4
     assert "R2UR" not in loop and "IMAD.X" not in loop and "IADD3.X" not in loop
+
+
+@pytest.mark.parametrize("a_col", [False, True])
+@pytest.mark.parametrize("config", ["SPREAD=1", "BM=64,BN=256,BK=8,WM=64,WN=64,TM=8,TN=16,STAGES=3,SPREAD=1"])
+def test_async_simt_spread_loop_loses_under_8_percent_of_its_ffma_issue_to_fixed_stalls(config, a_col):
+    """Rung 18's SPREAD loop as one warp issues it (the stall counts ptxas writes into the control
+    codes): its next fragment loads among the FFMA rows, the copies predicated, so that fixed
+    latencies cost 73 (128x256) and 39 (64x256) cycles per k tile of 1024 FFMA; the loop that
+    issued its LDS.128 and copies in clusters (SPREAD=0) lost 141, and Nsight Compute's "wait"
+    stall went from 0.14 to 0.05 cycles per instruction with the change (benchmarks/NOTES.md).
+    B row-major: a column-major B is copied 4 bytes at a time, 12 copies per thread, which take the
+    clustered loop (the SPREAD loop spilled with them)."""
+    b_col = False
+    from gemmlab.analysis.inspect import inspect_rung
+
+    h = inspect_rung("async_simt", config=config, a_col=a_col, b_col=b_col)["hot_loop"]
+    assert h["ffma"] == 1024
+    assert h["schedule"]["fixed_stall_cycles"] < 0.08 * h["ffma"], h["schedule"]
+
+
+def test_async_simt_clustered_loop_shows_the_stalls_the_spread_loop_removes():
+    """The guard above can fail: SPREAD=0's k tile carries more than 0.08 x 1024 fixed stall cycles."""
+    from gemmlab.analysis.inspect import inspect_rung
+
+    h = inspect_rung("async_simt", config="SPREAD=0")["hot_loop"]
+    assert h["schedule"]["fixed_stall_cycles"] > 0.12 * h["ffma"], h["schedule"]

@@ -99,6 +99,18 @@ class Instruction:
     operands: str = ""          # raw operand text, e.g. "R44, desc[UR6][R44.64]"
     predicate: str = ""         # "@P0", "@!P1", "@UP0" ... or ""
     target: int | None = None   # offset a branch / BSSY / CALL refers to, when it names one
+    control: int | None = None  # the 23 scheduling bits ptxas wrote (Volta and newer; None without encodings)
+
+    @property
+    def stall(self) -> int | None:
+        """Cycles the warp waits before issuing its next instruction (the control code's fixed
+        latency; 1 = back to back). None when the listing carries no encodings."""
+        return None if self.control is None else max(self.control & 0xF, 1)
+
+    @property
+    def reuse(self) -> int:
+        """Operand reuse-cache flags: bit s set = source operand s is kept for the next instruction."""
+        return 0 if self.control is None else (self.control >> 17) & 0xF
 
     @property
     def base(self) -> str:
@@ -126,6 +138,8 @@ _INSN = re.compile(
     r"([A-Z][A-Z0-9_.]*)"                       # opcode
     r"([^;]*);"                                 # operands, up to the terminating ';'
 )
+_ENCODING = re.compile(r";\s*/\*\s*0x([0-9a-fA-F]{16})\s*\*/")    # first word, after the ';'
+_ENCODING_HI = re.compile(r"^\s*/\*\s*0x([0-9a-fA-F]{16})\s*\*/\s*$")  # a line holding only a word
 _LABEL_REF = re.compile(r"`\((\.L[\w$.]+)\)")
 _ADDR_REF = re.compile(r"(?<![\w\[+-])0x([0-9a-fA-F]+)\s*$")
 
@@ -138,13 +152,28 @@ def parse_sass_functions(text: str) -> dict[str, list[Instruction]]:
     funcs: dict[str, list[tuple[int, str, str, str]]] = {current: []}
     labels: dict[str, dict[str, int]] = {current: {}}
     pending: dict[str, list[str]] = {current: []}
+    # Volta and newer encode an instruction in 128 bits: cuobjdump (and nvdisasm -hex) print the
+    # first 64-bit word after the ';' and the second on the next line, alone. Its top 23 bits are
+    # the control code (stall cycles, yield, scoreboards, reuse flags). Maxwell/Pascal listings put a
+    # control word before every three instructions instead: decoded only when every instruction of
+    # a function has its own pair.
+    words: dict[str, dict[int, list[int]]] = {current: {}}
+    last: int | None = None
     for line in text.splitlines():
+        m = _ENCODING_HI.match(line)
+        if m:
+            if last is not None and len(words[current].get(last, ())) == 1:
+                words[current][last].append(int(m.group(1), 16))
+            last = None
+            continue
         m = _FUNC_NVDISASM.match(line) or _FUNC_CUOBJDUMP.match(line)
         if m:
             current = m.group(1)
             funcs.setdefault(current, [])
             labels.setdefault(current, {})
+            words.setdefault(current, {})
             pending[current] = []
+            last = None
             continue
         m = _LABEL.match(line)
         if m:
@@ -152,8 +181,13 @@ def parse_sass_functions(text: str) -> dict[str, list[Instruction]]:
             continue
         m = _INSN.match(line)
         if not m:
+            last = None
             continue
         off = int(m.group(1), 16)
+        enc = _ENCODING.search(line, m.end() - 1)
+        last = off if enc else None
+        if enc:
+            words[current][off] = [int(enc.group(1), 16)]
         for lab in pending[current]:
             labels[current][lab] = off
         pending[current] = []
@@ -166,6 +200,8 @@ def parse_sass_functions(text: str) -> dict[str, list[Instruction]]:
         end = rows[-1][0] + 16
         for lab in pending.get(name, []):  # labels after the last instruction: the function's end
             labels[name][lab] = end
+        pairs = words.get(name, {})
+        decode = all(len(pairs.get(off, ())) == 2 for off, *_ in rows)
         insns = []
         for off, pred, op, operands in rows:
             target = None
@@ -176,7 +212,8 @@ def parse_sass_functions(text: str) -> dict[str, list[Instruction]]:
                 am = _ADDR_REF.search(operands)
                 if am:
                     target = int(am.group(1), 16)
-            insns.append(Instruction(off, op, operands, pred, target))
+            control = pairs[off][1] >> 41 if decode else None
+            insns.append(Instruction(off, op, operands, pred, target, control))
         out[name] = insns
     return out
 
@@ -198,8 +235,9 @@ def parse_sass(text: str, function: str | None = None) -> list[Instruction]:
 
 
 def sass_nvdisasm(cubin: bytes) -> str:
-    """nvdisasm's listing of the code sections (labels ``.L_x_N`` as branch targets)."""
-    return _run("nvdisasm", ["-c"], cubin)
+    """nvdisasm's listing of the code sections (labels ``.L_x_N`` as branch targets), with each
+    instruction's encoding (``-hex``: the control codes ``Instruction.control`` decodes)."""
+    return _run("nvdisasm", ["-c", "-hex"], cubin)
 
 
 def sass_listing(cubin: bytes) -> str:
@@ -434,36 +472,45 @@ def _spans_exit(lp: Loop, insns: list[Instruction]) -> bool:
 
 # ---- the interior path of a loop -----------------------------------------------------------------
 _ENDS = frozenset({"EXIT", "RET", "KILL"})
+_FETCHES = frozenset({"LDG", "LDGSTS", "TMA", "TEX"})
 
 
 def _path_score(i: Instruction) -> tuple[int, int, int]:
     cat, _ = classify(i)
     wide = cat in ("load", "store") and access_width(i) == "128"
-    return (1 if cat == "math" else 0, 1 if wide else 0, 0 if i.base == "NOP" else -1)
+    return (1 if cat == "math" else 0, 0 if i.base == "NOP" else -1, 1 if wide else 0)
+
+
+def _fetches(i: Instruction) -> bool:
+    cat, kind = classify(i)
+    return cat == "load" and kind in _FETCHES
 
 
 def hot_path(insns: list[Instruction], loop: Loop) -> list[Instruction]:
     """The instructions of one trip through ``loop`` on its interior (fast) path.
 
-    The loop body's forward branches make a graph from the loop's start to its back-edges; the
-    path chosen has the most math instructions, then the most 128-bit memory accesses, then the
-    fewest instructions. Matrix-edge code (scalar, predicated fallbacks beside the vector
-    access of an interior tile; a skip of the next tile's prefetch on the last iteration) is off
-    that path, which is what one steady-state iteration executes."""
+    The loop body's forward branches make a graph from the loop's start to its back-edges. The
+    path chosen has the most math instructions; then, if some path with that math reads global
+    memory (LDG, LDGSTS, TMA, texture), one that does (the last trips skip the next tile's
+    prefetch); then the fewest instructions; then the most 128-bit memory accesses. Matrix-edge
+    code is off that path: a scalar fallback beside a vector access, the checked copies of a
+    tile at the matrix's edge taken on a branch beside the interior copies (rung 18's SPREAD
+    loop, which an earlier rule of "most 128-bit accesses first" walked into)."""
     body = loop.body(insns)
     index = {i.offset: k for k, i in enumerate(body)}
     ends = set(loop.back_edges)
     n = len(body)
     neg = (-(10**9), 0, 0)
-    best: list[tuple] = [neg] * (n + 1)
-    nxt: list[int | None] = [None] * n
+    # best[c][k]: the best score of a path from body[k] to a back-edge that fetches (c=1) or not (c=0)
+    best = [[neg] * n for _ in range(2)]
+    nxt: list[list[int | None]] = [[None] * n for _ in range(2)]
     for k in range(n - 1, -1, -1):
         i = body[k]
         own = _path_score(i)
+        fetch = _fetches(i)
         if i.offset in ends:
-            best[k], nxt[k] = own, None
+            best[1 if fetch else 0][k] = own
             continue
-        succ = []
         unconditional = not i.predicate or i.predicate in ("@PT",)
         jumps_forward = i.is_jump and i.target > i.offset and i.target in index
         if i.is_jump and unconditional:
@@ -474,17 +521,53 @@ def hot_path(insns: list[Instruction], loop: Loop) -> list[Instruction]:
             succ = [k + 1] if k + 1 < n else []
             if jumps_forward:
                 succ.append(index[i.target])
-        if not succ:
-            continue
-        s = max(succ, key=lambda j: best[j])
-        if best[s] == neg:
-            continue
-        best[k] = tuple(a + b for a, b in zip(own, best[s]))
-        nxt[k] = s
-    if best[0] == neg:
+        for c in (0, 1):
+            # a path of class c through here continues as class c, or as either class after a fetch
+            options = [(best[cc][j], j) for j in succ for cc in ((0, 1) if fetch and c == 1 else () if fetch else (c,))]
+            options = [o for o in options if o[0] != neg]
+            if not options:
+                continue
+            sc, j = max(options, key=lambda o: o[0])
+            best[c][k] = tuple(a + b for a, b in zip(own, sc))
+            nxt[c][k] = j
+    if best[0][0] == neg and best[1][0] == neg:
         return body
+    c = 1 if best[1][0] != neg and best[1][0][0] >= best[0][0][0] else 0
     path, k = [], 0
     while k is not None:
         path.append(body[k])
-        k = nxt[k]
+        j = nxt[c][k]
+        if c == 1 and _fetches(body[k]) and j is not None:
+            # after the fetch the rest of the path is whichever class scored best from there
+            c = 1 if best[1][j] >= best[0][j] else 0
+        k = j
     return path
+
+
+def issue_schedule(path: Iterable[Instruction]) -> dict | None:
+    """What the control codes say about one warp issuing ``path`` (Volta and newer).
+
+    ``issue_cycles``: the sum of the stall counts ptxas wrote, the cycles one warp needs to issue
+    the path if no scoreboard (memory or barrier) holds it: the single-warp bound the other warps
+    on the scheduler fill in. ``fixed_stall_cycles`` = issue cycles - instructions: cycles lost to
+    fixed latencies (an instruction whose result the next one reads, a branch, an LDS.128 or
+    LDGSTS issued right after another). ``math_per_issue_cycle`` = math instructions / issue
+    cycles: 1.0 is a warp that issues math every cycle. ``stalls_by_opcode``: where the fixed
+    stalls sit. ``reused_operands``: source operands of the math read from the operand reuse cache.
+    None when the listing has no encodings."""
+    path = list(path)
+    if not path or any(i.control is None for i in path):
+        return None
+    cycles = sum(i.stall for i in path)
+    by_op: dict[str, int] = {}
+    for i in path:
+        if i.stall > 1:
+            by_op[i.base] = by_op.get(i.base, 0) + i.stall - 1
+    math = [i for i in path if classify(i)[0] == "math"]
+    return {
+        "issue_cycles": cycles,
+        "fixed_stall_cycles": cycles - len(path),
+        "math_per_issue_cycle": round(len(math) / cycles, 4) if cycles else 0.0,
+        "stalls_by_opcode": dict(sorted(by_op.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "reused_operands": sum(bin(i.reuse).count("1") for i in math),
+    }

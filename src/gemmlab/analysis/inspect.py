@@ -7,7 +7,9 @@ For one rung (dtype, tile configuration, layouts) compiled for a target architec
 * theoretical occupancy on that architecture (``gemmlab.occupancy``), with the limiting factor;
 * the hot loop: the innermost SASS loop with the most FFMA/HMMA/HGMMA, found from the branch
   targets (``gemmlab.disasm.hot_loop``), and its instruction mix: math share, loads and stores by
-  kind and width, barriers, address arithmetic.
+  kind and width, barriers, address arithmetic; and from the control codes ptxas wrote into each
+  instruction (Volta and newer), the cycles one warp needs to issue a trip and the fixed stalls
+  in them (``gemmlab.disasm.issue_schedule``).
 
 ``inspect_rung`` returns it all as a JSON-able dict; the CLI prints a short table, ``--json``,
 ``--ptx`` or ``--sass``.
@@ -52,6 +54,8 @@ def analyze_sass(listing: str, function: str | None = None) -> dict:
         hot_info["edge"] = {k: edge_mix[k] for k in ("n_instructions", "math", "loads", "stores", "load_instructions",
                                                      "store_instructions", "control")}
         hot_info["body_instructions"] = disasm.instruction_mix(body)["n_instructions"]
+        # the control codes on that path: one warp's issue cycles per trip, the fixed stalls in them
+        hot_info["schedule"] = disasm.issue_schedule(path)
     kernel_mix = disasm.instruction_mix(insns)
     return {
         "instructions": kernel_mix["n_instructions"],

@@ -155,3 +155,9 @@ def render(info: dict, console=None) -> None:
             else f", FFMA/(FFMA+loads) {h['ffma_load_share']:.3f}")
     con.print(f"FFMA share {h['ffma_share']:.3f}, math share {h['math_share']:.3f}{seed}"
               + (f"; contains {h['nested_loops']} loop(s) without math" if h["nested_loops"] else ""))
+    s = h.get("schedule")
+    if s:
+        where = ", ".join(f"{op} {c}" for op, c in list(s["stalls_by_opcode"].items())[:5]) or "none"
+        con.print(f"issue (control codes): {s['issue_cycles']} cycles per trip for one warp, "
+                  f"{s['fixed_stall_cycles']} of them fixed-latency stalls ({where}); "
+                  f"math per issue cycle {s['math_per_issue_cycle']:.3f}")
