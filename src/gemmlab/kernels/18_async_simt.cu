@@ -127,6 +127,39 @@ static_assert(BM % 32 == 0 && BN % 32 == 0, "a warp's transposing copy covers wh
 static_assert(BK % 4 == 0 && BK <= 32, "BK must be a multiple of 4, at most 32 (the k loop is unrolled: code and registers grow with it)");
 static_assert(STAGES >= 2, "the pipeline needs at least 2 stages");
 
+// The TM x TN outer product of one k step, acc += a b^T; calls after(f) after every TN FFMAs, f the
+// number of the last of them in issue order (NVVM unrolled a k tile of ORDER=0 only 2-fold when
+// after() ran for every FFMA: 480 FFMA in the PTX against 1248). ORDER=0: row by row, a[i] against
+// b[0..TN). ORDER=1: cuBLAS's order (its SIMT kernel's SASS): 2x2 blocks (a[i], a[i+1]) x (b[j],
+// b[j+1]), snaking over the row pairs of each 4 rows, so that each FFMA shares an operand with the
+// one before it in both slots in turn. (A template, not a generic lambda: NVRTC 13.0 takes a
+// generic lambda for a host function.)
+template <class After>
+__device__ __forceinline__ void gl_outer(float (&acc)[TM][TN], const float (&a)[TM], const float (&b)[TN], After after) {
+    if constexpr (ORDER == 0) {
+#pragma unroll
+        for (int i = 0; i < TM; ++i) {
+#pragma unroll
+            for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+            after(i * TN + TN - 1);
+        }
+    } else {
+#pragma unroll
+        for (int ib = 0; ib < TM / 4; ++ib)
+#pragma unroll
+            for (int jp = 0; jp < TN / 2; ++jp)
+#pragma unroll
+                for (int h = 0; h < 2; ++h)
+#pragma unroll
+                    for (int q = 0; q < 4; ++q) {
+                        const int i = 4 * ib + 2 * ((jp & 1) ? 1 - h : h) + (q >> 1), j = 2 * jp + (q & 1);
+                        acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+                        const int f = ((ib * (TN / 2) + jp) * 2 + h) * 4 + q;
+                        if ((f + 1) % TN == 0) after(f);
+                    }
+    }
+}
+
 // The transposing (k-contiguous) copies: a warp takes KC consecutive k of 32/KC consecutive rows.
 constexpr int KC = (BK % 8 == 0) ? 8 : 4;
 constexpr int PAD = 32 / KC;                       // row stride = 32/KC (mod 32): distinct banks
@@ -348,37 +381,6 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
                 *reinterpret_cast<const float4*>(&as_[A_STAGE + k * LDB_S + n_lane + (l - SUBM) * (4 * LX)]);
     };
 
-    // the TM x TN outer product of step buffer `buf`; calls after(f) after every TN FFMAs, f the
-    // number of the last of them in issue order (NVVM unrolled a k tile of ORDER=0 only 2-fold when
-    // after() ran for every FFMA: 480 FFMA in the PTX against 1248). ORDER=0: row by row, a[i] against b[0..TN). ORDER=1: cuBLAS's order (its SIMT
-    // kernel's SASS): 2x2 blocks (a[i], a[i+1]) x (b[j], b[j+1]), snaking over the row pairs of
-    // each 4 rows, so that each FFMA shares an operand with the one before it in both slots in turn.
-    auto outer = [&](int buf, auto after) {
-        if constexpr (ORDER == 0) {
-#pragma unroll
-            for (int i = 0; i < TM; ++i)
-            {
-#pragma unroll
-                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a_frag[buf][i], b_frag[buf][j], acc[i][j]);
-                after(i * TN + TN - 1);
-            }
-        } else {
-#pragma unroll
-            for (int ib = 0; ib < TM / 4; ++ib)
-#pragma unroll
-                for (int jp = 0; jp < TN / 2; ++jp)
-#pragma unroll
-                    for (int h = 0; h < 2; ++h)
-#pragma unroll
-                        for (int q = 0; q < 4; ++q) {
-                            const int i = 4 * ib + 2 * ((jp & 1) ? 1 - h : h) + (q >> 1), j = 2 * jp + (q & 1);
-                            acc[i][j] = fmaf(a_frag[buf][i], b_frag[buf][j], acc[i][j]);
-                            const int f = ((ib * (TN / 2) + jp) * 2 + h) * 4 + q;
-                            if ((f + 1) % TN == 0) after(f);
-                        }
-        }
-    };
-
     // ---- prologue: tiles 0 .. STAGES-2 in flight; wait for tile 0 -------------------------------
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) issue(s);
@@ -410,7 +412,7 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
                     as = smem + rs * STAGE;
                     load_frag((k + 1) & 1, as, 0);     // after the last tile: a stale stage, never used
                 }
-                outer(k & 1, [](int) {});
+                gl_outer(acc, a_frag[k & 1], b_frag[k & 1], [](int) {});
             }
         }
     } else {
@@ -462,7 +464,7 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
                     fast = fast_next;
                 }
                 // load l after the FFMAs of row l*TM/NLOAD (as many FFMAs in, in either ORDER)
-                outer(k & 1, [&](int f) {
+                gl_outer(acc, a_frag[k & 1], b_frag[k & 1], [&](int f) {
 #pragma unroll
                     for (int l = 0; l < NLOAD; ++l)
                         if (f == (l * TM / NLOAD + 1) * TN - 1) load_one((k + 1) & 1, src_stage, kn, l);
