@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ..analysis.ncu import STALL_MEANING, profile_rung
+from ..analysis.ncu import STALL_LABEL, STALL_MEANING, profile_rung, profile_source, reason_by_opcode
 from ..core.config import parse_config
 from ..core.registry import get
 from ..core.shapes import PROFILE_SHAPE, fmt_shape, parse_shape
@@ -23,6 +23,10 @@ def register(sub) -> None:
     add_lib(p)
     p.add_argument("--ncu", default=None, help="path to ncu (default: $GEMMLAB_NCU, PATH, the CUDA install)")
     p.add_argument("--keep-csv", default=None, metavar="DIR", help="also save ncu's raw CSV output in DIR")
+    p.add_argument("--source", action="store_true",
+                   help="per-instruction warp-state sampling instead of the counters: where each stall reason "
+                        "sits, by opcode and at the hottest SASS instructions")
+    p.add_argument("--top", type=int, default=12, help="with --source: how many of the hottest instructions to list")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)
 
@@ -77,6 +81,18 @@ def run(args) -> int:
     rung = get(args.rung)
     dtype = args.dtype or rung.dtypes[0]
     shape = parse_shape(args.shape)
+    if args.source:
+        if args.keep_csv:
+            raise ValueError("--keep-csv saves the counters' CSV; --source has none (use --json)")
+        if args.top < 1:
+            raise ValueError(f"--top must be at least 1, got {args.top}")
+        res = profile_source(rung.slug, shape, dtype, args.vs_cublas, config=parse_config(args.config), lib=args.lib,
+                             ncu=args.ncu, precision=args.precision, top=args.top)
+        if args.json:
+            print(json.dumps(res, indent=2, default=str))
+        else:
+            render_source(res)
+        return 0
     res = profile_rung(rung.slug, shape, dtype, args.vs_cublas, config=parse_config(args.config), lib=args.lib,
                        ncu=args.ncu, keep_csv=args.keep_csv, precision=args.precision)
     if args.json:
@@ -122,3 +138,32 @@ def _stall_table(name: str, r: dict, top: int = 6):
     for s in r["stalls"][:top]:
         st.add_row(s["label"], f"{s['cycles_per_issue']:.2f}", f"{100 * s['share']:.0f}%", STALL_MEANING[s["reason"]])
     return st
+
+
+def render_source(res: dict, console=None) -> None:
+    """``--source``: for each profiled kernel, its stall reasons, where the largest ones sit (by
+    opcode) and the hottest instructions."""
+    from rich.console import Console
+    from rich.table import Table
+
+    con = console or Console()
+    kernels = [("", name, s) for name, s in res["kernels"].items()]
+    kernels += [("cuBLAS: ", name, s) for name, s in (res.get("cublas") or {}).get("kernels", {}).items()]
+    for who, name, s in kernels:
+        short = name if len(name) <= 70 else name[:67] + "..."
+        t = Table(title=f"{who}{short}: {s['samples']:,.0f} warp samples", title_justify="left")
+        t.add_column("reason")
+        t.add_column("share", justify="right")
+        t.add_column("where (share of the reason's samples by opcode)")
+        for reason, share in list(s["reasons"].items())[:6]:
+            where = ", ".join(f"{op} {100 * v:.0f}%" for op, v in list(reason_by_opcode(s, reason).items())[:4])
+            t.add_row(STALL_LABEL.get(reason, reason), f"{100 * share:.1f}%", where)
+        con.print(t)
+        h = Table(title="hottest instructions", title_justify="left")
+        for col, kw in (("address", {}), ("SASS", {"overflow": "fold"}), ("executed", {"justify": "right"}),
+                        ("samples", {"justify": "right"}), ("largest reasons", {})):
+            h.add_column(col, **kw)
+        for i in s["hottest"]:
+            rs = ", ".join(f"{STALL_LABEL.get(k, k)} {v:.0f}" for k, v in i["reasons"].items())
+            h.add_row(i["address"], i["sass"], f"{i['executed']:,.0f}", f"{i['samples']:,.0f}", rs)
+        con.print(h)

@@ -29,18 +29,21 @@ The package:
     metrics  the metric table and the stall reasons
     parse    ncu's raw CSV -> values in base units, aggregation over kernels, our summary
     run      finding and running ncu, profiling a rung or cuBLAS
+    source   per-instruction warp-state sampling (SourceCounters): where the stalls sit
 """
 
 from .metrics import METRIC_BY_KEY, METRICS, STALL_LABEL, STALL_MEANING, STALL_REASONS, Metric, metric_names
 from .parse import (KernelRecord, NcuError, aggregate, normalize, parse_ncu_csv, parse_ncu_rows, parse_value,
                     summarize)
 from .run import (PERMISSION_HELP, NcuPermissionError, check_permission, find_ncu, ncu_command, ncu_version,
-                  profile_cublas, profile_rung, run_ncu, target_argv, unknown_metrics)
+                  profile_cublas, profile_rung, profile_source, run_ncu, target_argv, unknown_metrics)
+from .source import SOURCE_STALLS, parse_source_csv, reason_by_opcode, summarize_source
 
 __all__ = [
     "Metric", "METRICS", "METRIC_BY_KEY", "STALL_REASONS", "STALL_LABEL", "STALL_MEANING", "metric_names",
     "KernelRecord", "NcuError", "parse_value", "normalize", "parse_ncu_rows", "parse_ncu_csv", "aggregate",
     "summarize",
     "NcuPermissionError", "PERMISSION_HELP", "find_ncu", "ncu_version", "ncu_command", "unknown_metrics",
-    "check_permission", "run_ncu", "target_argv", "profile_rung", "profile_cublas",
+    "check_permission", "run_ncu", "target_argv", "profile_rung", "profile_cublas", "profile_source",
+    "SOURCE_STALLS", "parse_source_csv", "summarize_source", "reason_by_opcode",
 ]

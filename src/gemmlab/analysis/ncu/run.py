@@ -242,3 +242,32 @@ def profile_rung(rung: str, shape: tuple[int, int, int], dtype: str = "fp32", vs
         out["cublas"] = profile_cublas(shape, dtype, lib=lib, ncu=exe, timeout=timeout, keep_csv=keep_csv,
                                        precision=precision)
     return out
+
+
+def profile_source(rung: str, shape: tuple[int, int, int], dtype: str = "fp32", vs_cublas: bool = False, *,
+                   config=None, lib: str | None = None, ncu: str | None = None, timeout: float = 900,
+                   precision: str | None = None, top: int = 12) -> dict:
+    """Per-instruction warp-state sampling of one launch of ``rung`` (and of cuBLAS with
+    ``vs_cublas``): {"kernel", "shape", "dtype", "precision", "config", "ncu", "kernels": {name:
+    source.summarize_source(...)}, "cublas": {"kernels": {...}}}. Errors as for profile_rung."""
+    from .source import record_source, summarize_source
+
+    r = get(rung)
+    r.require(dtype, precision=precision)
+    precision = r.precision_for(dtype, precision)
+    config = r.config(config, precision) if config is not None else None
+    driver.require_gpu()
+    exe = find_ncu(ncu)
+    shape = tuple(shape)
+
+    def one(cublas: bool) -> dict:
+        target = target_argv(None if cublas else r.slug, shape, dtype, config=None if cublas else config, lib=lib,
+                             cublas=cublas, precision=precision)
+        kernels = record_source(exe, target, timeout=timeout, env=_target_env())
+        return {name: summarize_source(rows, top) for name, rows in kernels.items() if rows}
+
+    out = {"kernel": r.slug, "shape": list(shape), "dtype": dtype, "precision": precision,
+           "config": dict(config) if config else None, "ncu": ncu_version(exe), "kernels": one(False)}
+    if vs_cublas:
+        out["cublas"] = {"kernels": one(True)}
+    return out
