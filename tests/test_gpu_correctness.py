@@ -195,8 +195,8 @@ def test_plan_runs_repeatedly_with_the_same_result():
 
 @pytest.mark.parametrize("layout", LAYOUTS, ids=lambda l: "".join("C" if x else "R" for x in l))
 @pytest.mark.parametrize("config", [None, "BM=128,BN=128,BK=8,WM=64,WN=32,TM=8,TN=8,SPLITK=4",
-                                    "BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=8,STAGES=3", "ORDER=1",
-                                    "BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=8,STAGES=3,SPREAD=0,ORDER=1"])
+                                    "BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=8,STAGES=3", "SNAKE=1",
+                                    "BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=8,STAGES=3,SPREAD=0,SNAKE=1"])
 def test_async_simt_edge_blocks_over_many_full_k_tiles_match_cublas(config, layout):
     """M = 127 < BM and N = 1 past a tile: every block is an edge block, and each copies its full-K
     tiles on the edge path (bounds from compile-time offsets), not the checked one; also with 16-byte

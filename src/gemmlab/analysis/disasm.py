@@ -570,4 +570,44 @@ def issue_schedule(path: Iterable[Instruction]) -> dict | None:
         "math_per_issue_cycle": round(len(math) / cycles, 4) if cycles else 0.0,
         "stalls_by_opcode": dict(sorted(by_op.items(), key=lambda kv: (-kv[1], kv[0]))),
         "reused_operands": sum(bin(i.reuse).count("1") for i in math),
+        **ffma_operand_reads(path),
     }
+
+
+_SRC_REG = re.compile(r"^[-|!]*R(\d+)(?:\.reuse)?\|?$")
+# ALU instructions with register sources in the operand slots an FFMA uses: they replace what the
+# reuse cache holds (memory, branch and uniform-datapath instructions do not read those slots)
+_SLOT_READERS = frozenset({"IADD3", "IMAD", "LOP3", "ISETP", "SEL", "LEA", "SHF", "MOV", "FSEL", "FADD", "FMUL",
+                           "FSETP", "VIMNMX", "IMNMX", "PRMT", "IABS"})
+
+
+def ffma_operand_reads(path: Iterable[Instruction]) -> dict:
+    """The register-file reads of the FFMAs on ``path``: ``ffma_three_reads`` FFMAs read all three
+    sources from the register file (none from the operand reuse cache), and
+    ``ffma_bank_collisions`` of those have two sources in one bank, taking the bank as the register
+    number mod 4. The model is fitted, not documented: on the H100, Nsight Compute's per-instruction
+    sampling of rung 18 (``gemmlab profile --source``, benchmarks/NOTES.md) put twice the dispatch
+    stalls on FFMAs with three reads as on those with two, and three times on the three-read ones
+    with a collision mod 4. A source comes from the reuse cache when the previous FFMA flagged the
+    same register in the same slot with no other ALU instruction reading registers between them."""
+    cache: dict[int, int] = {}
+    three = collide = 0
+    for i in path:
+        if i.control is None:
+            return {}
+        if i.base != "FFMA":
+            if i.base in _SLOT_READERS:
+                cache = {}
+            continue
+        ops = [o.strip() for o in i.operands.split(",")][1:4]
+        regs = []
+        for o in ops:
+            m = _SRC_REG.match(o)
+            regs.append(int(m.group(1)) if m and int(m.group(1)) != 255 else None)
+        reads = [r for s, r in enumerate(regs) if r is not None and cache.get(s) != r]
+        cache = {s: r for s, r in enumerate(regs) if r is not None and i.reuse >> s & 1}
+        if len(reads) == 3:
+            three += 1
+            banks = [r % 4 for r in reads]
+            collide += len(set(banks)) < 3
+    return {"ffma_three_reads": three, "ffma_bank_collisions": collide}

@@ -26,7 +26,7 @@ from .dtypes import get as get_dtype
 from .precision import applies, resolve as resolve_precision
 
 MAX_GRID_Y = 65535
-SWITCHES = ("PACK", "EPI_TMA", "SKCLUSTER", "STREAMK", "DEFER", "SPREAD", "ORDER")   # parameters that take 0 (off) or 1 (on); every other one is a positive int
+SWITCHES = ("PACK", "EPI_TMA", "SKCLUSTER", "STREAMK", "DEFER", "SPREAD", "SNAKE")   # parameters that take 0 (off) or 1 (on); every other one is a positive int
 # the most dynamic shared memory any GPU in the table gives one block (227 KB on sm_90 / sm_100)
 MAX_SMEM_PER_BLOCK = max(lim.max_smem_per_block for lim in LIMITS.values())
 
@@ -1013,7 +1013,7 @@ RUNGS: tuple[Rung, ...] = (
         "cp.async (LDGSTS) copies global to shared with no register staging through a STAGES-deep pipeline; 128x256 block tiles, 16x8 thread tiles, fragments double-buffered in registers.",
         ("CUTLASS SIMT sgemm (MmaMultistage)", "A100 cp.async 128x256x8 SGEMM", "RTX 4090 register-blocked SGEMM"),
         "18_async_simt.cu",
-        params={"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "TM": 16, "TN": 8, "STAGES": 4, "SPLITK": 1, "SKCLUSTER": 0, "SPREAD": 1, "ORDER": 0},
+        params={"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "TM": 16, "TN": 8, "STAGES": 4, "SPLITK": 1, "SKCLUSTER": 0, "SPREAD": 1, "SNAKE": 0},
         presets={
             "128x256": {"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "TM": 16, "TN": 8, "STAGES": 4},
             "256x128": {"BM": 256, "BN": 128, "BK": 8, "WM": 64, "WN": 64, "TM": 8, "TN": 16, "STAGES": 4},
@@ -1027,7 +1027,7 @@ RUNGS: tuple[Rung, ...] = (
         packs=True,
         space={"BM": _p2(6, 8), "BN": _p2(6, 8), "BK": (8, 16, 32), "WM": _p2(5, 7), "WN": _p2(5, 7),
                "TM": (4, 8, 16), "TN": (4, 8, 16), "STAGES": (2, 3, 4), "SPLITK": SPLITK_SPACE,
-               "SKCLUSTER": (0, 1), "SPREAD": (0, 1), "ORDER": (0, 1)},
+               "SKCLUSTER": (0, 1), "SPREAD": (0, 1), "SNAKE": (0, 1)},
     ),
     Rung(
         19, "wgmma_tma", "Hopper WGMMA fed by TMA",

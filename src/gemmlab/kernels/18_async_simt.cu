@@ -106,8 +106,8 @@
 #ifndef SPREAD
 #define SPREAD 0
 #endif
-#ifndef ORDER
-#define ORDER 0
+#ifndef SNAKE
+#define SNAKE 0
 #endif
 #ifndef GL_DYN_SMEM
 #error "rung 18 (async_simt) needs GL_DYN_SMEM, the dynamic shared memory the launch gives each block"
@@ -128,35 +128,20 @@ static_assert(BK % 4 == 0 && BK <= 32, "BK must be a multiple of 4, at most 32 (
 static_assert(STAGES >= 2, "the pipeline needs at least 2 stages");
 
 // The TM x TN outer product of one k step, acc += a b^T; calls after(f) after every TN FFMAs, f the
-// number of the last of them in issue order (NVVM unrolled a k tile of ORDER=0 only 2-fold when
-// after() ran for every FFMA: 480 FFMA in the PTX against 1248). ORDER=0: row by row, a[i] against
-// b[0..TN). ORDER=1: cuBLAS's order (its SIMT kernel's SASS): 2x2 blocks (a[i], a[i+1]) x (b[j],
-// b[j+1]), snaking over the row pairs of each 4 rows, so that each FFMA shares an operand with the
-// one before it in both slots in turn. (A template, not a generic lambda: NVRTC 13.0 takes a
-// generic lambda for a host function.)
+// number of the last of them in issue order (NVVM unrolled a k tile only 2-fold when after() ran
+// for every FFMA: 480 FFMA in the PTX against 1248). SNAKE=0: row by row, a[i] against b[0..TN).
+// SNAKE=1: odd rows backward, so that each row starts on the b[j] the previous one ended on (see
+// the header: fewer FFMAs that read all three sources from the register file).
 template <class After>
 __device__ __forceinline__ void gl_outer(float (&acc)[TM][TN], const float (&a)[TM], const float (&b)[TN], After after) {
-    if constexpr (ORDER == 0) {
 #pragma unroll
-        for (int i = 0; i < TM; ++i) {
+    for (int i = 0; i < TM; ++i) {
 #pragma unroll
-            for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-            after(i * TN + TN - 1);
+        for (int jj = 0; jj < TN; ++jj) {
+            const int j = (SNAKE && (i & 1)) ? TN - 1 - jj : jj;
+            acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
         }
-    } else {
-#pragma unroll
-        for (int ib = 0; ib < TM / 4; ++ib)
-#pragma unroll
-            for (int jp = 0; jp < TN / 2; ++jp)
-#pragma unroll
-                for (int h = 0; h < 2; ++h)
-#pragma unroll
-                    for (int q = 0; q < 4; ++q) {
-                        const int i = 4 * ib + 2 * ((jp & 1) ? 1 - h : h) + (q >> 1), j = 2 * jp + (q & 1);
-                        acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-                        const int f = ((ib * (TN / 2) + jp) * 2 + h) * 4 + q;
-                        if ((f + 1) % TN == 0) after(f);
-                    }
+        after(i * TN + TN - 1);
     }
 }
 
@@ -463,7 +448,7 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
                     kn = 0;
                     fast = fast_next;
                 }
-                // load l after the FFMAs of row l*TM/NLOAD (as many FFMAs in, in either ORDER)
+                // load l after the FFMAs of row l*TM/NLOAD (as many FFMAs in with SNAKE=1)
                 gl_outer(acc, a_frag[k & 1], b_frag[k & 1], [&](int f) {
 #pragma unroll
                     for (int l = 0; l < NLOAD; ++l)
