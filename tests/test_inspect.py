@@ -575,3 +575,21 @@ def test_cli_table_shows_the_issue_cycles_from_the_control_codes(capsys):
     assert main(["inspect", "async_simt"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "issue (control codes):" in out and "fixed-latency stalls" in out
+
+
+def test_ffma_operand_reads_count_three_register_reads_and_their_bank_collisions():
+    """The first FFMA reads three registers in three banks (R5, R62, R3: 1, 2, 3 mod 4); the second
+    takes R62 from the reuse cache (flagged in the first, same slot); the third follows an IADD3
+    that replaced the cache, so it reads three registers, two of them in bank 0 (R4, R8)."""
+    sass = """
+        /*0000*/                   FFMA R1, R5, R62.reuse, R3 ;           /* 0x0000003e05017223 */
+                                                                          /* 0x080fe20000000003 */
+        /*0010*/                   FFMA R2, R6, R62, R2 ;                 /* 0x0000003e06027223 */
+                                                                          /* 0x000fe20000000002 */
+        /*0020*/                   IADD3 R9, R9, 0x1, RZ ;                /* 0x0000000109097810 */
+                                                                          /* 0x000fe20007ffe0ff */
+        /*0030*/                   FFMA R3, R4, R62, R8 ;                 /* 0x0000003e04037223 */
+                                                                          /* 0x000fe20000000008 */
+    """
+    r = disasm.ffma_operand_reads(disasm.parse_sass(sass))
+    assert r == {"ffma_three_reads": 2, "ffma_bank_collisions": 1}

@@ -92,9 +92,24 @@
 // (h100_fp32_suite_s10.json) moved at every large shape: 2048^3 0.91x -> 0.98x, 4096^3 0.92x ->
 // 0.97x, 8192^3 0.91x -> 0.98x. Nsight Compute at 4096^3 (h100_profile_async_simt_spread_vs_cublas_
 // fp32_4096.json): IPC 3.43 against cuBLAS's 3.60; "wait" 0.05 and short scoreboard 0.05 cycles per
-// instruction (0.14 and 0.17 before), but "dispatch stall" 0.24 against cuBLAS's 0.10: ptxas's
-// register allocation (operand bank conflicts among the three FFMA sources), which CUDA C does not
-// control, is what is left between this loop and cuBLAS's hand-scheduled one.
+// instruction (0.14 and 0.17 before), but "dispatch stall" 0.24 against cuBLAS's 0.10.
+// SNAKE=1 (the default): where the dispatch stalls sit. Nsight Compute's per-instruction sampling
+// (gemmlab profile --source; benchmarks/profiles/h100_profile_source_async_simt_vs_cublas_fp32_4096.json)
+// put 75% of them on the FFMAs, spread over the whole loop. Joined with the SASS's reuse flags (the
+// H100 machine's NVRTC 13.0): an FFMA that reads all three sources from the register file (none
+// from the operand reuse cache) carried 44.6 dispatch-stall samples against 21.8 for one that reads
+// two, and 67.0 when two of the three sit in one bank (register number mod 4) against 22.8 when
+// none do; 199 of the 1024 FFMAs of a k tile read three, 98 of those with a collision. First tried:
+// cuBLAS's own FFMA order (2x2 blocks of a and b, from its SASS): 249 three-read FFMAs, 0.968x ->
+// 0.911x at 4096^3 (short scoreboard 0.05 -> 0.28; h100_tune_async_simt_order_{4096,8192}.json,
+// h100_profile_async_simt_order1_vs_cublas_fp32_4096.json), dropped. SNAKE=1 runs the odd rows of
+// the outer product backward: a row starts on the b[j] the last one ended on, read from the reuse
+// cache. inspect (schedule: ffma_three_reads, ffma_bank_collisions): 199 -> 136 three-read FFMAs,
+// 98 -> 75 collisions (64x256 8x16: 216 -> 223, worse). PREDICTION: 64x256 slower, 128x256 and
+// 256x128 faster, by 0.5-3%. MEASURED (h100_tune_async_simt_snake_{4096,8192}.json, cuBLAS in each
+// run): 128x256 0.971x -> 0.995x at 4096^3, 0.974x -> 1.002x at 8192^3; 256x128 +3.4%; 64x256
+// -1.3%. Nsight Compute at 4096^3 (h100_profile_async_simt_snake_vs_cublas_fp32_4096.json): dispatch
+// stall 0.24 -> 0.17, IPC 3.43 -> 3.52 (cuBLAS 3.60); short scoreboard 0.05 -> 0.17 (cuBLAS 0.20).
 #include "common.cuh"
 
 #if GL_DTYPE != 0
