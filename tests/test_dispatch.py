@@ -312,3 +312,14 @@ def test_the_rule_tiles_the_transposed_problem_rung_22_computes_for_row_major_a_
     assert c.config["BN"] == 128                     # a 256-wide tile would pad the 128 columns twice
     k = dispatch.decide(problem(128, 14336, 4096, b_col=True), "auto", None, H100, precision="tf32")
     assert "transposed" not in k.reason              # K-major B: no transposition
+
+
+def test_a_stand_in_entry_at_the_shape_wins_over_a_farther_entry_of_the_problems_own_dtype(tuned):
+    """fp16 at 1024x6144x4096: bf16's entry for that shape, not fp16's own at 1024x4096x4096 (which
+    ran it at 0.85x cuBLAS on the H100 where the bf16 entry's tile runs at 1.01x)."""
+    tuned(entry((1024, 6144, 4096), "wgmma_tma", "bf16", BM=128, BN=128, BK=64, WM=64, STAGES=4),
+          entry((1024, 4096, 4096), "wgmma_tma", "fp16", BM=64, BN=128, BK=64, WM=64, STAGES=4))
+    c = dispatch.decide(problem(1024, 6144, 4096, "fp16"), "auto", None, H100)
+    assert (c.config["BM"], c.config["BN"]) == (128, 128) and "a bf16 entry standing in for fp16" in c.reason
+    c = dispatch.decide(problem(1024, 4096, 4096, "fp16"), "auto", None, H100)
+    assert (c.config["BM"], c.config["BN"]) == (64, 128) and "standing in" not in c.reason
