@@ -95,3 +95,19 @@ def test_report_on_two_rungs(ncu, tmp_path):
     assert open(html_path).read().count("<img ") == 4
     with open(os.path.join(tmp_path, "results.json"), "w") as fh:
         json.dump(res, fh, default=str)
+
+
+def test_profile_source_puts_most_of_the_samples_of_a_simt_rung_at_its_ffmas(ncu):
+    """Per-instruction sampling on the GPU: every kernel of the launch has rows, the reasons' shares
+    add up, and rung 18's warps spend most of their samples at FFMAs (the hot loop is 92% FFMA)."""
+    from gemmlab.analysis.ncu import reason_by_opcode
+
+    try:
+        res = P.profile_source("async_simt", SHAPE, "fp32", ncu=ncu, top=5)
+    except P.NcuPermissionError as exc:
+        pytest.skip(f"the GPU counters are restricted on this machine: {exc}")
+    (s,) = res["kernels"].values()
+    assert s["samples"] > 0 and sum(s["reasons"].values()) == pytest.approx(1.0, abs=2e-3)
+    assert max(s["by_opcode"], key=lambda op: s["by_opcode"][op]["samples"]) == "FFMA"
+    assert list(reason_by_opcode(s, "selected"))[0] == "FFMA"
+    assert len(s["hottest"]) == 5
