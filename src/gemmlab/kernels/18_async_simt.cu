@@ -397,7 +397,7 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
     // thread's), and read step 0 of tile t+1 while the last step of tile t computes.
     // SPREAD=1 needs the registers of at most 8 copies per thread per stage beside the fragments
     // (12, in a 64x128 tile with both operands copied 4 bytes at a time, spilled)
-    constexpr bool SPREAD_LOOP = SPREAD && CopyA::PER + CopyB::PER <= 8;
+    constexpr bool SPREAD_LOOP = SPREAD && CopyA::PER + CopyB::PER <= 12;
     if constexpr (!SPREAD_LOOP) {
         for (int t = 0; t < tiles; ++t) {
             issue(t + STAGES - 1);
