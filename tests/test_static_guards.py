@@ -210,8 +210,8 @@ def test_async_simt_spread_loop_loses_under_8_percent_of_its_ffma_issue_to_fixed
     with SNAKE=1 and 44 with NVRTC 13.0); the loop that issued its LDS.128 and copies in clusters
     (SPREAD=0) lost 141 (111), and Nsight Compute's "wait"
     stall went from 0.14 to 0.05 cycles per instruction with the change (benchmarks/NOTES.md).
-    B row-major: a column-major B is copied 4 bytes at a time, 12 copies per thread, which take the
-    clustered loop (the SPREAD loop spilled with them)."""
+    B row-major: a column-major B is copied 4 bytes at a time, 12 copies per thread, which the SPREAD
+    loop takes with more stalls (56 with NVRTC 13.0, 96 with 13.5)."""
     b_col = False
     from gemmlab.analysis.inspect import inspect_rung
 

@@ -83,9 +83,12 @@
 // * the edge and checked copies stay behind one branch at the tile's top, on a predicate computed
 //   a tile ahead, so the compare's latency is off the loop's top.
 // Static count (64x256, 8x16): 1123 instructions and 39 stall cycles per trip against 1120 and 141;
-// 128x256, 16x8: 1118 and 73 against 1116 and 141. Kept to at most 8 copies per thread per stage
-// (a 64x128 tile with both operands copied 4 bytes at a time, 12 copies, spilled 40-48 bytes);
-// more take the loop above unchanged.
+// 128x256, 16x8: 1118 and 73 against 1116 and 141. Up to 12 copies per thread per stage; more take
+// the loop above unchanged. (At 8 first: a 64x128 tile spilled 40-48 bytes with 12 under the code
+// of d4e2098. Today's code compiles without spills with 12 in every preset, shipped entry and split
+// tile, and 176 tiles of 64x64 to 256x128, every layout, NVRTC 13.0 and 13.5. The 12 bring a
+// column-major B, copied 4 bytes at a time, into this loop: 4096^3 with B column-major 0.878x ->
+// 0.913x cuBLAS, h100_tune_async_simt_rc_4096.json.)
 // PREDICTION (before the first run): +3-5% at 4096^3, ~0.95x cuBLAS. MEASURED (H100, cuBLAS in each
 // run; h100_tune_async_simt_spread_{4096,8192}{,_b}.json): 128x256 16x8, 4 stages 0.894x -> 0.963x at
 // 4096^3 and 0.898x -> 0.975x at 8192^3 (+7.7%, +8.6%); 64x256 8x16 +2.4% and +3.3%. The FP32 suite
@@ -395,8 +398,8 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
     // reading it before the barrier at the end of tile t-1), then BK steps of outer products.
     // Before the last step: wait until tile t+1 has landed (this thread's copies), barrier (every
     // thread's), and read step 0 of tile t+1 while the last step of tile t computes.
-    // SPREAD=1 needs the registers of at most 8 copies per thread per stage beside the fragments
-    // (12, in a 64x128 tile with both operands copied 4 bytes at a time, spilled)
+    // SPREAD=1 needs the registers of its copies beside the fragments: up to 12 per thread per stage
+    // (the header)
     constexpr bool SPREAD_LOOP = SPREAD && CopyA::PER + CopyB::PER <= 12;
     if constexpr (!SPREAD_LOOP) {
         for (int t = 0; t < tiles; ++t) {
