@@ -219,6 +219,18 @@ def profile_cublas(shape: tuple[int, int, int], dtype: str = "fp32", *, lib: str
                         precision=precision)
 
 
+def _prepare(rung: str, dtype: str, precision: str | None, config, ncu: str | None):
+    """(rung, its precision for ``dtype``, the resolved config or None, the ncu executable) for a
+    profile of ``rung``; the input checked, the GPU before ncu (without one, where ncu is does not
+    matter)."""
+    r = get(rung)
+    r.require(dtype, precision=precision)
+    precision = r.precision_for(dtype, precision)    # the rung's own for the dtype when None (rung 22: tf32)
+    config = r.config(config, precision) if config is not None else None  # resolved here: the child gets JSON
+    driver.require_gpu()
+    return r, precision, config, find_ncu(ncu)
+
+
 def profile_rung(rung: str, shape: tuple[int, int, int], dtype: str = "fp32", vs_cublas: bool = False, *,
                  config=None, lib: str | None = None, ncu: str | None = None, timeout: float = 900,
                  keep_csv: str | None = None, precision: str | None = None) -> dict:
@@ -229,12 +241,7 @@ def profile_rung(rung: str, shape: tuple[int, int, int], dtype: str = "fp32", vs
     Raises ToolNotFoundError (no ncu), NcuPermissionError (ERR_NVGPUCTRPERM), NcuError,
     NoGPUError (no GPU, checked before ncu starts), ValueError (unknown rung / unsupported dtype).
     """
-    r = get(rung)
-    r.require(dtype, precision=precision)
-    precision = r.precision_for(dtype, precision)    # the rung's own for the dtype when None (rung 22: tf32)
-    config = r.config(config, precision) if config is not None else None  # resolved here: the child gets JSON
-    driver.require_gpu()      # the GPU first: without one, where ncu is does not matter
-    exe = find_ncu(ncu)
+    r, precision, config, exe = _prepare(rung, dtype, precision, config, ncu)
     out = _profile_one("rung", r.slug, tuple(shape), dtype, config=config, lib=lib, ncu=exe, timeout=timeout,
                        keep_csv=keep_csv, precision=precision)
     out["ncu"] = ncu_version(exe)
@@ -252,12 +259,7 @@ def profile_source(rung: str, shape: tuple[int, int, int], dtype: str = "fp32", 
     source.summarize_source(...)}, "cublas": {"kernels": {...}}}. Errors as for profile_rung."""
     from .source import record_source, summarize_source
 
-    r = get(rung)
-    r.require(dtype, precision=precision)
-    precision = r.precision_for(dtype, precision)
-    config = r.config(config, precision) if config is not None else None
-    driver.require_gpu()
-    exe = find_ncu(ncu)
+    r, precision, config, exe = _prepare(rung, dtype, precision, config, ncu)
     shape = tuple(shape)
 
     def one(cublas: bool) -> dict:

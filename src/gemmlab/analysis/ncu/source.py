@@ -23,7 +23,6 @@ import subprocess
 import tempfile
 from typing import Mapping, Sequence
 
-from .metrics import STALL_LABEL
 from .parse import NcuError
 
 # ncu's source-page column suffix -> our stall reason (metrics.STALL_REASONS)
@@ -156,7 +155,3 @@ def record_source(ncu: str, target: Sequence[str], *, timeout: float = 900,
         if exp.returncode != 0:
             raise NcuError(f"ncu could not export the source page ({exp.returncode}): {exp.stderr.strip()[-2000:]}")
         return parse_source_csv(exp.stdout)
-
-
-def label(reason: str) -> str:
-    return STALL_LABEL.get(reason, reason)
