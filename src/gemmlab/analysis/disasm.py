@@ -581,6 +581,25 @@ _SLOT_READERS = frozenset({"IADD3", "IMAD", "LOP3", "ISETP", "SEL", "LEA", "SHF"
                            "FSETP", "VIMNMX", "IMNMX", "PRMT", "IABS"})
 
 
+def ffma_register_reads(path: Iterable[Instruction]):
+    """Each FFMA of ``path`` (with control codes) as (instruction, the source registers it reads
+    from the register file, whether two of those share a bank, mod 4); the model of
+    ``ffma_operand_reads``."""
+    cache: dict[int, int] = {}
+    for i in path:
+        if i.base != "FFMA":
+            if i.base in _SLOT_READERS:
+                cache = {}
+            continue
+        regs = []
+        for o in [o.strip() for o in i.operands.split(",")][1:4]:
+            m = _SRC_REG.match(o)
+            regs.append(int(m.group(1)) if m and int(m.group(1)) != 255 else None)
+        reads = [r for s, r in enumerate(regs) if r is not None and cache.get(s) != r]
+        cache = {s: r for s, r in enumerate(regs) if r is not None and i.reuse >> s & 1}
+        yield i, reads, len({r % 4 for r in reads}) < len(reads)
+
+
 def ffma_operand_reads(path: Iterable[Instruction]) -> dict:
     """The register-file reads of the FFMAs on ``path``: ``ffma_three_reads`` FFMAs read all three
     sources from the register file (none from the operand reuse cache), and
@@ -590,24 +609,8 @@ def ffma_operand_reads(path: Iterable[Instruction]) -> dict:
     stalls on FFMAs with three reads as on those with two, and three times on the three-read ones
     with a collision mod 4. A source comes from the reuse cache when the previous FFMA flagged the
     same register in the same slot with no other ALU instruction reading registers between them."""
-    cache: dict[int, int] = {}
-    three = collide = 0
-    for i in path:
-        if i.control is None:
-            return {}
-        if i.base != "FFMA":
-            if i.base in _SLOT_READERS:
-                cache = {}
-            continue
-        ops = [o.strip() for o in i.operands.split(",")][1:4]
-        regs = []
-        for o in ops:
-            m = _SRC_REG.match(o)
-            regs.append(int(m.group(1)) if m and int(m.group(1)) != 255 else None)
-        reads = [r for s, r in enumerate(regs) if r is not None and cache.get(s) != r]
-        cache = {s: r for s, r in enumerate(regs) if r is not None and i.reuse >> s & 1}
-        if len(reads) == 3:
-            three += 1
-            banks = [r % 4 for r in reads]
-            collide += len(set(banks)) < 3
-    return {"ffma_three_reads": three, "ffma_bank_collisions": collide}
+    path = list(path)
+    if any(i.control is None for i in path):
+        return {}
+    three = [collide for _, reads, collide in ffma_register_reads(path) if len(reads) == 3]
+    return {"ffma_three_reads": len(three), "ffma_bank_collisions": sum(three)}

@@ -99,7 +99,7 @@
 // SNAKE=1 (the default): where the dispatch stalls sit. Nsight Compute's per-instruction sampling
 // (gemmlab profile --source; benchmarks/profiles/h100_profile_source_async_simt_vs_cublas_fp32_4096.json)
 // put 75% of them on the FFMAs, spread over the whole loop. Joined with the SASS's reuse flags (the
-// H100 machine's NVRTC 13.0): an FFMA that reads all three sources from the register file (none
+// H100 machine's NVRTC 13.0; tools/ffma_dispatch_join.py -> h100_ffma_dispatch_async_simt_fp32_4096.json): an FFMA that reads all three sources from the register file (none
 // from the operand reuse cache) carried 44.6 dispatch-stall samples against 21.8 for one that reads
 // two, and 67.0 when two of the three sit in one bank (register number mod 4) against 22.8 when
 // none do; 199 of the 1024 FFMAs of a k tile read three, 98 of those with a collision. First tried:
