@@ -26,7 +26,16 @@ VALUES_OF = {"thin": {"BM": (4, 8, 16, 32), "BN": (4, 8, 16, 32), "BK": (64, 128
 PER_RUNG = 4
 
 
+_ACCEPTED: dict[str, list[dict]] = {}   # by rung: the enumeration takes seconds (rung 18: 1.5 million combinations)
+
+
 def accepted(rung) -> list[dict]:
+    if rung.slug not in _ACCEPTED:
+        _ACCEPTED[rung.slug] = _enumerate(rung)
+    return _ACCEPTED[rung.slug]
+
+
+def _enumerate(rung) -> list[dict]:
     names = list(rung.params)
     values = {**VALUES, **VALUES_OF.get(rung.slug, {})}
     out = []
