@@ -236,9 +236,16 @@ def test_stream_k_is_refused_where_the_split_steps_would_not_fit_32_bits():
     assert not registry.streamk_tail(4096, 4096, 2 ** 31 - 1, cfg, 132)
 
 
-def test_the_stream_k_workspace_is_a_tile_of_fp32_per_block_then_a_flag_per_consumer_warp():
-    flags, total = registry.streamk_workspace({"BM": 128, "BN": 256, "WM": 64}, 132)
+def test_the_stream_k_workspace_is_a_tile_of_fp32_per_block_then_a_flag_per_publishing_warp():
+    cfg = {"BM": 128, "BN": 256, "WM": 64}
+    flags, total = registry.streamk_workspace(cfg, 132, registry.get("wgmma_ws").streamk_warps(cfg))
     assert flags == 132 * 128 * 256 * 4 and total == flags + 132 * 8 * 4
+
+
+def test_rung_18_publishes_a_stream_k_piece_from_every_warp_of_its_block():
+    cfg = registry.get("async_simt").config("STREAMK=1")
+    assert registry.get("async_simt").streamk_warps(cfg) == 8      # 128x256 of 64x64 warp tiles
+    assert registry.get("wgmma_ws").streamk_warps(registry.get("wgmma_ws").config(None)) == 8   # 2 consumer warpgroups
 
 
 def test_stream_k_is_a_switch_of_both_persistent_rungs_that_reaches_the_kernel_only_when_on():
@@ -259,6 +266,41 @@ def test_a_stream_k_variant_becomes_the_plain_one_where_no_wave_is_partial():
     v = Variant.make("wgmma_ws", "fp16", config="STREAMK=1,CLUSTER=1")
     assert v.for_geometry(Launch((132, 1, 1), (384, 1, 1)), 4096, 4096, 4096).cfg["STREAMK"] == 1
     assert v.for_geometry(Launch((64, 1, 1), (384, 1, 1)), 1024, 1024, 4096).cfg["STREAMK"] == 0
+
+
+def test_rung_18_launches_its_stream_k_tail_as_the_last_row_of_a_grid_of_whole_waves():
+    """4096^3 in 128x256 tiles on 132 SMs: 512 tiles, 3 whole waves (rows 0-2 of the grid, one tile
+    per block) and the 116 left split by k tiles over the 132 blocks of row 3; 8192^3: 2048 tiles,
+    15 waves and 68 left (over half a wave: no extra wave joins the tail)."""
+    r = registry.get("async_simt")
+    cfg = r.config("STREAMK=1")
+    g = r.launch(4096, 4096, cfg, 4096, sm_count=132)
+    assert g.grid == (132, 4, 1) and g.block == (256, 1, 1) and g.streamk
+    assert r.launch(8192, 8192, cfg, 8192, sm_count=132).grid == (132, 16, 1)
+    # 288 tiles: 24 past 2 waves, under half a wave, so the tail takes one whole wave more
+    assert r.launch(4095, 2303, cfg, 100, sm_count=132).grid == (132, 2, 1)
+
+
+def test_rung_18_launches_the_plain_grid_where_no_wave_is_partial_or_the_sm_count_is_unknown():
+    from gemmlab.core.variant import Variant
+
+    r = registry.get("async_simt")
+    cfg = r.config("STREAMK=1")
+    whole = r.launch(4096, 4096, cfg, 4096, sm_count=128)          # 512 tiles: 4 whole waves of 128
+    assert whole.grid == (16, 32, 1) and not whole.streamk
+    assert r.launch(4096, 4096, cfg, 4096).grid == (16, 32, 1)      # inspect, without a device
+    v = Variant.make("async_simt", "fp32", config="STREAMK=1")
+    assert v.for_geometry(whole, 4096, 4096, 4096).cfg["STREAMK"] == 0
+    assert v.for_geometry(r.launch(4096, 4096, cfg, 4096, sm_count=132), 4096, 4096, 4096).cfg["STREAMK"] == 1
+
+
+def test_rung_18_takes_stream_k_only_with_one_block_per_sm_and_without_split_k():
+    r = registry.get("async_simt")
+    assert not r.check_config(r.config("STREAMK=1"))
+    assert not r.check_config(r.config("256x128,STREAMK=1"))
+    assert any("SPLITK=2" in p for p in r.check_config(dict(r.config("STREAMK=1"), SPLITK=2)))
+    assert any("one block per SM" in p for p in r.check_config(dict(r.config("small"), STREAMK=1)))
+    assert "STREAMK" not in r.defines(r.config()) and r.defines(r.config("STREAMK=1"))["STREAMK"] == 1
 
 
 def test_stream_k_is_for_the_tma_path_only():

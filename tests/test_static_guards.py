@@ -152,6 +152,16 @@ def test_ptxas_spill_report_is_read_from_the_compile_log():
     assert disasm.ptxas_report("no report here") is None
 
 
+def test_ptxas_spill_report_of_a_module_of_two_entry_points_counts_the_spills_of_both():
+    """Rung 18's STREAMK=1 module holds its whole-tile kernel and its stream-K tail: a spill in
+    either is a spill of the variant."""
+    log = ("ptxas info    : Function properties for gemm_sk_tail\n"
+           "ptxas         .     8 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads\n"
+           "ptxas info    : Function properties for gemm\n"
+           "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n")
+    assert disasm.ptxas_report(log) == {"stack_frame": 8, "spill_stores": 8, "spill_loads": 8}
+
+
 def test_wgmma_tf32_3xtf32_issues_three_wgmmas_per_k8_step_and_loads_both_planes():
     """Rung 22 in 3xtf32 at the same tile as its tf32 variant: three times the HGMMA per k tile
     (a_lo*b_hi, a_hi*b_lo, a_hi*b_hi), twice the TMA boxes (big and small planes of A and B), and

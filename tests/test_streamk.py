@@ -76,13 +76,41 @@ def test_a_thread_copied_operand_runs_without_stream_k_and_matches_cublas():
     assert not failures, "\n".join(failures)
 
 
-def _plan(torch, M, N, K, config, **kw):
+# rung 18 (async_simt, FP32 on the CUDA cores; not persistent: a kernel of whole tiles, one per block,
+# then the tail kernel), 128x256 tiles, BK = 8: 2888 x 2104 as above, 75 tiles past 1 wave; K = 264
+# is 33 k tiles and a block's share of the tail 18.75 of them (a tile in up to three pieces); K =
+# 2001 ends on a ragged k tile. 4095 x 2303: 288 tiles, 24 past 2 waves, so one whole wave more
+# joins the tail (156 tiles); K = 100 is 13 k tiles, the last one ragged.
+SIMT_SHAPES = [(2888, 2104, 264), (2888, 2104, 2001), (4095, 2303, 100)]
+
+
+def test_async_simt_with_a_stream_k_tail_matches_cublas_in_every_layout():
+    failures = _failures("async_simt", "fp32", "STREAMK=1", shapes=SIMT_SHAPES)
+    assert not failures, "\n".join(failures)
+
+
+def test_async_simt_runs_its_stream_k_tail_where_a_wave_is_partial_and_sums_the_same_bits_every_time():
+    torch = _torch()
+    p, (a, b, c) = _plan(torch, 2888, 2104, 2001, "STREAMK=1", kernel="async_simt", dtype=torch.float32)
+    tail = registry.streamk_tail(2888, 2104, 2001, p.variant.cfg | {"STREAMK": 1}, p.geometry.grid[0])
+    assert p.variant.cfg["STREAMK"] == int(tail) and ("stream-K last wave" in repr(p)) == tail
+    outs = []
+    for _ in range(3):
+        c.fill_(float("nan"))
+        p.run()
+        torch.cuda.synchronize()
+        outs.append(c.clone())
+    assert all(torch.equal(outs[0], o) for o in outs[1:])
+
+
+def _plan(torch, M, N, K, config, kernel="wgmma_ws", dtype=None, **kw):
     import gemmlab
 
-    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
-    b = torch.randn(K, N, device="cuda", dtype=torch.float16)
-    c = torch.empty(M, N, device="cuda", dtype=torch.float16)
-    return gemmlab.plan(a, b, c, kernel="wgmma_ws", config=config, **kw), (a, b, c)
+    dtype = dtype or torch.float16
+    a = torch.randn(M, K, device="cuda", dtype=dtype)
+    b = torch.randn(K, N, device="cuda", dtype=dtype)
+    c = torch.empty(M, N, device="cuda", dtype=dtype)
+    return gemmlab.plan(a, b, c, kernel=kernel, config=config, **kw), (a, b, c)
 
 
 def test_the_stream_k_sum_is_the_same_bit_for_bit_at_every_launch():
@@ -107,7 +135,8 @@ def test_the_plan_splits_only_a_partial_last_wave():
     assert p.variant.cfg["STREAMK"] == int(tail)
     assert ("stream-K last wave" in repr(p)) == tail
     if tail:
-        assert p.workspace_bytes >= registry.streamk_workspace(p.variant.cfg, p.geometry.grid[0])[1]
+        assert p.workspace_bytes >= registry.streamk_workspace(p.variant.cfg, p.geometry.grid[0],
+                                                                p.rung.streamk_warps(p.variant.cfg))[1]
     q, _ = _plan(torch, 512, 512, 264, "STREAMK=1,CLUSTER=1")
     assert q.variant.cfg["STREAMK"] == 0 and "stream-K" not in repr(q)
 

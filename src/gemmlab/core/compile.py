@@ -79,11 +79,14 @@ _PTXAS_SMEM = re.compile(r"Used \d+ registers.*?(\d+) bytes smem")
 
 def ptxas_report(log: str) -> dict | None:
     """Stack frame, spill bytes and static shared memory of the kernel from ptxas's ``-v`` report
-    in a compile log (the compile layer always asks for it), or None when the log has none."""
-    m = _PTXAS_FRAME.search(log or "")
-    if not m:
+    in a compile log (the compile layer always asks for it), or None when the log has none. A
+    module of several entry points (rung 18's stream-K tail beside its kernel): the largest stack
+    frame and the spills of all of them."""
+    frames = [tuple(int(g) for g in m.groups()) for m in _PTXAS_FRAME.finditer(log or "")]
+    if not frames:
         return None
-    out = {"stack_frame": int(m.group(1)), "spill_stores": int(m.group(2)), "spill_loads": int(m.group(3))}
+    out = {"stack_frame": max(f[0] for f in frames), "spill_stores": sum(f[1] for f in frames),
+           "spill_loads": sum(f[2] for f in frames)}
     s = _PTXAS_SMEM.search(log)
     if s:
         out["smem"] = int(s.group(1))

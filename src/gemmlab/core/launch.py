@@ -29,21 +29,25 @@ from . import workspace
 
 
 log = logging.getLogger("gemmlab")
-_modules: dict[tuple[int, str], tuple[object, object]] = {}
+_modules: dict[tuple[int, str, str], tuple[object, object]] = {}   # (ordinal, cache key, entry point)
 _modules_lock = threading.Lock()
 
 
-def load_compiled(ck: CompiledKernel, ordinal: int, what: str | None = None):
-    """The CUfunction of a compiled kernel on a device, loaded into its primary context once."""
-    key = (ordinal, ck.key)
+def load_compiled(ck: CompiledKernel, ordinal: int, what: str | None = None, name: str | None = None):
+    """The CUfunction of a compiled kernel on a device, loaded into its primary context once;
+    ``name``: another entry point of the same module (rung 18's stream-K tail) instead of ck.name."""
+    name = name or ck.name
+    key = (ordinal, ck.key, name)
     with _modules_lock:
         hit = _modules.get(key)
     if hit is not None:
         return hit[1]
     cu = cuda()
     with context(ordinal):
-        mod = check(cu.cuModuleLoadData(ck.cubin), f"cuModuleLoadData({what or ck.source})")
-        fn = check(cu.cuModuleGetFunction(mod, ck.name.encode()), f"cuModuleGetFunction({ck.name})")
+        with _modules_lock:
+            loaded = next((m for (o, k, _), (m, _f) in _modules.items() if o == ordinal and k == ck.key), None)
+        mod = loaded or check(cu.cuModuleLoadData(ck.cubin), f"cuModuleLoadData({what or ck.source})")
+        fn = check(cu.cuModuleGetFunction(mod, name.encode()), f"cuModuleGetFunction({name})")
     with _modules_lock:
         _modules[key] = (mod, fn)
     return fn
@@ -306,11 +310,15 @@ class Plan:
             return stream_capturing(self._stream_of(self.ordinal) if stream is None else stream, self.ordinal)
 
         self.function, self.compiled = load_function(self.variant, self.ordinal, capturing)
+        # a non-persistent rung's stream-K launch: the whole tiles, then the tail kernel (Launch.streamk)
+        tail = (load_compiled(self.compiled, self.ordinal, self.variant.describe(), rung.tail_kernel)
+                if self._streamk and self.geometry.streamk else None)
         cu = cuda()
         if self.geometry.smem > info.limits.default_smem_per_block:
             # more than 48 KB of dynamic shared memory needs the function's opt-in
-            check(cu.cuFuncSetAttribute(self.function, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                        self.geometry.smem), "cuFuncSetAttribute")
+            for fn in (self.function, tail) if tail else (self.function,):
+                check(cu.cuFuncSetAttribute(fn, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                            self.geometry.smem), "cuFuncSetAttribute")
         self._params = _Params(kp, bool(tex_args), (3 if rung.store_map else 2) if rung.tensor_maps else 0,
                                self._streamk)
         if tex_args:
@@ -321,6 +329,14 @@ class Plan:
         if self._maps is not None and not self.packs:   # a packed operand's map is of its copy: at launch
             self._remap(kp.a_ptr, kp.b_ptr, kp.c_ptr)
         self._launch_head = (self.function, *self.geometry.grid, *self.geometry.block, self.geometry.smem)
+        self._tail_head = None
+        if tail:
+            g = self.geometry.grid
+            self._tail_head = (tail, g[0], 1, 1, *self.geometry.block, self.geometry.smem)
+            if g[1] > 1:      # dp / G rows of whole tiles first
+                self._launch_head = (self.function, g[0], g[1] - 1, 1, *self.geometry.block, self.geometry.smem)
+            else:             # no whole wave: the tail alone
+                self._launch_head, self._tail_head = self._tail_head, None
         self._cu = cu
         self._ex = self._cluster_config() if self._cluster_split else None
         if split or self.packs or self._streamk:
@@ -371,7 +387,8 @@ class Plan:
         self._sk_flags = None
         extra = self.splits * kp.M * kp.N * 4 if split else 0
         if self._streamk:
-            self._sk_flags, extra = streamk_workspace(self.variant.cfg, self.geometry.grid[0])
+            self._sk_flags, extra = streamk_workspace(self.variant.cfg, self.geometry.grid[0],
+                                                                 self.rung.streamk_warps(self.variant.cfg))
             self._sk_count = (extra - self._sk_flags) // 4     # the flags: 4-byte ints
         self._split_offset, self.workspace_bytes = packing.layout(self.packs, extra)
         if split:
@@ -512,6 +529,8 @@ class Plan:
                                            or (self._map_c and c_ptr != self._mapped[2])):
                 self._remap(a_ptr, b_ptr, c_ptr)   # the maps of these operands (a packed one's: of its copy)
             self._launch(stream)
+            if self._tail_head is not None:   # rung 18's stream-K tail, after its whole tiles
+                self._launch(stream, self._tail_head, self._params.address)
             if split:
                 _fill(self._reduce, region + self._split_offset, c_ptr, alpha, beta)
                 self._launch(stream, self._reduce_head, self._reduce.address)

@@ -36,6 +36,9 @@ class Launch:
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     smem: int = 0  # dynamic shared memory, bytes
+    streamk: bool = False  # a non-persistent rung's stream-K launch (rung 18, STREAMK=1): grid (G, dp/G + 1)
+                           # for G blocks a wave, run as two kernels: the dp whole tiles on (G, dp/G),
+                           # then the rung's tail_kernel on (G, 1)
 
 
 def _threads_given(cfg: Mapping[str, int]) -> int:
@@ -65,6 +68,8 @@ class Rung:
     smem: Callable[[Mapping[str, int]], int] = _no_dynamic_smem  # dynamic shared memory, bytes
     landmark: bool = False             # a landmark of the ladder: the report's size sweep plots it
     kernel: str = "gemm"               # extern "C" entry point
+    tail_kernel: str = ""              # a non-persistent rung's stream-K tail, a second entry point that
+                                       # its STREAMK=1 variant launches after ``kernel`` (Launch.streamk)
     min_arch: int = 75
     max_arch: int | None = None        # the newest architecture it runs on (None: any newer one)
     tensor_maps: bool = False          # A and B also passed as TMA tensor maps (core/tensormaps.py),
@@ -273,6 +278,11 @@ class Rung:
         if self.persistent:
             return Launch((self.persistent_grid(M, N, cfg, sm_count), 1, 1), (self.threads(cfg), 1, 1), smem)
         tiles_m = (M + cfg["BM"] - 1) // cfg["BM"]
+        if cfg.get("STREAMK") and K is not None and sm_count and streamk_tail(M, N, K, cfg, sm_count):
+            # the whole waves along grid.y, the stream-K tail as its last row (kernels/18_async_simt.cu)
+            dp = _units(M, N, cfg) - _streamk_split(_units(M, N, cfg), sm_count)
+            if dp // sm_count + 1 <= MAX_GRID_Y:
+                return Launch((sm_count, dp // sm_count + 1, 1), (self.threads(cfg), 1, 1), smem, streamk=True)
         split = cfg.get("SPLITK", 1)
         if split > 1:
             if tiles_m > MAX_GRID_Y:
@@ -285,6 +295,13 @@ class Rung:
         gy = (tiles_m + gz - 1) // gz      # balanced slices: fewer than gz surplus tiles in all
         grid = ((N + cfg["BN"] - 1) // cfg["BN"], gy, gz)
         return Launch(grid, (self.threads(cfg), 1, 1), smem)
+
+    def streamk_warps(self, cfg: Mapping[str, int]) -> int:
+        """The warps of a block that publish a stream-K piece, one flag each: a warp-specialized
+        persistent rung's consumer warps (ws.cuh: all but the producer warpgroup's 4), else every
+        warp of the block (rung 18)."""
+        warps = self.threads(cfg) // 32
+        return warps - 4 if self.persistent else warps
 
     def persistent_grid(self, M: int, N: int, cfg: Mapping[str, int], sm_count: int | None) -> int:
         """The blocks of a persistent launch: one cluster of CLUSTER blocks per CLUSTER SMs, up to
@@ -314,19 +331,22 @@ def streamk_tail(M: int, N: int, K: int, cfg: Mapping[str, int], blocks: int) ->
     units = _units(M, N, cfg)
     if not cfg.get("STREAMK") or units <= clusters or units % clusters == 0:
         return False
+    return _streamk_split(units, clusters) * _cdiv(K, cfg["BK"]) < 2 ** 31
+
+
+def _streamk_split(units: int, clusters: int) -> int:
+    """The units the stream-K tail splits by k tiles: the partial last wave, and one whole wave
+    more when the partial one is under half full (each cluster then gets at least half a unit)."""
     rem = units % clusters
-    split = rem if 2 * rem >= clusters else rem + clusters
-    return split * _cdiv(K, cfg["BK"]) < 2 ** 31
+    return rem if 2 * rem >= clusters else rem + clusters
 
 
-def streamk_workspace(cfg: Mapping[str, int], blocks: int) -> tuple[int, int]:
+def streamk_workspace(cfg: Mapping[str, int], blocks: int, warps: int) -> tuple[int, int]:
     """(byte offset of the flags, bytes in all) of the stream-K workspace of ``blocks`` blocks:
-    one BM x BN tile of FP32 per block (the piece it may publish, ws.cuh's sk_part), then one int
-    flag per block and consumer warp (sk_flag: the block's warps less the producer warpgroup's 4),
-    which the plan zeroes before each launch."""
+    one BM x BN tile of FP32 per block (the piece it may publish), then one int flag per block
+    and publishing warp (``Rung.streamk_warps``), which the plan zeroes before each launch."""
     flags = blocks * cfg["BM"] * cfg["BN"] * 4
-    consumer_warps = (_wgmma_threads(cfg) - 128) // 32
-    return flags, flags + blocks * consumer_warps * 4
+    return flags, flags + blocks * warps * 4
 
 
 # ---- split-K -------------------------------------------------------------------------------------
@@ -517,6 +537,31 @@ def _simt_registers(cfg) -> list[str]:
                                    f"block allow {cap}"]
 
 
+def _simt_min_blocks(cfg) -> int:
+    """The blocks per SM 18_async_simt.cu's launch bounds ask for (MIN_BLOCKS): as many as its
+    register estimate plus 24 of headroom allow, 1 to 4."""
+    threads = _warp_threads(cfg)
+    copies = -(-(cfg["BM"] + cfg["BN"]) * cfg["BK"] // threads)
+    need = cfg["TM"] * cfg["TN"] + 2 * (cfg["TM"] + cfg["TN"]) + 48 + copies
+    return max(1, min(4, 65536 // (threads * (need + 24))))
+
+
+def _simt_streamk(cfg) -> list[str]:
+    """STREAMK=1 (18_async_simt.cu's stream-K tail) counts a wave as one block per SM, and writes C
+    itself: a tile whose launch bounds allow one block per SM, without split-K."""
+    if not cfg.get("STREAMK"):
+        return []
+    out = _switch_reasons(cfg, STREAMK=_STREAMK)
+    if out:
+        return out
+    if cfg.get("SPLITK", 1) > 1:
+        out.append(f"STREAMK=1 splits the last wave by k tiles and SPLITK={cfg['SPLITK']} every tile: use one or the other")
+    if not out and _simt_min_blocks(cfg) > 1:
+        out.append(f"STREAMK=1 counts a wave as one block per SM; a {cfg['BM']}x{cfg['BN']} tile with {cfg['TM']}x{cfg['TN']} "
+                   f"thread tiles runs {_simt_min_blocks(cfg)} blocks per SM (use STREAMK=0)")
+    return out
+
+
 def _simt_constraints(cfg) -> list[str]:
     out = _divides(cfg, "WM", "BM") + _divides(cfg, "WN", "BN") + _divides(cfg, "TM", "WM") + _divides(cfg, "TN", "WN")
     out += _mult(cfg, "TM", 4) + _mult(cfg, "TN", 4) + _mult(cfg, "BK", 4)
@@ -536,6 +581,7 @@ def _simt_constraints(cfg) -> list[str]:
         out.append(f"{what} {_simt_smem(cfg)} B of shared memory; a block may have at most {MAX_SMEM_PER_BLOCK} B")
     if 32 <= _warp_threads(cfg) <= 1024:
         out += _simt_registers(cfg)
+        out += [] if out else _simt_streamk(cfg)
     return out
 
 
@@ -1013,7 +1059,8 @@ RUNGS: tuple[Rung, ...] = (
         "cp.async (LDGSTS) copies global to shared with no register staging through a STAGES-deep pipeline; 128x256 block tiles, 16x8 thread tiles, fragments double-buffered in registers.",
         ("CUTLASS SIMT sgemm (MmaMultistage)", "A100 cp.async 128x256x8 SGEMM", "RTX 4090 register-blocked SGEMM"),
         "18_async_simt.cu",
-        params={"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "TM": 16, "TN": 8, "STAGES": 4, "SPLITK": 1, "SKCLUSTER": 0, "SPREAD": 1, "SNAKE": 1},
+        params={"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "TM": 16, "TN": 8, "STAGES": 4, "SPLITK": 1, "SKCLUSTER": 0, "SPREAD": 1, "SNAKE": 1,
+                "STREAMK": 0},
         presets={
             "128x256": {"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "TM": 16, "TN": 8, "STAGES": 4},
             "256x128": {"BM": 256, "BN": 128, "BK": 8, "WM": 64, "WN": 64, "TM": 8, "TN": 16, "STAGES": 4},
@@ -1023,11 +1070,11 @@ RUNGS: tuple[Rung, ...] = (
             "tall": {"BM": 128, "BN": 32, "BK": 16, "WM": 32, "WN": 32, "TM": 8, "TN": 4, "STAGES": 3},   # N ~ 16
         },
         threads=_warp_threads, constraints=lambda c: _simt_constraints(c) + _splitk_constraints(c), smem=_simt_smem,
-        sass_claims=("LDGSTS", "LDS.128", "FFMA"), min_arch=80,
+        sass_claims=("LDGSTS", "LDS.128", "FFMA"), min_arch=80, tail_kernel="gemm_sk_tail",
         packs=True,
         space={"BM": _p2(6, 8), "BN": _p2(6, 8), "BK": (8, 16, 32), "WM": _p2(5, 7), "WN": _p2(5, 7),
                "TM": (4, 8, 16), "TN": (4, 8, 16), "STAGES": (2, 3, 4), "SPLITK": SPLITK_SPACE,
-               "SKCLUSTER": (0, 1), "SPREAD": (0, 1), "SNAKE": (0, 1)},
+               "SKCLUSTER": (0, 1), "SPREAD": (0, 1), "SNAKE": (0, 1), "STREAMK": (0, 1)},
     ),
     Rung(
         19, "wgmma_tma", "Hopper WGMMA fed by TMA",

@@ -96,12 +96,15 @@ class Variant:
         ``N`` x K) runs: the split-K one (its C is the FP32 workspace, rows of N floats, so 16-byte
         stores are legal when N % 4 == 0; the cluster split's is C), the tall one (row tiles along
         grid.z), STREAMK=0 where a STREAMK=1 configuration has no partial wave to split
-        (``registry.streamk_tail``: the plan then needs no workspace) or an operand the producer's
-        threads copy (stream-K is built for the TMA path: the copy path's consumers have 200
-        registers, too few beside the stream-K walk), or itself."""
-        if self.cfg.get("STREAMK") and not (self.vec_a and self.vec_b
-                                            and streamk_tail(M, N, K, self.cfg, geometry.grid[0])):
-            return self.with_config(STREAMK=0)
+        (``registry.streamk_tail``: the plan then needs no workspace; for rung 18, which is not
+        persistent, where ``Rung.launch`` gave the plain grid) or, on a persistent rung, an
+        operand the producer's threads copy (stream-K is built for the TMA path: the copy path's
+        consumers have 200 registers, too few beside the stream-K walk), or itself."""
+        if self.cfg.get("STREAMK"):
+            tail = (self.vec_a and self.vec_b and streamk_tail(M, N, K, self.cfg, geometry.grid[0])
+                    if self.rung.persistent else geometry.streamk)
+            if not tail:
+                return self.with_config(STREAMK=0)
         if self.cfg.get("SPLITK", 1) > 1:   # the cluster split (SKCLUSTER=1) writes C itself
             return replace(self, vec_c=N % 4 == 0) if workspace_split(self.cfg) else self
         if geometry.grid[2] > 1:

@@ -113,6 +113,16 @@
 // run): 128x256 0.971x -> 0.995x at 4096^3, 0.974x -> 1.002x at 8192^3; 256x128 +3.4%; 64x256
 // -1.3%. Nsight Compute at 4096^3 (h100_profile_async_simt_snake_vs_cublas_fp32_4096.json): dispatch
 // stall 0.24 -> 0.17, IPC 3.43 -> 3.52 (cuBLAS 3.60); short scoreboard 0.05 -> 0.17 (cuBLAS 0.20).
+// STREAMK=1 (off by default; the shipped entries of 4096^3, 8192^3 and 4096x14336x4096 set it): the
+// partial last wave of 128x256 tiles split by k tiles over all the SMs, in a second kernel after the
+// whole waves (the stream-K section below). PREDICTION: +2.7% at 4096^3 (4 tile times -> 3.88), +3%
+// at 8192^3 (16 -> 15.52). MEASURED (H100, cuBLAS in each run; h100_tune_async_simt_streamk_*.json):
+// 8192^3 +1.6% (21.25 -> 20.92 ms), 4096x14336x4096 +2.0%, 4096^3 +0.2% and +0.7% in two runs; slower
+// at 4096x4096x1024 (-1.2%) and 8192x1024x8192 (-2.0%), level at 16384x16384x512. The FP32 suite
+// (h100_fp32_suite_s12.json): 8192^3 1.025x cuBLAS (79.4% of peak), 4096^3 1.000x (77.5%). Short of
+// the prediction because the tail kernel starts when the slowest SM has finished its whole tiles
+// (the plain grid lets the faster SMs take the last wave's tiles) and its loop issues 2.7% more
+// cycles per k tile (1198 against 1167: 254 registers, the piece walk beside the main loop).
 #include "common.cuh"
 
 #if GL_DTYPE != 0
@@ -126,6 +136,12 @@
 #endif
 #ifndef SNAKE
 #define SNAKE 0
+#endif
+#ifndef STREAMK
+#define STREAMK 0
+#endif
+#if STREAMK && (GL_SPLITK || GL_SPLITK_CLUSTER || GL_TALL)
+#error "the stream-K tail (STREAMK) lays its tiles out in its own grid and writes C itself: not with split-K or the tall grid"
 #endif
 #ifndef GL_DYN_SMEM
 #error "rung 18 (async_simt) needs GL_DYN_SMEM, the dynamic shared memory the launch gives each block"
@@ -289,24 +305,113 @@ struct StageCopy {
     }
 };
 
-extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) GL_SK_CLUSTER_DIMS
-gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T* __restrict__ B, int ldb,
-     float beta, T* __restrict__ C, int ldc)
+// ---- stream-K tail (STREAMK=1) -----------------------------------------------------------------
+// One block per SM (the registry allows STREAMK=1 only for such tiles), and T tiles of C: T / 132
+// waves of whole tiles plus a partial one, which takes a whole tile time with the rest of the SMs
+// idle (4096^3 at 128x256: 512 tiles, 3.88 waves run in 4; 8192^3: 15.52 in 16). With G blocks per
+// wave (registry.Rung.launch: the SM count), the dp tiles of the whole waves run first, one per
+// block (`gemm`, grid (G, dp / G)); then `gemm_sk_tail`, G blocks, shares the k tiles of the T - dp
+// tiles left: all of the partial wave, and one whole wave more when the partial one is under half
+// full (as in ws.cuh: every block then gets at least half a tile's k tiles, so a tile has at most
+// three pieces). Block c takes the steps [begin(c), begin(c + 1)) of the tail's (tile, k tile)
+// steps, an even share, and walks them BACKWARDS: its first piece is the start of the tile its
+// range ends in, which it publishes (its FP32 sums, to its slot of the workspace, and one flag per
+// warp); its last piece holds the last k tile of the tile its range starts in, and it finishes
+// that tile: it adds the pieces the lower blocks published, in falling block order (a fixed order:
+// the same bits at every launch), and stores the tile with alpha and beta. A finisher waits only
+// for blocks with lower indices, which publish first thing: no block waits on one that has not
+// started (the G blocks fit the GPU at once, and are dispatched in index order). The workspace (the
+// kernels' last argument; its size is the registry's streamk_workspace): per block c, SK_V x
+// THREADS float4 (each store a warp's 512 contiguous bytes), then one int flag per block and warp,
+// zeroed by the host before each launch.
+#if STREAMK
+constexpr int SK_V = TM * TN / 4;                 // float4 of accumulators per thread
+struct SkTail {
+    int tiles_n, ktiles, dp, steps;               // steps: the tail's (tile, k tile) pairs
+    // dp by the host's rule (registry._streamk_split) for G = gridDim.x blocks
+    __device__ __forceinline__ SkTail(int M, int N, int K)
+        : tiles_n(GL_CEIL_DIV(N, BN)), ktiles(GL_CEIL_DIV(K, BK)) {
+        const int total = GL_CEIL_DIV(M, BM) * tiles_n, g = (int)gridDim.x, rem = total % g;
+        dp = total - (2 * rem >= g ? rem : rem + g);
+        steps = (total - dp) * ktiles;
+    }
+    // block c's first step, floor(steps c / G) in 32 bits (steps < 2^31: the registry's streamk_tail)
+    __device__ __forceinline__ int begin(int c) const {
+        const int g = (int)gridDim.x, q = steps / g, r = steps % g;
+        return q * c + r * c / g;
+    }
+};
+// What a piece does after its k tiles: publish >= 0: its sums go to that slot, it stores nothing;
+// else it adds slots add_hi, add_hi - 1, ..., add_lo (none when add_hi < add_lo) and stores the tile.
+struct SkPiece {
+    int publish, add_hi, add_lo;
+};
+__device__ __forceinline__ int* gl_sk_flag(float* ws, int slot, int warp) {
+    return reinterpret_cast<int*>(ws + (size_t)gridDim.x * BM * BN) + slot * (THREADS / 32) + warp;
+}
+// true when the tile is to be stored (its other pieces now added to acc); false when published
+__device__ __forceinline__ bool gl_sk_fixup(float (&acc)[TM][TN], const SkPiece& sk, float* __restrict__ ws) {
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    if (sk.publish >= 0) {
+        float4* p = reinterpret_cast<float4*>(ws) + (size_t)sk.publish * SK_V * THREADS + tid;
+#pragma unroll
+        for (int v = 0; v < SK_V; ++v) {
+            const int i = v / SUBN, j = 4 * (v % SUBN);
+            __stcg(p + v * THREADS, make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]));
+        }
+        // the lanes' stores ordered before lane 0's fence by __syncwarp, the flag after the fence
+        __syncwarp();
+        if (lane == 0) {
+            __threadfence();
+            asm volatile("st.relaxed.gpu.global.b32 [%0], %1;\n" :: "l"(gl_sk_flag(ws, sk.publish, warp)), "r"(1) : "memory");
+        }
+        return false;
+    }
+    for (int c = sk.add_hi; c >= sk.add_lo; --c) {
+        const int* flag = gl_sk_flag(ws, c, warp);
+        int ready;   // every lane acquires the flag itself; the vote ends the wait for the whole warp at once
+        do {
+            asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(ready) : "l"(flag) : "memory");
+        } while (!__all_sync(0xffffffffu, ready));
+        const float4* p = reinterpret_cast<const float4*>(ws) + (size_t)c * SK_V * THREADS + tid;
+        // 4 loads in flight at a time: 16 registers beside the accumulators, not 4 SK_V
+        constexpr int GROUP = 4;
+        static_assert(SK_V % GROUP == 0, "the accumulators are whole groups of GROUP float4");
+#pragma unroll
+        for (int v0 = 0; v0 < SK_V; v0 += GROUP) {
+            float4 x[GROUP];
+#pragma unroll
+            for (int g = 0; g < GROUP; ++g) x[g] = __ldcg(p + (v0 + g) * THREADS);
+#pragma unroll
+            for (int g = 0; g < GROUP; ++g) {
+                const int i = (v0 + g) / SUBN, j = 4 * ((v0 + g) % SUBN);
+                acc[i][j] += x[g].x; acc[i][j + 1] += x[g].y; acc[i][j + 2] += x[g].z; acc[i][j + 3] += x[g].w;
+            }
+        }
+    }
+    return true;
+}
+#endif
+
+// ---- one tile of C: k tiles of a stage pipeline, then the epilogue --------------------------------
+// The block's tile at (row0, col0) over the K columns of A (rows of B) from k_base on. After the
+// main loop, fixup(acc) says whether to store the tile (a stream-K piece may publish its sums
+// instead). k_base rather than A and B advanced to it: the edge and checked copies keep reading
+// A and B from the kernel's parameters (the tail kernel spilled 8 bytes holding advanced ones).
+
+template <class Fixup>
+__device__ __forceinline__ void gl_tile(int M, int N, int K, float alpha,
+                                        const T* __restrict__ A, int lda, const T* __restrict__ B, int ldb,
+                                        float beta, T* __restrict__ C, int ldc, int row0, int col0, int k_base,
+                                        Fixup fixup)
 {
     extern __shared__ __align__(16) float smem[];  // [STAGES][ As[BK][LDA_S] | Bs[BK][LDB_S] ]
     const unsigned s_base = (unsigned)__cvta_generic_to_shared(smem);
-
-#if GL_SPLITK
-    gl_splitk_partial(A, lda, B, ldb, K, C, M, ldc, BK, alpha, beta);   // this block's slice of K
-#elif GL_SPLITK_CLUSTER
-    gl_splitk_advance(A, lda, B, ldb, K, BK);                            // ... summed in the cluster
-#endif
     const int tid = threadIdx.x;
     const int warp = tid / 32, lane = tid % 32;
     // first row / column of this lane's outputs inside the block tile (float4 s adds s*4*LY / s*4*LX)
     const int m_lane = (warp / WARPS_N) * WM + (lane / LX) * 4;
     const int n_lane = (warp % WARPS_N) * WN + (lane % LX) * 4;
-    const int row0 = GL_TILE_ROW * BM, col0 = blockIdx.x * BN;
     const int tiles = GL_CEIL_DIV(K, BK);
 
     // ---- load: tile t of A and B -> stage t % STAGES, one commit group per tile ------------------
@@ -318,8 +423,8 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
     CopyA::at(tid, ka, ma);
     CopyB::at(tid, kb, nb);
     const unsigned a_dst = 4u * (ka * LDA_S + ma), b_dst = 4u * (A_STAGE + kb * LDB_S + nb);
-    const float* a_src = A + gl_a_off(row0 + ma, ka, lda);
-    const float* b_src = B + gl_b_off(kb, col0 + nb, ldb);
+    const float* a_src = A + gl_a_off(row0 + ma, k_base + ka, lda);
+    const float* b_src = B + gl_b_off(k_base + kb, col0 + nb, ldb);
     const long long a_step = GL_A_COL ? (long long)BK * lda : BK;
     const long long b_step = GL_B_COL ? BK : (long long)BK * ldb;
     // Interior blocks: every row and column of the tile inside C (block-uniform)
@@ -344,8 +449,8 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
                     CopyB::edge(s + b_dst, b_src, B, ldb, N - col0 - n_, tid);
                 }
             } else {
-                CopyA::checked(s, A, lda, row0, t * BK, M, K, tid);
-                CopyB::checked(s + 4u * A_STAGE, B, ldb, col0, t * BK, N, K, tid);
+                CopyA::checked(s, A, lda, row0, k_base + t * BK, M, k_base + K, tid);
+                CopyB::checked(s + 4u * A_STAGE, B, ldb, col0, k_base + t * BK, N, k_base + K, tid);
             }
             a_src += a_step;
             b_src += b_step;
@@ -443,8 +548,8 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
                     CopyA::edge(s + a_dst, a_src, A, lda, M - row0 - m_, tid);
                     CopyB::edge(s + b_dst, b_src, B, ldb, N - col0 - n_, tid);
                 } else {
-                    CopyA::checked(s, A, lda, row0, tn * BK, M, K, u);
-                    CopyB::checked(s + 4u * A_STAGE, B, ldb, col0, tn * BK, N, K, u);
+                    CopyA::checked(s, A, lda, row0, k_base + tn * BK, M, k_base + K, u);
+                    CopyB::checked(s + 4u * A_STAGE, B, ldb, col0, k_base + tn * BK, N, k_base + K, u);
                 }
             }
 #pragma unroll
@@ -494,6 +599,7 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
     }
     gl_splitk_cluster_store<BM, BN, LDT, THREADS>(smem, C, ldc, M, N, row0, col0, alpha, beta);
 #else
+    if (!fixup(acc)) return;                       // a stream-K piece published for its tile's finisher
     // ---- epilogue: alpha/beta, 128-bit stores where the row allows ------------------------------
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
@@ -507,3 +613,84 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
     }
 #endif
 }
+
+// After the main loop of a whole tile: store it.
+struct GlWhole {
+    __device__ __forceinline__ bool operator()(float (&)[TM][TN]) const { return true; }
+};
+
+#if !STREAMK
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) GL_SK_CLUSTER_DIMS
+gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T* __restrict__ B, int ldb,
+     float beta, T* __restrict__ C, int ldc)
+{
+#if GL_SPLITK
+    gl_splitk_partial(A, lda, B, ldb, K, C, M, ldc, BK, alpha, beta);   // this block's slice of K
+#elif GL_SPLITK_CLUSTER
+    gl_splitk_advance(A, lda, B, ldb, K, BK);                            // ... summed in the cluster
+#endif
+    gl_tile(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, GL_TILE_ROW * BM, blockIdx.x * BN, 0, GlWhole{});
+}
+#else
+// STREAMK=1: two kernels, launched one after the other on the stream. `gemm`, the whole tiles: tile
+// y * G + x of its grid (G, dp / G), row-major over C. `gemm_sk_tail`, grid (G, 1): the k tiles of
+// the tiles past dp. Two kernels, each with its own registers: one kernel holding both (the tail's
+// pieces looping around a second inlined copy of the main loop) ran the whole tiles' loop with 254
+// registers against 226, 1209 issue cycles per k tile against 1167 (fixed stalls 65 against 33:
+// ptxas recomputed ceil(K/BK) and the shared base inside it), and 4% slower at 4096^3 and 8192^3
+// (2.79 against 2.68 ms, 22.10 against 21.25; h100_tune_async_simt_streamk1_{4096,8192}.json).
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T* __restrict__ B, int ldb,
+     float beta, T* __restrict__ C, int ldc, float* __restrict__ sk_ws)
+{
+    const int t = (int)(blockIdx.y * gridDim.x + blockIdx.x), tiles_n = GL_CEIL_DIV(N, BN);
+    gl_tile(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, t / tiles_n * BM, t % tiles_n * BN, 0, GlWhole{});
+}
+
+// ---- the tail: block c's steps [begin(c), begin(c + 1)), backwards, one piece per tile -------------
+// Live across a piece's main loop: `end` only. The piece (u, k0, k1) and what its fixup does are
+// recomputed from it after the loop (an opaque copy keeps the compiler from holding them).
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+gemm_sk_tail(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T* __restrict__ B, int ldb,
+             float beta, T* __restrict__ C, int ldc, float* __restrict__ sk_ws)
+{
+    const int c = (int)blockIdx.x;
+    struct Piece { int u, k0, k1; };
+    auto piece_at = [&](int end) {
+        const SkTail s(M, N, K);
+        const int lo = s.begin(c), u = (end - 1) / s.ktiles, k1 = (end - 1) % s.ktiles + 1;
+        return Piece{u, max(0, k1 - (end - lo)), k1};
+    };
+    const SkTail sk(M, N, K);
+    for (int end = sk.begin(c + 1), n = 0; end > sk.begin(c); ++n) {
+        const Piece pc = piece_at(end);
+        if (n) __syncthreads();                    // the last piece's reads of the stages are done
+        const int t = sk.dp + pc.u, kf = pc.k0 * BK;
+        gl_tile(M, N, min(K, pc.k1 * BK) - kf, alpha, A, lda, B, ldb, beta, C, ldc, t / sk.tiles_n * BM,
+                t % sk.tiles_n * BN, kf, [&](float (&acc)[TM][TN]) {
+                    int e = end;
+                    asm volatile("" : "+r"(e));
+                    const SkTail s(M, N, K);
+                    const Piece p = piece_at(e);
+                    SkPiece role{-1, -1, 0};
+                    if (p.k1 - p.k0 < s.ktiles) {
+                        if (p.k1 < s.ktiles) {
+                            role.publish = c;      // the tile's first k tiles: its finisher adds them
+                        } else {
+                            // the tile's last k tiles: add the pieces of the blocks below whose ranges
+                            // reach into it, down to the one holding its first step
+                            role.add_hi = c - 1;
+                            int q = c - 1;
+                            while (q > 0 && s.begin(q) > p.u * s.ktiles) --q;
+                            role.add_lo = q;
+                        }
+                    }
+                    return gl_sk_fixup(acc, role, sk_ws);
+                });
+        int e = end;
+        asm volatile("" : "+r"(e));
+        const Piece p = piece_at(e);
+        end = e - (p.k1 - p.k0);
+    }
+}
+#endif
