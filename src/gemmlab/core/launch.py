@@ -310,15 +310,11 @@ class Plan:
             return stream_capturing(self._stream_of(self.ordinal) if stream is None else stream, self.ordinal)
 
         self.function, self.compiled = load_function(self.variant, self.ordinal, capturing)
-        # a non-persistent rung's stream-K launch: the whole tiles, then the tail kernel (Launch.streamk)
-        tail = (load_compiled(self.compiled, self.ordinal, self.variant.describe(), rung.tail_kernel)
-                if self._streamk and self.geometry.streamk else None)
         cu = cuda()
         if self.geometry.smem > info.limits.default_smem_per_block:
             # more than 48 KB of dynamic shared memory needs the function's opt-in
-            for fn in (self.function, tail) if tail else (self.function,):
-                check(cu.cuFuncSetAttribute(fn, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                            self.geometry.smem), "cuFuncSetAttribute")
+            check(cu.cuFuncSetAttribute(self.function, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                        self.geometry.smem), "cuFuncSetAttribute")
         self._params = _Params(kp, bool(tex_args), (3 if rung.store_map else 2) if rung.tensor_maps else 0,
                                self._streamk)
         if tex_args:
@@ -329,14 +325,7 @@ class Plan:
         if self._maps is not None and not self.packs:   # a packed operand's map is of its copy: at launch
             self._remap(kp.a_ptr, kp.b_ptr, kp.c_ptr)
         self._launch_head = (self.function, *self.geometry.grid, *self.geometry.block, self.geometry.smem)
-        self._tail_head = None
-        if tail:
-            g = self.geometry.grid
-            self._tail_head = (tail, g[0], 1, 1, *self.geometry.block, self.geometry.smem)
-            if g[1] > 1:      # dp / G rows of whole tiles first
-                self._launch_head = (self.function, g[0], g[1] - 1, 1, *self.geometry.block, self.geometry.smem)
-            else:             # no whole wave: the tail alone
-                self._launch_head, self._tail_head = self._tail_head, None
+        self._tail_head = self._streamk_tail(info.limits) if self._streamk and self.geometry.streamk else None
         self._cu = cu
         self._ex = self._cluster_config() if self._cluster_split else None
         if split or self.packs or self._streamk:
@@ -348,6 +337,23 @@ class Plan:
         self._swapped = kp.c_col
         if self._swapped:
             self.launch = functools.partial(_swap_ab, self.launch)
+
+    def _streamk_tail(self, limits):
+        """A non-persistent rung's stream-K launch (Launch.streamk, rung 18): the whole tiles on
+        grid (G, dp/G), then its tail kernel on (G, 1). Sets the first launch's head and returns
+        the tail's, or None when there is no whole wave (the tail alone is the first launch)."""
+        g, block, smem = self.geometry.grid, self.geometry.block, self.geometry.smem
+        tail = load_compiled(self.compiled, self.ordinal, self.variant.describe(), self.rung.tail_kernel)
+        if smem > limits.default_smem_per_block:
+            cu = cuda()
+            check(cu.cuFuncSetAttribute(tail, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                        smem), "cuFuncSetAttribute")
+        head = (tail, g[0], 1, 1, *block, smem)
+        if g[1] == 1:
+            self._launch_head = head
+            return None
+        self._launch_head = (self.function, g[0], g[1] - 1, 1, *block, smem)
+        return head
 
     @property
     def kernel_params(self) -> int:
@@ -388,7 +394,7 @@ class Plan:
         extra = self.splits * kp.M * kp.N * 4 if split else 0
         if self._streamk:
             self._sk_flags, extra = streamk_workspace(self.variant.cfg, self.geometry.grid[0],
-                                                                 self.rung.streamk_warps(self.variant.cfg))
+                                                      self.rung.streamk_warps(self.variant.cfg))
             self._sk_count = (extra - self._sk_flags) // 4     # the flags: 4-byte ints
         self._split_offset, self.workspace_bytes = packing.layout(self.packs, extra)
         if split:
