@@ -94,13 +94,18 @@ def test_async_simt_runs_its_stream_k_tail_where_a_wave_is_partial_and_sums_the_
     p, (a, b, c) = _plan(torch, 2888, 2104, 2001, "STREAMK=1", kernel="async_simt", dtype=torch.float32)
     tail = registry.streamk_tail(2888, 2104, 2001, p.variant.cfg | {"STREAMK": 1}, p.geometry.grid[0])
     assert p.variant.cfg["STREAMK"] == int(tail) and ("stream-K last wave" in repr(p)) == tail
+    assert _same_bits_at_every_launch(torch, p, c)
+
+
+def _same_bits_at_every_launch(torch, p, c, launches=3) -> bool:
+    """Whether ``launches`` runs of plan ``p`` into ``c`` (NaN before each) leave the same bits."""
     outs = []
-    for _ in range(3):
+    for _ in range(launches):
         c.fill_(float("nan"))
         p.run()
         torch.cuda.synchronize()
         outs.append(c.clone())
-    assert all(torch.equal(outs[0], o) for o in outs[1:])
+    return all(torch.equal(outs[0], o) for o in outs[1:])
 
 
 def _plan(torch, M, N, K, config, kernel="wgmma_ws", dtype=None, **kw):
@@ -116,13 +121,7 @@ def _plan(torch, M, N, K, config, kernel="wgmma_ws", dtype=None, **kw):
 def test_the_stream_k_sum_is_the_same_bit_for_bit_at_every_launch():
     torch = _torch()
     p, (a, b, c) = _plan(torch, 2888, 2104, 2000, "STREAMK=1")
-    outs = []
-    for _ in range(3):
-        c.fill_(float("nan"))
-        p.run()
-        torch.cuda.synchronize()
-        outs.append(c.clone())
-    assert all(torch.equal(outs[0], o) for o in outs[1:])
+    assert _same_bits_at_every_launch(torch, p, c)
 
 
 def test_the_plan_splits_only_a_partial_last_wave():

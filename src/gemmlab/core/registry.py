@@ -280,7 +280,8 @@ class Rung:
         tiles_m = (M + cfg["BM"] - 1) // cfg["BM"]
         if cfg.get("STREAMK") and K is not None and sm_count and streamk_tail(M, N, K, cfg, sm_count):
             # the whole waves along grid.y, the stream-K tail as its last row (kernels/18_async_simt.cu)
-            dp = _units(M, N, cfg) - _streamk_split(_units(M, N, cfg), sm_count)
+            units = _units(M, N, cfg)
+            dp = units - _streamk_split(units, sm_count)
             if dp // sm_count + 1 <= MAX_GRID_Y:
                 return Launch((sm_count, dp // sm_count + 1, 1), (self.threads(cfg), 1, 1), smem, streamk=True)
         split = cfg.get("SPLITK", 1)
@@ -520,17 +521,24 @@ def _simt_smem(cfg) -> int:
     return max(pipeline, cfg["BM"] * (cfg["BN"] + 4) * 4) if cfg.get("SKCLUSTER") else pipeline
 
 
+def _simt_register_estimate(cfg) -> tuple[int, int]:
+    """(4-byte copies per thread per stage, registers per thread) as 18_async_simt.cu estimates
+    them (COPIES, REG_ESTIMATE): the accumulators, two buffers of fragments, ~48 for indices,
+    pointers and loop state, and one per copy."""
+    copies = -(-(cfg["BM"] + cfg["BN"]) * cfg["BK"] // _warp_threads(cfg))
+    return copies, cfg["TM"] * cfg["TN"] + 2 * (cfg["TM"] + cfg["TN"]) + 48 + copies
+
+
 def _simt_registers(cfg) -> list[str]:
     """18_async_simt.cu's register estimate (its launch bounds use the same): the accumulators,
     two buffers of A and B fragments, ~48 for indices, pointers and loop state, and ~1 per 4-byte
     copy a thread issues per stage (at most 24). It must fit the 255 registers a thread may have,
     and with more than 256 threads (fewer than 255 registers each) leave 24 of headroom."""
     threads = _warp_threads(cfg)
-    copies = -(-(cfg["BM"] + cfg["BN"]) * cfg["BK"] // threads)
+    copies, need = _simt_register_estimate(cfg)
     if copies > 24:
         return [f"(BM+BN)*BK/THREADS = {copies} copies per thread per stage; at most 24 fit beside the accumulators "
                 f"(a smaller BK or more threads)"]
-    need = cfg["TM"] * cfg["TN"] + 2 * (cfg["TM"] + cfg["TN"]) + 48 + copies
     cap = 255 if threads <= 256 else 65536 // threads - 24
     return [] if need <= cap else [f"a {cfg['TM']}x{cfg['TN']} thread tile with double-buffered fragments and {copies} "
                                    f"copies per stage needs about {need} registers per thread; {threads} threads per "
@@ -540,10 +548,7 @@ def _simt_registers(cfg) -> list[str]:
 def _simt_min_blocks(cfg) -> int:
     """The blocks per SM 18_async_simt.cu's launch bounds ask for (MIN_BLOCKS): as many as its
     register estimate plus 24 of headroom allow, 1 to 4."""
-    threads = _warp_threads(cfg)
-    copies = -(-(cfg["BM"] + cfg["BN"]) * cfg["BK"] // threads)
-    need = cfg["TM"] * cfg["TN"] + 2 * (cfg["TM"] + cfg["TN"]) + 48 + copies
-    return max(1, min(4, 65536 // (threads * (need + 24))))
+    return max(1, min(4, 65536 // (_warp_threads(cfg) * (_simt_register_estimate(cfg)[1] + 24))))
 
 
 def _simt_streamk(cfg) -> list[str]:
