@@ -323,6 +323,41 @@ def test_profile_command_end_to_end_with_fake_ncu(fake_ncu, monkeypatch, capsys)
     assert rc == 0 and "bank conflicts" in out and "top warp stalls" in out
 
 
+def test_a_call_of_two_kernels_is_profiled_whole_and_kernel_by_kernel(fake_ncu, monkeypatch, tmp_path):
+    """A plan that launches two kernels (rung 18's stream-K tail after its whole tiles): the
+    call's figures add both up, and ``per_kernel`` gives each its own (its time, its stalls)."""
+    import csv
+    import io
+
+    import gemmlab.core.driver
+
+    lines = [l for l in _read("ncu_smem_raw.csv").splitlines() if l.startswith('"')]
+    rows = list(csv.reader(io.StringIO("\n".join(lines))))
+    hdr, units, first = rows[0], rows[1], rows[2]            # the names, their units, the kernel's values
+    name, dur = hdr.index("Kernel Name"), hdr.index("gpu__time_duration.sum")
+    second = list(first)
+    second[name], second[dur] = "gemm_sk_tail", repr(float(first[dur].replace(",", "")) / 4)
+    out = io.StringIO()
+    csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows([hdr, units, first, second])
+    two = tmp_path / "two.csv"
+    two.write_text(out.getvalue())
+    monkeypatch.setenv("FAKE_NCU_CSV", str(two))
+    monkeypatch.setattr(gemmlab.core.driver, "require_gpu", lambda: None)
+    res = P.profile_rung("smem", SHAPE, "fp32", ncu=fake_ncu)
+    per = res["per_kernel"]
+    assert [k["kernel"] for k in per] == res["kernels"] and per[1]["kernel"] == "gemm_sk_tail"
+    assert per[1]["duration_s"] == pytest.approx(per[0]["duration_s"] / 4)
+    assert res["duration_s"] == pytest.approx(per[0]["duration_s"] + per[1]["duration_s"])
+    assert all(k["stalls"] for k in per)
+
+
+def test_a_call_of_one_kernel_has_no_per_kernel_breakdown(fake_ncu, monkeypatch):
+    import gemmlab.core.driver
+
+    monkeypatch.setattr(gemmlab.core.driver, "require_gpu", lambda: None)
+    assert "per_kernel" not in P.profile_rung("smem", SHAPE, "fp32", ncu=fake_ncu)
+
+
 def test_the_profiled_target_imports_this_very_gemmlab(fake_ncu, monkeypatch, tmp_path):
     """ncu's child runs ``python -m gemmlab.measure.ncu_target`` with PYTHONPATH starting at the
     directory that holds this gemmlab package."""

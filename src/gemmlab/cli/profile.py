@@ -101,7 +101,9 @@ def run(args) -> int:
     from rich.console import Console
 
     con = Console()
-    cols = [(rung.slug, res)] + ([("cuBLAS", res["cublas"])] if res.get("cublas") else [])
+    # a call of several kernels: the whole call, then each of its kernels (then cuBLAS)
+    cols = [(rung.slug, res)] + [(f"{rung.slug}: {k['kernel']}", k) for k in res.get("per_kernel", [])]
+    cols += [("cuBLAS", res["cublas"])] if res.get("cublas") else []
     as_ = f" as {res['precision']}" if res.get("precision") and res["precision"] != dtype else ""
     title = f"gemmlab profile {rung.slug} {dtype}{as_} {'x'.join(map(str, shape))}  (ncu {res.get('ncu', '?')})"
     con.print(_counter_table(title, cols))

@@ -120,9 +120,14 @@
 // 8192^3 +1.6% (21.25 -> 20.92 ms), 4096x14336x4096 +2.0%, 4096^3 +0.2% and +0.7% in two runs; slower
 // at 4096x4096x1024 (-1.2%) and 8192x1024x8192 (-2.0%), level at 16384x16384x512. The FP32 suite
 // (h100_fp32_suite_s12.json): 8192^3 1.025x cuBLAS (79.4% of peak), 4096^3 1.000x (77.5%). Short of
-// the prediction because the tail kernel starts when the slowest SM has finished its whole tiles
-// (the plain grid lets the faster SMs take the last wave's tiles) and its loop issues 2.7% more
-// cycles per k tile (1198 against 1167: 254 registers, the piece walk beside the main loop).
+// the prediction: not the start (the whole tiles' SMs finish within 0.7% of each other, ncu
+// sm__cycles_active min/max), but the tail's loop. At 4096^3 it took 0.656 ms where the whole tiles'
+// rate gives 0.591 (116 of 132 SMs' tile time): 3.22 instructions issued per SM cycle against 3.53,
+// dispatch stall 0.26 against 0.17, barrier 0.12 against 0.04, long scoreboard 0.08 against 0.00
+// (its own register allocation: 254 registers against 222; h100_profile_async_simt_streamk_4096_
+// before_s13.json). Its interior copies are now predicated in the instruction (gl_tile's SPREAD
+// loop): the tail 0.651 ms, 4096^3 1.002x cuBLAS in the suite (h100_fp32_suite_s13.json) and 1.001x
+// / 1.003x in two runs of 40 samples (h100_fp32_4096_s13_run{1,2}.json); 8192^3 1.027x.
 #include "common.cuh"
 
 #if GL_DTYPE != 0
@@ -259,12 +264,21 @@ struct StageCopy {
     }
 
     // Interior stage (every copy inside the matrix): src = &P(mn0 + mn_t, k0 + k_t) and dst = the
-    // shared address of this thread's copy 0; copy p is at compile-time offsets from them.
-    __device__ static __forceinline__ void full(unsigned dst, const float* __restrict__ src, int ld, int tid) {
+    // shared address of this thread's copy 0; copy p is at compile-time offsets from them. PRED:
+    // each copy predicated on `on` in the instruction itself (gl_cp16_if), for ptxas to schedule
+    // among the FFMAs where it may put a branch around a source-level `if (on)`.
+    template <bool PRED = false>
+    __device__ static __forceinline__ void full(unsigned dst, const float* __restrict__ src, int ld, int tid,
+                                                bool on = true) {
 #pragma unroll
         for (int p = 0; p < PER; ++p)
-            if (TOTAL % THREADS == 0 || tid + p * THREADS < TOTAL)
-                copy(dst + 4u * (dk(p) * LDS + dmn(p)), src + goff(dk(p), dmn(p), ld), 4 * W);
+            if (TOTAL % THREADS == 0 || tid + p * THREADS < TOTAL) {
+                const unsigned d = dst + 4u * (dk(p) * LDS + dmn(p));
+                const float* g = src + goff(dk(p), dmn(p), ld);
+                if constexpr (!PRED) copy(d, g, 4 * W);
+                else if constexpr (V16) gl_cp16_if(on, d, g);
+                else gl_cp4_if(on, d, g);
+            }
     }
 
     // A full-K stage of an edge block (part of the tile's mn range outside the matrix): the copies
@@ -399,6 +413,9 @@ __device__ __forceinline__ bool gl_sk_fixup(float (&acc)[TM][TN], const SkPiece&
 // instead). k_base rather than A and B advanced to it: the edge and checked copies keep reading
 // A and B from the kernel's parameters (the tail kernel spilled 8 bytes holding advanced ones).
 
+struct GlWhole;   // (below) the whole tiles' fixup: gl_tile compiles a few things for it alone
+template <class F> struct GlIsWhole { static constexpr bool value = false; };
+template <> struct GlIsWhole<GlWhole> { static constexpr bool value = true; };
 template <class Fixup>
 __device__ __forceinline__ void gl_tile(int M, int N, int K, float alpha,
                                         const T* __restrict__ A, int lda, const T* __restrict__ B, int ldb,
@@ -554,10 +571,25 @@ __device__ __forceinline__ void gl_tile(int M, int N, int K, float alpha,
             }
 #pragma unroll
             for (int k = 0; k < BK; ++k) {
-                // the interior copies: all at the first step, predicated (no branch)
-                if (k == 0 && fast) {
-                    CopyA::full(s + a_dst, a_src, lda, tid);
-                    CopyB::full(s + b_dst, b_src, ldb, tid);
+                // the interior copies: all at the first step, predicated (no branch). In the stream-K
+                // tail (254 registers; the whole tiles' kernel 222) ptxas put a branch around them
+                // instead: six LDGSTS back to back, and FFMAs and an LDS writing their address
+                // registers 4 to 12 instructions later, which waits until the copies have read them
+                // (long scoreboard). There they are predicated in the instruction (PRED).
+                // PREDICTION: the tail's long-scoreboard and barrier stalls fall to about the whole
+                // tiles' (0.00 and 0.04 per issue, from 0.08 and 0.12), the tail -5%. MEASURED (ncu,
+                // 4096^3, h100_profile_async_simt_streamk_*_s13.json): long scoreboard 0.08 -> 0.04,
+                // barrier 0.12 -> 0.10, short scoreboard 0.08 -> 0.13; the tail 0.656 -> 0.651 ms
+                // (-0.6%). Its loop still issues at 0.81 per scheduler against the whole tiles' 0.88
+                // (dispatch stall 0.27 against 0.17: its own register allocation).
+                if constexpr (GlIsWhole<Fixup>::value) {
+                    if (k == 0 && fast) {
+                        CopyA::full(s + a_dst, a_src, lda, tid);
+                        CopyB::full(s + b_dst, b_src, ldb, tid);
+                    }
+                } else if (k == 0) {
+                    CopyA::template full<true>(s + a_dst, a_src, lda, tid, fast);
+                    CopyB::template full<true>(s + b_dst, b_src, ldb, tid, fast);
                 }
                 const float* src_stage = as;
                 int kn = k + 1;

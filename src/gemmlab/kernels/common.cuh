@@ -601,6 +601,16 @@ __device__ __forceinline__ void gl_cp16(unsigned dst, const float* src, int byte
 __device__ __forceinline__ void gl_cp4(unsigned dst, const float* src, int bytes) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
 }
+// The same copies under a predicate in the instruction itself (@p cp.async): ptxas keeps them
+// predicated where it would put a branch around a source-level `if`.
+__device__ __forceinline__ void gl_cp16_if(bool p, unsigned dst, const float* src) {
+    asm volatile("{\n .reg .pred q;\n setp.ne.b32 q, %2, 0;\n @q cp.async.cg.shared.global [%0], [%1], 16;\n}\n"
+                 :: "r"(dst), "l"(src), "r"((int)p) : "memory");
+}
+__device__ __forceinline__ void gl_cp4_if(bool p, unsigned dst, const float* src) {
+    asm volatile("{\n .reg .pred q;\n setp.ne.b32 q, %2, 0;\n @q cp.async.ca.shared.global [%0], [%1], 4;\n}\n"
+                 :: "r"(dst), "l"(src), "r"((int)p) : "memory");
+}
 __device__ __forceinline__ void gl_cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void gl_cp_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }

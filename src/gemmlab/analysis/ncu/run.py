@@ -203,6 +203,8 @@ def _profile_one(kind: str, rung: str | None, shape, dtype: str, *, config=None,
         with open(os.path.join(keep_csv, f"ncu_{rung or 'cublas'}_{dtype}_{M}x{N}x{K}.csv"), "w") as fh:
             fh.write(text)
     s = summarize(aggregate(records), flops, [r.kernel for r in records])
+    if len(records) > 1:   # a call of several kernels (packs, split-K's reduction, stream-K's tail): each alone too
+        s["per_kernel"] = [dict(summarize(r.values, None, [r.kernel]), kernel=r.kernel) for r in records]
     s.update(kernel=rung if kind == "rung" else "cublas", shape=[M, N, K], dtype=dtype, precision=precision or dtype,
              config=dict(config) if config else None,
              rejected_metrics=rejected,
