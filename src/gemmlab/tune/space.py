@@ -26,6 +26,14 @@ from ..core.config import format_config
 from ..core.registry import SWITCHES, Rung, get
 
 
+# The pruned spaces this process has computed, by (rung, value lists, limits, precision): a run
+# prunes its space twice (``tune``, then its worker's search), and pruning rung 18's 933,120 points
+# takes 3.3 s of CPU (5.8 s while ``points`` went through ``point`` for each). The rung is kept to
+# compare by identity: one changed by ``dataclasses.replace`` is another rung of the same slug.
+_PRUNED: dict[tuple, tuple[Rung, tuple[dict[str, int], ...]]] = {}
+_PRUNED_KEPT = 16
+
+
 @dataclass(frozen=True)
 class Space:
     rung: Rung
@@ -98,8 +106,11 @@ class Space:
     def points(self) -> Iterator[dict[str, int]]:
         """Every point of the product, in a fixed order (the last parameter fastest)."""
         names = list(self.params)
-        for combo in itertools.product(*self.params.values()):
-            yield self.point(dict(zip(names, combo)))
+        base = self.point({})
+        for combo in itertools.product(*self.params.values()):   # ``point`` of each, inlined
+            cfg = base.copy()
+            cfg.update(zip(names, combo))
+            yield cfg
 
     def encode(self, cfg: Mapping[str, int]) -> dict[str, int]:
         """Point -> {parameter: index of its value}."""
@@ -129,8 +140,16 @@ class Space:
         return reasons
 
     def candidates(self) -> list[dict[str, int]]:
-        """The pruned space: every point the constraints accept, in ``points`` order."""
-        return [p for p in self.points() if not self.check(p)]
+        """The pruned space: every point the constraints accept, in ``points`` order (a fresh list
+        of fresh dicts; the process remembers it, see ``_PRUNED``)."""
+        key = (self.rung.slug, tuple(self.params.items()), self.limits, self.precision)
+        kept = _PRUNED.get(key)
+        if kept is None or kept[0] is not self.rung:
+            kept = (self.rung, tuple(p for p in self.points() if not self.check(p)))
+            _PRUNED[key] = kept
+            while len(_PRUNED) > _PRUNED_KEPT:
+                del _PRUNED[next(iter(_PRUNED))]
+        return [dict(p) for p in kept[1]]
 
     def pruned(self) -> list[tuple[dict[str, int], list[str]]]:
         """The points the constraints refuse, each with its reasons."""
