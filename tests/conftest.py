@@ -1,12 +1,16 @@
 """Shared test set-up: GPU tests are marked ``gpu`` and skipped, with the reason shown, when this
-machine has no NVIDIA GPU; the kernel cache goes to a per-session temporary folder unless
-GEMMLAB_CACHE_DIR is set."""
+machine has no NVIDIA GPU; the kernel cache goes to a temporary folder of the run, shared by its
+pytest-xdist workers, unless GEMMLAB_CACHE_DIR is set."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 
 import pytest
+
+_RUN_CACHE = pytest.StashKey[str]()
 
 
 def _gpu_reason() -> str | None:
@@ -30,11 +34,19 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _kernel_cache(tmp_path_factory):
+def pytest_configure(config):
+    # One kernel cache for the run, made before pytest-xdist starts its workers, which inherit the
+    # environment: a kernel one worker compiled is read by the others (the cache's writes are
+    # atomic, see gemmlab.core.compile). A worker finds it set.
     if "GEMMLAB_CACHE_DIR" not in os.environ:
-        os.environ["GEMMLAB_CACHE_DIR"] = str(tmp_path_factory.mktemp("gemmlab-cache"))
-    yield
+        config.stash[_RUN_CACHE] = os.environ["GEMMLAB_CACHE_DIR"] = tempfile.mkdtemp(prefix="gemmlab-cache-")
+
+
+def pytest_unconfigure(config):
+    path = config.stash.get(_RUN_CACHE, None)
+    if path is not None:
+        del os.environ["GEMMLAB_CACHE_DIR"]
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
