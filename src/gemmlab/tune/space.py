@@ -26,12 +26,13 @@ from ..core.config import format_config
 from ..core.registry import SWITCHES, Rung, get
 
 
-# The pruned spaces this process has computed, by (rung, value lists, limits, precision): a run
-# prunes its space twice (``tune``, then its worker's search), and pruning rung 18's 933,120 points
-# takes 3.3 s of CPU (5.8 s while ``points`` went through ``point`` for each). The rung is kept to
-# compare by identity: one changed by ``dataclasses.replace`` is another rung of the same slug.
-_PRUNED: dict[tuple, tuple[Rung, tuple[dict[str, int], ...]]] = {}
-_PRUNED_KEPT = 16
+# The pruned spaces this process has computed, by (rung, value lists, limits, precision), each as
+# its points' values in the rung's parameter order, the most recently used last: a run prunes its
+# space twice (``tune``, then its worker's search), and pruning rung 18's 933,120 points takes 3.3 s
+# of CPU (5.8 s while ``points`` went through ``point`` for each). The rung is kept to compare by
+# identity: one changed by ``dataclasses.replace`` is another rung of the same slug.
+_PRUNED: dict[tuple, tuple[Rung, tuple[tuple[int, ...], ...]]] = {}
+_PRUNED_KEPT = 64   # spaces (all the rungs' of one architecture and precision, and then some)
 
 
 @dataclass(frozen=True)
@@ -140,16 +141,17 @@ class Space:
         return reasons
 
     def candidates(self) -> list[dict[str, int]]:
-        """The pruned space: every point the constraints accept, in ``points`` order (a fresh list
-        of fresh dicts; the process remembers it, see ``_PRUNED``)."""
+        """The pruned space: every point the constraints accept, in ``points`` order (fresh dicts;
+        the process remembers the space, see ``_PRUNED``)."""
         key = (self.rung.slug, tuple(self.params.items()), self.limits, self.precision)
-        kept = _PRUNED.get(key)
+        kept = _PRUNED.pop(key, None)
         if kept is None or kept[0] is not self.rung:
-            kept = (self.rung, tuple(p for p in self.points() if not self.check(p)))
-            _PRUNED[key] = kept
-            while len(_PRUNED) > _PRUNED_KEPT:
-                del _PRUNED[next(iter(_PRUNED))]
-        return [dict(p) for p in kept[1]]
+            kept = (self.rung, tuple(tuple(p.values()) for p in self.points() if not self.check(p)))
+        _PRUNED[key] = kept
+        while len(_PRUNED) > _PRUNED_KEPT:
+            del _PRUNED[next(iter(_PRUNED))]
+        names = list(self.point({}))
+        return [dict(zip(names, values)) for values in kept[1]]
 
     def pruned(self) -> list[tuple[dict[str, int], list[str]]]:
         """The points the constraints refuse, each with its reasons."""
