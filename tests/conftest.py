@@ -23,6 +23,13 @@ def _gpu_reason() -> str | None:
     return None
 
 
+def pytest_xdist_auto_num_workers(config):
+    # pyproject's -n auto: no workers where there is a GPU. Its tests time kernels, which another
+    # worker's launches would slow (tools/gpu_suite.sh's pytest-par names a count, and runs the
+    # timing tests alone after); without one, xdist's own count, a worker per CPU.
+    return 0 if _gpu_reason() is None else None
+
+
 def pytest_collection_modifyitems(config, items):
     gpu_items = [i for i in items if i.get_closest_marker("gpu")]
     if not gpu_items:
