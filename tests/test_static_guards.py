@@ -17,6 +17,8 @@ from gemmlab.core.registry import get
 from gemmlab.core.variant import Variant
 
 ARCHS = ("sm_90a", "sm_80")
+TF32_TILE = {"BN": 128, "STAGES": 3}   # rung 22's tile of its 3xtf32 test, in tf32 and 3xtf32
+SPREAD_64x256 = "BM=64,BN=256,BK=8,WM=64,WN=64,TM=8,TN=16,STAGES=3,SPREAD=1"   # rung 18's SPREAD loop at 64x256
 CASES = [(r.slug, dt) for r in kernels() for dt in r.dtypes]
 # every precision a rung provides for a dtype (the exact one for most; tf32 and 3xtf32 for rung
 # 20), on every architecture of ARCHS the rung runs on
@@ -45,6 +47,15 @@ def _guarded_variants() -> dict[str, list[Variant]]:
                 if r.reads_register_a(p):   # rung 22's register-A path, as a row-major problem runs it
                     out["sm_90a"].append(Variant.make(r.slug, r.dtypes[0], a_col=True, b_col=True, c_col=True,
                                                       config=preset, precision=p))
+    # and the other variants the SASS tests at the end read (one missing here is compiled by its test,
+    # on one CPU, at the end of the run: the cu12 leg's pytest took 146 s so, 142 s with these here)
+    out["sm_90a"] += [Variant.make("wgmma_ws", "fp16", config="EPI_TMA=0"), Variant.make("wgmma_ws", "fp16", vec_c=False),
+                      Variant.make("wgmma_ws", "fp16", config="DEFER=1,EPI_TMA=0")]
+    out["sm_90a"] += [Variant.make("wgmma_ws", "fp16", a_col=a_col, b_col=b_col, config="DEFER=1")
+                      for a_col, b_col in ((False, False), (True, False), (False, True))]
+    out["sm_90a"] += [Variant.make("wgmma_tf32", "fp32", b_col=True, config=TF32_TILE, precision=p) for p in ("tf32", "3xtf32")]
+    out["sm_90a"] += [Variant.make("async_simt", "fp32", a_col=a_col, config=SPREAD_64x256) for a_col in (False, True)]
+    out["sm_90a"] += [Variant.make("async_simt", "fp32", config=c) for c in ("SPREAD=0,SNAKE=0", "SNAKE=0")]
     return out
 
 
@@ -166,8 +177,7 @@ def test_wgmma_tf32_3xtf32_issues_three_wgmmas_per_k8_step_and_loads_both_planes
     """Rung 22 in 3xtf32 at the same tile as its tf32 variant: three times the HGMMA per k tile
     (a_lo*b_hi, a_hi*b_lo, a_hi*b_hi), twice the TMA boxes (big and small planes of A and B), and
     the FP32 adds of the partial sums (BN/2 per thread per k tile: 64 at 128x128)."""
-    cfg = {"BN": 128, "STAGES": 3}
-    listing = {p: disasm.sass_nvdisasm(Variant.make("wgmma_tf32", "fp32", b_col=True, config=cfg, precision=p)
+    listing = {p: disasm.sass_nvdisasm(Variant.make("wgmma_tf32", "fp32", b_col=True, config=TF32_TILE, precision=p)
                                        .compile("sm_90a").cubin) for p in ("tf32", "3xtf32")}
     count = {p: {op: len(re.findall(rf"\b{op}\b", t)) for op in ("HGMMA", "UTMALDG", "FADD")} for p, t in listing.items()}
     assert count["3xtf32"]["HGMMA"] == 3 * count["tf32"]["HGMMA"] == 12
@@ -212,7 +222,7 @@ def test_wgmma_ws_builds_its_k_tile_descriptors_in_uniform_registers(a_col, b_co
 
 
 @pytest.mark.parametrize("a_col", [False, True])
-@pytest.mark.parametrize("config", ["SPREAD=1", "BM=64,BN=256,BK=8,WM=64,WN=64,TM=8,TN=16,STAGES=3,SPREAD=1"])
+@pytest.mark.parametrize("config", ["SPREAD=1", SPREAD_64x256])
 def test_async_simt_spread_loop_loses_under_8_percent_of_its_ffma_issue_to_fixed_stalls(config, a_col):
     """Rung 18's SPREAD loop as one warp issues it (the stall counts ptxas writes into the control
     codes): its next fragment loads among the FFMA rows, the copies predicated, so that fixed
