@@ -4,13 +4,16 @@ pytest-xdist workers, unless GEMMLAB_CACHE_DIR is set."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 import pytest
 
 _RUN_CACHE = pytest.StashKey[str]()
+_RUN_DIR = pytest.StashKey[str]()
 
 
 def _gpu_reason() -> str | None:
@@ -44,33 +47,56 @@ def pytest_collection_modifyitems(config, items):
 def pytest_configure(config):
     # One kernel cache for the run, made before pytest-xdist starts its workers, which inherit the
     # environment: a kernel one worker compiled is read by the others (the cache's writes are
-    # atomic, see gemmlab.core.compile). A worker finds it set.
+    # atomic, see gemmlab.core.compile). A worker finds it set. Likewise a folder of the run's own
+    # (``_once_per_run``).
     if "GEMMLAB_CACHE_DIR" not in os.environ:
         config.stash[_RUN_CACHE] = os.environ["GEMMLAB_CACHE_DIR"] = tempfile.mkdtemp(prefix="gemmlab-cache-")
+    if "GEMMLAB_TEST_RUN_DIR" not in os.environ:
+        config.stash[_RUN_DIR] = os.environ["GEMMLAB_TEST_RUN_DIR"] = tempfile.mkdtemp(prefix="gemmlab-test-run-")
 
 
 def pytest_unconfigure(config):
-    path = config.stash.get(_RUN_CACHE, None)
-    if path is not None:
-        del os.environ["GEMMLAB_CACHE_DIR"]
-        shutil.rmtree(path, ignore_errors=True)
+    for key, name in ((_RUN_CACHE, "GEMMLAB_CACHE_DIR"), (_RUN_DIR, "GEMMLAB_TEST_RUN_DIR")):
+        path = config.stash.get(key, None)
+        if path is not None:
+            del os.environ[name]
+            shutil.rmtree(path, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _once_per_run(name: str):
+    """Yields True to the first process of the run (of its xdist workers) to get here, which does
+    the work while the others wait; False to them once it is done."""
+    import fcntl
+
+    folder = Path(os.environ["GEMMLAB_TEST_RUN_DIR"])
+    with open(folder / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = folder / f"{name}.done"
+        first = not done.exists()
+        yield first
+        done.touch()
 
 
 @pytest.fixture(scope="module")
 def compile_ahead(request):
     """``compile_ahead({arch: [Variant, ...]}, min_selected)``: compile a module's variants up
     front, one NVRTC process per CPU, into the disk cache its tests then read (they check the same
-    things; on several cores it takes a fraction of compiling them one after another). Skipped
-    when fewer than ``min_selected`` of the module's tests are selected (a ``-k`` run)."""
+    things; on several cores it takes a fraction of compiling them one after another). Once per
+    run: the xdist workers that run the module's tests share them out, and the first of them to
+    get here compiles while the others wait. Skipped when fewer than ``min_selected`` of the
+    module's tests are selected (a ``-k`` run)."""
     def run(by_arch: dict, min_selected: int) -> None:
         selected = sum(1 for item in request.session.items if item.module is request.module)
         if selected < min_selected:
             return
         from gemmlab.core.precompile import CompilePool
 
-        with CompilePool() as pool:
-            for arch, todo in by_arch.items():
-                pool.build(list(todo), arch, lambda v, hit, err: None)   # a failure shows in its test
+        with _once_per_run(f"compile-ahead-{request.module.__name__}") as first:
+            if first:
+                with CompilePool() as pool:
+                    for arch, todo in by_arch.items():
+                        pool.build(list(todo), arch, lambda v, hit, err: None)   # a failure shows in its test
     return run
 
 
