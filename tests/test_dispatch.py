@@ -96,6 +96,28 @@ def test_a_column_major_c_is_looked_up_in_the_kernels_view(tuned):
     assert c.source == "tuned" and c.config["SPLITK"] == 2
 
 
+def test_a_tf32_entry_serves_tf32_calls_and_an_exact_fp32_entry_serves_exact_ones(tuned):
+    """Entries are filed under the tuner's study dtype: "fp32:tf32" for a tf32 study. A tf32 call
+    takes its own precision's entry and never an exact-FP32 one (rung 18 is no tf32 rung anyway),
+    and an exact call never a tf32 entry."""
+    tuned(entry((4096, 4096, 4096), rung="wgmma_tf32", dtype="fp32:tf32", EPI_TMA=0),
+          entry((4096, 4096, 4096), SPLITK=2))
+    c = dispatch.decide(problem(4096, 4096, 4096), "auto", None, H100, precision="tf32")
+    assert (c.source, c.rung.slug, c.config["EPI_TMA"]) == ("tuned", "wgmma_tf32", 0)
+    exact = dispatch.decide(problem(4096, 4096, 4096), "auto", None, H100)
+    assert (exact.source, exact.rung.slug, exact.config["SPLITK"]) == ("tuned", "async_simt", 2)
+
+
+def test_an_entry_filed_under_the_bare_dtype_serves_no_tf32_call(tuned, no_defaults):
+    tuned(entry((4096, 4096, 4096), rung="wgmma_tf32", dtype="fp32", EPI_TMA=0))
+    assert dispatch.decide(problem(4096, 4096, 4096), "auto", None, H100, precision="tf32").source == "rule"
+
+
+def test_a_3xtf32_call_takes_no_tf32_entry(tuned, no_defaults):
+    tuned(entry((4096, 4096, 4096), rung="wgmma_tf32", dtype="fp32:tf32", BN=128, STAGES=2))
+    assert dispatch.decide(problem(4096, 4096, 4096), "auto", None, H100, precision="3xtf32").source == "rule"
+
+
 MACHINE = {"gpu_name": H100.name, "arch": "sm_90a", "driver": "-", "nvrtc": "-", "gemmlab": "-"}
 
 
@@ -143,8 +165,20 @@ def test_every_shipped_default_names_a_rung_and_a_configuration_the_registry_acc
         doc = json.loads(path.read_text())
         assert doc["source"] and doc["entries"], path
         for e in doc["entries"]:
-            get(e["rung"]).config(e["config"])
-            assert e["source"] and len(e["shape"]) == 3 and e["dtype"] in get(e["rung"]).dtypes
+            dtype, _, precision = e["dtype"].partition(":")      # "fp32:tf32": a tf32 entry (precision.label)
+            rung = get(e["rung"])
+            rung.config(e["config"], rung.precision_for(dtype, precision or None))
+            assert e["source"] and len(e["shape"]) == 3 and dtype in rung.dtypes
+            assert not precision or precision in rung.precisions, e
+
+
+def test_the_h100_runs_tf32_at_8192_cubed_without_the_tma_store_from_its_shipped_table(tuned):
+    """The shipped tf32 entry at 8192^3 (EPI_TMA=0: the TMA store's power draw costs the clock there),
+    the rule's default (EPI_TMA=1) at 4096^3, two factors of 2 away."""
+    big = dispatch.decide(problem(8192, 8192, 8192), "auto", None, H100, precision="tf32")
+    assert (big.source, big.rung.slug, big.config["EPI_TMA"]) == ("defaults", "wgmma_tf32", 0)
+    small = dispatch.decide(problem(4096, 4096, 4096), "auto", None, H100, precision="tf32")
+    assert (small.source, small.config["EPI_TMA"]) == ("rule", 1)
 
 
 def test_without_a_tuned_export_the_h100_takes_the_shipped_defaults(tuned):

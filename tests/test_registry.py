@@ -167,13 +167,29 @@ def test_the_persistent_rungs_epilogue_staging_lies_beside_four_full_stages_with
     assert r.smem(r.config()) == 1024 + 4 * (128 + 256) * 64 * 2 + 8 * 16 * 128 * 2 + 4 * 16
 
 
-def test_the_persistent_rungs_tma_store_is_a_switch_on_by_default_and_a_define_of_the_kernel():
+def test_rung_22s_tma_store_staging_is_32_kb_beside_its_four_stages_and_only_with_epi_tma():
+    """Rung 22's EPI_TMA staging: two 64 x 32 FP32 chunks per consumer warpgroup (32 KB), which
+    with 4 stages of 128x32 + 32x256 FP32 still fits a block; without EPI_TMA none."""
+    r = registry.get("wgmma_tf32")
+    stages = 4 * (128 + 256) * 32 * 4
+    assert r.smem(r.config()) == 1024 + stages + 2 * 2 * 64 * 32 * 4 + 4 * 16 <= registry.MAX_SMEM_PER_BLOCK
+    assert r.smem(r.config("EPI_TMA=0")) == 1024 + stages + 4 * 16
+
+
+def test_rung_22_refuses_a_fifth_stage_of_its_default_tile_beside_the_tma_store_staging():
+    r = registry.get("wgmma_tf32")
+    assert any("32 KB staging (EPI_TMA=1)" in p for p in r.check_config(dict(r.config(), STAGES=5)))
+
+
+@pytest.mark.parametrize("slug", ["wgmma_ws", "wgmma_tf32"])
+def test_the_persistent_rungs_tma_store_is_a_switch_on_by_default_and_a_define_of_the_kernel(slug):
     """EPI_TMA=1 (default): the kernel stores C through TMA where it can; 0: always the staged
-    16-byte stores. Unlike PACK it changes the kernel, so it reaches it as a define."""
-    r = registry.get("wgmma_ws")
+    16-byte stores (rung 21) or the stores from the accumulators (rung 22). Unlike PACK it changes
+    the kernel, so it reaches it as a define."""
+    r = registry.get(slug)
     assert r.config()["EPI_TMA"] == 1 and r.store_map and r.space["EPI_TMA"] == (0, 1)
     assert r.defines(r.config("EPI_TMA=0"))["EPI_TMA"] == 0 and r.defines(r.config())["EPI_TMA"] == 1
-    with pytest.raises(ValueError, match="parameter EPI_TMA of rung 'wgmma_ws' is a switch: 0 or 1"):
+    with pytest.raises(ValueError, match=f"parameter EPI_TMA of rung '{slug}' is a switch: 0 or 1"):
         r.config({"EPI_TMA": 2})
     assert any("EPI_TMA=2 must be 0" in p for p in r.check_config(dict(r.config(), EPI_TMA=2)))
 

@@ -54,6 +54,7 @@ def _guarded_variants() -> dict[str, list[Variant]]:
     out["sm_90a"] += [Variant.make("wgmma_ws", "fp16", a_col=a_col, b_col=b_col, config="DEFER=1")
                       for a_col, b_col in ((False, False), (True, False), (False, True))]
     out["sm_90a"] += [Variant.make("wgmma_tf32", "fp32", b_col=True, config=TF32_TILE, precision=p) for p in ("tf32", "3xtf32")]
+    out["sm_90a"] += [Variant.make("wgmma_tf32", "fp32", b_col=True, config="EPI_TMA=0", precision="tf32")]
     out["sm_90a"] += [Variant.make("async_simt", "fp32", a_col=a_col, config=SPREAD_64x256) for a_col in (False, True)]
     out["sm_90a"] += [Variant.make("async_simt", "fp32", config=c) for c in ("SPREAD=0,SNAKE=0", "SNAKE=0")]
     return out
@@ -144,6 +145,24 @@ def test_the_tma_store_epilogue_is_compiled_only_where_it_can_run():
 
     assert stores() and not stores(config="EPI_TMA=0") and not stores(vec_c=False)
     assert stores(config="DEFER=1") and not stores(config="DEFER=1,EPI_TMA=0")
+
+
+def test_wgmma_tf32_stores_its_tile_in_chunks_of_two_boxes_through_its_staging():
+    """Rung 22's EPI_TMA (both C layouts of tf32, and 3xtf32): per 64 x 32 chunk of a warpgroup's
+    tile, 8 STS.64 into the staging and two UTMASTG (its 32-row boxes), between two named
+    barriers of the warpgroup; the 8-byte stores from the accumulators stay for beta != 0.
+    EPI_TMA=0 has no staging."""
+    def ops(**kw):
+        text = disasm.sass_nvdisasm(Variant.make("wgmma_tf32", "fp32", b_col=True, **kw).compile("sm_90a").cubin)
+        return {op: len(re.findall(rf"\b{re.escape(op)}\b", text)) for op in ("UTMASTG", "STS.64", "BAR.SYNC", "STG.E.64")}
+
+    chunks = 128 // 64 * 256 // 32 // 2      # a warpgroup's 64 x 256 at the default tile: 8 chunks
+    for kw in (dict(precision="tf32"), dict(a_col=True, c_col=True, precision="tf32")):
+        n = ops(**kw)
+        assert (n["UTMASTG"], n["STS.64"]) == (2 * chunks, 8 * chunks) and n["BAR.SYNC"] >= 2 * chunks, (kw, n)
+        assert n["STG.E.64"] > 0, (kw, n)
+    assert ops(precision="3xtf32", config=TF32_TILE)["UTMASTG"] == 2 * 4   # 64 x 128 per warpgroup: 4 chunks
+    assert ops(precision="tf32", config="EPI_TMA=0")["UTMASTG"] == ops(precision="tf32", config="EPI_TMA=0")["STS.64"] == 0
 
 
 def test_opcode_claims_match_modifiers_in_order_but_not_other_opcodes():

@@ -29,8 +29,9 @@ not by the operands' alignment, so their PACK says nothing about this call: the 
 Both tables hold entries ``{dtype, shape [M, N, K], layout, rung, config}`` (the tuned file also
 ``gpu_name`` and ``arch``; either may carry ``tflops``, ``vs_cublas`` and ``source``), in the
 kernel's view of the problem: C row-major (a column-major C swaps M and N, see problem.py), layout
-the two letters of A and B (r row-major, c column-major). The entry used is the nearest of the
-same dtype (else of its stand-in, ``dtypes.DType.stand_in``: fp16 for bf16 and the reverse; the
+the two letters of A and B (r row-major, c column-major); an entry's dtype names its precision
+where that is not the dtype's own (``precision.label``: "fp32:tf32", as the tuner files its studies).
+The entry used is the nearest of the same dtype and precision (else of its stand-in, ``dtypes.DType.stand_in``: fp16 for bf16 and the reverse; the
 same layout class when there is one) whose rung can run here and whose
 configuration the registry accepts, by the distance in log2 space
 ``sqrt(sum((log2 x - log2 y)^2 for x, y in (M, N, K)))``: a tile and a split that suit 4096^3 suit
@@ -58,6 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import dtypes, packing
+from .precision import label
 from .arch import arch_number
 from .compile import cache_dir
 from .problem import GemmProblem
@@ -140,8 +142,10 @@ def distance(a, b) -> float:
 
 
 def _usable(e: dict, dtype: str, allowed: dict[str, Rung], precision: str | None = None) -> bool:
+    """An entry filed under ``dtype`` in ``precision`` (``precision.label``: the tuner's "fp32:tf32"
+    for a tf32 study, plain "fp32" for exact FP32) whose rung may run and accepts its configuration."""
     rung = allowed.get(e.get("rung"))
-    if e.get("dtype") != dtype or rung is None or len(e.get("shape") or ()) != 3:
+    if e.get("dtype") != label(dtype, precision) or rung is None or len(e.get("shape") or ()) != 3:
         return False
     try:
         rung.config(e.get("config") or {}, _own(rung, dtype, precision))

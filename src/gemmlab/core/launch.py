@@ -453,8 +453,10 @@ class Plan:
              if self.variant.vec_a else None)
         b = (tensormaps.operand_map("B", kp.K, kp.N, kp.ldb, kp.b_col, dtype, cfg, *split.get("B", ()))
              if self.variant.vec_b else None)
-        c = (tensormaps.output_map(kp.M, kp.N, kp.ldc, dtype) if self.rung.store_map and cfg.get("EPI_TMA")
-             and self.variant.vec_c and tensormaps.storable(kp.N, kp.ldc, dtype) else None)
+        rows, cols = (kp.N, kp.M) if kp.c_col else (kp.M, kp.N)   # a column-major C: its columns are the map's rows
+        c = (tensormaps.output_map(rows, cols, kp.ldc, dtype, self.rung.store_box)
+             if self.rung.store_map and cfg.get("EPI_TMA") and self.variant.vec_c
+             and tensormaps.storable(cols, kp.ldc, dtype) else None)
         return a, b, c
 
     # ---- launching ------------------------------------------------------------------------

@@ -83,3 +83,10 @@ def resolve(dtype: str, precision: str | None) -> str:
         take = f"only {choices[0]!r} (the default)" if len(choices) == 1 else "one of " + ", ".join(choices)
         raise ValueError(f"precision {precision!r} applies to {p.dtype} operands; {dtype} operands take {take}")
     return p.name
+
+
+def label(dtype: str, precision: str | None) -> str:
+    """The dtype a tuning study and a dispatch table entry are filed under: the dtype, with the
+    precision when it is not the dtype's own ("fp32:tf32"), so results of different precisions never
+    share a study or serve each other's calls."""
+    return dtype if precision in (None, dtype) else f"{dtype}:{precision}"

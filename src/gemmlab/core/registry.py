@@ -76,6 +76,8 @@ class Rung:
                                        # for each operand whose 16-byte access is legal
     store_map: bool = False            # and C as a third one (its EPI_TMA switch: 1 = store C through
                                        # TMA where C has 16-byte access and beta == 0, 0 = never)
+    store_box: int = 16                # the outer side of C's store box (its inner side is one
+                                       # 128-byte swizzle row): what the kernel's epilogue stages
     persistent: bool = False           # one block per SM (up to the tiles), looping over the tiles:
                                        # launch() needs the SM count; CLUSTER blocks per cluster
     space: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # what `gemmlab tune` searches:
@@ -739,11 +741,16 @@ def _ws_constraints(cfg) -> list[str]:
 
 
 # ---- rung 22 (wgmma_tf32): TF32 wgmma in rung 21's structure ----------------------------------
+_WSTF32_EPI_B = 2 * 2 * 64 * 32 * 4   # 22_wgmma_tf32.cu's EPI_B: two 8 KB chunks per consumer warpgroup
+
+
 def _wstf32_smem(cfg, planes: int = 1) -> int:
     """22_wgmma_tf32.cu's dynamic shared memory: 1024 bytes to align the base, STAGES FP32 A and B
-    tiles (K-major) of ``planes`` planes each (3xtf32: 2, the big and the small TF32 parts), a full
-    and an empty mbarrier per stage (the epilogue stores from registers)."""
-    return 1024 + cfg["STAGES"] * (cfg["BM"] + cfg["BN"]) * cfg["BK"] * 4 * planes + 16 * cfg["STAGES"]
+    tiles (K-major) of ``planes`` planes each (3xtf32: 2, the big and the small TF32 parts), with
+    EPI_TMA the TMA store's staging (two 64 x 32 FP32 chunks per consumer warpgroup: 32 KB), and a
+    full and an empty mbarrier per stage."""
+    return (1024 + cfg["STAGES"] * (cfg["BM"] + cfg["BN"]) * cfg["BK"] * 4 * planes
+            + (_WSTF32_EPI_B if cfg.get("EPI_TMA") else 0) + 16 * cfg["STAGES"])
 
 
 def _wstf32_constraints(cfg, planes: int = 1) -> list[str]:
@@ -761,7 +768,9 @@ def _wstf32_constraints(cfg, planes: int = 1) -> list[str]:
         out.append(f"BK={cfg['BK']} must be a multiple of 32 (a 128-byte swizzle row of FP32) and at most 256")
     if cfg["STAGES"] < 2:
         out.append(f"STAGES={cfg['STAGES']}: the pipeline needs at least 2 stages")
-    out += _cluster_reasons(cfg) + _switch_reasons(cfg, STREAMK=_STREAMK) + _group_reasons(cfg)
+    out += _cluster_reasons(cfg) + _group_reasons(cfg)
+    out += _switch_reasons(cfg, STREAMK=_STREAMK, EPI_TMA=("8-byte stores from the accumulators",
+                                                           "TMA stores where C allows"))
     if out:
         return out
     if planes * cfg["WM"] // 64 * cfg["BN"] // 2 > 128:
@@ -770,6 +779,7 @@ def _wstf32_constraints(cfg, planes: int = 1) -> list[str]:
     if _wstf32_smem(cfg, planes) > MAX_SMEM_PER_BLOCK:
         out.append(f"{cfg['STAGES']} stages of {cfg['BM']}x{cfg['BK']} + {cfg['BK']}x{cfg['BN']} FP32"
                    + (f" in {planes} planes (3xtf32's TF32 parts)" if planes > 1 else "")
+                   + (" and the TMA store's 32 KB staging (EPI_TMA=1)" if cfg.get("EPI_TMA") else "")
                    + f" need {_wstf32_smem(cfg, planes)} B of shared memory; a block may have at most {MAX_SMEM_PER_BLOCK} B")
     return out
 
@@ -1138,7 +1148,7 @@ RUNGS: tuple[Rung, ...] = (
     ),
     Rung(
         22, "wgmma_tf32", "FP32 on Hopper's wgmma: TF32 in the warp-specialized persistent structure",
-        "wgmma.mma_async m64nNk8 .tf32 reads K-major FP32 tiles (TMA, 128-byte swizzle) in rung 21's persistent, warp-specialized, clustered loop; TF32 wgmma has no transpose, so the plan runs row-major A and B transposed (C^T = B^T A^T) with the MN-major operand read into registers (wgmma's register-A form), and copies a row-major B only beside a column-major A. 3xtf32: a split pass writes each operand's TF32 big and small parts as two K-major planes, and three wgmmas per k8 step fill a k tile's partial sums, added in FP32.",
+        "wgmma.mma_async m64nNk8 .tf32 reads K-major FP32 tiles (TMA, 128-byte swizzle) in rung 21's persistent, warp-specialized, clustered loop; TF32 wgmma has no transpose, so the plan runs row-major A and B transposed (C^T = B^T A^T) with the MN-major operand read into registers (wgmma's register-A form), and copies a row-major B only beside a column-major A. 3xtf32: a split pass writes each operand's TF32 big and small parts as two K-major planes, and three wgmmas per k8 step fill a k tile's partial sums, added in FP32. The epilogue stores through TMA from a 32 KB staging where C allows and beta == 0 (EPI_TMA), else 8-byte stores from the accumulators.",
         ("CUTLASS sm90 TF32 GEMM (tfloat32_t, both operands K-major)",), "22_wgmma_tf32.cu",
         precisions=("tf32", "3xtf32"),
         # tf32 without a cluster: the register-A path (row-major A and B) ran 0.3446 ms at 4096^3 and
@@ -1147,7 +1157,11 @@ RUNGS: tuple[Rung, ...] = (
         # GROUP 16: a wave's patch of tiles 16 x 8.25 instead of 8 x 16.5 reads a fifth less from DRAM
         # (Nsight Compute at 4096^3: 352 MB against 428 MB, h100_profile_wgmma_tf32_rs_*_4096.json);
         # 0.3446 ms against 0.3468 at 4096^3, within 0.1% at 8192^3 (h100_tune_wgmma_tf32_group_*.json)
-        params={"BM": 128, "BN": 256, "BK": 32, "WM": 64, "STAGES": 4, "CLUSTER": 1, "GROUP": 16, "STREAMK": 0},
+        # EPI_TMA 1: the TMA store epilogue, +3.4-3.8% at K = 1024 (8192x8192x1024, 4096x4096x1024),
+        # level at 4096^3, -0.9% at 8192^3 (its power draw lowers the clock there: the shipped table
+        # keeps EPI_TMA=0 at 8192^3); h100_tune_wgmma_tf32_epi_*_s14.json
+        params={"BM": 128, "BN": 256, "BK": 32, "WM": 64, "STAGES": 4, "CLUSTER": 1, "GROUP": 16, "STREAMK": 0,
+                "EPI_TMA": 1},
         # 3xtf32: a stage holds both TF32 planes of A and B, and the warps hold a k tile's partial
         # sums beside the sums: 128x128 tiles (BN 256 would need 256 accumulators), 2 stages of 64 KB
         # (3 stages ran 1.86x cuBLAS SGEMM at 8192^3, 2 stages 2.35x: h100_wgmma_3xtf32_*.json)
@@ -1162,10 +1176,10 @@ RUNGS: tuple[Rung, ...] = (
                  "128x128": {"BM": 128, "BN": 128, "BK": 32, "WM": 64, "STAGES": 6, "CLUSTER": 2},
                  "256x128": {"BM": 256, "BN": 128, "BK": 32, "WM": 128, "STAGES": 4, "CLUSTER": 2}},
         threads=_wgmma_threads, constraints=_wstf32_constraints, smem=_wstf32_smem,
-        sass_claims=("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG"), min_arch=90, max_arch=90,
-        tensor_maps=True, persistent=True, k_major=True, register_a=("tf32",),
+        sass_claims=("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG"), min_arch=90, max_arch=90,
+        tensor_maps=True, store_map=True, store_box=32, persistent=True, k_major=True, register_a=("tf32",),
         space={"BN": (128, 256), "BK": (32, 64), "STAGES": (2, 3, 4, 5, 6), "CLUSTER": (1, 2), "GROUP": (8, 16),
-               "STREAMK": (0, 1)},
+               "STREAMK": (0, 1), "EPI_TMA": (0, 1)},
     ),
     Rung(
         23, "thin", "Thin GEMM: the wide operand streamed once, K split over the warps",

@@ -1,7 +1,7 @@
 """TMA tensor maps of the WGMMA rungs (19, 21, 22): one 2-D map per operand (3-D for rung 22's
 3xtf32 operands, two planes), built on the host and passed
-to the kernel by value (a 128-byte ``__grid_constant__`` parameter after the standard ones); rung
-21 also takes one of C (``output_map``), which its epilogue stores through.
+to the kernel by value (a 128-byte ``__grid_constant__`` parameter after the standard ones); rungs
+21 and 22 also take one of C (``output_map``), which their epilogues store through.
 
 ``operand_map`` is the pure part: from an operand as the kernel sees it (rows, columns, leading
 dimension, layout, dtype) and the tile configuration, the arguments of ``cuTensorMapEncodeTiled``
@@ -82,28 +82,33 @@ def operand_map(operand: str, rows: int, cols: int, ld: int, col_major: bool, dt
     return MapArgs(dtype, (inner, outer, planes), (ld * itemsize, plane_bytes), box + (1,), (1, 1, 1), k_major=k_major)
 
 
-STORE_BOX_ROWS = 16    # rows of an output box: a consumer warp's rows of an m64 block (kernels/21_wgmma_ws.cu)
+STORE_BOX_ROWS = 16    # rows of rung 21's output box: a consumer warp's rows of an m64 block (kernels/21_wgmma_ws.cu)
 
 
 def storable(cols: int, ld: int, dtype: str) -> bool:
-    """Whether rung 21's TMA store can write a row-major C of ``cols`` columns with leading dimension
-    ``ld`` (the base's 16-byte alignment is the pointer's: ``ArrayInfo.vec_ok``): a row stride that
-    is a multiple of 16 bytes, and rows of whole 16-byte chunks. The copy engine writes whole chunks:
-    a row ending inside one would have the chunk's rest written past it (on the H100: 77-column rows
-    of a 96-wide buffer got columns 77-79 overwritten), into memory that is not C's. The kernel
-    checks the second itself (kernels/21_wgmma_ws.cu, tma_store_now)."""
+    """Whether a TMA store (rungs 21 and 22) can write a C of rows of ``cols`` outputs (a column-major
+    C: columns of ``cols`` rows) with leading dimension ``ld`` (the base's 16-byte alignment is the
+    pointer's: ``ArrayInfo.vec_ok``): a row stride that is a multiple of 16 bytes, and rows of whole
+    16-byte chunks. The copy engine writes whole chunks: a row ending inside one would have the
+    chunk's rest written past it (on the H100: 77-column rows of a 96-wide buffer got columns 77-79
+    overwritten), into memory that is not C's. The kernels check the second themselves
+    (tma_store_now in kernels/21_wgmma_ws.cu and 22_wgmma_tf32.cu)."""
     row = get_dtype(dtype).itemsize
     return (ld * row) % 16 == 0 and (cols * row) % 16 == 0
 
 
-def output_map(rows: int, cols: int, ld: int, dtype: str) -> MapArgs:
-    """The map rung 21's epilogue stores C through (EPI_TMA=1): C as the kernel sees it, row-major
-    ``rows`` x ``cols`` (M x N; the host already swapped a column-major C) with leading dimension
-    ``ld``, in boxes of 16 rows x one 128-byte swizzle row (64 16-bit outputs), the box a consumer
-    warp stages. TMA clips a box at the last row and the last 16-byte chunk of a row: any number of
-    rows will do, but C must be ``storable``. ValueError for anything else."""
-    if dtype not in ("fp16", "bf16"):
-        raise ValueError(f"the output map is built for fp16 and bf16 outputs (rung 21), not {dtype}")
+def output_map(rows: int, cols: int, ld: int, dtype: str, box_rows: int = STORE_BOX_ROWS) -> MapArgs:
+    """The map an epilogue stores C through (``Rung.store_map``, EPI_TMA=1): C as the kernel sees it,
+    ``rows`` contiguous runs of ``cols`` outputs, ``ld`` apart (a row-major C: M x N; rung 22's
+    column-major C of its transposed problem: N columns of M), in boxes of ``box_rows`` rows x one
+    128-byte swizzle row (``Rung.store_box``: rung 21's 16 rows of 64 16-bit outputs, a consumer
+    warp's; rung 22's 32 of 32 FP32, half a warpgroup's chunk). TMA clips a box at the last row and
+    the last 16-byte chunk of a row: any number of rows will do, but C must be ``storable``.
+    ValueError for anything else."""
+    if dtype not in _TENSOR_MAP_TYPE:
+        raise ValueError(f"the output map is built for fp16, bf16 and fp32 outputs, not {dtype}")
+    if not 1 <= box_rows <= 256:
+        raise ValueError(f"an output box has 1 to 256 rows (a TMA box side), not {box_rows}")
     if min(rows, cols) < 1:
         raise ValueError(f"output C is {rows}x{cols}; a tensor map needs at least one element")
     itemsize = get_dtype(dtype).itemsize
@@ -112,7 +117,7 @@ def output_map(rows: int, cols: int, ld: int, dtype: str) -> MapArgs:
     if not storable(cols, ld, dtype):
         raise ValueError(f"output C: rows of {cols * itemsize} bytes, {ld * itemsize} bytes apart; TMA stores "
                          f"need both multiples of 16 (it writes whole 16-byte chunks)")
-    return MapArgs(dtype, (cols, rows), (ld * itemsize,), (SWIZZLE_BYTES // itemsize, STORE_BOX_ROWS), k_major=False)
+    return MapArgs(dtype, (cols, rows), (ld * itemsize,), (SWIZZLE_BYTES // itemsize, box_rows), k_major=False)
 
 
 def encode(args: MapArgs, ptr: int) -> bytes:

@@ -44,10 +44,29 @@
 //   consumer thread 8 LDS.64 and a second commit group per 32-k tile (~1024 tensor cycles), which
 //   the other warpgroup's wgmmas cover: 0.90-0.96x cuBLAS with TF32 at 4096^3 (0.83x with the copy,
 //   0.96x for the kernel alone on a column-major B, h100_tune_wgmma_tf32_4096_rc.json).
-// Epilogue: alpha / beta applied to the accumulators and stored straight from them, two
-// consecutive FP32 (8 bytes) per store (d[j][e] of m64nNk8: row 16 warp + lane / 4 (+8 for e >= 2),
-// columns 8 j + 2 (lane % 4), +1), guarded at the edges. Rung 21's staged epilogue (stmatrix) is
-// written for 16-bit outputs; an FP32 staging would cost 64 KB, a stage.
+// Epilogue (EPI_TMA=0, beta != 0, or a C TMA cannot store): alpha / beta applied to the accumulators
+// and stored straight from them, two consecutive FP32 (8 bytes) per store (d[j][e] of m64nNk8: row
+// 16 warp + lane / 4 (+8 for e >= 2), columns 8 j + 2 (lane % 4), +1), guarded at the edges.
+// EPI_TMA=1 (session 14): through TMA stores from a 32 KB staging (store_tile_tma). Why: without
+// its stores (a never-true guard, the main loop kept) the kernel ran 0.998x cuBLAS-TF32 at 8192^3
+// and 1.046x at 4096^3 against 0.982x / 1.005x with them, same sitting (benchmarks/results/
+// h100_tf32_nostore_s14.json, _base_s14.json): the epilogue costs 1.6% / 4%, about 2.7 / 3.5 us a
+// tile while the 132 SMs write 17 MB of C together, and the consumers' next wgmmas wait behind the
+// stores' reads of the accumulators. cuBLAS's TF32 kernel (the same 128x256x32 tile) stages its
+// output in shared memory and stores it by TMA.
+// PREDICTION, written before its measurement: the consumers wait only for 8 KB chunks to be read
+// from shared memory (two of them per warpgroup in flight) instead of for 64 st.global each; half
+// the epilogue's cost back: +0.8% at 8192^3 (0.982x -> ~0.99x) and +2% at 4096^3 (~1.025x).
+// MEASURED (H100, EPI_TMA 0 / 1 in one tuner run each, cuBLAS beside them; h100_tune_wgmma_tf32_
+// epi_*_s14.json): 8192x8192x1024 0.3897 / 0.3754 ms (+3.8%), 4096x4096x1024 0.1042 / 0.1008
+// (+3.4%), 2048x2048x8192 +0.5%, 4096^3 0.3390 / 0.3395 (-0.1%), 8192^3 2.6535 / 2.6780 (-0.9%;
+// -0.5% in another run, -1.7% in h100_tf32_s14.json's bench). Nsight Compute at 8192^3 (benchmarks/
+// profiles/h100_profile_wgmma_tf32_epi{0,1}_8192_s14.json): the prediction held in cycles, 4.413 M
+// against 4.449 M (-0.8%), but the SM clock fell from 1.595 to 1.544 GHz (the power cap) and the L2
+// moved 24.2 GB against 18.6 GB (the cause of those 5.6 GB, 21x C, was not found). The staging's
+// 8-byte stores into a column-major C's boxes take 5 wavefronts instead of 2 (a half-warp's pieces
+// (r % 32) / 4 ^ (column % 8) meet 2-way: 5.3 M wavefronts for 1.05 M STS.64). So EPI_TMA=1 is the
+// default, and the shipped table (data/defaults_sm90.json) keeps EPI_TMA=0 at 8192^3.
 //
 // PREDICTION, written before any measurement (H100 SXM, default 128x256x32, 4 stages, CLUSTER=2,
 // row-major A, column-major B, no copy): 380-450 TFLOP/s at 4096^3 and 400-470 at 8192^3, about
@@ -123,6 +142,10 @@
 #ifndef CLUSTER
 #define CLUSTER 1
 #endif
+#ifndef EPI_TMA
+#define EPI_TMA 0
+#endif
+#define GL_WS_C_MAP 1     // the kernel takes C's tensor map after A's and B's (ws_entry.cuh; used with EPI_TMA)
 
 // ---- geometry -----------------------------------------------------------------------------
 constexpr int WGS = BM / WM;                  // consumer warpgroups: two
@@ -157,9 +180,19 @@ constexpr int A_STAGE_B = GL_PLANES * A_PLANE_B, B_STAGE_B = GL_PLANES * B_PLANE
 constexpr int A_LO = GL_PLANES > 1 ? A_PLANE_B : 0, B_LO = GL_PLANES > 1 ? B_PLANE_B : 0;   // small parts' offsets
 #endif
 constexpr int PIPE_B = STAGES * (A_STAGE_B + B_STAGE_B);
-constexpr int EPI_B = 0;       // no epilogue staging: the consumers store from their accumulators
-constexpr int SMEM_NEED = 1024 + PIPE_B + 2 * STAGES * 8;   // 1024: aligning the base; then full[], empty[]
+// The TMA store's staging (EPI_TMA, see store_tile_tma), apart from the stages: per consumer warpgroup
+// two chunk buffers of 64 rows x 32 columns of FP32 (8 KB, two boxes of 32 x 32 in TMA's 128-byte
+// swizzle), 32 KB in all: 4 stages of 128x256x32 (192 KB) and this fit a block's 227 KB, as in
+// cuBLAS's TF32 kernel (226 KB of shared memory: its stages and a staging for its TMA stores).
+constexpr bool TMA_STORE = EPI_TMA && GL_VEC_C;
+constexpr int CHUNK_N = ROW_E;                      // columns of a chunk: one swizzle row of FP32
+constexpr int BOX_B = 32 * GL_ROW_B;                // a box: 32 swizzle rows (core/registry.py's store_box)
+constexpr int CHUNK_B = 2 * BOX_B;                  // 64 rows x 32 columns of FP32: two boxes
+constexpr int EPI_BUFS = 2;
+constexpr int EPI_B = TMA_STORE ? WGS * EPI_BUFS * CHUNK_B : 0;
+constexpr int SMEM_NEED = 1024 + PIPE_B + EPI_B + 2 * STAGES * 8;   // 1024: aligning the base; then full[], empty[]
 static_assert(A_PANEL_B % 1024 == 0 && B_PANEL_B % 1024 == 0, "panels keep the 1024-byte swizzle alignment");
+static_assert(PIPE_B % 1024 == 0 && BN % CHUNK_N == 0, "the staging on the swizzle's period, and a tile whole chunks");
 static_assert(SMEM_NEED <= GL_DYN_SMEM, "the registry's shared-memory size (GL_DYN_SMEM) is too small for this tile");
 
 // ---- the barriers' counts: TMA only (see rung 21) -----------------------------------------------
@@ -243,6 +276,85 @@ __device__ __forceinline__ void store_tile(const float (&acc)[MI][BN / 8][4], in
     }
 }
 
+// ---- epilogue by TMA (tma_store_now): one consumer warpgroup's rows, chunk by chunk ----------------
+// A chunk is an m64 block's 64 rows x 32 columns (8 KB): alpha * acc goes into one of the
+// warpgroup's two chunk buffers by 8-byte st.shared, in the layout TMA's 128-byte swizzle reads
+// (16-byte piece p of swizzle row r at piece p ^ (r % 8)); every thread fences its writes for the
+// async proxy, the warpgroup meets at its named barrier, and its first thread issues the chunk's two
+// box stores (cp.async.bulk.tensor, one bulk group per chunk; TMA clips at M and N) and goes on.
+// Before a buffer is written again that thread waits until at most one group (the other buffer's)
+// is still reading shared memory, counted across tiles alike (a tile is an even number of chunks).
+// Row-major C: a box is 32 rows x 32 columns, swizzle row = C row. K-major A: thread rows 16 w + g
+// and + 8, both r % 8 = g, so a warp's 8 rows x 4 pieces fall on distinct bank groups (2 wavefronts
+// per 256 B, the least); register A beside a row-major C (a column-major A, the problem as given):
+// rows r, r + 1 (acc_row), whose r % 8 takes 4 values over a warp: 4 wavefronts. Column-major C (the
+// register-A path's transposed problem): a box is 32 columns x 32 rows, swizzle row = C column; a
+// thread's rows r, r + 1 are one 8-byte word, and a warp's pieces (r % 32) / 4 ^ (column % 8) cover
+// every bank group twice (2 wavefronts).
+// Against store_tile (64 8-byte st.global per thread at 128x256, all 132 SMs' 128 KB tiles at once):
+// the stores leave the consumers' path, which then waits only for shared memory to be read.
+__device__ __forceinline__ void gl_wg_sync(int wg) {     // the named barrier of consumer warpgroup wg
+    asm volatile("bar.sync %0, %1;\n" :: "r"(1 + wg), "n"(GL_WARPGROUP) : "memory");
+}
+__device__ __forceinline__ void gl_sts64(unsigned addr, float x, float y) {
+    asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" :: "r"(addr), "f"(x), "f"(y) : "memory");
+}
+__device__ __forceinline__ bool tma_store_now(int M, int N, float beta) {
+    return TMA_STORE && beta == 0.0f && (GL_C_COL ? M : N) % 4 == 0;   // rows of whole 16-byte pieces
+}
+__device__ __forceinline__ void store_tile_tma(const float (&acc)[MI][BN / 8][4], unsigned stage, int wg, int w, int lane,
+                                               const GlTensorMap* tmC, int M, int N, int row0, int col0, float alpha) {
+    const bool issuer = w == 0 && lane == 0;
+    const int t = lane % 4;
+    const int r = acc_row(w, lane, 0);              // rows r and acc_row(w, lane, 1) of the m64 block
+#if GL_C_COL
+    const unsigned at = (r / 32) * BOX_B + 4 * (r % 4), rx = (r % 32) / 4;     // r even: r, r + 1 one word
+#else
+    const int r1 = acc_row(w, lane, 1);             // r + 8 (K-major A) or r + 1 (register A)
+    const unsigned at0 = r * GL_ROW_B + 8 * (t % 2), at1 = r1 * GL_ROW_B + 8 * (t % 2);
+#endif
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int c = 0; c < BN / CHUNK_N; ++c) {
+            const unsigned buf = stage + (mi * (BN / CHUNK_N) + c) % EPI_BUFS * CHUNK_B;
+            if (issuer) gl_bulk_wait_read<EPI_BUFS - 1>();   // this buffer's last chunk read
+            gl_wg_sync(wg);
+#pragma unroll
+            for (int jj = 0; jj < CHUNK_N / 8; ++jj) {
+                const float (&a)[4] = acc[mi][c * (CHUNK_N / 8) + jj];
+#if GL_C_COL
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {         // column 8 jj + 2 t + e: outputs e (row r), e + 2 (r + 1)
+                    const unsigned col = 8 * jj + 2 * t + e;
+                    gl_sts64(buf + at + col * GL_ROW_B + ((rx ^ (col % 8)) << 4), alpha * a[e], alpha * a[e + 2]);
+                }
+#else
+                const int piece = 2 * jj + t / 2;     // columns 8 jj + 2 t, +1: the 16-byte piece of the row
+                gl_sts64(buf + at0 + ((piece ^ (r % 8)) << 4), alpha * a[0], alpha * a[1]);
+                gl_sts64(buf + at1 + ((piece ^ (r1 % 8)) << 4), alpha * a[2], alpha * a[3]);
+#endif
+            }
+            gl_fence_proxy_async();                   // the chunk's st.shared visible to the copy engine
+            gl_wg_sync(wg);
+            if (issuer) {
+                const int i = row0 + 64 * mi, j = col0 + c * CHUNK_N;
+#if GL_C_COL
+                if (j < N) {                          // inner coordinate the row, outer the column
+                    if (i < M) gl_tma_store(tmC, i, j, buf);
+                    if (i + 32 < M) gl_tma_store(tmC, i + 32, j, buf + BOX_B);
+                }
+#else
+                if (j < N) {
+                    if (i < M) gl_tma_store(tmC, j, i, buf);
+                    if (i + 32 < M) gl_tma_store(tmC, j, i + 32, buf + BOX_B);
+                }
+#endif
+                gl_bulk_commit();                     // one group per chunk, issued or not: the count above holds
+            }
+        }
+}
+
 #if GL_A_COL
 // ---- register A: the fragments of an MN-major A from its shared panels -------------------------------
 // Half a k tile (KSTEPS / 2 k8 steps, all MI m64 blocks) per register buffer: a k tile's wgmmas go
@@ -304,8 +416,11 @@ __device__ __forceinline__ void wgmma_half(float (&acc)[MI][BN / 8][4], const Fr
 
 // ---- main loop and epilogue: the consumer warpgroups (rung 21's, TF32 k8 steps) --------------------
 __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, int rank, int warp, int lane,
-                                        int M, int N, float alpha, float beta, T* C, int ldc, float* sk_ws) {
+                                        int M, int N, float alpha, float beta, T* C, int ldc, float* sk_ws,
+                                        const GlTensorMap* tmC) {
     const int wg = __shfl_sync(0xffffffffu, warp / 4, 0);   // uniform to ptxas (rung 21 says why)
+    const bool tma = tma_store_now(M, N, beta);
+    const unsigned stage = sm.epi + wg * EPI_BUFS * CHUNK_B;   // this warpgroup's chunk buffers
     const GlStageDescs<0, 1, A_PANEL_B, B_PANEL_B> descs(sm.a_base, sm.b_base, wg * WM);
     auto release = [&](int s) {
         if (lane == 0) {
@@ -371,8 +486,12 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
         if (!sk_fixup(sched, acc, u, k0, k1, sk_ws)) return;
 
         // ---- epilogue (a tile wholly below M, rank 1 of a cluster's last unit row, stores nothing) ----
-        if (row0 < M) store_tile(acc, warp % 4, lane, C, ldc, M, N, row0 + wg * WM, col0, alpha, beta);
+        if (row0 < M) {
+            if (TMA_STORE && tma) store_tile_tma(acc, stage, wg, warp % 4, lane, tmC, M, N, row0 + wg * WM, col0, alpha);
+            else store_tile(acc, warp % 4, lane, C, ldc, M, N, row0 + wg * WM, col0, alpha, beta);
+        }
     });
+    if (TMA_STORE && tma && warp % 4 == 0 && lane == 0) gl_bulk_wait<0>();   // the stores done before the block ends
 }
 
 #include "ws_entry.cuh"   // the kernel entry: barriers, then the producer / consumer split

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
 from ..core import dispatch
+from ..core.precision import label as precision_label
 from ..core.progress import Progress
 from ..core.registry import get
 from ..core.shapes import fmt_shape
@@ -53,7 +54,7 @@ class TuneSpec:
     def key_dtype(self) -> str:
         """The study key's dtype: the dtype, with the precision when it is not the dtype's own
         ("fp32:3xtf32"): results of different precisions never share a study."""
-        return self.dtype if self.precision in (None, self.dtype) else f"{self.dtype}:{self.precision}"
+        return precision_label(self.dtype, self.precision)
 
     def checked(self) -> "TuneSpec":
         """The spec with its defaults filled; ValueError naming what is wrong."""
