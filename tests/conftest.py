@@ -26,6 +26,7 @@ def _gpu_reason() -> str | None:
     return None
 
 
+@pytest.hookimpl(optionalhook=True)   # without pytest-xdist (tools/gpu_suite.sh then drops pyproject's -n)
 def pytest_xdist_auto_num_workers(config):
     # pyproject's -n auto: no workers where there is a GPU. Its tests time kernels, which another
     # worker's launches would slow (tools/gpu_suite.sh's pytest-par names a count, and runs the

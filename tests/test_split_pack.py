@@ -115,14 +115,15 @@ def test_wgmma_tf32_computes_tf32_by_default_and_3xtf32_on_request():
 
 
 def test_3xtf32_default_and_presets_fit_a_block_with_two_planes_per_stage():
+    """... beside the TMA store's 32 KB staging (EPI_TMA, on by default in both precisions)."""
     cfg = RUNG.config(None, "3xtf32")
-    st = cfg["STAGES"]
-    assert (cfg["BM"], cfg["BN"], cfg["BK"]) == (128, 128, 32) and st >= 2
-    assert RUNG.smem_bytes(cfg, "3xtf32") == 1024 + st * (128 + 128) * 32 * 4 * 2 + st * 16
+    st, staging = cfg["STAGES"], 2 * 2 * 64 * 32 * 4
+    assert (cfg["BM"], cfg["BN"], cfg["BK"]) == (128, 128, 32) and st >= 2 and cfg["EPI_TMA"] == 1
+    assert RUNG.smem_bytes(cfg, "3xtf32") == 1024 + st * (128 + 128) * 32 * 4 * 2 + staging + st * 16
     for name in RUNG.presets_for("3xtf32"):
         c = RUNG.config(name, "3xtf32")
         assert RUNG.check_config(c, "3xtf32") == [] and RUNG.smem_bytes(c, "3xtf32") <= registry.MAX_SMEM_PER_BLOCK
-    assert RUNG.config()["BN"] == 256 and RUNG.smem_bytes(RUNG.config()) == 1024 + 4 * 384 * 32 * 4 + 64   # tf32 as before
+    assert RUNG.config()["BN"] == 256 and RUNG.smem_bytes(RUNG.config()) == 1024 + 4 * 384 * 32 * 4 + staging + 64
 
 
 def test_3xtf32_refuses_the_tf32_tile_naming_accumulators_and_shared_memory():

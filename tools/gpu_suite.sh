@@ -26,6 +26,9 @@ if [ -n "${WHEELS:-}" ] && ls "$WHEELS"/*.whl >/dev/null 2>&1; then
     && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 export PYTHONPATH=$PWD/src${PYTHONPATH:+:$PYTHONPATH}
+# pyproject's addopts name pytest-xdist's -n (the test extra has it); an image without the plugin
+# (and no wheel of it in WHEELS) runs the serial stages without them (pytest-par needs the plugin)
+$PY -c "import xdist" 2>/dev/null || export PYTEST_ADDOPTS="-o addopts=-ra${PYTEST_ADDOPTS:+ $PYTEST_ADDOPTS}"
 GL="$PY -m gemmlab"
 
 run() {  # run NAME CMD...: tee output to $OUT/NAME.log, remember the status
