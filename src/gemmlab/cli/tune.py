@@ -145,7 +145,8 @@ def run(args) -> int:
     if exported is not None:
         print(f"kernel=\"auto\" now reads the best configurations from {exported}")
     if args.emit_defaults:
-        table = emit_defaults(args.emit_defaults, summaries[0]["key"], specs[0].dtype, shapes, args.storage)
+        # key_dtype: a tf32 tune's studies and entries are filed under "fp32:tf32" (precision.label)
+        table = emit_defaults(args.emit_defaults, summaries[0]["key"], specs[0].key_dtype, shapes, args.storage)
         print(f"wrote {args.emit_defaults} ({len(table['entries'])} entries)")
     if args.json:
         print(f"wrote {write_json(summaries[0] if len(summaries) == 1 else {'runs': summaries}, args.json)}")

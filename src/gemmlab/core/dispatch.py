@@ -31,9 +31,9 @@ Both tables hold entries ``{dtype, shape [M, N, K], layout, rung, config}`` (the
 kernel's view of the problem: C row-major (a column-major C swaps M and N, see problem.py), layout
 the two letters of A and B (r row-major, c column-major); an entry's dtype names its precision
 where that is not the dtype's own (``precision.label``: "fp32:tf32", as the tuner files its studies).
-The entry used is the nearest of the same dtype and precision (else of its stand-in, ``dtypes.DType.stand_in``: fp16 for bf16 and the reverse; the
-same layout class when there is one) whose rung can run here and whose
-configuration the registry accepts, by the distance in log2 space
+The entry used is the nearest of the same dtype and precision (else of its stand-in,
+``dtypes.DType.stand_in``: fp16 for bf16 and the reverse; the same layout class when there is one)
+whose rung can run here and whose configuration the registry accepts, by the distance in log2 space
 ``sqrt(sum((log2 x - log2 y)^2 for x, y in (M, N, K)))``: a tile and a split that suit 4096^3 suit
 4093^3, and are less sure at 8192^3. Entries farther than ``MAX_DISTANCE`` (1.0: a factor of 2 in
 one dimension, or about 1.5 in all three) are not used: the next source answers instead.

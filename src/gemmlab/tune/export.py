@@ -88,8 +88,9 @@ def export_tuned(storage_url: str | None = None) -> Path | None:
 
 def emit_defaults(path: str | Path, machine: Mapping, dtype: str, shapes, storage_url: str | None = None) -> dict:
     """Merge into the defaults table at ``path`` the best tuned configuration (across rungs and
-    layouts tuned) of each of ``shapes`` for ``dtype`` on the GPU of ``machine`` (its gpu_name and
-    arch); the table's other entries stay. Returns the table written."""
+    layouts tuned) of each of ``shapes`` for ``dtype`` (the studies' dtype, ``precision.label``:
+    "fp32:tf32" for tf32) on the GPU of ``machine`` (its gpu_name and arch); the table's other
+    entries stay. Returns the table written."""
     want = {tuple(s) for s in shapes}
     docs = [d for d in documents(storage_url, gpu_name=machine.get("gpu_name"), arch=machine.get("arch"), dtype=dtype)
             if tuple(_shape((d.get("key") or {}).get("shape", "0x0x0"))) in want]
