@@ -339,17 +339,15 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[MI][BN / 8][4]
             gl_wg_sync(wg);
             if (issuer) {
                 const int i = row0 + 64 * mi, j = col0 + c * CHUNK_N;
-#if GL_C_COL
-                if (j < N) {                          // inner coordinate the row, outer the column
-                    if (i < M) gl_tma_store(tmC, i, j, buf);
-                    if (i + 32 < M) gl_tma_store(tmC, i + 32, j, buf + BOX_B);
-                }
-#else
+                // the box of rows from `row` on: a column-major C's map has the row as its inner coordinate
+                auto box = [&](int row, unsigned src) {
+                    if (GL_C_COL) gl_tma_store(tmC, row, j, src);
+                    else gl_tma_store(tmC, j, row, src);
+                };
                 if (j < N) {
-                    if (i < M) gl_tma_store(tmC, j, i, buf);
-                    if (i + 32 < M) gl_tma_store(tmC, j, i + 32, buf + BOX_B);
+                    if (i < M) box(i, buf);
+                    if (i + 32 < M) box(i + 32, buf + BOX_B);
                 }
-#endif
                 gl_bulk_commit();                     // one group per chunk, issued or not: the count above holds
             }
         }
