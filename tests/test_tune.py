@@ -144,6 +144,41 @@ def test_widening_adds_the_values_of_the_given_points_and_nothing_else():
     assert {k: v for k, v in wide.params.items() if k != "SPLITK"} == {k: v for k, v in sp.params.items() if k != "SPLITK"}
 
 
+def test_widening_searches_a_parameter_that_a_point_sets_off_its_default():
+    """Rung 22's 256x128 preset sets BM=256 and WM=128, which its grid holds at 128 and 64: they
+    become searched parameters, so the preset decodes to itself (it was measured as 128x256)."""
+    sp = Space.of("wgmma_tf32", "sm_90a", precision="tf32")
+    preset = sp.point(get("wgmma_tf32").presets_for("tf32")["256x128"])
+    assert "BM" not in sp.params and "WM" not in sp.params
+    wide = sp.widened([sp.point({}), preset])
+    assert (wide.params["BM"], wide.params["WM"]) == ((128, 256), (64, 128))
+    assert wide.decode(wide.encode(preset)) == preset
+    assert sp.widened([sp.point({}), sp.point({"BN": 128})]).params == sp.params   # defaults add nothing
+
+
+def test_a_callers_start_that_sets_an_unsearched_switch_is_measured_with_it(tmp_path):
+    """PACK is not in rung 18's grid: a start with PACK=1 is measured with PACK=1, not at the
+    default, and the study records the parameter's values."""
+    sp = Space.of("async_simt", "sm_90a")
+    mine = sp.point({"BM": 64, "BN": 64, "WM": 32, "WN": 32, "TM": 4, "TN": 8, "PACK": 1})
+    table = landscape("async_simt", {sp.key(mine): {"status": "ok", "ms": 0.01}})
+    f = Recording(table)
+    s = tune(spec(tmp_path, "async_simt", strategy="random", budget=4, batch=1, seed=1, starts=(mine,)), f)
+    assert f.made.measured[0] == sp.key(mine) and s["best"]["key"] == sp.key(mine)
+    assert s["space"]["PACK"] == [0, 1]
+
+
+def test_an_aligned_space_keeps_a_parameter_only_the_study_searched():
+    """A study whose first run searched PACK (a start set it) keeps it in a later run without such
+    a start, with its values in the recorded order."""
+    sp = Space.of("async_simt", "sm_90a")
+    recorded = {k: list(v) for k, v in sp.params.items()} | {"PACK": [1, 0]}
+    wide = sp.aligned(recorded)
+    assert wide.params["PACK"] == (1, 0) and list(wide.params) == [k for k in get("async_simt").params if k in wide.params]
+    cfg = wide.point({"PACK": 1})
+    assert wide.decode(wide.encode(cfg)) == cfg
+
+
 def test_an_aligned_space_keeps_the_indices_a_study_recorded():
     """Values that arrive after a study's first run are appended: an index its trials were told
     still names the same value."""

@@ -1159,7 +1159,12 @@ RUNGS: tuple[Rung, ...] = (
         # 0.3446 ms against 0.3468 at 4096^3, within 0.1% at 8192^3 (h100_tune_wgmma_tf32_group_*.json)
         # EPI_TMA 1: the TMA store epilogue, +3.4-3.8% at K = 1024 (8192x8192x1024, 4096x4096x1024),
         # level at 4096^3, -0.9% at 8192^3 (its power draw lowers the clock there: the shipped table
-        # keeps EPI_TMA=0 at 8192^3); h100_tune_wgmma_tf32_epi_*_s14.json
+        # keeps EPI_TMA=0 at 8192^3); h100_tune_wgmma_tf32_epi_*_s14.json. With its staging made
+        # conflict-free (session 15) it takes cuBLAS's cycles at 8192^3 but 42% more L2 lookups, a
+        # lower clock and 1.5-3.6% more time (h100_tune_wgmma_tf32_{epi,cluster,epiwait}_8192_s15*.json)
+        # 256x128 (BM 256, WM 128; first measured in session 15, the tuner had run the preset as
+        # 128x128 before): 0.96x at 8192^3 and 0.99x at 4096^3 against 0.986x / 1.00x for 128x256
+        # (h100_tune_wgmma_tf32_tiles_*_s15.json)
         params={"BM": 128, "BN": 256, "BK": 32, "WM": 64, "STAGES": 4, "CLUSTER": 1, "GROUP": 16, "STREAMK": 0,
                 "EPI_TMA": 1},
         # 3xtf32: a stage holds both TF32 planes of A and B, and the warps hold a k tile's partial

@@ -63,10 +63,22 @@
 // -0.5% in another run, -1.7% in h100_tf32_s14.json's bench). Nsight Compute at 8192^3 (benchmarks/
 // profiles/h100_profile_wgmma_tf32_epi{0,1}_8192_s14.json): the prediction held in cycles, 4.413 M
 // against 4.449 M (-0.8%), but the SM clock fell from 1.595 to 1.544 GHz (the power cap) and the L2
-// moved 24.2 GB against 18.6 GB (the cause of those 5.6 GB, 21x C, was not found). The staging's
-// 8-byte stores into a column-major C's boxes take 5 wavefronts instead of 2 (a half-warp's pieces
-// (r % 32) / 4 ^ (column % 8) meet 2-way: 5.3 M wavefronts for 1.05 M STS.64). So EPI_TMA=1 is the
-// default, and the shipped table (data/defaults_sm90.json) keeps EPI_TMA=0 at 8192^3.
+// moved 24.2 GB against 18.6 GB. The staging's 8-byte stores into a column-major C's boxes took 5
+// wavefronts instead of 2 (5.3 M wavefronts for 1.05 M STS.64). So EPI_TMA=1 is the default, and
+// the shipped table (data/defaults_sm90.json) keeps EPI_TMA=0 at 8192^3.
+// Session 15 (benchmarks/NOTES.md; Nsight Compute at 8192^3 with extra L2 counters, benchmarks/
+// profiles/h100_l2probe_tf32_8192_*_s15.json): the staging made conflict-free (store_tile_tma: 2.7 M
+// wavefronts for the 1.05 M STS.64) brought EPI_TMA=1 to cuBLAS's cycles, 4.39 M against 4.38 M
+// (EPI_TMA=0 4.43 M). The clock is what it loses: 1.55 against 1.59 GHz for EPI_TMA=0 and 1.61 for
+// cuBLAS. The extra L2 bytes are reads: every variant's TMA loads deliver the same 805 M sectors to
+// the SMs, of which the L2 slices looked up 451 M with EPI_TMA=0, 640 M with EPI_TMA=1 (582 M with
+// its TMA stores removed, so not the stores' own traffic) and cuBLAS 525 M (it multicasts one
+// operand in 2-CTA clusters). The sectors delivered without a lookup can only be requests of several
+// SMs for the same data merged before the L2; our reading: with the shorter epilogue the SMs' k
+// tiles drift apart and fewer of them merge. 42% more L2 lookups, the power, the clock. CLUSTER=2
+// (B multicast) did not get them back: 537-542 M lookups, DRAM reads 4.0-4.2 GB against 3.3,
+// 0.956-0.958x. Marking C's lines evict-first in L2 (st.global.cs; a cache policy on the TMA store)
+// changed nothing that mattered: DRAM reads 2.63 against 2.61 GB, 3% more L2 reads.
 //
 // PREDICTION, written before any measurement (H100 SXM, default 128x256x32, 4 stages, CLUSTER=2,
 // row-major A, column-major B, no copy): 380-450 TFLOP/s at 4096^3 and 400-470 at 8192^3, about
@@ -284,13 +296,18 @@ __device__ __forceinline__ void store_tile(const float (&acc)[MI][BN / 8][4], in
 // box stores (cp.async.bulk.tensor, one bulk group per chunk; TMA clips at M and N) and goes on.
 // Before a buffer is written again that thread waits until at most one group (the other buffer's)
 // is still reading shared memory, counted across tiles alike (a tile is an even number of chunks).
-// Row-major C: a box is 32 rows x 32 columns, swizzle row = C row. K-major A: thread rows 16 w + g
-// and + 8, both r % 8 = g, so a warp's 8 rows x 4 pieces fall on distinct bank groups (2 wavefronts
-// per 256 B, the least); register A beside a row-major C (a column-major A, the problem as given):
-// rows r, r + 1 (acc_row), whose r % 8 takes 4 values over a warp: 4 wavefronts. Column-major C (the
-// register-A path's transposed problem): a box is 32 columns x 32 rows, swizzle row = C column; a
-// thread's rows r, r + 1 are one 8-byte word, and a warp's pieces (r % 32) / 4 ^ (column % 8) cover
-// every bank group twice (2 wavefronts).
+// Row-major C: a box is 32 rows x 32 columns, swizzle row = C row. Column-major C (the register-A
+// path's transposed problem): a box is 32 columns x 32 rows, swizzle row = C column, and a thread's
+// rows r, r + 1 (acc_row) are one 8-byte word.
+// Bank conflicts: an STS.64 is served a half-warp (16 lanes, 128 bytes) per wavefront, so 2
+// wavefronts at best. Stored in the accumulators' own order, every layout met 2-way in each
+// half-warp (4 wavefronts; Nsight Compute at 8192^3, column-major C: 5.3 M wavefronts for 1.05 M
+// STS.64, h100_profile_wgmma_tf32_epi1_8192_s14.json): the half-warp's 16 pieces fell on 8 slots
+// (bank group x 8-byte half). So lanes store their fragments in a permuted order, the order bit
+// being a lane bit that did not reach the slot: column-major C, lanes with t >= 2 store their
+// column pair's second column first; row-major C, lanes of one half of the half-warp store the
+// chunk's fragments jj ^ 2 (t >= 2 for a K-major A, g & 2 for register A). Each half-warp then
+// covers all 16 slots (an exhaustive count over the lanes; the selects cost 2 FSEL a store).
 // Against store_tile (64 8-byte st.global per thread at 128x256, all 132 SMs' 128 KB tiles at once):
 // the stores leave the consumers' path, which then waits only for shared memory to be read.
 __device__ __forceinline__ void gl_wg_sync(int wg) {     // the named barrier of consumer warpgroup wg
@@ -308,8 +325,16 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[MI][BN / 8][4]
     const int t = lane % 4;
     const int r = acc_row(w, lane, 0);              // rows r and acc_row(w, lane, 1) of the m64 block
 #if GL_C_COL
+    const bool swap = t >= 2;                       // this lane stores column 2 t + 1 before 2 t
     const unsigned at = (r / 32) * BOX_B + 4 * (r % 4), rx = (r % 32) / 4;     // r even: r, r + 1 one word
+    unsigned at_e[2];                               // the k-th store's address in the chunk, jj = 0
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+        const unsigned col = 2 * t + (k ^ (int)swap);   // < 8: its own swizzle phase
+        at_e[k] = at + col * GL_ROW_B + ((rx ^ col) << 4);
+    }
 #else
+    const bool swap = GL_A_COL ? ((lane / 4) & 2) != 0 : t >= 2;    // this lane stores fragment jj ^ 2 at step jj
     const int r1 = acc_row(w, lane, 1);             // r + 8 (K-major A) or r + 1 (register A)
     const unsigned at0 = r * GL_ROW_B + 8 * (t % 2), at1 = r1 * GL_ROW_B + 8 * (t % 2);
 #endif
@@ -322,17 +347,19 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[MI][BN / 8][4]
             gl_wg_sync(wg);
 #pragma unroll
             for (int jj = 0; jj < CHUNK_N / 8; ++jj) {
-                const float (&a)[4] = acc[mi][c * (CHUNK_N / 8) + jj];
 #if GL_C_COL
+                const float (&a)[4] = acc[mi][c * (CHUNK_N / 8) + jj];
 #pragma unroll
-                for (int e = 0; e < 2; ++e) {         // column 8 jj + 2 t + e: outputs e (row r), e + 2 (r + 1)
-                    const unsigned col = 8 * jj + 2 * t + e;
-                    gl_sts64(buf + at + col * GL_ROW_B + ((rx ^ (col % 8)) << 4), alpha * a[e], alpha * a[e + 2]);
+                for (int k = 0; k < 2; ++k) {         // column 8 jj + 2 t + e, e = k ^ swap: outputs e (row r), e + 2 (r + 1)
+                    const float x = swap ? a[k ^ 1] : a[k], y = swap ? a[(k ^ 1) + 2] : a[k + 2];
+                    gl_sts64(buf + at_e[k] + 8 * jj * GL_ROW_B, alpha * x, alpha * y);
                 }
 #else
-                const int piece = 2 * jj + t / 2;     // columns 8 jj + 2 t, +1: the 16-byte piece of the row
-                gl_sts64(buf + at0 + ((piece ^ (r % 8)) << 4), alpha * a[0], alpha * a[1]);
-                gl_sts64(buf + at1 + ((piece ^ (r1 % 8)) << 4), alpha * a[2], alpha * a[3]);
+                const float (&p)[4] = acc[mi][c * (CHUNK_N / 8) + jj];
+                const float (&q)[4] = acc[mi][c * (CHUNK_N / 8) + (jj ^ 2)];
+                const int piece = 2 * (jj ^ (swap ? 2 : 0)) + t / 2;   // the fragment's columns 2 t, +1: its 16-byte piece
+                gl_sts64(buf + at0 + ((piece ^ (r % 8)) << 4), alpha * (swap ? q[0] : p[0]), alpha * (swap ? q[1] : p[1]));
+                gl_sts64(buf + at1 + ((piece ^ (r1 % 8)) << 4), alpha * (swap ? q[2] : p[2]), alpha * (swap ? q[3] : p[3]));
 #endif
             }
             gl_fence_proxy_async();                   // the chunk's st.shared visible to the copy engine
@@ -341,8 +368,8 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[MI][BN / 8][4]
                 const int i = row0 + 64 * mi, j = col0 + c * CHUNK_N;
                 // the box of rows from `row` on: a column-major C's map has the row as its inner coordinate
                 auto box = [&](int row, unsigned src) {
-                    if (GL_C_COL) gl_tma_store(tmC, row, j, src);
-                    else gl_tma_store(tmC, j, row, src);
+                    const int c0 = GL_C_COL ? row : j, c1 = GL_C_COL ? j : row;
+                    gl_tma_store(tmC, c0, c1, src);
                 };
                 if (j < N) {
                     if (i < M) box(i, buf);

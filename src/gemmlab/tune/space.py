@@ -10,7 +10,8 @@ use (a categorical would not), and every index maps to a value the rung can comp
 
 A tuning run widens the space by the values of its starting points (``widened``: a shipped
 configuration such as SPLITK=64 at 256x256x65536 lies outside the SPLITK grid, and a tuner that
-cannot measure it cannot beat it), and a study keeps the value lists it was first run with
+cannot measure it cannot beat it; a point that sets a parameter the grid holds at its default, as
+rung 22's 256x128 preset sets BM and WM, makes that parameter a searched one), and a study keeps the value lists it was first run with
 (``aligned``): values that arrive later are appended, so the indices its trials were told keep
 naming the same values.
 """
@@ -72,21 +73,37 @@ class Space:
         return cls(rung, params, arch_limits(arch) if arch else None, precision)
 
     def widened(self, configs: Iterable[Mapping[str, int]]) -> "Space":
-        """The space with every value ``configs`` take for a searched parameter added (sorted in)."""
+        """The space with every value ``configs`` take added (sorted in): to a searched parameter's
+        values, and as a searched parameter of its own (its default and those values) where a
+        config sets one the space held at its default. A point is measured as its indices decode,
+        so a starting point's WM=128 or switch outside the grid would otherwise be measured at the
+        default in silence (rung 22's 256x128 preset, BM=256 and WM=128, ran as 128x256)."""
         configs = list(configs)
-        params = {k: tuple(sorted(set(v) | {int(c[k]) for c in configs if k in c})) for k, v in self.params.items()}
+        default = self.point({})
+        params = {}
+        for k in self.rung.params:
+            seen = {int(c[k]) for c in configs if k in c}
+            if k in self.params:
+                params[k] = tuple(sorted(set(self.params[k]) | seen))
+            elif seen - {default[k]}:
+                params[k] = tuple(sorted(seen | {default[k]}))
         return replace(self, params=params)
 
     def aligned(self, recorded: Mapping[str, Sequence[int]] | None) -> "Space":
         """The space with each parameter's values in the order ``recorded`` (a study's value lists)
-        holds them, its own other values appended in order; values only ``recorded`` holds are kept, so
+        holds them, its own other values appended in order; values only ``recorded`` holds are kept,
+        and so are parameters only ``recorded`` searched (a run that widened the space by them), so
         every index a study's trials were told still decodes to the value it named then."""
-        if not recorded or set(recorded) != set(self.params):
+        if not recorded:
             return self
         params = {}
-        for k, v in self.params.items():
-            old = tuple(int(x) for x in recorded[k])
-            params[k] = old + tuple(x for x in v if x not in old)
+        for k in self.rung.params:
+            own = self.params.get(k)
+            if k in recorded:
+                old = tuple(int(x) for x in recorded[k])
+                params[k] = old + tuple(x for x in (own or ()) if x not in old)
+            elif own is not None:
+                params[k] = own
         return replace(self, params=params)
 
     # ---- points ----------------------------------------------------------------------------
