@@ -159,6 +159,30 @@ def test_emit_defaults_merges_the_best_tuned_config_per_suite_shape_into_a_table
     assert "emit-defaults" in doc["source"] and read_table(out) == doc
 
 
+def test_tune_cli_emit_defaults_files_a_tf32_tune_under_its_precision(tuned, tmp_path, monkeypatch):
+    """`gemmlab tune --precision tf32 --emit-defaults FILE` merges the run's best into FILE under
+    "fp32:tf32", the dtype its study has (with the bare "fp32" it merged nothing); the GPU run is
+    replayed."""
+    pytest.importorskip("optuna")
+    from gemmlab.cli import main
+    from gemmlab.cli import tune as cli_tune
+    from gemmlab.core import driver
+    from gemmlab.tune.evaluate import ReplayFactory
+    from gemmlab.tune.runner import tune
+    from gemmlab.tune.space import Space
+
+    sp = Space.of("wgmma_tf32", "sm_90a", precision="tf32")
+    table = {sp.key(c): {"status": "ok", "ms": 1.0 + 0.001 * i} for i, c in enumerate(sp.candidates())}
+    monkeypatch.setattr(driver, "gpu_available", lambda: True)
+    monkeypatch.setattr(cli_tune, "_tune_one", lambda args, spec, devices: tune(spec, ReplayFactory(table, machine=MACHINE)))
+    out = tmp_path / "defaults.json"
+    rc = main(["tune", "wgmma_tf32", "--precision", "tf32", "--shape", "256x256x256", "--budget", "2", "--devices", "0",
+               "--storage", f"sqlite:///{tmp_path / 'tune.db'}", "--emit-defaults", str(out), "--no-progress"])
+    entries = json.loads(out.read_text())["entries"]
+    assert rc == 0 and [(e["dtype"], e["rung"], tuple(e["shape"])) for e in entries] == [
+        ("fp32:tf32", "wgmma_tf32", (256, 256, 256))]
+
+
 # ---- shipped defaults -------------------------------------------------------------------------
 def test_every_shipped_default_names_a_rung_and_a_configuration_the_registry_accepts():
     for path in sorted(dispatch.DATA_DIR.glob("defaults_sm*.json")):
