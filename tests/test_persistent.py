@@ -2,7 +2,8 @@
 persistent blocks that loop over several ragged tiles (the mbarrier phases continue from one tile
 to the next), with and without clusters, through TMA and through the thread-copy path; its epilogue
 by TMA stores (EPI_TMA=1, where C has 16-byte access and beta == 0) and by staged 16-byte stores
-(EPI_TMA=0, or the C or beta TMA cannot serve), and that the TMA stores write nothing outside C.
+(EPI_TMA=0, or the C or beta TMA cannot serve: a C no map describes is tests/test_tensormaps.py's),
+and that the TMA stores write nothing outside C.
 DEFER=1 holds a tile stored by TMA in registers and writes it box by box during the next piece's
 main loop (the last tile after the walk). Odd and degenerate shapes (1x1x1 ...) in every layout are tests/test_gpu_correctness.py's, which
 covers every rung; verify poisons C with NaN when beta == 0."""
@@ -13,7 +14,7 @@ import pytest
 
 import gemmlab
 from gemmlab.core import registry
-from gemmlab.measure.arrays import Lib, Operands
+from gemmlab.measure.arrays import Lib, make_operands
 from gemmlab.measure.verify import check, verify
 
 pytestmark = pytest.mark.gpu
@@ -88,24 +89,6 @@ def test_both_epilogues_match_cublas_on_ragged_tiles_in_every_layout(layout, epi
     assert not failures, "\n".join(failures)
 
 
-def _operands(M, N, K, c):
-    """bf16 A and B with 16-byte access (TMA), and the given C, NaN-poisoned (beta == 0)."""
-    L = Lib("torch")
-    L.fill_nan(c)
-    return Operands(L, L.randn(M, K, "bf16"), L.randn(K, N, "bf16"), c, L.copy(c), "bf16")
-
-
-@pytest.mark.parametrize("c_col", [False, True], ids=["c_row", "c_col"])
-@pytest.mark.parametrize("ld_pad, offset", [(3, 0), (0, 1)], ids=["ld_not_16_bytes", "base_not_16_bytes"])
-def test_a_c_no_tensor_map_can_describe_takes_the_staged_stores_with_beta_zero(ld_pad, offset, c_col):
-    M, N, K = 300, 264, 130
-    c = Lib("torch").randn(M, N, "bf16", col_major=c_col, ld_pad=ld_pad, offset=offset)
-    ops = _operands(M, N, K, c)
-    gemmlab.gemm(ops.a, ops.b, ops.c, alpha=1.5, beta=0.0, kernel="wgmma_ws", config="EPI_TMA=1")
-    r = check(ops, 1.5, 0.0, f"wgmma_ws C pad={ld_pad} off={offset} col={c_col}")
-    assert r.ok, r.message()
-
-
 @pytest.mark.parametrize("defer", [0, 1], ids=["at_the_end", "deferred"])
 @pytest.mark.parametrize("N", [72, 77], ids=["tma_store", "ragged_chunk_staged"])
 @pytest.mark.parametrize("c_col", [False, True], ids=["c_row", "c_col"])
@@ -120,7 +103,7 @@ def test_the_epilogue_writes_nothing_outside_c_in_the_memory_around_it(c_col, N,
     buf = torch.full((M + 40, ld), 7.0, device="cuda", dtype=torch.bfloat16)
     view = buf[:M, :N]
     c = view.T if c_col else view                       # the kernel's C is always the row-major view
-    ops = _operands(*((N, M) if c_col else (M, N)), K, c)
+    ops = make_operands(Lib("torch"), *((N, M) if c_col else (M, N)), K, "bf16", beta_nonzero=False, c=c)
     gemmlab.gemm(ops.a, ops.b, ops.c, alpha=1.0, beta=0.0, kernel="wgmma_ws", config=f"EPI_TMA=1,DEFER={defer}")
     r = check(ops, 1.0, 0.0, f"wgmma_ws C {M}x{N} inside a {M + 40}x{ld} buffer")
     assert r.ok, r.message()

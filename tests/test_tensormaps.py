@@ -183,6 +183,27 @@ def _rel_err(c, a, b, alpha=1.0):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("rung, dtype, precision", [("wgmma_ws", "bf16", None), ("wgmma_tf32", "fp32", "tf32")],
+                         ids=["rung21_bf16", "rung22_tf32"])
+@pytest.mark.parametrize("c_col", [False, True], ids=["c_row", "c_col"])
+@pytest.mark.parametrize("ld_pad, offset", [(3, 0), (0, 1)], ids=["ld_not_16_bytes", "base_not_16_bytes"])
+def test_a_c_no_store_map_can_describe_is_stored_without_one_with_beta_zero(ld_pad, offset, c_col, rung, dtype,
+                                                                              precision):
+    """EPI_TMA=1 and beta == 0, but C's leading dimension or base is not 16-byte legal: rung 21's
+    staged 16-byte stores and rung 22's stores from the accumulators write it (A and B by TMA)."""
+    from gemmlab.measure.arrays import Lib, make_operands
+    from gemmlab.measure.verify import check
+
+    M, N, K = 300, 264, 130
+    L = Lib("torch")
+    c = L.randn(M, N, dtype, col_major=c_col, ld_pad=ld_pad, offset=offset)
+    ops = make_operands(L, M, N, K, dtype, beta_nonzero=False, c=c)
+    gemmlab.gemm(ops.a, ops.b, ops.c, alpha=1.5, beta=0.0, kernel=rung, precision=precision, config="EPI_TMA=1")
+    r = check(ops, 1.5, 0.0, f"{rung} C pad={ld_pad} off={offset} col={c_col}", precision)
+    assert r.ok, r.message()
+
+
+@pytest.mark.gpu
 def test_repeated_calls_reuse_their_maps_and_a_new_pointer_encodes_one_more():
     torch = _torch()
     a = torch.randn(200, 136, device="cuda", dtype=torch.float16)

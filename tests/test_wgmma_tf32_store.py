@@ -2,9 +2,10 @@
 where beta == 0 and C has a tensor map whose rows are whole 16-byte pieces, each consumer
 warpgroup stages its tile in 64 x 32 FP32 chunks and stores them by TMA (two 32-row boxes each), in
 both of the kernel's C layouts (row-major, and column-major for the register-A path's transposed
-problem); beta != 0, a C TMA cannot describe, and EPI_TMA=0 store from the accumulators. Checked
-against cuBLAS in every layout on ragged tiles, with blocks looping over many tiles (the chunk
-buffers reused across tiles), with stream-K and in 3xtf32; and that the clipped boxes write nothing
+problem); beta != 0, a C TMA cannot describe (tests/test_tensormaps.py), and EPI_TMA=0 store from
+the accumulators. Checked against cuBLAS in every layout on ragged tiles, with blocks looping over
+many tiles (the chunk buffers reused across tiles), with stream-K and in 3xtf32; and that the
+clipped boxes write nothing
 outside C. verify poisons C with NaN when beta == 0."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import itertools
 import pytest
 
 import gemmlab
-from gemmlab.measure.arrays import Lib, Operands
+from gemmlab.measure.arrays import Lib, make_operands
 from gemmlab.measure.verify import check, verify
 
 pytestmark = pytest.mark.gpu
@@ -59,24 +60,6 @@ def test_3xtf32_stores_through_tma_too(layout):
     assert not failures, "\n".join(failures)
 
 
-def _operands(M, N, K, c, b_col=False):
-    """FP32 A and B with 16-byte access, and the given C, NaN-poisoned (beta == 0)."""
-    L = Lib("torch")
-    L.fill_nan(c)
-    return Operands(L, L.randn(M, K, "fp32"), L.randn(K, N, "fp32", col_major=b_col), c, L.copy(c), "fp32")
-
-
-@pytest.mark.parametrize("c_col", [False, True], ids=["c_row", "c_col"])
-@pytest.mark.parametrize("ld_pad, offset", [(3, 0), (0, 1)], ids=["ld_not_16_bytes", "base_not_16_bytes"])
-def test_a_c_no_tensor_map_can_describe_takes_the_stores_from_registers_with_beta_zero(ld_pad, offset, c_col):
-    M, N, K = 300, 264, 130
-    c = Lib("torch").randn(M, N, "fp32", col_major=c_col, ld_pad=ld_pad, offset=offset)
-    ops = _operands(M, N, K, c)
-    gemmlab.gemm(ops.a, ops.b, ops.c, alpha=1.5, beta=0.0, kernel=RUNG, precision="tf32", config="EPI_TMA=1")
-    r = check(ops, 1.5, 0.0, f"{RUNG} C pad={ld_pad} off={offset} col={c_col}", "tf32")
-    assert r.ok, r.message()
-
-
 @pytest.mark.parametrize("b_col", [False, True], ids=["transposed_problem", "direct_problem"])
 @pytest.mark.parametrize("N", [72, 77], ids=["tma_store", "ragged_piece_from_registers"])
 @pytest.mark.parametrize("c_col", [False, True], ids=["c_row", "c_col"])
@@ -92,7 +75,7 @@ def test_the_epilogue_writes_nothing_outside_c_in_the_memory_around_it(c_col, N,
     buf = torch.full((M + 40, ld), 7.0, device="cuda", dtype=torch.float32)
     view = buf[:M, :N]
     c = view.T if c_col else view
-    ops = _operands(*((N, M) if c_col else (M, N)), K, c, b_col=b_col)
+    ops = make_operands(Lib("torch"), *((N, M) if c_col else (M, N)), K, "fp32", b_col=b_col, beta_nonzero=False, c=c)
     gemmlab.gemm(ops.a, ops.b, ops.c, alpha=1.0, beta=0.0, kernel=RUNG, precision="tf32", config="EPI_TMA=1")
     r = check(ops, 1.0, 0.0, f"{RUNG} C {M}x{N} inside a {M + 40}x{ld} buffer", "tf32")
     assert r.ok, r.message()

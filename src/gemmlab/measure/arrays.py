@@ -195,12 +195,15 @@ class Operands:
 
 
 def make_operands(lib: Lib, M: int, N: int, K: int, dtype: str, *, a_col=False, b_col=False, c_col=False,
-                  ld_pad=0, offset=0, seed=None, beta_nonzero=True) -> Operands:
-    """Fresh random A, B, C; C holds random data when beta is used, NaN poison otherwise."""
+                  ld_pad=0, offset=0, seed=None, beta_nonzero=True, c=None) -> Operands:
+    """Fresh random A, B, C; C holds random data when beta is used, NaN poison otherwise. ``c``: the
+    caller's M x N array as C (a view into a larger buffer, a stride of its own) instead of a fresh
+    one; c_col, ld_pad and offset then shape A and B only."""
     s = (seed or 0) * 7
     a = lib.randn(M, K, dtype, col_major=a_col, ld_pad=ld_pad, offset=offset, seed=None if seed is None else s + 1)
     b = lib.randn(K, N, dtype, col_major=b_col, ld_pad=ld_pad, offset=offset, seed=None if seed is None else s + 2)
-    c = lib.randn(M, N, dtype, col_major=c_col, ld_pad=ld_pad, offset=offset, seed=None if seed is None else s + 3)
+    if c is None:
+        c = lib.randn(M, N, dtype, col_major=c_col, ld_pad=ld_pad, offset=offset, seed=None if seed is None else s + 3)
     if not beta_nonzero:
         lib.fill_nan(c)
     return Operands(lib, a, b, c, lib.copy(c), dtype)
