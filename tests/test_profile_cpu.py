@@ -404,3 +404,20 @@ def test_profile_of_fp32_on_the_tensor_cores_runs_the_rung_and_cublas_in_that_pr
 def test_profile_refuses_a_precision_the_rung_cannot_compute(fake_ncu):
     with pytest.raises(ValueError, match="precision"):
         P.profile_rung("smem", SHAPE, "fp32", ncu=fake_ncu, precision="tf32")
+
+
+def test_the_l2_partitions_counters_and_the_sm_clock_reach_the_summary_and_the_table():
+    """The counters that tell where a tensor-core GEMM's power goes under the cap (benchmarks/NOTES.md,
+    session 16): lookups by the SMs, their misses, what crossed the fabric between the L2's two
+    partitions, and the SM clock they ran at."""
+    from gemmlab.cli.profile import TABLE_ROWS, _fmt
+
+    raw = {"lts__t_sectors_srcunit_tex_op_read.sum": 5.0e8, "lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum": 1.1e8,
+           "lts__t_sectors_srcunit_ltcfabric.sum": 1.04e8, "lts__t_sectors_srcunit_ltcfabric_op_read.sum": 6.6e7,
+           "sm__cycles_elapsed.avg.per_second": 1.595e9}
+    s = P.summarize(raw)
+    assert (s["l2_sm_read_sectors"], s["l2_sm_read_miss_sectors"], s["l2_fabric_sectors"],
+            s["l2_fabric_read_sectors"], s["sm_clock_hz"]) == (5.0e8, 1.1e8, 1.04e8, 6.6e7, 1.595e9)
+    rows = {key: unit for key, _, unit in TABLE_ROWS}
+    assert {"sm_clock_hz", "l2_sm_read_sectors", "l2_fabric_sectors"} <= set(rows)
+    assert _fmt(s["sm_clock_hz"], rows["sm_clock_hz"]) == "1.595 GHz"

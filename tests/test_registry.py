@@ -275,6 +275,36 @@ def test_stream_k_is_a_switch_of_both_persistent_rungs_that_reaches_the_kernel_o
         assert any("STREAMK=2 must be 0" in p for p in r.check_config(dict(r.config(), STREAMK=2)))
 
 
+def test_the_backward_odd_waves_are_a_switch_of_both_persistent_rungs_that_reaches_the_kernel_only_when_on():
+    """KREV=1: the units of odd waves load their k tiles last to first (kernels/ws.cuh); KREV=0 (the
+    default) compiles the kernel the rung had before the switch: no define."""
+    for slug in ("wgmma_ws", "wgmma_tf32"):
+        r = registry.get(slug)
+        assert r.config()["KREV"] == 0 and r.space["KREV"] == (0, 1)
+        assert "KREV" not in r.defines(r.config()) and r.defines(r.config("KREV=1"))["KREV"] == 1
+        with pytest.raises(ValueError, match=f"parameter KREV of rung '{slug}' is a switch"):
+            r.config({"KREV": 2})
+        assert any("KREV=2 must be 0" in p for p in r.check_config(dict(r.config(), KREV=2)))
+        with pytest.raises(ValueError, match="KREV=1 \\(backward odd waves\\) takes no stream-K tail"):
+            r.config("KREV=1,STREAMK=1")
+
+
+@pytest.mark.parametrize("slug", ["wgmma_tma", "wgmma_ws", "wgmma_tf32"])
+def test_the_l2_promotion_of_the_tensor_maps_is_a_host_parameter_of_every_rung_with_maps(slug):
+    """L2PROMO: the bytes the L2 fetches per 128-byte row a map reads; the host encodes it into the
+    maps, so the kernel, and its defines, are the same for every value."""
+    r = registry.get(slug)
+    assert r.config()["L2PROMO"] == 256
+    assert "L2PROMO" not in r.defines(r.config("L2PROMO=128"))
+    assert r.defines(r.config("L2PROMO=64")) == r.defines(r.config())
+    with pytest.raises(ValueError, match="L2PROMO=100 must be one of 64, 128, 256"):
+        r.config("L2PROMO=100")
+
+
+def test_rungs_without_tensor_maps_have_no_l2_promotion():
+    assert all("L2PROMO" not in r.params for r in registry.kernels() if not r.tensor_maps)
+
+
 def test_a_stream_k_variant_becomes_the_plain_one_where_no_wave_is_partial():
     from gemmlab.core.registry import Launch
     from gemmlab.core.variant import Variant

@@ -9,16 +9,14 @@ is split, the workspace's size, the variant a geometry runs) is in test_registry
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 
 from gemmlab.core import registry
-from gemmlab.measure.verify import verify
+from gemmlab.measure.verify import ALL_LAYOUTS, verify_all
 
 pytestmark = pytest.mark.gpu
 
-LAYOUTS = list(itertools.product((False, True), repeat=3))
+LAYOUTS = ALL_LAYOUTS
 # 2888 x 2104 in 128 x 256 tiles: 23 x 9 = 207 tiles, 75 past the last whole wave of 132 (clusters
 # of 2: 12 x 9 = 108 units, 42 past 66). K = 264 is 5 k tiles of 64 (9 of 32 for rung 22): a
 # cluster's share of the tail is 2-6 k tiles, so pieces cross units and a unit can have three; K =
@@ -32,13 +30,8 @@ def _torch():
 
 
 def _failures(rung, dtype, config, precision=None, shapes=SHAPES, layouts=LAYOUTS):
-    failures = []
-    for (a_col, b_col, c_col), (M, N, K), (alpha, beta) in itertools.product(layouts, shapes, AB):
-        r = verify(rung, M, N, K, dtype, a_col=a_col, b_col=b_col, c_col=c_col, alpha=alpha, beta=beta,
-                   config=config, precision=precision)
-        if not r.ok:
-            failures.append(r.message())
-    return failures
+    return [r.message() for r in verify_all(rung, dtype, shapes, layouts, AB, config=config, precision=precision)
+            if not r.ok]
 
 
 @pytest.mark.parametrize("cluster", [1, 2])

@@ -57,6 +57,19 @@ def test_a_cluster_splits_the_b_box_so_each_block_multicasts_its_part():
     assert operand_map("A", 300, 300, 304, False, "fp16", cfg).box == (64, 128)   # A is not shared
 
 
+def test_the_maps_l2_promotion_is_the_configurations_256_bytes_unless_it_names_another():
+    assert operand_map("A", 300, 300, 304, False, "fp16", CFG).promotion == 256
+    maps = {promo: operand_map("B", 300, 300, 304, True, "fp32", {**CFG, "BK": 32, "L2PROMO": promo})
+            for promo in (64, 128, 256)}
+    assert {promo: m.promotion for promo, m in maps.items()} == {64: 64, 128: 128, 256: 256}
+    assert len(set(maps.values())) == 3      # three maps apart in the cache (its key is the arguments)
+
+
+def test_an_l2_promotion_the_copy_engine_does_not_have_is_refused_naming_it():
+    with pytest.raises(ValueError, match="L2 promotion 512 bytes"):
+        operand_map("A", 300, 300, 304, False, "fp16", {**CFG, "L2PROMO": 512})
+
+
 def test_every_accepted_configuration_gives_boxes_tma_can_copy():
     """A box side is at most 256 elements and its inner side one 128-byte swizzle row."""
     rungs = [registry.get("wgmma_tma"), registry.get("wgmma_ws")]

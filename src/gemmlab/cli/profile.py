@@ -45,6 +45,8 @@ def _fmt(v, unit: str = "") -> str:
         return f"{v:.0f} B"
     if unit == "B/s":
         return f"{v / 1e9:.1f} GB/s"
+    if unit == "Hz":
+        return f"{v / 1e9:.3f} GHz"
     if unit == "ratio":
         return f"{v:.2f}"
     if abs(v) >= 1e6:
@@ -56,6 +58,7 @@ def _fmt(v, unit: str = "") -> str:
 TABLE_ROWS: tuple[tuple[str, str, str], ...] = (
     ("duration_s", "duration", "s"),
     ("tflops", "achieved TFLOP/s", "ratio"),
+    ("sm_clock_hz", "SM clock", "Hz"),
     ("achieved_occupancy", "achieved occupancy", "%"),
     ("ipc", "IPC (executed)", "ratio"),
     ("issued_ipc", "IPC (issued)", "ratio"),
@@ -69,6 +72,8 @@ TABLE_ROWS: tuple[tuple[str, str, str], ...] = (
     ("dram_throughput_pct", "DRAM throughput", "%"),
     ("l1_bytes", "L1/TEX bytes", "B"),
     ("l2_bytes", "L2 bytes", "B"),
+    ("l2_sm_read_sectors", "L2 sectors read by the SMs", ""),
+    ("l2_fabric_sectors", "L2 sectors across its fabric", ""),
     ("dram_bytes", "DRAM bytes (read+write)", "B"),
     ("arithmetic_intensity", "FLOPs per DRAM byte", "ratio"),
     ("ffma_count", "FFMA (thread instructions)", ""),

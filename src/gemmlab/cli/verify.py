@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-
 from ..core.config import parse_config
 from ..core.precision import applies
 from ..core.shapes import VERIFY_SHAPES, parse_shapes, shapes_text
@@ -27,7 +25,7 @@ def run(args) -> int:
 
     from ..core.driver import require_gpu
     from ..core.registry import get, kernels
-    from ..measure.verify import verify
+    from ..measure.verify import verify_all
 
     con = Console()
     rungs = [get(s) for s in args.rungs] if args.rungs else list(kernels())
@@ -45,14 +43,12 @@ def run(args) -> int:
     total_failed = 0
     for rung, dtype, precision in jobs:
         failed = checked = 0
-        for (M, N, K), lay in itertools.product(shapes, itertools.product((0, 1), repeat=3)):
-            for beta in (0.0, args.beta):
-                r = verify(rung.slug, M, N, K, dtype, a_col=lay[0], b_col=lay[1], c_col=lay[2], alpha=args.alpha,
-                           beta=beta, config=config, precision=precision)
-                checked += 1
-                if not r.ok:
-                    failed += 1
-                    con.print(f"[red]{r.message()}[/red]")
+        for r in verify_all(rung.slug, dtype, shapes, alpha_beta=[(args.alpha, 0.0), (args.alpha, args.beta)],
+                            config=config, precision=precision):
+            checked += 1
+            if not r.ok:
+                failed += 1
+                con.print(f"[red]{r.message()}[/red]")
         total_failed += failed
         status = "[green]ok[/green]" if not failed else f"[red]{failed} of {checked} FAILED[/red]"
         shown = dtype if precision == dtype else f"{dtype} as {precision}"

@@ -24,9 +24,10 @@ from .arch import LIMITS, ArchLimits, arch_number
 from .config import ConfigLike, ConfigSpec, parse_config
 from .dtypes import get as get_dtype
 from .precision import applies, resolve as resolve_precision
+from .tensormaps import L2_PROMOTION, L2_PROMOTION_DEFAULT
 
 MAX_GRID_Y = 65535
-SWITCHES = ("PACK", "EPI_TMA", "SKCLUSTER", "STREAMK", "DEFER", "SPREAD", "SNAKE")   # parameters that take 0 (off) or 1 (on); every other one is a positive int
+SWITCHES = ("PACK", "EPI_TMA", "SKCLUSTER", "STREAMK", "DEFER", "SPREAD", "SNAKE", "KREV")   # parameters that take 0 (off) or 1 (on); every other one is a positive int
 # the most dynamic shared memory any GPU in the table gives one block (227 KB on sm_90 / sm_100)
 MAX_SMEM_PER_BLOCK = max(lim.max_smem_per_block for lim in LIMITS.values())
 
@@ -110,6 +111,8 @@ class Rung:
             object.__setattr__(self, "precisions", tuple(self.dtypes))
         if self.packs:   # a host-side switch like SPLITK, last among the parameters
             object.__setattr__(self, "params", {**self.params, "PACK": 0})
+        if self.tensor_maps:   # host-side too: the L2 promotion of the tensor maps (core/tensormaps.py)
+            object.__setattr__(self, "params", {**self.params, "L2PROMO": L2_PROMOTION_DEFAULT})
 
     @property
     def name(self) -> str:
@@ -229,6 +232,9 @@ class Rung:
 
     def check_config(self, cfg: Mapping[str, int], precision: str | None = None) -> list[str]:
         problems = list(self.constraints(cfg, self.planes_for(precision)) if self.planes else self.constraints(cfg))
+        if cfg.get("L2PROMO", L2_PROMOTION_DEFAULT) not in L2_PROMOTION:
+            problems.append(f"L2PROMO={cfg['L2PROMO']} must be one of {', '.join(map(str, L2_PROMOTION))} "
+                            f"(bytes the L2 fetches for each 128-byte row a tensor map reads)")
         t = self.threads(cfg)
         if t < 32 or t > 1024 or t % 32:
             problems.append(f"the block would have {t} threads; it must be a multiple of 32 between 32 and 1024")
@@ -257,6 +263,9 @@ class Rung:
         elif split > 1:
             d["GL_SPLITK"] = 1
         d.pop("PACK", None)   # the plan packs before the launch: the kernel is the same
+        d.pop("L2PROMO", None)   # so does the tensor maps' L2 promotion: the host encodes it
+        if not d.get("KREV"):      # and KREV=0 compiles what rungs 21 and 22 compiled before the switch
+            d.pop("KREV", None)
         if not d.get("STREAMK"):   # STREAMK=0 compiles what the rung compiled before it had the switch
             d.pop("STREAMK", None)
         if not d.get("DEFER"):     # so does DEFER=0 (rung 21's immediate epilogue)
@@ -711,6 +720,15 @@ def _switch_reasons(cfg, **meanings: tuple[str, str]) -> list[str]:
 
 
 _STREAMK = ("whole tiles only", "the last wave split by k tiles")   # rungs 21 and 22
+_KREV = ("every unit's k tiles first to last", "odd waves' units last to first (kernels/ws.cuh)")   # rungs 21 and 22
+
+
+def _krev_reasons(cfg) -> list[str]:
+    """Rungs 21 and 22: KREV=1 takes no stream-K tail (a unit's pieces on several clusters would
+    have to agree on its direction; with both, rung 21's DEFER=1 kernel spilled 80 bytes)."""
+    if cfg.get("KREV") == 1 and cfg.get("STREAMK") == 1:
+        return ["KREV=1 (backward odd waves) takes no stream-K tail: STREAMK must be 0"]
+    return []
 
 
 def _group_reasons(cfg) -> list[str]:
@@ -732,8 +750,8 @@ def _ws_constraints(cfg) -> list[str]:
     if not out and cfg["BM"] != 2 * cfg["WM"]:
         out.append(f"BM={cfg['BM']} must be 2 x WM={cfg['WM']}: two consumer warpgroups (the register split "
                    f"between them and the producer is made for 384 threads)")
-    out += _cluster_reasons(cfg) + _group_reasons(cfg)
-    out += _switch_reasons(cfg, STREAMK=_STREAMK,
+    out += _cluster_reasons(cfg) + _group_reasons(cfg) + _krev_reasons(cfg)
+    out += _switch_reasons(cfg, STREAMK=_STREAMK, KREV=_KREV,
                            EPI_TMA=("staged 16-byte stores", "TMA stores where C allows"),
                            DEFER=("each tile stored at its end",
                                   "held in registers and stored during the next tile's main loop"))
@@ -768,9 +786,9 @@ def _wstf32_constraints(cfg, planes: int = 1) -> list[str]:
         out.append(f"BK={cfg['BK']} must be a multiple of 32 (a 128-byte swizzle row of FP32) and at most 256")
     if cfg["STAGES"] < 2:
         out.append(f"STAGES={cfg['STAGES']}: the pipeline needs at least 2 stages")
-    out += _cluster_reasons(cfg) + _group_reasons(cfg)
-    out += _switch_reasons(cfg, STREAMK=_STREAMK, EPI_TMA=("8-byte stores from the accumulators",
-                                                           "TMA stores where C allows"))
+    out += _cluster_reasons(cfg) + _group_reasons(cfg) + _krev_reasons(cfg)
+    out += _switch_reasons(cfg, STREAMK=_STREAMK, KREV=_KREV, EPI_TMA=("8-byte stores from the accumulators",
+                                                                       "TMA stores where C allows"))
     if out:
         return out
     if planes * cfg["WM"] // 64 * cfg["BN"] // 2 > 128:
@@ -1131,7 +1149,7 @@ RUNGS: tuple[Rung, ...] = (
         # fp16 4096^3, 0.1783 against 0.1806 bf16; 1.4186 against 1.4321 at fp16 8192^3, 1.3633
         # against 1.3769 bf16, one run each (h100_tune_wgmma_ws_defer_*.json)
         params={"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 2, "EPI_TMA": 1, "GROUP": 16,
-                "STREAMK": 0, "DEFER": 1},
+                "STREAMK": 0, "DEFER": 1, "KREV": 0},
         presets={"128x256": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 2},
                  "128x256_nocluster": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 1},
                  # DEFER 0 with 128x128 tiles: 0.1688 against 0.1788 ms at fp16 1024x14336x4096, 0.1657
@@ -1144,7 +1162,7 @@ RUNGS: tuple[Rung, ...] = (
         persistent=True,
         packs=True,
         space={"BN": (128, 256), "BK": (64, 128), "STAGES": (2, 3, 4, 5, 6), "CLUSTER": (1, 2), "EPI_TMA": (0, 1),
-               "GROUP": (8, 16), "STREAMK": (0, 1), "DEFER": (0, 1)},
+               "GROUP": (8, 16), "STREAMK": (0, 1), "DEFER": (0, 1), "KREV": (0, 1)},
     ),
     Rung(
         22, "wgmma_tf32", "FP32 on Hopper's wgmma: TF32 in the warp-specialized persistent structure",
@@ -1166,7 +1184,7 @@ RUNGS: tuple[Rung, ...] = (
         # 128x128 before): 0.96x at 8192^3 and 0.99x at 4096^3 against 0.986x / 1.00x for 128x256
         # (h100_tune_wgmma_tf32_tiles_*_s15.json)
         params={"BM": 128, "BN": 256, "BK": 32, "WM": 64, "STAGES": 4, "CLUSTER": 1, "GROUP": 16, "STREAMK": 0,
-                "EPI_TMA": 1},
+                "EPI_TMA": 1, "KREV": 0},
         # 3xtf32: a stage holds both TF32 planes of A and B, and the warps hold a k tile's partial
         # sums beside the sums: 128x128 tiles (BN 256 would need 256 accumulators), 2 stages of 64 KB
         # (3 stages ran 1.86x cuBLAS SGEMM at 8192^3, 2 stages 2.35x: h100_wgmma_3xtf32_*.json)
@@ -1184,7 +1202,7 @@ RUNGS: tuple[Rung, ...] = (
         sass_claims=("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG"), min_arch=90, max_arch=90,
         tensor_maps=True, store_map=True, store_box=32, persistent=True, k_major=True, register_a=("tf32",),
         space={"BN": (128, 256), "BK": (32, 64), "STAGES": (2, 3, 4, 5, 6), "CLUSTER": (1, 2), "GROUP": (8, 16),
-               "STREAMK": (0, 1), "EPI_TMA": (0, 1)},
+               "STREAMK": (0, 1), "EPI_TMA": (0, 1), "KREV": (0, 1)},
     ),
     Rung(
         23, "thin", "Thin GEMM: the wide operand streamed once, K split over the warps",

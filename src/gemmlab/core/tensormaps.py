@@ -33,6 +33,13 @@ MAP_BYTES = 128         # sizeof(CUtensorMap)
 CAPACITY = 256          # cached maps; past it the least recently used is forgotten
 _TENSOR_MAP_TYPE = {"fp16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
                     "fp32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32"}   # fp32: rung 22 (TF32 wgmma)
+# The L2 promotion an operand map is encoded with (the L2PROMO parameter of the rungs with maps), in
+# bytes: a box row of 128 bytes is fetched into L2 as an aligned 128 or 256 bytes (64: no wider than
+# asked for, our rows being 128 bytes). 256 is what the rungs were built and tuned with; CUTLASS
+# encodes 128.
+L2_PROMOTION = {64: "CU_TENSOR_MAP_L2_PROMOTION_L2_64B", 128: "CU_TENSOR_MAP_L2_PROMOTION_L2_128B",
+                256: "CU_TENSOR_MAP_L2_PROMOTION_L2_256B"}
+L2_PROMOTION_DEFAULT = 256
 
 
 @dataclass(frozen=True)
@@ -46,6 +53,7 @@ class MapArgs:
     element_strides: tuple[int, ...] = (1, 1)
     swizzle: int = SWIZZLE_BYTES    # bytes
     k_major: bool = True            # K is the contiguous dimension (wgmma without transpose)
+    promotion: int = L2_PROMOTION_DEFAULT   # bytes the L2 fetches per row read (a key of L2_PROMOTION)
 
 
 def operand_map(operand: str, rows: int, cols: int, ld: int, col_major: bool, dtype: str,
@@ -74,12 +82,16 @@ def operand_map(operand: str, rows: int, cols: int, ld: int, col_major: bool, dt
     tile = cfg["BM"] if operand == "A" else cfg["BN"]
     parts = cfg.get("CLUSTER", 1) if operand == "B" else 1
     box = (SWIZZLE_BYTES // itemsize, (tile if k_major else cfg["BK"]) // parts)
+    promotion = cfg.get("L2PROMO", L2_PROMOTION_DEFAULT)
+    if promotion not in L2_PROMOTION:
+        raise ValueError(f"operand {operand}: L2 promotion {promotion!r} bytes; the copy engine takes {sorted(L2_PROMOTION)}")
     if planes == 1:
-        return MapArgs(dtype, (inner, outer), (ld * itemsize,), box, k_major=k_major)
+        return MapArgs(dtype, (inner, outer), (ld * itemsize,), box, k_major=k_major, promotion=promotion)
     if planes != 2 or plane_bytes < outer * ld * itemsize or plane_bytes % 16:
         raise ValueError(f"operand {operand}: {planes} planes {plane_bytes} bytes apart; a split operand has 2, "
                          f"apart by at least its {outer * ld * itemsize} bytes and by a multiple of 16")
-    return MapArgs(dtype, (inner, outer, planes), (ld * itemsize, plane_bytes), box + (1,), (1, 1, 1), k_major=k_major)
+    return MapArgs(dtype, (inner, outer, planes), (ld * itemsize, plane_bytes), box + (1,), (1, 1, 1), k_major=k_major,
+                   promotion=promotion)
 
 
 STORE_BOX_ROWS = 16    # rows of rung 21's output box: a consumer warp's rows of an m64 block (kernels/21_wgmma_ws.cu)
@@ -133,7 +145,7 @@ def encode(args: MapArgs, ptr: int) -> bytes:
         [u32(b) for b in args.box], [u32(e) for e in args.element_strides],
         cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
-        cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        getattr(cu.CUtensorMapL2promotion, L2_PROMOTION[args.promotion]),
         cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE), "cuTensorMapEncodeTiled")
     return ctypes.string_at(tmap.getPtr(), MAP_BYTES)
 

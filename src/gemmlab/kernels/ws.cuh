@@ -61,6 +61,29 @@ constexpr int GROUP_U = GROUP_M / CLUSTER;      // unit rows per group
 #ifndef STREAMK
 #define STREAMK 0
 #endif
+// ---- the k direction of a wave (KREV=1) ---------------------------------------------------------
+// A wave of ~132 units reads its patch's A and B panels k tile by k tile, all CTAs at about the same
+// k, and the L2 (50 MB on the H100) keeps only the last part of it: at 8192^3 in TF32 a wave's patch
+// (16 x 8.25 tiles of 128x256) is 64 MB of A and 66 MB of B. The next wave of the same group has
+// the same row tiles, so the same A panels. Walked forward again, it starts at k = 0, whose lines
+// left the L2 long ago; walked backward, it starts where the last wave ended, on the A lines the L2
+// still holds. With KREV=1 the units of odd waves (the 2nd, 4th, ... a cluster walks) load their k
+// tiles from the last to the first. Only the producer's coordinates change: a unit's k tiles are
+// summed in the other order (the same products; the bits of C change, the same at every launch).
+// Not with a stream-K tail (the registry refuses both): a unit's pieces, on several clusters,
+// would have to agree on its direction, and with both, rung 21's DEFER=1 kernel spilled 80 bytes.
+// PREDICTION, before its first measurement (H100, TF32 8192^3 rr, GROUP 16): the L2 ends a wave
+// holding roughly the last 40% of its k range, half of it A; the next wave finds ~30% of its A
+// there: DRAM reads -10 to -15% (3.3 -> ~2.9 GB), a few watts under the power cap, +0.3-0.8% of
+// clock and time; 4096^3 (a 65 MB patch) about the same share.
+// MEASURED (benchmarks/NOTES.md, session 16): DRAM 2.93 -> 2.71 GB at TF32 8192^3 (H200, Nsight
+// Compute), the clock and the time unchanged (0.978 against 0.979x cuBLAS on the H100); rung 21's
+// default tile in bf16/fp16 0.1-0.6% faster at 8192^3, 8192x14336x4096 and 4096x14336x4096, level
+// at 8192x4096x14336 (one tuner run each). So KREV is in the tuner's space, off by default.
+#ifndef KREV
+#define KREV 0
+#endif
+static_assert(!(KREV && STREAMK), "backward odd waves (KREV) take no stream-K tail");
 // Units and steps are 32-bit: a unit is at least 128 x 64 outputs, so 2^31 of them would need a C of
 // 2^44 elements (the host also keeps a stream-K tail's steps below 2^31), and every int that is not
 // 64-bit is a register the consumers keep beside their 128 accumulators.
@@ -172,11 +195,14 @@ __device__ __forceinline__ void produce(const Smem& sm, const Schedule& sched, i
         if (GL_VEC_B) gl_tma_prefetch(tmB);
     }
     Ring ring;
+    bool odd = false;       // KREV: this unit is in an odd wave (a cluster's 2nd, 4th, ...): k tiles last to first
     sched.walk(blockIdx.x / CLUSTER, [&](int u, int k0, int k1) {
         const int2 t = sched.tile(u, rank);
         const int row0 = t.x * BM, col0 = t.y * BN;
+        const bool back = KREV && odd;
+        odd = !odd;
         for (int kt = k0; kt < k1; ++kt) {
-            const int k_at = kt * BK, s = ring.s;     // the k tile's first element
+            const int k_at = (back ? sched.ktiles - 1 - kt : kt) * BK, s = ring.s;     // the k tile's first element
             const unsigned full = sm.full(s), a_dst = sm.a_base + s * A_STAGE_B, b_dst = sm.b_base + s * B_STAGE_B;
             gl_mbar_wait(sm.empty(s), ring.phase ^ 1u);     // round r - 1 of stage s released (see Ring)
             if (ptid == 0 && TX_BYTES) {

@@ -15,6 +15,8 @@ element the kernel never wrote fails too).
 
 from __future__ import annotations
 
+import itertools
+
 import math
 from dataclasses import dataclass, field
 
@@ -143,3 +145,15 @@ def verify(kernel: str, M: int, N: int, K: int, dtype: str = "fp32", *, lib: str
     prec = "" if used in (None, dtype) else f" as {used}"
     label = f"{kernel} {dtype}{prec} {M}x{N}x{K} {lay} alpha={alpha} beta={beta} pad={ld_pad} off={offset}"
     return check(ops, alpha, beta, label, used)
+
+
+ALL_LAYOUTS = tuple(itertools.product((False, True), repeat=3))   # (a_col, b_col, c_col): all 8
+
+
+def verify_all(kernel: str, dtype: str, shapes, layouts=ALL_LAYOUTS, alpha_beta=((1.0, 0.0),), *,
+               config=None, precision: str | None = None, lib: str | None = None):
+    """``verify`` at every (layout, shape, (alpha, beta)) of the three lists, in that order; yields
+    each VerifyResult as it comes (``gemmlab verify``, and the GPU tests' sweeps)."""
+    for (a_col, b_col, c_col), (M, N, K), (alpha, beta) in itertools.product(layouts, shapes, alpha_beta):
+        yield verify(kernel, M, N, K, dtype, lib=lib, a_col=a_col, b_col=b_col, c_col=c_col, alpha=alpha, beta=beta,
+                     config=config, precision=precision)

@@ -104,6 +104,17 @@ METRICS: tuple[Metric, ...] = (
     Metric("l2_bytes", "lts__t_bytes.sum", "B", "bytes moved through L2"),
     Metric("dram_read_bytes", "dram__bytes_read.sum", "B", "bytes read from DRAM", alt=("dram__bytes_op_read.sum",)),
     Metric("dram_write_bytes", "dram__bytes_write.sum", "B", "bytes written to DRAM", alt=("dram__bytes_op_write.sum",)),
+    # the L2's two partitions: the SMs' reads looked up in a slice, those that missed it, and what
+    # a slice took from the fabric between the partitions (on the H100 the power these draw sets the
+    # clock of a tensor-core GEMM at its power cap: benchmarks/NOTES.md, sessions 15 and 16)
+    Metric("l2_sm_read_sectors", "lts__t_sectors_srcunit_tex_op_read.sum", "sectors",
+           "32-byte sectors the SMs read from L2 (lookups in a slice; TMA, loads)"),
+    Metric("l2_sm_read_miss_sectors", "lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum", "sectors",
+           "of those, sectors the slice did not hold (from DRAM or the other partition)"),
+    Metric("l2_fabric_sectors", "lts__t_sectors_srcunit_ltcfabric.sum", "sectors",
+           "sectors a slice took from the fabric between the L2 partitions, every operation"),
+    Metric("l2_fabric_read_sectors", "lts__t_sectors_srcunit_ltcfabric_op_read.sum", "sectors",
+           "of those, reads"),
     Metric("l1_hit_rate", "l1tex__t_sector_hit_rate.pct", "%", "L1/TEX sector hit rate"),
     Metric("l2_hit_rate", "lts__t_sector_hit_rate.pct", "%", "L2 sector hit rate"),
     # ---- math ----------------------------------------------------------------------------------
