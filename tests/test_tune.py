@@ -499,3 +499,26 @@ def test_the_space_of_a_precision_prunes_with_that_precisions_constraints_and_ho
     bad = sp.point({"BN": 256})                # 3xtf32 keeps partial sums beside the sums: refused
     assert sp.check(bad) and not Space.of("wgmma_tf32", "sm_90a", precision="tf32").check(bad)
     assert all(not sp.check(c) for c in sp.candidates())
+
+
+def test_a_worker_refused_for_the_runs_budget_stops_asking_until_it_reads_the_study_again():
+    """Another worker of the run took the budget's slots after this one read the study: the first
+    proposal refused for the budget ends the batch (a later proposal, numbered later still, would
+    be refused too). Proposing on from the stale view took a worker of the two-worker run above up
+    to 2,000 refused proposals, each reading every trial."""
+    from gemmlab.tune.search import Job, _View, _Worker
+
+    sp = Space.of("tile_1d", "sm_90a")
+    storage = store.open_storage(store.MEMORY)
+    machine = {"gpu_name": "replay", "arch": "sm_90a", "driver": "0", "nvrtc": "0", "gemmlab": "0"}
+    study = store.open_study(storage, store.study_key(machine, "tile_1d", "fp32", "rr", SHAPE),
+                             optuna.samplers.RandomSampler(seed=1), sp.params)
+    for cfg in sp.candidates()[:2]:   # the other worker's two trials, in hand
+        t = study.ask()
+        t.set_user_attr("candidate", {"config": cfg, "key": sp.key(cfg), "run": "r1", "device": "replay 1"})
+    worker = _Worker(study, storage, sp, ReplayEvaluator(landscape("tile_1d")), Job("random", "r1", budget=2, batch=4),
+                     None)
+    batch, stop = worker._batch(_View({}, {}, set(), set(), 0, None))   # read before those two were asked
+    refused = [t for t in study.get_trials(deepcopy=False)
+               if "budget" in (t.user_attrs.get("result") or {}).get("reason", "")]
+    assert batch == [] and stop == "" and len(refused) == 1

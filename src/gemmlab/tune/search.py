@@ -33,8 +33,15 @@ from .store import Heartbeat, optuna, record_peers, retrying
 SLOW_FACTOR = 3.0
 MAX_MISSES = 2000      # proposals in a row that are refused or already recorded: the sampler is stuck
 MAX_ATTEMPTS = 2       # evaluations of one configuration that may crash before it is left alone
-_BUDGET_TAKEN = "the budget"   # how ``_claim``'s refusal for the run's budget begins
-_TAKEN = object()              # ``_ask``'s answer when that refusal was its proposal's
+_TAKEN = object()              # ``_ask``'s answer when its proposal was refused for the run's budget
+
+
+@dataclass(frozen=True)
+class _Refusal:
+    """Why a trial may not measure its configuration now (``_Worker._claim``)."""
+
+    reason: str
+    budget: bool = False          # the run's budget is taken: a later proposal would be refused too
 
 
 @dataclass
@@ -204,17 +211,17 @@ class _Worker:
         if key in view.recorded:
             self._told(trial, lambda: _tell_repeat(self.study, trial, view.recorded[key]))
             return None
-        busy = "being measured by another trial" if key in view.running or any(
+        refused = _Refusal("being measured by another trial") if key in view.running or any(
             self.space.key(c) == key for _, c in batch) else self._claim(trial, key)
-        if busy:
+        if refused:
             # held by another worker (or twice in this batch), or past the run's budget: not measured
-            _attrs(trial, "result", status="repeat", reason=busy)
+            _attrs(trial, "result", status="repeat", reason=refused.reason)
             self._told(trial, lambda: self.study.tell(trial, state=optuna().trial.TrialState.PRUNED))
-            return _TAKEN if busy.startswith(_BUDGET_TAKEN) else None
+            return _TAKEN if refused.budget else None
         return trial, cfg
 
-    def _claim(self, trial, key: str) -> str:
-        """Why this trial may not measure ``key`` now ("" when it may), from a fresh read of the
+    def _claim(self, trial, key: str) -> _Refusal | None:
+        """Why this trial may not measure ``key`` now (None when it may), from a fresh read of the
         study (``view`` is a snapshot from the start of the batch). This trial's candidate
         attribute is written before the read, so of two workers that ask at once, the later
         reader sees the earlier one:
@@ -234,12 +241,13 @@ class _Worker:
             if (t.user_attrs.get("result") or {}).get("status") in ("invalid", "repeat"):
                 continue
             if cand is not None and cand.get("key") == key:
-                return "being measured by another trial"
+                return _Refusal("being measured by another trial")
             if t.number < trial.number and (cand is None or cand.get("run") == self.job.run):
                 ahead += 1
         if self.job.budget is not None and ahead >= self.job.budget:
-            return f"{_BUDGET_TAKEN} of {self.job.budget} evaluations is taken by other trials of this run"
-        return ""
+            return _Refusal(f"the budget of {self.job.budget} evaluations is taken by other trials of this run",
+                            budget=True)
+        return None
 
     def _queue_busy(self) -> bool:
         TS = optuna().trial.TrialState
