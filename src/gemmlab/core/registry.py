@@ -264,12 +264,11 @@ class Rung:
             d["GL_SPLITK"] = 1
         d.pop("PACK", None)   # the plan packs before the launch: the kernel is the same
         d.pop("L2PROMO", None)   # so does the tensor maps' L2 promotion: the host encodes it
-        if not d.get("KREV"):      # and KREV=0 compiles what rungs 21 and 22 compiled before the switch
-            d.pop("KREV", None)
-        if not d.get("STREAMK"):   # STREAMK=0 compiles what the rung compiled before it had the switch
-            d.pop("STREAMK", None)
-        if not d.get("DEFER"):     # so does DEFER=0 (rung 21's immediate epilogue)
-            d.pop("DEFER", None)
+        # switches added to a rung after it was measured: off, each compiles what the rung compiled
+        # before it (no define; the same cache keys and SASS)
+        for switch in ("STREAMK", "DEFER", "KREV"):
+            if not d.get(switch):
+                d.pop(switch, None)
         smem = self.smem_bytes(cfg, precision)
         if smem:
             d["GL_DYN_SMEM"] = smem  # the kernel checks its carve-up fits what the launch gives it
