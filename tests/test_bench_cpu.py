@@ -529,6 +529,81 @@ def test_the_median_leaves_out_samples_at_throttled_clocks_when_enough_remain():
     assert few["ms"] == 2.0 and "too few at full clocks" in few["median_basis"]
 
 
+# ---- sustained mode ------------------------------------------------------------------------------
+def test_bench_sustained_takes_blocks_of_two_seconds_unless_given_and_an_even_round_count(bench_cli):
+    from gemmlab.cli import bench as bench_cmd
+
+    assert bench_cmd.bench_settings(_parse(bench_cli, [])).sustained is False
+    a = bench_cmd.bench_settings(_parse(bench_cli, ["--sustained"]))
+    assert (a.sustained_s, a.sustained_rounds) == (2.0, 4)
+    b = bench_cmd.bench_settings(_parse(bench_cli, ["--sustained", "0.5", "--sustained-rounds", "6", "--no-flush"]))
+    assert (b.sustained_s, b.sustained_rounds, b.l2) == (0.5, 6, "hot")
+    with pytest.raises(ValueError, match="even"):
+        bench_cmd.bench_settings(_parse(bench_cli, ["--sustained", "--sustained-rounds", "3"]))
+
+
+def test_bench_refuses_sustained_with_overhead(bench_cli, capsys):
+    assert bench_cli.main(["bench", "--sustained", "--overhead"]) == bench_cli.EXIT_FAILED
+    assert "--sustained times the GPU and --overhead the host" in capsys.readouterr().err
+
+
+def _sustained_records():
+    jobs = sched.schedule([get("wgmma_tf32")], [(8192, 8192, 8192)])[0].jobs
+    out = []
+    for job, ms, mj, mhz in zip(jobs, (3.0, 3.03), (2100.0, 2121.0), (1400.0, 1390.0)):
+        rec = stats.blank_record(job, "fp32")
+        rec["times_ms"], rec["throttled"] = [ms] * 4, [False] * 4
+        rec["blocks"] = [{"calls": 660, "mj_per_call": mj, "watts": mj / ms, "sm_mhz": mhz, "host_bound": False}] * 4
+        out.append(rec)
+    stats.summarize(out, 535.0)
+    return out
+
+
+def test_a_sustained_summary_gives_energy_per_call_gflop_per_joule_and_energy_against_cublas():
+    cublas, rung = _sustained_records()
+    assert (rung["mj"], rung["watts"], rung["sm_mhz"]) == (2121.0, pytest.approx(700.0), 1390.0)
+    assert rung["gflop_per_j"] == pytest.approx(2 * 8192**3 / 2.121 / 1e9)
+    assert rung["energy_vs_cublas"] == pytest.approx(2100.0 / 2121.0)       # < 1: more energy than cuBLAS
+    assert rung["vs_cublas"] == pytest.approx(3.0 / 3.03) and cublas["energy_vs_cublas"] == 1.0
+
+
+def test_a_sampled_run_has_no_energy_figures():
+    rec = _synthetic_result()["results"][0]
+    assert rec["mj"] is None and rec["gflop_per_j"] is None and rec["energy_vs_cublas"] is None
+
+
+def test_the_sustained_table_adds_power_clock_and_energy_columns_and_says_how_it_timed():
+    res = _synthetic_result()
+    res["results"] = _sustained_records()
+    res["settings"]["timing"] = timing.Settings(sustained_s=2.0).as_dict()
+    text = _render(res)
+    assert "--sustained" in text and "GFLOP/J" in text and "energy vs cuBLAS" in text
+    line = next(l for l in text.splitlines() if "wgmma_tf32" in l)
+    assert "700" in line and "1390" in line and "2121" in line and "0.99x" in line
+    assert "blocks of back-to-back launches" in text
+    assert "GFLOP/J" not in _render(_synthetic_result())
+
+
+def test_a_sustained_run_records_every_block_and_skips_the_self_check(fake_gpu, monkeypatch):
+    import time
+
+    # a counter at 700 W that moves every 5 ms, as NVML's moves in steps
+    monkeypatch.setattr(envinfo, "total_energy_mj", lambda ordinal=0: (time.monotonic() // 0.005) * 0.005 * 700e3)
+    res = runner.run_bench(rungs=["tile_2d"], shapes="64x48x32", progress=False,
+                           timing_settings=timing.Settings(sustained_s=0.1, sustained_rounds=2))
+    by = {r["kernel"]: r for r in res["results"]}
+    for r in by.values():
+        assert len(r["blocks"]) == r["samples"] == 2 and r["stop_reason"] == "sustained rounds"
+        # the wiring, not the precision (tests/test_timing.py has that): a polling thread under the GIL
+        assert r["mj"] > 0 and 350.0 <= r["watts"] <= 1050.0
+    assert by["tile_2d"]["energy_vs_cublas"] > 0
+    assert res["groups"][0]["self_check"]["ok"] is None and "sustained" in res["groups"][0]["self_check"]["message"]
+    assert res["self_check"]["ok"] is None and "no self-check in sustained mode" in res["self_check"]["message"]
+    assert [r["order"] for r in res["groups"][0]["rounds"]] == [["cublas", "tile_2d"], ["tile_2d", "cublas"]]
+    assert res["settings"]["timing"]["sustained_s"] == 0.1
+    assert res["settings"]["flush_l2"] is False and res["settings"]["flush_bytes"] == 0   # back to back, unflushed
+
+
 # ---- suites and auto -----------------------------------------------------------------------------
 def test_the_suites_are_defined_once_with_the_issues_shapes():
     from gemmlab.core.shapes import FP32_SUITE, LLM_SUITE, suite

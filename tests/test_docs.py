@@ -69,6 +69,12 @@ def test_bench_table_header_says_how_it_was_timed_from_the_settings():
     assert "cuBLAS" not in _head({"repeats": 5, "flush_l2": True}, kernels=("naive",)).replace("no cuBLAS", "")
 
 
+def test_a_sustained_bench_table_header_says_blocks_of_back_to_back_launches_unflushed():
+    head = _head({"timing": {"l2": "cold", "min_samples": 10, "sustained_s": 2.0, "sustained_rounds": 4}})
+    assert "sustained: median of 4 blocks of back-to-back launches" in head and "about 2 s of GPU time" in head
+    assert "L2 not flushed" in head and "L2 flushed" not in head and "cuBLAS timed in the same run" in head
+
+
 def test_bench_table_header_states_the_peak_basis():
     import json
 

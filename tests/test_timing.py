@@ -8,7 +8,8 @@ import random
 
 import pytest
 
-from gemmlab.measure.timing import Candidate, ClockReading, Engine, Samples, Settings, judge_round, self_check
+from gemmlab.measure.timing import (Candidate, ClockReading, Engine, Samples, Settings, counter_watts, judge_round,
+                                    self_check)
 
 
 class Event:
@@ -208,3 +209,99 @@ def test_candidate_names_must_be_unique():
     gpu = SimGPU()
     with pytest.raises(ValueError, match="unique"):
         Engine(gpu, Settings(**FAST)).measure(_cands(gpu, a=1.0) * 2)
+
+
+# ---- sustained mode ------------------------------------------------------------------------------
+class SimEnergy:
+    """A board's energy counter that moves in steps every ``period_ms`` of the simulated host clock,
+    at ``watts`` (idle gaps included, as a board draws power idle too); ``stop`` gives the readings
+    a polling thread would have taken at every step."""
+
+    def __init__(self, gpu, watts, period_ms=0.5):
+        self.gpu, self.watts, self.period = gpu, watts, period_ms
+
+    def start(self):
+        self.t0 = self.gpu.host
+
+    def stop(self):
+        steps = range(int(self.t0 // self.period) + 1, int(self.gpu.host // self.period) + 1)
+        return [(k * self.period / 1e3, k * self.period * self.watts) for k in steps for _ in (0, 1)]
+
+
+SUSTAINED = dict(sustained_s=0.01, sustained_rounds=4, spin_us=1000.0)
+
+
+def _engine(gpu, settings, **kw):
+    """An engine on the simulated GPU whose host clock is the simulation's (seconds)."""
+    return Engine(gpu, settings, host_clock=lambda: gpu.host / 1e3, **kw)
+
+
+def test_a_sustained_sample_is_a_block_of_back_to_back_launches_without_flush_or_spin():
+    gpu = SimGPU(launch_cost=0.01)
+    run = Engine(gpu, Settings(**SUSTAINED)).measure(_cands(gpu, a=1.0))
+    s = run.samples["a"]
+    assert s.times_ms == pytest.approx([1.0] * 4) and s.stop_reason == "sustained rounds"
+    assert [b.calls for b in s.blocks] == [10] * 4          # 10 ms of GPU time at 1 ms a call
+    assert gpu.calls.count("launch") == 3 + 10 + 4 * 10     # calibration, the untimed block, four timed
+    assert "flush" not in gpu.calls and gpu.calls.count("spin") == 1 + 1 + 4   # one before each, none inside
+    assert gpu.calls[:6] == ["sync", "spin", "launch", "launch", "launch", "sync"]     # the calibration
+    assert gpu.calls[6:] == (["sync", "spin"] + ["launch"] * 10 + ["sync"]) * 5        # the blocks
+
+
+def test_sustained_rounds_go_forward_then_backward():
+    gpu = SimGPU(launch_cost=0.01)
+    run = Engine(gpu, Settings(**SUSTAINED)).measure(_cands(gpu, a=1.0, b=2.0, c=0.5))
+    assert [r.order for r in run.rounds] == [["a", "b", "c"], ["c", "b", "a"]] * 2
+    assert run.seed is None
+
+
+def test_a_sustained_block_gives_the_power_from_the_counters_steps_and_the_energy_per_call():
+    gpu = SimGPU(launch_cost=0.01)
+    run = _engine(gpu, Settings(**SUSTAINED), energy=SimEnergy(gpu, watts=700.0)).measure(_cands(gpu, a=2.0))
+    b = run.samples["a"].blocks[0]
+    assert b.watts == pytest.approx(700.0) and b.mj_per_call == pytest.approx(1400.0)   # 700 W for 2 ms
+    assert b.host_bound is False and run.samples["a"].as_dict()["blocks"][0]["mj_per_call"] == b.mj_per_call
+
+
+def test_the_power_comes_from_the_instants_the_counter_changed_not_its_ends():
+    # steps of 100 J every 0.1 s (1000 W), read every 0.03 s: the ends fall mid-step
+    readings = [(0.03 * i, 1e5 * (0.03 * i // 0.1)) for i in range(40)]
+    assert counter_watts(readings) == pytest.approx(1000.0, rel=0.1)
+    assert counter_watts([(0.0, 5.0), (0.5, 5.0), (1.0, 7.0)]) is None        # one change: no slope
+
+
+def test_without_an_energy_counter_the_blocks_carry_no_energy():
+    gpu = SimGPU(launch_cost=0.01)
+    b = Engine(gpu, Settings(**SUSTAINED)).measure(_cands(gpu, a=1.0)).samples["a"].blocks[0]
+    assert b.mj_per_call is None and b.watts is None
+
+
+def test_a_call_that_costs_the_host_more_than_the_gpu_is_marked_host_bound():
+    gpu = SimGPU(launch_cost=0.3)
+    run = _engine(gpu, Settings(**SUSTAINED)).measure(_cands(gpu, fast=0.05, slow=1.0))
+    assert all(b.host_bound for b in run.samples["fast"].blocks)
+    assert not any(b.host_bound for b in run.samples["slow"].blocks)
+
+
+def test_the_power_cap_clock_is_the_sustained_steady_state_not_throttling():
+    gpu = SimGPU(launch_cost=0.01)
+    capped = [ClockReading(0, 1400, ("SwPowerCap",))]
+    hot = [ClockReading(0, 1300, ("HwThermalSlowdown",))]
+    clocks = FakeClocks(1980, [capped] * 2 + [capped, hot] + [capped] * 4)   # 2 settle blocks, then 4 rounds x 2
+    run = Engine(gpu, Settings(**SUSTAINED), clocks).measure(_cands(gpu, a=1.0, b=1.0))
+    assert [r.throttled for r in run.rounds] == [True, False, False, False]
+    assert run.rounds[0].sm_mhz_min == 1300 and run.samples["a"].blocks[0].sm_mhz == pytest.approx(1400)
+
+
+def test_sustained_mode_has_no_separate_warm_up():
+    gpu = SimGPU()
+    Engine(gpu, Settings(**SUSTAINED, warmup=5)).warm_up(_cands(gpu, a=1.0))
+    assert gpu.calls == []
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(sustained_s=-1.0), "sustained_s"), (dict(sustained_rounds=3), "even"), (dict(sustained_rounds=0), "even"),
+])
+def test_bad_sustained_settings_are_refused(bad, match):
+    with pytest.raises(ValueError, match=match):
+        Settings(**bad)

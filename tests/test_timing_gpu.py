@@ -85,3 +85,23 @@ def test_the_cold_l2_flush_reads_its_whole_buffer_and_writes_nothing_else():
     buf[-4:] = pattern.cuda()
     flush(buf, sink)
     assert sink.cpu().tolist() == pattern.tolist()
+
+
+def test_sustained_blocks_time_the_same_calls_and_read_the_boards_energy(setup):
+    """Sustained mode on the GPU: blocks of ~0.5 s of back-to-back SGEMMs give a time per call within
+    10 % of the sampled one (the cold flush and the clock differ, the work does not), and NVML's
+    energy counter (~100 ms steps) gives each block a board power between idle and the cap and an
+    energy per call."""
+    from gemmlab.analysis import environment
+    from gemmlab.measure.timing import Engine, NvmlClocks, NvmlEnergy, Settings
+
+    if environment.total_energy_mj(0) is None:
+        pytest.skip("NVML reports no energy counter on this GPU or driver")
+    sampled = Engine(setup["dev"], Settings(min_samples=5, max_samples=10, warmup=2)).isolated(setup["cublas"]).median
+    eng = Engine(setup["dev"], Settings(sustained_s=0.5, sustained_rounds=2), NvmlClocks(0), NvmlEnergy(0))
+    run = eng.measure([setup["cublas"], setup["rung"]])
+    s = run.samples["cublas"]
+    assert s.n == 2 and abs(s.median / sampled - 1) <= 0.10, f"sustained {s.median:.4f} ms, sampled {sampled:.4f} ms"
+    for b in s.blocks + run.samples["warp_tiling"].blocks:
+        assert b.calls >= 50 and not b.host_bound
+        assert b.mj_per_call > 0 and 50 <= b.watts <= 1200 and b.sm_mhz > 0

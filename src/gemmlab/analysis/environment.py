@@ -129,6 +129,16 @@ def max_sm_clock_mhz(ordinal: int = 0) -> int | None:
     return None if nv is None else _try(nv.nvmlDeviceGetMaxClockInfo, h, nv.NVML_CLOCK_SM)
 
 
+def total_energy_mj(ordinal: int = 0) -> float | None:
+    """The device's energy counter: millijoules since the driver loaded (NVML, Volta and newer; None
+    without NVML or where the device does not report it)."""
+    nv, h = _handle(ordinal)
+    if nv is None:
+        return None
+    mj = _try(nv.nvmlDeviceGetTotalEnergyConsumption, h)
+    return float(mj) if mj is not None else None
+
+
 # ---- versions ----------------------------------------------------------------------------------
 def package_version(module: str) -> str | None:
     """The installed version of the package that provides ``module`` (``"cupy"`` finds

@@ -21,6 +21,11 @@ C, and uses these very operands for every rung, for cuBLAS and for every peer:
    faster than cuBLAS), the ratio to the best peer, and % of the device's peak
    (``core.arch.peaks``). See ``stats``.
 
+Sustained mode (``Settings.sustained_s``, ``bench --sustained``): step 2 times blocks of back-to-back
+launches instead (the engine's sustained mode: the GPU at its steady state, for a large tensor-core
+GEMM the power cap), and each record also gets the energy per call, the board's power and the SM
+clock of its blocks (NVML), GFLOP per joule and its energy against cuBLAS's; there is no self-check.
+
 cuBLAS is ``Lib.matmul(a, b, out=c)`` on the same operands, through PyTorch (the default when it
 has CUDA) or CuPy (``--lib``). For fp32 it is kept on true FP32 SGEMM: PyTorch's TF32 switch is
 turned off for the run (``fp32_precision = "ieee"``, or ``allow_tf32 = False`` on older
@@ -124,9 +129,11 @@ def _start(*, dtype: str, verify: bool, config, lib: str | None, settings: timin
     clocks_before = envinfo.clocks(ordinal)
     env = envinfo.collect(ordinal)
     peak = peak_for_dtype(env["peaks"], dtype, precision)
-    device = timing.CudaDevice(L, ordinal, info.l2_bytes, flush=settings.l2 == "cold", spin=settings.spin)
+    flush = settings.l2 == "cold" and not settings.sustained    # sustained blocks run back to back, unflushed
+    device = timing.CudaDevice(L, ordinal, info.l2_bytes, flush=flush, spin=settings.spin)
     clocks = timing.NvmlClocks(ordinal) if envinfo.max_sm_clock_mhz(ordinal) else None
-    engine = timing.Engine(device, settings, clocks)
+    energy = timing.NvmlEnergy(ordinal) if settings.sustained and envinfo.total_energy_mj(ordinal) is not None else None
+    engine = timing.Engine(device, settings, clocks, energy)
     peers = {p.name: p for p in peer_lib.peers(peer_names, dtype, L.name, precision)}
     prog = Progress(0, enabled=progress, label="bench")
     return _Run(dtype, verify, config, L, ordinal, info, started, t0, clocks_before, env, peak, prog, engine,
@@ -238,6 +245,11 @@ def _record_samples(rec: dict, s: timing.Samples) -> None:
     rec["samples"], rec["noise"], rec["median_error"] = d["n"], d["noise"], d["median_error"]
     rec["stop_reason"], rec["throttled_samples"] = d["stop_reason"], d["throttled_samples"]
     rec["throttled"] = list(s.throttled)
+    if s.blocks:   # sustained mode: each sample's launches, energy, power and clock
+        rec["blocks"] = d["blocks"]
+        if any(b.host_bound for b in s.blocks):
+            add_note(rec, "host-bound: a call costs the host more than the GPU, so back to back the GPU "
+                          "waits for the host (the time is the launch rate)")
     if d["throttled_samples"]:
         add_note(rec, f"{d['throttled_samples']} of {d['n']} samples at throttled clocks"
                       + (" (left out of the median)" if d["n"] - d["throttled_samples"] >= MIN_UNTHROTTLED else ""))
@@ -271,7 +283,10 @@ def _time_group(run: _Run, g: Group, records: list[dict]) -> dict:
         _record_samples(recs[name], s)
     check = None
     base = next((c for c in cands if c.name == "cublas"), None)
-    if base is not None:
+    if base is not None and run.engine.settings.sustained:
+        check = {"ok": None, "message": "no self-check in sustained mode: every sample is a block of back-to-back "
+                                        "launches, and the serpentine order weighs a drifting clock on all alike"}
+    elif base is not None:
         run.prog.update(f"{tag}: self-check, cuBLAS alone")
         alone = run.engine.isolated(base)
         check = timing.self_check(measured.samples["cublas"], alone, run.engine.settings.self_check_tolerance)
@@ -293,8 +308,8 @@ def _settings(run: _Run, *, shape_list: list[Shape] | None, rung_list: list[Rung
         "reduced_shape": list(REDUCED_SHAPE) if shape_list is None else None,
         "rungs": [r.slug for r in rung_list], "peers": list(run.peers),
         "config": run.config.as_dict() if isinstance(run.config, ConfigSpec) else run.config,
-        "flush_l2": st.l2 == "cold", "flush_bytes": run.device.flush_bytes,
-        "flush": timing.FLUSH_KIND if st.l2 == "cold" else None,
+        "flush_l2": st.l2 == "cold" and not st.sustained, "flush_bytes": run.device.flush_bytes,
+        "flush": timing.FLUSH_KIND if st.l2 == "cold" and not st.sustained else None,
         "timing": {**st.as_dict(), "engine": "gemmlab.measure.timing",
                    "clocks": "NVML during every round" if run.engine.clocks else "NVML unavailable: not sampled"},
         "peak_tflops": run.peak, "peak_kind": peak_kind(run.dtype, run.precision),
@@ -310,10 +325,11 @@ def _baseline_precision(run: _Run) -> str:
 
 def self_check_summary(groups: list[dict]) -> dict:
     """Every group's self-check folded into one verdict for the JSON and the table."""
-    checks = [g["self_check"] for g in groups if g.get("self_check")]
+    checks = [g["self_check"] for g in groups if g.get("self_check") and g["self_check"].get("ok") is not None]
     bad = [c for c in checks if c.get("ok") is False]
     if not checks:
-        return {"ok": None, "message": "no self-check (cuBLAS was not timed)"}
+        skipped = next((g["self_check"]["message"] for g in groups if g.get("self_check")), None)
+        return {"ok": None, "message": skipped or "no self-check (cuBLAS was not timed)"}
     if bad:
         return {"ok": False, "message": "; ".join(c["message"] for c in bad)}
     worst = max(checks, key=lambda c: abs(c.get("difference") or 0))

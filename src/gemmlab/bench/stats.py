@@ -23,7 +23,8 @@ def blank_record(job: Job, dtype: str) -> dict:
         "tflops": None, "vs_cublas": None, "vs_best_peer": None, "best_peer": None, "pct_peak": None,
         "verified": None, "rel_error": None, "max_scaled_error": None, "config": {}, "note": job.note,
         "status": "ok", "samples": 0, "noise": None, "median_error": None, "stop_reason": None,
-        "throttled_samples": 0,
+        "throttled_samples": 0, "mj": None, "watts": None, "sm_mhz": None, "gflop_per_j": None,
+        "energy_vs_cublas": None,
     }
 
 
@@ -35,37 +36,58 @@ def add_note(rec: dict, text: str) -> None:
 MIN_UNTHROTTLED = 5
 
 
-def _basis(rec: dict) -> list[float]:
-    """The samples the figures come from: those taken at full clocks when there are at least
-    ``MIN_UNTHROTTLED`` of them (a round that ran into the power or thermal limit slows every
-    entry of that round, so all entries drop the same rounds), else every sample. The record
+def _basis(rec: dict) -> list[int]:
+    """The indices of the samples the figures come from: those taken at full clocks when there are
+    at least ``MIN_UNTHROTTLED`` of them (a round that ran into the power or thermal limit slows
+    every entry of that round, so all entries drop the same rounds), else every sample. The record
     says which (``median_basis``); ``times_ms`` keeps every sample."""
     t, flags = rec["times_ms"], rec.get("throttled") or []
+    every = list(range(len(t)))
     if len(flags) == len(t) and any(flags):
-        full = [x for x, f in zip(t, flags) if not f]
+        full = [i for i in every if not flags[i]]
         if len(full) >= MIN_UNTHROTTLED:
             rec["median_basis"] = f"{len(full)} of {len(t)} samples, those at full clocks"
             return full
         rec["median_basis"] = f"all {len(t)} samples ({sum(flags)} at throttled clocks: too few at full clocks)"
-        return t
+        return every
     rec["median_basis"] = f"all {len(t)} samples"
-    return t
+    return every
+
+
+def _median_of(blocks: list[dict], key: str) -> float | None:
+    vals = [b[key] for b in blocks if b.get(key) is not None]
+    return statistics.median(vals) if vals else None
+
+
+def _energy(rec: dict, basis: list[int]) -> None:
+    """Sustained mode's figures from the record's blocks (those of the samples in ``basis``): the
+    median energy per call (mJ), board power (W) and SM clock (MHz), and GFLOP per joule from the
+    energy."""
+    blocks = [b for i, b in enumerate(rec.get("blocks") or []) if i in basis]
+    rec["mj"], rec["watts"], rec["sm_mhz"] = (_median_of(blocks, k) for k in ("mj_per_call", "watts", "sm_mhz"))
+    if rec["mj"]:
+        rec["gflop_per_j"] = 2.0 * rec["M"] * rec["N"] * rec["K"] / (rec["mj"] * 1e-3) / 1e9
 
 
 def summarize(records: list[dict], peak_tflops: float | None) -> None:
     """Fill ms / ms_min / ms_max / tflops / pct_peak from times_ms, then vs_cublas and
-    vs_best_peer, in place.
+    vs_best_peer, in place; from a sustained run's blocks also mj / watts / sm_mhz / gflop_per_j
+    and energy_vs_cublas.
 
     vs_cublas compares with the cuBLAS record of the same M, N, K in ``records``; vs_best_peer
-    with the fastest peer record there (cuBLAS, Triton, ...), named in best_peer."""
+    with the fastest peer record there (cuBLAS, Triton, ...), named in best_peer.
+    energy_vs_cublas is cuBLAS's energy per call over the record's (> 1: it takes less energy
+    than cuBLAS, as vs_cublas > 1 is faster)."""
     for rec in records:
-        t = _basis(rec)
+        basis = _basis(rec)
+        t = [rec["times_ms"][i] for i in basis]
         if rec["status"] != "ok" or not t:
             continue
         rec["ms"] = statistics.median(t)
         rec["ms_min"], rec["ms_max"] = min(t), max(t)
         rec["tflops"] = 2.0 * rec["M"] * rec["N"] * rec["K"] / (rec["ms"] * 1e-3) / 1e12
         rec["pct_peak"] = 100.0 * rec["tflops"] / peak_tflops if peak_tflops else None
+        _energy(rec, basis)
     shape = lambda r: (r["M"], r["N"], r["K"])  # noqa: E731
     ref = {shape(r): r for r in records if r["kernel"] == "cublas" and r.get("tflops")}
     best: dict = {}
@@ -78,6 +100,8 @@ def summarize(records: list[dict], peak_tflops: float | None) -> None:
         c, b = ref.get(shape(rec)), best.get(shape(rec))
         if c:
             rec["vs_cublas"] = rec["tflops"] / c["tflops"]
+            if c.get("mj") and rec.get("mj"):
+                rec["energy_vs_cublas"] = c["mj"] / rec["mj"]
         if b:
             rec["vs_best_peer"], rec["best_peer"] = rec["tflops"] / b["tflops"], b["kernel"]
 

@@ -50,7 +50,20 @@ def _status_cells(r: dict) -> tuple[str, str]:
     return check, f"{r['ms']:.3f}" if r.get("ms") is not None else "-"
 
 
-def _row(r: dict) -> list[str]:
+def _num(v: float | None, fmt: str) -> str:
+    return "-" if v is None else format(v, fmt)
+
+
+def _energy_cells(r: dict) -> list[str]:
+    """Sustained mode's columns: board power, SM clock, energy per call, GFLOP/J, energy against cuBLAS."""
+    return [_num(r.get("watts"), ".0f"), _num(r.get("sm_mhz"), ".0f"), _num(r.get("mj"), ".4g"),
+            _num(r.get("gflop_per_j"), ".0f"), _ratio(r.get("energy_vs_cublas"))]
+
+
+ENERGY_COLUMNS = ("W", "MHz", "mJ/call", "GFLOP/J", "energy vs cuBLAS")
+
+
+def _row(r: dict, sustained: bool = False) -> list[str]:
     check, ms = _status_cells(r)
     noise = r.get("noise")
     pct = f"{r['pct_peak']:.1f}%" if r.get("pct_peak") is not None else "-"
@@ -59,7 +72,14 @@ def _row(r: dict) -> list[str]:
     num = "" if peer else str(r.get("number", ""))
     return [num, name, fmt_shape((r["M"], r["N"], r["K"])), ms, "-" if noise is None else f"{100 * noise:.1f}%",
             str(r.get("samples") or len(r.get("times_ms") or [])), _fmt_tflops(r.get("tflops")),
-            _ratio(r.get("vs_cublas")), _ratio(r.get("vs_best_peer")), pct, check, r.get("note") or ""]
+            _ratio(r.get("vs_cublas")), _ratio(r.get("vs_best_peer")), pct,
+            *(_energy_cells(r) if sustained else []), check, r.get("note") or ""]
+
+
+def is_sustained(result: dict) -> bool:
+    """Whether the result was timed in the engine's sustained mode (blocks of back-to-back launches)."""
+    tm = result.get("settings", {}).get("timing")
+    return isinstance(tm, dict) and (tm.get("sustained_s") or 0) > 0
 
 
 def build_table(result: dict):
@@ -68,13 +88,17 @@ def build_table(result: dict):
 
     settings = result.get("settings", {})
     env = result.get("env", {})
-    title = f"gemmlab bench -- {env.get('gpu_name') or 'GPU'}, {settings.get('dtype', '')}{_precision_text(settings)}"
+    sustained = is_sustained(result)
+    title = (f"gemmlab bench{' --sustained' if sustained else ''} -- {env.get('gpu_name') or 'GPU'}, "
+             f"{settings.get('dtype', '')}{_precision_text(settings)}")
     t = Table(title=title, caption=_caption(result), caption_justify="left")
     fixed = {"no_wrap": True}
     right = {"justify": "right", "no_wrap": True}
-    for col, kw in (("#", right), ("rung", fixed), ("shape", fixed), ("ms", right), ("noise", right), ("n", right),
-                    ("TFLOP/s", right), ("vs cuBLAS", right), ("vs best peer", right), ("% peak", right),
-                    ("check", fixed), ("note", {"overflow": "fold", "min_width": 20})):
+    cols = [("#", right), ("rung", fixed), ("shape", fixed), ("ms", right), ("noise", right), ("n", right),
+            ("TFLOP/s", right), ("vs cuBLAS", right), ("vs best peer", right), ("% peak", right)]
+    cols += [(c, right) for c in ENERGY_COLUMNS] if sustained else []
+    cols += [("check", fixed), ("note", {"overflow": "fold", "min_width": 20})]
+    for col, kw in cols:
         t.add_column(col, **kw)
     prev_req = None
     for r in _ordered(result):
@@ -82,7 +106,7 @@ def build_table(result: dict):
         if prev_req is not None and req != prev_req:
             t.add_section()
         prev_req = req
-        t.add_row(*_row(r))
+        t.add_row(*_row(r, sustained))
     return t
 
 
@@ -114,6 +138,12 @@ def _timing_text(s: dict) -> str:
         return (f"median of {s.get('repeats')} repeats after {s.get('warmup')} warm-up runs, "
                 f"L2 {'flushed' if s.get('flush_l2') else 'NOT flushed'} before each run, "
                 f"cuBLAS via {s.get('lib')} interleaved with the rungs")
+    if (tm.get("sustained_s") or 0) > 0:
+        return (f"sustained: median of {tm.get('sustained_rounds')} blocks of back-to-back launches, about "
+                f"{tm.get('sustained_s')} s of GPU time each, in serpentine order after one untimed block each "
+                f"(no flush, no spin: the GPU at its steady state, for a large tensor-core GEMM the power cap); "
+                f"energy from NVML's energy counter over each block; cuBLAS via {s.get('lib')}; clocks: "
+                f"{tm.get('clocks', 'n/a')}")
     return (f"median of {tm.get('min_samples')}-{tm.get('max_samples')} samples (until the median's standard error "
             f"is <= {100 * tm.get('target_error', 0):.1f}% or {tm.get('time_cap_s')} s) after {tm.get('warmup')} "
             f"warm-up runs; L2 {'flushed' if tm.get('l2') == 'cold' else 'NOT flushed (hot)'} and a "

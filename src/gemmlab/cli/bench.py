@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from ..bench import overhead
 from ..bench.results import exit_code, write_json
 from ..bench.runner import run_bench
 from ..bench.table import render
 from ..core.config import parse_config
 from ..core.shapes import OVERHEAD_SHAPE, SUITES, fmt_shape, parse_shapes, shapes_text, suite
+from ..measure.timing import Settings
 from .common import add_config, add_dtype, add_lib, add_precision, add_timing, timing_settings
+
+SUSTAINED_S = 2.0   # seconds of GPU time per block: NVML's energy counter is read around each one
 
 
 def register(sub) -> None:
@@ -37,6 +42,13 @@ def register(sub) -> None:
     add_config(p, "the one rung named")
     add_lib(p)
     add_timing(p)
+    p.add_argument("--sustained", type=float, nargs="?", const=SUSTAINED_S, default=0.0, metavar="S",
+                   help="time blocks of back-to-back launches, about S GPU seconds each (default "
+                        f"{SUSTAINED_S:g}), in serpentine rounds, as a loop calling the GEMM gets it: the GPU at its "
+                        "steady state (for a large tensor-core GEMM, the power cap); adds each entry's energy per "
+                        "call, power, SM clock and GFLOP/J (NVML)")
+    p.add_argument("--sustained-rounds", type=int, default=Settings().sustained_rounds, metavar="N",
+                   help=f"blocks per entry with --sustained (even; default {Settings().sustained_rounds})")
     p.add_argument("--overhead", action="store_true",
                    help="measure host time per call instead: gemmlab.gemm / gemmlab.matmul beside cupy.matmul and "
                         f"torch.matmul on a problem seen before (one RUNG or auto; --shape, default {fmt_shape(OVERHEAD_SHAPE)})")
@@ -65,14 +77,23 @@ def run_overhead(args) -> int:
     return overhead.exit_code(result)
 
 
+def bench_settings(args) -> Settings:
+    """The timing engine's settings of ``bench``: the shared timing options and --sustained."""
+    if args.sustained and args.overhead:
+        raise ValueError("--sustained times the GPU and --overhead the host: pick one")
+    return dataclasses.replace(timing_settings(args), sustained_s=args.sustained,
+                               sustained_rounds=args.sustained_rounds)
+
+
 def run(args) -> int:
+    settings = bench_settings(args)
     if args.overhead:
         return run_overhead(args)
     config = parse_config(args.config)
     shapes = suite_shapes(args.suite, args.shapes)
     peers = [s.strip() for s in args.peers.split(",") if s.strip()] if args.peers is not None else None
     result = run_bench(rungs=args.rungs or None, shapes=shapes, dtype=args.dtype,
-                       timing_settings=timing_settings(args), verify=args.verify, lib=args.lib,
+                       timing_settings=settings, verify=args.verify, lib=args.lib,
                        progress=args.progress, config=config, peers=peers, precision=args.precision)
     render(result)
     if args.json:

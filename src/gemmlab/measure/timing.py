@@ -45,6 +45,28 @@ Self-check
 own rounds, back to back): when the two medians differ by more than ``self_check_tolerance``
 (3 %) the result says so in plain words.
 
+Sustained mode
+--------------
+``sustained_s > 0`` measures what a loop that calls the GEMM back to back gets (a training step):
+no flush, nothing between the launches, the GPU kept busy until it sits at its steady state -- for
+a large tensor-core GEMM, the board's power cap, where the SM clock is set by the power drawn and
+the time of a call follows the energy it takes. A sample is then a *block*: the spin (the host's
+enqueue kept out of the interval, as above), ``record(start)``, the candidate's launches back to
+back for about ``sustained_s`` seconds of GPU time, ``record(end)``; its time per call is the
+block's over the launches. Before the rounds each candidate is timed over a few calls behind the
+spin (which sets its block's launch count) and runs one untimed block (the GPU reaches its steady
+state). The rounds are ``sustained_rounds`` (even) in serpentine order (forward, backward, ...), so
+a clock that drifts linearly over the run (the GPU warming) weighs on every candidate alike.
+
+With an ``Energy`` reader (NVML's total-energy counter, polled by a thread) each block also gives
+the board's mean power -- the counter's slope between the first and last instants it changed in
+the block (it moves in ~100 ms steps: its difference across a 2 s block would be off by up to a
+step at either end, 5 %) -- and from it the energy per call; the clock thread gives the block's
+mean busy SM clock. A candidate whose call costs the host more time than the GPU (in those few
+calls) has its blocks marked host-bound: back to back, the GPU waits for the host, and the figure
+is the host's launch rate, not the kernel's. The power cap is the steady state being measured, so
+only a thermal or hardware slowdown marks a sustained round throttled.
+
 Everything GPU-specific is behind the small ``Device`` interface, so the scheduling, rotation,
 stopping and marking logic is tested on the CPU with a simulated GPU timeline.
 """
@@ -82,6 +104,8 @@ class Settings:
     seed: int | None = None          # the shuffle's seed (drawn and recorded when None)
     throttle_fraction: float = 0.9   # a busy SM clock below this share of the maximum is throttled
     self_check_tolerance: float = 0.03
+    sustained_s: float = 0.0         # > 0: sustained mode, blocks of back-to-back launches this long (GPU s)
+    sustained_rounds: int = 4        # sustained mode's rounds (even: serpentine order)
 
     def __post_init__(self):
         if self.l2 not in L2_MODES:
@@ -98,9 +122,16 @@ class Settings:
             raise ValueError(f"max_samples ({self.max_samples}) is below min_samples ({self.min_samples})")
         if isinstance(self.warmup, bool) or not isinstance(self.warmup, int) or self.warmup < 0:
             raise ValueError(f"warmup must be a non-negative integer, got {self.warmup!r}")
-        for name in ("spin_us", "target_error", "time_cap_s"):
+        for name in ("spin_us", "target_error", "time_cap_s", "sustained_s"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        r = self.sustained_rounds
+        if isinstance(r, bool) or not isinstance(r, int) or r < 2 or r % 2:
+            raise ValueError(f"sustained_rounds must be an even integer >= 2 (serpentine order), got {r!r}")
+
+    @property
+    def sustained(self) -> bool:
+        return self.sustained_s > 0
 
     def as_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -120,6 +151,7 @@ class Samples:
     times_ms: list[float] = field(default_factory=list)
     throttled: list[bool] = field(default_factory=list)
     stop_reason: str = ""
+    blocks: list["Block"] = field(default_factory=list)   # sustained mode: what each sample's block drew
 
     @property
     def n(self) -> int:
@@ -151,10 +183,29 @@ class Samples:
         return MEDIAN_SE_FACTOR * noise * mean / math.sqrt(self.n) / med if med else None
 
     def as_dict(self) -> dict:
-        return {"name": self.name, "n": self.n, "median_ms": self.median, "min_ms": self.minimum,
-                "max_ms": max(self.times_ms) if self.times_ms else None, "noise": self.noise,
-                "median_error": self.median_error, "stop_reason": self.stop_reason,
-                "throttled_samples": sum(self.throttled), "times_ms": list(self.times_ms)}
+        d = {"name": self.name, "n": self.n, "median_ms": self.median, "min_ms": self.minimum,
+             "max_ms": max(self.times_ms) if self.times_ms else None, "noise": self.noise,
+             "median_error": self.median_error, "stop_reason": self.stop_reason,
+             "throttled_samples": sum(self.throttled), "times_ms": list(self.times_ms)}
+        if self.blocks:
+            d["blocks"] = [b.as_dict() for b in self.blocks]
+        return d
+
+
+@dataclass(frozen=True)
+class Block:
+    """One sustained-mode sample: ``calls`` launches back to back; the board's mean power (W) from
+    the energy counter and the energy per call (mJ) it gives, the mean busy SM clock (MHz); None
+    where not read. ``host_bound``: a call costs the host more than the GPU (``Engine._calibrate``)."""
+
+    calls: int
+    mj_per_call: float | None = None
+    watts: float | None = None
+    sm_mhz: float | None = None
+    host_bound: bool = False
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
 
 
 # ---- what the engine needs from the GPU --------------------------------------------------------
@@ -180,6 +231,23 @@ class Clocks(Protocol):
     def stop(self) -> list[ClockReading]: ...
 
 
+class Energy(Protocol):
+    """A board's energy counter (mJ), read by a background thread while a block runs."""
+    def start(self) -> None: ...
+    def stop(self) -> list[tuple[float, float]]: ...    # (host seconds, mJ) readings since start
+
+
+def counter_watts(readings: Sequence[tuple[float, float]]) -> float | None:
+    """The mean power (W) of an energy counter's readings, from the instants its value changed: the
+    counter moves in steps (NVML's every ~100 ms on the H100), so its difference over a block would
+    be off by up to a step at each end; the slope between the first and the last change is off by
+    the reading interval only. None with fewer than two changes."""
+    changes = [(t, v) for (t, v), (_, prev) in zip(readings[1:], readings[:-1]) if v != prev]
+    if len(changes) < 2 or changes[-1][0] <= changes[0][0]:
+        return None
+    return (changes[-1][1] - changes[0][1]) / (changes[-1][0] - changes[0][0]) / 1e3
+
+
 @dataclass
 class RoundInfo:
     index: int
@@ -193,15 +261,21 @@ class RoundInfo:
         return dict(self.__dict__)
 
 
+def _busy(readings: Sequence[ClockReading]) -> list[ClockReading]:
+    return [r for r in readings if "GpuIdle" not in r.reasons and r.sm_mhz is not None]
+
+
 def judge_round(readings: Sequence[ClockReading], max_sm_mhz: int | None, fraction: float) -> tuple:
-    """(min MHz, max MHz, reasons, throttled) of a round's busy readings (GpuIdle ones dropped)."""
-    busy = [r for r in readings if "GpuIdle" not in r.reasons and r.sm_mhz is not None]
+    """(min MHz, max MHz, reasons, throttled) of a round's busy readings (GpuIdle ones dropped).
+    ``fraction`` None: only a thermal or hardware slowdown throttles (sustained mode, where the
+    power cap's clock is the steady state being measured)."""
+    busy = _busy(readings)
     if not busy:
         return None, None, [], False
     lo, hi = min(r.sm_mhz for r in busy), max(r.sm_mhz for r in busy)
     reasons = sorted({x for r in busy for x in r.reasons})
     slow = bool(SLOWDOWN_REASONS & set(reasons))
-    low = bool(max_sm_mhz) and lo < fraction * max_sm_mhz
+    low = fraction is not None and bool(max_sm_mhz) and lo < fraction * max_sm_mhz
     return lo, hi, reasons, slow or low
 
 
@@ -212,7 +286,7 @@ class Run:
 
     samples: dict[str, Samples]
     rounds: list[RoundInfo]
-    seed: int
+    seed: int | None                 # the shuffle's seed (None in sustained mode: its order is fixed)
 
     def as_dict(self) -> dict:
         return {"seed": self.seed, "rounds": [r.as_dict() for r in self.rounds],
@@ -220,10 +294,13 @@ class Run:
 
 
 class Engine:
-    def __init__(self, device: Device, settings: Settings = Settings(), clocks: Clocks | None = None):
+    def __init__(self, device: Device, settings: Settings = Settings(), clocks: Clocks | None = None,
+                 energy: Energy | None = None, host_clock: Callable[[], float] = time.perf_counter):
         self.device = device
         self.settings = settings
         self.clocks = clocks
+        self.energy = energy
+        self.host_clock = host_clock     # seconds: sustained mode's enqueue cost and block wall time
 
     # -- one sample
     def _enqueue(self, c: Candidate, start, end) -> None:
@@ -236,6 +313,9 @@ class Engine:
         self.device.record(end)
 
     def warm_up(self, candidates: Sequence[Candidate]) -> None:
+        """Untimed runs of each candidate (sampled mode; sustained mode warms up in ``measure``)."""
+        if self.settings.sustained:
+            return
         for c in candidates:
             for _ in range(self.settings.warmup):
                 if self.settings.l2 == "cold":
@@ -282,6 +362,8 @@ class Engine:
         names = [c.name for c in candidates]
         if len(set(names)) != len(names):
             raise ValueError(f"candidate names must be unique: {names}")
+        if self.settings.sustained:
+            return self._sustained(candidates, on_round)
         seed = self.settings.seed if self.settings.seed is not None else random.SystemRandom().randrange(2**32)
         rng = random.Random(seed)
         samples = {c.name: Samples(c.name) for c in candidates}
@@ -304,6 +386,80 @@ class Engine:
             if on_round is not None:
                 on_round(info, samples)
         return Run(samples, rounds, seed)
+
+    # -- sustained mode (see the module docstring)
+    CALIBRATION_CALLS = 3
+
+    def _calibrate(self, c: Candidate) -> tuple[int, bool]:
+        """(launches in one of ``c``'s blocks, host-bound): a few calls timed behind the spin (their
+        GPU time, host latency kept out as in sampled mode) and on the host (their enqueue cost).
+        The block is about ``sustained_s`` of GPU time; the candidate is host-bound when a call
+        costs the host more than the GPU, so that back to back the GPU would wait for the host."""
+        start, end = self.device.new_event(), self.device.new_event()
+        self.device.synchronize()
+        self.device.spin(int(self.settings.spin_us * 1000))
+        self.device.record(start)
+        h0 = self.host_clock()
+        for _ in range(self.CALIBRATION_CALLS):
+            c.fn()
+        host_ms = (self.host_clock() - h0) * 1e3 / self.CALIBRATION_CALLS
+        self.device.record(end)
+        self.device.synchronize()
+        gpu_ms = self.device.elapsed_ms(start, end) / self.CALIBRATION_CALLS
+        calls = max(1, round(self.settings.sustained_s * 1e3 / gpu_ms)) if gpu_ms > 0 else 1
+        return calls, host_ms > gpu_ms
+
+    def _block(self, c: Candidate, calls: int, host_bound: bool, start, end) -> tuple[float, Block, list[ClockReading]]:
+        """``calls`` launches of ``c`` back to back between two events: (ms per call, the block's
+        figures, its clock readings). The energy per call is the block's mean power (the counter's
+        slope, ``counter_watts``) times its time per call."""
+        self.device.synchronize()
+        for meter in (self.clocks, self.energy):
+            if meter is not None:
+                meter.start()
+        self.device.spin(int(self.settings.spin_us * 1000))   # the host ahead of the GPU from the first call on
+        self.device.record(start)
+        for _ in range(calls):
+            c.fn()
+        self.device.record(end)
+        self.device.synchronize()
+        readings = self.clocks.stop() if self.clocks is not None else []
+        watts = counter_watts(self.energy.stop()) if self.energy is not None else None
+        ms = self.device.elapsed_ms(start, end) / calls
+        busy = _busy(readings)
+        block = Block(calls, mj_per_call=watts * ms if watts is not None else None, watts=watts,
+                      sm_mhz=statistics.fmean(r.sm_mhz for r in busy) if busy else None, host_bound=host_bound)
+        return ms, block, readings
+
+    def _sustained(self, candidates: Sequence[Candidate],
+                   on_round: Callable[[RoundInfo, dict[str, Samples]], None] | None) -> Run:
+        st = self.settings
+        calls = {c.name: self._calibrate(c) for c in candidates}
+        events = {c.name: (self.device.new_event(), self.device.new_event()) for c in candidates}
+        for c in candidates:           # untimed: the GPU to its steady state
+            self._block(c, *calls[c.name], *events[c.name])
+        samples = {c.name: Samples(c.name) for c in candidates}
+        rounds: list[RoundInfo] = []
+        for index in range(st.sustained_rounds):
+            order = list(candidates) if index % 2 == 0 else list(reversed(candidates))
+            info = RoundInfo(index, [c.name for c in order])
+            readings: list[ClockReading] = []
+            for c in order:
+                ms, block, rd = self._block(c, *calls[c.name], *events[c.name])
+                readings += rd
+                s = samples[c.name]
+                s.times_ms.append(ms)
+                s.blocks.append(block)
+            info.sm_mhz_min, info.sm_mhz_max, info.reasons, info.throttled = judge_round(
+                readings, self.clocks.max_sm_mhz if self.clocks is not None else None, None)
+            for c in order:
+                samples[c.name].throttled.append(info.throttled)
+            rounds.append(info)
+            if on_round is not None:
+                on_round(info, samples)
+        for s in samples.values():
+            s.stop_reason = "sustained rounds"
+        return Run(samples, rounds, None)
 
     def isolated(self, candidate: Candidate) -> Samples:
         """The candidate alone, back to back (the self-check's reference)."""
@@ -412,36 +568,63 @@ def launch_l2_flush(fn, ordinal: int, stream: int, sms: int, buf: int, nbytes: i
     launch_1d(fn, ordinal, stream, 4 * sms, 256, args, "launch of the L2 flush")
 
 
-class NvmlClocks:
-    """``Clocks`` from NVML, read by a background thread every ``interval_s`` while a round runs."""
+class _Poller:
+    """A background thread calling ``read`` every ``interval_s`` between ``start`` and ``stop`` and
+    keeping every reading that is not None."""
 
-    def __init__(self, ordinal: int, interval_s: float = 0.005):
-        from ..analysis import environment
-
-        self._env = environment
-        self.ordinal = ordinal
-        self.interval_s = interval_s
-        self.max_sm_mhz = environment.max_sm_clock_mhz(ordinal)
+    def __init__(self, read: Callable[[], object], interval_s: float, name: str):
+        self._read, self.interval_s, self._name = read, interval_s, name
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._readings: list[ClockReading] = []
+        self._readings: list = []
 
     def _poll(self) -> None:
         while not self._stop.is_set():
-            c = self._env.clocks(self.ordinal)
-            self._readings.append(ClockReading(time.monotonic(), c.get("sm_mhz"),
-                                               tuple(c.get("clock_event_reasons") or ())))
+            r = self._read()
+            if r is not None:
+                self._readings.append(r)
             self._stop.wait(self.interval_s)
 
     def start(self) -> None:
         self._readings = []
         self._stop.clear()
-        self._thread = threading.Thread(target=self._poll, name="gemmlab-clocks", daemon=True)
+        self._thread = threading.Thread(target=self._poll, name=self._name, daemon=True)
         self._thread.start()
 
-    def stop(self) -> list[ClockReading]:
+    def stop(self) -> list:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
             self._thread = None
         return list(self._readings)
+
+
+class NvmlEnergy(_Poller):
+    """``Energy`` from NVML's total-energy counter of the device (mJ since the driver loaded; Volta
+    and newer), read every ``interval_s`` (a read took ~5 ms on the H100, and the counter moved
+    every ~100 ms)."""
+
+    def __init__(self, ordinal: int, interval_s: float = 0.002):
+        from ..analysis import environment
+
+        def read():
+            mj = environment.total_energy_mj(ordinal)
+            return None if mj is None else (time.monotonic(), mj)
+
+        super().__init__(read, interval_s, "gemmlab-energy")
+        self.ordinal = ordinal
+
+
+class NvmlClocks(_Poller):
+    """``Clocks`` from NVML, read by a background thread every ``interval_s`` while a round runs."""
+
+    def __init__(self, ordinal: int, interval_s: float = 0.005):
+        from ..analysis import environment
+
+        def read():
+            c = environment.clocks(ordinal)
+            return ClockReading(time.monotonic(), c.get("sm_mhz"), tuple(c.get("clock_event_reasons") or ()))
+
+        super().__init__(read, interval_s, "gemmlab-clocks")
+        self.ordinal = ordinal
+        self.max_sm_mhz = environment.max_sm_clock_mhz(ordinal)

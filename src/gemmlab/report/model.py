@@ -326,6 +326,11 @@ def timing_text(bench: Mapping) -> str:
     settings do not record is said to be not recorded."""
     s = bench.get("settings") if isinstance(bench.get("settings"), Mapping) else {}
     t = s.get("timing") if isinstance(s.get("timing"), Mapping) else {}
+    cublas = any(isinstance(e, Mapping) and e.get("kernel") == "cublas" for e in bench.get("results") or ())
+    same_run = "cuBLAS timed in the same run" if cublas else "no cuBLAS in this run"
+    if t.get("sustained_s"):   # bench --sustained: blocks of back-to-back launches, no flush
+        return (f"sustained: median of {t.get('sustained_rounds')} blocks of back-to-back launches per kernel, "
+                f"about {t['sustained_s']:g} s of GPU time each, in serpentine order, L2 not flushed, {same_run}")
     lo, hi = t.get("min_samples"), t.get("max_samples")
     if lo is not None or hi is not None:
         n = f"{lo} to {hi}" if lo is not None and hi is not None and lo != hi else f"{lo if lo is not None else hi}"
@@ -346,6 +351,5 @@ def timing_text(bench: Mapping) -> str:
                   None: "whether L2 was flushed is not recorded"}.get(l2, f"L2 mode {l2!r}"))
     if t.get("spin_us"):
         parts.append(f"a {t['spin_us']:g} us GPU spin before each launch")
-    cublas = any(isinstance(e, Mapping) and e.get("kernel") == "cublas" for e in bench.get("results") or ())
-    parts.append("cuBLAS timed in the same run" if cublas else "no cuBLAS in this run")
+    parts.append(same_run)
     return ", ".join(parts)
