@@ -221,7 +221,7 @@ static_assert(COPIES <= 24, "more than 24 copies per thread per stage: use a sma
 static_assert(REG_ESTIMATE <= 255 && (THREADS <= 256 || (REG_ESTIMATE + REG_HEADROOM) * THREADS <= 65536),
               "the thread tile needs more registers than a thread may have");
 
-// cp.async: gl_cp16 / gl_cp4 / gl_cp_commit / gl_cp_wait (common.cuh)
+// cp.async: gl_cp / gl_cp_if / gl_cp_commit / gl_cp_wait (common.cuh)
 
 // ---- one operand's stage: global -> shared [BK][MN + PAD] --------------------------------------
 // The operand P is (extent n_mn) x (extent n_k) with MN = m for A, n for B; element (mn, k) at
@@ -260,12 +260,12 @@ struct StageCopy {
         return MN_CONTIG ? (long long)k * ld + mn : (long long)mn * ld + k;
     }
     __device__ static __forceinline__ void copy(unsigned dst, const float* src, int bytes) {
-        if constexpr (V16) gl_cp16(dst, src, bytes); else gl_cp4(dst, src, bytes);
+        gl_cp<V16 ? 16 : 4>(dst, src, bytes);
     }
 
     // Interior stage (every copy inside the matrix): src = &P(mn0 + mn_t, k0 + k_t) and dst = the
     // shared address of this thread's copy 0; copy p is at compile-time offsets from them. PRED:
-    // each copy predicated on `on` in the instruction itself (gl_cp16_if), for ptxas to schedule
+    // each copy predicated on `on` in the instruction itself (gl_cp_if), for ptxas to schedule
     // among the FFMAs where it may put a branch around a source-level `if (on)`.
     template <bool PRED = false>
     __device__ static __forceinline__ void full(unsigned dst, const float* __restrict__ src, int ld, int tid,
@@ -276,8 +276,7 @@ struct StageCopy {
                 const unsigned d = dst + 4u * (dk(p) * LDS + dmn(p));
                 const float* g = src + goff(dk(p), dmn(p), ld);
                 if constexpr (!PRED) copy(d, g, 4 * W);
-                else if constexpr (V16) gl_cp16_if(on, d, g);
-                else gl_cp4_if(on, d, g);
+                else gl_cp_if<4 * W>(on, d, g);
             }
     }
 

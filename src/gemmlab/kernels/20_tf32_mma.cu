@@ -129,7 +129,7 @@ template <bool K_INNER>
 __device__ __forceinline__ int gl_sw(int r) { return K_INNER ? (r >> 2) & 7 : (r & 3) << 1; }
 
 // ---- PTX wrappers ---------------------------------------------------------------------------
-// cp.async: gl_cp16 / gl_cp4 / gl_cp_commit / gl_cp_wait (common.cuh)
+// cp.async: gl_cp / gl_cp_commit / gl_cp_wait (common.cuh)
 __device__ __forceinline__ void gl_ldsm_x4(unsigned (&r)[4], unsigned addr) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
@@ -187,10 +187,10 @@ struct GlTf32Copy {
                 const unsigned dst = stage + (unsigned)(r * INNER * 4 + ((c ^ gl_sw<K_INNER>(r)) << 4));
                 const bool in = ol > p * RSTEP && il > 0;
                 if (VEC) {
-                    gl_cp16(dst, base + p * rstride, in ? (il >= 4 ? 16 : 4 * il) : 0);
+                    gl_cp<16>(dst, base + p * rstride, in ? (il >= 4 ? 16 : 4 * il) : 0);
                 } else {
 #pragma unroll
-                    for (int e = 0; e < 4; ++e) gl_cp4(dst + 4 * e, base + p * rstride + e, in && il > e ? 4 : 0);
+                    for (int e = 0; e < 4; ++e) gl_cp<4>(dst + 4 * e, base + p * rstride + e, in && il > e ? 4 : 0);
                 }
             }
         };

@@ -123,7 +123,7 @@ constexpr bool Q_UNIFORM = UQ::UNIFORM && (!P_KC || q_steps_of_4());
 
 template <int W>
 __device__ __forceinline__ void cp(unsigned dst, const float* src, int bytes) {
-    if constexpr (W == 4) gl_cp16(dst, src, bytes); else gl_cp4(dst, src, bytes);
+    gl_cp<4 * W>(dst, src, bytes);
 }
 
 // Interior tile (every unit inside the matrix): copy p at compile-time offsets from the thread's

@@ -592,24 +592,29 @@ __device__ __forceinline__ void gl_store_warp16(float (*cs)[TWN + 8], const floa
 
 #endif  // GL_DTYPE != 0
 
-// ---- cp.async (sm_80+): global -> shared without registers (rungs 18 and 20) ------------------
-// `bytes` of the 16 (or 4) are read from global memory, the rest of the destination is zero.
+// ---- cp.async (sm_80+): global -> shared without registers (rungs 18, 20 and 23) -------------
+// One copy of BYTES = 16 (.cg: through L2 only, the one size .cg takes) or 4 (.ca): `bytes` of them
+// are read from global memory, the rest of the destination is zero.
 #if __CUDA_ARCH__ >= 800 || !defined(__CUDA_ARCH__)
-__device__ __forceinline__ void gl_cp16(unsigned dst, const float* src, int bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
+template <int BYTES>
+__device__ __forceinline__ void gl_cp(unsigned dst, const float* src, int bytes) {
+    static_assert(BYTES == 16 || BYTES == 4, "cp.async copies 16 bytes (.cg) or 4 (.ca) here");
+    if constexpr (BYTES == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
 }
-__device__ __forceinline__ void gl_cp4(unsigned dst, const float* src, int bytes) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
-}
-// The same copies under a predicate in the instruction itself (@p cp.async): ptxas keeps them
+// The same copy, whole, under a predicate in the instruction itself (@p cp.async): ptxas keeps it
 // predicated where it would put a branch around a source-level `if`.
-__device__ __forceinline__ void gl_cp16_if(bool p, unsigned dst, const float* src) {
-    asm volatile("{\n .reg .pred q;\n setp.ne.b32 q, %2, 0;\n @q cp.async.cg.shared.global [%0], [%1], 16;\n}\n"
-                 :: "r"(dst), "l"(src), "r"((int)p) : "memory");
-}
-__device__ __forceinline__ void gl_cp4_if(bool p, unsigned dst, const float* src) {
-    asm volatile("{\n .reg .pred q;\n setp.ne.b32 q, %2, 0;\n @q cp.async.ca.shared.global [%0], [%1], 4;\n}\n"
-                 :: "r"(dst), "l"(src), "r"((int)p) : "memory");
+template <int BYTES>
+__device__ __forceinline__ void gl_cp_if(bool p, unsigned dst, const float* src) {
+    static_assert(BYTES == 16 || BYTES == 4, "cp.async copies 16 bytes (.cg) or 4 (.ca) here");
+    if constexpr (BYTES == 16)
+        asm volatile("{\n .reg .pred q;\n setp.ne.b32 q, %2, 0;\n @q cp.async.cg.shared.global [%0], [%1], 16;\n}\n"
+                     :: "r"(dst), "l"(src), "r"((int)p) : "memory");
+    else
+        asm volatile("{\n .reg .pred q;\n setp.ne.b32 q, %2, 0;\n @q cp.async.ca.shared.global [%0], [%1], 4;\n}\n"
+                     :: "r"(dst), "l"(src), "r"((int)p) : "memory");
 }
 __device__ __forceinline__ void gl_cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
