@@ -3,7 +3,7 @@
 # Usage: GEMMLAB_GIT_COMMIT=$(git rev-parse HEAD) tools/gpu_suite.sh [stage ...]
 # stages: env warm verify pytest pytest-par pytest-profile memcheck racecheck memcheck-configs
 #         racecheck-configs sanitize-new bench bench16 bench-bf16 bench-tf32 suite-fp32 suite-llm16
-#         suite-llm-bf16 tune-fp32 strategies plain overhead overhead16 ncu-record report inspect
+#         suite-llm-bf16 tune-fp32 strategies plain overhead overhead16 sustained ncu-record report inspect
 #         (default: env warm pytest memcheck racecheck bench bench16 bench-bf16)
 # The device gets a copy of the tree without .git: GEMMLAB_GIT_COMMIT records the commit in the JSON.
 # Logs, JSON and the report are packed into $OUT/suite.tgz (default ./out). Each stage's exit
@@ -100,6 +100,10 @@ for st in "${stages[@]}"; do
       [ -n "${STRAT_DB:-}" ] && cp "$STRAT_DB" "$OUT/strategies.db"
       run strategies timeout ${STRAT_TIMEOUT:-480} $PY benchmarks/tune_strategies.py --rungs ${STRAT_RUNGS:-warp_tiling} \
         --storage "sqlite:///$OUT/strategies.db" --out "$OUT/tune_strategies.json" ;;
+    sustained)  # back-to-back blocks at the power cap (bench --sustained): rung 22 and auto in TF32, rung 21 and auto in bf16 and fp16, 8192^3
+      run sustained bash -c "$GL bench wgmma_tf32 auto --precision tf32 --shape 8192 --sustained --json $OUT/sustained_tf32.json && \
+          $GL bench wgmma_ws auto --dtype bf16 --shape 8192 --sustained --json $OUT/sustained_bf16.json && \
+          $GL bench wgmma_ws auto --dtype fp16 --shape 8192 --sustained --json $OUT/sustained_fp16.json" ;;
     overhead) run overhead $GL bench --overhead --json "$OUT/overhead.json" ;;
     overhead16) run overhead16 $GL bench --overhead --dtype fp16 --json "$OUT/overhead_fp16.json" ;;
     bench) run bench $GL bench --json "$OUT/bench.json" ;;
