@@ -141,9 +141,9 @@ def _timing_text(s: dict) -> str:
     if (tm.get("sustained_s") or 0) > 0:
         return (f"sustained: median of {tm.get('sustained_rounds')} blocks of back-to-back launches, about "
                 f"{tm.get('sustained_s')} s of GPU time each, in serpentine order after one untimed block each "
-                f"(no flush, no spin: the GPU at its steady state, for a large tensor-core GEMM the power cap); "
-                f"energy from NVML's energy counter over each block; cuBLAS via {s.get('lib')}; clocks: "
-                f"{tm.get('clocks', 'n/a')}")
+                f"(no flush, nothing between a block's launches: the GPU at its steady state, for a large "
+                f"tensor-core GEMM the power cap); power from the slope of NVML's energy counter in each block, "
+                f"energy per call = power x time per call; cuBLAS via {s.get('lib')}; clocks: {tm.get('clocks', 'n/a')}")
     return (f"median of {tm.get('min_samples')}-{tm.get('max_samples')} samples (until the median's standard error "
             f"is <= {100 * tm.get('target_error', 0):.1f}% or {tm.get('time_cap_s')} s) after {tm.get('warmup')} "
             f"warm-up runs; L2 {'flushed' if tm.get('l2') == 'cold' else 'NOT flushed (hot)'} and a "

@@ -13,7 +13,7 @@ from ..core.shapes import OVERHEAD_SHAPE, SUITES, fmt_shape, parse_shapes, shape
 from ..measure.timing import Settings
 from .common import add_config, add_dtype, add_lib, add_precision, add_timing, timing_settings
 
-SUSTAINED_S = 2.0   # seconds of GPU time per block: NVML's energy counter is read around each one
+SUSTAINED_S = 2.0   # seconds of GPU time per block: NVML's energy counter moves every ~100 ms, ~20 steps a block
 
 
 def register(sub) -> None:
