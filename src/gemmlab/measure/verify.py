@@ -16,7 +16,6 @@ element the kernel never wrote fails too).
 from __future__ import annotations
 
 import itertools
-
 import math
 from dataclasses import dataclass, field
 
