@@ -242,10 +242,25 @@ def test_a_sustained_sample_is_a_block_of_back_to_back_launches_without_flush_or
     s = run.samples["a"]
     assert s.times_ms == pytest.approx([1.0] * 4) and s.stop_reason == "sustained rounds"
     assert [b.calls for b in s.blocks] == [10] * 4          # 10 ms of GPU time at 1 ms a call
-    assert gpu.calls.count("launch") == 3 + 10 + 4 * 10     # calibration, the untimed block, four timed
+    assert gpu.calls.count("launch") == 1 + 3 + 10 + 4 * 10     # a first call, calibration, the untimed block, four timed
     assert "flush" not in gpu.calls and gpu.calls.count("spin") == 1 + 1 + 4   # one before each, none inside
-    assert gpu.calls[:6] == ["sync", "spin", "launch", "launch", "launch", "sync"]     # the calibration
-    assert gpu.calls[6:] == (["sync", "spin"] + ["launch"] * 10 + ["sync"]) * 5        # the blocks
+    assert gpu.calls[:7] == ["launch", "sync", "spin", "launch", "launch", "launch", "sync"]   # the calibration
+    assert gpu.calls[7:] == (["sync", "spin"] + ["launch"] * 10 + ["sync"]) * 5        # the blocks
+
+
+def test_a_cold_first_call_does_not_shorten_the_sustained_blocks():
+    gpu = SimGPU(launch_cost=0.01)
+    launch = gpu.kernel(1.0)
+    cold = [True]
+
+    def fn():
+        if cold[0]:          # a library's set-up on its first call: 50 ms of host time before the launch
+            cold[0] = False
+            gpu.host += 50.0
+        launch()
+
+    run = Engine(gpu, Settings(**SUSTAINED)).measure([Candidate("a", fn)])
+    assert [b.calls for b in run.samples["a"].blocks] == [10] * 4
 
 
 def test_sustained_rounds_go_forward_then_backward():

@@ -53,8 +53,9 @@ a large tensor-core GEMM, the board's power cap, where the SM clock is set by th
 the time of a call follows the energy it takes. A sample is then a *block*: the spin (the host's
 enqueue kept out of the interval, as above), ``record(start)``, the candidate's launches back to
 back for about ``sustained_s`` seconds of GPU time, ``record(end)``; its time per call is the
-block's over the launches. Before the rounds each candidate is timed over a few calls behind the
-spin (which sets its block's launch count) and runs one untimed block (the GPU reaches its steady
+block's over the launches. Before the rounds each candidate is called once untimed (a library's
+lazy set-up on its first call stays out of what follows), timed over a few calls behind the spin
+(which sets its block's launch count) and runs one untimed block (the GPU reaches its steady
 state). The rounds are ``sustained_rounds`` (even) in serpentine order (forward, backward, ...), so
 a clock that drifts linearly over the run (the GPU warming) weighs on every candidate alike.
 
@@ -394,8 +395,13 @@ class Engine:
         """(launches in one of ``c``'s blocks, host-bound): a few calls timed behind the spin (their
         GPU time, host latency kept out as in sampled mode) and on the host (their enqueue cost).
         The block is about ``sustained_s`` of GPU time; the candidate is host-bound when a call
-        costs the host more than the GPU, so that back to back the GPU would wait for the host."""
+        costs the host more than the GPU, so that back to back the GPU would wait for the host.
+        One untimed call comes first: a cold first call (torch's cuBLAS handle and heuristics, a
+        module's load) sat inside these intervals and gave cuBLAS blocks of 72 launches (0.2 s)
+        where the others had ~660-760, too short for the energy counter's 100 ms steps (a probe of session
+        18, benchmarks/results/h100_tf32_tiles256_sustained_8192_s18.json)."""
         start, end = self.device.new_event(), self.device.new_event()
+        c.fn()
         self.device.synchronize()
         self.device.spin(int(self.settings.spin_us * 1000))
         self.device.record(start)
