@@ -242,7 +242,7 @@ def test_a_sustained_sample_is_a_block_of_back_to_back_launches_without_flush_or
     s = run.samples["a"]
     assert s.times_ms == pytest.approx([1.0] * 4) and s.stop_reason == "sustained rounds"
     assert [b.calls for b in s.blocks] == [10] * 4          # 10 ms of GPU time at 1 ms a call
-    assert gpu.calls.count("launch") == 1 + 3 + 10 + 4 * 10     # a first call, calibration, the untimed block, four timed
+    assert gpu.calls.count("launch") == 1 + 3 + 10 + 4 * 10     # first call, calibration, untimed block, 4 timed
     assert "flush" not in gpu.calls and gpu.calls.count("spin") == 1 + 1 + 4   # one before each, none inside
     assert gpu.calls[:7] == ["launch", "sync", "spin", "launch", "launch", "launch", "sync"]   # the calibration
     assert gpu.calls[7:] == (["sync", "spin"] + ["launch"] * 10 + ["sync"]) * 5        # the blocks
