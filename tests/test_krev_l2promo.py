@@ -19,8 +19,8 @@ pytestmark = pytest.mark.gpu
 
 LAYOUTS = ALL_LAYOUTS
 AB = [(1.0, 0.0), (1.5, -0.75)]
-# 2888 x 2104 in 128 x 256 tiles: 23 x 9 = 207 tiles on 132 SMs, so wave 1 (units 132-206) walks
-# backward (clusters of 2: 108 units, 42 of them in wave 1). K = 264: 5 k tiles of 64 (9 of 32 for
+# 2888 x 2104 in 128 x 256 tiles: 23 x 9 = 207 tiles on 132 SMs in 104 blocks (BALANCE=1, the
+# default), so wave 1 (units 104-206) walks backward (clusters of 2: 108 units, 54 in wave 1). K = 264: 5 k tiles of 64 (9 of 32 for
 # rung 22), both operands by TMA; K = 2001: a ragged last k tile, a backward unit's first; K = 263
 # (rung 21): the operand whose leading dimension is K copied by the producer's threads.
 SHAPES = [(2888, 2104, 264), (2888, 2104, 2001)]
@@ -64,8 +64,8 @@ def test_wgmma_tf32_with_backward_odd_waves_matches_cublas_in_every_layout(preci
     ("wgmma_ws", "bf16", "KREV=1,CLUSTER=1,DEFER=0,BN=128,STAGES=6", None),
     ("wgmma_tf32", "fp32", "KREV=1,EPI_TMA=0", "tf32")])
 def test_backward_odd_waves_match_cublas_with_the_other_epilogue_in_every_layout(rung, dtype, config, precision):
-    """Rung 21's immediate epilogue (DEFER=0) on 128x128 tiles (23 x 17 = 391 tiles: waves 0-2, one
-    backward); rung 22's stores from the accumulators."""
+    """Rung 21's immediate epilogue (DEFER=0) on 128x128 tiles (23 x 17 = 391 tiles: waves 0-2 of 131
+    blocks, one backward); rung 22's stores from the accumulators."""
     failures = _failures(rung, dtype, config, precision)
     assert not failures, "\n".join(failures)
 

@@ -150,7 +150,7 @@ def test_grid_folds_row_tiles_beyond_grid_y_into_grid_z_without_losing_any():
 
 def test_a_persistent_rung_launches_one_block_per_sm_in_whole_clusters_up_to_its_work():
     r = registry.get("wgmma_ws")
-    one, two = r.config("128x256_nocluster"), r.config("128x256")
+    one, two = r.config("128x256_nocluster,BALANCE=0"), r.config("128x256,BALANCE=0")
     assert r.launch(4096, 4096, one, 4096, sm_count=132).grid == (132, 1, 1)       # 512 tiles
     assert r.launch(4096, 4096, two, 4096, sm_count=132).grid == (132, 1, 1)       # 256 pairs: 66 clusters
     assert r.launch(4096, 4096, two, 4096, sm_count=133).grid == (132, 1, 1)       # never half a cluster
@@ -158,6 +158,34 @@ def test_a_persistent_rung_launches_one_block_per_sm_in_whole_clusters_up_to_its
     assert r.launch(300, 300, two, 64, sm_count=132).grid == (8, 1, 1)             # 2 pairs x 2 columns
     assert r.launch(1, 1, two, 1, sm_count=132).grid == (2, 1, 1)
     assert r.launch(65535 * 128 + 1, 7, one, 9, sm_count=132).grid == (132, 1, 1)  # no grid.y limit
+
+
+def test_a_balanced_persistent_grid_takes_the_fewest_clusters_that_need_no_more_waves():
+    """BALANCE=1 (rungs 21 and 22's default): every cluster walks the same number of units, or one
+    fewer, in as many waves as one cluster per SM pair would take."""
+    r = registry.get("wgmma_tf32")
+    cfg = r.config("BALANCE=1", "tf32")                                     # 128x256 tiles, no cluster
+    assert cfg["BALANCE"] == 1 and r.config(None, "tf32")["BALANCE"] == 1
+    assert r.launch(8192, 8192, cfg, 8192, sm_count=132).grid == (128, 1, 1)    # 2048 tiles: 16 waves of 128
+    assert r.launch(4096, 4096, cfg, 4096, sm_count=132).grid == (128, 1, 1)    # 512: 4 of 128, not 3 of 132 and 116
+    assert r.launch(2888, 2104, cfg, 264, sm_count=132).grid == (104, 1, 1)     # 23 x 9 = 207 tiles: 104 + 103
+    assert r.launch(128 * 133, 256, cfg, 64, sm_count=132).grid == (67, 1, 1)   # 133 tiles: 67 + 66
+    assert r.launch(1024, 4096, cfg, 64, sm_count=132).grid == (128, 1, 1)      # one wave: every tile a block
+    assert r.launch(8192, 8192, cfg, 8192, sm_count=128).grid == (128, 1, 1)
+    ws = registry.get("wgmma_ws")
+    two = ws.config("128x256")                                              # clusters of 2
+    assert two["BALANCE"] == 1
+    assert ws.launch(4096, 4096, two, 4096, sm_count=132).grid == (128, 1, 1)  # 256 pairs: 4 waves of 64 clusters
+    assert ws.launch(2888, 2104, two, 264, sm_count=132).grid == (108, 1, 1)   # 12 x 9 = 108 pairs: one wave
+
+
+def test_the_balanced_grid_is_the_hosts_choice_and_leaves_the_kernel_as_it_is():
+    for slug, precision in (("wgmma_ws", None), ("wgmma_tf32", "tf32")):
+        r = registry.get(slug)
+        on, off = r.config("BALANCE=1", precision), r.config("BALANCE=0", precision)
+        assert r.defines(on, precision) == r.defines(off, precision) and "BALANCE" not in r.defines(on, precision)
+        with pytest.raises(ValueError, match="BALANCE"):
+            r.config("BALANCE=2", precision)
 
 
 def test_the_persistent_rungs_epilogue_staging_lies_beside_four_full_stages_within_a_block():

@@ -5,7 +5,9 @@ Correctness in every layout, with and without clusters, with alpha and beta (bet
 C: verify poisons it), K both a few k tiles (pieces that span several units) and many; the sum the
 same bit for bit at every launch; the plan choosing the STREAMK=0 kernel where no wave is partial;
 graph capture (the flags' memset is a node of the graph). The CPU side (the rule for when the tail
-is split, the workspace's size, the variant a geometry runs) is in test_registry.py."""
+is split, the workspace's size, the variant a geometry runs) is in test_registry.py. The WGMMA rungs
+run here with BALANCE=0, one block per SM, the grid these shapes were chosen for (the balanced grid,
+their default, leaves these tails one unit short or none at all: tests/test_balance.py)."""
 
 from __future__ import annotations
 
@@ -29,8 +31,14 @@ def _torch():
     return pytest.importorskip("torch")
 
 
+def _full_grid(kernel, config):
+    """The WGMMA rungs' config with one block per SM (BALANCE=0); rung 18's as it is."""
+    return config + ",BALANCE=0" if kernel in ("wgmma_ws", "wgmma_tf32") else config
+
+
 def _failures(rung, dtype, config, precision=None, shapes=SHAPES, layouts=LAYOUTS):
-    return [r.message() for r in verify_all(rung, dtype, shapes, layouts, AB, config=config, precision=precision)
+    return [r.message() for r in verify_all(rung, dtype, shapes, layouts, AB, config=_full_grid(rung, config),
+                                            precision=precision)
             if not r.ok]
 
 
@@ -108,7 +116,7 @@ def _plan(torch, M, N, K, config, kernel="wgmma_ws", dtype=None, **kw):
     a = torch.randn(M, K, device="cuda", dtype=dtype)
     b = torch.randn(K, N, device="cuda", dtype=dtype)
     c = torch.empty(M, N, device="cuda", dtype=dtype)
-    return gemmlab.plan(a, b, c, kernel=kernel, config=config, **kw), (a, b, c)
+    return gemmlab.plan(a, b, c, kernel=kernel, config=_full_grid(kernel, config), **kw), (a, b, c)
 
 
 def test_the_stream_k_sum_is_the_same_bit_for_bit_at_every_launch():
@@ -142,11 +150,11 @@ def test_a_stream_k_call_captures_into_a_cuda_graph_and_replays_correctly():
     a = torch.randn(2888, 2000, device="cuda", dtype=torch.float16)
     b = torch.randn(2000, 2104, device="cuda", dtype=torch.float16)
     c = torch.empty(2888, 2104, device="cuda", dtype=torch.float16)
-    gemmlab.gemm(a, b, c, kernel="wgmma_ws", config="STREAMK=1")
+    gemmlab.gemm(a, b, c, kernel="wgmma_ws", config="STREAMK=1,BALANCE=0")
     torch.cuda.synchronize()
     g, stream = torch.cuda.CUDAGraph(), torch.cuda.Stream()
     with torch.cuda.graph(g, stream=stream):
-        gemmlab.gemm(a, b, c, kernel="wgmma_ws", config="STREAMK=1", alpha=0.5)
+        gemmlab.gemm(a, b, c, kernel="wgmma_ws", config="STREAMK=1,BALANCE=0", alpha=0.5)
     ref = (0.5 * (a.float() @ b.float())).half().float()
     for _ in range(2):
         c.fill_(float("nan"))

@@ -27,7 +27,7 @@ from .precision import applies, resolve as resolve_precision
 from .tensormaps import L2_PROMOTION, L2_PROMOTION_DEFAULT
 
 MAX_GRID_Y = 65535
-SWITCHES = ("PACK", "EPI_TMA", "SKCLUSTER", "STREAMK", "DEFER", "SPREAD", "SNAKE", "KREV")   # parameters that take 0 (off) or 1 (on); every other one is a positive int
+SWITCHES = ("PACK", "EPI_TMA", "SKCLUSTER", "STREAMK", "DEFER", "SPREAD", "SNAKE", "KREV", "BALANCE")   # parameters that take 0 (off) or 1 (on); every other one is a positive int
 # the most dynamic shared memory any GPU in the table gives one block (227 KB on sm_90 / sm_100)
 MAX_SMEM_PER_BLOCK = max(lim.max_smem_per_block for lim in LIMITS.values())
 
@@ -113,6 +113,8 @@ class Rung:
             object.__setattr__(self, "params", {**self.params, "PACK": 0})
         if self.tensor_maps:   # host-side too: the L2 promotion of the tensor maps (core/tensormaps.py)
             object.__setattr__(self, "params", {**self.params, "L2PROMO": L2_PROMOTION_DEFAULT})
+        if self.persistent and "BALANCE" not in self.params:   # and the persistent grid's size (persistent_grid)
+            object.__setattr__(self, "params", {**self.params, "BALANCE": 0})
 
     @property
     def name(self) -> str:
@@ -264,6 +266,7 @@ class Rung:
             d["GL_SPLITK"] = 1
         d.pop("PACK", None)   # the plan packs before the launch: the kernel is the same
         d.pop("L2PROMO", None)   # so does the tensor maps' L2 promotion: the host encodes it
+        d.pop("BALANCE", None)   # and a persistent launch's grid (persistent_grid): the kernel reads gridDim
         # switches added to a rung after it was measured: off, each compiles what the rung compiled
         # before it (no define; the same cache keys and SASS)
         for switch in ("STREAMK", "DEFER", "KREV"):
@@ -318,12 +321,18 @@ class Rung:
         """The blocks of a persistent launch: one cluster of CLUSTER blocks per CLUSTER SMs, up to
         the units of work (a unit: CLUSTER vertically adjacent tiles of one column tile), so that
         every block is resident at once and loops over its share of the units (the kernel's
-        Schedule, kernels/21_wgmma_ws.cu)."""
+        Schedule, kernels/ws.cuh). BALANCE=1: the fewest clusters that take no more waves (every
+        cluster then walks the same number of units, or one fewer): 2048 units on 132 SMs are 16
+        waves of 128 instead of 15 of 132 and one of 68."""
         if not sm_count or sm_count < 1:
             raise ValueError(f"rung {self.slug!r} is persistent (one block per SM, each looping over tiles): "
                              f"its launch needs the device's SM count, got {sm_count!r}")
         cluster = cfg.get("CLUSTER", 1)
-        return max(1, min(_units(M, N, cfg), sm_count // cluster)) * cluster
+        units = _units(M, N, cfg)
+        clusters = max(1, min(units, sm_count // cluster))
+        if cfg.get("BALANCE"):
+            clusters = _cdiv(units, _cdiv(units, clusters))
+        return clusters * cluster
 
 
 def _units(M: int, N: int, cfg: Mapping[str, int]) -> int:
@@ -720,6 +729,7 @@ def _switch_reasons(cfg, **meanings: tuple[str, str]) -> list[str]:
 
 _STREAMK = ("whole tiles only", "the last wave split by k tiles")   # rungs 21 and 22
 _KREV = ("every unit's k tiles first to last", "odd waves' units last to first (kernels/ws.cuh)")   # rungs 21 and 22
+_BALANCE = ("a cluster per CLUSTER SMs", "the fewest clusters that take no more waves")            # rungs 21 and 22
 
 
 def _krev_reasons(cfg) -> list[str]:
@@ -750,7 +760,7 @@ def _ws_constraints(cfg) -> list[str]:
         out.append(f"BM={cfg['BM']} must be 2 x WM={cfg['WM']}: two consumer warpgroups (the register split "
                    f"between them and the producer is made for 384 threads)")
     out += _cluster_reasons(cfg) + _group_reasons(cfg) + _krev_reasons(cfg)
-    out += _switch_reasons(cfg, STREAMK=_STREAMK, KREV=_KREV,
+    out += _switch_reasons(cfg, STREAMK=_STREAMK, KREV=_KREV, BALANCE=_BALANCE,
                            EPI_TMA=("staged 16-byte stores", "TMA stores where C allows"),
                            DEFER=("each tile stored at its end",
                                   "held in registers and stored during the next tile's main loop"))
@@ -786,7 +796,7 @@ def _wstf32_constraints(cfg, planes: int = 1) -> list[str]:
     if cfg["STAGES"] < 2:
         out.append(f"STAGES={cfg['STAGES']}: the pipeline needs at least 2 stages")
     out += _cluster_reasons(cfg) + _group_reasons(cfg) + _krev_reasons(cfg)
-    out += _switch_reasons(cfg, STREAMK=_STREAMK, KREV=_KREV, EPI_TMA=("8-byte stores from the accumulators",
+    out += _switch_reasons(cfg, STREAMK=_STREAMK, KREV=_KREV, BALANCE=_BALANCE, EPI_TMA=("8-byte stores from the accumulators",
                                                                        "TMA stores where C allows"))
     if out:
         return out
@@ -1147,8 +1157,11 @@ RUNGS: tuple[Rung, ...] = (
         # DEFER 1: the tile held in registers and stored during the next, 0.1821 against 0.1845 ms at
         # fp16 4096^3, 0.1783 against 0.1806 bf16; 1.4186 against 1.4321 at fp16 8192^3, 1.3633
         # against 1.3769 bf16, one run each (h100_tune_wgmma_ws_defer_*.json)
+        # BALANCE 1: the fewest clusters that take no more waves (persistent_grid), 1.3307 against
+        # 1.3471 ms at bf16 8192^3 (1.033x against 1.020x cuBLAS), fp16 1.032x against 1.017x, 4096^3
+        # +1.5% / +0.8% (h100_tune_balance_*_s18.json); the LLM suites with it: h100_llm_suite_*_s18.json
         params={"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 2, "EPI_TMA": 1, "GROUP": 16,
-                "STREAMK": 0, "DEFER": 1, "KREV": 0},
+                "STREAMK": 0, "DEFER": 1, "KREV": 0, "BALANCE": 1},
         presets={"128x256": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 2},
                  "128x256_nocluster": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 1},
                  # DEFER 0 with 128x128 tiles: 0.1688 against 0.1788 ms at fp16 1024x14336x4096, 0.1657
@@ -1161,7 +1174,7 @@ RUNGS: tuple[Rung, ...] = (
         persistent=True,
         packs=True,
         space={"BN": (128, 256), "BK": (64, 128), "STAGES": (2, 3, 4, 5, 6), "CLUSTER": (1, 2), "EPI_TMA": (0, 1),
-               "GROUP": (8, 16), "STREAMK": (0, 1), "DEFER": (0, 1), "KREV": (0, 1)},
+               "GROUP": (8, 16), "STREAMK": (0, 1), "DEFER": (0, 1), "KREV": (0, 1), "BALANCE": (0, 1)},
     ),
     Rung(
         22, "wgmma_tf32", "FP32 on Hopper's wgmma: TF32 in the warp-specialized persistent structure",
@@ -1182,8 +1195,11 @@ RUNGS: tuple[Rung, ...] = (
         # 256x128 (BM 256, WM 128; first measured in session 15, the tuner had run the preset as
         # 128x128 before): 0.96x at 8192^3 and 0.99x at 4096^3 against 0.986x / 1.00x for 128x256
         # (h100_tune_wgmma_tf32_tiles_*_s15.json)
+        # BALANCE 1 (rung 21's reason): at 8192^3 0.985x -> 1.001x cuBLAS-TF32 sampled and 0.993x ->
+        # 1.002x sustained, 4096^3 1.006x -> 1.014x (one run, h100_balance_tf32_s18.json); DRAM reads
+        # 2.57 -> 2.21 GB at 8192^3 (benchmarks/profiles/h100_l2probe_tf32_8192_balance_s18.json)
         params={"BM": 128, "BN": 256, "BK": 32, "WM": 64, "STAGES": 4, "CLUSTER": 1, "GROUP": 16, "STREAMK": 0,
-                "EPI_TMA": 1, "KREV": 0},
+                "EPI_TMA": 1, "KREV": 0, "BALANCE": 1},
         # 3xtf32: a stage holds both TF32 planes of A and B, and the warps hold a k tile's partial
         # sums beside the sums: 128x128 tiles (BN 256 would need 256 accumulators), 2 stages of 64 KB
         # (3 stages ran 1.86x cuBLAS SGEMM at 8192^3, 2 stages 2.35x: h100_wgmma_3xtf32_*.json)
@@ -1201,7 +1217,7 @@ RUNGS: tuple[Rung, ...] = (
         sass_claims=("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG"), min_arch=90, max_arch=90,
         tensor_maps=True, store_map=True, store_box=32, persistent=True, k_major=True, register_a=("tf32",),
         space={"BN": (128, 256), "BK": (32, 64), "STAGES": (2, 3, 4, 5, 6), "CLUSTER": (1, 2), "GROUP": (8, 16),
-               "STREAMK": (0, 1), "EPI_TMA": (0, 1), "KREV": (0, 1)},
+               "STREAMK": (0, 1), "EPI_TMA": (0, 1), "KREV": (0, 1), "BALANCE": (0, 1)},
     ),
     Rung(
         23, "thin", "Thin GEMM: the wide operand streamed once, K split over the warps",

@@ -6,7 +6,8 @@
 //
 // What it changes against rung 19 (wgmma_tma; the same wgmma, TMA boxes, swizzled panels and
 // mbarrier ring, now shared through hopper.cuh):
-// * Persistent: the grid is min(tiles, SMs) blocks (clusters: min(units, SMs/2) pairs), each
+// * Persistent: the grid is min(tiles, SMs) blocks (clusters: min(units, SMs/2) pairs; BALANCE=1, the
+//   default since session 18: the fewest that take no more waves, ws.cuh), each
 //   looping over output tiles in a static grouped order (Schedule below). Rung 19 launches one
 //   block per tile, 1 block of 384 threads per SM (192 KB of stages): each block filled its
 //   pipeline and wrote its epilogue with the tensor cores idle (Nsight Compute at 2048^3: tensor
