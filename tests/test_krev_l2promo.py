@@ -20,9 +20,10 @@ pytestmark = pytest.mark.gpu
 LAYOUTS = ALL_LAYOUTS
 AB = [(1.0, 0.0), (1.5, -0.75)]
 # 2888 x 2104 in 128 x 256 tiles: 23 x 9 = 207 tiles on 132 SMs in 104 blocks (BALANCE=1, the
-# default), so wave 1 (units 104-206) walks backward (clusters of 2: 108 units, 54 in wave 1). K = 264: 5 k tiles of 64 (9 of 32 for
-# rung 22), both operands by TMA; K = 2001: a ragged last k tile, a backward unit's first; K = 263
-# (rung 21): the operand whose leading dimension is K copied by the producer's threads.
+# default), so wave 1 (units 104-206) walks backward (clusters of 2: 108 units, 54 in wave 1).
+# K = 264: 5 k tiles of 64 (9 of 32 for rung 22), both operands by TMA; K = 2001: a ragged last k
+# tile, a backward unit's first; K = 263 (rung 21): the operand whose leading dimension is K copied
+# by the producer's threads.
 SHAPES = [(2888, 2104, 264), (2888, 2104, 2001)]
 CONFIGS = {"wgmma_ws": ["KREV=1,CLUSTER=1", "KREV=1,CLUSTER=2", "KREV=1,CLUSTER=1,DEFER=0,BN=128,STAGES=6"],
            "wgmma_tf32": ["KREV=1,CLUSTER=1", "KREV=1,CLUSTER=2", "KREV=1,EPI_TMA=0"]}

@@ -21,10 +21,11 @@ pytestmark = pytest.mark.gpu
 
 LAYOUTS = list(itertools.product((False, True), repeat=3))
 # 2888 x 2104 in 128 x 256 tiles: 23 x 9 = 207 tiles for 132 SMs, so blocks loop (104 of them with
-# BALANCE=1, the default); in clusters of 2, 12 x 9 pairs for 66 clusters (54 balanced, two pairs each), and the last pair row has one tile wholly below M (23 is odd; a
-# column-major C swaps M and N: 17 x 12 tiles). Every dimension is ragged. K = 264: every leading
-# dimension a multiple of 8, both operands by TMA in every layout; K = 263: the operand whose
-# leading dimension is K is copied by the producer's threads.
+# BALANCE=1, the default); in clusters of 2, 12 x 9 pairs for 66 clusters (54 balanced, two pairs
+# each), and the last pair row has one tile wholly below M (23 is odd; a column-major C swaps M and
+# N: 17 x 12 tiles). Every dimension is ragged. K = 264: every leading dimension a multiple of 8,
+# both operands by TMA in every layout; K = 263: the operand whose leading dimension is K is copied
+# by the producer's threads.
 MANY_TILES = [(2888, 2104, 264), (2888, 2104, 263)]
 
 
