@@ -113,8 +113,6 @@ class Rung:
             object.__setattr__(self, "params", {**self.params, "PACK": 0})
         if self.tensor_maps:   # host-side too: the L2 promotion of the tensor maps (core/tensormaps.py)
             object.__setattr__(self, "params", {**self.params, "L2PROMO": L2_PROMOTION_DEFAULT})
-        if self.persistent and "BALANCE" not in self.params:   # and the persistent grid's size (persistent_grid)
-            object.__setattr__(self, "params", {**self.params, "BALANCE": 0})
 
     @property
     def name(self) -> str:
