@@ -464,7 +464,7 @@ def test_a_whole_run_verifies_times_in_rotating_order_and_reports_every_figure(f
     assert by["tile_1d"]["status"] == "error" and "invalid configuration" in by["tile_1d"]["note"]
     # a slow rung stops at the time cap after 3 samples, and says why
     assert (by["naive"]["samples"], by["naive"]["stop_reason"]) == (3, "time cap")
-    # the order rotates: every timed entry leads some round, and no entry always comes first
+    # the order is balanced: every timed entry leads some round, and no entry always comes first
     rounds = res["groups"][0]["rounds"]
     timed = {"cublas", "naive", "tile_2d", "warp_tiling"}
     assert {r["order"][0] for r in rounds} == timed

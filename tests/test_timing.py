@@ -86,10 +86,71 @@ def test_without_the_spin_the_first_launch_of_a_round_absorbs_host_latency():
     assert set(first) == {"a", "b"}
 
 
-def test_the_order_rotates_so_every_candidate_leads_a_round():
+def test_the_rotating_order_lets_every_candidate_lead_a_round():
     gpu = SimGPU()
-    run = Engine(gpu, Settings(**FAST)).measure(_cands(gpu, x=1.0, y=1.0, z=1.0))
+    run = Engine(gpu, Settings(order="rotate", **FAST)).measure(_cands(gpu, x=1.0, y=1.0, z=1.0))
     assert [r.order for r in run.rounds[:3]] == [["x", "y", "z"], ["y", "z", "x"], ["z", "x", "y"]]
+
+
+def test_the_default_order_is_balanced():
+    assert Settings().order == "balanced"
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7, 8])
+def test_a_balanced_order_leads_with_each_and_puts_each_after_each_other_equally_often(n):
+    names = [f"c{i}" for i in range(n)]
+    period = n if n % 2 == 0 else 2 * n
+    gpu = SimGPU()
+    run = Engine(gpu, Settings(order="balanced", min_samples=period, max_samples=period, warmup=0,
+                               target_error=0.0)).measure(_cands(gpu, **{c: 1.0 for c in names}))
+    orders = [r.order for r in run.rounds]
+    assert len(orders) == period and all(sorted(o) == names for o in orders)
+    leads = {c: sum(o[0] == c for o in orders) for c in names}
+    assert set(leads.values()) == {period // n}
+    pairs = {}
+    for o in orders:
+        for a, b in zip(o, o[1:]):
+            pairs[a, b] = pairs.get((a, b), 0) + 1
+    assert len(pairs) == n * (n - 1) and set(pairs.values()) <= {period // n}
+
+
+class CarryGPU(SimGPU):
+    """A launch right after a heavy one runs 5% longer (the GPU left warm, its clock lower); the
+    host's synchronize between rounds lets it cool."""
+
+    def __init__(self):
+        super().__init__()
+        self.after_heavy = False
+
+    def kernel(self, duration, heavy=False):
+        def fn():
+            self.calls.append("launch")
+            self._submit(duration * (1.05 if self.after_heavy else 1.0), self.launch_cost)
+            self.after_heavy = heavy
+        return fn
+
+    def synchronize(self) -> None:
+        super().synchronize()
+        self.after_heavy = False
+
+
+def _carry_run(order):
+    gpu = CarryGPU()
+    cands = [Candidate("heavy", gpu.kernel(20.0, heavy=True)), Candidate("a", gpu.kernel(1.0)), Candidate("b", gpu.kernel(1.0))]
+    return Engine(gpu, Settings(order=order, min_samples=18, max_samples=18, warmup=0, target_error=0.0)).measure(cands)
+
+
+def test_a_balanced_order_times_two_equal_kernels_alike_beside_a_heavy_one():
+    run = _carry_run("balanced")
+    assert run.samples["a"].median == pytest.approx(run.samples["b"].median)
+    assert sorted(run.samples["a"].times_ms) == pytest.approx(sorted(run.samples["b"].times_ms))
+
+
+def test_a_rotating_order_times_the_kernel_behind_a_heavy_one_slower():
+    """What the balanced order fixes: with rotation 'a' always follows 'heavy' (unless it leads)."""
+    run = _carry_run("rotate")
+    assert run.samples["a"].median == pytest.approx(1.05)
+    assert run.samples["b"].median == pytest.approx(1.0)
 
 
 def test_a_shuffled_order_is_reproduced_by_its_recorded_seed():

@@ -11,9 +11,10 @@ C, and uses these very operands for every rung, for cuBLAS and for every peer:
    reported as FAILED and is not timed. cuBLAS is checked the same way (it is timed regardless;
    a failure there means, e.g., that TF32 is on, and the note says so).
 2. Time with the one timing engine (``gemmlab.measure.timing``): warm-up runs, then interleaved
-   rounds in a rotating order, each timed launch preceded by an L2 flush (cold-L2 mode, the
-   default) and a spin kernel that keeps host latency out of the interval, until each entry's
-   stopping rule is met; NVML clocks read during the rounds mark throttled samples.
+   rounds in a balanced order (each entry right after each other equally often), each timed
+   launch preceded by an L2 flush (cold-L2 mode, the default) and a spin kernel that keeps host
+   latency out of the interval, until each entry's stopping rule is met; NVML clocks read during
+   the rounds mark throttled samples.
 3. Self-check: cuBLAS is timed once more on its own (back to back); when that median and the
    interleaved one differ by more than 3 %, the table and the JSON say so in plain words.
 4. Report the median of the samples (min, max, noise and every sample go to the JSON), TFLOP/s =

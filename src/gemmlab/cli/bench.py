@@ -20,7 +20,7 @@ def register(sub) -> None:
     p = sub.add_parser(
         "bench", help="time the rungs beside cuBLAS and Triton on this GPU (verified first, one timing engine)",
         description="Time the rungs of the ladder, cuBLAS and the peers a user would pick instead (Triton) on the "
-                    "same random inputs in the same run: verify each first, then interleaved rounds in a rotating "
+                    "same random inputs in the same run: verify each first, then interleaved rounds in a balanced "
                     "order (L2 flushed and the GPU kept busy before every timed launch) until each entry's noise "
                     "target is met; report medians, TFLOP/s, the ratios to cuBLAS and to the best peer, % of the "
                     "GPU's peak, and a self-check of the cuBLAS baseline timed alone. Without --shape the shape "

@@ -20,9 +20,15 @@ dirty lines whose write-back ran inside the next timed interval, ~8 us at every 
 Rounds and order
 ----------------
 Candidates (the rungs, cuBLAS, the peers) are timed in rounds: each round takes one sample of
-every candidate still running, then the host synchronizes once and reads all the events. The
-order rotates from round to round (``order="rotate"``: round r starts with candidate r mod n)
-or is shuffled with a recorded seed (``order="shuffle"``), so no candidate is always first.
+every candidate still running, then the host synchronizes once and reads all the events. A launch
+leaves the GPU warmer (and, near the power cap, its clock lower) for the one after it: measured on
+the H100 (``benchmarks/results/h100_tf32_s19a.json``, ``_s19b.json``), rung 22 took 0.4-0.5% longer
+at 8192^3 when it came right after Triton's 23 ms TF32 launch than when it led its round. So the
+order (``order="balanced"``, the default) is a Williams design: over every n rounds (2n for an odd
+n of candidates) each candidate leads equally often and comes right after each other candidate
+equally often. ``order="rotate"`` (round r starts with candidate r mod n, the default until
+2026-11-27) leads each alike but keeps every candidate behind the same neighbour;
+``order="shuffle"`` draws each round's order from a recorded seed.
 
 When to stop
 ------------
@@ -68,7 +74,7 @@ calls) has its blocks marked host-bound: back to back, the GPU waits for the hos
 is the host's launch rate, not the kernel's. The power cap is the steady state being measured, so
 only a thermal or hardware slowdown marks a sustained round throttled.
 
-Everything GPU-specific is behind the small ``Device`` interface, so the scheduling, rotation,
+Everything GPU-specific is behind the small ``Device`` interface, so the scheduling, ordering,
 stopping and marking logic is tested on the CPU with a simulated GPU timeline.
 """
 
@@ -84,10 +90,23 @@ from typing import Callable, Protocol, Sequence
 
 L2_MODES = ("cold", "hot")
 FLUSH_KIND = "read"   # how cold-L2 mode flushes (CudaDevice.flush); recorded in every JSON's settings
-ORDERS = ("rotate", "shuffle")
+ORDERS = ("balanced", "rotate", "shuffle")
 SPINS = ("busy", "idle")
 SLOWDOWN_REASONS = frozenset({"HwSlowdown", "HwThermalSlowdown", "SwThermalSlowdown", "HwPowerBrakeSlowdown"})
 MEDIAN_SE_FACTOR = math.sqrt(math.pi / 2)   # standard error of a median / that of a mean (normal data)
+
+
+def balanced_order(n: int, index: int) -> list[int]:
+    """Round ``index``'s order of candidates 0..n-1 in a Williams design: row r is the first row
+    0, 1, n-1, 2, n-2, ... shifted by r (mod n); for an odd n rows n..2n-1 are rows 0..n-1
+    reversed. Over any n (odd n: 2n) consecutive rounds each candidate leads equally often and
+    each ordered pair of candidates is adjacent equally often."""
+    if n < 1:
+        raise ValueError(f"an order of {n} candidates")
+    first = [0] + [(j + 1) // 2 if j % 2 else n - j // 2 for j in range(1, n)]
+    r = index % (n if n % 2 == 0 else 2 * n)
+    row = [(a + r) % n for a in first]
+    return row if r < n else row[::-1]
 
 
 # ---- settings and results ----------------------------------------------------------------------
@@ -101,7 +120,7 @@ class Settings:
     max_samples: int = 100
     target_error: float = 0.005      # relative standard error of the median to stop at
     time_cap_s: float = 2.0          # timed GPU seconds per candidate
-    order: str = "rotate"            # "rotate" | "shuffle"
+    order: str = "balanced"          # "balanced" | "rotate" | "shuffle"
     seed: int | None = None          # the shuffle's seed (drawn and recorded when None)
     throttle_fraction: float = 0.9   # a busy SM clock below this share of the maximum is throttled
     self_check_tolerance: float = 0.03
@@ -340,6 +359,8 @@ class Engine:
             out = list(active)
             rng.shuffle(out)
             return out
+        if self.settings.order == "balanced":
+            return [active[i] for i in balanced_order(len(active), index)]
         k = index % len(active)
         return active[k:] + active[:k]
 
