@@ -377,6 +377,16 @@ def test_the_page_says_how_the_benchmark_was_timed_from_its_settings(results, tm
     assert "L2 flushed before each timed run" in text and "10 to 100" in text
 
 
+def test_the_timing_text_names_the_order_of_the_rounds_where_it_is_recorded():
+    doc = {"settings": {"timing": {"l2": "cold", "spin_us": 1000.0, "min_samples": 10, "max_samples": 100,
+                                   "order": "balanced"}}, "results": [{"kernel": "cublas"}]}
+    assert "rounds in a balanced order" in M.timing_text(doc)
+    doc["settings"]["timing"]["order"] = "rotate"
+    assert "rounds in a rotating order" in M.timing_text(doc)
+    del doc["settings"]["timing"]["order"]
+    assert "the order of the rounds not recorded" in M.timing_text(doc)
+
+
 def _bases(peaks: dict) -> tuple[str, str]:
     """How the page writes the basis of the fp32 and of the tensor-core peak."""
     return (f"{peaks['sm_count']} SMs x {peaks['fp32_fma_per_clk_sm']} FMA/clk/SM x 2 flop/FMA x {peaks['clock_mhz']:.0f} MHz",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 
 from ..core.shapes import fmt_shape
+from ..measure.timing import ORDER_WORDS
 
 
 def _fmt_tflops(x: float | None) -> str:
@@ -132,11 +133,6 @@ def _peak_text(result: dict) -> str | None:
             f"{rate} x {peaks['clock_mhz']:.0f} MHz, the {peaks.get('clock_source') or 'maximum SM clock'})")
 
 
-# how the footnote names each timing.ORDERS value (JSONs before 2026-11-27 say rotate or shuffle)
-_ORDER_WORDS = {"balanced": "balanced (each entry after each other equally often)", "rotate": "rotating",
-                "shuffle": "shuffled"}
-
-
 def _timing_text(s: dict) -> str:
     tm = s.get("timing")
     if not isinstance(tm, dict):  # a JSON from before the timing engine
@@ -153,7 +149,7 @@ def _timing_text(s: dict) -> str:
             f"is <= {100 * tm.get('target_error', 0):.1f}% or {tm.get('time_cap_s')} s) after {tm.get('warmup')} "
             f"warm-up runs; L2 {'flushed' if tm.get('l2') == 'cold' else 'NOT flushed (hot)'} and a "
             f"{tm.get('spin_us'):.0f} us spin before every timed launch; "
-            f"order {_ORDER_WORDS.get(tm.get('order'), tm.get('order'))} per round; "
+            f"rounds in {ORDER_WORDS.get(tm.get('order'), repr(tm.get('order')) + ' order')}; "
             f"cuBLAS via {s.get('lib')}; clocks: {tm.get('clocks', 'n/a')}")
 
 

@@ -91,6 +91,9 @@ from typing import Callable, Protocol, Sequence
 L2_MODES = ("cold", "hot")
 FLUSH_KIND = "read"   # how cold-L2 mode flushes (CudaDevice.flush); recorded in every JSON's settings
 ORDERS = ("balanced", "rotate", "shuffle")
+# how tables and reports name each order (JSONs before 2026-11-27 say rotate or shuffle)
+ORDER_WORDS = {"balanced": "a balanced order (each entry right after each other equally often)",
+               "rotate": "a rotating order", "shuffle": "a shuffled order"}
 SPINS = ("busy", "idle")
 SLOWDOWN_REASONS = frozenset({"HwSlowdown", "HwThermalSlowdown", "SwThermalSlowdown", "HwPowerBrakeSlowdown"})
 MEDIAN_SE_FACTOR = math.sqrt(math.pi / 2)   # standard error of a median / that of a mean (normal data)

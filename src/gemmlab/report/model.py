@@ -11,6 +11,7 @@ from ..analysis.ncu import STALL_LABEL
 from ..core.dtypes import get as get_dtype
 from ..core.precision import get as get_precision, resolve as resolve_precision
 from ..core.registry import get as get_rung
+from ..measure.timing import ORDER_WORDS
 from . import fmt
 
 
@@ -322,8 +323,8 @@ def timing_text(bench: Mapping) -> str:
     """How a benchmark document's times were taken, said from its settings and nothing else: the
     samples ("median of 50 timed runs"), whether L2 was flushed (``settings["timing"]["l2"]``,
     "cold" or "hot", from the timing engine; else ``settings["flush_l2"]``), the spin before each
-    launch, and whether cuBLAS was timed in the same run (its results are in the document). What the
-    settings do not record is said to be not recorded."""
+    launch, the order of its rounds, and whether cuBLAS was timed in the same run (its results are in
+    the document). What the settings do not record is said to be not recorded."""
     s = bench.get("settings") if isinstance(bench.get("settings"), Mapping) else {}
     t = s.get("timing") if isinstance(s.get("timing"), Mapping) else {}
     cublas = any(isinstance(e, Mapping) and e.get("kernel") == "cublas" for e in bench.get("results") or ())
@@ -351,5 +352,9 @@ def timing_text(bench: Mapping) -> str:
                   None: "whether L2 was flushed is not recorded"}.get(l2, f"L2 mode {l2!r}"))
     if t.get("spin_us"):
         parts.append(f"a {t['spin_us']:g} us GPU spin before each launch")
+    if t.get("order"):
+        parts.append(f"rounds in {ORDER_WORDS.get(t['order'], repr(t['order']) + ' order')}")
+    elif t:
+        parts.append("the order of the rounds not recorded")
     parts.append(same_run)
     return ", ".join(parts)
