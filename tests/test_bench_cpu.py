@@ -446,7 +446,7 @@ def fake_gpu(monkeypatch):
 FAST = timing.Settings(min_samples=6, max_samples=6, warmup=2, time_cap_s=0.05)
 
 
-def test_a_whole_run_verifies_times_in_rotating_order_and_reports_every_figure(fake_gpu, tmp_path):
+def test_a_whole_run_verifies_times_in_a_balanced_order_and_reports_every_figure(fake_gpu, tmp_path):
     res = runner.run_bench(rungs=["naive", "tile_1d", "tile_2d", "vectorized", "warp_tiling"], shapes="64x48x32",
                            timing_settings=FAST, progress=False)
     by = {r["kernel"]: r for r in res["results"]}
