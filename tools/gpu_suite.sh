@@ -65,7 +65,9 @@ for st in "${stages[@]}"; do
       run $st compute-sanitizer --tool ${st%-configs} --kernel-name kne=gemm --report-api-errors no --error-exitcode 9 \
         $PY -m pytest tests/test_configs.py -m gpu -q -p no:cacheprovider -x ;;
     sanitize-new)  # the rungs and paths added last: WGMMA/TMA, TF32/3xTF32 (rung 22's TMA store with beta 0), KREV's backward odd waves (more tiles than SMs), a stream-K tail on the balanced grid (BALANCE=1: 207 tiles on 104 blocks), split-K (small odd shapes), rung 18's
-      # stream-K tail (its whole-tile kernel and gemm_sk_tail: shapes with more tiles than the H100's 132 SMs)
+      # stream-K tail (its whole-tile kernel and gemm_sk_tail: shapes with more tiles than the H100's 132 SMs).
+      # memcheck alone ran past 330 s on the H100 (session 19): give each tool its own device call,
+      # SAN_TOOLS=memcheck, SAN_TOOLS=racecheck, SAN_TOOLS=synccheck
       for tool in ${SAN_TOOLS:-memcheck racecheck synccheck}; do
         SAN="compute-sanitizer --tool $tool --kernel-name kne=gemm --report-api-errors no --error-exitcode 9"
         ALL="compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9"   # gemm and splitk_reduce
