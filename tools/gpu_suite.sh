@@ -78,6 +78,7 @@ for st in "${stages[@]}"; do
           $SAN $GL verify wgmma_tf32 --precision tf32 --config KREV=1,BN=64 --shapes 1100x1100x72 --alpha 1.5 --beta 0 && \
           $SAN $GL verify wgmma_ws --dtype bf16 --config KREV=1,BN=128,STAGES=6,DEFER=0,CLUSTER=2 --shapes 2000x1100x72 --alpha 1.5 --beta 0 && \
           $SAN $GL verify wgmma_ws --dtype fp16 --config BALANCE=1,STREAMK=1,CLUSTER=1 --shapes 2888x2104x264 --alpha 1.5 --beta 0 && \
+          $SAN $GL verify wgmma_tf32 --precision tf32 --config BALANCE=1,STREAMK=1 --shapes 2888x2104x264 --alpha 1.5 --beta 0 && \
           $ALL $GL verify async_simt --config SPLITK=4 --shapes 13x17x9,70x33x700 --alpha 1.5 --beta -0.5 && \
           $ALL $GL verify async_simt --config STREAMK=1 --shapes 1200x3600x40,2888x2104x264 --alpha 1.5 --beta -0.5 && \
           $ALL $GL verify mma_sync --config SPLITK=4 --shapes 13x17x9,70x33x700 --alpha 1.5 --beta -0.5"

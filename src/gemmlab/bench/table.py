@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 
 from ..core.shapes import fmt_shape
-from ..measure.timing import ORDER_WORDS
+from ..measure.timing import describe_order
 
 
 def _fmt_tflops(x: float | None) -> str:
@@ -149,7 +149,7 @@ def _timing_text(s: dict) -> str:
             f"is <= {100 * tm.get('target_error', 0):.1f}% or {tm.get('time_cap_s')} s) after {tm.get('warmup')} "
             f"warm-up runs; L2 {'flushed' if tm.get('l2') == 'cold' else 'NOT flushed (hot)'} and a "
             f"{tm.get('spin_us'):.0f} us spin before every timed launch; "
-            f"rounds in {ORDER_WORDS.get(tm.get('order'), repr(tm.get('order')) + ' order')}; "
+            f"rounds in {describe_order(tm.get('order'))}; "
             f"cuBLAS via {s.get('lib')}; clocks: {tm.get('clocks', 'n/a')}")
 
 

@@ -90,13 +90,18 @@ from typing import Callable, Protocol, Sequence
 
 L2_MODES = ("cold", "hot")
 FLUSH_KIND = "read"   # how cold-L2 mode flushes (CudaDevice.flush); recorded in every JSON's settings
-ORDERS = ("balanced", "rotate", "shuffle")
-# how tables and reports name each order (JSONs before 2026-11-27 say rotate or shuffle)
+# the round orders, and how tables and reports name them (JSONs before 2026-11-27 say rotate or shuffle)
 ORDER_WORDS = {"balanced": "a balanced order (each entry right after each other equally often)",
                "rotate": "a rotating order", "shuffle": "a shuffled order"}
+ORDERS = tuple(ORDER_WORDS)
 SPINS = ("busy", "idle")
 SLOWDOWN_REASONS = frozenset({"HwSlowdown", "HwThermalSlowdown", "SwThermalSlowdown", "HwPowerBrakeSlowdown"})
 MEDIAN_SE_FACTOR = math.sqrt(math.pi / 2)   # standard error of a median / that of a mean (normal data)
+
+
+def describe_order(order) -> str:
+    """A recorded ``settings["timing"]["order"]`` in words, for tables and reports."""
+    return ORDER_WORDS.get(order, f"{order!r} order")
 
 
 def balanced_order(n: int, index: int) -> list[int]:

@@ -11,7 +11,7 @@ from ..analysis.ncu import STALL_LABEL
 from ..core.dtypes import get as get_dtype
 from ..core.precision import get as get_precision, resolve as resolve_precision
 from ..core.registry import get as get_rung
-from ..measure.timing import ORDER_WORDS
+from ..measure.timing import describe_order
 from . import fmt
 
 
@@ -353,7 +353,7 @@ def timing_text(bench: Mapping) -> str:
     if t.get("spin_us"):
         parts.append(f"a {t['spin_us']:g} us GPU spin before each launch")
     if t.get("order"):
-        parts.append(f"rounds in {ORDER_WORDS.get(t['order'], repr(t['order']) + ' order')}")
+        parts.append(f"rounds in {describe_order(t['order'])}")
     elif t:
         parts.append("the order of the rounds not recorded")
     parts.append(same_run)
