@@ -2,7 +2,7 @@
 and geometry, the slice arithmetic the kernel and the host share, the determinism of the reduction
 (argued on a CPU emulation), spill-free compiles of every split variant whose SASS keeps the rung's
 claimed instructions; on the GPU, correctness for every SPLITK the tuner may pick, bitwise-identical
-repeats, and graph capture."""
+repeats, the reduction's programmatic launch (the same bits either way), and graph capture."""
 
 from __future__ import annotations
 
@@ -178,6 +178,23 @@ def test_the_reduction_kernel_compiles_without_spills(dtype):
     assert res.local == 0 and (res.spill_stores, res.spill_loads) == (0, 0)
 
 
+@pytest.mark.parametrize("dtype", ("fp32", "fp16", "bf16"))
+def test_the_reduction_waits_for_the_partial_products_where_it_may_be_launched_before_they_end(dtype):
+    """On sm_90 the reduction goes out with programmatic stream serialization (core/launch.py): its
+    first instruction waits for the partial kernel's grid and memory (griddepcontrol.wait, SASS
+    ACQBULK). Before sm_90 there is no such launch and the kernel has no wait."""
+    assert disasm.has_opcode(disasm.sass(compile_reduce(dtype, "sm_90a").cubin), "ACQBULK")
+    assert not disasm.has_opcode(disasm.sass(compile_reduce(dtype, "sm_80").cubin), "ACQBULK")
+
+
+def test_rung_19s_split_variant_lets_the_reduction_be_scheduled_after_its_main_loop():
+    """griddepcontrol.launch_dependents (SASS PREEXIT) in the split variant only: the whole-K kernel
+    compiles what it compiled before."""
+    split = disasm.sass(Variant.make("wgmma_tma", "bf16", config={"SPLITK": 4}).compile("sm_90a").cubin)
+    whole = disasm.sass(Variant.make("wgmma_tma", "bf16").compile("sm_90a").cubin)
+    assert disasm.has_opcode(split, "PREEXIT") and not disasm.has_opcode(whole, "PREEXIT")
+
+
 def test_split_variant_reads_its_slice_from_grid_z():
     sass = disasm.sass(Variant.make("async_simt", "fp32", config={"SPLITK": 2}).compile("sm_90a").cubin)
     assert "SR_CTAID.Z" in sass
@@ -321,6 +338,28 @@ def test_a_split_k_call_captures_into_a_cuda_graph_with_its_own_workspace(slug, 
     tol = 1e-5 if dtype == "fp32" else 1e-2
     assert float((c.double() - 2.0 * ref).norm() / ref.norm()) < 2 * tol
     assert float((direct.double() + ref).norm() / ref.norm()) < tol
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("slug,dtype", CASES)
+def test_the_programmatic_launch_of_the_reduction_changes_no_bit(slug, dtype, monkeypatch):
+    """The plan made with GEMMLAB_PDL's default (the reduction scheduled early, waiting in the
+    kernel) and the one made without it give the same bits; the plan says which it does."""
+    import gemmlab
+    from gemmlab.core import launch
+
+    torch, a, b, c0 = _torch_operands(dtype, 333, 129, 3001)
+    c0.normal_()
+    out = []
+    for pdl in (True, False):
+        monkeypatch.setattr(launch, "PDL", pdl)
+        c = c0.clone()
+        p = gemmlab.plan(a, b, c, alpha=1.5, beta=-0.5, kernel=slug, config={"SPLITK": 8})
+        assert ("reduction launched programmatically" in repr(p)) == pdl
+        p.run()
+        out.append(c)
+    torch.cuda.synchronize()
+    assert torch.equal(out[0], out[1])
 
 
 @pytest.mark.gpu

@@ -17,6 +17,7 @@ import os
 import struct
 import threading
 
+from .arch import arch_number
 from .compile import CompiledKernel
 from .deps import require
 from . import packing, tensormaps, textures
@@ -142,6 +143,11 @@ def current_stream(lib: str, ordinal: int) -> int:
 # GEMMLAB_CHECK=1: synchronize after every launch and raise on asynchronous errors (read once)
 CHECKED = os.environ.get("GEMMLAB_CHECK", "") not in ("", "0")
 
+# GEMMLAB_PDL=0: launch the split-K reduction after its partial products the ordinary way instead of
+# with programmatic stream serialization (sm_90+; read once)
+PDL = os.environ.get("GEMMLAB_PDL", "") != "0"
+PDL_ARCH = 90   # programmatic dependent launch (griddepcontrol): sm_90 and newer
+
 # CUDA Array Interface v3 stream values with a fixed meaning (the driver takes the same handles)
 _CAI_LEGACY, _CAI_PER_THREAD = 1, 2
 
@@ -248,7 +254,8 @@ def _fill(block, *args) -> None:
 class Plan:
     """One rung on one problem, ready to launch: ``run()`` is a single cuLaunchKernel (split-K:
     two, the rung's kernel writing FP32 partial products to the stream's workspace, then the
-    deterministic reduction into C; PACK=1 with an operand the 16-byte path cannot read: one
+    deterministic reduction into C, on sm_90 a cuLaunchKernelEx with programmatic stream
+    serialization (``_pdl_config``); PACK=1 with an operand the 16-byte path cannot read: one
     launch more per such operand, its copy into the workspace, before the rung's kernel; a cluster
     split, SKCLUSTER=1: one cuLaunchKernelEx with the cluster scheduling policy, no workspace).
 
@@ -256,6 +263,8 @@ class Plan:
     parameter block. ``launch(a_ptr, b_ptr, c_ptr, alpha, beta)`` reuses the plan for other
     operands of the same shapes, strides, dtype and alignment class (gemmlab.gemm's fast path).
     """
+
+    _reduce_ex = None   # split-K through the workspace: its reduction's cuLaunchKernelEx configuration (_init_staged)
 
     def __init__(self, problem: GemmProblem, rung: Rung, config=None, stream: int | None = None, choice=None,
                  precision: str | None = None):
@@ -403,6 +412,7 @@ class Plan:
             self._reduce = _reduce_params(kp.M, kp.N, self.splits, kp.ldc)
             grid = (-(-kp.N // REDUCE_THREADS), min(kp.M, MAX_GRID_Y), 1)
             self._reduce_head = (fn, *grid, REDUCE_THREADS, 1, 1, 0)
+            self._reduce_ex = self._pdl_config(grid) if PDL and arch_number(device_info(self.ordinal).arch) >= PDL_ARCH else None
         if not capturing():   # a captured call takes the graph's own workspace at launch
             workspace.get(self.ordinal, self._stream_of(self.ordinal) if stream is None else stream,
                           self.workspace_bytes)
@@ -412,6 +422,7 @@ class Plan:
         p = self.problem
         why = f"; {self.choice.source}: {self.choice.reason}" if self.choice is not None else ""
         split = (f", split-K {self.splits} slices" + (" summed in a cluster" if self._cluster_split else "")
+                 + (", their reduction launched programmatically after them" if self._reduce_ex is not None else "")
                  if self.splits > 1 else "")
         if self._streamk:
             split += ", stream-K last wave"
@@ -541,10 +552,36 @@ class Plan:
                 self._launch(stream, self._tail_head, self._params.address)
             if split:
                 _fill(self._reduce, region + self._split_offset, c_ptr, alpha, beta)
-                self._launch(stream, self._reduce_head, self._reduce.address)
+                self._launch_reduce(stream)
         if captured:
             workspace.captured_free(self.ordinal, stream, ws)
         return True
+
+    def _pdl_config(self, grid):
+        """The cuLaunchKernelEx configuration of the split-K reduction: its grid, and programmatic
+        stream serialization, so the driver may schedule it while the partial products finish (the
+        kernel waits for them in gl_pdl_wait; the partial kernel triggers it after its main loop)."""
+        cu = self._cu
+        lc = cu.CUlaunchConfig()
+        lc.gridDimX, lc.gridDimY, lc.gridDimZ = grid
+        lc.blockDimX, lc.blockDimY, lc.blockDimZ = REDUCE_THREADS, 1, 1
+        lc.sharedMemBytes = 0
+        pdl = cu.CUlaunchAttribute()
+        pdl.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+        pdl.value.programmaticStreamSerializationAllowed = 1
+        lc.attrs, lc.numAttrs = [pdl], 1
+        return lc
+
+    def _launch_reduce(self, stream: int) -> None:
+        """The split-K reduction on ``stream`` (call with the plan's lock): programmatically
+        serialized after the partial products where the GPU has it (``_pdl_config``)."""
+        if self._reduce_ex is None:
+            self._launch(stream, self._reduce_head, self._reduce.address)
+            return
+        self._reduce_ex.hStream = stream
+        err = self._cu.cuLaunchKernelEx(self._reduce_ex, self._reduce_head[0], self._reduce.address, 0)[0]
+        if err or CHECKED:
+            self._after_launch(err, stream, self._reduce_head, self._reduce.address)
 
     def _zero_flags(self, ptr: int, stream: int) -> None:
         """cuMemsetD32Async of the stream-K flags (one int per block and consumer warp) on ``stream``

@@ -161,6 +161,22 @@ __device__ __forceinline__ void gl_splitk_partial(PA& A, int lda, PB& B, int ldb
 }
 #endif
 
+// ---- programmatic dependent launch (sm_90+) ---------------------------------------------------
+// A kernel launched after another with programmatic stream serialization (the split-K reduction
+// after its partial products: core/launch.py) may be scheduled before the first one ends: it waits
+// here until that grid has completed and its memory is visible (without such a launch, at once).
+// The first kernel lets it be scheduled once every block has called gl_pdl_trigger (or exited).
+__device__ __forceinline__ void gl_pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void gl_pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 // ---- thread-block clusters (sm_90+) ------------------------------------------------------------
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
 __device__ __forceinline__ unsigned gl_cluster_rank() {

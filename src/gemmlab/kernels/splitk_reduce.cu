@@ -9,6 +9,10 @@
 // Work: one thread per output column j of a block's 128 (coalesced reads of W and writes of C),
 // rows i strided by gridDim.y (the host caps grid.y at 65535, so any M fits). It reads S*M*N*4
 // bytes: a few microseconds at the shapes split-K is for (few output tiles), memory-bound.
+// Launch: on sm_90 with programmatic stream serialization (core/launch.py, _pdl_config), so the
+// driver may schedule it while the partial kernel finishes; gl_pdl_wait holds every thread until
+// that grid has completed and its partials are visible (1.1-2.0 us less per split-K call on the
+// H100: benchmarks/results/h100_pdl_reduce_s20.json).
 #include "common.cuh"
 
 #define GL_REDUCE_THREADS 128
@@ -16,6 +20,7 @@
 extern "C" __global__ void __launch_bounds__(GL_REDUCE_THREADS)
 splitk_reduce(int M, int N, int S, const float* __restrict__ W, float alpha, float beta, T* __restrict__ C, int ldc)
 {
+    gl_pdl_wait();   // launched early (programmatic serialization): the partial products complete first
     const int j = blockIdx.x * GL_REDUCE_THREADS + threadIdx.x;
     if (j >= N) return;
     const size_t slice = (size_t)M * (size_t)N;
