@@ -2,8 +2,9 @@
 the 16-byte paths cannot read (base not 16-byte aligned, or a leading dimension not a multiple of
 16 bytes) is copied into the stream's workspace first and the rung runs its 16-byte variant on the
 copy. CPU: the switch in the registry, what a problem packs and where, the pack kernel's compile,
-auto's decision; GPU: correctness on misaligned views in every layout, with split-K, through the
-fast path's cached plans and inside a captured CUDA graph."""
+auto's decision, the programmatic launch of what follows a copy on sm_90; GPU: correctness on
+misaligned views in every layout, with split-K, through the fast path's cached plans, inside a
+captured CUDA graph, and the same bits with and without the programmatic launch."""
 
 from __future__ import annotations
 
@@ -141,6 +142,27 @@ def test_the_pack_kernel_compiles_without_spills_and_writes_16_bytes_at_a_time(d
     res = disasm.resource_usage(ck.cubin, ck.log)
     assert res.local == 0 and (res.spill_stores, res.spill_loads) == (0, 0)
     assert "STG.E.128" in disasm.sass(ck.cubin)
+
+
+@pytest.mark.parametrize("kernel,dtype,split", [(packing.KERNEL, d, False) for d in ("fp32", "fp16", "bf16")]
+                         + [(packing.KERNEL_T, "fp32", False), (packing.KERNEL, "fp32", True), (packing.KERNEL_T, "fp32", True)])
+def test_a_copy_waits_for_the_kernel_before_it_on_sm_90(kernel, dtype, split):
+    """A plan's second copy goes out with programmatic stream serialization on sm_90
+    (core/launch.py): its first instruction waits for the first copy's grid (griddepcontrol.wait,
+    SASS ACQBULK); built for sm_80 it has no such wait."""
+    assert disasm.has_opcode(disasm.sass(packing.compile_pack(dtype, "sm_90a", None, kernel, split).cubin), "ACQBULK")
+    assert not disasm.has_opcode(disasm.sass(packing.compile_pack(dtype, "sm_80", None, kernel, split).cubin), "ACQBULK")
+
+
+@pytest.mark.parametrize("slug", [r.slug for r in PACKING])
+def test_a_packing_rungs_kernel_waits_for_the_copies_before_it_on_sm_90(slug):
+    """After operand copies the plan launches the rung's kernel programmatically serialized on
+    sm_90, so the kernel waits for the last copy's grid in its first instruction (ACQBULK): a no-op
+    after an ordinary launch. (Not after stream-K's memset of its flags: rung 18's STREAMK kernel
+    is never launched so.)"""
+    r = registry.get(slug)
+    v = Variant.make(slug, r.dtypes[0], config={"STREAMK": 0} if "STREAMK" in r.params else None)
+    assert disasm.has_opcode(disasm.sass(v.compile("sm_90a").cubin), "ACQBULK")
 
 
 def test_a_precompile_of_a_packing_rung_builds_the_pack_kernel_too(fresh_cache, monkeypatch):
@@ -291,6 +313,33 @@ def test_a_packed_plan_says_what_it_packs_and_runs_the_16_byte_variant(slug, dty
     p.run()
     torch.cuda.synchronize()
     assert _rel_err(c, a, b) < 1e-2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("slug,dtype,precision", [(s, d, None) for s, d in CASES] + [("wgmma_tf32", "fp32", "3xtf32")])
+def test_the_programmatic_launch_after_the_copies_changes_no_bit(slug, dtype, precision, monkeypatch):
+    """Both operands copied (a misaligned A, an odd leading dimension of B; rung 22 in 3xtf32 also
+    splits them): the plan made with GEMMLAB_PDL's default (the second copy and the kernel
+    scheduled early, each waiting for the one before) and the one made without it give the same
+    bits, and the plan says which it does."""
+    import gemmlab
+    from gemmlab.core import launch
+
+    torch = pytest.importorskip("torch")
+    tdt = getattr(torch, TORCH_DTYPES[dtype])
+    a, b = _misaligned(torch, 259, 1001, tdt), torch.randn(1001, 131, device="cuda", dtype=tdt)
+    c0 = torch.randn(259, 131, device="cuda", dtype=tdt)
+    out = []
+    for pdl in (True, False):
+        monkeypatch.setattr(launch, "PDL", pdl)
+        c = c0.clone()
+        p = gemmlab.plan(a, b, c, alpha=1.5, beta=-0.5, kernel=slug, precision=precision,
+                         config={"PACK": 1} if "PACK" in registry.get(slug).params else None)
+        assert len(p.packs) >= 2 and ("the kernel after them launched programmatically" in repr(p)) == pdl
+        p.run()
+        out.append(c)
+    torch.cuda.synchronize()
+    assert torch.equal(out[0], out[1])
 
 
 @pytest.mark.gpu

@@ -143,8 +143,9 @@ def current_stream(lib: str, ordinal: int) -> int:
 # GEMMLAB_CHECK=1: synchronize after every launch and raise on asynchronous errors (read once)
 CHECKED = os.environ.get("GEMMLAB_CHECK", "") not in ("", "0")
 
-# GEMMLAB_PDL=0: launch the split-K reduction after its partial products the ordinary way instead of
-# with programmatic stream serialization (sm_90+; read once)
+# GEMMLAB_PDL=0: launch the split-K reduction after its partial products, and a plan's second copy
+# and its rung's kernel after operand copies, the ordinary way instead of with programmatic stream
+# serialization (sm_90+; read once)
 PDL = os.environ.get("GEMMLAB_PDL", "") != "0"
 PDL_ARCH = 90   # programmatic dependent launch (griddepcontrol): sm_90 and newer
 
@@ -264,7 +265,9 @@ class Plan:
     operands of the same shapes, strides, dtype and alignment class (gemmlab.gemm's fast path).
     """
 
-    _reduce_ex = None   # split-K through the workspace: its reduction's cuLaunchKernelEx configuration (_init_staged)
+    # cuLaunchKernelEx configurations with programmatic stream serialization (_init_staged), or None:
+    # split-K's reduction, the rung's kernel after operand copies
+    _reduce_ex = _gemm_ex = None
 
     def __init__(self, problem: GemmProblem, rung: Rung, config=None, stream: int | None = None, choice=None,
                  precision: str | None = None):
@@ -398,6 +401,13 @@ class Plan:
         self._pack_heads = [(load_pack(dtype, self.ordinal, capturing, p.kernel, p.planes > 1), *p.grid(), p.threads,
                              1, 1, 0) for p in self.packs]
         self._pack_blocks = [_pack_params(p) for p in self.packs]
+        # sm_90: a second copy, and the rung's kernel right after a copy, programmatically serialized
+        # (_pdl_config): each waits for the kernel before it in its first instruction (gl_pdl_wait);
+        # not after stream-K's memset of its flags, nor with a cluster split's own launch
+        self._pdl = PDL and arch_number(device_info(self.ordinal).arch) >= PDL_ARCH
+        self._pack_ex = [None] + [self._pdl_config(h) if self._pdl else None for h in self._pack_heads[1:]]
+        self._gemm_ex = (self._pdl_config(self._launch_head) if self._pdl and self.packs and self._ex is None
+                         and not self._streamk else None)
         # after the copies: split-K's partial products, or stream-K's pieces and flags
         self._sk_flags = None
         extra = self.splits * kp.M * kp.N * 4 if split else 0
@@ -412,7 +422,7 @@ class Plan:
             self._reduce = _reduce_params(kp.M, kp.N, self.splits, kp.ldc)
             grid = (-(-kp.N // REDUCE_THREADS), min(kp.M, MAX_GRID_Y), 1)
             self._reduce_head = (fn, *grid, REDUCE_THREADS, 1, 1, 0)
-            self._reduce_ex = self._pdl_config(grid) if PDL and arch_number(device_info(self.ordinal).arch) >= PDL_ARCH else None
+            self._reduce_ex = self._pdl_config(self._reduce_head) if self._pdl else None
         if not capturing():   # a captured call takes the graph's own workspace at launch
             workspace.get(self.ordinal, self._stream_of(self.ordinal) if stream is None else stream,
                           self.workspace_bytes)
@@ -426,7 +436,9 @@ class Plan:
                  if self.splits > 1 else "")
         if self._streamk:
             split += ", stream-K last wave"
-        packs = f", {packing.describe(self.packs)}" if self.packs else ""
+        packs = (f", {packing.describe(self.packs)}"
+                 + (", the kernel after them launched programmatically" if self._gemm_ex is not None else "")
+                 if self.packs else "")
         return f"Plan({p.dtype} {p.M}x{p.N}x{p.K}: {self.variant.describe()}{split}{packs}{why})"
 
     @staticmethod
@@ -532,9 +544,12 @@ class Plan:
             ws = workspace.get(self.ordinal, stream, self.workspace_bytes)
         region = packing.base(ws) if self.packs else ws
         with self._lock:
-            for p, head, block in zip(self.packs, self._pack_heads, self._pack_blocks):
+            for p, head, block, ex in zip(self.packs, self._pack_heads, self._pack_blocks, self._pack_ex):
                 block.pack(block.buffer, 0, a_ptr if p.operand == "A" else b_ptr, region + p.offset)
-                self._launch(stream, head, block.address)
+                if ex is None:
+                    self._launch(stream, head, block.address)
+                else:
+                    self._launch_ex(stream, ex, head, block.address)
                 if p.operand == "A":
                     a_ptr = region + p.offset
                 else:
@@ -547,7 +562,10 @@ class Plan:
             if self._maps is not None and (a_ptr != self._mapped[0] or b_ptr != self._mapped[1]
                                            or (self._map_c and c_ptr != self._mapped[2])):
                 self._remap(a_ptr, b_ptr, c_ptr)   # the maps of these operands (a packed one's: of its copy)
-            self._launch(stream)
+            if self._gemm_ex is None:
+                self._launch(stream)
+            else:
+                self._launch_ex(stream, self._gemm_ex, self._launch_head, self._params.address)
             if self._tail_head is not None:   # rung 18's stream-K tail, after its whole tiles
                 self._launch(stream, self._tail_head, self._params.address)
             if split:
@@ -557,31 +575,36 @@ class Plan:
             workspace.captured_free(self.ordinal, stream, ws)
         return True
 
-    def _pdl_config(self, grid):
-        """The cuLaunchKernelEx configuration of the split-K reduction: its grid, and programmatic
-        stream serialization, so the driver may schedule it while the partial products finish (the
-        kernel waits for them in gl_pdl_wait; the partial kernel triggers it after its main loop)."""
+    def _pdl_config(self, head):
+        """The cuLaunchKernelEx configuration of a launch ``head`` (function, grid, block, shared
+        memory) with programmatic stream serialization: the driver may schedule it while the kernel
+        before it on the stream finishes; the kernel waits for that one's grid in gl_pdl_wait
+        (the split-K reduction after the partial products, the GEMM and a second copy after a pack)."""
         cu = self._cu
         lc = cu.CUlaunchConfig()
-        lc.gridDimX, lc.gridDimY, lc.gridDimZ = grid
-        lc.blockDimX, lc.blockDimY, lc.blockDimZ = REDUCE_THREADS, 1, 1
-        lc.sharedMemBytes = 0
+        lc.gridDimX, lc.gridDimY, lc.gridDimZ = head[1:4]
+        lc.blockDimX, lc.blockDimY, lc.blockDimZ = head[4:7]
+        lc.sharedMemBytes = head[7]
         pdl = cu.CUlaunchAttribute()
         pdl.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
         pdl.value.programmaticStreamSerializationAllowed = 1
         lc.attrs, lc.numAttrs = [pdl], 1
         return lc
 
+    def _launch_ex(self, stream: int, config, head, address: int) -> None:
+        """One cuLaunchKernelEx of ``head``'s function with ``config`` (call with the plan's lock)."""
+        config.hStream = stream
+        err = self._cu.cuLaunchKernelEx(config, head[0], address, 0)[0]
+        if err or CHECKED:
+            self._after_launch(err, stream, head, address)
+
     def _launch_reduce(self, stream: int) -> None:
         """The split-K reduction on ``stream`` (call with the plan's lock): programmatically
         serialized after the partial products where the GPU has it (``_pdl_config``)."""
         if self._reduce_ex is None:
             self._launch(stream, self._reduce_head, self._reduce.address)
-            return
-        self._reduce_ex.hStream = stream
-        err = self._cu.cuLaunchKernelEx(self._reduce_ex, self._reduce_head[0], self._reduce.address, 0)[0]
-        if err or CHECKED:
-            self._after_launch(err, stream, self._reduce_head, self._reduce.address)
+        else:
+            self._launch_ex(stream, self._reduce_ex, self._reduce_head, self._reduce.address)
 
     def _zero_flags(self, ptr: int, stream: int) -> None:
         """cuMemsetD32Async of the stream-K flags (one int per block and consumer warp) on ``stream``

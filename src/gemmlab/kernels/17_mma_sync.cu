@@ -216,6 +216,7 @@ struct GlTileCopy {
 extern "C" __global__ void __launch_bounds__(THREADS)
 gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc)
 {
+    gl_pdl_wait();   // after an operand copy launched programmatically: the copy done (pack.cu)
     // One raw buffer, two views: the STAGES A tiles then the STAGES B tiles during the main loop,
     // then the FP32 per-warp staging tiles of the epilogue.
     extern __shared__ __align__(128) unsigned char smem[];

@@ -655,6 +655,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) GL_SK_CLUSTER_
 gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T* __restrict__ B, int ldb,
      float beta, T* __restrict__ C, int ldc)
 {
+    gl_pdl_wait();   // after an operand copy launched programmatically: the copy done (pack.cu)
 #if GL_SPLITK
     gl_splitk_partial(A, lda, B, ldb, K, C, M, ldc, BK, alpha, beta);   // this block's slice of K
 #elif GL_SPLITK_CLUSTER

@@ -209,6 +209,7 @@ struct GlTf32Copy {
 extern "C" __global__ void __launch_bounds__(THREADS)
 gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc)
 {
+    gl_pdl_wait();   // after an operand copy launched programmatically: the copy done (pack.cu)
     extern __shared__ __align__(128) unsigned char smem[];
     const unsigned a_base = static_cast<unsigned>(__cvta_generic_to_shared(smem));   // [STAGES][A_OUTER][A_INNER]
     const unsigned b_base = a_base + STAGES * A_STAGE_BYTES;                          // [STAGES][B_OUTER][B_INNER]

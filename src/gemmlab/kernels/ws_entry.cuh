@@ -30,6 +30,7 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
 #endif
      )
 {
+    gl_pdl_wait();   // after an operand copy launched programmatically: the copy done (pack.cu)
     // One raw buffer: [STAGES A tiles][STAGES B tiles][epilogue staging, EPI_B bytes], then
     // full[STAGES] and empty[STAGES]. Its base is rounded up to the swizzle's 1024 bytes (the same
     // offset in every CTA: multicast writes each CTA's copy at the offset the issuing CTA names).
