@@ -159,9 +159,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc,
      const __grid_constant__ GlTensorMap tmA, const __grid_constant__ GlTensorMap tmB)
 {
+    gl_pdl_wait();   // after an operand copy launched programmatically: the copy done (pack.cu)
     // One raw buffer: [STAGES A tiles][STAGES B tiles] (the epilogue's FP32 staging overlays them),
     // then full[STAGES] and empty[STAGES]. Its base is rounded up to the swizzle's 1024 bytes.
-    gl_pdl_wait();   // after an operand copy launched programmatically: the copy done (pack.cu)
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(smem_raw));
     const unsigned base = (raw + 1023u) & ~1023u;

@@ -162,10 +162,11 @@ __device__ __forceinline__ void gl_splitk_partial(PA& A, int lda, PB& B, int ldb
 #endif
 
 // ---- programmatic dependent launch (sm_90+) ---------------------------------------------------
-// A kernel launched after another with programmatic stream serialization (the split-K reduction
-// after its partial products: core/launch.py) may be scheduled before the first one ends: it waits
-// here until that grid has completed and its memory is visible (without such a launch, at once).
-// The first kernel lets it be scheduled once every block has called gl_pdl_trigger (or exited).
+// A kernel launched after another with programmatic stream serialization (core/launch.py: the
+// split-K reduction after its partial products, a plan's second operand copy after the first, the
+// rung's kernel after the copies) may be scheduled before the first one ends: it waits here until
+// that grid has completed and its memory is visible (after an ordinary launch, at once). The first
+// kernel lets it be scheduled once every block has called gl_pdl_trigger (or exited).
 __device__ __forceinline__ void gl_pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
