@@ -64,7 +64,7 @@ for st in "${stages[@]}"; do
     memcheck-configs|racecheck-configs)  # every configuration the registry accepts (tests/test_configs.py)
       run $st compute-sanitizer --tool ${st%-configs} --kernel-name kne=gemm --report-api-errors no --error-exitcode 9 \
         $PY -m pytest tests/test_configs.py -m gpu -q -p no:cacheprovider -x ;;
-    sanitize-new)  # the rungs and paths added last: WGMMA/TMA, TF32/3xTF32 (rung 22's TMA store with beta 0), KREV's backward odd waves (more tiles than SMs), a stream-K tail on the balanced grid (BALANCE=1: 207 tiles on 104 blocks), split-K (small odd shapes; the reduction launched programmatically after the partials), rung 18's
+    sanitize-new)  # the rungs and paths added last: WGMMA/TMA, TF32/3xTF32 (rung 22's TMA store with beta 0), KREV's backward odd waves (more tiles than SMs), a stream-K tail on the balanced grid (BALANCE=1: 207 tiles on 104 blocks), split-K (small odd shapes; the reduction launched programmatically after the partials), operand copies and the kernel launched programmatically after them (PACK=1, 3xtf32's split copies), rung 18's
       # stream-K tail (its whole-tile kernel and gemm_sk_tail: shapes with more tiles than the H100's 132 SMs).
       # memcheck alone ran past 330 s on the H100 (session 19): give each tool its own device call,
       # SAN_TOOLS=memcheck, SAN_TOOLS=racecheck, SAN_TOOLS=synccheck
@@ -81,6 +81,8 @@ for st in "${stages[@]}"; do
           $SAN $GL verify wgmma_tf32 --precision tf32 --config BALANCE=1,STREAMK=1 --shapes 2888x2104x264 --alpha 1.5 --beta 0 && \
           $ALL $GL verify async_simt --config SPLITK=4 --shapes 13x17x9,70x33x700 --alpha 1.5 --beta -0.5 && \
           $ALL $GL verify wgmma_tma --dtype bf16 --config SPLITK=4 --shapes 13x17x9,200x136x1100 --alpha 1.5 --beta -0.5 && \
+          $ALL $GL verify wgmma_tma --dtype bf16 --config PACK=1 --shapes 13x17x9,200x137x1001 --alpha 1.5 --beta -0.5 && \
+          $ALL $GL verify wgmma_tf32 --precision 3xtf32 --shapes 13x17x9,200x137x101 --alpha 1.5 --beta -0.5 && \
           $ALL $GL verify async_simt --config STREAMK=1 --shapes 1200x3600x40,2888x2104x264 --alpha 1.5 --beta -0.5 && \
           $ALL $GL verify mma_sync --config SPLITK=4 --shapes 13x17x9,70x33x700 --alpha 1.5 --beta -0.5"
       done ;;
