@@ -381,15 +381,20 @@ class Plan:
         ran them in one, 54.4 us (cuOccupancyMaxActiveClusters and CUDA events, H100 80GB HBM3,
         benchmarks/results/h100_cluster_policy_probe.json)."""
         cu = self._cu
-        lc = cu.CUlaunchConfig()
-        lc.gridDimX, lc.gridDimY, lc.gridDimZ = self.geometry.grid
-        lc.blockDimX, lc.blockDimY, lc.blockDimZ = self.geometry.block
-        lc.sharedMemBytes = self.geometry.smem
         policy = cu.CUlaunchAttribute()
         policy.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE
         policy.value.clusterSchedulingPolicyPreference = \
             cu.CUclusterSchedulingPolicy.CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING
-        lc.attrs, lc.numAttrs = [policy], 1
+        return self._ex_config(self._launch_head, policy)
+
+    def _ex_config(self, head, attribute):
+        """The cuLaunchKernelEx configuration of a launch ``head`` (function, grid, block, shared
+        memory) with one launch ``attribute``."""
+        lc = self._cu.CUlaunchConfig()
+        lc.gridDimX, lc.gridDimY, lc.gridDimZ = head[1:4]
+        lc.blockDimX, lc.blockDimY, lc.blockDimZ = head[4:7]
+        lc.sharedMemBytes = head[7]
+        lc.attrs, lc.numAttrs = [attribute], 1
         return lc
 
     def _init_staged(self, kp: KernelProblem, split: bool, stream: int | None, capturing) -> None:
@@ -546,10 +551,7 @@ class Plan:
         with self._lock:
             for p, head, block, ex in zip(self.packs, self._pack_heads, self._pack_blocks, self._pack_ex):
                 block.pack(block.buffer, 0, a_ptr if p.operand == "A" else b_ptr, region + p.offset)
-                if ex is None:
-                    self._launch(stream, head, block.address)
-                else:
-                    self._launch_ex(stream, ex, head, block.address)
+                self._launch_ex(stream, ex, head, block.address)
                 if p.operand == "A":
                     a_ptr = region + p.offset
                 else:
@@ -562,15 +564,13 @@ class Plan:
             if self._maps is not None and (a_ptr != self._mapped[0] or b_ptr != self._mapped[1]
                                            or (self._map_c and c_ptr != self._mapped[2])):
                 self._remap(a_ptr, b_ptr, c_ptr)   # the maps of these operands (a packed one's: of its copy)
-            if self._gemm_ex is None:
-                self._launch(stream)
-            else:
-                self._launch_ex(stream, self._gemm_ex, self._launch_head, self._params.address)
+            self._launch_ex(stream, self._ex if self._gemm_ex is None else self._gemm_ex, self._launch_head,
+                            self._params.address)
             if self._tail_head is not None:   # rung 18's stream-K tail, after its whole tiles
                 self._launch(stream, self._tail_head, self._params.address)
             if split:
                 _fill(self._reduce, region + self._split_offset, c_ptr, alpha, beta)
-                self._launch_reduce(stream)
+                self._launch_ex(stream, self._reduce_ex, self._reduce_head, self._reduce.address)
         if captured:
             workspace.captured_free(self.ordinal, stream, ws)
         return True
@@ -581,30 +581,21 @@ class Plan:
         before it on the stream finishes; the kernel waits for that one's grid in gl_pdl_wait
         (the split-K reduction after the partial products, the GEMM and a second copy after a pack)."""
         cu = self._cu
-        lc = cu.CUlaunchConfig()
-        lc.gridDimX, lc.gridDimY, lc.gridDimZ = head[1:4]
-        lc.blockDimX, lc.blockDimY, lc.blockDimZ = head[4:7]
-        lc.sharedMemBytes = head[7]
         pdl = cu.CUlaunchAttribute()
         pdl.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
         pdl.value.programmaticStreamSerializationAllowed = 1
-        lc.attrs, lc.numAttrs = [pdl], 1
-        return lc
+        return self._ex_config(head, pdl)
 
     def _launch_ex(self, stream: int, config, head, address: int) -> None:
-        """One cuLaunchKernelEx of ``head``'s function with ``config`` (call with the plan's lock)."""
-        config.hStream = stream
-        err = self._cu.cuLaunchKernelEx(config, head[0], address, 0)[0]
-        if err or CHECKED:
-            self._after_launch(err, stream, head, address)
-
-    def _launch_reduce(self, stream: int) -> None:
-        """The split-K reduction on ``stream`` (call with the plan's lock): programmatically
-        serialized after the partial products where the GPU has it (``_pdl_config``)."""
-        if self._reduce_ex is None:
-            self._launch(stream, self._reduce_head, self._reduce.address)
+        """One launch of ``head`` with the parameter array at ``address`` (call with the plan's
+        lock): cuLaunchKernelEx with ``config`` (``_ex_config``), or cuLaunchKernel without one."""
+        if config is None:
+            err = self._cu.cuLaunchKernel(*head, stream, address, 0)[0]
         else:
-            self._launch_ex(stream, self._reduce_ex, self._reduce_head, self._reduce.address)
+            config.hStream = stream
+            err = self._cu.cuLaunchKernelEx(config, head[0], address, 0)[0]
+        if err or CHECKED:
+            self._after_launch(err, stream, head, address, config)
 
     def _zero_flags(self, ptr: int, stream: int) -> None:
         """cuMemsetD32Async of the stream-K flags (one int per block and consumer warp) on ``stream``
@@ -640,32 +631,25 @@ class Plan:
         return True
 
     def _launch(self, stream: int, head=None, address=None) -> None:
-        """One cuLaunchKernel: the plan's kernel, or ``head`` with the parameter array at ``address``."""
+        """One launch: the plan's kernel (a cluster split's with its scheduling policy), or ``head``
+        with the parameter array at ``address``."""
         if head is None:
-            head, address = self._launch_head, self._params.address
-            if self._ex is not None:   # a cluster split: its scheduling policy (call with the plan's lock)
-                self._ex.hStream = stream
-                err = self._cu.cuLaunchKernelEx(self._ex, self.function, address, 0)[0]
-                if err or CHECKED:
-                    self._after_launch(err, stream)
-                return
-        err = self._cu.cuLaunchKernel(*head, stream, address, 0)[0]
-        if err or CHECKED:
-            self._after_launch(err, stream, head, address)
+            self._launch_ex(stream, self._ex, self._launch_head, self._params.address)
+        else:
+            self._launch_ex(stream, None, head, address)
 
-    def _after_launch(self, err, stream: int, head=None, address=None) -> None:
+    def _after_launch(self, err, stream: int, head=None, address=None, config=None) -> None:
         """A launch that failed, or GEMMLAB_CHECK. The launch goes out without asking which
         context is current (CuPy and PyTorch keep the primary one current; the query cost a
         fifth of a microsecond per call): a function of another context is refused by the
         driver with INVALID_HANDLE (INVALID_CONTEXT with none current) and launches nothing,
         so that case pushes the plan's context and launches again."""
         cu = self._cu
-        if head is None:
-            head, address = self._launch_head, self._params.address
+        if head is None:   # the plan's kernel (launch's fast path)
+            head, address, config = self._launch_head, self._params.address, self._ex
         if err in (cu.CUresult.CUDA_ERROR_INVALID_HANDLE, cu.CUresult.CUDA_ERROR_INVALID_CONTEXT):
             with context(self.ordinal):
-                err = (cu.cuLaunchKernelEx(self._ex, self.function, address, 0)[0]
-                       if self._ex is not None and head is self._launch_head else
+                err = (cu.cuLaunchKernelEx(config, head[0], address, 0)[0] if config is not None else
                        cu.cuLaunchKernel(*head, stream, address, 0)[0])
         if err:
             check((err,), f"launch of {self.variant.describe()}")
