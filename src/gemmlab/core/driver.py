@@ -24,9 +24,16 @@ class CudaError(RuntimeError):
     pass
 
 
+_driver = None   # the module once imported: every launch path asks for it, and importlib's lookup of
+                 # an imported module cost ~1.5 us a call (six a call of a plan with copies or split-K)
+
+
 def cuda():
     """The cuda-python driver module (``cuda.bindings.driver``)."""
-    return require("cuda.bindings.driver")
+    global _driver
+    if _driver is None:
+        _driver = require("cuda.bindings.driver")
+    return _driver
 
 
 def check(result, what: str):

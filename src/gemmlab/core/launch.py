@@ -21,7 +21,7 @@ from .arch import arch_number
 from .compile import CompiledKernel
 from .deps import require
 from . import packing, tensormaps, textures
-from .driver import check, context, cuda, device_info
+from .driver import check, context, cuda, device_info, primary_context
 from .dtypes import get as get_dtype
 from .problem import GemmProblem, KernelProblem
 from .registry import MAX_GRID_Y, Launch, Rung, streamk_workspace, workspace_split
@@ -54,10 +54,29 @@ def load_compiled(ck: CompiledKernel, ordinal: int, what: str | None = None, nam
     return fn
 
 
+_SPECIAL_STREAMS = (0, 1, 2)   # the legacy default stream (0, CU_STREAM_LEGACY) and the per-thread one:
+                               # handles the driver resolves in the CURRENT context
+
+
+def _current_context_is(ordinal: int) -> bool:
+    """Whether the calling thread's current context is the device's primary context."""
+    cu = cuda()
+    err, current = cu.cuCtxGetCurrent()
+    return err == cu.CUresult.CUDA_SUCCESS and int(current) == int(primary_context(ordinal))
+
+
 def stream_capturing(stream: int, ordinal: int) -> bool:
     """Whether ``stream`` is capturing a CUDA graph (the legacy stream counts as capturing while
-    another stream captures in global mode: the driver then refuses to query it)."""
+    another stream captures in global mode: the driver then refuses to query it). A stream object,
+    or a special handle while the device's primary context is current, is asked directly; else,
+    or when the driver refuses the query (no current context), it is asked in that context.
+    (Pushing and popping the context on every call cost 8 us of a staged plan's ~25 us of host
+    time; the query alone is 0.7 us.)"""
     cu = cuda()
+    if stream not in _SPECIAL_STREAMS or _current_context_is(ordinal):
+        err, status = cu.cuStreamIsCapturing(stream)
+        if err == cu.CUresult.CUDA_SUCCESS:
+            return status != cu.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
     with context(ordinal):
         err, status = cu.cuStreamIsCapturing(stream)
     if err == cu.CUresult.CUDA_ERROR_STREAM_CAPTURE_IMPLICIT:
