@@ -24,8 +24,8 @@ class CudaError(RuntimeError):
     pass
 
 
-_driver = None   # the module once imported: every launch path asks for it, and importlib's lookup of
-                 # an imported module cost ~1.5 us a call (six a call of a plan with copies or split-K)
+_driver = None   # the module once imported: the launch paths ask for it (a staged call did six
+                 # times), and importlib's lookup of an imported module is not free
 
 
 def cuda():

@@ -70,8 +70,9 @@ def stream_capturing(stream: int, ordinal: int) -> bool:
     another stream captures in global mode: the driver then refuses to query it). A stream object,
     or a special handle while the device's primary context is current, is asked directly; else,
     or when the driver refuses the query (no current context), it is asked in that context.
-    (Pushing and popping the context on every call cost 8 us of a staged plan's ~25 us of host
-    time; the query alone is 0.7 us.)"""
+    (Pushing and popping the context on every call made this 4.9-7.0 us against the query's
+    0.4 us, in a staged plan's 20-29 us of host time a call; now 0.5-1.0 us:
+    benchmarks/results/h100_host_staged_s21.json.)"""
     cu = cuda()
     if stream not in _SPECIAL_STREAMS or _current_context_is(ordinal):
         err, status = cu.cuStreamIsCapturing(stream)
