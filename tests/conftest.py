@@ -128,3 +128,23 @@ def plan_count(monkeypatch):
     fastpath.forget()
     monkeypatch.setattr(api, "Plan", Counting)
     return built
+
+
+@pytest.fixture()
+def another_context():
+    """A context manager making a second context of device 0 current for its block (the default
+    stream then resolves in it, and kernels of the primary context are refused there), then
+    destroying it."""
+    from gemmlab.core.driver import check, cuda
+
+    @contextlib.contextmanager
+    def current():
+        cu = cuda()
+        other = check(cu.cuCtxCreate(None, 0, check(cu.cuDeviceGet(0), "cuDeviceGet")), "cuCtxCreate")
+        try:
+            yield
+        finally:
+            check(cu.cuCtxPopCurrent(), "cuCtxPopCurrent")
+            check(cu.cuCtxDestroy(other), "cuCtxDestroy")
+
+    return current

@@ -246,22 +246,15 @@ def test_every_rung_captures_into_a_cuda_graph_once_compiled(slug, dtype):
 
 
 @pytest.mark.gpu
-def test_a_call_made_while_another_context_is_current_is_still_launched_and_right():
+def test_a_call_made_while_another_context_is_current_is_still_launched_and_right(another_context):
     cp = _cupy()
-    from gemmlab.core.driver import check, cuda
-
-    cu = cuda()
     a, b = cp.random.standard_normal((40, 24), cp.float32), cp.random.standard_normal((24, 56), cp.float32)
     c = cp.full((40, 56), cp.nan, cp.float32)
     gemmlab.gemm(a, b, c, kernel="tile_2d")                 # plan made, primary context current
     c.fill(cp.nan)
     cp.cuda.Device().synchronize()
-    other = check(cu.cuCtxCreate(None, 0, check(cu.cuDeviceGet(0), "cuDeviceGet")), "cuCtxCreate")
-    try:                            # a second context of the device is current (CuPy's kernels too
+    with another_context():        # a second context of the device is current (CuPy's kernels too
         gemmlab.gemm(a, b, c, kernel="tile_2d", alpha=-1.0)   # would be refused in it)
-    finally:
-        check(cu.cuCtxPopCurrent(), "cuCtxPopCurrent")
-        check(cu.cuCtxDestroy(other), "cuCtxDestroy")
     cp.cuda.Device().synchronize()
     assert _rel_err(cp, -c, a, b) < 1e-5
 

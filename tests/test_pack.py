@@ -491,14 +491,12 @@ def test_the_kernel_view_of_a_k_major_plan_is_a_variant_the_rung_compiles_in_eve
 
 
 @pytest.mark.gpu
-def test_a_packing_call_made_while_another_context_is_current_runs_in_the_plans_context():
+def test_a_packing_call_made_while_another_context_is_current_runs_in_the_plans_context(another_context):
     """The copies, and the rung's kernel launched programmatically after them, relaunched in the
     plan's context when another context of the device is current; the result is right."""
     torch = pytest.importorskip("torch")
     import gemmlab
-    from gemmlab.core.driver import check, cuda
 
-    cu = cuda()
     a = torch.randn(131, 1023, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(1023, 4097, device="cuda", dtype=torch.bfloat16)
     c = torch.full((131, 4097), float("nan"), device="cuda", dtype=torch.bfloat16)
@@ -507,12 +505,8 @@ def test_a_packing_call_made_while_another_context_is_current_runs_in_the_plans_
     gemmlab.gemm(a, b, c, kernel="wgmma_tma", config={"PACK": 1})   # remembered: the next call's path
     c.fill_(float("nan"))
     torch.cuda.synchronize()
-    other = check(cu.cuCtxCreate(None, 0, check(cu.cuDeviceGet(0), "cuDeviceGet")), "cuCtxCreate")
-    try:
+    with another_context():
         gemmlab.gemm(a, b, c, kernel="wgmma_tma", config={"PACK": 1}, alpha=2.0)
-    finally:
-        check(cu.cuCtxPopCurrent(), "cuCtxPopCurrent")
-        check(cu.cuCtxDestroy(other), "cuCtxDestroy")
     torch.cuda.synchronize()
     ref = a.double() @ b.double()
     assert float((c.double() - 2.0 * ref).norm() / ref.norm()) < 1e-2

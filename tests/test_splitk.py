@@ -376,28 +376,22 @@ def test_a_plan_says_its_split_and_why():
 
 
 @pytest.mark.gpu
-def test_a_split_k_call_made_while_another_context_is_current_runs_in_the_plans_context():
+def test_a_split_k_call_made_while_another_context_is_current_runs_in_the_plans_context(another_context):
     """Another context of the device current (the default stream then resolves in it): the call
     still asks whether the plan's stream captures, launches the partial products and the
     programmatically launched reduction in the plan's context, and is right."""
     import gemmlab
     from gemmlab.core import launch
-    from gemmlab.core.driver import check, cuda
 
-    cu = cuda()
     torch, a, b, c = _torch_operands("bf16", 257, 131, 4099)
     p = gemmlab.plan(a, b, c, kernel="wgmma_tma", config={"SPLITK": 8})
     assert launch.PDL == ("reduction launched programmatically" in repr(p))
     gemmlab.gemm(a, b, c, kernel="wgmma_tma", config={"SPLITK": 8})   # remembered: the next call's path
     c.fill_(float("nan"))
     torch.cuda.synchronize()
-    other = check(cu.cuCtxCreate(None, 0, check(cu.cuDeviceGet(0), "cuDeviceGet")), "cuCtxCreate")
-    try:
+    with another_context():
         assert not launch.stream_capturing(0, 0)
         gemmlab.gemm(a, b, c, kernel="wgmma_tma", config={"SPLITK": 8}, alpha=-1.0)
-    finally:
-        check(cu.cuCtxPopCurrent(), "cuCtxPopCurrent")
-        check(cu.cuCtxDestroy(other), "cuCtxDestroy")
     torch.cuda.synchronize()
     ref = a.double() @ b.double()
     assert float((c.double() + ref).norm() / ref.norm()) < 1e-2

@@ -24,16 +24,10 @@ class CudaError(RuntimeError):
     pass
 
 
-_driver = None   # the module once imported: the launch paths ask for it (a staged call did six
-                 # times), and importlib's lookup of an imported module is not free
-
-
-def cuda():
+@functools.cache   # the launch paths ask for it (a staged call did six times), and importlib's
+def cuda():         # lookup of an already imported module is not free
     """The cuda-python driver module (``cuda.bindings.driver``)."""
-    global _driver
-    if _driver is None:
-        _driver = require("cuda.bindings.driver")
-    return _driver
+    return require("cuda.bindings.driver")
 
 
 def check(result, what: str):

@@ -54,8 +54,11 @@ def load_compiled(ck: CompiledKernel, ordinal: int, what: str | None = None, nam
     return fn
 
 
-_SPECIAL_STREAMS = (0, 1, 2)   # the legacy default stream (0, CU_STREAM_LEGACY) and the per-thread one:
-                               # handles the driver resolves in the CURRENT context
+# CUDA Array Interface v3 stream values with a fixed meaning (the driver takes the same handles)
+_CAI_LEGACY, _CAI_PER_THREAD = 1, 2
+# the default stream (0), CU_STREAM_LEGACY and CU_STREAM_PER_THREAD: handles the driver resolves in
+# the CURRENT context
+_SPECIAL_STREAMS = (0, _CAI_LEGACY, _CAI_PER_THREAD)
 
 
 def _current_context_is(ordinal: int) -> bool:
@@ -168,10 +171,6 @@ CHECKED = os.environ.get("GEMMLAB_CHECK", "") not in ("", "0")
 # serialization (sm_90+; read once)
 PDL = os.environ.get("GEMMLAB_PDL", "") != "0"
 PDL_ARCH = 90   # programmatic dependent launch (griddepcontrol): sm_90 and newer
-
-# CUDA Array Interface v3 stream values with a fixed meaning (the driver takes the same handles)
-_CAI_LEGACY, _CAI_PER_THREAD = 1, 2
-
 
 def _same_stream(producer: int, launch: int) -> bool:
     return producer == launch or {producer, launch} == {0, _CAI_LEGACY}
