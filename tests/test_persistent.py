@@ -110,3 +110,41 @@ def test_the_epilogue_writes_nothing_outside_c_in_the_memory_around_it(c_col, N,
     assert r.ok, r.message()
     outside = torch.cat([buf[:M, N:].flatten(), buf[M:].flatten()])
     assert bool((outside == 7.0).all()), "the epilogue wrote outside C"
+
+
+ENTRY_128x128 = "BM=128,BN=128,BK=64,WM=64,STAGES=5,CLUSTER=1,DEFER=0"   # 128x14336x4096's shipped entry
+
+
+@pytest.mark.parametrize("config", [None, ENTRY_128x128], ids=["default", "128x128_entry"])
+@pytest.mark.parametrize("layout", [(False, False, False), (True, True, True)], ids=["RRR", "CCC"])
+@pytest.mark.parametrize("M, N, K", [(200, 136, 72), (2888, 2104, 264)])
+def test_a_plan_stores_through_its_twin_when_beta_is_zero_and_through_the_full_kernel_otherwise(M, N, K, layout,
+                                                                                                config):
+    """Rung 21's store twin (Rung.store_twin; the kernel built without the staged epilogue) runs the
+    calls with beta == 0, the full kernel those with beta != 0, through one plan: gemmlab.gemm's
+    fast path reuses it for new operands of the same shapes, here beta 0, -0.75, 0 in turn (C NaN
+    when beta == 0)."""
+    pytest.importorskip("torch")
+    a_col, b_col, c_col = layout
+    first = make_operands(Lib("torch"), M, N, K, "bf16", a_col=a_col, b_col=b_col, c_col=c_col, beta_nonzero=False)
+    assert gemmlab.plan(first.a, first.b, first.c, kernel="wgmma_ws", config=config).twin is not None
+    failures = []
+    for beta in (0.0, -0.75, 0.0):
+        ops = make_operands(Lib("torch"), M, N, K, "bf16", a_col=a_col, b_col=b_col, c_col=c_col,
+                            beta_nonzero=beta != 0.0)
+        gemmlab.gemm(ops.a, ops.b, ops.c, alpha=1.5, beta=beta, kernel="wgmma_ws", config=config)
+        r = check(ops, 1.5, beta, f"wgmma_ws {M}x{N}x{K} {layout} beta={beta}")
+        if not r.ok:
+            failures.append(r.message())
+    assert not failures, "\n".join(failures)
+
+
+def test_a_plan_whose_rows_the_tma_store_cannot_write_has_no_twin_and_is_right():
+    """N = 77: rows end inside a 16-byte chunk, so every call stores by rows (the full kernel)."""
+    pytest.importorskip("torch")
+    ops = make_operands(Lib("torch"), 131, 77, 64, "bf16", beta_nonzero=False)
+    p = gemmlab.plan(ops.a, ops.b, ops.c, kernel="wgmma_ws", config=ENTRY_128x128)
+    assert p.twin is None
+    p.run()
+    r = check(ops, 1.0, 0.0, "wgmma_ws 131x77x64")
+    assert r.ok, r.message()

@@ -232,6 +232,21 @@ def test_the_deferred_epilogue_is_a_switch_that_reaches_the_kernel_only_when_on(
         r.config({"DEFER": 2})
 
 
+def test_rung_21_has_a_store_twin_only_where_the_tma_store_can_serve_every_call_with_beta_zero():
+    """The twin (kernels/21_wgmma_ws.cu, GL_TMA_STORE_ONLY) needs EPI_TMA=1, a C with 16-byte access
+    and rows of whole 16-byte chunks (8 outputs); the full variant's defines stay as they were."""
+    from gemmlab.core.variant import Variant
+
+    v = Variant.make("wgmma_ws", "bf16")
+    twin = v.store_twin(2104)
+    assert twin is not None and twin.defines() == {**v.defines(), "GL_TMA_STORE_ONLY": 1}
+    assert "GL_TMA_STORE_ONLY" not in v.defines() and twin.describe().endswith(", TMA store only]")
+    assert v.store_twin(2105) is None
+    assert Variant.make("wgmma_ws", "fp16", config="EPI_TMA=0").store_twin(2104) is None
+    assert Variant.make("wgmma_ws", "fp16", vec_c=False).store_twin(2104) is None
+    assert Variant.make("wgmma_tf32", "fp32", precision="tf32").store_twin(2104) is None
+
+
 def test_a_persistent_rung_refuses_a_launch_without_the_sm_count():
     r = registry.get("wgmma_ws")
     with pytest.raises(ValueError, match="'wgmma_ws' is persistent.*SM count"):

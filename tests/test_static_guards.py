@@ -240,6 +240,27 @@ def test_wgmma_ws_builds_its_k_tile_descriptors_in_uniform_registers(a_col, b_co
     assert "R2UR" not in loop and "IMAD.X" not in loop and "IADD3.X" not in loop
 
 
+@pytest.mark.parametrize("config", ["DEFER=1", "DEFER=0", "BM=128,BN=128,BK=64,WM=64,STAGES=5,CLUSTER=1,DEFER=0"])
+def test_wgmma_ws_store_twin_is_the_kernel_without_the_staged_epilogue(config):
+    """Rung 21's store twin (GL_TMA_STORE_ONLY): the TMA store and no 16-byte stores to C, the
+    full build's k-tile loop (no more instructions a trip, as many HGMMA, descriptors in uniform
+    registers), and a fraction of its code. The full build's staged epilogue (16 unrolled 16-byte
+    stores, each with its guarded scalar fallback) sat between the main loop and the TMA store:
+    36 of the 46 KB at 128x128 tiles (benchmarks/NOTES.md, session 22)."""
+    from gemmlab.analysis.inspect import analyze_sass, hot_loop_listing
+
+    full = Variant.make("wgmma_ws", "bf16", config=config)
+    texts = [disasm.sass_nvdisasm(v.compile("sm_90a").cubin) for v in (full, full.store_twin(2104))]
+    hots = [analyze_sass(t)["hot_loop"] for t in texts]
+    loops = [hot_loop_listing(t, h) for t, h in zip(texts, hots)]
+    assert hots[1]["n_instructions"] <= hots[0]["n_instructions"]
+    assert len(re.findall(r"HGMMA", loops[1])) == len(re.findall(r"HGMMA", loops[0])) >= 4
+    assert "R2UR" not in loops[1]
+    assert "UTMASTG" in texts[1] and "STG.E.128" in texts[0] and "STG.E.128" not in texts[1]
+    size = [len(re.findall(r"^\s+/\*[0-9a-f]{4,5}\*/", t, re.M)) for t in texts]
+    assert size[1] < 0.4 * size[0], size
+
+
 @pytest.mark.parametrize("a_col", [False, True])
 @pytest.mark.parametrize("config", ["SPREAD=1", SPREAD_64x256])
 def test_async_simt_spread_loop_loses_under_8_percent_of_its_ffma_issue_to_fixed_stalls(config, a_col):

@@ -356,6 +356,20 @@ class Plan:
         if self._maps is not None and not self.packs:   # a packed operand's map is of its copy: at launch
             self._remap(kp.a_ptr, kp.b_ptr, kp.c_ptr)
         self._launch_head = (self.function, *self.geometry.grid, *self.geometry.block, self.geometry.smem)
+        # the store twin (Rung.store_twin): the same kernel with only the TMA store's epilogue, launched
+        # for the calls that store through TMA (beta == 0); a plan with operand copies, split-K, stream-K
+        # or a cluster split launches through its own paths and keeps the one build
+        self.twin = None
+        self._twin_head = None
+        plain = not (split or self.packs or self._streamk or self._cluster_split)
+        if plain and self._maps is not None and self._maps[2] is not None:
+            self.twin = self.variant.store_twin(kp.N)
+        if self.twin is not None:
+            twin_fn, _ = load_function(self.twin, self.ordinal, capturing)
+            if self.geometry.smem > info.limits.default_smem_per_block:
+                check(cu.cuFuncSetAttribute(twin_fn, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                            self.geometry.smem), "cuFuncSetAttribute")
+            self._twin_head = (twin_fn, *self._launch_head[1:])
         self._tail_head = self._streamk_tail(info.limits) if self._streamk and self.geometry.streamk else None
         self._cu = cu
         self._ex = self._cluster_config() if self._cluster_split else None
@@ -537,9 +551,11 @@ class Plan:
             if self._maps is not None and (a_ptr != self._mapped[0] or b_ptr != self._mapped[1]
                                            or (self._map_c and c_ptr != self._mapped[2])):
                 self._remap(a_ptr, b_ptr, c_ptr)
-            err = self._cu.cuLaunchKernel(*self._launch_head, stream, params.address, 0)[0]
+            # beta == 0 (and -0.0) on a plan with a store twin: the twin (its kernel stores only by TMA)
+            head = self._launch_head if beta or self._twin_head is None else self._twin_head
+            err = self._cu.cuLaunchKernel(*head, stream, params.address, 0)[0]
             if err or CHECKED:
-                self._after_launch(err, stream)
+                self._after_launch(err, stream, head, params.address, self._ex)
         return True
 
     def _remap(self, a_ptr: int, b_ptr: int, c_ptr: int) -> None:

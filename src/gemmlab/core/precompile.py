@@ -129,8 +129,10 @@ def variants(kernels=None, dtypes=None, layouts=None, arch: str | None = None, *
                         va = vb = True
                     v = Variant.make(r, dt, a_col=a_col, b_col=b_col, vec_a=va, vec_b=vb, vec_c=vc,
                                      config=cfg, precision=prec, c_col=c_col)
-                    if v not in out:
-                        out.append(v)
+                    # and its store twin, which a plan with rows of whole 16-byte chunks also loads
+                    for w in (v, v.store_twin(get_dtype(dt).vector_elements)):
+                        if w is not None and w not in out:
+                            out.append(w)
     if not out:
         raise ValueError("nothing to compile: no rung takes the dtypes given on this architecture")
     return out

@@ -79,6 +79,10 @@ class Rung:
                                        # TMA where C has 16-byte access and beta == 0, 0 = never)
     store_box: int = 16                # the outer side of C's store box (its inner side is one
                                        # 128-byte swizzle row): what the kernel's epilogue stages
+    store_twin: bool = False           # a second build of each EPI_TMA=1 variant with only the TMA store's
+                                       # epilogue (Variant.tma_store_only, GL_TMA_STORE_ONLY), which a plan
+                                       # launches for the calls the TMA store serves (beta == 0, rows of
+                                       # whole 16-byte chunks, C with a map)
     persistent: bool = False           # one block per SM (up to the tiles), looping over the tiles:
                                        # launch() needs the SM count; CLUSTER blocks per cluster
     space: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # what `gemmlab tune` searches:
@@ -1168,7 +1172,7 @@ RUNGS: tuple[Rung, ...] = (
                  "256x128": {"BM": 256, "BN": 128, "BK": 64, "WM": 128, "STAGES": 4, "CLUSTER": 2}},
         threads=_wgmma_threads, constraints=_ws_constraints, smem=_ws_smem,
         sass_claims=("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG"), min_arch=90, max_arch=90,
-        tensor_maps=True, store_map=True,
+        tensor_maps=True, store_map=True, store_twin=True,
         persistent=True,
         packs=True,
         space={"BN": (128, 256), "BK": (64, 128), "STAGES": (2, 3, 4, 5, 6), "CLUSTER": (1, 2), "EPI_TMA": (0, 1),

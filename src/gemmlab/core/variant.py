@@ -32,6 +32,7 @@ class Variant:
     tall: bool = False   # more row tiles than grid.y takes: they continue along grid.z (GL_TALL)
     precision: str = ""  # core.precision name; "" (as built by hand): the rung's default for the dtype
     c_col: bool = False  # C column-major: the transposed problem of a rung reading A from registers (GL_C_COL)
+    tma_store_only: bool = False   # the rung's store twin (Rung.store_twin): only the TMA store's epilogue
 
     def __post_init__(self):
         if not self.precision:
@@ -71,6 +72,8 @@ class Variant:
             d["GL_TALL"] = 1
         if self.c_col:  # likewise
             d["GL_C_COL"] = 1
+        if self.tma_store_only:   # likewise
+            d["GL_TMA_STORE_ONLY"] = 1
         code = get_precision(self.precision).kernel_code
         if code:        # likewise: the exact path defines nothing
             d["GL_PRECISION"] = code
@@ -111,6 +114,16 @@ class Variant:
             return replace(self, tall=True)
         return self
 
+    def store_twin(self, N: int) -> "Variant | None":
+        """The build of this variant with only the TMA store's epilogue (``Rung.store_twin``), for a
+        kernel view of ``N`` columns, or None where it would never run: EPI_TMA=0, a C without 16-byte
+        access, or rows that are not whole 16-byte chunks (the kernel's tma_store_now; beta is the
+        launch's). The full build stays for the other calls (beta != 0)."""
+        if not (self.rung.store_twin and self.cfg.get("EPI_TMA") and self.vec_c
+                and N % get_dtype(self.dtype).vector_elements == 0):
+            return None
+        return replace(self, tma_store_only=True)
+
     def with_config(self, **values: int) -> "Variant":
         """This variant with some parameters set (no check: callers set values the registry takes)."""
         return replace(self, config=tuple(sorted({**self.cfg, **values}.items())))
@@ -119,7 +132,7 @@ class Variant:
         lay = ("col" if self.a_col else "row") + "/" + ("col" if self.b_col else "row") + ("/C col" if self.c_col else "")
         vec = "".join(n for n, v in (("A", self.vec_a), ("B", self.vec_b), ("C", self.vec_c)) if v) or "none"
         cfg = ",".join(f"{k}={v}" for k, v in self.config)
-        tall = ", tall grid" if self.tall else ""
+        tall = (", tall grid" if self.tall else "") + (", TMA store only" if self.tma_store_only else "")
         dt = self.dtype if self.precision == self.dtype else f"{self.dtype} as {self.precision}"
         return f"{self.rung.slug}[{dt}, A/B {lay}, vec {vec}, {cfg}{tall}]"
 

@@ -133,6 +133,20 @@
 // default) holds a tile in registers and writes it during the next tile's k-tile loop (the section
 // "the deferred epilogue" below): +1.0 to +1.3% at 4096^3 and 8192^3, 1.003x cuBLAS at 4096^3 in
 // fp16 and bf16 (h100_{fp16,bf16}_s8.json); slower with 128x128 tiles, which keep DEFER=0.
+// The store twin (GL_TMA_STORE_ONLY, session 22): this kernel built without the staged epilogue
+// (store_tile), which a plan loads beside the full build where the TMA store serves every call with
+// beta == 0 (EPI_TMA=1, C with a map, rows of whole 16-byte chunks) and launches for those calls
+// (core/launch.py; Rung.store_twin, Variant.store_twin). Why: the staged epilogue, 16 unrolled
+// 16-byte stores each with its guarded scalar fallback, is 36 KB of the 46 KB kernel at 128x128 tiles,
+// and ptxas lays it out between the main loop and the TMA store's code; at 128x14336x4096 rung 21 was
+// 0.4-0.8 us behind Triton at K = 64 in the timed interval, and not inside the kernel by Nsight
+// Compute (benchmarks/NOTES.md). Shrinking the staged path in place moved the k-tile loop's
+// descriptors out of the uniform registers; the twin leaves the full build as it was.
+// PREDICTION (from a throwaway build without store_tile: -0.19 / -0.22 us at 128x14336x64): about
+// -0.2 us a launch of the twin at every shape. MEASURED (H100, the same plan with and without its
+// twin, cuBLAS and Triton in the run; h100_store_twin_wgmma_ws_{bf16,fp16}_s22h.json): 43.49 / 43.74
+// against 43.74 / 44.03 us at 128x14336x4096 (bf16 / fp16; Triton 43.74 / 43.90), 176.03 / 180.29
+// against 176.67 / 181.02 at 4096^3: -0.25 to -0.73 us, at the prediction or past it.
 #include "common.cuh"
 #include "hopper.cuh"
 
@@ -153,6 +167,9 @@
 #endif
 #ifndef DEFER
 #define DEFER 0
+#endif
+#ifndef GL_TMA_STORE_ONLY
+#define GL_TMA_STORE_ONLY 0   // the store twin (the header's last paragraph): only the TMA store's epilogue
 #endif
 #define GL_WS_C_MAP 1     // the kernel takes C's tensor map after A's and B's (ws_entry.cuh)
 
@@ -208,8 +225,9 @@ static_assert(PIPE_B % 1024 == 0 && EPI_WARP_B % BOX_B == 0 && BN % BOX_N == 0,
 constexpr bool TMA_STORE = EPI_TMA && GL_VEC_C;
 constexpr int STORE_CHUNK = 16 / (int)sizeof(T);    // outputs per 16-byte chunk
 __device__ __forceinline__ bool tma_store_now(int N, float beta) {
-    return TMA_STORE && beta == 0.0f && N % STORE_CHUNK == 0;
+    return GL_TMA_STORE_ONLY || (TMA_STORE && beta == 0.0f && N % STORE_CHUNK == 0);
 }
+static_assert(!GL_TMA_STORE_ONLY || TMA_STORE, "the store twin is built only where the TMA store is (EPI_TMA=1, GL_VEC_C)");
 static_assert(SMEM_NEED <= GL_DYN_SMEM, "the registry's shared-memory size (GL_DYN_SMEM) is too small for this tile");
 
 // ---- the barriers' counts ---------------------------------------------------------------------
@@ -509,7 +527,9 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
             } else if (tma) {
                 store_tile_tma(acc, stage, lane, tmC, M, N, row0 + warp_row, col0, alpha);
             } else {
+#if !GL_TMA_STORE_ONLY   // the twin: the host launches it only where the TMA store serves
                 store_tile<DEFERRED ? BOX_N : EPI_N>(acc, stage, lane, C, ldc, M, N, row0 + warp_row, col0, alpha, beta);
+#endif
             }
         }
     });
