@@ -282,6 +282,9 @@ class Plan:
     Everything is resolved once: the variant, its function, the geometry and a persistent
     parameter block. ``launch(a_ptr, b_ptr, c_ptr, alpha, beta)`` reuses the plan for other
     operands of the same shapes, strides, dtype and alignment class (gemmlab.gemm's fast path).
+    ``twin``: the variant's store twin (``Variant.store_twin``; rung 21, a single-launch plan whose
+    every call with beta == 0 stores by TMA), launched for those calls, or None. Loading it adds
+    a second, smaller NVRTC compile to the plan's first one (cached like every variant).
     """
 
     # cuLaunchKernelEx configurations with programmatic stream serialization (_init_staged), or None:
