@@ -144,7 +144,7 @@
 // descriptors out of the uniform registers; the twin leaves the full build as it was.
 // PREDICTION (from a throwaway build without store_tile: -0.19 / -0.22 us at 128x14336x64): about
 // -0.2 us a launch of the twin at every shape. MEASURED (H100, the same plan with and without its
-// twin, cuBLAS and Triton in the run; h100_store_twin_wgmma_ws_{bf16,fp16}_s22h.json): 43.49 / 43.74
+// twin, cuBLAS and Triton in the run; h100_store_twin_wgmma_ws_{bf16,fp16}_s22h.json.gz): 43.49 / 43.74
 // against 43.74 / 44.03 us at 128x14336x4096 (bf16 / fp16; Triton 43.74 / 43.90), 176.03 / 180.29
 // against 176.67 / 181.02 at 4096^3: -0.25 to -0.73 us, at the prediction or past it.
 #include "common.cuh"
