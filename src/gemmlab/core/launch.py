@@ -345,10 +345,7 @@ class Plan:
 
         self.function, self.compiled = load_function(self.variant, self.ordinal, capturing)
         cu = cuda()
-        if self.geometry.smem > info.limits.default_smem_per_block:
-            # more than 48 KB of dynamic shared memory needs the function's opt-in
-            check(cu.cuFuncSetAttribute(self.function, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                        self.geometry.smem), "cuFuncSetAttribute")
+        self._opt_in_smem(self.function, info.limits)
         self._params = _Params(kp, bool(tex_args), (3 if rung.store_map else 2) if rung.tensor_maps else 0,
                                self._streamk)
         if tex_args:
@@ -359,20 +356,7 @@ class Plan:
         if self._maps is not None and not self.packs:   # a packed operand's map is of its copy: at launch
             self._remap(kp.a_ptr, kp.b_ptr, kp.c_ptr)
         self._launch_head = (self.function, *self.geometry.grid, *self.geometry.block, self.geometry.smem)
-        # the store twin (Rung.store_twin): the same kernel with only the TMA store's epilogue, launched
-        # for the calls that store through TMA (beta == 0); a plan with operand copies, split-K, stream-K
-        # or a cluster split launches through its own paths and keeps the one build
-        self.twin = None
-        self._twin_head = None
-        plain = not (split or self.packs or self._streamk or self._cluster_split)
-        if plain and self._maps is not None and self._maps[2] is not None:
-            self.twin = self.variant.store_twin(kp.N)
-        if self.twin is not None:
-            twin_fn, _ = load_function(self.twin, self.ordinal, capturing)
-            if self.geometry.smem > info.limits.default_smem_per_block:
-                check(cu.cuFuncSetAttribute(twin_fn, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                            self.geometry.smem), "cuFuncSetAttribute")
-            self._twin_head = (twin_fn, *self._launch_head[1:])
+        self._load_twin(split, info, capturing)
         self._tail_head = self._streamk_tail(info.limits) if self._streamk and self.geometry.streamk else None
         self._cu = cu
         self._ex = self._cluster_config() if self._cluster_split else None
@@ -386,16 +370,34 @@ class Plan:
         if self._swapped:
             self.launch = functools.partial(_swap_ab, self.launch)
 
+    def _opt_in_smem(self, function, limits) -> None:
+        """More than 48 KB of dynamic shared memory needs the function's opt-in."""
+        if self.geometry.smem > limits.default_smem_per_block:
+            cu = cuda()
+            check(cu.cuFuncSetAttribute(function, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                        self.geometry.smem), "cuFuncSetAttribute")
+
+    def _load_twin(self, split: bool, info, capturing) -> None:
+        """The store twin (Rung.store_twin, ``twin``): the same kernel with only the TMA store's
+        epilogue, launched for the calls that store through TMA (beta == 0). A plan with operand
+        copies, split-K, stream-K or a cluster split launches through its own paths and keeps the
+        one build."""
+        self.twin = self._twin_head = None
+        plain = not (split or self.packs or self._streamk or self._cluster_split)
+        if plain and self._maps is not None and self._maps[2] is not None:
+            self.twin = self.variant.store_twin(self.kp.N)
+        if self.twin is not None:
+            function, _ = load_function(self.twin, self.ordinal, capturing)
+            self._opt_in_smem(function, info.limits)
+            self._twin_head = (function, *self._launch_head[1:])
+
     def _streamk_tail(self, limits):
         """A non-persistent rung's stream-K launch (Launch.streamk, rung 18): the whole tiles on
         grid (G, dp/G), then its tail kernel on (G, 1). Sets the first launch's head and returns
         the tail's, or None when there is no whole wave (the tail alone is the first launch)."""
         g, block, smem = self.geometry.grid, self.geometry.block, self.geometry.smem
         tail = load_compiled(self.compiled, self.ordinal, self.variant.describe(), self.rung.tail_kernel)
-        if smem > limits.default_smem_per_block:
-            cu = cuda()
-            check(cu.cuFuncSetAttribute(tail, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                        smem), "cuFuncSetAttribute")
+        self._opt_in_smem(tail, limits)
         head = (tail, g[0], 1, 1, *block, smem)
         if g[1] == 1:
             self._launch_head = head
