@@ -356,7 +356,7 @@ class Plan:
         if self._maps is not None and not self.packs:   # a packed operand's map is of its copy: at launch
             self._remap(kp.a_ptr, kp.b_ptr, kp.c_ptr)
         self._launch_head = (self.function, *self.geometry.grid, *self.geometry.block, self.geometry.smem)
-        self._load_twin(split, info, capturing)
+        self._load_twin(info, capturing)
         self._tail_head = self._streamk_tail(info.limits) if self._streamk and self.geometry.streamk else None
         self._cu = cu
         self._ex = self._cluster_config() if self._cluster_split else None
@@ -377,13 +377,13 @@ class Plan:
             check(cu.cuFuncSetAttribute(function, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                         self.geometry.smem), "cuFuncSetAttribute")
 
-    def _load_twin(self, split: bool, info, capturing) -> None:
+    def _load_twin(self, info, capturing) -> None:
         """The store twin (Rung.store_twin, ``twin``): the same kernel with only the TMA store's
         epilogue, launched for the calls that store through TMA (beta == 0). A plan with operand
         copies, split-K, stream-K or a cluster split launches through its own paths and keeps the
         one build."""
         self.twin = self._twin_head = None
-        plain = not (split or self.packs or self._streamk or self._cluster_split)
+        plain = not (self._split or self.packs or self._streamk or self._cluster_split)
         if plain and self._maps is not None and self._maps[2] is not None:
             self.twin = self.variant.store_twin(self.kp.N)
         if self.twin is not None:
@@ -678,15 +678,14 @@ class Plan:
         else:
             self._launch_ex(stream, None, head, address)
 
-    def _after_launch(self, err, stream: int, head=None, address=None, config=None) -> None:
-        """A launch that failed, or GEMMLAB_CHECK. The launch goes out without asking which
+    def _after_launch(self, err, stream: int, head, address, config) -> None:
+        """A launch (``head``, its arguments at ``address``, its cuLaunchKernelEx ``config`` or
+        None) that failed, or GEMMLAB_CHECK. The launch goes out without asking which
         context is current (CuPy and PyTorch keep the primary one current; the query cost a
         fifth of a microsecond per call): a function of another context is refused by the
         driver with INVALID_HANDLE (INVALID_CONTEXT with none current) and launches nothing,
-        so that case pushes the plan's context and launches again."""
+        so that case pushes the plan's context and launches the same again."""
         cu = self._cu
-        if head is None:   # the plan's kernel (launch's fast path)
-            head, address, config = self._launch_head, self._params.address, self._ex
         if err in (cu.CUresult.CUDA_ERROR_INVALID_HANDLE, cu.CUresult.CUDA_ERROR_INVALID_CONTEXT):
             with context(self.ordinal):
                 err = (cu.cuLaunchKernelEx(config, head[0], address, 0)[0] if config is not None else
