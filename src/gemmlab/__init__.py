@@ -6,6 +6,7 @@ cuBLAS, timed honestly, and explained.
 >>> c = gemmlab.matmul(a, b)                       # fastest rung for fp32
 >>> gemmlab.gemm(a, b, c, alpha=2.0, beta=0.5, kernel="tile_2d")   # c <- 2 a@b + 0.5 c
 >>> gemmlab.precompile(kernels=["tile_2d"], dtypes=["fp32"])   # build ahead of time, in parallel
+>>> gemmlab.empty_cache()          # return the split-K / copy workspaces gemmlab keeps (<= workspace_limit())
 
 ``gemmlab.torch.matmul(a, b)`` is the PyTorch operator ``gemmlab::matmul`` (autograd and
 ``torch.compile``); it is imported on first use, so ``import gemmlab`` does not import PyTorch.
@@ -23,14 +24,16 @@ The package is layered; each folder is one layer and imports only from the layer
 
 __version__ = "0.1.0"
 
-from .core.api import gemm, matmul, plan  # noqa: E402
+from .core.api import (empty_cache, gemm, matmul, memory_reserved, plan, set_workspace_limit,  # noqa: E402
+                       workspace_limit)
 from .core.compile import CompileError  # noqa: E402
 from .core.deps import MissingDependencyError  # noqa: E402
 from .core.driver import NoGPUError  # noqa: E402
 from .core.precompile import precompile  # noqa: E402
 from .core.registry import Rung, kernels  # noqa: E402
 
-__all__ = ["gemm", "matmul", "plan", "precompile", "kernels", "Rung", "CompileError", "NoGPUError", "MissingDependencyError",
+__all__ = ["gemm", "matmul", "plan", "precompile", "empty_cache", "memory_reserved", "workspace_limit",
+           "set_workspace_limit", "kernels", "Rung", "CompileError", "NoGPUError", "MissingDependencyError",
            "__version__"]
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import dispatch, fastpath
+from . import dispatch, fastpath, textures, workspace
 from .deps import require
 from .driver import device_info
 from .launch import Plan
@@ -28,12 +28,15 @@ def _device_for(problem, kernel):
 def plan(a, b, c, *, alpha=1.0, beta=0.0, kernel: str = "auto", config=None, precision: str | None = None) -> Plan:
     """A prepared launch of one rung on these operands; ``plan(...).run()`` launches it. Its repr
     (and ``.choice``) says which rung and configuration run, and why (``core.dispatch``);
-    ``precision`` as for ``gemm``."""
+    ``precision`` as for ``gemm``. The plan holds a, b and c (``.operands``) while you hold it:
+    ``run()`` launches on them."""
     problem = make_problem(a, b, c, alpha, beta)
     choice = dispatch.decide(problem, kernel, config, _device_for(problem, kernel), precision)
     if 0 in (problem.M, problem.N, problem.K):
         raise ValueError(f"empty problem {problem.M}x{problem.N}x{problem.K}: nothing to launch")
-    return Plan(problem, choice.rung, choice.config, choice=choice, precision=precision)
+    p = Plan(problem, choice.rung, choice.config, choice=choice, precision=precision)
+    p.operands = (a, b, c)
+    return p
 
 
 def gemm(a, b, c, *, alpha=1.0, beta=0.0, kernel: str = "auto", config=None, precision: str | None = None):
@@ -49,6 +52,8 @@ def gemm(a, b, c, *, alpha=1.0, beta=0.0, kernel: str = "auto", config=None, pre
     exact precision under "auto", a named rung's own default (tf32_mma: "tf32").
     A call whose operands match an earlier call's (shapes, strides, dtype, device, alignment),
     with the same kernel, config and precision, reuses that call's plan: microseconds of host time.
+    What gemmlab remembers of a call holds no reference to a, b or c: their memory is freed when
+    you drop them, as after ``torch.matmul``.
     """
     if fastpath.run(a, b, c, kernel, config, precision, alpha, beta):
         return c
@@ -106,3 +111,33 @@ def matmul(a, b, *, kernel: str = "auto", out=None, config=None, precision: str 
     c = gemm(a, b, allocate(), alpha=1.0, beta=0.0, kernel=kernel, config=config, precision=precision)
     fastpath.remember_product(a, b, c, kernel, config, allocate, lib, precision)
     return c
+
+
+def empty_cache() -> None:
+    """Return the device memory gemmlab keeps between calls (the workspaces of split-K, stream-K and
+    operand copies, ``core.workspace``) to the device, and destroy the texture objects no kernel
+    reads, as ``torch.cuda.empty_cache()`` does for PyTorch's cache: it waits for the work on the
+    devices gemmlab used. Not while a stream captures a CUDA graph (RuntimeError)."""
+    workspace.empty()
+    with textures.LOCK:
+        textures.retire_all()
+
+
+def memory_reserved(device: int | None = None) -> int:
+    """Bytes of device memory gemmlab's workspace pool holds now on ``device`` (None: on every
+    device), in use by calls in flight or kept for the next ones; at most ``workspace_limit()``
+    once the device has synchronized and no call is running, 0 after ``empty_cache()``."""
+    devices = workspace.devices() if device is None else [device]
+    return sum(workspace.reserved(d) for d in devices)
+
+
+def workspace_limit() -> int:
+    """The bytes gemmlab keeps between calls on each device (``GEMMLAB_WORKSPACE_LIMIT``, default
+    256 MiB): more is returned to the device at its next synchronization. A call that needs more
+    still runs, holding the memory while it runs."""
+    return workspace.limit()
+
+
+def set_workspace_limit(nbytes: int) -> None:
+    """Set ``workspace_limit()`` (bytes; 0 keeps nothing between calls)."""
+    workspace.set_limit(nbytes)

@@ -2,8 +2,8 @@
 driver API (cuda-python), on the caller's current stream.
 
 ``Plan`` resolves everything once (variant, cubin, function handle, texture objects, argument
-tuple) so that ``Plan.run()`` costs one ``cuLaunchKernel`` (more for a plan that uses the stream's
-workspace of ``core.workspace``: first a copy of each operand it packs (``core.packing``), then
+tuple) so that ``Plan.run()`` costs one ``cuLaunchKernel`` (more for a plan that uses a workspace
+of ``core.workspace``, taken for the call: first a copy of each operand it packs (``core.packing``), then
 the rung's kernel, then for a split-K plan the reduction of its partial products): the benchmark
 times plans.
 """
@@ -273,7 +273,7 @@ def _fill(block, *args) -> None:
 
 class Plan:
     """One rung on one problem, ready to launch: ``run()`` is a single cuLaunchKernel (split-K:
-    two, the rung's kernel writing FP32 partial products to the stream's workspace, then the
+    two, the rung's kernel writing FP32 partial products to a workspace, then the
     deterministic reduction into C, on sm_90 a cuLaunchKernelEx with programmatic stream
     serialization (``_pdl_config``); PACK=1 with an operand the 16-byte path cannot read: one
     launch more per such operand, its copy into the workspace, before the rung's kernel; a cluster
@@ -285,8 +285,13 @@ class Plan:
     ``twin``: the variant's store twin (``Variant.store_twin``; rung 21, a single-launch plan whose
     every call with beta == 0 stores by TMA), launched for those calls, or None. Loading it adds
     a second, smaller NVRTC compile to the plan's first one (cached like every variant).
+
+    A plan keeps its operands' pointers, shapes and strides, never the arrays themselves, so a
+    remembered plan (the fast path's) does not keep a caller's memory alive. ``operands``: the
+    arrays a plan made by ``gemmlab.plan(...)`` holds for its ``run()`` (None for the others).
     """
 
+    operands = None
     # cuLaunchKernelEx configurations with programmatic stream serialization (_init_staged), or None:
     # split-K's reduction, the rung's kernel after operand copies
     _reduce_ex = _gemm_ex = None
@@ -361,7 +366,7 @@ class Plan:
         self._cu = cu
         self._ex = self._cluster_config() if self._cluster_split else None
         if split or self.packs or self._streamk:
-            self._init_staged(kp, split, stream, capturing)
+            self._init_staged(kp, split, capturing)
         elif self._ex is not None:
             self.launch = self._launch_clustered
         # the kernel computes C^T = B^T A^T (packing.for_kernel): a launch's A and B trade places,
@@ -435,11 +440,11 @@ class Plan:
         lc.attrs, lc.numAttrs = [attribute], 1
         return lc
 
-    def _init_staged(self, kp: KernelProblem, split: bool, stream: int | None, capturing) -> None:
-        """A plan that uses the stream's workspace (core/workspace.py): the copies of the packed
-        operands, then, split-K, the partial products (the kernel writes them with ld N), the
-        helper kernels and their parameter blocks, and the workspace of the plan's stream
-        allocated now (a launch only looks it up); ``launch`` becomes the staged launch."""
+    def _init_staged(self, kp: KernelProblem, split: bool, capturing) -> None:
+        """A plan that uses a workspace (core/workspace.py; each call takes its own at launch): the
+        copies of the packed operands, then, split-K, the partial products (the kernel writes them
+        with ld N), the helper kernels and their parameter blocks; ``launch`` becomes the staged
+        launch."""
         dtype = self.problem.dtype
         self._pack_heads = [(load_pack(dtype, self.ordinal, capturing, p.kernel, p.planes > 1), *p.grid(), p.threads,
                              1, 1, 0) for p in self.packs]
@@ -466,9 +471,6 @@ class Plan:
             grid = (-(-kp.N // REDUCE_THREADS), min(kp.M, MAX_GRID_Y), 1)
             self._reduce_head = (fn, *grid, REDUCE_THREADS, 1, 1, 0)
             self._reduce_ex = self._pdl_config(self._reduce_head) if self._pdl else None
-        if not capturing():   # a captured call takes the graph's own workspace at launch
-            workspace.get(self.ordinal, self._stream_of(self.ordinal) if stream is None else stream,
-                          self.workspace_bytes)
         self.launch = self._launch_staged
 
     def __repr__(self) -> str:
@@ -575,45 +577,51 @@ class Plan:
 
     def _launch_staged(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float,
                        stream: int | None = None) -> bool:
-        """``launch`` of a plan that uses the stream's workspace, all on one stream: the copy of
-        each packed operand into it, the rung's kernel on the copies (split-K: into its partial
-        products, ignoring alpha and beta), then split-K's reduction into C."""
+        """``launch`` of a plan that uses a workspace (core/workspace.py), taken for this call on its
+        stream and given back after its last kernel: the copy of each packed operand into it, the
+        rung's kernel on the copies (split-K: into its partial products, ignoring alpha and beta),
+        then split-K's reduction into C. A default-stream handle names the current context's
+        stream: while another context is current, all of it runs in the plan's."""
         if stream is None:
             stream = self._stream_of(self.ordinal)
         if self._producers:
             self._wait_for_producers(stream)
-        captured = stream_capturing(stream, self.ordinal)
-        if captured:   # the graph's own workspace (a memory node), shared with no other launch
-            ws = workspace.captured_alloc(self.ordinal, stream, self.workspace_bytes)
+        if stream in _SPECIAL_STREAMS and not _current_context_is(self.ordinal):
+            with context(self.ordinal):
+                self._staged(a_ptr, b_ptr, c_ptr, alpha, beta, stream)
         else:
-            ws = workspace.get(self.ordinal, stream, self.workspace_bytes)
-        region = packing.base(ws) if self.packs else ws
-        with self._lock:
-            for p, head, block, ex in zip(self.packs, self._pack_heads, self._pack_blocks, self._pack_ex):
-                block.pack(block.buffer, 0, a_ptr if p.operand == "A" else b_ptr, region + p.offset)
-                self._launch_ex(stream, ex, head, block.address)
-                if p.operand == "A":
-                    a_ptr = region + p.offset
-                else:
-                    b_ptr = region + p.offset
-            split = self._split
-            _fill(self._params, a_ptr, b_ptr, region + self._split_offset if split else c_ptr, alpha, beta)
-            if self._sk_flags is not None:   # stream-K: the workspace, its flags zeroed before the kernel
-                self._params.workspace(region + self._split_offset)
-                self._zero_flags(region + self._split_offset + self._sk_flags, stream)
-            if self._maps is not None and (a_ptr != self._mapped[0] or b_ptr != self._mapped[1]
-                                           or (self._map_c and c_ptr != self._mapped[2])):
-                self._remap(a_ptr, b_ptr, c_ptr)   # the maps of these operands (a packed one's: of its copy)
-            self._launch_ex(stream, self._ex if self._gemm_ex is None else self._gemm_ex, self._launch_head,
-                            self._params.address)
-            if self._tail_head is not None:   # rung 18's stream-K tail, after its whole tiles
-                self._launch(stream, self._tail_head, self._params.address)
-            if split:
-                _fill(self._reduce, region + self._split_offset, c_ptr, alpha, beta)
-                self._launch_ex(stream, self._reduce_ex, self._reduce_head, self._reduce.address)
-        if captured:
-            workspace.captured_free(self.ordinal, stream, ws)
+            self._staged(a_ptr, b_ptr, c_ptr, alpha, beta, stream)
         return True
+
+    def _staged(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float, stream: int) -> None:
+        ws = workspace.acquire(self.ordinal, stream, self.workspace_bytes)
+        try:
+            region = packing.base(ws) if self.packs else ws
+            with self._lock:
+                for p, head, block, ex in zip(self.packs, self._pack_heads, self._pack_blocks, self._pack_ex):
+                    block.pack(block.buffer, 0, a_ptr if p.operand == "A" else b_ptr, region + p.offset)
+                    self._launch_ex(stream, ex, head, block.address)
+                    if p.operand == "A":
+                        a_ptr = region + p.offset
+                    else:
+                        b_ptr = region + p.offset
+                split = self._split
+                _fill(self._params, a_ptr, b_ptr, region + self._split_offset if split else c_ptr, alpha, beta)
+                if self._sk_flags is not None:   # stream-K: the workspace, its flags zeroed before the kernel
+                    self._params.workspace(region + self._split_offset)
+                    self._zero_flags(region + self._split_offset + self._sk_flags, stream)
+                if self._maps is not None and (a_ptr != self._mapped[0] or b_ptr != self._mapped[1]
+                                               or (self._map_c and c_ptr != self._mapped[2])):
+                    self._remap(a_ptr, b_ptr, c_ptr)   # the maps of these operands (a packed one's: of its copy)
+                self._launch_ex(stream, self._ex if self._gemm_ex is None else self._gemm_ex, self._launch_head,
+                                self._params.address)
+                if self._tail_head is not None:   # rung 18's stream-K tail, after its whole tiles
+                    self._launch(stream, self._tail_head, self._params.address)
+                if split:
+                    _fill(self._reduce, region + self._split_offset, c_ptr, alpha, beta)
+                    self._launch_ex(stream, self._reduce_ex, self._reduce_head, self._reduce.address)
+        finally:
+            workspace.release(self.ordinal, stream, ws)
 
     def _pdl_config(self, head):
         """The cuLaunchKernelEx configuration of a launch ``head`` (function, grid, block, shared

@@ -20,7 +20,7 @@ from .dtypes import BY_TYPESTR, VECTOR_BYTES, from_array_name, get as get_dtype
 
 @dataclass(frozen=True)
 class ArrayInfo:
-    """A 2-D device array as the kernels see it."""
+    """A 2-D device array as the kernels see it: its facts, not the array."""
 
     ptr: int
     rows: int
@@ -30,8 +30,9 @@ class ArrayInfo:
     dtype: str         # "fp32" | "fp16" | "bf16"
     device: int
     lib: str           # "cupy" | "torch" | "cai"
-    obj: object = None  # the user's array, kept to build outputs of the same library
     stream: int | None = None  # CUDA Array Interface v3: the producer's stream to order after
+    # No reference to the array itself: problems live on in remembered plans (the fast path), and
+    # a library call must not keep a caller's memory alive.
 
     @property
     def itemsize(self) -> int:
@@ -119,7 +120,7 @@ def describe_array(name: str, x) -> ArrayInfo:
     except TypeError as exc:
         raise TypeError(f"{name} has {exc}") from None
     col_major, ld = _layout(name, shape, strides)
-    return ArrayInfo(int(ptr), int(shape[0]), int(shape[1]), int(ld), col_major, dtype, int(dev), lib, x, stream)
+    return ArrayInfo(int(ptr), int(shape[0]), int(shape[1]), int(ld), col_major, dtype, int(dev), lib, stream)
 
 
 def _cai_stream(name: str, cai: dict) -> int | None:

@@ -8,9 +8,11 @@ read while its stream captured a CUDA graph is never destroyed (the graph may re
 time). ``LOCK`` serializes the cache and the launches that read from it, so no object can be
 evicted between a lookup and the launch that uses it.
 
-A pointer reused by a later allocation gets the cached object back: the object describes raw
-addresses, the kernel reads only the operand's span (plus the rest of its last 16-byte granule),
-and allocators hand out whole granules, so the bytes read are the new operand's.
+An object describes raw device addresses and holds no reference to the array it was made over, so
+the cache never keeps a caller's memory alive (an object read inside a captured graph is a driver
+handle kept for the process's life, not memory). A pointer reused by a later allocation gets the
+cached object back: the kernel reads only the operand's span (plus the rest of its last 16-byte
+granule), and allocators hand out whole granules, so the bytes read are the new operand's.
 """
 
 from __future__ import annotations
@@ -125,6 +127,15 @@ def used(textures, stream: int, ordinal: int, capturing: bool) -> None:
             if tex.event is None:
                 tex.event = check(cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
             check(cu.cuEventRecord(tex.event, stream), "cuEventRecord")
+
+
+def retire_all() -> None:
+    """Retire every unpinned object and destroy those no kernel still reads (``gemmlab.empty_cache``;
+    after a synchronization that is all of them). Call with ``LOCK`` held."""
+    while _live:
+        (dev, *_), old = _live.popitem(last=False)
+        _retired.append((dev, old))
+    _sweep()
 
 
 def _sweep() -> None:
