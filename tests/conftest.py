@@ -8,6 +8,7 @@ import contextlib
 import os
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -148,3 +149,31 @@ def another_context():
             check(cu.cuCtxDestroy(other), "cuCtxDestroy")
 
     return current
+
+
+@pytest.fixture()
+def on_threads():
+    """``on_threads(call, threads, calls)``: ``call(stream)`` run ``calls`` times in each of
+    ``threads`` threads at once, each thread on a non-blocking CuPy stream of its own (current for
+    its calls); returns every call's result, after raising (as an assertion) any thread's exception."""
+    def run(call, threads: int, calls: int) -> list:
+        import cupy as cp
+
+        errors, results = [], []
+
+        def worker():
+            try:
+                with cp.cuda.Stream(non_blocking=True) as s:
+                    for _ in range(calls):
+                        results.append(call(s))
+            except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+                errors.append(exc)
+
+        workers = [threading.Thread(target=worker) for _ in range(threads)]
+        for t in workers:
+            t.start()
+        for t in workers:
+            t.join()
+        assert not errors, errors
+        return results
+    return run

@@ -9,7 +9,6 @@ operand's producer stream is waited for.
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
@@ -297,29 +296,18 @@ def test_texture_cache_eviction_never_waits_for_the_device():
 
 
 @pytest.mark.gpu
-def test_texture_rungs_are_correct_from_several_threads_at_once():
+def test_texture_rungs_are_correct_from_several_threads_at_once(on_threads):
     cp = _cupy()
-    errors, results = [], []
 
-    def worker():
-        try:
-            with cp.cuda.Stream(non_blocking=True) as s:
-                for _ in range(12):
-                    a = cp.random.standard_normal((33, 20), cp.float32)
-                    b = cp.random.standard_normal((20, 28), cp.float32)
-                    c = cp.empty((33, 28), cp.float32)
-                    gemmlab.gemm(a, b, c, kernel="vec_texture")
-                    s.synchronize()
-                    results.append(_rel_err(cp, c, a, b))
-        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
-            errors.append(exc)
+    def call(stream):
+        a = cp.random.standard_normal((33, 20), cp.float32)
+        b = cp.random.standard_normal((20, 28), cp.float32)
+        c = cp.empty((33, 28), cp.float32)
+        gemmlab.gemm(a, b, c, kernel="vec_texture")
+        stream.synchronize()
+        return _rel_err(cp, c, a, b)
 
-    threads = [threading.Thread(target=worker) for _ in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors
+    results = on_threads(call, threads=6, calls=12)
     assert len(results) == 72 and max(results) < 1e-5
 
 

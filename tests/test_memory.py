@@ -15,7 +15,6 @@ operands of 64-256 MB leaves nothing behind but at most the documented limit, an
 from __future__ import annotations
 
 import gc
-import threading
 import weakref
 
 import numpy as np
@@ -321,34 +320,22 @@ def test_a_captured_call_keeps_no_operand_alive_and_its_graph_runs_while_they_li
 
 
 @pytest.mark.gpu
-def test_split_k_calls_from_several_threads_on_their_own_streams_are_right_and_kept_nothing():
+def test_split_k_calls_from_several_threads_on_their_own_streams_are_right_and_kept_nothing(on_threads):
     cp = _lib("cupy")
     _needs("async_simt")
-    errors, results, refs = [], [], []
 
-    def worker():
-        try:
-            with cp.cuda.Stream(non_blocking=True) as s:
-                for _ in range(8):
-                    a = cp.random.standard_normal((96, 700), cp.float32)
-                    b = cp.random.standard_normal((700, 80), cp.float32)
-                    c = cp.full((96, 80), cp.nan, cp.float32)
-                    gemmlab.gemm(a, b, c, kernel="async_simt", config={"SPLITK": 4, "PACK": 1})
-                    s.synchronize()
-                    ref = a.astype(cp.float64) @ b.astype(cp.float64)
-                    results.append(float(cp.linalg.norm(c - ref) / cp.linalg.norm(ref)))
-                    refs.extend(weakref.ref(x) for x in (a, b, c))
-        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
-            errors.append(exc)
+    def call(stream):
+        a = cp.random.standard_normal((96, 700), cp.float32)
+        b = cp.random.standard_normal((700, 80), cp.float32)
+        c = cp.full((96, 80), cp.nan, cp.float32)
+        gemmlab.gemm(a, b, c, kernel="async_simt", config={"SPLITK": 4, "PACK": 1})
+        stream.synchronize()
+        ref = a.astype(cp.float64) @ b.astype(cp.float64)
+        return float(cp.linalg.norm(c - ref) / cp.linalg.norm(ref)), [weakref.ref(x) for x in (a, b, c)]
 
-    threads = [threading.Thread(target=worker) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors
-    assert len(results) == 32 and max(results) < 1e-5
-    assert _gone(refs)
+    results = on_threads(call, threads=4, calls=8)
+    assert len(results) == 32 and max(err for err, _ in results) < 1e-5
+    assert _gone([r for _, refs in results for r in refs])
 
 
 @pytest.mark.gpu

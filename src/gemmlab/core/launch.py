@@ -72,10 +72,11 @@ def stream_capturing(stream: int, ordinal: int) -> bool:
     """Whether ``stream`` is capturing a CUDA graph (the legacy stream counts as capturing while
     another stream captures in global mode: the driver then refuses to query it). A stream object,
     or a special handle while the device's primary context is current, is asked directly; else,
-    or when the driver refuses the query (no current context), it is asked in that context.
-    (Pushing and popping the context on every call made this 4.9-7.0 us against the query's
-    0.4 us, in a staged plan's 20-29 us of host time a call; now 0.5-1.0 us:
-    benchmarks/results/h100_host_staged_s21.json.)"""
+    or when the driver refuses the query (no current context), it is asked in that context
+    (pushing and popping the context on every call cost several times the query:
+    benchmarks/results/h100_host_staged_s21.json). Asked before a compile on the launch path and
+    by every texture-rung launch; a staged launch takes its workspace the same way in or out of a
+    capture and does not ask."""
     cu = cuda()
     if stream not in _SPECIAL_STREAMS or _current_context_is(ordinal):
         err, status = cu.cuStreamIsCapturing(stream)
