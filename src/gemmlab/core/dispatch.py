@@ -315,10 +315,14 @@ def _computed_dims(rung: Rung, kp, precision: str | None) -> tuple[int, int]:
 
 def _thin(kp, dtype: str, arch, sm_count: int, precision: str | None) -> Choice | None:
     """The thin rung for a kernel-view problem with M or N at most its ``Rung.thin`` (None when
-    there is none or the problem is not thin): ``thin_rule_config``'s tile, split in K like any
-    rung (``_split``) where its blocks would leave more than half of the SMs idle."""
+    there is none or the problem is not thin): its own ``Rung.thin_rule`` (rung 24's tile and K
+    split, core/decode.py), else ``thin_rule_config``'s tile, split in K like any rung (``_split``)
+    where its blocks would leave more than half of the SMs idle."""
     side = min(kp.M, kp.N)
     for rung in reversed(for_dtype(dtype, arch, precision, thin=True)):
+        if side <= rung.thin and rung.thin_rule is not None:   # its own rule (rung 24: tile and split)
+            cfg, why = rung.thin_rule(kp.M, kp.N, kp.K, sm_count, arch)
+            return Choice(rung, rung.config(cfg, precision), "rule", why)
         if side <= rung.thin:
             cfg = thin_rule_config(rung, kp.M, kp.N)
             which = "N" if kp.N <= kp.M else "M"

@@ -25,6 +25,7 @@ from .config import ConfigLike, ConfigSpec, parse_config
 from .dtypes import get as get_dtype
 from .precision import applies, resolve as resolve_precision
 from .tensormaps import L2_PROMOTION, L2_PROMOTION_DEFAULT
+from . import decode as _decode
 
 MAX_GRID_Y = 65535
 SWITCHES = ("PACK", "EPI_TMA", "SKCLUSTER", "STREAMK", "DEFER", "SPREAD", "SNAKE", "KREV", "BALANCE")   # parameters that take 0 (off) or 1 (on); every other one is a positive int
@@ -109,6 +110,8 @@ class Rung:
     thin: int = 0                      # a rung for thin problems only (rung 23): the rule gives it the
                                        # problems whose M or N (kernel view) is at most this, and never
                                        # takes it as the top rung of its dtype; 0: an ordinary rung
+    thin_rule: Callable[..., tuple[dict, str]] | None = None   # a thin rung's own choice of configuration,
+                                       # (M, N, K, sm_count, arch) -> (overrides, why); None: thin_rule_config
 
     def __post_init__(self):
         if not self.precisions:
@@ -1238,6 +1241,22 @@ RUNGS: tuple[Rung, ...] = (
         sass_claims=("LDGSTS", "LDS.128", "FFMA"), min_arch=80, thin=16,
         space={"BM": (4, 8, 16, 32), "BN": (4, 8, 16, 32), "BK": (64, 128, 256),
                "THREADS": (64, 128, 256), "STAGES": (2, 3, 4, 6), "SPLITK": SPLITK_SPACE},
+    ),
+    Rung(
+        24, "decode", "Decode: thin 16-bit GEMM streaming the wide operand into mma.sync fragments",
+        "For 16-bit C with a side of at most 32 (LLM decoding): each thread's 16-byte loads of the wide operand are its mma.sync fragments (the k order permuted to match, byte permutes where it is contiguous along its wide side), no shared memory in the K loop, K split over the warps of a block and the blocks of a cluster, the partial sums added in a fixed order.",
+        ("beyond the seeds: issue 40's decode shapes (M of 1 to 32 against 4096-14336 x 4096-14336 weights)",),
+        "24_decode.cu", dtypes=("fp16", "bf16"),
+        params={"BM": 8, "BN": 64, "BK": 128, "WK": 4, "DEPTH": 2, "SPLITK": 1, "SKCLUSTER": 0},
+        presets={"m8": {"BM": 8, "BN": 64, "BK": 128, "WK": 4, "DEPTH": 2},
+                 "m32": {"BM": 32, "BN": 64, "BK": 128, "WK": 4, "DEPTH": 2},
+                 "n8": {"BM": 64, "BN": 8, "BK": 128, "WK": 4, "DEPTH": 2},
+                 "n32": {"BM": 64, "BN": 32, "BK": 128, "WK": 4, "DEPTH": 2},
+                 "m8_deep": {"BM": 8, "BN": 64, "BK": 256, "WK": 8, "DEPTH": 4}},
+        threads=_decode.threads, constraints=lambda c: _decode.constraints(c) + _splitk_constraints(c), smem=_decode.smem,
+        sass_claims=("HMMA.16816", "LDG.E.128", "PRMT"), min_arch=80, thin=_decode.THIN16_MAX, thin_rule=_decode.rule,
+        space={"BM": (8, 16, 32, 64, 128), "BN": (8, 16, 32, 64, 128), "BK": (128, 256, 512), "WK": (1, 2, 4, 8),
+               "DEPTH": (2, 3, 4, 5), "SPLITK": (1, 2, 4, 8), "SKCLUSTER": (0, 1)},
     ),
 )
 

@@ -145,18 +145,6 @@ __device__ __forceinline__ void gl_ldsm_x4(unsigned (&r)[4], unsigned addr) {
                      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
 }
 
-// d += a (16x16, row) * b (16x8, col), FP32 accumulators: c0,c1 at (lane/4, 2*(lane%4) +0/+1),
-// c2,c3 eight rows below.
-__device__ __forceinline__ void gl_mma16816(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
-#if GL_DTYPE == 1
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#else
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#endif
-}
-
 // ---- one operand's tile copies: global -> shared (swizzled) -------------------------------
 // The operand is P(outer, inner) = P[outer * ld + inner], inner contiguous; its block tile is
 // OUTER x INNER starting at (outer0, inner0), and k runs along inner (K_INNER: row-major A,

@@ -458,6 +458,18 @@ __device__ __forceinline__ float2 gl_unpack2(unsigned u) {
 #endif
 }
 
+// mma.sync m16n8k16 (sm_80+; rungs 17 and 24): d += a (16x16, row) * b (16x8, col), FP32
+// accumulators: c0,c1 at (lane/4, 2*(lane%4) +0/+1), c2,c3 eight rows below.
+__device__ __forceinline__ void gl_mma16816(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+#if GL_DTYPE == 1
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
 // Eight consecutive 16-bit elements P[outer*ld + inner .. +7] of an operand, as raw bits.
 // outer >= n_outer or elements at inner+e >= n_inner read nothing and give 0 (zero fill).
 // One 128-bit load when legal (VEC) and all eight are inside; else guarded 16-bit loads.

@@ -1,0 +1,117 @@
+"""Rung 24 (decode, kernels/24_decode.cu): its geometry, constraints and selection rule.
+
+The kernel multiplies a wide operand P (the side of C longer than the tile's thin side) by a thin
+one Q: a block owns ``max(BM, BN)`` rows of P (64 per warp) and ``min(BM, BN)`` (8, 16 or 32)
+columns of Q, N being the thin side when ``BN <= BM``. ``WK`` warps share each 64 rows and take
+interleaved 32-k chunks; SPLITK blocks take slices of K, summed in a cluster (SKCLUSTER=1) or
+through the workspace. The registry's entry (core/registry.py) reads this module; nothing here
+reads the registry.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from .arch import arch_number
+
+THIN16_MAX = 32          # the widest thin side a block takes (4 n-tiles of 8); wider sides are tiled
+THIN_SIDES = (8, 16, 32)
+ROWS_PER_WARP = 64       # 4 m-tiles of 16 rows
+CHUNK = 32               # k per warp step
+MAX_WK = 8
+MAX_WIDE = 256           # 4 warps along the rows: more adds nothing a second block would not
+CLUSTER_ARCH = 90        # thread-block clusters: sm_90 and newer
+MAX_CLUSTER = 8          # the portable cluster size
+
+MAX_DEPTH = 6
+
+
+def registers(cfg: Mapping[str, int]) -> int:
+    """Registers a thread needs: about 44 + 4 per n-tile for each of the DEPTH chunks in its ring
+    (P's 8 x 16 bytes, Q's, their addresses), 24 per n-tile for the accumulators and the
+    fragments, 40 for the rest; fitted to ptxas (NVRTC 13.0 and 13.5, sm_90a, every layout with
+    and without 16-byte access: 160, 202 and 254 at NS 8 and DEPTH 2-4, 234 at NS 16 and DEPTH 3,
+    255 at NS 32 and DEPTH 2; NS 8 at DEPTH 5, 16 at 4 and 32 at 3 spilled)."""
+    nt = sides(cfg)[0] // 8
+    return 40 + 24 * nt + cfg["DEPTH"] * (44 + 4 * nt)
+
+
+# The rule's sizing, from a sweep of WK x DEPTH x slices on the H100 (M = 1-32 against 4096-14336
+# x 4096-14336 bf16 weights): the fastest configurations ran about WARPS_PER_SM warps per SM in
+# all (4096 x 4096: 64 tiles x 4 warps x 4 slices, 14336 x 4096: 224 x 4 x 1), whatever the
+# split between warps along K and slices; a deeper ring (DEPTH 3-4) cost more registers than its
+# loads in flight gained. Each warp keeps at least MIN_CHUNKS chunks of its slice.
+WARPS_K = 4
+DEPTH = 2
+WARPS_PER_SM = 8
+MIN_CHUNKS = 2
+
+
+def sides(cfg: Mapping[str, int]) -> tuple[int, int]:
+    """(thin, wide) sides of a tile: N is the thin one when BN <= BM, else M."""
+    return min(cfg["BM"], cfg["BN"]), max(cfg["BM"], cfg["BN"])
+
+
+def threads(cfg: Mapping[str, int]) -> int:
+    """32 x (wide side / 64) x WK."""
+    return 32 * max(1, sides(cfg)[1] // ROWS_PER_WARP) * cfg["WK"]
+
+
+def smem(cfg: Mapping[str, int]) -> int:
+    """The WK k-warps' FP32 partial tiles, wide x thin each (the first is also the cluster's)."""
+    ns, br = sides(cfg)
+    return cfg["WK"] * ns * br * 4
+
+
+def constraints(cfg: Mapping[str, int]) -> list[str]:
+    """What 24_decode.cu static_asserts: a thin side of 8, 16 or 32, a wide side of whole 64-row
+    warps up to 256, WK of 1 to 8, BK whole block steps (32 x WK), DEPTH of 2 to 6, and the
+    registers within what a block of its threads gets."""
+    ns, br = sides(cfg)
+    out = []
+    if ns not in THIN_SIDES:
+        out.append(f"the thin side min(BM, BN)={ns} must be one of {', '.join(map(str, THIN_SIDES))} (mma n-tiles of 8)")
+    if br % ROWS_PER_WARP or br > MAX_WIDE:
+        out.append(f"the wide side max(BM, BN)={br} must be 64, 128, 192 or 256 (64 rows per warp)")
+    if not 1 <= cfg["WK"] <= MAX_WK:
+        out.append(f"WK={cfg['WK']} must be between 1 and {MAX_WK} (warps sharing a block's rows along K)")
+    elif cfg["BK"] % (CHUNK * cfg["WK"]):
+        out.append(f"BK={cfg['BK']} must be a multiple of 32*WK={CHUNK * cfg['WK']} (a K slice holds whole steps "
+                   f"of the block's warps)")
+    if not 2 <= cfg["DEPTH"] <= MAX_DEPTH:
+        out.append(f"DEPTH={cfg['DEPTH']} must be between 2 and {MAX_DEPTH} (chunks in flight per thread)")
+    elif not out and (registers(cfg) > 256 or threads(cfg) * min(255, registers(cfg)) > 65536):
+        out.append(f"a thin side of {ns} with DEPTH={cfg['DEPTH']} needs about {registers(cfg)} registers per thread; "
+                   f"{threads(cfg)} threads allow {min(255, 65536 // threads(cfg))} (fewer warps, a shallower DEPTH)")
+    return out
+
+
+def rule(M: int, N: int, K: int, sm_count: int, arch) -> tuple[dict[str, int], str]:
+    """The configuration for a kernel-view M x N x K problem whose thin side (the smaller of M and
+    N) is at most ``THIN16_MAX`` (wider ones take ceil(side / 32) tiles of 32), and why.
+
+    Tile: the thin side the smallest of 8, 16, 32 that holds it, 64 rows of the wide operand,
+    ``WARPS_K`` warps along K, ``DEPTH`` chunks in flight. Split: t tiles of WARPS_K warps give
+    the SMs fewer than ``WARPS_PER_SM`` warps each: s = floor(WARPS_PER_SM * S / (t * WARPS_K))
+    slices of K, at most 8 (one cluster, summed in distributed shared memory: no workspace, one
+    launch; on GPUs without clusters the workspace's reduction), at most what leaves each warp
+    ``MIN_CHUNKS`` chunks, and as many as the K tiles divide into evenly (``splitk_slices``)."""
+    thin, wide = min(M, N), max(M, N)
+    ns = next((s for s in THIN_SIDES if s >= thin), THIN16_MAX)
+    br = ROWS_PER_WARP
+    bm, bn = (br, ns) if N <= M else (ns, br)
+    tiles = -(-wide // br) * -(-thin // ns)
+    bk = CHUNK * WARPS_K
+    want = WARPS_PER_SM * sm_count // (tiles * WARPS_K)
+    split = max(1, min(want, MAX_CLUSTER, K // (bk * MIN_CHUNKS)))
+    ktiles = max(1, -(-K // bk))
+    split = -(-ktiles // -(-ktiles // split))          # no slice left empty or short by a tile
+    cfg = {"BM": bm, "BN": bn, "BK": bk, "WK": WARPS_K, "DEPTH": DEPTH, "SPLITK": split, "SKCLUSTER": 0}
+    side = "N" if N <= M else "M"
+    why = f"thin 16-bit problem ({side}={thin} <= {THIN16_MAX}): {bm}x{bn} tiles, {WARPS_K} warps along K"
+    if split > 1:
+        cluster = arch is not None and arch_number(arch) >= CLUSTER_ARCH
+        cfg["SKCLUSTER"] = int(cluster)
+        why += (f"; K split in {split} ({'one cluster' if cluster else 'the workspace'}): {tiles} tiles for "
+                f"{WARPS_PER_SM} warps on each of {sm_count} SMs")
+    return cfg, why

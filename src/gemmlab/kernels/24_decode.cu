@@ -1,0 +1,302 @@
+// Rung 24 — decode: the memory-bound thin 16-bit GEMM. The wide operand is read once, 16 bytes
+// per load straight into mma.sync fragments; K is split over the warps of a block and over the
+// blocks of a cluster, and the partial sums meet in shared memory in a fixed order.
+//                                     seeds: beyond them (issue 40: LLM decoding, thin 16-bit GEMMs)
+//
+// What it is for. Decoding a token multiplies M = 1..32 activations by every weight matrix:
+// C (M x N) = A (M x K) B (K x N) with N x K of 4096 x 4096 .. 14336 x 4096. Each element of B
+// feeds only M multiply-adds, so the time is B's bytes at the memory rate (4096 x 14336 bf16: 117
+// MB, 39 us at 3.0 TB/s) and the tensor cores are nearly idle. The tiled rungs are built for the
+// other regime: rung 21 pads M = 1 to a 128-row tile, gives each output tile all of K (4096 x
+// 4096 is 16 tiles of 128 x 256 for 132 SMs) and reads B through a shared-memory pipeline sized
+// for a reuse that never comes. Rung 23 does this job for FP32 on the CUDA cores; 16-bit operands at M = 32 ask
+// 32 FMAs per 2 bytes, 96 TFLOP/s at the memory rate, more than the CUDA cores have: the
+// multiply-adds go to the tensor cores (mma.sync m16n8k16), whose fragments are loaded from
+// global memory directly.
+//
+// What changes:
+// * The problem is wide x thin: P, the wide operand (B when M is thin, A when N is), has BR rows
+//   per block (64 per warp), Q, the thin one, NS = 8, 16 or 32 columns. P is the mma's A operand
+//   (16 rows of P per m-tile) and Q its B operand (8 columns per n-tile): the thin side of C is
+//   the mma's n, so M = 1 wastes 7 of 8 columns of an idle unit, not 127 of 128 rows of a tile.
+// * No shared memory in the main loop. A warp's 32-k chunk is 64 rows of P x 32 k: each thread
+//   issues 8 loads of 16 bytes (ld.global.nc.L1::no_allocate: streamed, not kept in L1) and
+//   builds its fragments from them. The order of the k inside a chunk is free (a sum does not
+//   care), so each thread takes the 8 consecutive k 8t..8t+7 (t = lane % 4), and the two
+//   k16-mmas of a chunk use k 8t+4h .. 8t+4h+3 (h = 0, 1) in place of the mma's 2t, 2t+1, 2t+8,
+//   2t+9; Q's fragment follows the same permutation, so it too is one 16-byte load (8 k of one
+//   column, from L1: every warp of the block reads the same Q chunk).
+//     P contiguous along k ("KC": nn.Linear's weight, B column-major; A row-major): a thread's 16
+//       bytes are 8 k of one row, exactly two registers of each of the two mmas' A fragments;
+//       rows g, g+8, g+16, ... g+56 (g = lane / 4) make the warp's 4 m-tiles.
+//     P contiguous along its wide index ("WC": B row-major): a thread's 16 bytes are 8 rows at
+//       one k; its 8 loads are k 8t..8t+7 of rows 8g..8g+7, and byte permutes (PRMT) pair the
+//       k: m-tile i holds rows 8g+2i (the fragment's row g) and 8g+2i+1 (row g+8).
+//   A warp's load instruction reads 4 runs of 128 contiguous bytes (WC) or 8 of 64 (KC): whole
+//   sectors either way.
+// * A thread keeps DEPTH chunks in flight (DEPTH x 128 bytes of P): the loads of chunk c+DEPTH-1
+//   are issued before the mmas of chunk c, from a ring of DEPTH register buffers. A block's slice
+//   is only a few chunks per warp at decode's sizes, so its time is a chain of memory latencies:
+//   the deeper the ring, the fewer links.
+// * K is split twice. The WK warps of a block that share the block's rows take interleaved
+//   chunks (the block reads 32*WK contiguous k of each row at a time). The SPLITK blocks of one
+//   row tile take slices of K, either as one thread-block cluster (SKCLUSTER=1, up to 8 slices:
+//   the slices' partial tiles are summed through distributed shared memory, each block summing
+//   1/SPLITK of the tile, no workspace, one launch) or through the FP32 workspace and the
+//   reduction kernel (SKCLUSTER=0, up to 64 slices; kernels/common.cuh). Every sum is in a fixed
+//   order (warps then slices, ascending): the result has the same bits on every run.
+// Edges: a chunk with rows past P's end, k past the slice's end or columns past Q's takes the
+// guarded loads (zeros outside, nothing read there), and so does an operand without 16-byte
+// access (GL_VEC_A/B = 0); the epilogue's stores are bounds-checked; C is not read when beta == 0.
+//
+// Prediction, written before the first measurement (H100, bf16, B row-major): the time is B's
+// bytes at 85-90% of the 3.0 TB/s copy rate where B holds 64 MB or more (14336 x 4096: ~45 us),
+// 75-85% at 32 MB (4096 x 4096: ~13-14 us, where a launch's few microseconds weigh); against
+// cuBLAS at 54-76% of the copy rate that is 1.15-1.4x. Registers ~100 (NS 8) to ~170 (NS 32), no
+// spills; SASS: 8 LDG.E.128 and 2*4*NS/8 HMMA.16816 per chunk.
+#include "common.cuh"
+
+#if GL_DTYPE == 0
+#error "rung 24 (decode) needs GL_DTYPE 1 (fp16) or 2 (bf16): its multiply-adds are mma.sync's"
+#endif
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#error "rung 24 (decode) needs sm_80 or newer for mma.sync m16n8k16 with bf16"
+#endif
+#ifndef GL_DYN_SMEM
+#error "rung 24 (decode) needs GL_DYN_SMEM, the dynamic shared memory the launch gives each block"
+#endif
+
+// ---- geometry (the registry's constraints, restated) ----------------------------------------
+constexpr bool THIN_N = BN <= BM;                  // N thin: P = A (wide index m), Q = B
+constexpr int NS = THIN_N ? BN : BM;               // the thin side of the tile: Q's columns
+constexpr int BR = THIN_N ? BM : BN;               // the wide side: P's rows
+constexpr int NT = NS / 8;                         // mma n-tiles
+constexpr int WR = BR / 64;                        // warps along the rows (64 rows each)
+constexpr int WARPS = THREADS / 32;
+constexpr bool P_KC = THIN_N ? (GL_A_COL == 0) : (GL_B_COL != 0);   // P contiguous along k
+constexpr bool P_VEC = (THIN_N ? GL_VEC_A : GL_VEC_B) != 0;
+constexpr bool Q_KC = THIN_N ? (GL_B_COL != 0) : (GL_A_COL == 0);   // Q contiguous along k
+constexpr bool Q_VEC = (THIN_N ? GL_VEC_B : GL_VEC_A) != 0 && Q_KC;
+constexpr int CHUNK = 32;                          // k per warp step: two k16-mmas
+constexpr int TILE = BR * NS;                      // outputs of a block
+static_assert(NS == 8 || NS == 16 || NS == 32, "the thin side min(BM, BN) must be 8, 16 or 32");
+static_assert(BR % 64 == 0 && BR >= 64, "the wide side max(BM, BN) must be a multiple of 64 (64 rows per warp)");
+static_assert(WARPS == WR * WK, "THREADS must be 32 * (max(BM, BN) / 64) * WK");
+static_assert(DEPTH >= 2 && DEPTH <= 6, "DEPTH (chunks in flight per thread) must be 2 to 6");
+static_assert(BK % (CHUNK * WK) == 0, "BK must be a multiple of 32 * WK: a slice holds whole steps of the block");
+static_assert(WK * TILE * 4 <= GL_DYN_SMEM, "the registry's shared-memory size (GL_DYN_SMEM) is too small for the partial tiles");
+
+// One thread's operands of a chunk: P's 8 loads and Q's NT.
+struct Chunk {
+    uint4 p[8];
+    uint4 q[NT];
+};
+
+// 16 bytes of P, streamed: read once, not kept in L1 (Q's chunks stay there)
+__device__ __forceinline__ uint4 ld_stream(const T* __restrict__ p) {
+    uint4 r;
+    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+    return r;
+}
+
+// Load j (0..7) of a thread: KC row w0 + 8j at k0 .. k0+7; WC k row k0 + j at rows w0 .. w0+7.
+// The interior path: every load inside, 16-byte legal (one LDG.E.128 each, at j * step from the
+// first; step = 8 rows (KC) or 1 k row (WC) of P).
+__device__ __forceinline__ void load_p_fast(Chunk& c, const T* __restrict__ p0, long long step) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) c.p[j] = ld_stream(p0 + j * step);
+}
+// Any chunk: rows past n_wide and k past k_end read nothing and give zeros.
+__device__ __forceinline__ void load_p_checked(Chunk& c, const T* __restrict__ P, int ldp, int w0, int n_wide, int k0,
+                                               int k_end) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+        c.p[j] = P_KC ? gl_load8<P_VEC>(P, ldp, w0 + 8 * j, k0, n_wide, k_end)
+                      : gl_load8<P_VEC>(P, ldp, k0 + j, w0, k_end, n_wide);
+}
+// Q's 8 k k0 .. k0+7 of column j0 + 8n (n < NT): one 16-byte load each from L1 when Q is
+// contiguous along k and legal, else guarded 16-bit loads (zeros past n_thin and k_end).
+template <bool FAST>
+__device__ __forceinline__ void load_q(Chunk& c, const T* __restrict__ Q, int ldq, int j0, int n_thin, int k0, int k_end) {
+#pragma unroll
+    for (int n = 0; n < NT; ++n) {
+        const int j = j0 + 8 * n;
+        if constexpr (Q_KC) {
+            if (FAST) c.q[n] = __ldg(reinterpret_cast<const uint4*>(Q + (size_t)j * ldq + k0));
+            else c.q[n] = gl_load8<Q_VEC>(Q, ldq, j, k0, n_thin, k_end);
+        } else {
+            const unsigned short* q = reinterpret_cast<const unsigned short*>(Q);
+            unsigned short h[8];
+#pragma unroll
+            for (int e = 0; e < 8; ++e) h[e] = (j < n_thin && k0 + e < k_end) ? __ldg(q + (size_t)(k0 + e) * ldq + j) : (unsigned short)0;
+            c.q[n] = make_uint4(h[0] | ((unsigned)h[1] << 16), h[2] | ((unsigned)h[3] << 16),
+                                h[4] | ((unsigned)h[5] << 16), h[6] | ((unsigned)h[7] << 16));
+        }
+    }
+}
+
+__device__ __forceinline__ unsigned word(const uint4& v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
+
+// The chunk's 2 x 4 x NT mmas: k half h takes k 8t+4h .. 8t+4h+3 of each thread's 8.
+__device__ __forceinline__ void multiply(float (&acc)[4][NT][4], const Chunk& c) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        unsigned b[NT][2];
+#pragma unroll
+        for (int n = 0; n < NT; ++n) {
+            b[n][0] = word(c.q[n], 2 * h);
+            b[n][1] = word(c.q[n], 2 * h + 1);
+        }
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            unsigned a[4];
+            if constexpr (P_KC) {          // rows 16i + g (load 2i) and 16i + 8 + g (load 2i+1)
+                a[0] = word(c.p[2 * i], 2 * h);
+                a[1] = word(c.p[2 * i + 1], 2 * h);
+                a[2] = word(c.p[2 * i], 2 * h + 1);
+                a[3] = word(c.p[2 * i + 1], 2 * h + 1);
+            } else {                       // rows 8g + 2i and 8g + 2i + 1: word i of each k row
+                const unsigned k0 = word(c.p[4 * h], i), k1 = word(c.p[4 * h + 1], i);
+                const unsigned k2 = word(c.p[4 * h + 2], i), k3 = word(c.p[4 * h + 3], i);
+                a[0] = __byte_perm(k0, k1, 0x5410);
+                a[1] = __byte_perm(k0, k1, 0x7632);
+                a[2] = __byte_perm(k2, k3, 0x5410);
+                a[3] = __byte_perm(k2, k3, 0x7632);
+            }
+#pragma unroll
+            for (int n = 0; n < NT; ++n) gl_mma16816(acc[i][n], a, b[n]);
+        }
+    }
+}
+
+// The tile's element (w, j) (wide, thin) in C's orientation: row-major [BR][NS] when N is thin
+// (C's rows are P's), [NS][BR] when M is thin.
+__device__ __forceinline__ int tile_index(int w, int j) { return THIN_N ? w * NS + j : j * BR + w; }
+
+#if GL_SPLITK_CLUSTER
+// The cluster's slices summed: block `rank` adds the rank-th 1/S of the tile over the S blocks'
+// shared tiles (ascending), then stores it.
+__device__ __forceinline__ void cluster_store(const float* tile, T* C, int ldc, int M, int N, int row0, int col0,
+                                              float alpha, float beta) {
+    constexpr int S = GL_SPLITK_CLUSTER;
+    constexpr int PART = GL_CEIL_DIV(TILE, S);
+    constexpr int COLS = THIN_N ? NS : BR;
+    gl_cluster_sync();                             // every block's partial tile written
+    const unsigned rank = gl_cluster_rank();
+    const unsigned local = (unsigned)__cvta_generic_to_shared(tile);
+    const int first = (int)rank * PART, last = min(TILE, first + PART);
+    // no per-slice arrays: the sum runs through the slices in order, each peer's address mapped
+    // where it is read (an array of S values spilled 8 bytes under one ptxas for S = 3)
+    for (int e = first + (int)threadIdx.x; e < last; e += THREADS) {
+        float sum = 0.0f;
+#pragma unroll
+        for (int z = 0; z < S; ++z) {
+            unsigned peer;
+            float v;
+            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(peer) : "r"(local + 4u * (unsigned)e), "r"(z));
+            asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(peer));
+            sum = z == 0 ? v : sum + v;
+        }
+        gl_store_c_checked(C, ldc, M, N, row0 + e / COLS, col0 + e % COLS, sum, alpha, beta);
+    }
+    gl_cluster_sync_relaxed();                     // no block leaves while its tile is read
+}
+#endif
+
+extern "C" __global__ void GL_SK_CLUSTER_DIMS __launch_bounds__(THREADS, 1)
+gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T* __restrict__ B, int ldb,
+     float beta, T* __restrict__ C, int ldc)
+{
+    extern __shared__ __align__(16) float red[];  // [WK][TILE]: each k-warp's partial tile
+    int k_first = 0, k_end = K;
+#if GL_SPLITK
+    float* const W = gl_splitk_range(k_end, k_first, C, M, ldc, BK);   // this block's slice, its FP32 workspace
+#elif GL_SPLITK_CLUSTER
+    gl_splitk_bounds(k_end, k_first, BK);
+#endif
+    const T* __restrict__ P = THIN_N ? A : B;
+    const T* __restrict__ Q = THIN_N ? B : A;
+    const int ldp = THIN_N ? lda : ldb, ldq = THIN_N ? ldb : lda;
+    const int n_wide = THIN_N ? M : N, n_thin = THIN_N ? N : M;
+    const int row0 = GL_TILE_ROW * BM, col0 = (int)blockIdx.x * BN;
+    const int wide0 = THIN_N ? row0 : col0, thin0 = THIN_N ? col0 : row0;
+
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    const int wk = warp % WK, wr = warp / WK;
+    const int wbase = wide0 + 64 * wr;             // the warp's 64 rows of P
+    // this thread's first load: KC row wbase + g at k 8t; WC k row 8t at rows wbase + 8g
+    const int w0 = P_KC ? wbase + g : wbase + 8 * g;
+    const int j0 = thin0 + g;                      // its Q column in n-tile 0
+    const bool rows_in = wbase + 64 <= n_wide;     // warp-uniform
+    const bool thin_in = thin0 + NS <= n_thin;     // block-uniform
+    const long long step = P_KC ? 8LL * ldp : (long long)ldp;
+
+    float acc[4][NT][4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int n = 0; n < NT; ++n)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][n][e] = 0.0f;
+
+    auto load = [&](Chunk& c, int kc) {
+        const int k0 = kc + 8 * t;
+        const bool k_in = kc + CHUNK <= k_end;
+        if (P_VEC && rows_in && k_in) load_p_fast(c, P + (P_KC ? (size_t)w0 * ldp + k0 : (size_t)k0 * ldp + w0), step);
+        else load_p_checked(c, P, ldp, w0, n_wide, k0, k_end);
+        if (Q_VEC && thin_in && k_in) load_q<true>(c, Q, ldq, j0, n_thin, k0, k_end);
+        else load_q<false>(c, Q, ldq, j0, n_thin, k0, k_end);
+    };
+
+    // ---- main loop: DEPTH chunks in flight, a ring of register buffers ---------------------------
+    // (unrolled by DEPTH so that every buffer index is a constant: registers, not local memory)
+    constexpr int KSTEP = CHUNK * WK;
+    Chunk ring[DEPTH];
+    const int kc0 = k_first + CHUNK * wk;
+#pragma unroll
+    for (int d = 0; d < DEPTH - 1; ++d)
+        if (kc0 + d * KSTEP < k_end) load(ring[d], kc0 + d * KSTEP);
+    for (int kc = kc0; kc < k_end; kc += DEPTH * KSTEP) {
+#pragma unroll
+        for (int d = 0; d < DEPTH; ++d) {
+            const int k = kc + d * KSTEP;
+            if (k >= k_end) break;
+            const int kn = k + (DEPTH - 1) * KSTEP;
+            if (kn < k_end) load(ring[(d + DEPTH - 1) % DEPTH], kn);
+            multiply(acc, ring[d]);
+        }
+    }
+
+    // ---- the k-warps' partial tiles meet in shared memory ---------------------------------------
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {              // the fragment's row g (r = 0) or g + 8
+            const int w = 64 * wr + (P_KC ? 16 * i + 8 * r + g : 8 * g + 2 * i + r);
+#pragma unroll
+            for (int n = 0; n < NT; ++n)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) red[wk * TILE + tile_index(w, 8 * n + 2 * t + e)] = acc[i][n][2 * r + e];
+        }
+    __syncthreads();
+
+    // ---- epilogue: the k-warps added in order, then C, the workspace or the cluster's sum ------
+    constexpr int COLS = THIN_N ? NS : BR;
+    for (int e = threadIdx.x; e < TILE; e += THREADS) {
+        float s = red[e];
+#pragma unroll
+        for (int z = 1; z < WK; ++z) s += red[z * TILE + e];
+        const int i = row0 + e / COLS, j = col0 + e % COLS;
+#if GL_SPLITK
+        if (i < M && j < N) W[(size_t)i * ldc + j] = s;
+#elif GL_SPLITK_CLUSTER
+        red[e] = s;
+#else
+        gl_store_c_checked(C, ldc, M, N, i, j, s, alpha, beta);
+#endif
+    }
+#if GL_SPLITK_CLUSTER
+    cluster_store(red, C, ldc, M, N, row0, col0, alpha, beta);
+#endif
+}

@@ -1,0 +1,201 @@
+"""Rung 24 (decode): the thin 16-bit GEMM of LLM decoding. Its tile is wide x thin in either
+orientation (N thin when BN <= BM), the wide operand's 16-byte loads are its mma.sync fragments,
+and K is split over the warps of a block and over the blocks of a cluster or the workspace, summed
+in a fixed order. CPU: its constraints, the rule's tile and split, the dispatch, the compiled
+variants the rule can choose. GPU: every layout across tile edges, alignments and splits against
+the float64 reference, the same bits on every run."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from types import SimpleNamespace
+
+import pytest
+
+from gemmlab.core import decode, dispatch, registry
+from gemmlab.core.problem import ArrayInfo, GemmProblem
+from gemmlab.core.variant import Variant
+
+DECODE = registry.get("decode")
+H100 = SimpleNamespace(arch="sm_90a", name="NVIDIA H100 80GB HBM3", sm_count=132)
+A100 = SimpleNamespace(arch="sm_80", name="NVIDIA A100-SXM4-80GB", sm_count=108)
+
+
+def problem(M, N, K, dtype="bf16", b_col=False, c_col=False) -> GemmProblem:
+    def info(rows, cols, col):
+        return ArrayInfo(0x10000, rows, cols, rows if col else cols, col, dtype, 0, "cupy")
+
+    return GemmProblem(M, N, K, dtype, info(M, K, False), info(K, N, b_col), info(M, N, c_col), 1.0, 0.0)
+
+
+@pytest.fixture
+def rule_only(tmp_path, monkeypatch):
+    """Neither a tuned export nor the shipped table: the rule answers."""
+    monkeypatch.setenv("GEMMLAB_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(dispatch, "defaults_path", lambda arch: tmp_path / "no_defaults.json")
+    dispatch.reload()
+    yield
+    dispatch.reload()
+
+
+# ---- the registry ------------------------------------------------------------------------------
+def test_the_thin_side_must_be_8_16_or_32():
+    assert any("thin side" in p for p in DECODE.check_config(DECODE.config() | {"BM": 4}))
+    assert any("thin side" in p for p in DECODE.check_config(DECODE.config() | {"BM": 24}))
+
+
+def test_the_wide_side_is_whole_warps_of_64_rows_up_to_256():
+    assert any("wide side" in p for p in DECODE.check_config(DECODE.config() | {"BN": 96}))
+    assert any("wide side" in p for p in DECODE.check_config(DECODE.config() | {"BN": 512}))
+
+
+def test_a_k_slice_holds_whole_steps_of_the_blocks_warps():
+    assert any("multiple of 32*WK" in p for p in DECODE.check_config(DECODE.config() | {"WK": 8, "BK": 128}))
+
+
+def test_a_block_whose_registers_do_not_fit_is_refused():
+    # 32 thin columns need ~196 registers: 512 threads allow 128
+    assert any("registers" in p for p in DECODE.check_config(DECODE.config() | {"BM": 32, "BN": 128, "WK": 8, "BK": 256}))
+
+
+def test_threads_are_32_per_64_rows_per_k_warp():
+    assert DECODE.threads(DECODE.config({"BM": 8, "BN": 128, "WK": 2})) == 128
+    assert DECODE.threads(DECODE.config({"BM": 256, "BN": 16, "WK": 1})) == 128
+
+
+def test_the_decode_rung_is_thin_and_16_bit_only():
+    assert DECODE in registry.for_dtype("bf16", thin=True) and DECODE in registry.for_dtype("fp16", thin=True)
+    assert DECODE not in registry.for_dtype("bf16", thin=False) and not DECODE.supports("fp32")
+    assert dispatch.choose(problem(4096, 4096, 4096), "auto", "sm_90a") is not DECODE
+
+
+# ---- the rule ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("M,N,bm,bn", [(1, 4096, 8, 64), (4, 14336, 8, 64), (16, 4096, 16, 64), (32, 6144, 32, 64),
+                                       (4096, 16, 64, 16), (4096, 1, 64, 8), (9, 9, 64, 16), (30, 30, 64, 32)])
+def test_the_rule_tile_fits_the_thin_side_in_the_right_orientation(M, N, bm, bn):
+    cfg, _ = decode.rule(M, N, 4096, 132, "sm_90a")
+    assert (cfg["BM"], cfg["BN"]) == (bm, bn)
+    assert DECODE.check_config(DECODE.config(cfg)) == []
+
+
+def test_the_rule_splits_k_in_one_cluster_until_every_sm_has_its_warps():
+    # 4096 wide: 64 tiles of 4 warps; 8 warps on each of 132 SMs want 4 slices
+    cfg, why = decode.rule(1, 4096, 4096, 132, "sm_90a")
+    assert (cfg["SPLITK"], cfg["SKCLUSTER"]) == (4, 1) and "one cluster" in why
+    # 14336 wide: 224 tiles are enough
+    assert decode.rule(1, 14336, 4096, 132, "sm_90a")[0]["SPLITK"] == 1
+
+
+def test_the_rule_splits_only_into_slices_of_whole_k_tiles_each_with_work():
+    # K = 1280: 10 tiles of 128 in 4 slices of 3, 3, 3 and 1
+    assert decode.rule(1, 4096, 1280, 132, "sm_90a")[0]["SPLITK"] == 4
+    # K = 640: 5 tiles, at least 2 chunks of each of 4 warps per slice: 2 slices of 3 and 2
+    assert decode.rule(1, 4096, 640, 132, "sm_90a")[0]["SPLITK"] == 2
+
+
+def test_the_rule_leaves_each_warp_two_chunks_of_its_slice():
+    # K = 512: slices of at least 2 x 128 k
+    assert decode.rule(1, 4096, 512, 132, "sm_90a")[0]["SPLITK"] == 2
+    cfg, why = decode.rule(1, 4096, 200, 132, "sm_90a")
+    assert (cfg["SPLITK"], cfg["SKCLUSTER"]) == (1, 0) and "split" not in why
+
+
+def test_without_clusters_the_rule_splits_through_the_workspace():
+    cfg, why = decode.rule(1, 4096, 4096, 108, "sm_80")
+    assert cfg["SPLITK"] > 1 and cfg["SKCLUSTER"] == 0 and "workspace" in why
+
+
+def test_auto_gives_a_thin_16_bit_problem_to_the_decode_rung(rule_only):
+    for dtype in ("bf16", "fp16"):
+        c = dispatch.decide(problem(1, 4096, 4096, dtype), device=H100)
+        assert c.rung is DECODE and c.source == "rule" and "thin 16-bit problem (M=1" in c.reason
+
+
+def test_auto_decode_on_an_a100_uses_the_workspace_split(rule_only):
+    c = dispatch.decide(problem(1, 4096, 4096), device=A100)
+    assert c.rung is DECODE and c.config["SKCLUSTER"] == 0 and c.config["SPLITK"] > 1
+
+
+def test_a_16_bit_problem_wider_than_32_goes_to_the_top_rung(rule_only):
+    assert dispatch.decide(problem(33, 4096, 4096), device=H100).rung is not DECODE
+
+
+def test_fp32_never_goes_to_the_decode_rung(rule_only):
+    assert dispatch.decide(problem(1, 4096, 4096, "fp32"), device=H100).rung is not DECODE
+
+
+def test_a_column_major_c_turns_a_thin_m_into_a_thin_n_for_the_kernel(rule_only):
+    c = dispatch.decide(problem(16, 4096, 4096, c_col=True), device=H100)
+    assert c.rung is DECODE and (c.config["BM"], c.config["BN"]) == (64, 16)
+
+
+# ---- what the rule can choose compiles without spills --------------------------------------------
+RULE_TILES = sorted({(c["BM"], c["BN"], c["BK"], c["WK"]) for c in
+                     (decode.rule(M, N, 4096, 132, "sm_90a")[0] for M, N in itertools.product((1, 9, 17, 4096), repeat=2)
+                      if min(M, N) <= decode.THIN16_MAX)})
+
+
+@pytest.mark.parametrize("bm,bn,bk,wk", RULE_TILES)
+def test_every_tile_the_rule_chooses_compiles_without_spills_in_every_layout_and_split(bm, bn, bk, wk):
+    for (a_col, b_col), split in itertools.product(itertools.product((False, True), repeat=2),
+                                                   ({}, {"SPLITK": 8, "SKCLUSTER": 1}, {"SPLITK": 4})):
+        cfg = {"BM": bm, "BN": bn, "BK": bk, "WK": wk, **split}
+        ck = Variant.make("decode", "bf16", a_col=a_col, b_col=b_col, config=cfg).compile("sm_90a")
+        assert ck.spill_bytes == 0 and "bytes stack frame" in ck.log and " 0 bytes stack frame" in ck.log, ck.log
+
+
+def test_the_wide_operand_row_major_is_read_by_16_byte_loads_and_paired_by_byte_permutes():
+    from gemmlab.analysis import disasm
+    sass = disasm.sass_nvdisasm(Variant.make("decode", "bf16", config={"BM": 8, "BN": 64}).compile("sm_90a").cubin)
+    assert len(re.findall(r"LDG\.E\.128", sass)) >= 9 and "PRMT" in sass and "HMMA.16816.F32.BF16" in sass
+
+
+# ---- GPU -------------------------------------------------------------------------------------------
+# thin M and thin N, ragged wide and thin sides, K below, across and beyond a chunk, unaligned
+# leading dimensions and base pointers (the checked loads)
+GPU_SHAPES = [(1, 300, 257, 0, 0), (7, 131, 1000, 0, 0), (131, 13, 1000, 0, 0), (32, 64, 64, 0, 0),
+              (16, 257, 513, 0, 0), (300, 3, 33, 0, 0), (13, 130, 129, 3, 1), (130, 9, 129, 1, 0), (5, 77, 7, 0, 0)]
+LAYOUTS = list(itertools.product((False, True), repeat=3))
+CONFIGS = ["m8", "m32", "n8", "n32", "m8_deep", {"BM": 16, "BN": 128, "BK": 64, "WK": 2, "DEPTH": 3},
+           {"BM": 8, "BN": 64, "BK": 128, "WK": 4, "SPLITK": 3, "SKCLUSTER": 1},
+           {"BM": 32, "BN": 64, "BK": 32, "WK": 1, "SPLITK": 8, "SKCLUSTER": 1},
+           {"BM": 64, "BN": 16, "BK": 128, "WK": 4, "SPLITK": 5}]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda l: "".join("C" if x else "R" for x in l))
+@pytest.mark.parametrize("config", CONFIGS, ids=str)
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_decode_matches_the_float64_reference_in_every_layout(dtype, config, layout):
+    from gemmlab.measure.verify import verify
+    a_col, b_col, c_col = layout
+    failures = []
+    for (M, N, K, pad, off), (alpha, beta) in itertools.product(GPU_SHAPES, [(1.0, 0.0), (1.5, -0.75)]):
+        r = verify("decode", M, N, K, dtype, a_col=a_col, b_col=b_col, c_col=c_col, alpha=alpha, beta=beta,
+                   ld_pad=pad, offset=off, config=config)
+        if not r.ok:
+            failures.append(r.message())
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M,N,K", [(1, 4096, 4096), (32, 4096, 14336), (4, 14336, 4096), (4096, 16, 4096)])
+def test_auto_on_decode_shapes_matches_the_float64_reference(M, N, K):
+    from gemmlab.measure.verify import verify
+    for b_col in (False, True):
+        r = verify("auto", M, N, K, "bf16", b_col=b_col, alpha=1.0, beta=0.5)
+        assert r.ok, r.message()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("config", [{"SPLITK": 8, "SKCLUSTER": 1}, {"SPLITK": 6}, "m8_deep"])
+def test_decode_gives_the_same_bits_on_every_run(config):
+    import cupy as cp
+
+    import gemmlab
+    rng = cp.random.default_rng(7)
+    a = rng.standard_normal((3, 4096), dtype=cp.float32).astype(cp.float16)
+    b = rng.standard_normal((4096, 2048), dtype=cp.float32).astype(cp.float16)
+    outs = [gemmlab.matmul(a, b, kernel="decode", config=config) for _ in range(3)]
+    assert all(bool((o == outs[0]).all()) for o in outs[1:])
