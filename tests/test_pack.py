@@ -187,7 +187,7 @@ def no_tuned(tmp_path, monkeypatch):
 
 def test_auto_packs_both_operands_of_4093_cubed_bf16_on_an_h100(no_tuned):
     c = dispatch.decide(problem(4093, 4093, 4093, "bf16"), "auto", None, H100)
-    assert c.rung is registry.for_dtype("bf16", "sm_90a")[-1] and c.config["PACK"] == 1
+    assert c.rung is registry.for_dtype("bf16", "sm_90a", thin=False)[-1] and c.config["PACK"] == 1
     assert "packs A: ld 4093 -> 4096, B: ld 4093 -> 4096" in c.reason
 
 

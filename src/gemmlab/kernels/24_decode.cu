@@ -92,11 +92,21 @@ struct Chunk {
     uint4 q[NT];
 };
 
-// 16 bytes of P, streamed: read once, not kept in L1 (Q's chunks stay there)
+// 16 bytes of P, streamed: read once, not kept in L1 (Q's chunks stay there). L2PF=1 asks the L2
+// to fetch the 256 bytes around each access (.L2::256B): the next load of the same run of P then
+// finds its sectors on the way, and a thread's loads reach further ahead than its registers.
+#ifndef L2PF
+#define L2PF 0
+#endif
 __device__ __forceinline__ uint4 ld_stream(const T* __restrict__ p) {
     uint4 r;
+#if L2PF
+    asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+#else
     asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
         : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+#endif
     return r;
 }
 
