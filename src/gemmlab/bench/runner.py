@@ -55,10 +55,12 @@ from ..core import api, driver
 from ..core.arch import peak_for_dtype, peak_kind
 from ..core.precision import resolve as resolve_precision
 from ..core.config import ConfigSpec
+from ..core.dtypes import get as get_dtype
 from ..core.registry import Rung
 from ..core.shapes import Shape, fmt_shape
 from ..measure import arrays, peers as peer_lib, timing
 from ..core.progress import Progress
+from ..measure.ceilings import measure_bandwidth
 from ..measure.verify import check as verify_check
 from .schedule import DEFAULT_SHAPE, REDUCED_SHAPE, Group, Job, as_shapes, schedule, select_rungs, wants_auto
 from .stats import MIN_UNTHROTTLED, add_note, blank_record, suite_summary, summarize
@@ -340,7 +342,7 @@ def self_check_summary(groups: list[dict]) -> dict:
 
 def run_bench(rungs=None, shapes=None, dtype: str = "fp32", *, timing_settings: timing.Settings | None = None,
               verify: bool = True, lib: str | None = None, progress: bool = True, config=None,
-              peers=None, precision: str | None = None) -> dict:
+              peers=None, precision: str | None = None, bandwidth: bool = False) -> dict:
     """Time ``rungs`` (slugs or numbers, and ``auto``: the dispatch's choice; default all that
     support ``dtype``), cuBLAS and the peers
     at ``shapes`` (None: the default shape and rule of ``gemmlab.bench.schedule``; a
@@ -350,7 +352,9 @@ def run_bench(rungs=None, shapes=None, dtype: str = "fp32", *, timing_settings: 
     ``peers``: names from ``measure.peers`` (None: every peer usable here; cuBLAS always).
     ``precision``: what the rungs compute in (None: the dtype's exact one; see the module
     docstring for the cuBLAS baseline it implies).
-    ``config`` (a dict of tile parameters or a preset name) needs exactly one rung. Raises
+    ``config`` (a dict of tile parameters or a preset name) needs exactly one rung.
+    ``bandwidth``: also measure the device's copy bandwidth once (measure.ceilings) and give every
+    record its GB/s and share of it (memory-bound suites: ``--suite decode``). Raises
     ``driver.NoGPUError`` without a GPU, ValueError for invalid arguments (checked first, without
     touching the GPU)."""
     settings = timing_settings or timing.Settings()
@@ -370,12 +374,16 @@ def run_bench(rungs=None, shapes=None, dtype: str = "fp32", *, timing_settings: 
         for g in groups:
             group_info.append(_time_group(run, g, records))
 
-    summarize(records, run.peak)
+    copy = measure_bandwidth(run.L.name) if bandwidth else None
+    summarize(records, run.peak, get_dtype(dtype).itemsize, copy["dram_bw_Bps"] if copy else None)
     env = run.env
     env["clocks_before"] = run.clocks_before
     env["clocks_after"] = envinfo.clocks(run.ordinal)
+    settings_doc = _settings(run, shape_list=shape_list, rung_list=rung_list)
+    if copy:
+        settings_doc["copy_bandwidth"] = copy
     return {"gemmlab_version": __version__, "timestamp": run.started.isoformat(timespec="seconds"),
             "duration_s": round(time.perf_counter() - run.t0, 3), "env": env,
-            "settings": _settings(run, shape_list=shape_list, rung_list=rung_list),
+            "settings": settings_doc,
             "self_check": self_check_summary(group_info), "groups": group_info, "results": records,
             "summary": suite_summary(records)}

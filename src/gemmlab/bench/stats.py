@@ -24,7 +24,7 @@ def blank_record(job: Job, dtype: str) -> dict:
         "verified": None, "rel_error": None, "max_scaled_error": None, "config": {}, "note": job.note,
         "status": "ok", "samples": 0, "noise": None, "median_error": None, "stop_reason": None,
         "throttled_samples": 0, "mj": None, "watts": None, "sm_mhz": None, "gflop_per_j": None,
-        "energy_vs_cublas": None,
+        "energy_vs_cublas": None, "gbps": None, "pct_copy_bw": None,
     }
 
 
@@ -69,10 +69,20 @@ def _energy(rec: dict, basis: list[int]) -> None:
         rec["gflop_per_j"] = 2.0 * rec["M"] * rec["N"] * rec["K"] / (rec["mj"] * 1e-3) / 1e9
 
 
-def summarize(records: list[dict], peak_tflops: float | None) -> None:
+def bytes_moved(rec: dict, itemsize: int) -> int:
+    """The bytes a GEMM of the record's shape must move at the least: A and B read once and C
+    written once (the bench's beta is 0, so C is not read)."""
+    M, N, K = rec["M"], rec["N"], rec["K"]
+    return (M * K + K * N + M * N) * itemsize
+
+
+def summarize(records: list[dict], peak_tflops: float | None, itemsize: int | None = None,
+              copy_bw: float | None = None) -> None:
     """Fill ms / ms_min / ms_max / tflops / pct_peak from times_ms, then vs_cublas and
     vs_best_peer, in place; from a sustained run's blocks also mj / watts / sm_mhz / gflop_per_j
-    and energy_vs_cublas.
+    and energy_vs_cublas. Given the element size ``itemsize``, also gbps (``bytes_moved`` per
+    median, GB/s) and, given the device's measured copy bandwidth ``copy_bw`` (bytes/s),
+    pct_copy_bw: the share of it that rate is (memory-bound shapes: how near the memory's limit).
 
     vs_cublas compares with the cuBLAS record of the same M, N, K in ``records``; vs_best_peer
     with the fastest peer record there (cuBLAS, Triton, ...), named in best_peer.
@@ -87,6 +97,10 @@ def summarize(records: list[dict], peak_tflops: float | None) -> None:
         rec["ms_min"], rec["ms_max"] = min(t), max(t)
         rec["tflops"] = 2.0 * rec["M"] * rec["N"] * rec["K"] / (rec["ms"] * 1e-3) / 1e12
         rec["pct_peak"] = 100.0 * rec["tflops"] / peak_tflops if peak_tflops else None
+        if itemsize:
+            rate = bytes_moved(rec, itemsize) / (rec["ms"] * 1e-3)
+            rec["gbps"] = rate / 1e9
+            rec["pct_copy_bw"] = 100.0 * rate / copy_bw if copy_bw else None
         _energy(rec, basis)
     shape = lambda r: (r["M"], r["N"], r["K"])  # noqa: E731
     ref = {shape(r): r for r in records if r["kernel"] == "cublas" and r.get("tflops")}

@@ -64,7 +64,19 @@ def _energy_cells(r: dict) -> list[str]:
 ENERGY_COLUMNS = ("W", "MHz", "mJ/call", "GFLOP/J", "energy vs cuBLAS")
 
 
-def _row(r: dict, sustained: bool = False) -> list[str]:
+BANDWIDTH_COLUMNS = ("GB/s", "% copy BW")
+
+
+def _bandwidth_cells(r: dict) -> list[str]:
+    return [_num(r.get("gbps"), ".0f"), _num(r.get("pct_copy_bw"), ".1f")]
+
+
+def has_bandwidth(result: dict) -> bool:
+    """Whether the run measured the copy bandwidth (bench's ``bandwidth``: a memory-bound suite)."""
+    return bool(result.get("settings", {}).get("copy_bandwidth"))
+
+
+def _row(r: dict, sustained: bool = False, bandwidth: bool = False) -> list[str]:
     check, ms = _status_cells(r)
     noise = r.get("noise")
     pct = f"{r['pct_peak']:.1f}%" if r.get("pct_peak") is not None else "-"
@@ -74,7 +86,8 @@ def _row(r: dict, sustained: bool = False) -> list[str]:
     return [num, name, fmt_shape((r["M"], r["N"], r["K"])), ms, "-" if noise is None else f"{100 * noise:.1f}%",
             str(r.get("samples") or len(r.get("times_ms") or [])), _fmt_tflops(r.get("tflops")),
             _ratio(r.get("vs_cublas")), _ratio(r.get("vs_best_peer")), pct,
-            *(_energy_cells(r) if sustained else []), check, r.get("note") or ""]
+            *(_bandwidth_cells(r) if bandwidth else []), *(_energy_cells(r) if sustained else []), check,
+            r.get("note") or ""]
 
 
 def is_sustained(result: dict) -> bool:
@@ -90,6 +103,7 @@ def build_table(result: dict):
     settings = result.get("settings", {})
     env = result.get("env", {})
     sustained = is_sustained(result)
+    bandwidth = has_bandwidth(result)
     title = (f"gemmlab bench{' --sustained' if sustained else ''} -- {env.get('gpu_name') or 'GPU'}, "
              f"{settings.get('dtype', '')}{_precision_text(settings)}")
     t = Table(title=title, caption=_caption(result), caption_justify="left")
@@ -97,6 +111,7 @@ def build_table(result: dict):
     right = {"justify": "right", "no_wrap": True}
     cols = [("#", right), ("rung", fixed), ("shape", fixed), ("ms", right), ("noise", right), ("n", right),
             ("TFLOP/s", right), ("vs cuBLAS", right), ("vs best peer", right), ("% peak", right)]
+    cols += [(c, right) for c in BANDWIDTH_COLUMNS] if bandwidth else []
     cols += [(c, right) for c in ENERGY_COLUMNS] if sustained else []
     cols += [("check", fixed), ("note", {"overflow": "fold", "min_width": 20})]
     for col, kw in cols:
@@ -107,7 +122,7 @@ def build_table(result: dict):
         if prev_req is not None and req != prev_req:
             t.add_section()
         prev_req = req
-        t.add_row(*_row(r, sustained))
+        t.add_row(*_row(r, sustained, bandwidth))
     return t
 
 
@@ -158,6 +173,10 @@ def _caption(result: dict) -> str:
     self-check's verdict."""
     s = result.get("settings", {})
     parts = [p for p in (_peak_text(result), _timing_text(s)) if p]
+    copy = s.get("copy_bandwidth")
+    if copy:
+        parts.append(f"GB/s: A and B read once and C written once per median; % copy BW: of {copy['dram_bw_Bps'] / 1e9:.0f} "
+                     f"GB/s, a device-to-device copy of {copy['copy_bytes'] / 2**20:.0f} MiB measured in this run")
     check = result.get("self_check")
     if check:
         verdict = {True: "self-check OK: ", False: "SELF-CHECK FAILED: ", None: "self-check: "}[check.get("ok")]

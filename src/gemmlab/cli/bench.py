@@ -9,9 +9,9 @@ from ..bench.results import exit_code, write_json
 from ..bench.runner import run_bench
 from ..bench.table import render
 from ..core.config import parse_config
-from ..core.shapes import OVERHEAD_SHAPE, SUITES, fmt_shape, parse_shapes, shapes_text, suite
+from ..core.shapes import BANDWIDTH_SUITES, OVERHEAD_SHAPE, SUITE_FORMS, fmt_shape, parse_shapes, shapes_text, suite
 from ..measure.timing import Settings
-from .common import add_config, add_dtype, add_lib, add_precision, add_timing, timing_settings
+from .common import add_config, add_dtype, add_lib, add_precision, add_timing, suite_name, timing_settings
 
 SUSTAINED_S = 2.0   # seconds of GPU time per block: NVML's energy counter moves every ~100 ms, ~20 steps a block
 
@@ -30,9 +30,14 @@ def register(sub) -> None:
                         "(default: every rung that supports --dtype)")
     p.add_argument("--shape", "--shapes", dest="shapes", action="append", metavar="SHAPES",
                    help="N, N^3 or MxNxK, comma-separated; repeatable (default 4096^3, naive rungs 2048^3)")
-    p.add_argument("--suite", choices=list(SUITES), default=None,
-                   help="the shapes of a benchmark suite (core/shapes.py; with --shape: both); the table and "
-                        "JSON end with each kernel's geomean ratio to cuBLAS and its shapes below 0.8x")
+    p.add_argument("--suite", type=suite_name, default=None, metavar="SUITE",
+                   help=f"the shapes of a benchmark suite (core/shapes.py; with --shape: both): {SUITE_FORMS}; "
+                        "random draws N shapes (default 48) from SEED (default 0), the same on every machine; the "
+                        "table and JSON end with each kernel's geomean ratio to cuBLAS and its shapes below 0.8x; "
+                        "decode adds GB/s and %% of the copy bandwidth measured in the run")
+    p.add_argument("--bandwidth", action="store_true",
+                   help="measure the copy bandwidth in the run and report each entry's GB/s and %% of it "
+                        "(on with --suite decode)")
     add_dtype(p, "fp32")
     add_precision(p)
     p.add_argument("--peers", default=None, metavar="NAMES",
@@ -94,7 +99,8 @@ def run(args) -> int:
     peers = [s.strip() for s in args.peers.split(",") if s.strip()] if args.peers is not None else None
     result = run_bench(rungs=args.rungs or None, shapes=shapes, dtype=args.dtype,
                        timing_settings=settings, verify=args.verify, lib=args.lib,
-                       progress=args.progress, config=config, peers=peers, precision=args.precision)
+                       progress=args.progress, config=config, peers=peers, precision=args.precision,
+                       bandwidth=args.bandwidth or args.suite in BANDWIDTH_SUITES)
     render(result)
     if args.json:
         path = write_json(result, args.json)

@@ -7,9 +7,22 @@ JSON; repeatable, merged left to right).
 
 from __future__ import annotations
 
+import argparse
+
 from ..core.dtypes import DTYPES
 from ..core.precision import PRECISIONS
 from ..measure.arrays import LIBS
+
+
+def suite_name(text: str) -> str:
+    """argparse type of ``--suite``: the name, once ``core.shapes.suite`` accepts it (an argparse
+    error, exit 2, naming the suites otherwise)."""
+    from ..core.shapes import suite
+    try:
+        suite(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def add_dtype(p, default: str | None, help_default: str | None = None, repeatable: bool = False) -> None:

@@ -8,8 +8,8 @@ import sys
 from dataclasses import replace
 
 from ..core.deps import require, require_all
-from ..core.shapes import SUITES, parse_shape, suite
-from .common import add_dtype, add_lib, add_precision, add_timing, timing_settings
+from ..core.shapes import SUITE_FORMS, parse_shape, suite
+from .common import add_dtype, add_lib, add_precision, add_timing, suite_name, timing_settings
 
 
 def register(sub) -> None:
@@ -26,8 +26,8 @@ def register(sub) -> None:
                     "measured twice. Needs the tune extra (pip install \"gemmlab[tune]\").")
     p.add_argument("rung", metavar="RUNG", help="rung slug or number")
     p.add_argument("--shape", default=None, help="N, N^3 or MxNxK (required unless --show or --suite)")
-    p.add_argument("--suite", choices=list(SUITES), default=None,
-                   help="tune every shape of a benchmark suite (core/shapes.py), one after the other")
+    p.add_argument("--suite", type=suite_name, default=None, metavar="SUITE",
+                   help=f"tune every shape of a benchmark suite (core/shapes.py), one after the other: {SUITE_FORMS}")
     p.add_argument("--emit-defaults", dest="emit_defaults", metavar="FILE", default=None,
                    help="after tuning, merge the best configuration per shape (across every rung tuned in the "
                         "database for these shapes on this GPU) into the dispatch table FILE, e.g. "

@@ -1,7 +1,11 @@
-"""Problem shapes: the defaults every command uses, and parsing of shapes given on the command
-line (``4096``, ``4096^3``, ``127x4097x1023``)."""
+"""Problem shapes: the defaults every command uses, the benchmark suites, and parsing of shapes
+given on the command line (``4096``, ``4096^3``, ``127x4097x1023``)."""
 
 from __future__ import annotations
+
+import math
+import random
+import re
 
 Shape = tuple[int, int, int]
 
@@ -31,15 +35,74 @@ LLM_TOKENS: tuple[int, ...] = (128, 1024, 4096, 8192)
 LLM_WEIGHTS: tuple[tuple[int, int], ...] = ((4096, 4096), (6144, 4096), (14336, 4096), (4096, 14336))   # N x K
 LLM_SUITE: tuple[Shape, ...] = tuple((m, n, k) for m in LLM_TOKENS for n, k in LLM_WEIGHTS) + (
     (4093, 4093, 4093), (127, 4097, 1023), (256, 256, 65536))
-SUITES: dict[str, tuple[Shape, ...]] = {"fp32": FP32_SUITE, "llm": LLM_SUITE}
-SUITE_DTYPES: dict[str, tuple[str, ...]] = {"fp32": ("fp32",), "llm": ("fp16", "bf16")}   # what each is for
+# Decode (issue 40): M of 1 to 32 tokens against the same weights; memory-bound, so the bench
+# reports GB/s and the share of the measured copy bandwidth beside the ratio to cuBLAS.
+DECODE_TOKENS: tuple[int, ...] = (1, 4, 16, 32)
+DECODE_SUITE: tuple[Shape, ...] = tuple((m, n, k) for n, k in LLM_WEIGHTS for m in DECODE_TOKENS)
+SUITES: dict[str, tuple[Shape, ...]] = {"fp32": FP32_SUITE, "llm": LLM_SUITE, "decode": DECODE_SUITE}
+SUITE_DTYPES: dict[str, tuple[str, ...]] = {"fp32": ("fp32",), "llm": ("fp16", "bf16"), "decode": ("fp16", "bf16"),
+                                            "random": ("fp32", "fp16", "bf16")}   # what each is for
+BANDWIDTH_SUITES = ("decode",)   # bench shows GB/s and % of the copy bandwidth for these
+
+# Random (issue 40): shapes nobody tuned on. ``random[:N][@SEED]`` draws N shapes from SEED,
+# log-uniformly per dimension in these bounds, with Python's Mersenne Twister (random.Random: the
+# same numbers from the same integer seed on every platform and Python 3 version).
+RANDOM_N = 48
+RANDOM_SEED = 0
+RANDOM_BOUNDS: tuple[tuple[int, int], ...] = ((1, 12288), (16, 12288), (16, 12288))   # M, N, K
+SUITE_FORMS = "fp32, llm, decode, random[:N][@SEED] (e.g. random, random:64, random@7, random:64@7)"
+_RANDOM = re.compile(r"random(?::(?P<n>[^@]*))?(?:@(?P<seed>.*))?")
+
+
+def random_shapes(n: int = RANDOM_N, seed: int = RANDOM_SEED) -> tuple[Shape, ...]:
+    """``n`` shapes drawn from ``seed``: each of M, N, K log-uniform in ``RANDOM_BOUNDS``
+    (exp of a uniform draw between the logs of the bounds, rounded to the nearest integer), M then
+    N then K for each shape in turn."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"a random suite needs at least one shape, got {n!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"a random suite's seed must be a non-negative int, got {seed!r}")
+    rng = random.Random(seed)
+
+    def draw(lo: int, hi: int) -> int:
+        return min(hi, max(lo, round(math.exp(rng.uniform(math.log(lo), math.log(hi))))))
+
+    return tuple(tuple(draw(lo, hi) for lo, hi in RANDOM_BOUNDS) for _ in range(n))   # type: ignore[misc]
+
+
+def parse_random(name: str) -> tuple[int, int] | None:
+    """(N, SEED) of a ``random[:N][@SEED]`` suite name; None for another name; ValueError for a
+    random one that is malformed."""
+    m = _RANDOM.fullmatch(name.strip())
+    if m is None:
+        return None
+    n, seed = m.group("n"), m.group("seed")
+    try:
+        count = RANDOM_N if n is None else int(n)
+        start = RANDOM_SEED if seed is None else int(seed)
+    except ValueError:
+        raise ValueError(f"suite {name!r}: N and SEED must be integers; suites: {SUITE_FORMS}") from None
+    if count < 1 or start < 0:
+        raise ValueError(f"suite {name!r}: N must be at least 1 and SEED at least 0; suites: {SUITE_FORMS}")
+    return count, start
 
 
 def suite(name: str) -> tuple[Shape, ...]:
-    """The shapes of a suite by name; ValueError naming the suites."""
-    if name not in SUITES:
-        raise ValueError(f"unknown suite {name!r}; suites: {', '.join(SUITES)}")
-    return SUITES[name]
+    """The shapes of a suite by name (``fp32``, ``llm``, ``decode``, ``random[:N][@SEED]``);
+    ValueError naming the suites."""
+    if not isinstance(name, str):
+        raise ValueError(f"a suite is named by a string; suites: {SUITE_FORMS}")
+    if name in SUITES:
+        return SUITES[name]
+    drawn = parse_random(name)
+    if drawn is None:
+        raise ValueError(f"unknown suite {name!r}; suites: {SUITE_FORMS}")
+    return random_shapes(*drawn)
+
+
+def suite_kind(name: str) -> str:
+    """The family of a valid suite name: itself, or ``random`` for any ``random[:N][@SEED]``."""
+    return "random" if parse_random(name) is not None else name
 
 
 def fmt_shape(shape) -> str:
