@@ -106,6 +106,18 @@ def test_without_clusters_the_rule_splits_through_the_workspace():
     assert cfg["SPLITK"] > 1 and cfg["SKCLUSTER"] == 0 and "workspace" in why
 
 
+def test_the_rule_asks_for_256_byte_l2_fetches_only_where_the_wide_operand_runs_along_k():
+    assert decode.rule(1, 4096, 4096, 132, "sm_90a", b_col=True)[0]["L2PF"] == 1     # M thin, B the wide: K-major
+    assert decode.rule(1, 4096, 4096, 132, "sm_90a", b_col=False)[0]["L2PF"] == 0
+    assert decode.rule(4096, 1, 4096, 132, "sm_90a", a_col=False)[0]["L2PF"] == 1    # N thin, A the wide: row-major
+    assert decode.rule(4096, 1, 4096, 132, "sm_90a", a_col=True)[0]["L2PF"] == 0
+
+
+def test_auto_passes_the_kernel_views_layouts_to_the_rule(rule_only):
+    assert dispatch.decide(problem(1, 4096, 4096, b_col=True), device=H100).config["L2PF"] == 1
+    assert dispatch.decide(problem(1, 4096, 4096), device=H100).config["L2PF"] == 0
+
+
 def test_auto_gives_a_thin_16_bit_problem_to_the_decode_rung(rule_only):
     for dtype in ("bf16", "fp16"):
         c = dispatch.decide(problem(1, 4096, 4096, dtype), device=H100)
@@ -140,7 +152,7 @@ RULE_TILES = sorted({(c["BM"], c["BN"], c["BK"], c["WK"]) for c in
 def test_every_tile_the_rule_chooses_compiles_without_spills_in_every_layout_and_split(bm, bn, bk, wk):
     for (a_col, b_col), split in itertools.product(itertools.product((False, True), repeat=2),
                                                    ({}, {"SPLITK": 8, "SKCLUSTER": 1}, {"SPLITK": 4})):
-        cfg = {"BM": bm, "BN": bn, "BK": bk, "WK": wk, **split}
+        cfg = {"BM": bm, "BN": bn, "BK": bk, "WK": wk, "L2PF": int(a_col != b_col), **split}
         ck = Variant.make("decode", "bf16", a_col=a_col, b_col=b_col, config=cfg).compile("sm_90a")
         assert ck.spill_bytes == 0 and "bytes stack frame" in ck.log and " 0 bytes stack frame" in ck.log, ck.log
 

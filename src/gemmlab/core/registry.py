@@ -111,7 +111,8 @@ class Rung:
                                        # problems whose M or N (kernel view) is at most this, and never
                                        # takes it as the top rung of its dtype; 0: an ordinary rung
     thin_rule: Callable[..., tuple[dict, str]] | None = None   # a thin rung's own choice of configuration,
-                                       # (M, N, K, sm_count, arch) -> (overrides, why); None: thin_rule_config
+                                       # (M, N, K, sm_count, arch, a_col, b_col) -> (overrides, why), in the
+                                       # kernel view; None: thin_rule_config
 
     def __post_init__(self):
         if not self.precisions:
