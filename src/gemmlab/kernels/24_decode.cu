@@ -117,6 +117,22 @@ __device__ __forceinline__ void load_p_fast(Chunk& c, const T* __restrict__ p0, 
 #pragma unroll
     for (int j = 0; j < 8; ++j) c.p[j] = ld_stream(p0 + j * step);
 }
+// The interior of an operand without 16-byte access whose pairs of elements are 4-byte aligned
+// (base 4-byte aligned, even leading dimension: every thread's 8 elements start at an even
+// offset): four 4-byte streamed loads per 16 bytes instead of eight guarded 2-byte ones (an
+// operand of 11694 columns ran at a third of cuBLAS's speed through the guarded loads).
+__device__ __forceinline__ unsigned ld_stream32(const T* __restrict__ p) {
+    unsigned r;
+    asm("ld.global.nc.L1::no_allocate.u32 %0, [%1];\n" : "=r"(r) : "l"(p));
+    return r;
+}
+__device__ __forceinline__ void load_p_pairs(Chunk& c, const T* __restrict__ p0, long long step) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        const T* p = p0 + j * step;
+        c.p[j] = make_uint4(ld_stream32(p), ld_stream32(p + 2), ld_stream32(p + 4), ld_stream32(p + 6));
+    }
+}
 // Any chunk: rows past n_wide and k past k_end read nothing and give zeros.
 __device__ __forceinline__ void load_p_checked(Chunk& c, const T* __restrict__ P, int ldp, int w0, int n_wide, int k0,
                                                int k_end) {
@@ -241,6 +257,7 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
     const bool rows_in = wbase + 64 <= n_wide;     // warp-uniform
     const bool thin_in = thin0 + NS <= n_thin;     // block-uniform
     const long long step = P_KC ? 8LL * ldp : (long long)ldp;
+    const bool p_pairs = !P_VEC && ((size_t)P & 3) == 0 && (ldp & 1) == 0;   // 4-byte loads legal
 
     float acc[4][NT][4];
 #pragma unroll
@@ -253,7 +270,9 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
     auto load = [&](Chunk& c, int kc) {
         const int k0 = kc + 8 * t;
         const bool k_in = kc + CHUNK <= k_end;
-        if (P_VEC && rows_in && k_in) load_p_fast(c, P + (P_KC ? (size_t)w0 * ldp + k0 : (size_t)k0 * ldp + w0), step);
+        const T* p0 = P + (P_KC ? (size_t)w0 * ldp + k0 : (size_t)k0 * ldp + w0);
+        if (P_VEC && rows_in && k_in) load_p_fast(c, p0, step);
+        else if (!P_VEC && p_pairs && rows_in && k_in) load_p_pairs(c, p0, step);
         else load_p_checked(c, P, ldp, w0, n_wide, k0, k_end);
         if (Q_VEC && thin_in && k_in) load_q<true>(c, Q, ldq, j0, n_thin, k0, k_end);
         else load_q<false>(c, Q, ldq, j0, n_thin, k0, k_end);
