@@ -101,6 +101,24 @@ def test_the_rule_leaves_each_warp_two_chunks_of_its_slice():
     assert (cfg["SPLITK"], cfg["SKCLUSTER"]) == (1, 0) and "split" not in why
 
 
+def test_a_problem_narrow_on_both_sides_splits_k_through_the_workspace_beyond_a_cluster():
+    # 1 x 31: one tile; 8 slices would give 132 SMs 32 warps in all
+    cfg, why = decode.rule(1, 31, 11364, 132, "sm_90a")
+    assert cfg["SPLITK"] > 8 and cfg["SKCLUSTER"] == 0 and "workspace" in why
+    assert DECODE.check_config(DECODE.config(cfg)) == []
+
+
+def test_the_rule_declines_operands_without_16_byte_access():
+    assert decode.rule(1, 4096, 4096, 132, "sm_90a", vec_b=False) is None
+    assert decode.rule(1, 4096, 4096, 132, "sm_90a", vec_a=False) is None
+
+
+def test_auto_leaves_an_unaligned_thin_problem_to_the_other_rungs(rule_only):
+    p = problem(6, 4094, 4096)          # B's rows of 4094 elements: no 16-byte access
+    assert not p.kernel_view().vec_b
+    assert dispatch.decide(p, device=H100).rung is not DECODE
+
+
 def test_without_clusters_the_rule_splits_through_the_workspace():
     cfg, why = decode.rule(1, 4096, 4096, 108, "sm_80")
     assert cfg["SPLITK"] > 1 and cfg["SKCLUSTER"] == 0 and "workspace" in why

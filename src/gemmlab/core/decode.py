@@ -22,6 +22,7 @@ MAX_WK = 8
 MAX_WIDE = 256           # 4 warps along the rows: more adds nothing a second block would not
 CLUSTER_ARCH = 90        # thread-block clusters: sm_90 and newer
 MAX_CLUSTER = 8          # the portable cluster size
+MAX_SPLITK = 64          # slices through the workspace (registry.MAX_SPLITK)
 
 MAX_DEPTH = 6
 
@@ -86,7 +87,8 @@ def constraints(cfg: Mapping[str, int]) -> list[str]:
     return out
 
 
-def rule(M: int, N: int, K: int, sm_count: int, arch, a_col: bool = False, b_col: bool = False) -> tuple[dict[str, int], str]:
+def rule(M: int, N: int, K: int, sm_count: int, arch, a_col: bool = False, b_col: bool = False,
+         vec_a: bool = True, vec_b: bool = True) -> tuple[dict[str, int], str] | None:
     """The configuration for a kernel-view M x N x K problem whose thin side (the smaller of M and
     N) is at most ``THIN16_MAX`` (wider ones take ceil(side / 32) tiles of 32), and why.
 
@@ -99,7 +101,16 @@ def rule(M: int, N: int, K: int, sm_count: int, arch, a_col: bool = False, b_col
     L2PF=1 where the wide operand is contiguous along K (``a_col``, ``b_col``: the kernel view's
     layouts): its rows are long runs the L2's 256-byte fetches read ahead in (H100, bf16, B
     column-major: 2-5% faster at 14336 x 4096 and 4096 x 14336), where the runs of a row-major B
-    are 128 bytes of one k row each and the larger fetches cost 1-4%."""
+    are 128 bytes of one k row each and the larger fetches cost 1-4%.
+
+    None (the rung declines, auto's other sources answer) where an operand has no 16-byte access
+    (``vec_a``, ``vec_b``): the kernel is correct there but its narrower loads ran far below the
+    memory's rate (H100, bf16: 11x6746x10960 0.34x cuBLAS with 4-byte loads of B, 27x53x454 0.29x
+    and 540x16x425 0.45x with 2-byte ones). Where even 8 slices in a cluster leave the SMs with less
+    than a quarter of ``WARPS_PER_SM`` (a thin problem narrow on both sides: 1x31x11364 is one tile),
+    the slices go through the workspace instead, up to 64 (registry.MAX_SPLITK)."""
+    if not (vec_a and vec_b):
+        return None
     thin, wide = min(M, N), max(M, N)
     ns = next((s for s in THIN_SIDES if s >= thin), THIN16_MAX)
     br = ROWS_PER_WARP
@@ -107,7 +118,8 @@ def rule(M: int, N: int, K: int, sm_count: int, arch, a_col: bool = False, b_col
     tiles = -(-wide // br) * -(-thin // ns)
     bk = CHUNK * WARPS_K
     want = WARPS_PER_SM * sm_count // (tiles * WARPS_K)
-    split = max(1, min(want, MAX_CLUSTER, K // (bk * MIN_CHUNKS)))
+    workspace = tiles * WARPS_K * MAX_CLUSTER * 4 < WARPS_PER_SM * sm_count
+    split = max(1, min(want, MAX_SPLITK if workspace else MAX_CLUSTER, K // (bk * MIN_CHUNKS)))
     ktiles = max(1, -(-K // bk))
     split = -(-ktiles // -(-ktiles // split))          # no slice left empty or short by a tile
     kc = (not a_col) if N <= M else b_col          # the wide operand (A when N is thin) contiguous along K
@@ -117,7 +129,7 @@ def rule(M: int, N: int, K: int, sm_count: int, arch, a_col: bool = False, b_col
     if kc:
         why += ", 256-byte L2 fetches along the K-contiguous rows"
     if split > 1:
-        cluster = arch is not None and arch_number(arch) >= CLUSTER_ARCH
+        cluster = arch is not None and arch_number(arch) >= CLUSTER_ARCH and split <= MAX_CLUSTER
         cfg["SKCLUSTER"] = int(cluster)
         why += (f"; K split in {split} ({'one cluster' if cluster else 'the workspace'}): {tiles} tiles for "
                 f"{WARPS_PER_SM} warps on each of {sm_count} SMs")

@@ -320,9 +320,11 @@ def _thin(kp, dtype: str, arch, sm_count: int, precision: str | None) -> Choice 
     where its blocks would leave more than half of the SMs idle."""
     side = min(kp.M, kp.N)
     for rung in reversed(for_dtype(dtype, arch, precision, thin=True)):
-        if side <= rung.thin and rung.thin_rule is not None:   # its own rule (rung 24: tile and split)
-            cfg, why = rung.thin_rule(kp.M, kp.N, kp.K, sm_count, arch, kp.a_col, kp.b_col)
-            return Choice(rung, rung.config(cfg, precision), "rule", why)
+        if side <= rung.thin and rung.thin_rule is not None:   # its own rule (rung 24: tile and split), or None
+            ruled = rung.thin_rule(kp.M, kp.N, kp.K, sm_count, arch, kp.a_col, kp.b_col, kp.vec_a, kp.vec_b)
+            if ruled is None:
+                continue
+            return Choice(rung, rung.config(ruled[0], precision), "rule", ruled[1])
         if side <= rung.thin:
             cfg = thin_rule_config(rung, kp.M, kp.N)
             which = "N" if kp.N <= kp.M else "M"

@@ -110,9 +110,10 @@ class Rung:
     thin: int = 0                      # a rung for thin problems only (rung 23): the rule gives it the
                                        # problems whose M or N (kernel view) is at most this, and never
                                        # takes it as the top rung of its dtype; 0: an ordinary rung
-    thin_rule: Callable[..., tuple[dict, str]] | None = None   # a thin rung's own choice of configuration,
-                                       # (M, N, K, sm_count, arch, a_col, b_col) -> (overrides, why), in the
-                                       # kernel view; None: thin_rule_config
+    thin_rule: Callable[..., tuple[dict, str] | None] | None = None   # a thin rung's own choice of configuration,
+                                       # (M, N, K, sm_count, arch, a_col, b_col, vec_a, vec_b) -> (overrides, why)
+                                       # in the kernel view, or None where it declines the problem; None:
+                                       # thin_rule_config
 
     def __post_init__(self):
         if not self.precisions:
