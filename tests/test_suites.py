@@ -7,11 +7,12 @@ from __future__ import annotations
 import argparse
 
 import pytest
+from rich.console import Console
 
 from gemmlab.bench.stats import bytes_moved, summarize
-from gemmlab.bench.table import build_table, has_bandwidth
+from gemmlab.bench.table import build_table, has_bandwidth, render
 from gemmlab.cli.common import suite_name
-from gemmlab.core.shapes import DECODE_SUITE, RANDOM_BOUNDS, random_shapes, suite, suite_kind
+from gemmlab.core.shapes import DECODE_SUITE, RANDOM_BOUNDS, SUITE_DTYPES, random_shapes, suite, suite_kind
 
 
 def test_random_draws_the_same_shapes_from_the_same_seed():
@@ -41,8 +42,8 @@ def test_random_shapes_stay_within_their_bounds_and_spread_over_them():
         assert min(values) < 4 * lo and max(values) > hi / 4      # log-uniform: both ends are reached
 
 
-@pytest.mark.parametrize("name", ["random:0", "random:x", "random@", "random:-1", "random@-2", "random:4@y", "nope",
-                                  "randomly"])
+@pytest.mark.parametrize("name", ["random:0", "random:x", "random@", "random:", "random:-1", "random@-2", "random:4@y",
+                                  "random:+5", "random:5_0", "random: 5", "random:4@7@8", "nope", "randomly"])
 def test_a_malformed_or_unknown_suite_is_refused_naming_the_forms(name):
     with pytest.raises(ValueError, match=r"random\[:N\]\[@SEED\]"):
         suite(name)
@@ -64,8 +65,17 @@ def test_bench_parses_the_new_suites_on_its_command_line():
     assert exc.value.code == 2
 
 
-def test_suite_kind_names_the_family():
+def test_random_shapes_refuses_an_empty_sample_or_a_negative_seed():
+    with pytest.raises(ValueError, match="at least one shape"):
+        random_shapes(0, 1)
+    with pytest.raises(ValueError, match="non-negative"):
+        random_shapes(4, -1)
+
+
+def test_suite_kind_names_the_family_whose_dtypes_a_suite_is_for():
     assert suite_kind("random:8@3") == "random" and suite_kind("decode") == "decode"
+    assert SUITE_DTYPES[suite_kind("random:8@3")] == ("fp32", "fp16", "bf16")
+    assert SUITE_DTYPES["decode"] == ("fp16", "bf16")
 
 
 def test_the_decode_suite_is_four_token_counts_against_four_weights():
@@ -83,6 +93,11 @@ def _record(kernel, M, N, K, ms):
 
 def test_bytes_moved_reads_a_and_b_and_writes_c_once():
     assert bytes_moved({"M": 1, "N": 4096, "K": 4096}, 2) == (4096 + 4096 * 4096 + 4096) * 2
+
+
+def test_bytes_moved_also_reads_c_when_beta_is_not_zero():
+    shape = {"M": 32, "N": 6144, "K": 4096}
+    assert bytes_moved(shape, 2, beta=0.5) - bytes_moved(shape, 2) == 32 * 6144 * 2
 
 
 def test_summarize_gives_gb_per_s_and_the_share_of_the_copy_bandwidth():
@@ -109,3 +124,27 @@ def test_the_table_shows_bandwidth_columns_only_when_the_run_measured_it():
     assert not has_bandwidth(plain) and has_bandwidth(measured)
     headers = lambda result: [c.header for c in build_table(result).columns]   # noqa: E731
     assert "GB/s" not in headers(plain) and {"GB/s", "% copy BW"} <= set(headers(measured))
+
+
+def _text(result) -> str:
+    con = Console(record=True, width=240, color_system=None)
+    render(result, con)
+    return con.export_text()
+
+
+def test_an_old_result_file_without_bandwidth_fields_still_renders():
+    old = _record("cublas", 1, 4096, 4096, 0.016)
+    del old["gbps"], old["pct_copy_bw"]
+    summarize([old], None)      # as before: no element size, no bandwidth fields written
+    assert "gbps" not in old
+    text = _text({"settings": {"dtype": "bf16"}, "env": {}, "results": [old]})
+    assert "1x4096x4096" in text and "GB/s" not in text
+
+
+def test_a_measured_run_shows_each_rows_gb_per_s_and_share_of_the_copy_bandwidth():
+    recs = [_record("cublas", 1, 4096, 4096, 0.016)]
+    summarize(recs, None, itemsize=2, copy_bw=3.0e12)
+    text = _text({"settings": {"dtype": "bf16", "copy_bandwidth": {"dram_bw_Bps": 3.0e12, "copy_bytes": 2 ** 30}},
+                  "env": {}, "results": recs})
+    assert f"{recs[0]['gbps']:.0f}" in text and f"{recs[0]['pct_copy_bw']:.1f}" in text
+    assert "of 3000 GB/s" in text

@@ -69,11 +69,11 @@ def _energy(rec: dict, basis: list[int]) -> None:
         rec["gflop_per_j"] = 2.0 * rec["M"] * rec["N"] * rec["K"] / (rec["mj"] * 1e-3) / 1e9
 
 
-def bytes_moved(rec: dict, itemsize: int) -> int:
+def bytes_moved(rec: dict, itemsize: int, beta: float = 0.0) -> int:
     """The bytes a GEMM of the record's shape must move at the least: A and B read once and C
-    written once (the bench's beta is 0, so C is not read)."""
+    written once, and C read once more when ``beta`` is not 0 (the bench's beta is 0)."""
     M, N, K = rec["M"], rec["N"], rec["K"]
-    return (M * K + K * N + M * N) * itemsize
+    return (M * K + K * N + M * N * (1 if beta == 0 else 2)) * itemsize
 
 
 def summarize(records: list[dict], peak_tflops: float | None, itemsize: int | None = None,

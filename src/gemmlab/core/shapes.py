@@ -52,6 +52,7 @@ RANDOM_SEED = 0
 RANDOM_BOUNDS: tuple[tuple[int, int], ...] = ((1, 12288), (16, 12288), (16, 12288))   # M, N, K
 SUITE_FORMS = "fp32, llm, decode, random[:N][@SEED] (e.g. random, random:64, random@7, random:64@7)"
 _RANDOM = re.compile(r"random(?::(?P<n>[^@]*))?(?:@(?P<seed>.*))?")
+_DIGITS = re.compile(r"[0-9]+")
 
 
 def random_shapes(n: int = RANDOM_N, seed: int = RANDOM_SEED) -> tuple[Shape, ...]:
@@ -73,15 +74,16 @@ def random_shapes(n: int = RANDOM_N, seed: int = RANDOM_SEED) -> tuple[Shape, ..
 def parse_random(name: str) -> tuple[int, int] | None:
     """(N, SEED) of a ``random[:N][@SEED]`` suite name; None for another name; ValueError for a
     random one that is malformed."""
-    m = _RANDOM.fullmatch(name.strip())
+    m = _RANDOM.fullmatch(name)
     if m is None:
         return None
     n, seed = m.group("n"), m.group("seed")
-    try:
-        count = RANDOM_N if n is None else int(n)
-        start = RANDOM_SEED if seed is None else int(seed)
-    except ValueError:
-        raise ValueError(f"suite {name!r}: N and SEED must be integers; suites: {SUITE_FORMS}") from None
+    # ASCII digits only: int() would also take " 5", "+5", "5_0" and other scripts' digits, forms
+    # that the help does not show and that a reader of a result file would not take for a number
+    if any(part is not None and not _DIGITS.fullmatch(part) for part in (n, seed)):
+        raise ValueError(f"suite {name!r}: N and SEED must be integers; suites: {SUITE_FORMS}")
+    count = RANDOM_N if n is None else int(n)
+    start = RANDOM_SEED if seed is None else int(seed)
     if count < 1 or start < 0:
         raise ValueError(f"suite {name!r}: N must be at least 1 and SEED at least 0; suites: {SUITE_FORMS}")
     return count, start
