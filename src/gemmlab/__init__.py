@@ -7,6 +7,7 @@ cuBLAS, timed honestly, and explained.
 >>> gemmlab.gemm(a, b, c, alpha=2.0, beta=0.5, kernel="tile_2d")   # c <- 2 a@b + 0.5 c
 >>> gemmlab.precompile(kernels=["tile_2d"], dtypes=["fp32"])   # build ahead of time, in parallel
 >>> gemmlab.empty_cache()          # return the split-K / copy workspaces gemmlab keeps (<= workspace_limit())
+>>> gemmlab.autotune(True)         # auto measures a few candidates at each new shape's first call
 
 ``gemmlab.torch.matmul(a, b)`` is the PyTorch operator ``gemmlab::matmul`` (autograd and
 ``torch.compile``); it is imported on first use, so ``import gemmlab`` does not import PyTorch.
@@ -24,6 +25,7 @@ The package is layered; each folder is one layer and imports only from the layer
 
 __version__ = "0.1.0"
 
+from .core import autotune as _autotune  # noqa: E402
 from .core.api import (empty_cache, gemm, matmul, memory_reserved, plan, set_workspace_limit,  # noqa: E402
                        workspace_limit)
 from .core.compile import CompileError  # noqa: E402
@@ -33,8 +35,28 @@ from .core.precompile import precompile  # noqa: E402
 from .core.registry import Rung, kernels  # noqa: E402
 
 __all__ = ["gemm", "matmul", "plan", "precompile", "empty_cache", "memory_reserved", "workspace_limit",
-           "set_workspace_limit", "kernels", "Rung", "CompileError", "NoGPUError", "MissingDependencyError",
+           "set_workspace_limit", "autotune", "kernels", "Rung", "CompileError", "NoGPUError", "MissingDependencyError",
            "__version__"]
+
+
+def _tune_online(*args):
+    """core.autotune's tuner: tune.online's, imported at the first signature it measures (the
+    timing engine and the tables' writer live in layers above core)."""
+    from .tune.online import tune_problem
+
+    return tune_problem(*args)
+
+
+_autotune.install(_tune_online)
+
+
+def autotune(enabled: bool = True, *, budget_s: float | None = None, candidates: int | None = None):
+    """Switch on-line tuning of ``kernel="auto"`` on (or off): at the first call of a shape no tuned
+    entry holds, time up to ``candidates`` configurations (default 4) on the call's operands within
+    ``budget_s`` seconds (default 3, ``GEMMLAB_AUTOTUNE_BUDGET``) and keep the fastest in the tuned
+    table for later calls and processes; never while the stream captures a CUDA graph. Also
+    ``GEMMLAB_AUTOTUNE=1``. Returns the settings in force (``core.autotune.Settings``)."""
+    return _autotune.configure(enabled, budget_s=budget_s, candidates=candidates)
 
 
 def __getattr__(name: str):

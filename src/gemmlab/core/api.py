@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from . import dispatch, fastpath, textures, workspace
+from . import autotune, dispatch, fastpath, textures, workspace
 from .deps import require
 from .driver import device_info
-from .launch import Plan
+from .launch import Plan, current_stream, stream_capturing
 from .dtypes import get as get_dtype
 from .problem import describe_array, make_problem
 
@@ -25,15 +25,42 @@ def _device_for(problem, kernel):
     return device_info(problem.c.device) if kernel == "auto" else None
 
 
+def _choose(problem, kernel, config, precision, operands) -> dispatch.Choice:
+    """``dispatch.decide``'s choice, or with on-line tuning on (core/autotune.py) and ``auto``
+    choosing, at a signature's first call, the fastest of its candidates measured on ``operands``."""
+    device = _device_for(problem, kernel)
+    st = autotune.settings()
+    tune = autotune.tuner()
+    if not st.enabled or tune is None or kernel != "auto" or config is not None \
+            or dispatch.tuned_exactly(problem, device, precision):
+        return dispatch.decide(problem, kernel, config, device, precision)
+    kp = problem.kernel_view()
+    key = (problem.dtype, precision, kp.M, kp.N, kp.K, kp.a_col, kp.b_col, device.name)
+    if not autotune.claim(key):     # tuned in this process already (or by another thread now)
+        return dispatch.decide(problem, kernel, config, device, precision)
+    if stream_capturing(current_stream(problem.c.lib, problem.c.device), problem.c.device):
+        autotune.release(key)
+        choice = dispatch.decide(problem, kernel, config, device, precision)
+        return dispatch.Choice(choice.rung, choice.config, choice.source,
+                               choice.reason + "; not tuned on-line: the stream is capturing a CUDA graph", choice.entry)
+    try:
+        tuned = tune(problem, device, precision, operands, st)
+    except Exception:
+        autotune.release(key)       # measured nothing usable: the next call may try again
+        raise
+    return tuned if tuned is not None else dispatch.decide(problem, kernel, config, device, precision)
+
+
 def plan(a, b, c, *, alpha=1.0, beta=0.0, kernel: str = "auto", config=None, precision: str | None = None) -> Plan:
     """A prepared launch of one rung on these operands; ``plan(...).run()`` launches it. Its repr
     (and ``.choice``) says which rung and configuration run, and why (``core.dispatch``);
     ``precision`` as for ``gemm``. The plan holds a, b and c (``.operands``) while you hold it:
     ``run()`` launches on them."""
     problem = make_problem(a, b, c, alpha, beta)
-    choice = dispatch.decide(problem, kernel, config, _device_for(problem, kernel), precision)
     if 0 in (problem.M, problem.N, problem.K):
+        dispatch.decide(problem, kernel, config, _device_for(problem, kernel), precision)   # its refusals first
         raise ValueError(f"empty problem {problem.M}x{problem.N}x{problem.K}: nothing to launch")
+    choice = _choose(problem, kernel, config, precision, (a, b, c))
     p = Plan(problem, choice.rung, choice.config, choice=choice, precision=precision)
     p.operands = (a, b, c)
     return p
@@ -63,7 +90,7 @@ def gemm(a, b, c, *, alpha=1.0, beta=0.0, kernel: str = "auto", config=None, pre
         if problem.M and problem.N:
             _scale_in_place(c, problem.beta)
         return c
-    choice = dispatch.decide(problem, kernel, config, _device_for(problem, kernel), precision)
+    choice = _choose(problem, kernel, config, precision, (a, b, c))
     plan = Plan(problem, choice.rung, choice.config, choice=choice, precision=precision)
     plan.run()
     fastpath.remember((a, b, c), kernel, config, plan, problem, precision)

@@ -276,15 +276,15 @@ def _clustered(cfg: dict, why: str, M: int) -> tuple[dict, str]:
     return cfg, why
 
 
-def _rule(problem: GemmProblem, arch, sm_count: int, precision: str | None = None) -> Choice:
+def _rule(problem: GemmProblem, arch, sm_count: int, precision: str | None = None, thin: bool = True) -> Choice:
     """The top rung for the dtype and precision with ``rule_config``, except where it cannot split
     K and its output tiles would leave more than half of the SMs idle: then the highest rung that
     can split, with its own rule (fp16/bf16 on sm_90a: rung 21 is persistent but has no split-K, so
     128x4096x4096's 16 tiles of 128x256 go to rung 19, split in 8, or its 128x128 tile)."""
     kp = problem.kernel_view()
-    thin = _thin(kp, problem.dtype, arch, sm_count, precision)
-    if thin is not None:
-        return thin
+    ruled = _thin(kp, problem.dtype, arch, sm_count, precision) if thin else None
+    if ruled is not None:
+        return ruled
     rung = choose(problem, "auto", arch, precision)
     lower = _split_pass_loses(rung, problem, arch, sm_count, precision)
     if lower is not None:
@@ -460,7 +460,7 @@ def _from_table(problem: GemmProblem, device, source: str, precision: str | None
     cuBLAS against the 1.01x the bf16 entry runs at, h100_llm_suite_fp16_s11.json.)"""
     kp = problem.kernel_view()
     allowed = {r.slug: r for r in for_dtype(problem.dtype, device.arch, precision)}
-    layout = ("c" if kp.a_col else "r") + ("c" if kp.b_col else "r")
+    layout = _layout(kp)
     if source == "tuned":
         entries, gpu = [e for e in read_table(tuned_path()) if e.get("arch") == device.arch], device.name
     else:
@@ -487,6 +487,69 @@ def _from_table(problem: GemmProblem, device, source: str, precision: str | None
         cfg["SPLITK"] = 1
         why += "; SPLITK=1: the row tiles need grid.z"
     return Choice(rung, cfg, source, why, e)
+
+
+def _layout(kp) -> str:
+    return ("c" if kp.a_col else "r") + ("c" if kp.b_col else "r")
+
+
+def tuned_exactly(problem: GemmProblem, device, precision: str | None = None) -> bool:
+    """Whether this GPU's tuned table holds an entry of exactly this problem (the kernel view's
+    shape and layout, the dtype in the precision) whose rung may run: on-line tuning leaves it be."""
+    kp = problem.kernel_view()
+    allowed = {r.slug: r for r in for_dtype(problem.dtype, device.arch, precision)}
+    shape, layout = [kp.M, kp.N, kp.K], _layout(kp)
+    return any(e.get("arch") == device.arch and e.get("gpu_name") in (None, device.name) and list(e.get("shape") or ())
+               == shape and e.get("layout", layout) == layout and _usable(e, problem.dtype, allowed, precision)
+               for e in read_table(tuned_path()))
+
+
+NEAREST_PER_TABLE = 2   # candidates from each table: its nearest entries, whatever their distance
+
+
+def candidates(problem: GemmProblem, device, precision: str | None = None, limit: int = 4) -> list[Choice]:
+    """Distinct configurations for on-line tuning to measure (core/autotune.py), best guess first:
+    auto's own choice (for rung 24 also with twice its warps along K and half its slices), the
+    rule's, the rule's without the thin rungs, the light launch (no tensor maps, no persistent
+    grid, no copies), then the ``NEAREST_PER_TABLE`` nearest entries of the tuned and the shipped
+    tables (of the dtype, any distance); each with its packing decided; at most ``limit``."""
+    kp = problem.kernel_view()
+    allowed = {r.slug: r for r in for_dtype(problem.dtype, device.arch, precision)}
+    layout = _layout(kp)
+    out = [decide(problem, "auto", None, device, precision)]
+    if out[0].rung.thin and "WK" in out[0].rung.params:     # rung 24: twice the warps along K, half the slices
+        cfg = dict(out[0].config, WK=2 * out[0].config["WK"], BK=2 * out[0].config["BK"])
+        cfg["SPLITK"] = max(1, cfg["SPLITK"] // 2)
+        cfg["SKCLUSTER"] = cfg["SKCLUSTER"] if cfg["SPLITK"] > 1 else 0
+        if not out[0].rung.check_config(cfg, precision):
+            out.append(Choice(out[0].rung, cfg, "rule", out[0].reason + f"; WK={cfg['WK']}, SPLITK={cfg['SPLITK']}"))
+    out += [with_packing(_rule(problem, device.arch, device.sm_count, precision, thin), problem, device.sm_count, precision)
+            for thin in (True, False)]
+    # the light launch: the highest rung with neither tensor maps nor a persistent grid (rung 17 for
+    # 16-bit, 18 for FP32), the rule's tile and split, no operand copies: no per-call host setup
+    light = [r for r in for_dtype(problem.dtype, device.arch, precision, thin=False) if not r.tensor_maps and not r.persistent]
+    if light:
+        cfg, why = rule_config(light[-1], kp.M, kp.N, kp.K, device.sm_count, _own(light[-1], problem.dtype, precision))
+        cfg = dict(cfg, PACK=0) if "PACK" in light[-1].params else cfg
+        out.append(Choice(light[-1], cfg, "rule", f"the light launch, {light[-1].slug}: {why}"))
+    for source, entries in (("tuned", [e for e in read_table(tuned_path()) if e.get("arch") == device.arch]),
+                            ("defaults", read_table(defaults_path(device.arch)))):
+        usable = [e for e in entries if _usable(e, problem.dtype, allowed, precision) and _thin_covers(e, (kp.M, kp.N, kp.K), allowed)]
+        usable.sort(key=lambda e: (e.get("layout", layout) != layout, distance(e["shape"], (kp.M, kp.N, kp.K))))
+        for e in usable[:NEAREST_PER_TABLE]:
+            rung = allowed[e["rung"]]
+            cfg = rung.config(e.get("config") or {}, _own(rung, problem.dtype, precision))
+            if cfg.get("SPLITK", 1) > 1 and -(-kp.M // cfg["BM"]) > MAX_GRID_Y:
+                cfg["SPLITK"] = 1
+            why = f"{source} shape {'x'.join(map(str, e['shape']))} ({e.get('layout', 'any')} layout)"
+            out.append(with_packing(Choice(rung, cfg, source, why, e), problem, device.sm_count, precision))
+    seen, distinct = set(), []
+    for c in out:
+        key = (c.rung.slug, json.dumps(c.config, sort_keys=True, default=str))
+        if key not in seen:
+            seen.add(key)
+            distinct.append(c)
+    return distinct[:limit]
 
 
 def decide(problem: GemmProblem, kernel: str = "auto", config=None, device=None,

@@ -1096,7 +1096,9 @@ RUNGS: tuple[Rung, ...] = (
         ("002 future work after gemm_v07",), "17_mma_sync.cu", dtypes=("fp16", "bf16"),
         params={"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4, "SPLITK": 1},   # the faster of the two presets on the H100
         presets={"128x128": {"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4},
-                 "128x256": {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 3}},
+                 "128x256": {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 3},
+                 # small problems: 4 warps of 32x32, a light launch (on-line tuning's candidate)
+                 "64x64": {"BM": 64, "BN": 64, "BK": 32, "WM": 32, "WN": 32, "STAGES": 3}},
         threads=_mma_threads, constraints=lambda c: _mma_constraints(c) + _splitk_constraints(c), smem=_mma_smem,
         sass_claims=("HMMA.16816", "LDSM", "LDGSTS"), min_arch=80,
         packs=True,

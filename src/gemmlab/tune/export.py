@@ -26,6 +26,7 @@ from ..core import dispatch
 from .store import documents
 
 FORMAT = 1
+ONLINE_FILE = "online.json"   # on-line tuning's winners (tune/online.py), beside tuned.json
 
 
 def _shape(text: str) -> list[int]:
@@ -74,14 +75,28 @@ def write_table(path: str | Path, entries: list[dict], **meta) -> Path:
     return write_json(doc, path)
 
 
+def online_path() -> Path | None:
+    """Where on-line tuning keeps its winners (None when the cache folder is off)."""
+    tuned = dispatch.tuned_path()
+    return None if tuned is None else tuned.with_name(ONLINE_FILE)
+
+
+def online_entries() -> list[dict]:
+    """The entries on-line tuning stored."""
+    path = online_path()
+    return [] if path is None else list(read_table(path).get("entries", []))
+
+
 def export_tuned(storage_url: str | None = None) -> Path | None:
-    """Write every study's best configuration to the file ``kernel="auto"`` reads; None when the
+    """Write every study's best configuration, and on-line tuning's winners (``online_entries``;
+    the faster one where both have a shape), to the file ``kernel="auto"`` reads; None when the
     cache folder is off (nowhere to write)."""
     path = dispatch.tuned_path()
     if path is None:
         return None
-    out = write_table(path, best_per_shape(best_entries(documents(storage_url))),
-                      source="gemmlab tune: the best measured configuration of every study in the database")
+    out = write_table(path, best_per_shape(best_entries(documents(storage_url)) + online_entries()),
+                      source="gemmlab tune: the best measured configuration of every study in the database, "
+                             "and of on-line tuning")
     dispatch.reload()
     return out
 
