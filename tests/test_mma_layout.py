@@ -42,7 +42,7 @@ def test_copies_and_fragment_reads_are_bijective_and_bank_conflict_free(cfg, a_c
     lay.check_fragment_addresses(g, a_col, b_col)
 
 
-@pytest.mark.parametrize("cfg", lay.CONFIGS[2:], ids=["32x64x64", "16x16x32"])
+@pytest.mark.parametrize("cfg", lay.CONFIGS[2:], ids=["32x64x64", "16x16x32", "64x64x32"])
 @pytest.mark.parametrize("a_col, b_col", LAYOUTS, ids=["rr", "rc", "cr", "cc"])
 def test_an_emulated_block_grid_computes_a_at_b_on_ragged_shapes(cfg, a_col, b_col):
     for M, N, K in lay.shapes_for(cfg):

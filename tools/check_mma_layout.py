@@ -321,7 +321,8 @@ def check_gemm(cfg: dict, a_col: bool, b_col: bool, M: int, N: int, K: int, seed
 CONFIGS = [DEFAULT,
            {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 3},
            {"BM": 32, "BN": 64, "BK": 64, "WM": 16, "WN": 32, "STAGES": 2},
-           {"BM": 16, "BN": 16, "BK": 32, "WM": 16, "WN": 16, "STAGES": 4}]
+           {"BM": 16, "BN": 16, "BK": 32, "WM": 16, "WN": 16, "STAGES": 4},
+           {"BM": 64, "BN": 64, "BK": 32, "WM": 32, "WN": 32, "STAGES": 3}]
 
 
 def shapes_for(cfg: dict) -> list[tuple[int, int, int]]:
