@@ -4,6 +4,10 @@ writes the shapes as JSON for other tools.
 
     gemmlab bench auto async_simt --suite fp32 --json fp32_suite.json          (strict FP32)
     gemmlab bench auto mma_sync --suite llm --dtype bf16 --json llm_bf16.json   (and --dtype fp16)
+    gemmlab bench auto --suite decode --dtype bf16 --json decode_bf16.json      (GB/s, % of the copy rate)
+    gemmlab bench auto --suite random:48@1 --dtype bf16 --json random.json     (a sample nobody tuned on)
+
+``random[:N][@SEED]`` is drawn, not listed (core/shapes.py: random_shapes); this prints the fixed ones.
 
 A suite run's table and JSON end with each kernel's geometric mean of its ratios to cuBLAS over the
 suite and the shapes where it is below 0.8x (bench's ``summary``).

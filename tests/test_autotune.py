@@ -199,7 +199,6 @@ def test_on_line_tuning_refuses_inside_a_graph_capture(tables):
     import torch
 
     import gemmlab
-    gemmlab.autotune(True, budget_s=30)
     a = torch.randn(227, 187, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(187, 215, device="cuda", dtype=torch.bfloat16)
     c = torch.empty(227, 215, device="cuda", dtype=torch.bfloat16)
@@ -217,3 +216,19 @@ def test_on_line_tuning_refuses_inside_a_graph_capture(tables):
     torch.cuda.synchronize()
     torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=2e-2, atol=2e-2)
     assert gemmlab.plan(a, b, c).choice.source == "online"
+
+
+@pytest.mark.gpu
+def test_tuning_a_call_with_beta_leaves_its_c_to_the_call(tables):
+    import torch
+
+    import gemmlab
+    gemmlab.autotune(True, budget_s=30)
+    a = torch.randn(301, 77, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(77, 190, device="cuda", dtype=torch.bfloat16)
+    full = torch.randn(190, 320, device="cuda", dtype=torch.bfloat16)
+    c = full[:, :301].t()                        # column-major, padded: the copy keeps its strides
+    want = 1.5 * (a.float() @ b.float()) - 0.5 * c.float()
+    gemmlab.gemm(a, b, c, alpha=1.5, beta=-0.5)
+    assert (tables / "online.json").is_file()
+    torch.testing.assert_close(c.float(), want, rtol=3e-2, atol=3e-2)

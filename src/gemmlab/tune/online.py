@@ -29,10 +29,21 @@ TIMING = timing.Settings(l2="hot", spin_us=20.0, spin="idle", warmup=2, min_samp
 
 
 def _scratch_c(problem, c):
-    """C itself when beta is 0, else a copy (the candidates' writes must not reach the caller's C)."""
+    """C itself when beta is 0, else a copy with C's strides (the candidates' writes must not reach
+    the caller's C, and the copy must be the same problem: a padded or column-major C stays so)."""
     if problem.beta == 0.0:
         return c
-    return c.clone() if hasattr(c, "clone") else c.copy()
+    if hasattr(c, "clone"):                       # PyTorch
+        import torch
+
+        out = torch.empty_strided(c.size(), c.stride(), dtype=c.dtype, device=c.device)
+        return out.copy_(c)
+    import cupy
+
+    span = 1 + sum((n - 1) * abs(s) // c.itemsize for n, s in zip(c.shape, c.strides))
+    out = cupy.lib.stride_tricks.as_strided(cupy.empty(span, dtype=c.dtype), c.shape, c.strides)
+    out[...] = c
+    return out
 
 
 def tune_problem(problem, device, precision, operands, settings):
