@@ -2,6 +2,7 @@
 # One batched GPU job for the device machine: install, GPU tests, sanitizers, benchmark.
 # Usage: GEMMLAB_GIT_COMMIT=$(git rev-parse HEAD) tools/gpu_suite.sh [stage ...]
 # stages: env warm verify pytest pytest-par pytest-profile memcheck racecheck memcheck-configs
+#         suite-decode suite-random tune-online (issue 40: decode, held-out random sample, on-line tuning)
 #         racecheck-configs sanitize-new bench bench16 bench-bf16 bench-tf32 suite-fp32 suite-llm16
 #         suite-llm-bf16 tune-fp32 strategies plain overhead overhead16 sustained ncu-record report inspect
 #         (default: env warm pytest memcheck racecheck bench bench16 bench-bf16)
@@ -87,6 +88,20 @@ for st in "${stages[@]}"; do
           $ALL $GL verify mma_sync --config SPLITK=4 --shapes 13x17x9,70x33x700 --alpha 1.5 --beta -0.5"
       done ;;
     suite-fp32) run suite-fp32 $GL bench auto async_simt --suite fp32 --json "$OUT/suite_fp32.json" ;;
+    suite-decode)  # rung 24 through auto against cuBLAS and Triton, GB/s and % of the copy rate (issue 40)
+      run suite-decode bash -c "$GL bench auto --suite decode --dtype bf16 --peers cublas,triton --json $OUT/suite_decode_bf16.json && \
+          $GL bench auto --suite decode --dtype fp16 --peers cublas --json $OUT/suite_decode_fp16.json" ;;
+    suite-random)  # auto on a random sample nobody tuned on (RANDOM=random:48@1), in each dtype (issue 40's headline)
+      for dt in ${RANDOM_DTYPES:-bf16 fp16 fp32}; do
+        run suite-random-$dt $GL bench auto --suite ${RANDOM:-random:48@1} --dtype $dt --peers cublas --max-samples 40 \
+          --time-cap 1 --json "$OUT/suite_random_$dt.json"
+      done ;;
+    tune-online)  # on-line tuning over a tuning sample (TUNE_SAMPLE=random:200@0): each shape's first call times
+      # its candidates; the winners come back in $OUT/online.json (merge into the shipped table from there)
+      GEMMLAB_AUTOTUNE=1 GEMMLAB_AUTOTUNE_BUDGET=${TUNE_BUDGET:-5} GEMMLAB_CACHE_DIR=$OUT/online-cache \
+        run tune-online-${TUNE_DTYPE:-bf16} $GL bench auto --suite ${TUNE_SAMPLE:-random:200@0} --dtype ${TUNE_DTYPE:-bf16} \
+          --peers cublas --max-samples 10 --time-cap 0.5 --json "$OUT/tune_online_${TUNE_DTYPE:-bf16}.json"
+      cp "$OUT/online-cache/online.json" "$OUT/online_${TUNE_DTYPE:-bf16}.json" 2>/dev/null || true ;;
     suite-llm16) run suite-llm16 $GL bench auto --suite llm --dtype fp16 --json "$OUT/suite_llm_fp16.json" ;;
     suite-llm-bf16) run suite-llm-bf16 $GL bench auto --suite llm --dtype bf16 --json "$OUT/suite_llm_bf16.json" ;;
     bench-tf32) run bench-tf32 bash -c "$GL bench tf32_mma --precision tf32 --shape 4096,8192 --json $OUT/bench_tf32.json && \
