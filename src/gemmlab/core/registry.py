@@ -1251,14 +1251,16 @@ RUNGS: tuple[Rung, ...] = (
         "For 16-bit C with a side of at most 32 (LLM decoding): each thread's 16-byte loads of the wide operand are its mma.sync fragments (the k order permuted to match, byte permutes where it is contiguous along its wide side), no shared memory in the K loop, K split over the warps of a block and the blocks of a cluster, the partial sums added in a fixed order.",
         ("beyond the seeds: issue 40's decode shapes (M of 1 to 32 against 4096-14336 x 4096-14336 weights)",),
         "24_decode.cu", dtypes=("fp16", "bf16"),
-        params={"BM": 8, "BN": 64, "BK": 128, "WK": 4, "DEPTH": 2, "L2PF": 0, "SPLITK": 1, "SKCLUSTER": 0},
+        # the default tile: N thin (16), as the bench's thin shape 4096x16x4096 is; decode's M-thin
+        # tiles are the presets m8 and m32 (auto's rule sizes both, core/decode.py)
+        params={"BM": 64, "BN": 16, "BK": 128, "WK": 4, "DEPTH": 2, "L2PF": 0, "SPLITK": 1, "SKCLUSTER": 0},
         presets={"m8": {"BM": 8, "BN": 64, "BK": 128, "WK": 4, "DEPTH": 2},
                  "m32": {"BM": 32, "BN": 64, "BK": 128, "WK": 4, "DEPTH": 2},
                  "n8": {"BM": 64, "BN": 8, "BK": 128, "WK": 4, "DEPTH": 2},
                  "n32": {"BM": 64, "BN": 32, "BK": 128, "WK": 4, "DEPTH": 2},
                  "m8_deep": {"BM": 8, "BN": 64, "BK": 256, "WK": 8, "DEPTH": 4}},
         threads=_decode.threads, constraints=lambda c: _decode.constraints(c) + _splitk_constraints(c), smem=_decode.smem,
-        sass_claims=("HMMA.16816", "LDG.E.128", "PRMT"), min_arch=80, thin=_decode.THIN16_MAX, thin_rule=_decode.rule,
+        sass_claims=("HMMA.16816", "LDG.E.128"), min_arch=80, thin=_decode.THIN16_MAX, thin_rule=_decode.rule,
         space={"BM": (8, 16, 32, 64, 128), "BN": (8, 16, 32, 64, 128), "BK": (128, 256, 512), "WK": (1, 2, 4, 8),
                "DEPTH": (2, 3, 4, 5), "L2PF": (0, 1), "SPLITK": SPLITK_SPACE, "SKCLUSTER": (0, 1)},
     ),
