@@ -114,6 +114,18 @@ def fresh_cache(tmp_path, monkeypatch):
 
 
 @pytest.fixture()
+def rule_only(tmp_path, monkeypatch):
+    """Neither a tuned export nor the shipped table: the dispatch rule answers (thin rungs' tests)."""
+    from gemmlab.core import dispatch
+
+    monkeypatch.setenv("GEMMLAB_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(dispatch, "defaults_path", lambda arch: tmp_path / "no_defaults.json")
+    dispatch.reload()
+    yield
+    dispatch.reload()
+
+
+@pytest.fixture()
 def plan_count(monkeypatch):
     """How many plans gemmlab.gemm builds (the full path builds one; a fast-path hit none),
     counted from an empty fast path."""

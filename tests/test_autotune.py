@@ -12,16 +12,14 @@ from types import SimpleNamespace
 import pytest
 
 from gemmlab.core import api, autotune, dispatch, registry
-from gemmlab.core.problem import ArrayInfo, GemmProblem
+from gemmlab.core.problem import GemmProblem
+import stand_ins
 
 H100 = SimpleNamespace(arch="sm_90a", name="NVIDIA H100 80GB HBM3", sm_count=132, l2_bytes=50 << 20)
 
 
-def problem(M, N, K, dtype="bf16") -> GemmProblem:
-    def info(rows, cols):
-        return ArrayInfo(0x10000, rows, cols, cols, False, dtype, 0, "torch")
-
-    return GemmProblem(M, N, K, dtype, info(M, K), info(K, N), info(M, N), 1.0, 0.0)
+def problem(M, N, K) -> GemmProblem:
+    return stand_ins.problem(M, N, K, "bf16", lib="torch")
 
 
 @pytest.fixture

@@ -14,29 +14,17 @@ from types import SimpleNamespace
 import pytest
 
 from gemmlab.core import decode, dispatch, registry
-from gemmlab.core.problem import ArrayInfo, GemmProblem
+from gemmlab.core.problem import GemmProblem
 from gemmlab.core.variant import Variant
+import stand_ins
 
 DECODE = registry.get("decode")
 H100 = SimpleNamespace(arch="sm_90a", name="NVIDIA H100 80GB HBM3", sm_count=132)
 A100 = SimpleNamespace(arch="sm_80", name="NVIDIA A100-SXM4-80GB", sm_count=108)
 
 
-def problem(M, N, K, dtype="bf16", b_col=False, c_col=False) -> GemmProblem:
-    def info(rows, cols, col):
-        return ArrayInfo(0x10000, rows, cols, rows if col else cols, col, dtype, 0, "cupy")
-
-    return GemmProblem(M, N, K, dtype, info(M, K, False), info(K, N, b_col), info(M, N, c_col), 1.0, 0.0)
-
-
-@pytest.fixture
-def rule_only(tmp_path, monkeypatch):
-    """Neither a tuned export nor the shipped table: the rule answers."""
-    monkeypatch.setenv("GEMMLAB_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(dispatch, "defaults_path", lambda arch: tmp_path / "no_defaults.json")
-    dispatch.reload()
-    yield
-    dispatch.reload()
+def problem(M, N, K, dtype="bf16", **layouts) -> GemmProblem:
+    return stand_ins.problem(M, N, K, dtype, **layouts)
 
 
 # ---- the registry ------------------------------------------------------------------------------

@@ -14,18 +14,11 @@ from types import SimpleNamespace
 import pytest
 
 from gemmlab.core import dispatch
-from gemmlab.core.problem import ArrayInfo, GemmProblem
 from gemmlab.core.registry import get
+from stand_ins import problem
 
 H100 = SimpleNamespace(arch="sm_90a", name="NVIDIA H100 80GB HBM3", sm_count=132)
 A100 = SimpleNamespace(arch="sm_80", name="NVIDIA A100-SXM4-80GB", sm_count=108)
-
-
-def problem(M, N, K, dtype="fp32", a_col=False, b_col=False, c_col=False) -> GemmProblem:
-    def info(rows, cols, col):
-        return ArrayInfo(0x10000, rows, cols, rows if col else cols, col, dtype, 0, "cupy")
-
-    return GemmProblem(M, N, K, dtype, info(M, K, a_col), info(K, N, b_col), info(M, N, c_col), 1.0, 0.0)
 
 
 def entry(shape, rung="async_simt", dtype="fp32", layout="rr", gpu="NVIDIA H100 80GB HBM3", **cfg):

@@ -13,28 +13,11 @@ import pytest
 
 from gemmlab.bench.schedule import schedule, select_rungs
 from gemmlab.core import dispatch, registry
-from gemmlab.core.problem import ArrayInfo, GemmProblem
 from gemmlab.core.shapes import BENCH_SHAPE, THIN_SHAPE
+from stand_ins import problem
 
 THIN = registry.get("thin")
 H100 = SimpleNamespace(arch="sm_90a", name="NVIDIA H100 80GB HBM3", sm_count=132)
-
-
-def problem(M, N, K, dtype="fp32", c_col=False) -> GemmProblem:
-    def info(rows, cols, col):
-        return ArrayInfo(0x10000, rows, cols, rows if col else cols, col, dtype, 0, "cupy")
-
-    return GemmProblem(M, N, K, dtype, info(M, K, False), info(K, N, False), info(M, N, c_col), 1.0, 0.0)
-
-
-@pytest.fixture
-def rule_only(tmp_path, monkeypatch):
-    """Neither a tuned export nor the shipped table: the rule answers."""
-    monkeypatch.setenv("GEMMLAB_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(dispatch, "defaults_path", lambda arch: tmp_path / "no_defaults.json")
-    dispatch.reload()
-    yield
-    dispatch.reload()
 
 
 # ---- the registry ------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from .arch import arch_number
+from .splitk import CLUSTER_ARCH, MAX_SPLITK, MAX_SPLITK_CLUSTER as MAX_CLUSTER
 
 THIN16_MAX = 32          # the widest thin side a block takes (4 n-tiles of 8); wider sides are tiled
 THIN_SIDES = (8, 16, 32)
@@ -20,9 +21,6 @@ ROWS_PER_WARP = 64       # 4 m-tiles of 16 rows
 CHUNK = 32               # k per warp step
 MAX_WK = 8
 MAX_WIDE = 256           # 4 warps along the rows: more adds nothing a second block would not
-CLUSTER_ARCH = 90        # thread-block clusters: sm_90 and newer
-MAX_CLUSTER = 8          # the portable cluster size
-MAX_SPLITK = 64          # slices through the workspace (registry.MAX_SPLITK)
 
 MAX_DEPTH = 6
 
@@ -99,16 +97,15 @@ def rule(M: int, N: int, K: int, sm_count: int, arch, a_col: bool = False, b_col
     launch; on GPUs without clusters the workspace's reduction), at most what leaves each warp
     ``MIN_CHUNKS`` chunks, and as many as the K tiles divide into evenly (``splitk_slices``).
     L2PF=1 where the wide operand is contiguous along K (``a_col``, ``b_col``: the kernel view's
-    layouts): its rows are long runs the L2's 256-byte fetches read ahead in (H100, bf16, B
-    column-major: 2-5% faster at 14336 x 4096 and 4096 x 14336), where the runs of a row-major B
-    are 128 bytes of one k row each and the larger fetches cost 1-4%.
+    layouts): its rows are long runs the L2's 256-byte fetches read ahead in, where the runs of a
+    row-major B are 128 bytes of one k row each and the larger fetches were slower
+    (benchmarks/NOTES.md, session 24).
 
     None (the rung declines, auto's other sources answer) where an operand has no 16-byte access
     (``vec_a``, ``vec_b``): the kernel is correct there but its narrower loads ran far below the
-    memory's rate (H100, bf16: 11x6746x10960 0.34x cuBLAS with 4-byte loads of B, 27x53x454 0.29x
-    and 540x16x425 0.45x with 2-byte ones). Where even 8 slices in a cluster leave the SMs with less
+    memory's rate (benchmarks/NOTES.md, session 24). Where even 8 slices in a cluster leave the SMs with less
     than a quarter of ``WARPS_PER_SM`` (a thin problem narrow on both sides: 1x31x11364 is one tile),
-    the slices go through the workspace instead, up to 64 (registry.MAX_SPLITK)."""
+    the slices go through the workspace instead, up to ``MAX_SPLITK`` (core/splitk.py)."""
     if not (vec_a and vec_b):
         return None
     thin, wide = min(M, N), max(M, N)

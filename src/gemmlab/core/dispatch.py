@@ -460,11 +460,8 @@ def _from_table(problem: GemmProblem, device, source: str, precision: str | None
     cuBLAS against the 1.01x the bf16 entry runs at, h100_llm_suite_fp16_s11.json.)"""
     kp = problem.kernel_view()
     allowed = {r.slug: r for r in for_dtype(problem.dtype, device.arch, precision)}
-    layout = _layout(kp)
-    if source == "tuned":
-        entries, gpu = [e for e in read_table(tuned_path()) if e.get("arch") == device.arch], device.name
-    else:
-        entries, gpu = read_table(defaults_path(device.arch)), None
+    layout = layout_of(kp)
+    entries, gpu = _table(source, device)
     stand_in = dtypes.get(problem.dtype).stand_in
     hit, dtype = None, problem.dtype
     for dt in (problem.dtype,) + ((stand_in,) if stand_in else ()):
@@ -477,19 +474,32 @@ def _from_table(problem: GemmProblem, device, source: str, precision: str | None
     if hit is None:
         return None
     e, d = hit
-    rung = allowed[e["rung"]]
-    cfg = rung.config(e.get("config") or {}, _own(rung, problem.dtype, precision))
     shape = "x".join(map(str, e["shape"]))
     why = f"nearest {source} shape {shape} ({e.get('layout', 'any')} layout, distance {d:.2f})"
     if dtype != problem.dtype:
         why += f", a {dtype} entry standing in for {problem.dtype} (the same kernels and tensor-core rate)"
-    if cfg.get("SPLITK", 1) > 1 and -(-kp.M // cfg["BM"]) > MAX_GRID_Y:
+    return _entry_choice(e, allowed[e["rung"]], problem, precision, source, why)
+
+
+def _table(source: str, device) -> tuple[list[dict], str | None]:
+    """The entries of a table ("tuned": this machine's export, of the device's architecture;
+    "defaults": the shipped one) and the GPU its entries must name, if any (None: any)."""
+    if source == "tuned":
+        return [e for e in read_table(tuned_path()) if e.get("arch") == device.arch], device.name
+    return read_table(defaults_path(device.arch)), None
+
+
+def _entry_choice(e: dict, rung: Rung, problem: GemmProblem, precision: str | None, source: str, why: str) -> Choice:
+    """A table entry's configuration as a choice for ``problem``: without a split where the row
+    tiles need grid.z (the split takes it)."""
+    cfg = rung.config(e.get("config") or {}, _own(rung, problem.dtype, precision))
+    if cfg.get("SPLITK", 1) > 1 and -(-problem.kernel_view().M // cfg["BM"]) > MAX_GRID_Y:
         cfg["SPLITK"] = 1
         why += "; SPLITK=1: the row tiles need grid.z"
     return Choice(rung, cfg, source, why, e)
 
 
-def _layout(kp) -> str:
+def layout_of(kp) -> str:
     return ("c" if kp.a_col else "r") + ("c" if kp.b_col else "r")
 
 
@@ -498,7 +508,7 @@ def tuned_exactly(problem: GemmProblem, device, precision: str | None = None) ->
     shape and layout, the dtype in the precision) whose rung may run: on-line tuning leaves it be."""
     kp = problem.kernel_view()
     allowed = {r.slug: r for r in for_dtype(problem.dtype, device.arch, precision)}
-    shape, layout = [kp.M, kp.N, kp.K], _layout(kp)
+    shape, layout = [kp.M, kp.N, kp.K], layout_of(kp)
     return any(e.get("arch") == device.arch and e.get("gpu_name") in (None, device.name) and list(e.get("shape") or ())
                == shape and e.get("layout", layout) == layout and _usable(e, problem.dtype, allowed, precision)
                for e in read_table(tuned_path()))
@@ -515,7 +525,7 @@ def candidates(problem: GemmProblem, device, precision: str | None = None, limit
     tables (of the dtype, any distance); each with its packing decided; at most ``limit``."""
     kp = problem.kernel_view()
     allowed = {r.slug: r for r in for_dtype(problem.dtype, device.arch, precision)}
-    layout = _layout(kp)
+    layout = layout_of(kp)
     out = [decide(problem, "auto", None, device, precision)]
     if out[0].rung.thin and "WK" in out[0].rung.params:     # rung 24: twice the warps along K, half the slices
         cfg = dict(out[0].config, WK=2 * out[0].config["WK"], BK=2 * out[0].config["BK"])
@@ -532,17 +542,14 @@ def candidates(problem: GemmProblem, device, precision: str | None = None, limit
         cfg, why = rule_config(light[-1], kp.M, kp.N, kp.K, device.sm_count, _own(light[-1], problem.dtype, precision))
         cfg = dict(cfg, PACK=0) if "PACK" in light[-1].params else cfg
         out.append(Choice(light[-1], cfg, "rule", f"the light launch, {light[-1].slug}: {why}"))
-    for source, entries in (("tuned", [e for e in read_table(tuned_path()) if e.get("arch") == device.arch]),
-                            ("defaults", read_table(defaults_path(device.arch)))):
-        usable = [e for e in entries if _usable(e, problem.dtype, allowed, precision) and _thin_covers(e, (kp.M, kp.N, kp.K), allowed)]
+    for source in ("tuned", "defaults"):
+        usable = [e for e in _table(source, device)[0]
+                  if _usable(e, problem.dtype, allowed, precision) and _thin_covers(e, (kp.M, kp.N, kp.K), allowed)]
         usable.sort(key=lambda e: (e.get("layout", layout) != layout, distance(e["shape"], (kp.M, kp.N, kp.K))))
         for e in usable[:NEAREST_PER_TABLE]:
-            rung = allowed[e["rung"]]
-            cfg = rung.config(e.get("config") or {}, _own(rung, problem.dtype, precision))
-            if cfg.get("SPLITK", 1) > 1 and -(-kp.M // cfg["BM"]) > MAX_GRID_Y:
-                cfg["SPLITK"] = 1
             why = f"{source} shape {'x'.join(map(str, e['shape']))} ({e.get('layout', 'any')} layout)"
-            out.append(with_packing(Choice(rung, cfg, source, why, e), problem, device.sm_count, precision))
+            out.append(with_packing(_entry_choice(e, allowed[e["rung"]], problem, precision, source, why), problem,
+                                    device.sm_count, precision))
     seen, distinct = set(), []
     for c in out:
         key = (c.rung.slug, json.dumps(c.config, sort_keys=True, default=str))

@@ -26,6 +26,7 @@ from .dtypes import get as get_dtype
 from .precision import applies, resolve as resolve_precision
 from .tensormaps import L2_PROMOTION, L2_PROMOTION_DEFAULT
 from . import decode as _decode
+from .splitk import CLUSTER_ARCH, MAX_SPLITK, MAX_SPLITK_CLUSTER
 
 MAX_GRID_Y = 65535
 SWITCHES = ("PACK", "EPI_TMA", "SKCLUSTER", "STREAMK", "DEFER", "SPREAD", "SNAKE", "KREV", "BALANCE", "L2PF")   # parameters that take 0 (off) or 1 (on); every other one is a positive int
@@ -376,11 +377,8 @@ def streamk_workspace(cfg: Mapping[str, int], blocks: int, warps: int) -> tuple[
     return flags, flags + blocks * warps * 4
 
 
-# ---- split-K -------------------------------------------------------------------------------------
-MAX_SPLITK = 64
+# ---- split-K (its limits: core/splitk.py) -------------------------------------------------------
 SPLITK_SPACE = (1, 2, 4, 8, 16)    # what the tuner tries
-MAX_SPLITK_CLUSTER = 8             # SKCLUSTER=1: the slices are one cluster's blocks (the portable size limit)
-CLUSTER_ARCH = 90                  # thread-block clusters and distributed shared memory: sm_90 and newer
 
 
 def workspace_split(cfg: Mapping[str, int]) -> bool:

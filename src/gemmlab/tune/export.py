@@ -48,7 +48,8 @@ def best_entries(docs: Iterable[Mapping]) -> list[dict]:
     return out
 
 
-def _slot(e: Mapping) -> tuple:
+def slot(e: Mapping) -> tuple:
+    """What one table entry stands for: the GPU, architecture, dtype, layout and shape."""
     return (e.get("gpu_name"), e.get("arch"), e.get("dtype"), e.get("layout"), tuple(e.get("shape") or ()))
 
 
@@ -56,7 +57,7 @@ def best_per_shape(entries: Iterable[dict]) -> list[dict]:
     """The fastest entry per (GPU, architecture, dtype, layout, shape), across rungs and runs."""
     best: dict[tuple, dict] = {}
     for e in entries:
-        k = _slot(e)
+        k = slot(e)
         if k not in best or (e.get("tflops") or 0) > (best[k].get("tflops") or 0):
             best[k] = e
     return sorted(best.values(), key=lambda e: (str(e.get("dtype")), str(e.get("layout")), e["shape"]))

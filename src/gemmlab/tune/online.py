@@ -22,7 +22,7 @@ from ..core.launch import Plan
 from ..core.precision import label
 from ..core.problem import make_problem
 from ..measure import arrays, timing
-from .export import online_path, read_table, write_table
+from .export import online_path, read_table, slot, write_table
 
 TIMING = timing.Settings(l2="hot", spin_us=20.0, spin="idle", warmup=2, min_samples=3, max_samples=20,
                          target_error=0.01, time_cap_s=0.2)
@@ -93,7 +93,7 @@ def _store(problem, device, precision, choice, ms: float, all_ms: dict) -> None:
         return
     kp = problem.kernel_view()
     entry = {"dtype": label(problem.dtype, precision), "shape": [kp.M, kp.N, kp.K],
-             "layout": ("c" if kp.a_col else "r") + ("c" if kp.b_col else "r"), "rung": choice.rung.slug,
+             "layout": dispatch.layout_of(kp), "rung": choice.rung.slug,
              "config": {k: v for k, v in choice.config.items() if k != "PACK"}, "gpu_name": device.name,
              "arch": device.arch, "tflops": 2.0 * kp.M * kp.N * kp.K / (ms * 1e-3) / 1e12, "source": "online",
              "candidates_ms": all_ms, "measured": datetime.now(timezone.utc).isoformat(timespec="seconds")}
@@ -103,7 +103,6 @@ def _store(problem, device, precision, choice, ms: float, all_ms: dict) -> None:
         meta = {k: v for k, v in doc.items() if k not in ("entries", "written", "format")}
         if what:
             meta["source"] = what
-        slot = lambda e: (e.get("gpu_name"), e.get("arch"), e.get("dtype"), e.get("layout"), list(e.get("shape") or ()))  # noqa: E731
         entries = [e for e in doc.get("entries", []) if slot(e) != slot(entry)] + [entry]
         write_table(target, entries, **meta)
     dispatch.reload()
