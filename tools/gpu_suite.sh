@@ -2,7 +2,8 @@
 # One batched GPU job for the device machine: install, GPU tests, sanitizers, benchmark.
 # Usage: GEMMLAB_GIT_COMMIT=$(git rev-parse HEAD) tools/gpu_suite.sh [stage ...]
 # stages: env warm verify pytest pytest-par pytest-profile memcheck racecheck memcheck-configs
-#         suite-decode suite-random tune-online (issue 40: decode, held-out random sample, on-line tuning)
+#         suite-decode suite-random tune-online tune-auto menu-heldout (issue 40: decode, held-out random sample,
+#         on-line tuning, the selection model's measurements)
 #         racecheck-configs sanitize-new bench bench16 bench-bf16 bench-tf32 suite-fp32 suite-llm16
 #         suite-llm-bf16 tune-fp32 strategies plain overhead overhead16 sustained ncu-record report inspect
 #         (default: env warm pytest memcheck racecheck bench bench16 bench-bf16)
@@ -102,6 +103,15 @@ for st in "${stages[@]}"; do
         run tune-online-${TUNE_DTYPE:-bf16} $GL bench auto --suite ${TUNE_SAMPLE:-random:200@0} --dtype ${TUNE_DTYPE:-bf16} \
           --peers cublas --max-samples 10 --time-cap 0.5 --json "$OUT/tune_online_${TUNE_DTYPE:-bf16}.json"
       cp "$OUT/online-cache/online.json" "$OUT/online_${TUNE_DTYPE:-bf16}.json" 2>/dev/null || true ;;
+    tune-auto)  # the selection menu on the tuning sample (SAMPLE=300@0) in each of AUTO_DTYPES, merged into one selection file
+      for dt in ${AUTO_DTYPES:-bf16 fp32}; do
+        run tune-auto-$dt $GL tune auto --dtype $dt --sample ${SAMPLE:-300@0} --json "$OUT/tune_auto_$dt.json" \
+          --emit-selection "$OUT/selection_sm90.json"
+      done ;;
+    menu-heldout)  # every option of the menu on the held-out sample (never emitted): the best any option reaches there
+      for dt in ${AUTO_DTYPES:-bf16 fp32}; do
+        run menu-heldout-$dt $GL tune auto --dtype $dt --suite ${RANDOM:-random:48@1} --json "$OUT/menu_heldout_$dt.json"
+      done ;;
     suite-llm16) run suite-llm16 $GL bench auto --suite llm --dtype fp16 --json "$OUT/suite_llm_fp16.json" ;;
     suite-llm-bf16) run suite-llm-bf16 $GL bench auto --suite llm --dtype bf16 --json "$OUT/suite_llm_bf16.json" ;;
     bench-tf32) run bench-tf32 bash -c "$GL bench tf32_mma --precision tf32 --shape 4096,8192 --json $OUT/bench_tf32.json && \

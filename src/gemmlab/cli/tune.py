@@ -24,7 +24,8 @@ def register(sub) -> None:
                     "database (SQLite in the cache folder by default), one study per GPU, driver, NVRTC and "
                     "gemmlab version, rung, dtype, layout and shape; an interrupted run resumes and nothing is "
                     "measured twice. Needs the tune extra (pip install \"gemmlab[tune]\").")
-    p.add_argument("rung", metavar="RUNG", help="rung slug or number")
+    p.add_argument("rung", metavar="RUNG", help="rung slug or number; auto: measure the selection menu on a tuning "
+                                                "sample (--sample) and write what kernel=\"auto\" predicts from")
     p.add_argument("--shape", default=None, help="N, N^3 or MxNxK (required unless --show or --suite)")
     p.add_argument("--suite", type=suite_name, default=None, metavar="SUITE",
                    help=f"tune every shape of a benchmark suite (core/shapes.py), one after the other: {SUITE_FORMS}")
@@ -58,6 +59,18 @@ def register(sub) -> None:
     add_lib(p)
     add_timing(p)
     p.add_argument("--json", metavar="FILE", default=None, help="write the run's summary and every record to FILE")
+    auto = p.add_argument_group("tune auto (the selection model, core/selection.py)")
+    auto.add_argument("--sample", default="300@0", metavar="N@SEED",
+                      help="the tuning sample: N random shapes from SEED, every second one aligned, B row- and "
+                           "column-major by pairs, then the dtype's suites (default 300@0; the bench's held-out "
+                           "sample is random:48@1)")
+    auto.add_argument("--no-suites", dest="suites", action="store_false", help="the random shapes only")
+    auto.add_argument("--emit-selection", dest="emit_selection", metavar="FILE", default=None,
+                      help="merge the measurements into the selection file FILE (e.g. "
+                           "src/gemmlab/data/selection_sm90.json); records of the same dtype, shape and layout are replaced")
+    auto.add_argument("--replay", metavar="FILE", default=None,
+                      help="no GPU: the model's leave-one-out choices over a selection file's records, against the "
+                           "best measured option and cuBLAS")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar on stderr")
     p.set_defaults(func=run)
 
@@ -124,6 +137,10 @@ def _tune_one(args, spec, devices) -> dict:
 
 
 def run(args) -> int:
+    if args.rung == "auto":
+        from .tune_auto import run as run_auto
+
+        return run_auto(args)
     require("optuna")    # the tune extra: named before anything else
     if args.show:
         return _show(args)

@@ -25,7 +25,7 @@ from .driver import check, context, cuda, device_info, primary_context
 from .dtypes import get as get_dtype
 from .problem import GemmProblem, KernelProblem
 from .registry import MAX_GRID_Y, Launch, Rung, streamk_workspace, workspace_split
-from .variant import REDUCE_THREADS, Variant, compile_reduce
+from .variant import REDUCE_THREADS, Variant, compile_reduce, resolve
 from . import workspace
 
 
@@ -317,22 +317,17 @@ class Plan:
                 vec_a, vec_b, tex_args = self._bind_textures(problem, kp)
             finally:
                 textures.LOCK.release()
-        self.variant = Variant.make(rung, problem.dtype, a_col=kp.a_col, b_col=kp.b_col,
-                                    vec_a=vec_a, vec_b=vec_b, vec_c=kp.vec_c, config=config, precision=precision)
         # PACK=1: the operands without 16-byte access are copied first (core/packing.py); the
         # kernel reads the copies, with their leading dimensions and its 16-byte variant
         # a k_major rung (22): its MN-major or unaligned operands are always copied, MN-major ones transposed;
         # a rung reading two planes per operand (22 in 3xtf32): both operands always, split into TF32 parts
         # a rung reading A from registers (22 in tf32): row-major A and B computed as C^T = B^T A^T
         # (kp.c_col), the operands' pointers swapped at each launch (_swapped)
-        self.packs, kp = packing.for_kernel(kp, problem.dtype, bool(self.variant.cfg.get("PACK")), rung.k_major,
-                                            rung.planes_for(self.variant.precision),
-                                            rung.reads_register_a(self.variant.precision))
-        if kp is not self.kp:
-            self.kp = kp
-            self.variant = self.variant.for_kernel_problem(kp)
+        res = resolve(rung, problem.dtype, kp, config, precision, info.sm_count, vec_a, vec_b)
+        self.packs, self.kp, self.geometry = res.packs, res.kp, res.geometry
+        self.variant = res.variant   # the split-K, tall-grid or stream-K build of the geometry
+        kp = self.kp
         rung.check_resources(self.variant.cfg, info.limits, self.variant.precision)
-        self.geometry: Launch = rung.launch(kp.M, kp.N, self.variant.cfg, kp.K, info.sm_count, self.variant.precision)
         # split-K is the configuration's, not the slice count's: SPLITK=4 over a K of one BK tile
         # is ONE slice, and still the split variant (FP32 partials into the workspace, then the
         # reduction applies alpha and beta); launching it as a plain kernel wrote FP32 partials
@@ -341,7 +336,6 @@ class Plan:
         self._cluster_split = bool(self.variant.cfg.get("SKCLUSTER"))
         split = self._split = workspace_split(self.variant.cfg)
         self.splits = self.geometry.grid[2] if split or self._cluster_split else 1   # K slices, else 1
-        self.variant = self.variant.for_geometry(self.geometry, kp.M, kp.N, kp.K)   # split-K, tall grid, stream-K
         # STREAMK=1 with a partial last wave (registry.streamk_tail; otherwise for_geometry gave the
         # STREAMK=0 kernel): its pieces meet in the stream's workspace, whose flags are zeroed first
         self._streamk = bool(self.variant.cfg.get("STREAMK"))

@@ -13,6 +13,7 @@ from .config import ConfigLike
 from .dtypes import get as get_dtype
 from .precision import get as get_precision
 from .registry import Launch, Rung, get, streamk_tail, workspace_split
+from . import packing
 
 
 class SpillError(ValueError):
@@ -135,6 +136,34 @@ class Variant:
         tall = (", tall grid" if self.tall else "") + (", TMA store only" if self.tma_store_only else "")
         dt = self.dtype if self.precision == self.dtype else f"{self.dtype} as {self.precision}"
         return f"{self.rung.slug}[{dt}, A/B {lay}, vec {vec}, {cfg}{tall}]"
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What a plan of a rung and configuration runs on a kernel-view problem: the operand copies,
+    the problem its kernel computes after them, the launch geometry and the variant."""
+
+    variant: Variant
+    packs: tuple
+    kp: object            # core.problem.KernelProblem
+    geometry: Launch
+
+
+def resolve(rung: Rung, dtype: str, kp, config: ConfigLike, precision: str | None, sm_count: int,
+            vec_a: bool | None = None, vec_b: bool | None = None) -> Resolved:
+    """The variant a plan runs (``core.launch.Plan``; the tuner and the selection's collection
+    compile it ahead from here, so they build what the plan will load): the operands it copies
+    first (PACK=1, a k_major rung; core.packing.for_kernel), the geometry on ``sm_count`` SMs and
+    the split-K, tall-grid or stream-K build that geometry takes. ``vec_a``/``vec_b``: the vector
+    flags where the launch decides them itself (a texture rung), else the problem's."""
+    v = Variant.make(rung, dtype, a_col=kp.a_col, b_col=kp.b_col, vec_a=kp.vec_a if vec_a is None else vec_a,
+                     vec_b=kp.vec_b if vec_b is None else vec_b, vec_c=kp.vec_c, config=config, precision=precision)
+    packs, kp2 = packing.for_kernel(kp, dtype, bool(v.cfg.get("PACK")), rung.k_major, rung.planes_for(v.precision),
+                                    rung.reads_register_a(v.precision))
+    if kp2 is not kp:
+        v, kp = v.for_kernel_problem(kp2), kp2
+    geometry = rung.launch(kp.M, kp.N, v.cfg, kp.K, sm_count, v.precision)
+    return Resolved(v.for_geometry(geometry, kp.M, kp.N, kp.K), packs, kp, geometry)
 
 
 # ---- the split-K reduction (kernels/splitk_reduce.cu): not a rung, one kernel per dtype ----------

@@ -15,11 +15,11 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 from ..analysis import environment
-from ..core import api, driver, packing
+from ..core import api, driver
 from ..core.precompile import CompilePool
 from ..core.problem import make_problem
 from ..core.registry import get
-from ..core.variant import SpillError, Variant
+from ..core.variant import SpillError, Variant, resolve
 from ..measure import arrays, peers as peer_lib, timing
 from ..measure.verify import check as verify_check
 from .evaluate import Outcome
@@ -77,17 +77,8 @@ class GpuEvaluator:
         self.quick = timing.Engine(self.dev, replace(st, min_samples=3, max_samples=3, warmup=0), None)
 
     def _variant(self, cfg: dict) -> Variant:
-        kv = self.kv
-        v = Variant.make(self.rung, self.f.dtype, a_col=kv.a_col, b_col=kv.b_col, vec_a=kv.vec_a,
-                         vec_b=kv.vec_b, vec_c=kv.vec_c, config=cfg, precision=self.f.precision)
-        # the operands the plan copies first (PACK=1, a k_major rung): the kernel sees the copies
-        # (and a rung reading A from registers computes row-major A and B transposed)
-        packs, kv2 = packing.for_kernel(kv, self.f.dtype, bool(v.cfg.get("PACK")), self.rung.k_major,
-                                         self.rung.planes_for(v.precision), self.rung.reads_register_a(v.precision))
-        if kv2 is not kv:
-            v, kv = v.for_kernel_problem(kv2), kv2
-        geometry = self.rung.launch(kv.M, kv.N, v.cfg, kv.K, self.info.sm_count, v.precision)
-        return v.for_geometry(geometry, kv.M, kv.N, kv.K)   # the variant the plan runs
+        """The variant the plan of ``cfg`` runs (after its copies, in its geometry)."""
+        return resolve(self.rung, self.f.dtype, self.kv, cfg, self.f.precision, self.info.sm_count).variant
 
     def compile(self, configs: Sequence[dict]) -> list[Outcome | None]:
         variants, errors = [], {}

@@ -1,0 +1,77 @@
+"""``gemmlab tune auto``: the selection menu measured on a tuning sample (tune/selection.py), or
+``--replay``: the model's leave-one-out choices over a stored selection file, without a GPU."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ..core.deps import require_all
+from ..core.shapes import fmt_shape, suite
+
+
+def _sample(text: str) -> tuple[int, int]:
+    n, _, seed = text.partition("@")
+    if not (n.isascii() and n.isdigit() and int(n) > 0) or (seed and not (seed.isascii() and seed.isdigit())):
+        raise ValueError(f"--sample: give N@SEED with N >= 1 and SEED >= 0 (e.g. 300@0), got {text!r}")
+    return int(n), int(seed or 0)
+
+
+def _print_replay(doc: dict, dtype: str | None) -> dict:
+    from ..tune.selection import replay, summary
+
+    recs = [r for r in doc.get("records", []) if dtype is None or r["dtype"] == dtype]
+    if not recs:
+        raise ValueError(f"no records{' of ' + dtype if dtype else ''} to replay")
+    out = {}
+    for dt in sorted({r["dtype"] for r in recs}):
+        rows = replay([r for r in recs if r["dtype"] == dt], doc["sm_count"])
+        s = out[dt] = summary(rows)
+        print(f"{dt}: {s['shapes']} shapes, leave-one-out: the model's pick {s['geomean_vs_cublas']:.3f}x cuBLAS "
+              f"(geomean), the best measured option {s['oracle_vs_cublas']:.3f}x, regret {s['geomean_regret']:.3f}, "
+              f"{s['below_0_9']} below 0.9x")
+        for r in sorted(rows, key=lambda r: r["vs_cublas"])[:10]:
+            print(f"  {fmt_shape(r['shape']):>20} {r['layout']}  pick {r['pick']:<10} {r['vs_cublas']:.2f}x   "
+                  f"best {r['best']:<10} {r['best_vs_cublas']:.2f}x")
+    return out
+
+
+def run(args) -> int:
+    from ..bench.results import write_json
+
+    if args.replay:
+        doc = json.loads(Path(args.replay).read_text())
+        _print_replay(doc, args.dtype)
+        return 0
+    from ..core import selection
+    from ..tune import selection as tsel
+
+    dtype = args.dtype or "bf16"
+    if selection.family(dtype, args.precision) is None:
+        raise ValueError(f"tune auto: the selection menu covers fp16, bf16 and fp32 in their own precision, "
+                         f"not {dtype}{' as ' + args.precision if args.precision else ''}")
+    if args.suite:   # a named suite as it is (row-major): e.g. the held-out sample, to see what each option runs at
+        items = [(tuple(s), "rr") for s in suite(args.suite)]
+        n = seed = None
+    else:
+        n, seed = _sample(args.sample)
+        items = tsel.tuning_sample(dtype, n, seed, args.suites)
+    require_all("cuda.bindings.driver")
+    doc = tsel.collect(dtype, items, lib=args.lib, processes=args.jobs, progress=args.progress and sys.stderr.isatty())
+    doc["sample"] = ({"suite": args.suite} if args.suite else {"n": n, "seed": seed, "suites": args.suites}) | {"items": len(items)}
+    print(f"measured {len(doc['records'])} shapes in {doc['duration_s']} s ({doc['compile_s']} s compiling"
+          f"{', %d compile errors' % len(doc['compile_errors']) if doc['compile_errors'] else ''})")
+    failed = sum(bool(r.get("failed")) for r in doc["records"])
+    if failed:
+        print(f"{failed} shapes had options that failed (recorded, never chosen)", file=sys.stderr)
+    _print_replay(doc, dtype)
+    if args.json:
+        print(f"wrote {write_json(doc, args.json)}")
+    if args.emit_selection:
+        path = Path(args.emit_selection)
+        old = json.loads(path.read_text()) if path.is_file() else {}
+        merged = tsel.merge(old, doc)
+        path.write_text(json.dumps(merged, separators=(",", ":")) + "\n")
+        print(f"wrote {path} ({len(merged['records'])} records)")
+    return 1 if doc["compile_errors"] else 0

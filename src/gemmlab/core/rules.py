@@ -1,0 +1,308 @@
+"""The dispatch's rules: what ``kernel="auto"`` runs where no table or measured model answers, and
+the decisions every source shares (core/dispatch.py says in which order the sources are asked).
+
+* ``choose``: the top rung for the dtype and precision on the architecture (never a thin one).
+* ``rule_config``: its tile, split-K and clusters from the problem's shape and the SM count.
+* ``_rule`` / ``_thin``: the whole rule, a thin rung for thin problems (its own ``Rung.thin_rule``
+  or ``registry.thin_rule_config``), a rung that can split K where the top one cannot and would
+  leave more than half of the SMs idle, the rung below a split pass that costs more than it saves.
+* ``with_packing``: whether a rung copies its unaligned operands first (``pack_estimate``).
+
+A ``Choice`` says what runs and why; ``gemmlab.plan(...)`` shows it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import packing
+from .problem import GemmProblem
+from .registry import MAX_GRID_Y, Rung, for_dtype, get, thin_rule_config
+
+SKINNY_PAD = 0.75     # a preset replaces the default tile when it pads to at most 3/4 of the area
+MIN_SLICE_K = 256     # split-K slices at least this long along K
+HALF_TILE_TIME = 0.8  # the half-BN preset replaces the tile when predicted at most this fraction of its time
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What runs and why: ``source`` is "named", "tuned", "defaults", "model", "online" or "rule"."""
+
+    rung: Rung
+    config: object = None                 # what Plan takes: None, a preset name, a dict ...
+    source: str = "named"
+    reason: str = ""
+    entry: dict = field(default_factory=dict, compare=False)   # the table entry used, if any
+
+    def as_dict(self) -> dict:
+        return {"rung": self.rung.slug, "config": self.config, "source": self.source, "reason": self.reason}
+
+    def __str__(self) -> str:
+        cfg = self.config if not isinstance(self.config, dict) else ",".join(f"{k}={v}" for k, v in self.config.items())
+        return f"{self.rung.slug} [{cfg or 'defaults'}] ({self.source}: {self.reason})"
+
+
+# ---- the rule -----------------------------------------------------------------------------------
+def _padded(M: int, N: int, cfg) -> int:
+    return -(-M // cfg["BM"]) * cfg["BM"] * -(-N // cfg["BN"]) * cfg["BN"]
+
+
+def _split(cfg, M: int, N: int, K: int, sm_count: int) -> int:
+    """The rule's K slices for tile ``cfg`` (1: none): with t output tiles on S SMs, s = S // t while
+    that is 2 or more (t <= S/2), at most 64 (registry.MAX_SPLITK) and at most K / ``MIN_SLICE_K``;
+    none when the row tiles need grid.z."""
+    tiles = -(-M // cfg["BM"]) * -(-N // cfg["BN"])
+    split = min(sm_count // max(tiles, 1), 64, K // MIN_SLICE_K)
+    return split if split >= 2 and -(-M // cfg["BM"]) <= MAX_GRID_Y else 1
+
+
+def _launch_time(cfg, split: int, M: int, N: int, sm_count: int) -> float:
+    """A launch's time in units of one SM's time for one output element's whole K (one block per
+    SM, every tile at the same per-SM rate): waves of blocks times a block's BM*BN/split elements."""
+    blocks = -(-M // cfg["BM"]) * -(-N // cfg["BN"]) * split
+    return -(-blocks // sm_count) * cfg["BM"] * cfg["BN"] / split
+
+
+def _half_tile(rung: Rung, cfg, precision: str | None = None) -> tuple[str, dict] | None:
+    """The rung's preset with ``cfg``'s BM and half its BN (rung 19: 128x128 beside 128x256), if any."""
+    for name in rung.presets_for(precision):
+        p = rung.config(name, precision)
+        if p["BM"] == cfg["BM"] and 2 * p["BN"] == cfg["BN"]:
+            return name, p
+    return None
+
+
+def rule_config(rung: Rung, M: int, N: int, K: int, sm_count: int, precision: str | None = None) -> tuple[dict, str]:
+    """The rule's configuration of ``rung`` for a kernel-view problem M x N x K on ``sm_count``
+    SMs, and why.
+
+    Tile: the default, unless a preset pads the output to at most ``SKINNY_PAD`` of the default's
+    padded area (16x4096: a 32-row tile instead of 128 computes 4x fewer wasted rows).
+    Split (``_split``): with t output tiles and S SMs, a one-wave launch lasts as long as one
+    block's K loop; splitting K in s shortens that by s only while t*s blocks still fit one wave, so
+    s = S // t, used when it is 2 or more (more than half of the SMs idle). Above S/2 tiles a split
+    only moves the wave quantization (160 blocks on 132 SMs take two waves of half the work: no
+    gain) and adds the workspace traffic.
+    Half tile: the preset with half the BN, each with its own split, when ``_launch_time`` predicts
+    it at most ``HALF_TILE_TIME`` of the tile's (1024x6144 on 132 SMs: 384 tiles of 128x128 in 3
+    waves instead of 192 of 128x256 in 2 with the last half empty), or as fast without a split where
+    the tile needs one (128x14336: 112 tiles of 128x128 instead of 56 of 128x256 split in 2; no
+    FP32 partials written and read back). The margin pays for the half tile's lower per-SM rate: a
+    third more operand bytes per flop from L2, and twice the blocks' prologues and epilogues.
+    Clusters (a CLUSTER parameter, rung 21): none when the row tiles do not divide into clusters
+    along M (an odd count: the last cluster's second block would compute a tile wholly below M; at
+    M <= 128 half of the blocks). ``precision``: the rung's defaults and presets in it (None: its own)."""
+    cfg = rung.config(None, precision)
+    why = f"top rung for the dtype, default {cfg['BM']}x{cfg['BN']} tile"
+    area = _padded(M, N, cfg)
+    presets = [(p, rung.config(p, precision)) for p in rung.presets_for(precision)]
+    better = [(p, c) for p, c in presets if _padded(M, N, c) <= SKINNY_PAD * area]
+    if better:
+        name, cfg = min(better, key=lambda pc: _padded(M, N, pc[1]))
+        why = f"top rung for the dtype, preset {name!r}: its {cfg['BM']}x{cfg['BN']} tile pads {M}x{N} least"
+    # a rung without split-K keeps its tile: the half tile is weighed only where it was measured,
+    # rung 19's (rung 21's 128x128 at 1024x6144x4096 ran 0.36x cuBLAS, h100_splitk19_bf16.json,
+    # against rung 19's 128x256 at 0.76x; rung 21 has been changed since, not measured there)
+    if "SPLITK" not in rung.params:
+        return _clustered(cfg, why, M)
+    split = _split(cfg, M, N, K, sm_count)
+    half = _half_tile(rung, cfg, precision)
+    if half is not None:
+        hsplit = _split(half[1], M, N, K, sm_count)
+        t, ht = _launch_time(cfg, split, M, N, sm_count), _launch_time(half[1], hsplit, M, N, sm_count)
+        if ht <= HALF_TILE_TIME * t or (ht <= t and hsplit == 1 < split):
+            cfg, split = half[1], hsplit
+            why += f"; preset {half[0]!r}: its {cfg['BM']}x{cfg['BN']} tiles fill the {sm_count} SMs better"
+    if split > 1:
+        tiles = -(-M // cfg["BM"]) * -(-N // cfg["BN"])
+        cfg = dict(cfg, SPLITK=split)
+        why += f"; split-K {split}: {tiles} output tiles for {sm_count} SMs, K={K}"
+    return _clustered(cfg, why, M)
+
+
+def _clustered(cfg: dict, why: str, M: int) -> tuple[dict, str]:
+    """``cfg`` with CLUSTER=1 where its row tiles do not pair up into clusters (rung 21)."""
+    rows = -(-M // cfg["BM"])
+    if rows % cfg.get("CLUSTER", 1):
+        cfg = dict(cfg, CLUSTER=1)
+        why += f"; CLUSTER=1: {rows} row tiles do not pair up in clusters"
+    return cfg, why
+
+
+def _rule(problem: GemmProblem, arch, sm_count: int, precision: str | None = None, thin: bool = True) -> Choice:
+    """The top rung for the dtype and precision with ``rule_config``, except where it cannot split
+    K and its output tiles would leave more than half of the SMs idle: then the highest rung that
+    can split, with its own rule (fp16/bf16 on sm_90a: rung 21 is persistent but has no split-K, so
+    128x4096x4096's 16 tiles of 128x256 go to rung 19, split in 8, or its 128x128 tile)."""
+    kp = problem.kernel_view()
+    ruled = _thin(kp, problem.dtype, arch, sm_count, precision) if thin else None
+    if ruled is not None:
+        return ruled
+    rung = choose(problem, "auto", arch, precision)
+    lower = _split_pass_loses(rung, problem, arch, sm_count, precision)
+    if lower is not None:
+        return lower
+    cfg0 = rung.config(None, _own(rung, problem.dtype, precision))
+    M, N = _computed_dims(rung, kp, _own(rung, problem.dtype, precision))
+    tiles = -(-M // cfg0["BM"]) * -(-N // cfg0["BN"])
+    if "SPLITK" not in rung.params and 2 * tiles <= sm_count:
+        splitting = [r for r in for_dtype(problem.dtype, arch, precision, thin=False) if "SPLITK" in r.params]
+        if splitting:
+            cfg, why = rule_config(splitting[-1], kp.M, kp.N, kp.K, sm_count)
+            return Choice(splitting[-1], cfg, "rule", f"{rung.slug} cannot split K and its {tiles} tiles would leave "
+                                                      f"more than half of {sm_count} SMs idle: {splitting[-1].slug}; {why}")
+    cfg, why = rule_config(rung, M, N, kp.K, sm_count, _own(rung, problem.dtype, precision))
+    if (M, N) != (kp.M, kp.N):
+        why += f" (of the transposed problem {M}x{N}: A read from registers)"
+    return Choice(rung, cfg, "rule", why)
+
+
+def _computed_dims(rung: Rung, kp, precision: str | None) -> tuple[int, int]:
+    """(M, N) of the problem ``rung``'s kernel computes for the kernel view ``kp``: N x M where its
+    plan transposes the problem (rung 22 in tf32 on row-major A and B, core/packing.py), since the
+    tile and the clusters apply to that one."""
+    if packing.kernel_layout(kp.a_col, kp.b_col, rung.k_major, rung.reads_register_a(precision))[2]:
+        return kp.N, kp.M
+    return kp.M, kp.N
+
+
+def _thin(kp, dtype: str, arch, sm_count: int, precision: str | None) -> Choice | None:
+    """The thin rung for a kernel-view problem with M or N at most its ``Rung.thin`` (None when
+    there is none or the problem is not thin): its own ``Rung.thin_rule`` (rung 24's tile and K
+    split, core/decode.py), else ``thin_rule_config``'s tile, split in K like any rung (``_split``)
+    where its blocks would leave more than half of the SMs idle."""
+    side = min(kp.M, kp.N)
+    for rung in reversed(for_dtype(dtype, arch, precision, thin=True)):
+        if side <= rung.thin and rung.thin_rule is not None:   # its own rule (rung 24: tile and split), or None
+            ruled = rung.thin_rule(kp.M, kp.N, kp.K, sm_count, arch, kp.a_col, kp.b_col, kp.vec_a, kp.vec_b)
+            if ruled is None:
+                continue
+            return Choice(rung, rung.config(ruled[0], precision), "rule", ruled[1])
+        if side <= rung.thin:
+            cfg = thin_rule_config(rung, kp.M, kp.N)
+            which = "N" if kp.N <= kp.M else "M"
+            why = f"thin problem ({which}={side} <= {rung.thin}): {cfg['BM']}x{cfg['BN']} tiles"
+            split = _split(cfg, kp.M, kp.N, kp.K, sm_count)
+            if split > 1:
+                cfg = dict(cfg, SPLITK=split)
+                why += f"; split-K {split}: {-(-kp.M // cfg['BM']) * -(-kp.N // cfg['BN'])} blocks for {sm_count} SMs, K={kp.K}"
+            return Choice(rung, cfg, "rule", why)
+    return None
+
+
+def _own(rung: Rung, dtype: str, precision: str | None) -> str:
+    return rung.precision_for(dtype, precision)
+
+
+def _gemm_seconds(rung: Rung, cfg: dict, kp, sm_count: int, precision: str) -> float:
+    """The GEMM's time at the rung's aligned speed (``ALIGNED_TFLOPS``), scaled by the share of
+    the SMs its tiles occupy (one block per SM)."""
+    tiles = -(-kp.M // cfg["BM"]) * -(-kp.N // cfg["BN"])
+    busy = min(1.0, tiles * cfg.get("SPLITK", 1) / sm_count)
+    tflops = ALIGNED_TFLOPS.get(f"{rung.slug}/{precision}", ALIGNED_TFLOPS.get(rung.slug))
+    return 2.0 * kp.M * kp.N * kp.K / (tflops * 1e12 * busy)
+
+
+def _split_pass_loses(rung: Rung, problem: GemmProblem, arch, sm_count: int, precision: str | None) -> Choice | None:
+    """A top rung that splits the operands in a pass before the GEMM (rung 22 in 3xtf32: both
+    operands read once and written twice) against the rung below it for the precision (rung 20,
+    which splits in registers): the lower one's rule choice where ``_gemm_seconds`` plus the pass
+    (its bytes at the copy rate and a launch per operand) predicts the top rung slower (small
+    problems, where the pass's launches and the half-empty persistent grid dominate); else None."""
+    own = _own(rung, problem.dtype, precision)
+    others = for_dtype(problem.dtype, arch, precision, thin=False)[:-1]
+    if rung.planes_for(own) == 1 or not others:
+        return None
+    kp = problem.kernel_view()
+    cfg = rung.config(None, own)
+    packs = packing.plan_packs(kp, problem.dtype, rung.k_major, rung.planes_for(own))
+    top = _gemm_seconds(rung, cfg, kp, sm_count, own) + sum(p.traffic for p in packs) / COPY_BYTES_PER_S \
+        + PACK_LAUNCH_S * len(packs)
+    low_cfg, why = rule_config(others[-1], kp.M, kp.N, kp.K, sm_count, own)
+    low = _gemm_seconds(others[-1], low_cfg, kp, sm_count, own)
+    if low >= top:
+        return None
+    return Choice(others[-1], low_cfg, "rule", f"{rung.slug} with its split pass predicted ~{top * 1e6:.0f} us, "
+                                               f"{others[-1].slug} ~{low * 1e6:.0f} us: {others[-1].slug}; {why}")
+
+
+# ---- packing -------------------------------------------------------------------------------------
+# auto packs when the copies cost at most half of what the 16-byte path saves: (S - 1) x the GEMM's
+# time at the rung's aligned speed, S the slowdown of its variant without 16-byte access (the
+# estimates are rough: a factor of 2 of margin). The GEMM's time: its flops at the rung's aligned
+# speed, scaled by the share of the SMs its blocks occupy (one block per SM; 17 tiles of
+# 127x4097 leave 115 of 132 idle). The copies: bytes read and written at the device-to-device copy
+# rate, plus a launch each. Speeds are the H100's (TFLOP/s at 4096^3: benchmarks/results/
+# h100_llm_suite_bf16.json, h100_fp16.json, h100_fp32_suite.json, h100_tf32.json,
+# h100_3xtf32.json); the slowdowns at 4093^3 against 4096^3 (h100_llm_suite_bf16.json: 733.2 /
+# 88.3; h100_wgmma_tma_unaligned_fp16.json and h100_fp16.json: 443.0 / 66.8); unmeasured ones take
+# 5/3 (the copy then may cost a third of the GEMM). Other GPUs: the same ratio of compute to copy
+# rate, within a factor of about 2 (a prediction).
+COPY_BYTES_PER_S = 3.0e12     # the H100's device-to-device copy rate
+PACK_LAUNCH_S = 2e-6          # a pack launch's fixed cost on the stream (a prediction)
+PACK_MAX_BYTES = 1 << 30      # auto never takes more workspace than this for copies (PACK=1 may)
+# Rung 21 (wgmma_ws) is not measured yet: rung 19's figures stand in (its producer warpgroup copies
+# an unaligned operand the same way; a faster aligned path only makes the copies pay off sooner).
+# wgmma_tf32/3xtf32: the kernel without its split pass, from h100_wgmma_3xtf32_stages2.json: 113.3
+# TFLOP/s at 4096^3 with the pass in the call, ~127 without its predicted ~130 us (the pass itself
+# is not timed alone): 125 stands.
+ALIGNED_TFLOPS = {"wgmma_tma": 733.2, "wgmma_ws": 733.2, "mma_sync": 443.0, "async_simt": 46.8,
+                  "tf32_mma/tf32": 127.1, "tf32_mma/3xtf32": 50.1, "wgmma_tf32/3xtf32": 125.0}
+# async_simt (rung 18) measured at 127x4097x1023 fp32 with its shipped tile (SPLITK 3): 105.7 us
+# unpacked (0.38x cuBLAS, h100_fp32_suite.json as committed in 187138a), 112 us packed with copies estimated at ~16 us
+# (0.35x, h100_pack_fp32.json): its 4-byte copies cost at most ~1.1x its 16-byte ones, not 5/3
+UNALIGNED_SLOWDOWN = {"wgmma_tma": 733.2 / 88.3, "wgmma_ws": 733.2 / 88.3, "mma_sync": 443.0 / 66.8,
+                      "async_simt": 1.1}
+DEFAULT_SLOWDOWN = 5 / 3
+
+
+def pack_estimate(rung: Rung, cfg: dict, kp, packs, sm_count: int, precision: str) -> tuple[float, float]:
+    """(seconds the copies ``packs`` take, seconds the 16-byte path saves) for ``rung`` with ``cfg``
+    on the kernel-view problem ``kp``, computing in ``precision``."""
+    gemm = _gemm_seconds(rung, cfg, kp, sm_count, precision)
+    copies = sum(p.traffic for p in packs) / COPY_BYTES_PER_S + PACK_LAUNCH_S * len(packs)
+    return copies, (UNALIGNED_SLOWDOWN.get(rung.slug, DEFAULT_SLOWDOWN) - 1.0) * gemm
+
+
+def with_packing(choice: Choice, problem: GemmProblem, sm_count: int, precision: str | None = None) -> Choice:
+    """``choice`` with its rung's PACK decided by ``pack_estimate`` (unchanged when the rung has no
+    PACK or both operands take the 16-byte path); the reason says what is packed, or why not."""
+    rung = choice.rung
+    kp = problem.kernel_view()
+    if "PACK" not in rung.params or (kp.vec_a and kp.vec_b):
+        return choice
+    cfg = rung.config(choice.config, _own(rung, problem.dtype, precision))
+    try:
+        packs = packing.plan_packs(kp, problem.dtype)
+    except ValueError as exc:
+        return Choice(rung, dict(cfg, PACK=0), choice.source, f"{choice.reason}; no packing: {exc}", choice.entry)
+    copies, saved = pack_estimate(rung, cfg, kp, packs, sm_count, rung.precision_for(problem.dtype, precision))
+    cost = f"copies ~{copies * 1e6:.0f} us, the 16-byte path saves ~{saved * 1e6:.0f} us"
+    space = sum(p.nbytes for p in packs)
+    if copies <= saved / 2 and space <= PACK_MAX_BYTES:
+        return Choice(rung, dict(cfg, PACK=1), choice.source, f"{choice.reason}; {packing.describe(packs)} ({cost})",
+                      choice.entry)
+    why = f"{cost}" if space <= PACK_MAX_BYTES else f"the copies need {space} B of workspace, more than {PACK_MAX_BYTES}"
+    return Choice(rung, dict(cfg, PACK=0), choice.source, f"{choice.reason}; no packing ({why})", choice.entry)
+
+
+# ---- choosing ------------------------------------------------------------------------------------
+def choose(problem: GemmProblem, kernel: str = "auto", arch: str | int | None = None,
+           precision: str | None = None) -> Rung:
+    """The rung to run: ``kernel`` forced by slug (ValueError when it cannot compute the dtype in
+    ``precision``; None: its own default), or the top rung for the dtype and precision, never a
+    thin one (``Rung.thin``: ``_rule`` gives those the thin problems) (and,
+    when ``arch`` is given, the architecture; otherwise the launch checks it)."""
+    if not isinstance(kernel, str):
+        raise TypeError(f"kernel must be a string (a rung slug or 'auto'), got {type(kernel).__name__}")
+    if kernel != "auto":
+        rung = get(kernel)
+        rung.require(problem.dtype, precision=precision)
+        return rung
+    candidates = for_dtype(problem.dtype, arch, precision, thin=False)
+    if not candidates:
+        what = problem.dtype if precision is None else f"{problem.dtype} in precision {precision}"
+        raise ValueError(f"no rung supports {what} on {arch}")
+    return candidates[-1]
+
+

@@ -1,0 +1,307 @@
+"""The selection model: ``kernel="auto"``'s choice for a shape no table holds, predicted from
+configurations measured on a broad random sample of shapes (issue 40).
+
+The menu
+--------
+For each dtype family a short menu of **options**, each a way to configure one rung for any
+problem: a tile, the rule's split-K for that tile (``rules._split``), the rule's packing decision or
+none. Rung 21's default tile with its clusters, rung 19's rule and its 128x128 tile, rung 17's
+64x64 and 128x128 tiles (the light launch: no tensor maps, no persistent grid, no copies), the
+thin rung's own rule; for FP32, rung 18's tiles and rung 23. An option that does not apply to a
+problem (a thin rung for a wide one, rung 24 without 16-byte access) gives None.
+
+The measurements
+----------------
+``gemmlab tune auto`` (tune/selection.py) times every option on each shape of a tuning sample on
+one GPU and ships them in ``data/selection_sm<NN>.json``: per shape its dtype, kernel-view shape,
+layout, the operands' 16-byte access, each option's median time and tile (BM, BN, split, copies).
+
+The prediction
+--------------
+An option's time at a new shape is its **cost model** (``estimate``: waves of output tiles at the
+rung's aligned speed per SM, the bytes at the copy rate, fixed costs per launch, split reduction
+and copy) times a **correction** learned from the measured shapes nearest to it: the weighted
+geometric mean of measured / estimated over the ``NEIGHBOURS`` nearest shapes where the option
+ran, by ``feature_distance`` (log2 of M, N, K; a mismatch of an operand's 16-byte access or of the
+layout counts as ``ALIGN_WEIGHT`` / ``LAYOUT_WEIGHT`` octaves). The model thus carries the wave
+quantization and tile padding of the new shape itself (the estimate computes them exactly) while
+the neighbours supply what the estimate misses (a rung's speed at that size, an unaligned path's
+cost). The option of the smallest predicted time is chosen; ``Choice.reason`` gives the
+prediction, the runner-up and the nearest measured shape. Deterministic for a stored table.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from . import dtypes
+from .arch import arch_number
+from .problem import GemmProblem
+from .registry import MAX_GRID_Y, for_dtype, get
+from .rules import (ALIGNED_TFLOPS, COPY_BYTES_PER_S, PACK_LAUNCH_S, Choice, _clustered, _own, _split, _thin,
+                    rule_config, with_packing)
+
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+NEIGHBOURS = 4          # measured shapes that correct an option's estimate
+ALIGN_WEIGHT = 2.0      # octaves a mismatched 16-byte access of A or B counts as
+LAYOUT_WEIGHT = 1.0     # octaves a mismatched layout of A or B counts as
+MAX_FEATURE_DISTANCE = 3.0   # no prediction for an option whose nearest measured shape is farther
+LAUNCH_S = 2.5e-6       # a launch's fixed cost on the stream (the estimate's; the neighbours correct it)
+REDUCE_S = 2.5e-6       # a workspace split's reduction launch
+
+
+# ---- the menu -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Option:
+    name: str
+    what: str
+    build: Callable[[GemmProblem, object, str | None], Choice | None]   # (problem, device, precision)
+
+
+def _tiled(slug: str, preset: str | None, pack: str) -> Callable:
+    """An option of rung ``slug``: its ``preset`` tile (None: the rule's tile, half tile and split)
+    with the rule's split for it, and packing decided by ``pack``: "estimate" (rules.with_packing),
+    "never" (PACK=0) or "always" (PACK=1; the option applies only where an operand lacks 16-byte
+    access)."""
+    def build(problem: GemmProblem, device, precision: str | None) -> Choice | None:
+        rung = get(slug)
+        if rung not in for_dtype(problem.dtype, device.arch, precision, thin=False):
+            return None
+        kp = problem.kernel_view()
+        if pack == "always" and kp.vec_a and kp.vec_b:
+            return None
+        own = _own(rung, problem.dtype, precision)
+        if preset is None:
+            cfg, why = rule_config(rung, kp.M, kp.N, kp.K, device.sm_count, own)
+        else:
+            cfg = rung.config(preset, own)
+            why = f"{slug} {cfg['BM']}x{cfg['BN']}"
+            if "SPLITK" in rung.params:
+                split = _split(cfg, kp.M, kp.N, kp.K, device.sm_count)
+                if split > 1:
+                    cfg = dict(cfg, SPLITK=split)
+                    why += f", split-K {split}"
+            cfg, why = _clustered(cfg, why, kp.M)
+        if -(-kp.M // cfg["BM"]) > MAX_GRID_Y and cfg.get("SPLITK", 1) > 1:
+            cfg = dict(cfg, SPLITK=1)
+        choice = Choice(rung, cfg, "model", why)
+        if "PACK" not in rung.params:
+            return choice
+        if pack == "estimate":
+            return with_packing(choice, problem, device.sm_count, precision)
+        return Choice(rung, dict(cfg, PACK=int(pack == "always")), "model", why)
+    return build
+
+
+def _thin_option(problem: GemmProblem, device, precision: str | None) -> Choice | None:
+    return _thin(problem.kernel_view(), problem.dtype, device.arch, device.sm_count, precision)
+
+
+MENUS: dict[str, tuple[Option, ...]] = {
+    "16bit": (
+        Option("ws", "rung 21, the rule's tile and clusters, copies by estimate", _tiled("wgmma_ws", None, "estimate")),
+        Option("ws_128", "rung 21, 128x128 tiles, copies by estimate", _tiled("wgmma_ws", "128x128", "estimate")),
+        Option("tma", "rung 19, the rule's tile and split, copies by estimate", _tiled("wgmma_tma", None, "estimate")),
+        Option("tma_128", "rung 19, 128x128 tiles and the rule's split, copies by estimate",
+               _tiled("wgmma_tma", "128x128", "estimate")),
+        Option("tma_copy", "rung 19, the rule's tile and split, unaligned operands copied",
+               _tiled("wgmma_tma", None, "always")),
+        Option("mma_64", "rung 17, 64x64 tiles and the rule's split, no copies", _tiled("mma_sync", "64x64", "never")),
+        Option("mma_128", "rung 17, 128x128 tiles and the rule's split, no copies",
+               _tiled("mma_sync", "128x128", "never")),
+        Option("thin", "the thin rung's rule (rung 24)", _thin_option),
+    ),
+    "fp32": (
+        Option("simt", "rung 18, the rule's tile and split, copies by estimate", _tiled("async_simt", None, "estimate")),
+        Option("simt_128", "rung 18, 128x128 tiles and the rule's split", _tiled("async_simt", "128x128", "never")),
+        Option("simt_64", "rung 18, 64x64 tiles and the rule's split", _tiled("async_simt", "small", "never")),
+        Option("simt_skinny", "rung 18, 32x128 tiles and the rule's split", _tiled("async_simt", "skinny", "never")),
+        Option("simt_tall", "rung 18, 128x32 tiles and the rule's split", _tiled("async_simt", "tall", "never")),
+        Option("thin", "the thin rung's rule (rung 23)", _thin_option),
+    ),
+}
+
+
+def family(dtype: str, precision: str | None) -> str | None:
+    """The menu of a dtype computed in its own precision (None: no menu; TF32 and 3xTF32 keep the
+    rule)."""
+    if precision not in (None, dtypes.get(dtype).name):
+        return None
+    return {"fp16": "16bit", "bf16": "16bit", "fp32": "fp32"}.get(dtypes.get(dtype).name)
+
+
+def options(problem: GemmProblem, device, precision: str | None = None) -> dict[str, Choice]:
+    """Every option of the problem's menu that applies to it, by name (empty without a menu)."""
+    fam = family(problem.dtype, precision)
+    out: dict[str, Choice] = {}
+    for opt in MENUS.get(fam, ()):
+        c = opt.build(problem, device, precision)
+        if c is not None:
+            out[opt.name] = c
+    return out
+
+
+def tile_of(choice: Choice) -> list[int]:
+    """[BM, BN, split, copies, cluster split]: what ``estimate`` reads of a configuration."""
+    cfg = choice.config
+    return [cfg["BM"], cfg["BN"], cfg.get("SPLITK", 1), int(bool(cfg.get("PACK"))), int(bool(cfg.get("SKCLUSTER")))]
+
+
+# ---- the cost model -----------------------------------------------------------------------------
+def estimate(slug: str, tile, shape, vec, itemsize: int, sm_count: int) -> float:
+    """Seconds for rung ``slug`` with ``tile`` ([BM, BN, split, copies, cluster split]) on the
+    kernel-view ``shape`` (M, N, K) whose operands have 16-byte access ``vec`` (A, B): the larger of
+    the tensor work (waves of blocks, one per SM, each BM x BN x K/split at the rung's aligned
+    speed per SM) and the bytes (A, B and C once, the split's FP32 partials twice, the copies' read
+    and write) at the copy rate, plus a launch, the split's reduction and the copies' launches."""
+    BM, BN, split, copies, cluster = tile
+    M, N, K = shape
+    rate = ALIGNED_TFLOPS.get(slug, ALIGNED_TFLOPS["mma_sync" if itemsize == 2 else "async_simt"]) * 1e12 / sm_count
+    blocks = -(-M // BM) * -(-N // BN) * split
+    work = -(-blocks // sm_count) * 2.0 * BM * BN * -(-K // split) / rate
+    nbytes = itemsize * (M * K + K * N + M * N)
+    fixed = LAUNCH_S
+    if split > 1 and not cluster:
+        nbytes += 8.0 * M * N * split
+        fixed += REDUCE_S
+    if copies:
+        for rows, cols, ok in ((M, K, vec[0]), (K, N, vec[1])):
+            if not ok:
+                nbytes += 2.0 * itemsize * rows * cols
+                fixed += PACK_LAUNCH_S
+    return fixed + max(work, nbytes / COPY_BYTES_PER_S)
+
+
+# ---- the measurements ---------------------------------------------------------------------------
+_tables: dict[str, dict] = {}
+_lock = threading.Lock()
+
+
+def table_path(arch) -> Path:
+    return DATA_DIR / f"selection_sm{arch_number(arch)}.json"
+
+
+def read(path: Path) -> dict:
+    """The measurements of a selection file, read once per process ({} when absent or unreadable)."""
+    key = str(path)
+    hit = _tables.get(key)
+    if hit is not None:
+        return hit
+    doc: dict = {}
+    if path.is_file():
+        try:
+            doc = json.loads(path.read_text())
+            if not isinstance(doc.get("records"), list):
+                doc = {}
+        except (OSError, ValueError, AttributeError):
+            doc = {}
+    with _lock:
+        _tables[key] = doc
+    return doc
+
+
+def reload() -> None:
+    with _lock:
+        _tables.clear()
+
+
+def features(shape, layout: str, vec) -> tuple:
+    return (tuple(math.log2(max(1, x)) for x in shape), layout, tuple(bool(v) for v in vec))
+
+
+def feature_distance(f, g) -> float:
+    """log2 distance of the shapes, plus ``ALIGN_WEIGHT`` per operand whose 16-byte access differs
+    and ``LAYOUT_WEIGHT`` per operand whose layout differs."""
+    d2 = sum((x - y) ** 2 for x, y in zip(f[0], g[0]))
+    d2 += sum(ALIGN_WEIGHT ** 2 for a, b in zip(f[2], g[2]) if a != b)
+    d2 += sum(LAYOUT_WEIGHT ** 2 for a, b in zip(f[1], g[1]) if a != b)
+    return math.sqrt(d2)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    option: str
+    seconds: float
+    estimate: float
+    neighbours: tuple          # (distance, record shape) of the records used
+
+
+def predict(records: list[dict], name: str, slug: str, tile, shape, layout: str, vec, itemsize: int,
+            sm_count: int) -> Prediction | None:
+    """Option ``name``'s predicted time at ``shape`` with ``tile`` (``tile_of``) of rung ``slug``
+    (see the module docstring), None where fewer than two measured shapes within
+    ``MAX_FEATURE_DISTANCE`` ran it."""
+    f = features(shape, layout, vec)
+    near = []
+    for r in records:
+        ms = (r.get("ms") or {}).get(name)
+        rtile = (r.get("tiles") or {}).get(name)
+        if ms is None or rtile is None:
+            continue
+        d = feature_distance(f, features(r["shape"], r["layout"], r["vec"]))
+        if d <= MAX_FEATURE_DISTANCE:
+            near.append((d, r, ms, rtile))
+    if len(near) < 2:
+        return None
+    near.sort(key=lambda t: (t[0], t[1]["shape"], t[1]["layout"]))
+    near = near[:NEIGHBOURS]
+    num = den = 0.0
+    for d, r, ms, rtile in near:
+        w = 1.0 / (0.25 + d)
+        num += w * math.log(ms * 1e-3 / estimate(slug, rtile, r["shape"], r["vec"], itemsize, sm_count))
+        den += w
+    own = estimate(slug, tile, shape, vec, itemsize, sm_count)
+    return Prediction(name, own * math.exp(num / den), own, tuple((round(d, 2), tuple(r["shape"])) for d, r, _, _ in near))
+
+
+def records_for(doc: dict, dtype: str, device) -> list[dict]:
+    """The records of ``dtype`` (else of its stand-in, dtypes.py: the same kernels and rates)
+    measured on a GPU of this architecture and SM count."""
+    if not doc or doc.get("arch") != device.arch or doc.get("sm_count") != device.sm_count:
+        return []
+    for dt in (dtype, dtypes.get(dtype).stand_in):
+        recs = [r for r in doc["records"] if r.get("dtype") == dt]
+        if recs:
+            return recs
+    return []
+
+
+def choose(problem: GemmProblem, device, precision: str | None = None, doc: dict | None = None) -> Choice | None:
+    """The menu's option of the smallest predicted time for ``problem`` on ``device`` (None where
+    the dtype has no menu, nothing was measured for it on such a GPU, or no option can be
+    predicted); its reason gives the prediction."""
+    ranked = rank(problem, device, precision, doc)
+    if not ranked:
+        return None
+    (best, p), rest = ranked[0], ranked[1:]
+    why = (f"selection model: option {p.option!r} predicted {p.seconds * 1e6:.1f} us (cost model "
+           f"{p.estimate * 1e6:.1f} us, corrected by the {len(p.neighbours)} nearest measured shapes, the nearest "
+           f"{'x'.join(map(str, p.neighbours[0][1]))} at {p.neighbours[0][0]})")
+    if rest:
+        why += f"; next {rest[0][1].option!r} {rest[0][1].seconds * 1e6:.1f} us"
+    return Choice(best.rung, best.config, "model", f"{why}; {best.reason}")
+
+
+def rank(problem: GemmProblem, device, precision: str | None = None, doc: dict | None = None) -> list[tuple[Choice, Prediction]]:
+    """Every predictable option for ``problem``, fastest predicted first."""
+    if family(problem.dtype, precision) is None:
+        return []
+    recs = records_for(read(table_path(device.arch)) if doc is None else doc, problem.dtype, device)
+    if not recs:
+        return []
+    kp = problem.kernel_view()
+    shape, layout = (kp.M, kp.N, kp.K), ("c" if kp.a_col else "r") + ("c" if kp.b_col else "r")
+    itemsize = dtypes.get(problem.dtype).itemsize
+    out = []
+    for name, choice in options(problem, device, precision).items():
+        p = predict(recs, name, choice.rung.slug, tile_of(choice), shape, layout, (kp.vec_a, kp.vec_b), itemsize,
+                    device.sm_count)
+        if p is not None:
+            out.append((choice, p))
+    out.sort(key=lambda cp: (cp[1].seconds, cp[1].option))
+    return out
