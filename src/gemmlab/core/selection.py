@@ -43,7 +43,7 @@ from . import dtypes
 from .arch import arch_number
 from .problem import GemmProblem
 from .registry import MAX_GRID_Y, for_dtype, get
-from .rules import (ALIGNED_TFLOPS, COPY_BYTES_PER_S, PACK_LAUNCH_S, Choice, _clustered, _own, _split, _thin,
+from .rules import (ALIGNED_TFLOPS, COPY_BYTES_PER_S, MIN_SLICE_K, PACK_LAUNCH_S, Choice, _clustered, _own, _split, _thin,
                     rule_config, with_packing)
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
@@ -63,11 +63,21 @@ class Option:
     build: Callable[[GemmProblem, object, str | None], Choice | None]   # (problem, device, precision)
 
 
-def _tiled(slug: str, preset: str | None, pack: str) -> Callable:
+def _wave_split(cfg, M: int, N: int, K: int, sm_count: int) -> int:
+    """The split of K (1 to 8, slices of at least ``rules.MIN_SLICE_K``) whose blocks fill their
+    waves best: the smallest s minimizing ceil(tiles * s / SMs) / s (206x7368 in 128x256 tiles: 58
+    tiles, s = 2 runs 116 blocks in one wave at half the K each)."""
+    tiles = -(-M // cfg["BM"]) * -(-N // cfg["BN"])
+    top = max(1, min(8, K // MIN_SLICE_K))
+    return min(range(1, top + 1), key=lambda s: (-(-tiles * s // sm_count) / s, s))
+
+
+def _tiled(slug: str, preset: str | None, pack: str, split: str = "rule", **extra: int) -> Callable:
     """An option of rung ``slug``: its ``preset`` tile (None: the rule's tile, half tile and split)
-    with the rule's split for it, and packing decided by ``pack``: "estimate" (rules.with_packing),
-    "never" (PACK=0) or "always" (PACK=1; the option applies only where an operand lacks 16-byte
-    access)."""
+    with ``split`` "rule" (rules._split: only where the tiles leave more than half of the SMs
+    idle), "waves" (``_wave_split``) or "none", the switches ``extra`` (STREAMK=1), and packing
+    decided by ``pack``: "estimate" (rules.with_packing), "never" (PACK=0) or "always" (PACK=1;
+    the option applies only where an operand lacks 16-byte access)."""
     def build(problem: GemmProblem, device, precision: str | None) -> Choice | None:
         rung = get(slug)
         if rung not in for_dtype(problem.dtype, device.arch, precision, thin=False):
@@ -76,17 +86,22 @@ def _tiled(slug: str, preset: str | None, pack: str) -> Callable:
         if pack == "always" and kp.vec_a and kp.vec_b:
             return None
         own = _own(rung, problem.dtype, precision)
-        if preset is None:
+        if preset is None and split == "rule":
             cfg, why = rule_config(rung, kp.M, kp.N, kp.K, device.sm_count, own)
         else:
             cfg = rung.config(preset, own)
             why = f"{slug} {cfg['BM']}x{cfg['BN']}"
-            if "SPLITK" in rung.params:
-                split = _split(cfg, kp.M, kp.N, kp.K, device.sm_count)
-                if split > 1:
-                    cfg = dict(cfg, SPLITK=split)
-                    why += f", split-K {split}"
+            if "SPLITK" in rung.params and split != "none":
+                s = (_split if split == "rule" else _wave_split)(cfg, kp.M, kp.N, kp.K, device.sm_count)
+                if s > 1:
+                    cfg = dict(cfg, SPLITK=s)
+                    why += f", split-K {s}"
             cfg, why = _clustered(cfg, why, kp.M)
+        if extra:
+            cfg = dict(cfg, **extra)
+            why += ", " + ", ".join(f"{k}={v}" for k, v in extra.items())
+            if rung.check_config(cfg, own):
+                return None
         if -(-kp.M // cfg["BM"]) > MAX_GRID_Y and cfg.get("SPLITK", 1) > 1:
             cfg = dict(cfg, SPLITK=1)
         choice = Choice(rung, cfg, "model", why)
@@ -111,6 +126,12 @@ MENUS: dict[str, tuple[Option, ...]] = {
                _tiled("wgmma_tma", "128x128", "estimate")),
         Option("tma_copy", "rung 19, the rule's tile and split, unaligned operands copied",
                _tiled("wgmma_tma", None, "always")),
+        Option("tma_waves", "rung 19, 128x256 tiles, K split to fill the waves, copies by estimate",
+               _tiled("wgmma_tma", "128x256", "estimate", "waves")),
+        Option("tma_128_waves", "rung 19, 128x128 tiles, K split to fill the waves, copies by estimate",
+               _tiled("wgmma_tma", "128x128", "estimate", "waves")),
+        Option("ws_streamk", "rung 21, the rule's tile, the last wave split by k tiles (stream-K)",
+               _tiled("wgmma_ws", "128x256", "estimate", "none", STREAMK=1)),
         Option("mma_64", "rung 17, 64x64 tiles and the rule's split, no copies", _tiled("mma_sync", "64x64", "never")),
         Option("mma_128", "rung 17, 128x128 tiles and the rule's split, no copies",
                _tiled("mma_sync", "128x128", "never")),
@@ -122,6 +143,9 @@ MENUS: dict[str, tuple[Option, ...]] = {
         Option("simt_64", "rung 18, 64x64 tiles and the rule's split", _tiled("async_simt", "small", "never")),
         Option("simt_skinny", "rung 18, 32x128 tiles and the rule's split", _tiled("async_simt", "skinny", "never")),
         Option("simt_tall", "rung 18, 128x32 tiles and the rule's split", _tiled("async_simt", "tall", "never")),
+        Option("simt_waves", "rung 18, 128x128 tiles, K split to fill the waves", _tiled("async_simt", "128x128", "never", "waves")),
+        Option("simt_streamk", "rung 18, 128x256 tiles, the last wave split by k tiles (stream-K)",
+               _tiled("async_simt", "128x256", "never", "none", STREAMK=1)),
         Option("thin", "the thin rung's rule (rung 23)", _thin_option),
     ),
 }
