@@ -92,9 +92,9 @@ for st in "${stages[@]}"; do
     suite-decode)  # rung 24 through auto against cuBLAS and Triton, GB/s and % of the copy rate (issue 40)
       run suite-decode bash -c "$GL bench auto --suite decode --dtype bf16 --peers cublas,triton --json $OUT/suite_decode_bf16.json && \
           $GL bench auto --suite decode --dtype fp16 --peers cublas --json $OUT/suite_decode_fp16.json" ;;
-    suite-random)  # auto on a random sample nobody tuned on (RANDOM=random:48@1), in each dtype (issue 40's headline)
+    suite-random)  # auto on a random sample nobody tuned on (RANDOM_SUITE=random:48@1), in each dtype (issue 40's headline)
       for dt in ${RANDOM_DTYPES:-bf16 fp16 fp32}; do
-        run suite-random-$dt $GL bench auto --suite ${RANDOM:-random:48@1} --dtype $dt --peers cublas --max-samples 40 \
+        run suite-random-$dt $GL bench auto --suite ${RANDOM_SUITE:-random:48@1} --dtype $dt --peers cublas --max-samples 40 \
           --time-cap 1 --json "$OUT/suite_random_$dt.json"
       done ;;
     tune-online)  # on-line tuning over a tuning sample (TUNE_SAMPLE=random:200@0): each shape's first call times
@@ -110,7 +110,7 @@ for st in "${stages[@]}"; do
       done ;;
     menu-heldout)  # every option of the menu on the held-out sample (never emitted): the best any option reaches there
       for dt in ${AUTO_DTYPES:-bf16 fp32}; do
-        run menu-heldout-$dt $GL tune auto --dtype $dt --suite ${RANDOM:-random:48@1} --json "$OUT/menu_heldout_$dt.json"
+        run menu-heldout-$dt $GL tune auto --dtype $dt --suite ${RANDOM_SUITE:-random:48@1} --json "$OUT/menu_heldout_$dt.json"
       done ;;
     suite-llm16) run suite-llm16 $GL bench auto --suite llm --dtype fp16 --json "$OUT/suite_llm_fp16.json" ;;
     suite-llm-bf16) run suite-llm-bf16 $GL bench auto --suite llm --dtype bf16 --json "$OUT/suite_llm_bf16.json" ;;
