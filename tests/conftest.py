@@ -115,14 +115,18 @@ def fresh_cache(tmp_path, monkeypatch):
 
 @pytest.fixture()
 def rule_only(tmp_path, monkeypatch):
-    """Neither a tuned export nor the shipped table: the dispatch rule answers (thin rungs' tests)."""
-    from gemmlab.core import dispatch
+    """Neither a tuned export nor the shipped tables (defaults, the selection model's measurements):
+    the dispatch rule answers (thin rungs' tests)."""
+    from gemmlab.core import dispatch, selection
 
     monkeypatch.setenv("GEMMLAB_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(dispatch, "defaults_path", lambda arch: tmp_path / "no_defaults.json")
+    monkeypatch.setattr(selection, "table_path", lambda arch: tmp_path / "no_selection.json")
     dispatch.reload()
+    selection.reload()
     yield
     dispatch.reload()
+    selection.reload()
 
 
 @pytest.fixture()

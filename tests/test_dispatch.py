@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from gemmlab.core import dispatch
+from gemmlab.core import dispatch, selection
 from gemmlab.core.registry import get
 from stand_ins import problem
 
@@ -41,9 +41,14 @@ def tuned(tmp_path, monkeypatch):
 
 @pytest.fixture
 def no_defaults(tuned, tmp_path, monkeypatch):
-    """No shipped table either: the rule answers (the shipped bf16 entries also stand in for fp16)."""
+    """No shipped table either (nor the selection model's measurements): the rule answers (the
+    shipped bf16 entries also stand in for fp16)."""
     monkeypatch.setattr(dispatch, "defaults_path", lambda arch: tmp_path / "no_defaults.json")
+    monkeypatch.setattr(selection, "table_path", lambda arch: tmp_path / "no_selection.json")
     dispatch.reload()
+    selection.reload()
+    yield
+    selection.reload()
 
 
 # ---- named -------------------------------------------------------------------------------------
@@ -210,7 +215,7 @@ def test_no_tuning_database_means_no_optional_import_at_call_time(tmp_path):
             "print(c.source, 'optuna' in sys.modules, 'sqlite3' in sys.modules, 'sqlalchemy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(_root()),
                          env=_env(tmp_path), check=True).stdout.split()
-    assert out[1:] == ["False", "False", "False"] and out[0] in ("defaults", "rule")
+    assert out[1:] == ["False", "False", "False"] and out[0] in ("defaults", "model", "rule")
 
 
 def _root():

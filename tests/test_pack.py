@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from gemmlab.analysis import disasm
-from gemmlab.core import dispatch, packing, registry
+from gemmlab.core import dispatch, packing, registry, rules
 from gemmlab.core.problem import ArrayInfo, GemmProblem
 from gemmlab.core.variant import Variant
 
@@ -186,9 +186,10 @@ def no_tuned(tmp_path, monkeypatch):
 
 
 def test_auto_packs_both_operands_of_4093_cubed_bf16_on_an_h100(no_tuned):
+    # the selection model's pick (rung 19 or 21 with copies measured fastest there) or the rule's
     c = dispatch.decide(problem(4093, 4093, 4093, "bf16"), "auto", None, H100)
-    assert c.rung is registry.for_dtype("bf16", "sm_90a", thin=False)[-1] and c.config["PACK"] == 1
-    assert "packs A: ld 4093 -> 4096, B: ld 4093 -> 4096" in c.reason
+    assert c.rung.slug in ("wgmma_tma", "wgmma_ws") and c.config["PACK"] == 1
+    assert c.reason.count("packs A: ld 4093 -> 4096, B: ld 4093 -> 4096") == 1
 
 
 def test_auto_decides_packing_whatever_source_chose_the_tile(no_tuned):
@@ -214,7 +215,7 @@ def test_auto_does_not_pack_where_the_copy_costs_more_than_it_saves(no_tuned):
 
 
 def test_auto_does_not_take_more_workspace_for_copies_than_its_limit(no_tuned, monkeypatch):
-    monkeypatch.setattr(dispatch, "PACK_MAX_BYTES", 1 << 20)
+    monkeypatch.setattr(rules, "PACK_MAX_BYTES", 1 << 20)
     c = dispatch.decide(problem(4093, 4093, 4093, "bf16"), "auto", None, H100)
     assert c.config["PACK"] == 0 and f"more than {1 << 20}" in c.reason
 

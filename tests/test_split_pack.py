@@ -153,12 +153,12 @@ def _problem(M, N, K):
 
 @pytest.mark.parametrize("size", [1024, 4096, 8192])
 def test_auto_takes_rung_22_for_3xtf32_on_big_problems(size):
-    choice = dispatch._rule(_problem(size, size, size), "sm_90a", 132, "3xtf32")
+    choice = dispatch.rule(_problem(size, size, size), "sm_90a", 132, "3xtf32")
     assert choice.rung.slug == "wgmma_tf32" and choice.rung.config(choice.config, "3xtf32")["BN"] == 128
 
 
 def test_auto_leaves_a_tiny_3xtf32_problem_to_rung_20_when_the_split_pass_costs_more():
-    choice = dispatch._rule(_problem(64, 64, 64), "sm_90a", 132, "3xtf32")
+    choice = dispatch.rule(_problem(64, 64, 64), "sm_90a", 132, "3xtf32")
     assert choice.rung.slug == "tf32_mma" and "split pass" in choice.reason
 
 

@@ -10,16 +10,18 @@ A named rung runs with the configuration given (its defaults when none). ``auto`
    millisecond with no optional import; without the file nothing is imported or opened.
 2. **defaults** -- a small table per architecture shipped with gemmlab
    (``gemmlab/data/defaults_sm90.json``: written by ``gemmlab tune --suite ... --emit-defaults``
-   on that GPU; the file says where its entries come from).
-3. **rule** -- for a thin problem (its M or N, in the kernel's view, at most a thin rung's
-   ``Rung.thin``: 16x4096x4096, 4096x16x4096) the thin rung with ``registry.thin_rule_config``'s
-   tile and split (``_thin``); otherwise the top rung for the dtype on this architecture, never a
-   thin one (the ladder improves rung by rung),
-   its default tile, a preset instead when the default pads a skinny problem by a third or more,
-   split-K when the output tiles leave more than half of the SMs idle, and the preset of half the
-   tile's width when it fills the SMs better (``rule_config``); a top rung that cannot split K
-   (rung 21) gives way to the highest rung that can where its tiles would leave more than half of
-   the SMs idle (``_rule``).
+   on that GPU; the file says where its entries come from), for the shapes it was tuned on:
+   entries within ``DEFAULTS_NEAR``.
+3. **model** -- the selection model (core/selection.py): the option of a short menu per dtype
+   (rung, tile, split policy, copies) with the smallest time predicted from the measurements of
+   ``gemmlab tune auto`` on a random tuning sample (``data/selection_sm90.json``), for a shape
+   no table holds.
+4. **defaults** again, any entry within ``MAX_DISTANCE`` (where the model has no measurements:
+   another GPU, a precision without a menu).
+5. **rule** (core/rules.py) -- for a thin problem (its M or N, in the kernel's view, at most a thin
+   rung's ``Rung.thin``) the thin rung's own rule; otherwise the top rung for the dtype on this
+   architecture with the rule's tile, split-K and clusters (``rules.rule_config``), or the highest
+   rung that can split K where the top one cannot and would leave more than half of the SMs idle.
 
 Whatever the source, ``auto`` then decides the rung's PACK switch (``with_packing``): an operand
 whose base or leading dimension keeps it off the 16-byte path is copied first (core/packing.py)
@@ -57,13 +59,13 @@ import os
 import threading
 from pathlib import Path
 
-from . import dtypes
+from . import dtypes, selection
 from .precision import label
 from .arch import arch_number
 from .compile import cache_dir
 from .problem import GemmProblem
 from .registry import MAX_GRID_Y, THIN_MAX, Rung, for_dtype
-from .rules import (ALIGNED_TFLOPS, Choice, _own, _rule, choose, pack_estimate, rule_config,  # noqa: F401 (re-exported)
+from .rules import (ALIGNED_TFLOPS, Choice, own_precision, rule, choose, pack_estimate, rule_config,  # noqa: F401 (re-exported)
                     with_packing)
 
 log = logging.getLogger("gemmlab")
@@ -71,6 +73,7 @@ LOG_DISPATCH = os.environ.get("GEMMLAB_LOG_DISPATCH", "") not in ("", "0")
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 TUNED_FILE = "tuned.json"
 MAX_DISTANCE = 1.0
+DEFAULTS_NEAR = 0.1   # the shipped table's entries answer before the selection model within this distance
 
 
 # ---- the tables ---------------------------------------------------------------------------------
@@ -128,7 +131,7 @@ def _usable(e: dict, dtype: str, allowed: dict[str, Rung], precision: str | None
     if e.get("dtype") != label(dtype, precision) or rung is None or len(e.get("shape") or ()) != 3:
         return False
     try:
-        rung.config(e.get("config") or {}, _own(rung, dtype, precision))
+        rung.config(e.get("config") or {}, own_precision(rung, dtype, precision))
     except (ValueError, TypeError):
         return False
     return True
@@ -155,7 +158,8 @@ def _thin_covers(e: dict, shape, allowed: dict[str, Rung]) -> bool:
 
 
 def nearest(entries: list[dict], dtype: str, layout: str, shape, allowed: dict[str, Rung],
-            gpu_name: str | None = None, precision: str | None = None) -> tuple[dict, float] | None:
+            gpu_name: str | None = None, precision: str | None = None,
+            max_distance: float = MAX_DISTANCE) -> tuple[dict, float] | None:
     """The entry nearest to ``shape`` among those of ``dtype`` whose rung is in ``allowed`` and whose
     configuration it accepts (of GPU ``gpu_name`` when given and the entry names one), preferring
     the layout class ``layout``; None when there is none within ``MAX_DISTANCE``."""
@@ -166,10 +170,11 @@ def nearest(entries: list[dict], dtype: str, layout: str, shape, allowed: dict[s
         return None
     best = min(same, key=lambda e: distance(e["shape"], shape))
     d = distance(best["shape"], shape)
-    return (best, d) if d <= MAX_DISTANCE else None
+    return (best, d) if d <= max_distance else None
 
 
-def _from_table(problem: GemmProblem, device, source: str, precision: str | None = None) -> Choice | None:
+def _from_table(problem: GemmProblem, device, source: str, precision: str | None = None,
+                max_distance: float = MAX_DISTANCE) -> Choice | None:
     """The nearest entry of ``source`` for the problem's dtype or its stand-in (dtypes.py): the
     stand-in's only when strictly nearer. (Own entries first, whatever their distance, let one
     fp16 entry at 1024x4096x4096 take 1024x6144x4096 from bf16's entry for that very shape: 0.85x
@@ -184,7 +189,7 @@ def _from_table(problem: GemmProblem, device, source: str, precision: str | None
         # the stand-in's entries in its own precision when the problem asks for its dtype's own
         # ("fp16" for fp16: the bench names it), the precision asked for otherwise
         prec = precision if dt == problem.dtype or precision not in (None, problem.dtype) else None
-        h = nearest(entries, dt, layout, (kp.M, kp.N, kp.K), allowed, gpu, prec)
+        h = nearest(entries, dt, layout, (kp.M, kp.N, kp.K), allowed, gpu, prec, max_distance)
         if h is not None and (hit is None or h[1] < hit[1]):
             hit, dtype = h, dt
     if hit is None:
@@ -208,7 +213,7 @@ def _table(source: str, device) -> tuple[list[dict], str | None]:
 def _entry_choice(e: dict, rung: Rung, problem: GemmProblem, precision: str | None, source: str, why: str) -> Choice:
     """A table entry's configuration as a choice for ``problem``: without a split where the row
     tiles need grid.z (the split takes it)."""
-    cfg = rung.config(e.get("config") or {}, _own(rung, problem.dtype, precision))
+    cfg = rung.config(e.get("config") or {}, own_precision(rung, problem.dtype, precision))
     if cfg.get("SPLITK", 1) > 1 and -(-problem.kernel_view().M // cfg["BM"]) > MAX_GRID_Y:
         cfg["SPLITK"] = 1
         why += "; SPLITK=1: the row tiles need grid.z"
@@ -231,12 +236,14 @@ def tuned_exactly(problem: GemmProblem, device, precision: str | None = None) ->
 
 
 NEAREST_PER_TABLE = 2   # candidates from each table: its nearest entries, whatever their distance
+MODEL_CANDIDATES = 2    # and the selection model's fastest predicted options
 
 
 def candidates(problem: GemmProblem, device, precision: str | None = None, limit: int = 4) -> list[Choice]:
     """Distinct configurations for on-line tuning to measure (core/autotune.py), best guess first:
     auto's own choice (for rung 24 also with twice its warps along K and half its slices), the
-    rule's, the rule's without the thin rungs, the light launch (no tensor maps, no persistent
+    selection model's ``MODEL_CANDIDATES`` fastest predicted options, the rule's, the rule's
+    without the thin rungs, the light launch (no tensor maps, no persistent
     grid, no copies), then the ``NEAREST_PER_TABLE`` nearest entries of the tuned and the shipped
     tables (of the dtype, any distance); each with its packing decided; at most ``limit``."""
     kp = problem.kernel_view()
@@ -249,13 +256,14 @@ def candidates(problem: GemmProblem, device, precision: str | None = None, limit
         cfg["SKCLUSTER"] = cfg["SKCLUSTER"] if cfg["SPLITK"] > 1 else 0
         if not out[0].rung.check_config(cfg, precision):
             out.append(Choice(out[0].rung, cfg, "rule", out[0].reason + f"; WK={cfg['WK']}, SPLITK={cfg['SPLITK']}"))
-    out += [with_packing(_rule(problem, device.arch, device.sm_count, precision, thin), problem, device.sm_count, precision)
+    out += [c for c, _ in selection.rank(problem, device, precision)[:MODEL_CANDIDATES]]
+    out += [with_packing(rule(problem, device.arch, device.sm_count, precision, thin), problem, device.sm_count, precision)
             for thin in (True, False)]
     # the light launch: the highest rung with neither tensor maps nor a persistent grid (rung 17 for
     # 16-bit, 18 for FP32), the rule's tile and split, no operand copies: no per-call host setup
     light = [r for r in for_dtype(problem.dtype, device.arch, precision, thin=False) if not r.tensor_maps and not r.persistent]
     if light:
-        cfg, why = rule_config(light[-1], kp.M, kp.N, kp.K, device.sm_count, _own(light[-1], problem.dtype, precision))
+        cfg, why = rule_config(light[-1], kp.M, kp.N, kp.K, device.sm_count, own_precision(light[-1], problem.dtype, precision))
         cfg = dict(cfg, PACK=0) if "PACK" in light[-1].params else cfg
         out.append(Choice(light[-1], cfg, "rule", f"the light launch, {light[-1].slug}: {why}"))
     for source in ("tuned", "defaults"):
@@ -285,9 +293,13 @@ def decide(problem: GemmProblem, kernel: str = "auto", config=None, device=None,
         choice = Choice(rung, config, "named" if kernel != "auto" else "rule",
                         why + (", config given" if config is not None else ", its default config"))
     else:
-        choice = (_from_table(problem, device, "tuned", precision) or _from_table(problem, device, "defaults", precision)
-                  or _rule(problem, device.arch, device.sm_count, precision))
-        choice = with_packing(choice, problem, device.sm_count, precision)
+        choice = (_from_table(problem, device, "tuned", precision)
+                  or _from_table(problem, device, "defaults", precision, DEFAULTS_NEAR)
+                  or selection.choose(problem, device, precision)
+                  or _from_table(problem, device, "defaults", precision)
+                  or rule(problem, device.arch, device.sm_count, precision))
+        if choice.source != "model":   # a model option's copies were decided with it (and measured so)
+            choice = with_packing(choice, problem, device.sm_count, precision)
     if LOG_DISPATCH:
         log.warning("gemmlab dispatch: %s %dx%dx%d -> %s", problem.dtype, problem.M, problem.N, problem.K, choice)
     return choice

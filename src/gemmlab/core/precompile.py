@@ -138,7 +138,7 @@ def variants(kernels=None, dtypes=None, layouts=None, arch: str | None = None, *
     return out
 
 
-def _job(v: Variant) -> tuple:
+def job_key(v: Variant) -> tuple:
     """A variant as plain data a worker process can unpickle (a Rung holds lambdas)."""
     return (v.rung.slug, v.dtype, v.a_col, v.b_col, v.vec_a, v.vec_b, v.vec_c, v.config, v.tall, v.precision, v.c_col)
 
@@ -151,13 +151,13 @@ def _build(job: tuple, arch: str) -> tuple[bool, str | None]:
         variant = Variant.make(slug, dtype, a_col=a_col, b_col=b_col, vec_a=va, vec_b=vb, vec_c=vc, config=dict(cfg),
                                tall=tall, precision=precision, c_col=c_col)
         hit = variant.compile(arch).cache_hit
-        _helpers_for(variant, arch)
+        helpers_for(variant, arch)
         return hit, None
     except Exception as exc:  # noqa: BLE001 - reported per variant, the others go on
         return False, f"{type(exc).__name__}: {exc}"
 
 
-def _helpers_for(variant: Variant, arch: str, before_compile=None) -> None:
+def helpers_for(variant: Variant, arch: str, before_compile=None) -> None:
     """The other kernels a variant's launch may need: a split-K variant's reduction, and the pack
     kernel of the dtype for every variant of a rung with PACK (``auto`` turns packing on for
     misaligned operands, so a graph captured after a precompile must find it built)."""
@@ -206,7 +206,7 @@ class CompilePool:
             return
         if self._ex is None:
             self._ex = ProcessPoolExecutor(self.processes, mp_context=_context(self._start_method))
-        futs = {self._ex.submit(_build, _job(v), arch): v for v in todo}
+        futs = {self._ex.submit(_build, job_key(v), arch): v for v in todo}
         for f in as_completed(futs):
             done(futs[f], *f.result())
 
@@ -275,7 +275,7 @@ def _build_here(variant: Variant, arch: str) -> tuple[bool, str | None]:
     compiled = []
     try:
         variant.compile(arch, before_compile=lambda: compiled.append(True))
-        _helpers_for(variant, arch, lambda: compiled.append(True))
+        helpers_for(variant, arch, lambda: compiled.append(True))
     except Exception as exc:  # noqa: BLE001
         return False, f"{type(exc).__name__}: {exc}"
     return not compiled, None

@@ -3,7 +3,7 @@ the decisions every source shares (core/dispatch.py says in which order the sour
 
 * ``choose``: the top rung for the dtype and precision on the architecture (never a thin one).
 * ``rule_config``: its tile, split-K and clusters from the problem's shape and the SM count.
-* ``_rule`` / ``_thin``: the whole rule, a thin rung for thin problems (its own ``Rung.thin_rule``
+* ``rule`` / ``thin_choice``: the whole rule, a thin rung for thin problems (its own ``Rung.thin_rule``
   or ``registry.thin_rule_config``), a rung that can split K where the top one cannot and would
   leave more than half of the SMs idle, the rung below a split pass that costs more than it saves.
 * ``with_packing``: whether a rung copies its unaligned operands first (``pack_estimate``).
@@ -47,7 +47,7 @@ def _padded(M: int, N: int, cfg) -> int:
     return -(-M // cfg["BM"]) * cfg["BM"] * -(-N // cfg["BN"]) * cfg["BN"]
 
 
-def _split(cfg, M: int, N: int, K: int, sm_count: int) -> int:
+def split_for(cfg, M: int, N: int, K: int, sm_count: int) -> int:
     """The rule's K slices for tile ``cfg`` (1: none): with t output tiles on S SMs, s = S // t while
     that is 2 or more (t <= S/2), at most 64 (registry.MAX_SPLITK) and at most K / ``MIN_SLICE_K``;
     none when the row tiles need grid.z."""
@@ -78,7 +78,7 @@ def rule_config(rung: Rung, M: int, N: int, K: int, sm_count: int, precision: st
 
     Tile: the default, unless a preset pads the output to at most ``SKINNY_PAD`` of the default's
     padded area (16x4096: a 32-row tile instead of 128 computes 4x fewer wasted rows).
-    Split (``_split``): with t output tiles and S SMs, a one-wave launch lasts as long as one
+    Split (``split_for``): with t output tiles and S SMs, a one-wave launch lasts as long as one
     block's K loop; splitting K in s shortens that by s only while t*s blocks still fit one wave, so
     s = S // t, used when it is 2 or more (more than half of the SMs idle). Above S/2 tiles a split
     only moves the wave quantization (160 blocks on 132 SMs take two waves of half the work: no
@@ -104,11 +104,11 @@ def rule_config(rung: Rung, M: int, N: int, K: int, sm_count: int, precision: st
     # rung 19's (rung 21's 128x128 at 1024x6144x4096 ran 0.36x cuBLAS, h100_splitk19_bf16.json,
     # against rung 19's 128x256 at 0.76x; rung 21 has been changed since, not measured there)
     if "SPLITK" not in rung.params:
-        return _clustered(cfg, why, M)
-    split = _split(cfg, M, N, K, sm_count)
+        return clustered(cfg, why, M)
+    split = split_for(cfg, M, N, K, sm_count)
     half = _half_tile(rung, cfg, precision)
     if half is not None:
-        hsplit = _split(half[1], M, N, K, sm_count)
+        hsplit = split_for(half[1], M, N, K, sm_count)
         t, ht = _launch_time(cfg, split, M, N, sm_count), _launch_time(half[1], hsplit, M, N, sm_count)
         if ht <= HALF_TILE_TIME * t or (ht <= t and hsplit == 1 < split):
             cfg, split = half[1], hsplit
@@ -117,10 +117,10 @@ def rule_config(rung: Rung, M: int, N: int, K: int, sm_count: int, precision: st
         tiles = -(-M // cfg["BM"]) * -(-N // cfg["BN"])
         cfg = dict(cfg, SPLITK=split)
         why += f"; split-K {split}: {tiles} output tiles for {sm_count} SMs, K={K}"
-    return _clustered(cfg, why, M)
+    return clustered(cfg, why, M)
 
 
-def _clustered(cfg: dict, why: str, M: int) -> tuple[dict, str]:
+def clustered(cfg: dict, why: str, M: int) -> tuple[dict, str]:
     """``cfg`` with CLUSTER=1 where its row tiles do not pair up into clusters (rung 21)."""
     rows = -(-M // cfg["BM"])
     if rows % cfg.get("CLUSTER", 1):
@@ -129,21 +129,21 @@ def _clustered(cfg: dict, why: str, M: int) -> tuple[dict, str]:
     return cfg, why
 
 
-def _rule(problem: GemmProblem, arch, sm_count: int, precision: str | None = None, thin: bool = True) -> Choice:
+def rule(problem: GemmProblem, arch, sm_count: int, precision: str | None = None, thin: bool = True) -> Choice:
     """The top rung for the dtype and precision with ``rule_config``, except where it cannot split
     K and its output tiles would leave more than half of the SMs idle: then the highest rung that
     can split, with its own rule (fp16/bf16 on sm_90a: rung 21 is persistent but has no split-K, so
     128x4096x4096's 16 tiles of 128x256 go to rung 19, split in 8, or its 128x128 tile)."""
     kp = problem.kernel_view()
-    ruled = _thin(kp, problem.dtype, arch, sm_count, precision) if thin else None
+    ruled = thin_choice(kp, problem.dtype, arch, sm_count, precision) if thin else None
     if ruled is not None:
         return ruled
     rung = choose(problem, "auto", arch, precision)
     lower = _split_pass_loses(rung, problem, arch, sm_count, precision)
     if lower is not None:
         return lower
-    cfg0 = rung.config(None, _own(rung, problem.dtype, precision))
-    M, N = _computed_dims(rung, kp, _own(rung, problem.dtype, precision))
+    cfg0 = rung.config(None, own_precision(rung, problem.dtype, precision))
+    M, N = _computed_dims(rung, kp, own_precision(rung, problem.dtype, precision))
     tiles = -(-M // cfg0["BM"]) * -(-N // cfg0["BN"])
     if "SPLITK" not in rung.params and 2 * tiles <= sm_count:
         splitting = [r for r in for_dtype(problem.dtype, arch, precision, thin=False) if "SPLITK" in r.params]
@@ -151,7 +151,7 @@ def _rule(problem: GemmProblem, arch, sm_count: int, precision: str | None = Non
             cfg, why = rule_config(splitting[-1], kp.M, kp.N, kp.K, sm_count)
             return Choice(splitting[-1], cfg, "rule", f"{rung.slug} cannot split K and its {tiles} tiles would leave "
                                                       f"more than half of {sm_count} SMs idle: {splitting[-1].slug}; {why}")
-    cfg, why = rule_config(rung, M, N, kp.K, sm_count, _own(rung, problem.dtype, precision))
+    cfg, why = rule_config(rung, M, N, kp.K, sm_count, own_precision(rung, problem.dtype, precision))
     if (M, N) != (kp.M, kp.N):
         why += f" (of the transposed problem {M}x{N}: A read from registers)"
     return Choice(rung, cfg, "rule", why)
@@ -166,10 +166,10 @@ def _computed_dims(rung: Rung, kp, precision: str | None) -> tuple[int, int]:
     return kp.M, kp.N
 
 
-def _thin(kp, dtype: str, arch, sm_count: int, precision: str | None) -> Choice | None:
+def thin_choice(kp, dtype: str, arch, sm_count: int, precision: str | None) -> Choice | None:
     """The thin rung for a kernel-view problem with M or N at most its ``Rung.thin`` (None when
     there is none or the problem is not thin): its own ``Rung.thin_rule`` (rung 24's tile and K
-    split, core/decode.py), else ``thin_rule_config``'s tile, split in K like any rung (``_split``)
+    split, core/decode.py), else ``thin_rule_config``'s tile, split in K like any rung (``split_for``)
     where its blocks would leave more than half of the SMs idle."""
     side = min(kp.M, kp.N)
     for rung in reversed(for_dtype(dtype, arch, precision, thin=True)):
@@ -182,7 +182,7 @@ def _thin(kp, dtype: str, arch, sm_count: int, precision: str | None) -> Choice 
             cfg = thin_rule_config(rung, kp.M, kp.N)
             which = "N" if kp.N <= kp.M else "M"
             why = f"thin problem ({which}={side} <= {rung.thin}): {cfg['BM']}x{cfg['BN']} tiles"
-            split = _split(cfg, kp.M, kp.N, kp.K, sm_count)
+            split = split_for(cfg, kp.M, kp.N, kp.K, sm_count)
             if split > 1:
                 cfg = dict(cfg, SPLITK=split)
                 why += f"; split-K {split}: {-(-kp.M // cfg['BM']) * -(-kp.N // cfg['BN'])} blocks for {sm_count} SMs, K={kp.K}"
@@ -190,7 +190,7 @@ def _thin(kp, dtype: str, arch, sm_count: int, precision: str | None) -> Choice 
     return None
 
 
-def _own(rung: Rung, dtype: str, precision: str | None) -> str:
+def own_precision(rung: Rung, dtype: str, precision: str | None) -> str:
     return rung.precision_for(dtype, precision)
 
 
@@ -209,7 +209,7 @@ def _split_pass_loses(rung: Rung, problem: GemmProblem, arch, sm_count: int, pre
     which splits in registers): the lower one's rule choice where ``_gemm_seconds`` plus the pass
     (its bytes at the copy rate and a launch per operand) predicts the top rung slower (small
     problems, where the pass's launches and the half-empty persistent grid dominate); else None."""
-    own = _own(rung, problem.dtype, precision)
+    own = own_precision(rung, problem.dtype, precision)
     others = for_dtype(problem.dtype, arch, precision, thin=False)[:-1]
     if rung.planes_for(own) == 1 or not others:
         return None
@@ -271,7 +271,7 @@ def with_packing(choice: Choice, problem: GemmProblem, sm_count: int, precision:
     kp = problem.kernel_view()
     if "PACK" not in rung.params or (kp.vec_a and kp.vec_b):
         return choice
-    cfg = rung.config(choice.config, _own(rung, problem.dtype, precision))
+    cfg = rung.config(choice.config, own_precision(rung, problem.dtype, precision))
     try:
         packs = packing.plan_packs(kp, problem.dtype)
     except ValueError as exc:
@@ -291,7 +291,7 @@ def choose(problem: GemmProblem, kernel: str = "auto", arch: str | int | None = 
            precision: str | None = None) -> Rung:
     """The rung to run: ``kernel`` forced by slug (ValueError when it cannot compute the dtype in
     ``precision``; None: its own default), or the top rung for the dtype and precision, never a
-    thin one (``Rung.thin``: ``_rule`` gives those the thin problems) (and,
+    thin one (``Rung.thin``: ``rule`` gives those the thin problems) (and,
     when ``arch`` is given, the architecture; otherwise the launch checks it)."""
     if not isinstance(kernel, str):
         raise TypeError(f"kernel must be a string (a rung slug or 'auto'), got {type(kernel).__name__}")

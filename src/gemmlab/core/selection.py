@@ -4,7 +4,7 @@ configurations measured on a broad random sample of shapes (issue 40).
 The menu
 --------
 For each dtype family a short menu of **options**, each a way to configure one rung for any
-problem: a tile, the rule's split-K for that tile (``rules._split``), the rule's packing decision or
+problem: a tile, the rule's split-K for that tile (``rules.split_for``), the rule's packing decision or
 none. Rung 21's default tile with its clusters, rung 19's rule and its 128x128 tile, rung 17's
 64x64 and 128x128 tiles (the light launch: no tensor maps, no persistent grid, no copies), the
 thin rung's own rule; for FP32, rung 18's tiles and rung 23. An option that does not apply to a
@@ -39,18 +39,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
+
 from . import dtypes
 from .arch import arch_number
 from .problem import GemmProblem
 from .registry import MAX_GRID_Y, for_dtype, get
-from .rules import (ALIGNED_TFLOPS, COPY_BYTES_PER_S, MIN_SLICE_K, PACK_LAUNCH_S, Choice, _clustered, _own, _split, _thin,
+from .rules import (ALIGNED_TFLOPS, COPY_BYTES_PER_S, MIN_SLICE_K, PACK_LAUNCH_S, Choice, clustered, own_precision, split_for, thin_choice,
                     rule_config, with_packing)
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 NEIGHBOURS = 4          # measured shapes that correct an option's estimate
 ALIGN_WEIGHT = 2.0      # octaves a mismatched 16-byte access of A or B counts as
 LAYOUT_WEIGHT = 1.0     # octaves a mismatched layout of A or B counts as
-MAX_FEATURE_DISTANCE = 3.0   # no prediction for an option whose nearest measured shape is farther
+MAX_FEATURE_DISTANCE = 2.0   # no prediction for an option whose nearest measured shape is farther
 LAUNCH_S = 2.5e-6       # a launch's fixed cost on the stream (the estimate's; the neighbours correct it)
 REDUCE_S = 2.5e-6       # a workspace split's reduction launch
 
@@ -74,7 +76,7 @@ def _wave_split(cfg, M: int, N: int, K: int, sm_count: int) -> int:
 
 def _tiled(slug: str, preset: str | None, pack: str, split: str = "rule", **extra: int) -> Callable:
     """An option of rung ``slug``: its ``preset`` tile (None: the rule's tile, half tile and split)
-    with ``split`` "rule" (rules._split: only where the tiles leave more than half of the SMs
+    with ``split`` "rule" (rules.split_for: only where the tiles leave more than half of the SMs
     idle), "waves" (``_wave_split``) or "none", the switches ``extra`` (STREAMK=1), and packing
     decided by ``pack``: "estimate" (rules.with_packing), "never" (PACK=0) or "always" (PACK=1;
     the option applies only where an operand lacks 16-byte access)."""
@@ -85,18 +87,18 @@ def _tiled(slug: str, preset: str | None, pack: str, split: str = "rule", **extr
         kp = problem.kernel_view()
         if pack == "always" and kp.vec_a and kp.vec_b:
             return None
-        own = _own(rung, problem.dtype, precision)
+        own = own_precision(rung, problem.dtype, precision)
         if preset is None and split == "rule":
             cfg, why = rule_config(rung, kp.M, kp.N, kp.K, device.sm_count, own)
         else:
             cfg = rung.config(preset, own)
             why = f"{slug} {cfg['BM']}x{cfg['BN']}"
             if "SPLITK" in rung.params and split != "none":
-                s = (_split if split == "rule" else _wave_split)(cfg, kp.M, kp.N, kp.K, device.sm_count)
+                s = (split_for if split == "rule" else _wave_split)(cfg, kp.M, kp.N, kp.K, device.sm_count)
                 if s > 1:
                     cfg = dict(cfg, SPLITK=s)
                     why += f", split-K {s}"
-            cfg, why = _clustered(cfg, why, kp.M)
+            cfg, why = clustered(cfg, why, kp.M)
         if extra:
             cfg = dict(cfg, **extra)
             why += ", " + ", ".join(f"{k}={v}" for k, v in extra.items())
@@ -114,7 +116,7 @@ def _tiled(slug: str, preset: str | None, pack: str, split: str = "rule", **extr
 
 
 def _thin_option(problem: GemmProblem, device, precision: str | None) -> Choice | None:
-    return _thin(problem.kernel_view(), problem.dtype, device.arch, device.sm_count, precision)
+    return thin_choice(problem.kernel_view(), problem.dtype, device.arch, device.sm_count, precision)
 
 
 MENUS: dict[str, tuple[Option, ...]] = {
@@ -232,19 +234,71 @@ def read(path: Path) -> dict:
 def reload() -> None:
     with _lock:
         _tables.clear()
+        _models.clear()
 
 
-def features(shape, layout: str, vec) -> tuple:
-    return (tuple(math.log2(max(1, x)) for x in shape), layout, tuple(bool(v) for v in vec))
+def _vec3(shape, vec, itemsize: int) -> tuple[bool, bool, bool]:
+    """16-byte access of A, B and C: C's as a dense row-major M x N of the kernel view has it
+    where N is a whole number of vectors (records store A's and B's; the problem's own C may say
+    otherwise, ``rank`` passes it)."""
+    return bool(vec[0]), bool(vec[1]), bool(vec[2]) if len(vec) > 2 else shape[1] * itemsize % 16 == 0
 
 
-def feature_distance(f, g) -> float:
-    """log2 distance of the shapes, plus ``ALIGN_WEIGHT`` per operand whose 16-byte access differs
-    and ``LAYOUT_WEIGHT`` per operand whose layout differs."""
-    d2 = sum((x - y) ** 2 for x, y in zip(f[0], g[0]))
-    d2 += sum(ALIGN_WEIGHT ** 2 for a, b in zip(f[2], g[2]) if a != b)
-    d2 += sum(LAYOUT_WEIGHT ** 2 for a, b in zip(f[1], g[1]) if a != b)
-    return math.sqrt(d2)
+def rung_of(record: dict, name: str) -> str | None:
+    """The rung option ``name`` ran in a record (a run's document has whole configurations, the
+    selection file the rung alone)."""
+    if "rungs" in record:
+        return record["rungs"].get(name)
+    return ((record.get("configs") or {}).get(name) or {}).get("rung")
+
+
+class Model:
+    """The measurements of one dtype as arrays: each record's features and, per option, the log of
+    measured over estimated time (NaN where the option did not run)."""
+
+    def __init__(self, records: list[dict], itemsize: int, sm_count: int):
+        self.records, self.itemsize, self.sm_count = records, itemsize, sm_count
+        self.logs = np.array([[math.log2(max(1, x)) for x in r["shape"]] for r in records], dtype=float).reshape(-1, 3)
+        self.layout = np.array([[ch == "c" for ch in r["layout"]] for r in records], dtype=bool).reshape(-1, 2)
+        self.vec = np.array([_vec3(r["shape"], r["vec"], itemsize) for r in records], dtype=bool).reshape(-1, 3)
+        names = sorted({n for r in records for n in (r.get("ms") or {})})
+        self.correction = {}
+        for name in names:
+            col = np.full(len(records), np.nan)
+            for i, r in enumerate(records):
+                ms, tile = (r.get("ms") or {}).get(name), (r.get("tiles") or {}).get(name)
+                slug = rung_of(r, name)
+                if ms is not None and tile is not None and slug is not None:
+                    col[i] = math.log(ms * 1e-3 / estimate(slug, tile, r["shape"], r["vec"], itemsize, sm_count))
+            self.correction[name] = col
+
+    def distances(self, shape, layout: str, vec) -> np.ndarray:
+        """``feature_distance`` from the problem to every record."""
+        d2 = ((self.logs - np.log2(np.maximum(1, np.asarray(shape, dtype=float)))) ** 2).sum(axis=1)
+        d2 += ALIGN_WEIGHT ** 2 * (self.vec != np.asarray(_vec3(shape, vec, self.itemsize))).sum(axis=1)
+        d2 += LAYOUT_WEIGHT ** 2 * (self.layout != np.asarray([ch == "c" for ch in layout])).sum(axis=1)
+        return np.sqrt(d2)
+
+    def predict(self, name: str, slug: str, tile, shape, layout: str, vec, dist: np.ndarray | None = None,
+                exclude: int | None = None) -> "Prediction | None":
+        """Option ``name``'s predicted time at ``shape`` with ``tile`` (``tile_of``) of rung ``slug``
+        (the module docstring), None where fewer than two measured shapes within
+        ``MAX_FEATURE_DISTANCE`` ran it. ``exclude``: a record left out (leave-one-out)."""
+        col = self.correction.get(name)
+        if col is None:
+            return None
+        d = self.distances(shape, layout, vec) if dist is None else dist
+        ok = ~np.isnan(col) & (d <= MAX_FEATURE_DISTANCE)
+        if exclude is not None:
+            ok[exclude] = False
+        idx = np.flatnonzero(ok)
+        if len(idx) < 2:
+            return None
+        idx = idx[np.lexsort((idx, d[idx]))][:NEIGHBOURS]      # nearest first, ties by record order
+        w = 1.0 / (0.25 + d[idx])
+        own = estimate(slug, tile, shape, vec, self.itemsize, self.sm_count)
+        seconds = own * math.exp(float((w * col[idx]).sum() / w.sum()))
+        return Prediction(name, seconds, own, tuple((round(float(d[i]), 2), tuple(self.records[i]["shape"])) for i in idx))
 
 
 @dataclass(frozen=True)
@@ -252,47 +306,29 @@ class Prediction:
     option: str
     seconds: float
     estimate: float
-    neighbours: tuple          # (distance, record shape) of the records used
+    neighbours: tuple          # (distance, record shape) of the records used, nearest first
 
 
-def predict(records: list[dict], name: str, slug: str, tile, shape, layout: str, vec, itemsize: int,
-            sm_count: int) -> Prediction | None:
-    """Option ``name``'s predicted time at ``shape`` with ``tile`` (``tile_of``) of rung ``slug``
-    (see the module docstring), None where fewer than two measured shapes within
-    ``MAX_FEATURE_DISTANCE`` ran it."""
-    f = features(shape, layout, vec)
-    near = []
-    for r in records:
-        ms = (r.get("ms") or {}).get(name)
-        rtile = (r.get("tiles") or {}).get(name)
-        if ms is None or rtile is None:
-            continue
-        d = feature_distance(f, features(r["shape"], r["layout"], r["vec"]))
-        if d <= MAX_FEATURE_DISTANCE:
-            near.append((d, r, ms, rtile))
-    if len(near) < 2:
-        return None
-    near.sort(key=lambda t: (t[0], t[1]["shape"], t[1]["layout"]))
-    near = near[:NEIGHBOURS]
-    num = den = 0.0
-    for d, r, ms, rtile in near:
-        w = 1.0 / (0.25 + d)
-        num += w * math.log(ms * 1e-3 / estimate(slug, rtile, r["shape"], r["vec"], itemsize, sm_count))
-        den += w
-    own = estimate(slug, tile, shape, vec, itemsize, sm_count)
-    return Prediction(name, own * math.exp(num / den), own, tuple((round(d, 2), tuple(r["shape"])) for d, r, _, _ in near))
+_models: dict[tuple, tuple[dict, Model]] = {}
 
 
-def records_for(doc: dict, dtype: str, device) -> list[dict]:
-    """The records of ``dtype`` (else of its stand-in, dtypes.py: the same kernels and rates)
-    measured on a GPU of this architecture and SM count."""
+def model_for(doc: dict, dtype: str, device) -> Model | None:
+    """The model of ``dtype``'s records (else its stand-in's, dtypes.py: the same kernels and
+    rates) in ``doc`` when measured on a GPU of this architecture and SM count; built once."""
     if not doc or doc.get("arch") != device.arch or doc.get("sm_count") != device.sm_count:
-        return []
+        return None
     for dt in (dtype, dtypes.get(dtype).stand_in):
-        recs = [r for r in doc["records"] if r.get("dtype") == dt]
+        key = (id(doc), dt)
+        hit = _models.get(key)
+        if hit is not None and hit[0] is doc:
+            return hit[1]
+        recs = [r for r in doc.get("records", []) if r.get("dtype") == dt]
         if recs:
-            return recs
-    return []
+            m = Model(recs, dtypes.get(dt).itemsize, device.sm_count)
+            with _lock:
+                _models[key] = (doc, m)   # the document held: its id stays its own
+            return m
+    return None
 
 
 def choose(problem: GemmProblem, device, precision: str | None = None, doc: dict | None = None) -> Choice | None:
@@ -315,16 +351,15 @@ def rank(problem: GemmProblem, device, precision: str | None = None, doc: dict |
     """Every predictable option for ``problem``, fastest predicted first."""
     if family(problem.dtype, precision) is None:
         return []
-    recs = records_for(read(table_path(device.arch)) if doc is None else doc, problem.dtype, device)
-    if not recs:
+    model = model_for(read(table_path(device.arch)) if doc is None else doc, problem.dtype, device)
+    if model is None:
         return []
     kp = problem.kernel_view()
-    shape, layout = (kp.M, kp.N, kp.K), ("c" if kp.a_col else "r") + ("c" if kp.b_col else "r")
-    itemsize = dtypes.get(problem.dtype).itemsize
+    shape, layout, vec = (kp.M, kp.N, kp.K), ("c" if kp.a_col else "r") + ("c" if kp.b_col else "r"), (kp.vec_a, kp.vec_b, kp.vec_c)
+    dist = model.distances(shape, layout, vec)
     out = []
     for name, choice in options(problem, device, precision).items():
-        p = predict(recs, name, choice.rung.slug, tile_of(choice), shape, layout, (kp.vec_a, kp.vec_b), itemsize,
-                    device.sm_count)
+        p = model.predict(name, choice.rung.slug, tile_of(choice), shape, layout, vec, dist)
         if p is not None:
             out.append((choice, p))
     out.sort(key=lambda cp: (cp[1].seconds, cp[1].option))

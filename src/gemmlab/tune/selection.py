@@ -29,7 +29,7 @@ from ..analysis import environment as envinfo
 from ..core import driver, selection
 from ..core.dtypes import get as get_dtype
 from ..core.launch import Plan
-from ..core.precompile import CompilePool, _helpers_for, _job
+from ..core.precompile import CompilePool, helpers_for, job_key
 from ..core.problem import ArrayInfo, GemmProblem, make_problem
 from ..core.progress import Progress
 from ..core.shapes import SUITES, random_shapes
@@ -77,8 +77,8 @@ def _variants(items, dtype: str, info) -> list:
             except ValueError:
                 continue
             for v in (res.variant, res.variant.store_twin(res.kp.N)):
-                if v is not None and _job(v) not in seen:
-                    seen.add(_job(v))
+                if v is not None and job_key(v) not in seen:
+                    seen.add(job_key(v))
                     out.append(v)
     return out
 
@@ -97,7 +97,7 @@ def compile_ahead(items, dtype: str, info, processes: int | None = None, progres
     with bar, CompilePool(processes or os.cpu_count(), start_method="forkserver") as pool:   # CUDA is up here
         pool.build(todo, info.arch, done)
     for v in todo:   # the helpers (reduction, copies) are few: in this process, from the cache
-        _helpers_for(v, info.arch)
+        helpers_for(v, info.arch)
     return errors
 
 
@@ -173,7 +173,8 @@ def collect(dtype: str, items, *, settings: timing.Settings = SETTINGS, lib: str
             if on_record is not None:
                 on_record(rec)
             bar.update(advance=1)
-    return {"format": 1, "gemmlab_version": __version__, "gpu_name": info.name, "arch": info.arch,
+    return {"format": 1, "gemmlab_version": __version__, "git_commit": os.environ.get("GEMMLAB_GIT_COMMIT"),
+            "gpu_name": info.name, "arch": info.arch,
             "sm_count": info.sm_count, "measured": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "source": "gemmlab tune auto (tune/selection.py): the selection menu timed on a tuning sample",
             "timing": {**settings.as_dict(), "engine": "gemmlab.measure.timing", "peer": "cuBLAS, same rounds"},
@@ -181,31 +182,53 @@ def collect(dtype: str, items, *, settings: timing.Settings = SETTINGS, lib: str
             "duration_s": round(time.perf_counter() - t0, 1), "records": records}
 
 
+RUN_KEYS = ("gemmlab_version", "git_commit", "measured", "sample", "timing", "duration_s")
+
+
+def compact(doc: dict) -> dict:
+    """What the selection file keeps of a run's document: per record its dtype, kernel-view shape,
+    layout, 16-byte access, cuBLAS's and each option's median (5 significant digits), tile and
+    rung; the run's provenance in ``runs``."""
+    recs = [{"dtype": r["dtype"], "shape": r["shape"], "layout": r["layout"], "vec": r["vec"],
+             "cublas_ms": float(f"{r['cublas_ms']:.5g}"), "ms": {k: float(f"{v:.5g}") for k, v in r["ms"].items()},
+             "tiles": r["tiles"], "rungs": {k: r["configs"][k]["rung"] for k in r["tiles"]}}
+            for r in doc["records"]]
+    dtypes_ = sorted({r["dtype"] for r in recs})
+    runs = doc.get("runs") or [{"dtypes": dtypes_, **{k: doc.get(k) for k in RUN_KEYS}}]
+    return {"format": 1, "gpu_name": doc["gpu_name"], "arch": doc["arch"], "sm_count": doc["sm_count"],
+            "source": "gemmlab tune auto (tune/selection.py): the selection menu (core/selection.py) timed on "
+                      "tuning samples beside cuBLAS", "runs": runs, "records": recs}
+
+
 def merge(existing: dict, new: dict) -> dict:
-    """``new``'s records over ``existing``'s (same dtype, shape and layout replaced) when both come
-    from the same GPU model and SM count; ``new`` alone otherwise."""
+    """``new``'s records (compacted) over ``existing``'s (same dtype, shape and layout replaced)
+    when both come from the same GPU model and SM count; ``new`` alone otherwise."""
+    new = compact(new) if "configs" in (new.get("records") or [{}])[0] else new
     if not existing or (existing.get("gpu_name"), existing.get("sm_count")) != (new.get("gpu_name"), new.get("sm_count")):
         return new
     keys = {(r["dtype"], tuple(r["shape"]), r["layout"]) for r in new["records"]}
     kept = [r for r in existing["records"] if (r["dtype"], tuple(r["shape"]), r["layout"]) not in keys]
-    return {**new, "records": kept + new["records"]}
+    return {**new, "runs": existing.get("runs", []) + new["runs"], "records": kept + new["records"]}
 
 
-def replay(records: list[dict], sm_count: int, itemsize_of=lambda dt: get_dtype(dt).itemsize) -> list[dict]:
-    """Leave-one-out: for every record, the option the model predicts from all the others (by their
-    stored tiles), and its measured time against the best measured and cuBLAS's. What ``tune auto``
-    prints after a run; the held-out benchmark is the figure that counts."""
+def replay(records: list[dict], sm_count: int, test: list[dict] | None = None) -> list[dict]:
+    """The option the model picks for each record of ``test`` from ``records`` (None: leave-one-out
+    over ``records``, each predicted from all the others), by their stored tiles, and its measured
+    time against the best measured option's and cuBLAS's. ``tune auto`` prints the leave-one-out
+    after a run; the held-out benchmark is the figure that counts."""
+    if not records:
+        return []
+    model = selection.Model(records, get_dtype(records[0]["dtype"]).itemsize, sm_count)
     out = []
-    for i, r in enumerate(records):
-        rest = records[:i] + records[i + 1:]
+    for i, r in enumerate(records if test is None else test):
         preds = []
+        dist = model.distances(r["shape"], r["layout"], r["vec"])
         for name, tile in r.get("tiles", {}).items():
-            slug = r["configs"][name]["rung"]
-            p = selection.predict(rest, name, slug, tile, r["shape"], r["layout"], r["vec"],
-                                       itemsize_of(r["dtype"]), sm_count)
-            if p is not None:
+            p = model.predict(name, selection.rung_of(r, name), tile, r["shape"], r["layout"], r["vec"], dist,
+                              exclude=i if test is None else None)
+            if p is not None and name in r["ms"]:
                 preds.append((p.seconds, name))
-        if not preds or not r.get("ms"):
+        if not preds:
             continue
         pick = min(preds)[1]
         best = min(r["ms"], key=r["ms"].get)

@@ -1,0 +1,181 @@
+"""The selection model of kernel="auto" (core/selection.py) and its measurements (tune/selection.py,
+``gemmlab tune auto``): the menu's configurations are ones the registry accepts and compile without
+spills; the prediction is deterministic for a stored table, follows the measurements, and says
+why; the tuning sample is the same on every machine. CPU only: the measuring itself runs on a GPU
+(tools/gpu_suite.sh tune-auto)."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from gemmlab.core import dispatch, selection
+from gemmlab.core.registry import get
+from gemmlab.core.variant import Variant
+from gemmlab.tune import selection as tsel
+import stand_ins
+
+H100 = SimpleNamespace(arch="sm_90a", name="NVIDIA H100 80GB HBM3", sm_count=132)
+A100 = SimpleNamespace(arch="sm_80", name="NVIDIA A100-SXM4-80GB", sm_count=108)
+
+
+def _record(shape, ms: dict, dtype="bf16", layout="rr", vec=(1, 1)):
+    """A measured shape as the selection file holds it, each option's tile its own at that shape."""
+    prob = stand_ins.problem(*shape, dtype)
+    opts = selection.options(prob, H100)
+    return {"dtype": dtype, "shape": list(shape), "layout": layout, "vec": list(vec), "cublas_ms": 1.0,
+            "ms": {k: v for k, v in ms.items() if k in opts},
+            "tiles": {k: selection.tile_of(opts[k]) for k in ms if k in opts},
+            "rungs": {k: opts[k].rung.slug for k in ms if k in opts}}
+
+
+def _doc(records, sm_count=132):
+    return {"format": 1, "gpu_name": H100.name, "arch": "sm_90a", "sm_count": sm_count, "records": records}
+
+
+@pytest.fixture
+def shipped():
+    selection.reload()
+    dispatch.reload()
+    yield
+    selection.reload()
+    dispatch.reload()
+
+
+def test_every_option_the_menu_gives_is_a_configuration_its_rung_accepts():
+    for dtype in ("bf16", "fp16", "fp32"):
+        for (M, N, K), layout in tsel.tuning_sample(dtype, 120, 3):
+            prob = stand_ins.problem(M, N, K, dtype, a_col=layout[0] == "c", b_col=layout[1] == "c")
+            for name, c in selection.options(prob, H100).items():
+                assert c.rung.check_config(c.config) == [], (dtype, (M, N, K), name, c.config)
+
+
+def test_every_tile_the_menu_gives_compiles_without_spills():
+    seen = {}
+    for dtype in ("bf16", "fp32"):
+        for (M, N, K), layout in tsel.tuning_sample(dtype, 60, 5):
+            for c in selection.options(stand_ins.problem(M, N, K, dtype), H100).values():
+                # the slice count is the launch's (one build for any split), copies are the plan's
+                cfg = {k: v for k, v in c.config.items() if k != "PACK"}
+                if cfg.get("SPLITK", 1) > 1 and not cfg.get("SKCLUSTER"):
+                    cfg["SPLITK"] = 2
+                seen.setdefault((c.rung.slug, dtype, json.dumps(cfg, sort_keys=True)), (c.rung, dtype, cfg))
+    for rung, dtype, cfg in seen.values():
+        k = Variant.make(rung, dtype, config=cfg).compile("sm_90a")
+        assert k.spill_bytes == 0, (rung.slug, dtype, cfg, k.spill_bytes)
+
+
+def test_the_model_picks_the_option_measured_fastest_near_the_shape():
+    shapes = [(1000, 1000, 1000), (1200, 904, 1096), (800, 1104, 904), (1096, 1304, 1000)]
+    doc = _doc([_record(s, {"ws": 0.050, "mma_64": 0.020, "tma": 0.040}) for s in shapes])
+    c = selection.choose(stand_ins.problem(1050, 1000, 1000, "bf16"), H100, None, doc)
+    assert c.rung.slug == "mma_sync" and c.config["BM"] == 64 and c.source == "model"
+
+
+def test_the_prediction_is_deterministic_for_a_stored_table():
+    shapes = [(64 * i, 128 * i, 96 * i) for i in range(1, 9)]
+    doc = _doc([_record(s, {"ws": 0.01 * i, "mma_64": 0.012 * i, "tma": 0.011 * i}) for i, s in enumerate(shapes, 1)])
+    prob = stand_ins.problem(304, 504, 400, "bf16")
+    first = [(c.rung.slug, c.config, p.seconds) for c, p in selection.rank(prob, H100, None, doc)]
+    again = [(c.rung.slug, c.config, p.seconds) for c, p in selection.rank(prob, H100, None, json.loads(json.dumps(doc)))]
+    assert first == again and len(first) >= 3
+
+
+def test_the_model_says_why_it_chose_in_the_choice_reason():
+    shapes = [(1000, 1000, 1000), (1200, 904, 1096), (800, 1104, 904)]
+    doc = _doc([_record(s, {"ws": 0.030, "tma": 0.040}) for s in shapes])
+    c = selection.choose(stand_ins.problem(1000, 1000, 1000, "bf16"), H100, None, doc)
+    assert "selection model: option 'ws' predicted" in c.reason and "next 'tma'" in c.reason
+
+
+def test_the_model_needs_two_measured_shapes_within_reach():
+    doc = _doc([_record((1000, 1000, 1000), {"ws": 0.03}), _record((16, 16, 16), {"ws": 0.005})])
+    assert selection.choose(stand_ins.problem(1000, 1000, 1000, "bf16"), H100, None, doc) is None
+
+
+def test_the_model_answers_only_for_the_gpu_it_was_measured_on():
+    shapes = [(1000, 1000, 1000), (1200, 904, 1096), (800, 1104, 904)]
+    doc = _doc([_record(s, {"ws": 0.03, "tma": 0.04}) for s in shapes])
+    assert selection.choose(stand_ins.problem(1000, 1000, 1000, "bf16"), A100, None, doc) is None
+    assert selection.choose(stand_ins.problem(1000, 1000, 1000, "bf16"), H100, None, dict(doc, sm_count=114)) is None
+
+
+def test_fp16_takes_bf16_measurements_where_it_has_none():
+    shapes = [(1000, 1000, 1000), (1200, 904, 1096), (800, 1104, 904)]
+    doc = _doc([_record(s, {"ws": 0.03, "mma_64": 0.01}) for s in shapes])
+    assert selection.choose(stand_ins.problem(1000, 1000, 1000, "fp16"), H100, None, doc).rung.slug == "mma_sync"
+
+
+def test_tf32_has_no_menu_and_keeps_the_rule():
+    assert selection.family("fp32", "tf32") is None and selection.family("fp32", None) == "fp32"
+    assert selection.options(stand_ins.problem(100, 100, 100, "fp32"), H100, "tf32") == {}
+
+
+def test_auto_keeps_the_copies_a_model_option_was_measured_with(shipped):
+    # rung 17's options never copy: dispatch's packing estimate must not turn it on afterwards
+    prob = stand_ins.problem(4857, 20, 19, "bf16")      # A unaligned (K=19): the estimate alone might copy
+    c = dispatch.decide(prob, "auto", None, H100)
+    if c.source == "model" and c.rung.slug == "mma_sync":
+        assert c.config["PACK"] == 0
+    ranked = selection.rank(prob, H100)
+    assert all(ch.config.get("PACK", 0) == 0 for ch, _ in ranked if ch.rung.slug == "mma_sync")
+
+
+def test_auto_asks_the_model_for_a_shape_no_table_holds(shipped):
+    c = dispatch.decide(stand_ins.problem(777, 3001, 515, "bf16"), "auto", None, H100)
+    assert c.source == "model" and "selection model" in c.reason
+
+
+def test_the_shipped_tables_answer_before_the_model_at_the_shapes_they_were_tuned_on(shipped):
+    c = dispatch.decide(stand_ins.problem(127, 4097, 1023, "fp32"), "auto", None, H100)
+    assert c.source == "defaults"
+
+
+def test_the_shipped_measurements_come_from_an_h100_and_cover_each_dtype():
+    doc = json.loads(selection.table_path("sm_90a").read_text())
+    assert doc["gpu_name"].startswith("NVIDIA H100") and doc["sm_count"] == 132
+    counts = {dt: sum(r["dtype"] == dt for r in doc["records"]) for dt in ("bf16", "fp16", "fp32")}
+    assert min(counts.values()) >= 300, counts
+    assert all(run.get("git_commit") for run in doc["runs"])
+
+
+def test_leave_one_out_on_the_shipped_measurements_picks_close_to_the_best_measured():
+    doc = json.loads(selection.table_path("sm_90a").read_text())
+    for dt in ("bf16", "fp32"):
+        s = tsel.summary(tsel.replay([r for r in doc["records"] if r["dtype"] == dt], doc["sm_count"]))
+        assert s["shapes"] > 200 and s["geomean_regret"] < 1.08, (dt, s)
+
+
+def test_the_tuning_sample_is_the_same_for_the_same_seed_and_half_aligned():
+    a, b = tsel.tuning_sample("bf16", 40, 0), tsel.tuning_sample("bf16", 40, 0)
+    assert a == b and a != tsel.tuning_sample("bf16", 40, 1)
+    rand = a[:40]
+    assert all(s[1] % 8 == 0 and s[2] % 8 == 0 for s, _ in rand[1::2])
+    assert {lay for _, lay in rand} == {"rr", "rc"}
+    assert all(lay == "rr" for _, lay in a[40:]) and len(a) > 40     # then the dtype's suites
+
+
+def test_merge_replaces_a_shape_measured_again_and_keeps_the_others():
+    old = {**_doc([_record((100, 100, 100), {"ws": 1.0}), _record((200, 200, 200), {"ws": 1.0})]), "runs": [{"n": 1}]}
+    new = {**_doc([_record((100, 100, 100), {"ws": 2.0})]), "runs": [{"n": 2}]}
+    m = tsel.merge(old, new)
+    assert sorted((tuple(r["shape"]), r["ms"]["ws"]) for r in m["records"]) == [((100, 100, 100), 2.0), ((200, 200, 200), 1.0)]
+    assert m["runs"] == [{"n": 1}, {"n": 2}]
+    assert tsel.merge(dict(old, gpu_name="other"), new)["records"] == new["records"]
+
+
+def test_tune_auto_replays_a_selection_file_without_a_gpu(capsys):
+    from gemmlab.cli.app import main
+
+    assert main(["tune", "auto", "--replay", str(selection.table_path("sm_90a")), "--dtype", "fp32"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("fp32: ") and "leave-one-out" in out and "best measured option" in out
+
+
+def test_tune_auto_refuses_a_malformed_sample(capsys):
+    from gemmlab.cli.app import main
+
+    assert main(["tune", "auto", "--sample", "ten@0"]) != 0
+    assert "--sample: give N@SEED" in capsys.readouterr().err
