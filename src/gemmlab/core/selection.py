@@ -22,7 +22,7 @@ An option's time at a new shape is its **cost model** (``estimate``: waves of ou
 rung's aligned speed per SM, the bytes at the copy rate, fixed costs per launch, split reduction
 and copy) times a **correction** learned from the measured shapes nearest to it: the weighted
 geometric mean of measured / estimated over the ``NEIGHBOURS`` nearest shapes where the option
-ran, by ``feature_distance`` (log2 of M, N, K; a mismatch of an operand's 16-byte access or of the
+ran (weighted by ``WEIGHT_EPS`` and ``WEIGHT_POWER``), by ``feature_distance`` (log2 of M, N, K; a mismatch of an operand's 16-byte access or of the
 layout counts as ``ALIGN_WEIGHT`` / ``LAYOUT_WEIGHT`` octaves). The model thus carries the wave
 quantization and tile padding of the new shape itself (the estimate computes them exactly) while
 the neighbours supply what the estimate misses (a rung's speed at that size, an unaligned path's
@@ -49,9 +49,14 @@ from .rules import (ALIGNED_TFLOPS, COPY_BYTES_PER_S, MIN_SLICE_K, PACK_LAUNCH_S
                     rule_config, with_packing)
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
-NEIGHBOURS = 4          # measured shapes that correct an option's estimate
+NEIGHBOURS = 8          # measured shapes that correct an option's estimate
 ALIGN_WEIGHT = 2.0      # octaves a mismatched 16-byte access of A or B counts as
 LAYOUT_WEIGHT = 1.0     # octaves a mismatched layout of A or B counts as
+# a neighbour's weight 1 / (WEIGHT_EPS + distance)^WEIGHT_POWER: a shape measured itself (distance
+# 0) outweighs the rest, and the nearer of the others count more (chosen by leave-one-out over the
+# tuning sample, never by the held-out one: tools in tune/selection.py)
+WEIGHT_EPS = 0.05
+WEIGHT_POWER = 2.0
 MAX_FEATURE_DISTANCE = 2.0   # no prediction for an option whose nearest measured shape is farther
 LAUNCH_S = 2.5e-6       # a launch's fixed cost on the stream (the estimate's; the neighbours correct it)
 REDUCE_S = 2.5e-6       # a workspace split's reduction launch
@@ -295,7 +300,7 @@ class Model:
         if len(idx) < 2:
             return None
         idx = idx[np.lexsort((idx, d[idx]))][:NEIGHBOURS]      # nearest first, ties by record order
-        w = 1.0 / (0.25 + d[idx])
+        w = 1.0 / (WEIGHT_EPS + d[idx]) ** WEIGHT_POWER
         own = estimate(slug, tile, shape, vec, self.itemsize, self.sm_count)
         seconds = own * math.exp(float((w * col[idx]).sum() / w.sum()))
         return Prediction(name, seconds, own, tuple((round(float(d[i]), 2), tuple(self.records[i]["shape"])) for i in idx))
