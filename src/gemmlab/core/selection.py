@@ -57,7 +57,7 @@ LAYOUT_WEIGHT = 1.0     # octaves a mismatched layout of A or B counts as
 # tuning sample, never by the held-out one: tools in tune/selection.py)
 WEIGHT_EPS = 0.05
 WEIGHT_POWER = 2.0
-MAX_FEATURE_DISTANCE = 2.0   # no prediction for an option whose nearest measured shape is farther
+MAX_FEATURE_DISTANCE = 4.0   # an option measured no nearer is not predicted (two operands of the other alignment: 2.8)
 LAUNCH_S = 2.5e-6       # a launch's fixed cost on the stream (the estimate's; the neighbours correct it)
 REDUCE_S = 2.5e-6       # a workspace split's reduction launch
 
@@ -79,8 +79,9 @@ def _wave_split(cfg, M: int, N: int, K: int, sm_count: int) -> int:
     return min(range(1, top + 1), key=lambda s: (-(-tiles * s // sm_count) / s, s))
 
 
-def _tiled(slug: str, preset: str | None, pack: str, split: str = "rule", **extra: int) -> Callable:
-    """An option of rung ``slug``: its ``preset`` tile (None: the rule's tile, half tile and split)
+def _tiled(slug: str, preset: str | dict | None, pack: str, split: str = "rule", **extra: int) -> Callable:
+    """An option of rung ``slug``: its ``preset`` tile (a preset's name or a configuration; None:
+    the rule's tile, half tile and split)
     with ``split`` "rule" (rules.split_for: only where the tiles leave more than half of the SMs
     idle), "waves" (``_wave_split``) or "none", the switches ``extra`` (STREAMK=1), and packing
     decided by ``pack``: "estimate" (rules.with_packing), "never" (PACK=0) or "always" (PACK=1;
@@ -97,7 +98,7 @@ def _tiled(slug: str, preset: str | None, pack: str, split: str = "rule", **extr
             cfg, why = rule_config(rung, kp.M, kp.N, kp.K, device.sm_count, own)
         else:
             cfg = rung.config(preset, own)
-            why = f"{slug} {cfg['BM']}x{cfg['BN']}"
+            why = f"{slug} {cfg['BM']}x{cfg['BN']} tiles"
             if "SPLITK" in rung.params and split != "none":
                 s = (split_for if split == "rule" else _wave_split)(cfg, kp.M, kp.N, kp.K, device.sm_count)
                 if s > 1:
@@ -142,6 +143,8 @@ MENUS: dict[str, tuple[Option, ...]] = {
         Option("mma_64", "rung 17, 64x64 tiles and the rule's split, no copies", _tiled("mma_sync", "64x64", "never")),
         Option("mma_128", "rung 17, 128x128 tiles and the rule's split, no copies",
                _tiled("mma_sync", "128x128", "never")),
+        Option("wmma_32", "rung 16, 32x32 tiles of four 16x16 warps: many small blocks for tiny problems",
+               _tiled("wmma", {"BM": 32, "BN": 32, "BK": 32, "WM": 16, "WN": 16}, "never", "none")),
         Option("thin", "the thin rung's rule (rung 24)", _thin_option),
     ),
     "fp32": (
@@ -153,6 +156,9 @@ MENUS: dict[str, tuple[Option, ...]] = {
         Option("simt_waves", "rung 18, 128x128 tiles, K split to fill the waves", _tiled("async_simt", "128x128", "never", "waves")),
         Option("simt_streamk", "rung 18, 128x256 tiles, the last wave split by k tiles (stream-K)",
                _tiled("async_simt", "128x256", "never", "none", STREAMK=1)),
+        Option("simt_32", "rung 18, 32x32 tiles of two warps and the rule's split: many small blocks for tiny problems",
+               _tiled("async_simt", {"BM": 32, "BN": 32, "BK": 16, "WM": 16, "WN": 32, "TM": 4, "TN": 4, "STAGES": 3},
+                      "never")),
         Option("thin", "the thin rung's rule (rung 23)", _thin_option),
     ),
 }
