@@ -209,7 +209,7 @@ def test_auto_does_not_pack_operands_the_fast_path_reads(no_tuned):
         assert rung_config(c).get("PACK", 0) == 0 and "pack" not in c.reason
 
 
-def test_auto_does_not_pack_where_the_copy_costs_more_than_it_saves(no_tuned):
+def test_auto_does_not_pack_where_the_copy_costs_more_than_it_saves(rule_only):
     c = dispatch.decide(problem(37, 41, 3), "auto", None, H100)    # (7 x 5 is thin: rung 23, no PACK)
     assert c.config["PACK"] == 0 and "no packing (copies ~" in c.reason
 

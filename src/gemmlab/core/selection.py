@@ -3,12 +3,13 @@ configurations measured on a broad random sample of shapes (issue 40).
 
 The menu
 --------
-For each dtype family a short menu of **options**, each a way to configure one rung for any
-problem: a tile, the rule's split-K for that tile (``rules.split_for``), the rule's packing decision or
-none. Rung 21's default tile with its clusters, rung 19's rule and its 128x128 tile, rung 17's
-64x64 and 128x128 tiles (the light launch: no tensor maps, no persistent grid, no copies), the
-thin rung's own rule; for FP32, rung 18's tiles and rung 23. An option that does not apply to a
-problem (a thin rung for a wide one, rung 24 without 16-byte access) gives None.
+For each dtype family a short menu of **options** (``MENUS``), each a way to configure one rung
+for any problem: a tile, a split policy (the rule's ``rules.split_for``, one that fills the waves,
+or none), stream-K where the rung has it, and a copy policy (the rule's estimate, never, always).
+For 16-bit: rung 21's tiles, rung 19's, rung 17's 64x64 and 128x128 (no tensor maps, no
+persistent grid, no copies), rung 16's 32x32 for tiny problems and rung 24's own rule; for FP32
+rung 18's tiles and rung 23's rule. An option that does not apply to a problem (a thin rung for a
+wide one, rung 24 without 16-byte access) gives None.
 
 The measurements
 ----------------
@@ -22,8 +23,9 @@ An option's time at a new shape is its **cost model** (``estimate``: waves of ou
 rung's aligned speed per SM, the bytes at the copy rate, fixed costs per launch, split reduction
 and copy) times a **correction** learned from the measured shapes nearest to it: the weighted
 geometric mean of measured / estimated over the ``NEIGHBOURS`` nearest shapes where the option
-ran (weighted by ``WEIGHT_EPS`` and ``WEIGHT_POWER``), by ``feature_distance`` (log2 of M, N, K; a mismatch of an operand's 16-byte access or of the
-layout counts as ``ALIGN_WEIGHT`` / ``LAYOUT_WEIGHT`` octaves). The model thus carries the wave
+ran (weights ``WEIGHT_EPS``, ``WEIGHT_POWER``), by ``Model.distances`` (log2 of M, N, K; a
+mismatch of an operand's 16-byte access (A, B, C) or of a layout counts as ``ALIGN_WEIGHT`` or
+``LAYOUT_WEIGHT`` octaves). The model thus carries the wave
 quantization and tile padding of the new shape itself (the estimate computes them exactly) while
 the neighbours supply what the estimate misses (a rung's speed at that size, an unaligned path's
 cost). The option of the smallest predicted time is chosen; ``Choice.reason`` gives the
@@ -45,8 +47,8 @@ from . import dtypes
 from .arch import arch_number
 from .problem import GemmProblem
 from .registry import MAX_GRID_Y, for_dtype, get
-from .rules import (ALIGNED_TFLOPS, COPY_BYTES_PER_S, MIN_SLICE_K, PACK_LAUNCH_S, Choice, clustered, own_precision, split_for, thin_choice,
-                    rule_config, with_packing)
+from .rules import (ALIGNED_TFLOPS, COPY_BYTES_PER_S, MIN_SLICE_K, PACK_LAUNCH_S, Choice, clustered, own_precision,
+                    rule_config, split_for, thin_choice, with_packing)
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 NEIGHBOURS = 8          # measured shapes that correct an option's estimate
@@ -57,7 +59,7 @@ LAYOUT_WEIGHT = 1.0     # octaves a mismatched layout of A or B counts as
 # tuning sample, never by the held-out one: tools in tune/selection.py)
 WEIGHT_EPS = 0.05
 WEIGHT_POWER = 2.0
-MAX_FEATURE_DISTANCE = 4.0   # an option measured no nearer is not predicted (two operands of the other alignment: 2.8)
+MAX_FEATURE_DISTANCE = 4.0   # no prediction from shapes farther (two operands' alignment differing: 2.8)
 LAUNCH_S = 2.5e-6       # a launch's fixed cost on the stream (the estimate's; the neighbours correct it)
 REDUCE_S = 2.5e-6       # a workspace split's reduction launch
 
@@ -284,7 +286,7 @@ class Model:
             self.correction[name] = col
 
     def distances(self, shape, layout: str, vec) -> np.ndarray:
-        """``feature_distance`` from the problem to every record."""
+        """The distance of the module docstring from the problem to every record."""
         d2 = ((self.logs - np.log2(np.maximum(1, np.asarray(shape, dtype=float)))) ** 2).sum(axis=1)
         d2 += ALIGN_WEIGHT ** 2 * (self.vec != np.asarray(_vec3(shape, vec, self.itemsize))).sum(axis=1)
         d2 += LAYOUT_WEIGHT ** 2 * (self.layout != np.asarray([ch == "c" for ch in layout])).sum(axis=1)
