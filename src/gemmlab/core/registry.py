@@ -1084,6 +1084,8 @@ RUNGS: tuple[Rung, ...] = (
         "FP16/BF16 inputs on the tensor cores with nvcuda::wmma 16x16x16 fragments, FP32 accumulation, output in the input dtype.",
         ("002 gemm_v07",), "16_wmma.cu", dtypes=("fp16", "bf16"),
         params={"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 32},
+        # tiny problems: four warps of 16x16, many small blocks (the selection model's option)
+        presets={"32x32": {"BM": 32, "BN": 32, "BK": 32, "WM": 16, "WN": 16}},
         threads=_wmma_threads, constraints=_wmma_constraints, smem=_wmma_smem,
         space={"BM": _p2(5, 8), "BN": _p2(5, 8), "BK": _p2(4, 5), "WM": _p2(4, 6), "WN": _p2(4, 6)},
         sass_claims=("HMMA",), min_arch=80,

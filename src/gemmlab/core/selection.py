@@ -81,6 +81,10 @@ def _wave_split(cfg, M: int, N: int, K: int, sm_count: int) -> int:
     return min(range(1, top + 1), key=lambda s: (-(-tiles * s // sm_count) / s, s))
 
 
+# rung 18's tile for tiny problems: not one of its presets, which its rule weighs for skinny problems
+SIMT_TINY = {"BM": 32, "BN": 32, "BK": 16, "WM": 16, "WN": 32, "TM": 4, "TN": 4, "STAGES": 3}
+
+
 def _tiled(slug: str, preset: str | dict | None, pack: str, split: str = "rule", **extra: int) -> Callable:
     """An option of rung ``slug``: its ``preset`` tile (a preset's name or a configuration; None:
     the rule's tile, half tile and split)
@@ -146,7 +150,7 @@ MENUS: dict[str, tuple[Option, ...]] = {
         Option("mma_128", "rung 17, 128x128 tiles and the rule's split, no copies",
                _tiled("mma_sync", "128x128", "never")),
         Option("wmma_32", "rung 16, 32x32 tiles of four 16x16 warps: many small blocks for tiny problems",
-               _tiled("wmma", {"BM": 32, "BN": 32, "BK": 32, "WM": 16, "WN": 16}, "never", "none")),
+               _tiled("wmma", "32x32", "never", "none")),
         Option("thin", "the thin rung's rule (rung 24)", _thin_option),
     ),
     "fp32": (
@@ -159,8 +163,7 @@ MENUS: dict[str, tuple[Option, ...]] = {
         Option("simt_streamk", "rung 18, 128x256 tiles, the last wave split by k tiles (stream-K)",
                _tiled("async_simt", "128x256", "never", "none", STREAMK=1)),
         Option("simt_32", "rung 18, 32x32 tiles of two warps and the rule's split: many small blocks for tiny problems",
-               _tiled("async_simt", {"BM": 32, "BN": 32, "BK": 16, "WM": 16, "WN": 32, "TM": 4, "TN": 4, "STAGES": 3},
-                      "never")),
+               _tiled("async_simt", SIMT_TINY, "never")),
         Option("thin", "the thin rung's rule (rung 23)", _thin_option),
     ),
 }
