@@ -66,7 +66,7 @@ def stand_in(M: int, N: int, K: int, dtype: str, layout: str, ordinal: int) -> G
 
 
 def _variants(items, dtype: str, info) -> list:
-    """Every variant (and helper) the options of ``items`` need, once."""
+    """Every variant the options of ``items`` need (with the store twins their plans load), once."""
     out, seen = [], set()
     for (M, N, K), layout in items:
         prob = stand_in(M, N, K, dtype, layout, info.ordinal)
