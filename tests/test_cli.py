@@ -59,3 +59,58 @@ def test_profile_without_a_gpu_talks_about_the_gpu_not_ncu(capsys, monkeypatch):
     assert main(["profile", "smem", "--ncu", "/nonexistent/ncu"]) == 3
     err = capsys.readouterr().err
     assert "needs an NVIDIA GPU" in err and "ncu" not in err.split("\n")[0].split("(")[0]
+
+
+def test_compile_without_a_gpu_or_arch_targets_what_inspect_does_and_says_so(capsys, monkeypatch, tmp_path):
+    from gemmlab.core.arch import OFFLINE_ARCH
+
+    _no_gpu(monkeypatch)
+    monkeypatch.setenv("GEMMLAB_CACHE_DIR", str(tmp_path))
+    assert main(["compile", "naive", "--dtype", "fp32", "--layouts", "rr", "--no-progress"]) == 0
+    out, err = capsys.readouterr()
+    assert f"compiling for {OFFLINE_ARCH}" in err and out.startswith(f"{OFFLINE_ARCH}: 8 variants")
+    with pytest.raises(SystemExit):
+        main(["inspect", "--help"])
+    assert f"(default {OFFLINE_ARCH})" in " ".join(capsys.readouterr().out.split())
+
+
+def test_tune_show_without_local_results_shows_the_shipped_table_and_where_it_looked(capsys, monkeypatch, tmp_path):
+    pytest.importorskip("optuna")
+    _no_gpu(monkeypatch)
+    monkeypatch.setenv("GEMMLAB_CACHE_DIR", str(tmp_path))
+    assert main(["tune", "async_simt", "--show"]) == 0
+    out = capsys.readouterr().out
+    assert f"no tuning results for rung async_simt, layout rr in sqlite:///{tmp_path}/tune.db" in out
+    assert "shipped table defaults_sm90.json (sm_90a)" in out and "256x256x65536" in out
+
+
+def test_tune_show_with_nothing_anywhere_fails_naming_both_places(capsys, monkeypatch, tmp_path):
+    pytest.importorskip("optuna")
+    _no_gpu(monkeypatch)
+    monkeypatch.setenv("GEMMLAB_CACHE_DIR", str(tmp_path))
+    assert main(["tune", "naive", "--show", "--arch", "sm_90a"]) == 1
+    out, err = capsys.readouterr()
+    assert "no tuning results for rung naive" in out and "defaults_sm90.json an entry for rung naive" in err
+
+
+@pytest.mark.parametrize("argv", [["list"], ["list", "--long"]])
+def test_list_fits_80_columns(argv, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines and max(len(line) for line in lines) <= 80
+    assert any("naive" in line for line in lines)
+
+
+def test_list_explains_the_seeds(capsys):
+    with pytest.raises(SystemExit):
+        main(["list", "--help"])
+    assert "kernel gemm_v07 of seed document 002" in " ".join(capsys.readouterr().out.split())
+
+
+def test_the_package_has_the_license_its_metadata_names():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    assert (root / "LICENSE").read_text().startswith("MIT License")
+    assert 'license = { text = "MIT" }' in (root / "pyproject.toml").read_text()

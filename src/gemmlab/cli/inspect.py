@@ -6,6 +6,7 @@ import json
 from typing import Mapping
 
 from ..analysis.inspect import hot_loop_listing, inspect_rung
+from ..core.arch import OFFLINE_ARCH
 from ..core.registry import get, kernels
 from .common import add_config, add_dtype
 
@@ -18,7 +19,7 @@ def register(sub) -> None:
                                    "FFMA/HMMA) on its interior path, with the loop's edge-handling code counted apart.")
     p.add_argument("rung", nargs="?", help="rung slug or number (see `gemmlab list`)")
     add_dtype(p, None, "default: the rung's first dtype")
-    p.add_argument("--arch", default="sm_90a", help="target architecture (default sm_90a)")
+    p.add_argument("--arch", default=OFFLINE_ARCH, help=f"target architecture (default {OFFLINE_ARCH})")
     add_config(p)
     p.add_argument("--a-col", action="store_true", help="A stored column-major")
     p.add_argument("--b-col", action="store_true", help="B stored column-major")

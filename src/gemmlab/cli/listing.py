@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import json
 
+SEEDS_HELP = ("seeds: the kernels of the seed documents a rung reproduces, named by document and kernel "
+              "(\"002 gemm_v07\": kernel gemm_v07 of seed document 002), or what it goes beyond")
+
 
 def register(sub) -> None:
-    p = sub.add_parser("list", help="list the rungs of the ladder (no GPU needed)")
+    p = sub.add_parser("list", help="list the rungs of the ladder (no GPU needed)",
+                       description="The rungs of the ladder: number, slug, dtypes and title; --long adds what each "
+                                   "one adds and its seeds. " + SEEDS_HELP + ".")
     g = p.add_mutually_exclusive_group()
+    g.add_argument("--long", action="store_true", help="each rung's summary and seeds below its row, wrapped")
     g.add_argument("--json", action="store_true", help="machine-readable output")
     g.add_argument("--slugs", action="store_true", help="the rung slugs only, one per line (for scripts)")
     p.set_defaults(func=run)
@@ -28,10 +34,17 @@ def run(args) -> int:
                            "presets": {k: dict(v) for k, v in r.presets.items()},
                            "min_arch": r.min_arch, "landmark": r.landmark} for r in kernels()], indent=2))
         return 0
-    t = Table(title="gemmlab ladder")
-    for col in ("#", "rung", "dtypes", "what it adds", "seeds"):
-        t.add_column(col, overflow="fold")
+    # the number, slug and dtypes never wrap; the title takes what is left of the terminal's width
+    t = Table(title="gemmlab ladder", show_lines=args.long)
+    t.add_column("#", justify="right", no_wrap=True)
+    t.add_column("rung", no_wrap=True)
+    t.add_column("dtypes", no_wrap=True)
+    t.add_column("title" if not args.long else "title, what it adds, seeds", overflow="fold", ratio=1)
     for r in kernels():
-        t.add_row(str(r.number), r.slug, ",".join(r.dtypes), r.summary, "; ".join(r.seeds))
-    Console().print(t)
+        text = r.title if not args.long else f"{r.title}\n{r.summary}\n[dim]seeds: {'; '.join(r.seeds)}[/dim]"
+        t.add_row(str(r.number), r.slug, ",".join(r.dtypes), text)
+    con = Console()
+    con.print(t)
+    if args.long:
+        con.print(f"[dim]{SEEDS_HELP}[/dim]")
     return 0

@@ -50,7 +50,11 @@ def register(sub) -> None:
     p.add_argument("--devices", default="0", metavar="all|0,1", help="GPUs: one worker process each, on one study (default 0)")
     p.add_argument("--storage", default=None, metavar="URL",
                    help="database URL (default sqlite:///<cache dir>/tune.db; postgresql://... shares it between hosts)")
-    p.add_argument("--show", action="store_true", help="print the stored results (every matching study) and exit")
+    p.add_argument("--show", action="store_true",
+                   help="print the stored results (every matching study) and exit; with none stored, the shipped "
+                        "table's entries of the rung that kernel=\"auto\" reads (for --arch) and where it looked")
+    p.add_argument("--arch", default=None,
+                   help="with --show: whose shipped table (default: this machine's GPU's, without one sm_90a)")
     p.add_argument("--top", type=int, default=30, metavar="N", help="rows of measured configurations shown (0: all)")
     p.add_argument("--sampler-seed", dest="tune_seed", type=int, default=None, help="the strategy's seed (repeatable proposals)")
     p.add_argument("--batch", type=int, default=None, help="candidates compiled together (default: CPUs per device, at most 8)")
@@ -100,11 +104,42 @@ def _show(args) -> int:
              "shape": "x".join(map(str, parse_shape(args.shape))) if args.shape else None}
     docs = documents(args.storage, **match)
     if not docs:
-        print(f"gemmlab tune: no tuning results for {', '.join(f'{k} {v}' for k, v in match.items() if v)}",
-              file=sys.stderr)
-        return 1
+        return _show_shipped(args, match)
     for doc in docs:
         table.render(doc, args.top or None)
+    return 0
+
+
+def _show_shipped(args, match: dict) -> int:
+    """No local results: say where the command looked, then the shipped table's entries of the rung
+    (the defaults kernel="auto" reads) for --arch, this GPU's architecture, or sm_90a."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from ..core.arch import OFFLINE_ARCH, normalize_arch
+    from ..core.dispatch import defaults_path, read_table
+    from ..core.driver import device_info, gpu_available
+    from ..tune.store import default_url
+
+    what = ", ".join(f"{k} {v}" for k, v in match.items() if v)
+    print(f"no tuning results for {what} in {args.storage or default_url()}")
+    arch = normalize_arch(args.arch) if args.arch else (device_info(0).arch if gpu_available() else OFFLINE_ARCH)
+    path = defaults_path(arch)
+    entries = [e for e in read_table(path) if e.get("rung") == match["rung"]
+               and (match["dtype"] is None or e.get("dtype") == match["dtype"])
+               and (match["layout"] is None or e.get("layout", match["layout"]) == match["layout"])
+               and (match["shape"] is None or "x".join(map(str, e.get("shape", ()))) == match["shape"])]
+    if not entries:
+        print(f"gemmlab tune: nor has the shipped table {path} an entry for {what}", file=sys.stderr)
+        return 1
+    t = Table(title=f"shipped table {path.name} ({arch}): what kernel=\"auto\" reads for {match['rung']}")
+    for col in ("dtype", "shape", "layout", "config", "TFLOP/s", "vs cuBLAS"):
+        t.add_column(col, overflow="fold")
+    for e in entries:
+        cfg = ",".join(f"{k}={v}" for k, v in (e.get("config") or {}).items())
+        t.add_row(e.get("dtype", ""), "x".join(map(str, e.get("shape", ()))), e.get("layout", "any"), cfg,
+                  f"{e['tflops']:.1f}" if e.get("tflops") else "", f"{e['vs_cublas']:.2f}x" if e.get("vs_cublas") else "")
+    Console().print(t)
     return 0
 
 
