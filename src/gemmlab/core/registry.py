@@ -4,7 +4,10 @@ The CLI, the benchmark, the report, the docs table and the tests all read ``RUNG
 lists the rungs by hand. An entry says what the rung is (number, slug, title, one-line summary,
 the seed kernels it reproduces), where its source is, which dtypes it takes, its tunable
 parameters with defaults, the constraints on them, the launch geometry, and the static claims its
-SASS must satisfy (checked in CI by ``tests/test_static_guards.py``).
+SASS must satisfy (checked in CI by ``tests/test_static_guards.py``). Each kernel family's thread
+counts, shared memory and constraints live beside one another in ``core/families/`` (simt,
+tensor, hopper, thin; rung 24's in core/decode.py); this module holds the schema, the launch and
+split arithmetic and the table.
 
 Launch geometry is uniform: a 1-D block of ``THREADS`` threads computes one ``BM x BN`` tile of C
 (row-major inside the kernel, see kernels/common.cuh); the grid is ``(ceil(N/BN), ceil(M/BM))``, with the row tiles folded into grid.z past
@@ -20,18 +23,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from .arch import LIMITS, ArchLimits, arch_number
+from .arch import ArchLimits, arch_number
 from .config import ConfigLike, ConfigSpec, parse_config
 from .dtypes import get as get_dtype
 from .precision import applies, resolve as resolve_precision
 from .tensormaps import L2_PROMOTION, L2_PROMOTION_DEFAULT
 from . import decode as _decode
-from .splitk import CLUSTER_ARCH, MAX_SPLITK, MAX_SPLITK_CLUSTER
+from .splitk import CLUSTER_ARCH, MAX_SPLITK, MAX_SPLITK_CLUSTER  # noqa: F401 (re-exported)
+from .families.common import MAX_SMEM_PER_BLOCK, divides, p2, scalar_split, splitk_constraints, warp_threads
+from .families.hopper import (wgmma_constraints, wgmma_smem, wgmma_threads, ws_constraints, ws_smem, wstf32_constraints,
+                              wstf32_smem)
+from .families.simt import (double_buffer_constraints, simt_constraints, simt_smem, square_tile, thread_tile_constraints,
+                            thread_tile_threads, tile_1d_threads, tile_2d_constraints, warp_tile_constraints)
+from .families.tensor import (mma_constraints, mma_smem, mma_threads, tf32_constraints, tf32_smem, wmma_constraints,
+                              wmma_smem, wmma_threads)
+from .families.thin import THIN_MAX, thin_constraints, thin_rule_config, thin_sides, thin_smem  # noqa: F401 (re-exported)
 
 MAX_GRID_Y = 65535
 SWITCHES = ("PACK", "EPI_TMA", "SKCLUSTER", "STREAMK", "DEFER", "SPREAD", "SNAKE", "KREV", "BALANCE", "L2PF")   # parameters that take 0 (off) or 1 (on); every other one is a positive int
-# the most dynamic shared memory any GPU in the table gives one block (227 KB on sm_90 / sm_100)
-MAX_SMEM_PER_BLOCK = max(lim.max_smem_per_block for lim in LIMITS.values())
 
 
 @dataclass(frozen=True)
@@ -407,544 +416,20 @@ def splitk_slice(K: int, bk: int, slices: int, z: int) -> tuple[int, int]:
     return k0, max(0, min(per, K - k0))
 
 
-def _splitk_constraints(cfg) -> list[str]:
-    v = cfg.get("SPLITK", 1)
-    if cfg.get("SKCLUSTER") and not 2 <= v <= MAX_SPLITK_CLUSTER:
-        return [f"SKCLUSTER=1 sums the SPLITK slices of a tile in one thread-block cluster: SPLITK={v} must be "
-                f"between 2 and {MAX_SPLITK_CLUSTER} (the portable cluster size)"]
-    if v > MAX_SPLITK:
-        return [f"SPLITK={v} must be at most {MAX_SPLITK} (each slice adds an FP32 copy of C to the workspace "
-                f"that the reduction reads)"]
-    return []
-
-
-# ---- constraint helpers ------------------------------------------------------------------------
-def _divides(cfg, a: str, b: str) -> list[str]:
-    return [] if cfg[b] % cfg[a] == 0 else [f"{a}={cfg[a]} must divide {b}={cfg[b]}"]
-
-
-def _mult(cfg, a: str, m: int) -> list[str]:
-    return [] if cfg[a] % m == 0 else [f"{a}={cfg[a]} must be a multiple of {m}"]
-
-
-def _float4_split(cfg, threads: int) -> list[str]:
-    """The vectorized loaders give every thread a whole number of float4 of each tile."""
-    out = []
-    if (cfg["BM"] * cfg["BK"]) % (4 * threads):
-        out.append(f"BM*BK={cfg['BM'] * cfg['BK']} must be a multiple of 4*THREADS={4 * threads}")
-    if (cfg["BK"] * cfg["BN"]) % (4 * threads):
-        out.append(f"BK*BN={cfg['BK'] * cfg['BN']} must be a multiple of 4*THREADS={4 * threads}")
-    return out
-
-
-def _scalar_split(cfg, threads: int) -> list[str]:
-    """The scalar loaders give every thread a whole number of elements of each tile."""
-    out = []
-    if (cfg["BM"] * cfg["BK"]) % threads:
-        out.append(f"BM*BK={cfg['BM'] * cfg['BK']} must be a multiple of THREADS={threads}")
-    if (cfg["BK"] * cfg["BN"]) % threads:
-        out.append(f"BK*BN={cfg['BK'] * cfg['BN']} must be a multiple of THREADS={threads}")
-    return out
-
-
-def _tile_1d_threads(cfg) -> int:
-    return (cfg["BM"] // cfg["TM"]) * cfg["BN"]
-
-
-def _thread_tile_threads(cfg) -> int:
-    return (cfg["BM"] // cfg["TM"]) * (cfg["BN"] // cfg["TN"])
-
-
-def _registers(cfg, threads: int, min_blocks: int = 1, prefetch: bool = False) -> list[str]:
-    """A TM x TN thread tile must fit the registers a thread may have: 255, or fewer when the
-    kernel asks for ``min_blocks`` blocks of ``threads`` per SM (65536 registers). The estimate:
-    the accumulators, one fragment of A and of B, ~24 for addresses and loop state, and the
-    register prefetch of the next tiles for the double-buffered rungs."""
-    cap = min(255, 65536 // (threads * min_blocks) // 8 * 8)
-    need = cfg["TM"] * cfg["TN"] + cfg["TM"] + cfg["TN"] + 24
-    if prefetch:
-        need += (cfg["BM"] * cfg["BK"] + cfg["BK"] * cfg["BN"]) // threads
-    return [] if need <= cap else [f"a {cfg['TM']}x{cfg['TN']} thread tile needs about {need} registers per thread; "
-                                   f"{threads} threads x {min_blocks} block(s) per SM allow {cap}"]
-
-
-def _thread_tile_constraints(cfg, min_blocks: int = 1, prefetch: bool = False) -> list[str]:
-    out = (_divides(cfg, "TM", "BM") + _divides(cfg, "TN", "BN") + _mult(cfg, "BK", 4) + _mult(cfg, "TN", 4)
-           + _mult(cfg, "TM", 4))
-    if out:
-        return out
-    threads = _thread_tile_threads(cfg)
-    return _float4_split(cfg, threads) + ([] if threads < 32 else _registers(cfg, threads, min_blocks, prefetch))
-
-
-def _tile_2d_constraints(cfg) -> list[str]:
-    """Scalar loads (no float4 split), and the thread tile within the registers: 256x128 tiles of
-    4x8 (1024 threads, 64 registers each) spilled 136 bytes on sm_90a in a tune on the H200
-    (benchmarks/results/h200x2_tune_two_workers.json)."""
-    out = _divides(cfg, "TM", "BM") + _divides(cfg, "TN", "BN")
-    if out:
-        return out
-    threads = _thread_tile_threads(cfg)
-    return _scalar_split(cfg, threads) + ([] if not 32 <= threads <= 1024 else _registers(cfg, threads))
-
-
-def _double_buffer_constraints(cfg) -> list[str]:
-    return _thread_tile_constraints(cfg, min_blocks=2, prefetch=True)
-
-
-def _warp_threads(cfg) -> int:
-    return 32 * (cfg["BM"] // cfg["WM"]) * (cfg["BN"] // cfg["WN"])
-
-
-def _warp_tile_constraints(cfg) -> list[str]:
-    out = _divides(cfg, "WM", "BM") + _divides(cfg, "WN", "BN") + _mult(cfg, "BK", 4)
-    out += _divides(cfg, "TM", "WM") + _divides(cfg, "TN", "WN") + _mult(cfg, "TM", 4) + _mult(cfg, "TN", 4)
-    if not out:
-        lanes = (cfg["WM"] // cfg["TM"]) * (cfg["WN"] // cfg["TN"])
-        if lanes != 32:
-            out.append(f"(WM/TM)*(WN/TN)={lanes}: a warp tile must hold exactly 32 lanes of TM x TN outputs")
-        out += _float4_split(cfg, _warp_threads(cfg))
-        if not out and 32 <= _warp_threads(cfg) <= 1024:
-            out += _registers(cfg, _warp_threads(cfg), min_blocks=2, prefetch=True)
-    return out
-
-
-def _wmma_threads(cfg) -> int:
-    return 32 * (cfg["BM"] // cfg["WM"]) * (cfg["BN"] // cfg["WN"])
-
-
-def _wmma_smem(cfg) -> int:
-    """16_wmma.cu's dynamic shared memory: two stages of 16-bit A and B tiles, rows padded by 8
-    (the larger of the two layouts), or the FP32 per-warp epilogue staging [warps][16][WN+4]
-    that overlays them. Above 48 KB the launch opts in (cuFuncSetAttribute)."""
-    bm, bn, bk = cfg["BM"], cfg["BN"], cfg["BK"]
-    ab = 2 * 2 * (max(bm * (bk + 8), bk * (bm + 8)) + max(bk * (bn + 8), bn * (bk + 8)))
-    staging = _wmma_threads(cfg) // 32 * 16 * (cfg["WN"] + 4) * 4
-    return max(ab, staging)
-
-
-def _wmma_constraints(cfg) -> list[str]:
-    return _divides(cfg, "WM", "BM") + _divides(cfg, "WN", "BN") + _mult(cfg, "WM", 16) + _mult(cfg, "WN", 16) + _mult(cfg, "BK", 16)
-
-
-# ---- rung 18 (async_simt): cp.async multistage SIMT ------------------------------------------
-
-
-def _simt_pad(cfg) -> int:
-    """18_async_simt.cu's shared row padding: the transposing copies take KC = 8 (or 4, when BK is
-    not a multiple of 8) consecutive k per row, and a row stride of 32/KC (mod 32) floats spreads
-    a warp's writes over 32 banks."""
-    return 32 // (8 if cfg["BK"] % 8 == 0 else 4)
-
-
-def _simt_smem(cfg) -> int:
-    """STAGES stages of As[BK][BM+PAD] and Bs[BK][BN+PAD], FP32, dynamic (above 48 KB the launch opts in);
-    with SKCLUSTER=1 at least the partial tile [BM][BN+4] that overlays them after the main loop."""
-    pad = _simt_pad(cfg)
-    pipeline = cfg["STAGES"] * cfg["BK"] * (cfg["BM"] + pad + cfg["BN"] + pad) * 4
-    return max(pipeline, cfg["BM"] * (cfg["BN"] + 4) * 4) if cfg.get("SKCLUSTER") else pipeline
-
-
-def _simt_register_estimate(cfg) -> tuple[int, int]:
-    """(4-byte copies per thread per stage, registers per thread) as 18_async_simt.cu estimates
-    them (COPIES, REG_ESTIMATE): the accumulators, two buffers of fragments, ~48 for indices,
-    pointers and loop state, and one per copy."""
-    copies = -(-(cfg["BM"] + cfg["BN"]) * cfg["BK"] // _warp_threads(cfg))
-    return copies, cfg["TM"] * cfg["TN"] + 2 * (cfg["TM"] + cfg["TN"]) + 48 + copies
-
-
-def _simt_registers(cfg) -> list[str]:
-    """18_async_simt.cu's register estimate (its launch bounds use the same): the accumulators,
-    two buffers of A and B fragments, ~48 for indices, pointers and loop state, and ~1 per 4-byte
-    copy a thread issues per stage (at most 24). It must fit the 255 registers a thread may have,
-    and with more than 256 threads (fewer than 255 registers each) leave 24 of headroom."""
-    threads = _warp_threads(cfg)
-    copies, need = _simt_register_estimate(cfg)
-    if copies > 24:
-        return [f"(BM+BN)*BK/THREADS = {copies} copies per thread per stage; at most 24 fit beside the accumulators "
-                f"(a smaller BK or more threads)"]
-    cap = 255 if threads <= 256 else 65536 // threads - 24
-    return [] if need <= cap else [f"a {cfg['TM']}x{cfg['TN']} thread tile with double-buffered fragments and {copies} "
-                                   f"copies per stage needs about {need} registers per thread; {threads} threads per "
-                                   f"block allow {cap}"]
-
-
-def _simt_min_blocks(cfg) -> int:
-    """The blocks per SM 18_async_simt.cu's launch bounds ask for (MIN_BLOCKS): as many as its
-    register estimate plus 24 of headroom allow, 1 to 4."""
-    return max(1, min(4, 65536 // (_warp_threads(cfg) * (_simt_register_estimate(cfg)[1] + 24))))
-
-
-def _simt_streamk(cfg) -> list[str]:
-    """STREAMK=1 (18_async_simt.cu's stream-K tail) counts a wave as one block per SM, and writes C
-    itself: a tile whose launch bounds allow one block per SM, without split-K."""
-    if not cfg.get("STREAMK"):
-        return []
-    out = _switch_reasons(cfg, STREAMK=_STREAMK)
-    if out:
-        return out
-    if cfg.get("SPLITK", 1) > 1:
-        out.append(f"STREAMK=1 splits the last wave by k tiles and SPLITK={cfg['SPLITK']} every tile: use one or the other")
-    if not out and _simt_min_blocks(cfg) > 1:
-        out.append(f"STREAMK=1 counts a wave as one block per SM; a {cfg['BM']}x{cfg['BN']} tile with {cfg['TM']}x{cfg['TN']} "
-                   f"thread tiles runs {_simt_min_blocks(cfg)} blocks per SM (use STREAMK=0)")
-    return out
-
-
-def _simt_constraints(cfg) -> list[str]:
-    out = _divides(cfg, "WM", "BM") + _divides(cfg, "WN", "BN") + _divides(cfg, "TM", "WM") + _divides(cfg, "TN", "WN")
-    out += _mult(cfg, "TM", 4) + _mult(cfg, "TN", 4) + _mult(cfg, "BK", 4)
-    out += [f"{k}={cfg[k]} must be a multiple of 32 (a warp's transposing copy covers whole rows)"
-            for k in ("BM", "BN") if cfg[k] % 32]
-    if cfg["BK"] > 32:
-        out.append(f"BK={cfg['BK']} must be at most 32 (the k loop is fully unrolled: code and registers grow with BK)")
-    if cfg["STAGES"] < 2:
-        out.append(f"STAGES={cfg['STAGES']} must be at least 2 (a stage in flight while one is computed)")
-    if out:
-        return out
-    lanes = (cfg["WM"] // cfg["TM"]) * (cfg["WN"] // cfg["TN"])
-    if lanes != 32:
-        return [f"(WM/TM)*(WN/TN)={lanes}: a warp tile must hold exactly 32 lanes of TM x TN outputs"]
-    if _simt_smem(cfg) > MAX_SMEM_PER_BLOCK:
-        what = "the stages or the partial tile" if cfg.get("SKCLUSTER") else f"STAGES*BK*(BM+BN+2*{_simt_pad(cfg)})*4 ="
-        out.append(f"{what} {_simt_smem(cfg)} B of shared memory; a block may have at most {MAX_SMEM_PER_BLOCK} B")
-    if 32 <= _warp_threads(cfg) <= 1024:
-        out += _simt_registers(cfg)
-        out += [] if out else _simt_streamk(cfg)
-    return out
-
-
-def _mma_threads(cfg) -> int:
-    return 32 * (cfg["BM"] // cfg["WM"]) * (cfg["BN"] // cfg["WN"])
-
-
-def _mma_smem(cfg) -> int:
-    """17_mma_sync.cu's dynamic shared memory: STAGES unpadded (swizzled) 16-bit A and B tiles, or
-    the FP32 per-warp epilogue staging [warps][16][WN+8] that overlays them, whichever is larger."""
-    pipeline = cfg["STAGES"] * (cfg["BM"] * cfg["BK"] + cfg["BK"] * cfg["BN"]) * 2
-    staging = _mma_threads(cfg) // 32 * 16 * (cfg["WN"] + 8) * 4
-    return max(pipeline, staging)
-
-
-def _mma_regs(cfg) -> list[str]:
-    """A warp tile must fit a thread's registers (255, or 65536 / THREADS for bigger blocks): its
-    WM*WN/32 FP32 accumulators, two sets of fragments (WM/16 x 4 + WN/8 x 2 registers each), about
-    40 for addresses, copy state and loop counters, and 2 per 16-byte copy a thread issues per
-    tile (its 64-bit source address). Fitted to ptxas (NVRTC 13, sm_90a and sm_80, every layout,
-    every vector-access combination): 230-254 registers at the default tile (estimate 244); a
-    single warp copying 40 chunks per tile spills."""
-    acc = cfg["WM"] * cfg["WN"] // 32
-    threads = _mma_threads(cfg)
-    copies = -(-cfg["BM"] * cfg["BK"] // 8 // threads) - (-cfg["BK"] * cfg["BN"] // 8 // threads)
-    need = acc + 2 * (cfg["WM"] // 16 * 4 + cfg["WN"] // 8 * 2) + 40 + 2 * copies
-    cap = min(255, 65536 // threads // 8 * 8)
-    return [] if need <= cap else [f"a {cfg['WM']}x{cfg['WN']} warp tile with {copies} copies per thread and tile needs "
-                                   f"about {need} registers per thread; {threads} threads allow {cap}"]
-
-
-def _pow2(cfg, a: str, least: int) -> list[str]:
-    v = cfg[a]
-    return [] if v >= least and v & (v - 1) == 0 else [f"{a}={v} must be a power of two >= {least}"]
-
-
-def _mma_constraints(cfg) -> list[str]:
-    """What 17_mma_sync.cu static_asserts: m16 x n16 pieces per warp, an even number of k16 steps
-    per tile (the two fragment register sets alternate), power-of-two widths (the XOR swizzle
-    permutes 16-byte chunks inside a row), at least two stages, and shared memory within the
-    227 KB a block may have on the largest GPUs (a smaller device refuses it at launch)."""
-    out = (_divides(cfg, "WM", "BM") + _divides(cfg, "WN", "BN") + _mult(cfg, "WM", 16) + _mult(cfg, "WN", 16)
-           + _mult(cfg, "BK", 32) + _pow2(cfg, "BM", 16) + _pow2(cfg, "BN", 16) + _pow2(cfg, "BK", 32))
-    if cfg["STAGES"] < 2:
-        out.append(f"STAGES={cfg['STAGES']}: the cp.async pipeline needs at least 2 stages")
-    if out:
-        return out
-    smem = _mma_smem(cfg)
-    if smem > MAX_SMEM_PER_BLOCK:
-        out.append(f"{cfg['STAGES']} stages of {cfg['BM']}x{cfg['BK']} + {cfg['BK']}x{cfg['BN']} need {smem} B of "
-                   f"shared memory; a block may have at most {MAX_SMEM_PER_BLOCK} B")
-    return out + _mma_regs(cfg)
-
-
-# ---- rung 19 (wgmma_tma): WGMMA fed by TMA ---------------------------------------------------
-def _wgmma_threads(cfg) -> int:
-    """BM/WM consumer warpgroups of 128 threads and a producer warpgroup."""
-    return 128 * (cfg["BM"] // cfg["WM"]) + 128
-
-
-def _wgmma_smem(cfg) -> int:
-    """19_wgmma_tma.cu's dynamic shared memory: 1024 bytes to align the base to the 128-byte
-    swizzle's period, STAGES 16-bit A and B tiles or the FP32 per-warp epilogue staging
-    [warps][16][BN+8] that overlays them (the larger), and a full and an empty mbarrier per stage."""
-    pipeline = cfg["STAGES"] * (cfg["BM"] + cfg["BN"]) * cfg["BK"] * 2
-    staging = cfg["BM"] // cfg["WM"] * 4 * 16 * (cfg["BN"] + 8) * 4
-    return 1024 + max(pipeline, staging) + 16 * cfg["STAGES"]
-
-
-def _wgmma_constraints(cfg, smem=_wgmma_smem) -> list[str]:
-    """What 19_wgmma_tma.cu static_asserts: one or two consumer warpgroups of 64 or 128 rows, a
-    wgmma N of 64, 128 or 256 (the block's BN), BK in whole 64-element swizzle rows and at most a
-    TMA box side (256), at least two stages, at most 128 FP32 accumulators per thread (with 384
-    threads a thread may have 168 registers; ptxas used 154 at 128), and shared memory within what
-    a block may have."""
-    out = []
-    if cfg["WM"] not in (64, 128):
-        out.append(f"WM={cfg['WM']} must be 64 or 128 (one or two m64 wgmmas per warpgroup)")
-    elif cfg["BM"] % cfg["WM"] or cfg["BM"] // cfg["WM"] not in (1, 2):
-        out.append(f"BM={cfg['BM']} must be 1 or 2 times WM={cfg['WM']} (one or two consumer warpgroups)")
-    if cfg["BN"] not in (64, 128, 256):
-        out.append(f"BN={cfg['BN']} must be 64, 128 or 256 (the N of one wgmma)")
-    if cfg["BK"] % 64 or cfg["BK"] > 256:
-        out.append(f"BK={cfg['BK']} must be a multiple of 64 (a 128-byte swizzle row) and at most 256 (a TMA box side)")
-    if cfg["STAGES"] < 2:
-        out.append(f"STAGES={cfg['STAGES']}: the pipeline needs at least 2 stages")
-    if out:
-        return out
-    acc = cfg["WM"] // 64 * cfg["BN"] // 2
-    if acc > 128:
-        out.append(f"a {cfg['WM']}x{cfg['BN']} warpgroup tile needs {acc} FP32 accumulators per thread; at most 128 fit")
-    if smem(cfg) > MAX_SMEM_PER_BLOCK:
-        out.append(f"{cfg['STAGES']} stages of {cfg['BM']}x{cfg['BK']} + {cfg['BK']}x{cfg['BN']} need {smem(cfg)} B "
-                   f"of shared memory; a block may have at most {MAX_SMEM_PER_BLOCK} B")
-    return out
-
-
-# ---- rung 21 (wgmma_ws): warp-specialized, persistent WGMMA ------------------------------------
-def _ws_smem(cfg) -> int:
-    """21_wgmma_ws.cu's dynamic shared memory: 1024 bytes to align the base to the 128-byte
-    swizzle's period, STAGES 16-bit A and B tiles, the epilogue's own staging (the producer refills
-    the stages while the consumers store: each consumer warp has 16 rows x min(BN, 128) 16-bit
-    outputs), and a full and an empty mbarrier per stage."""
-    staging = cfg["BM"] // cfg["WM"] * 4 * 16 * min(cfg["BN"], 128) * 2
-    return 1024 + cfg["STAGES"] * (cfg["BM"] + cfg["BN"]) * cfg["BK"] * 2 + staging + 16 * cfg["STAGES"]
-
-
-def _cluster_reasons(cfg) -> list[str]:
-    """Rungs 21 and 22: clusters of 1 or 2 CTAs along M (the B tile multicast to both)."""
-    if cfg.get("CLUSTER", 1) not in (1, 2):
-        return [f"CLUSTER={cfg['CLUSTER']} must be 1 or 2 (blocks per cluster along M, sharing B by multicast)"]
-    return []
-
-
-def _switch_reasons(cfg, **meanings: tuple[str, str]) -> list[str]:
-    """A reason for each switch of ``meanings`` (name: what 0 and 1 mean) that ``cfg`` sets to
-    neither 0 nor 1."""
-    return [f"{k}={cfg[k]} must be 0 ({off}) or 1 ({on})" for k, (off, on) in meanings.items()
-            if cfg.get(k, 0) not in (0, 1)]
-
-
-_STREAMK = ("whole tiles only", "the last wave split by k tiles")   # rungs 21 and 22
-_KREV = ("every unit's k tiles first to last", "odd waves' units last to first (kernels/ws.cuh)")   # rungs 21 and 22
-_BALANCE = ("a cluster per CLUSTER SMs", "the fewest clusters that take no more waves")            # rungs 21 and 22
-
-
-def _krev_reasons(cfg) -> list[str]:
-    """Rungs 21 and 22: KREV=1 takes no stream-K tail (a unit's pieces on several clusters would
-    have to agree on its direction; with both, rung 21's DEFER=1 kernel spilled 80 bytes)."""
-    if cfg.get("KREV") == 1 and cfg.get("STREAMK") == 1:
-        return ["KREV=1 (backward odd waves) takes no stream-K tail: STREAMK must be 0"]
-    return []
-
-
-def _group_reasons(cfg) -> list[str]:
-    """Rungs 21 and 22: GROUP row tiles per group of the persistent launch order (ws.cuh), whole
-    clusters."""
-    group = cfg.get("GROUP", 8)
-    if not 1 <= group <= 64 or group % cfg.get("CLUSTER", 1):
-        return [f"GROUP={group} must be 1 to 64 row tiles and a multiple of CLUSTER={cfg.get('CLUSTER', 1)} "
-                f"(the launch order's groups are whole clusters)"]
-    return []
-
-
-def _ws_constraints(cfg) -> list[str]:
-    """Rung 19's (``_wgmma_constraints``, with this rung's shared memory), and what
-    21_wgmma_ws.cu adds: exactly two consumer warpgroups (its register split, setmaxnreg 232 for
-    them and 40 for the producer, is made for 384 threads), clusters of 1 or 2 blocks, and EPI_TMA
-    a switch (its TMA store boxes, 16 rows x 64 outputs, fit every tile and the staging as it is)."""
-    out = _wgmma_constraints(cfg, _ws_smem)
-    if not out and cfg["BM"] != 2 * cfg["WM"]:
-        out.append(f"BM={cfg['BM']} must be 2 x WM={cfg['WM']}: two consumer warpgroups (the register split "
-                   f"between them and the producer is made for 384 threads)")
-    out += _cluster_reasons(cfg) + _group_reasons(cfg) + _krev_reasons(cfg)
-    out += _switch_reasons(cfg, STREAMK=_STREAMK, KREV=_KREV, BALANCE=_BALANCE,
-                           EPI_TMA=("staged 16-byte stores", "TMA stores where C allows"),
-                           DEFER=("each tile stored at its end",
-                                  "held in registers and stored during the next tile's main loop"))
-    return out
-
-
-# ---- rung 22 (wgmma_tf32): TF32 wgmma in rung 21's structure ----------------------------------
-_WSTF32_EPI_B = 2 * 2 * 64 * 32 * 4   # 22_wgmma_tf32.cu's EPI_B: two 8 KB chunks per consumer warpgroup
-
-
-def _wstf32_smem(cfg, planes: int = 1) -> int:
-    """22_wgmma_tf32.cu's dynamic shared memory: 1024 bytes to align the base, STAGES FP32 A and B
-    tiles (K-major) of ``planes`` planes each (3xtf32: 2, the big and the small TF32 parts), with
-    EPI_TMA the TMA store's staging (two 64 x 32 FP32 chunks per consumer warpgroup: 32 KB), and a
-    full and an empty mbarrier per stage."""
-    return (1024 + cfg["STAGES"] * (cfg["BM"] + cfg["BN"]) * cfg["BK"] * 4 * planes
-            + (_WSTF32_EPI_B if cfg.get("EPI_TMA") else 0) + 16 * cfg["STAGES"])
-
-
-def _wstf32_constraints(cfg, planes: int = 1) -> list[str]:
-    """What 22_wgmma_tf32.cu static_asserts: rung 21's (two consumer warpgroups of 64 or 128 rows,
-    BN a wgmma N, at most 128 accumulators per thread, clusters of 1 or 2), BK whole 128-byte
-    swizzle rows of 32 FP32 up to a TMA box side, and shared memory within a block's. With two
-    planes (3xtf32) a stage holds both parts of A and B, and a thread holds its sums and a k tile's
-    partial sums: twice the accumulators (a 64 x 128 warpgroup tile at most)."""
-    out = []
-    if cfg["WM"] not in (64, 128) or cfg["BM"] != 2 * cfg["WM"]:
-        out.append(f"BM={cfg['BM']} must be 2 x WM, WM={cfg['WM']} 64 or 128 (two consumer warpgroups)")
-    if cfg["BN"] not in (64, 128, 256):
-        out.append(f"BN={cfg['BN']} must be 64, 128 or 256 (the N of one wgmma)")
-    if cfg["BK"] % 32 or cfg["BK"] > 256:
-        out.append(f"BK={cfg['BK']} must be a multiple of 32 (a 128-byte swizzle row of FP32) and at most 256")
-    if cfg["STAGES"] < 2:
-        out.append(f"STAGES={cfg['STAGES']}: the pipeline needs at least 2 stages")
-    out += _cluster_reasons(cfg) + _group_reasons(cfg) + _krev_reasons(cfg)
-    out += _switch_reasons(cfg, STREAMK=_STREAMK, KREV=_KREV, BALANCE=_BALANCE, EPI_TMA=("8-byte stores from the accumulators",
-                                                                       "TMA stores where C allows"))
-    if out:
-        return out
-    if planes * cfg["WM"] // 64 * cfg["BN"] // 2 > 128:
-        out.append(f"a {cfg['WM']}x{cfg['BN']} warpgroup tile needs more than 128 FP32 accumulators per thread"
-                   + (" with 3xtf32's partial sums beside the sums" if planes > 1 else ""))
-    if _wstf32_smem(cfg, planes) > MAX_SMEM_PER_BLOCK:
-        out.append(f"{cfg['STAGES']} stages of {cfg['BM']}x{cfg['BK']} + {cfg['BK']}x{cfg['BN']} FP32"
-                   + (f" in {planes} planes (3xtf32's TF32 parts)" if planes > 1 else "")
-                   + (" and the TMA store's 32 KB staging (EPI_TMA=1)" if cfg.get("EPI_TMA") else "")
-                   + f" need {_wstf32_smem(cfg, planes)} B of shared memory; a block may have at most {MAX_SMEM_PER_BLOCK} B")
-    return out
-
-
-# ---- rung 20 (tf32_mma): FP32 operands on the tensor cores -------------------------------------
-
-
-def _tf32_smem(cfg) -> int:
-    """20_tf32_mma.cu's dynamic shared memory: STAGES swizzled FP32 tiles of A and B (no padding)."""
-    return cfg["STAGES"] * (cfg["BM"] * cfg["BK"] + cfg["BK"] * cfg["BN"]) * 4
-
-
-def _tf32_regs(cfg) -> list[str]:
-    """A warp tile must fit a thread's registers (255, or 65536 / THREADS for bigger blocks) in BOTH
-    precisions; 3xTF32 needs more: the WM*WN/32 accumulators, two sets of raw fragments
-    (WM/4 + WN/4 registers each) and the big and small parts of one set, about 40 for addresses and
-    loop state, and 2 per 16-byte copy a thread issues per tile. Fitted to ptxas (NVRTC 13, sm_90a
-    and sm_80, every layout, with and without vector access): 64x32 warp tiles 152-196 registers in
-    TF32 and 138-200 in 3xTF32 (estimate 216 with 8 warps, 224 with 4), 32x32 96-128 (estimate
-    152); 64x64 warp tiles spill 100-160 bytes in 3xTF32 (estimate 296: refused)."""
-    threads = _warp_threads(cfg)
-    copies = -(-cfg["BM"] * cfg["BK"] // 4 // threads) - (-cfg["BK"] * cfg["BN"] // 4 // threads)
-    need = cfg["WM"] * cfg["WN"] // 32 + 4 * (cfg["WM"] // 4 + cfg["WN"] // 4) + 40 + 2 * copies
-    cap = min(255, 65536 // threads // 8 * 8)
-    return [] if need <= cap else [f"a {cfg['WM']}x{cfg['WN']} warp tile with {copies} copies per thread and tile needs "
-                                   f"about {need} registers per thread in 3xTF32; {threads} threads allow {cap}"]
-
-
-def _tf32_constraints(cfg) -> list[str]:
-    """What 20_tf32_mma.cu static_asserts: warp tiles in groups of 32 rows and columns (the
-    permuted fragment map), power-of-two tile widths with rows of at least 8 chunks of 16 bytes
-    (the swizzles), BK of 32 or 64 (an even number of k8 steps), a whole number of each row's
-    chunks per thread, at least two stages; shared memory within the 227 KB a block may have."""
-    out = (_divides(cfg, "WM", "BM") + _divides(cfg, "WN", "BN") + _mult(cfg, "WM", 32) + _mult(cfg, "WN", 32)
-           + _pow2(cfg, "BM", 32) + _pow2(cfg, "BN", 32))
-    if cfg["BK"] not in (32, 64):
-        out.append(f"BK={cfg['BK']} must be 32 or 64 (rows of 8 or 16 chunks, an even number of k8 steps)")
-    if cfg["STAGES"] < 2:
-        out.append(f"STAGES={cfg['STAGES']}: the cp.async pipeline needs at least 2 stages")
-    if out:
-        return out
-    threads, widest = _warp_threads(cfg), max(cfg["BM"], cfg["BN"], cfg["BK"])
-    if threads % (widest // 4):
-        out.append(f"THREADS={threads} must be a multiple of {widest // 4}, the 16-byte chunks of a {widest}-float "
-                   f"shared row (each thread copies whole columns of chunks)")
-    smem = _tf32_smem(cfg)
-    if smem > MAX_SMEM_PER_BLOCK:
-        out.append(f"{cfg['STAGES']} stages of {cfg['BM']}x{cfg['BK']} + {cfg['BK']}x{cfg['BN']} FP32 need {smem} B "
-                   f"of shared memory; a block may have at most {MAX_SMEM_PER_BLOCK} B")
-    return out + (_tf32_regs(cfg) if 32 <= threads <= 1024 else [])
-
-
-# ---- rung 23 (thin): one side of C at most 32 wide -----------------------------------------------
-THIN_MAX = 32           # the widest thin side the kernel takes (its 4-k chunks x 8 k groups)
-
-
-def thin_sides(cfg) -> tuple[int, int]:
-    """(thin, wide) sides of a thin tile: N is the thin one when BN <= BM, else M (23_thin.cu)."""
-    return min(cfg["BM"], cfg["BN"]), max(cfg["BM"], cfg["BN"])
-
-
-def _thin_smem(cfg) -> int:
-    """23_thin.cu's dynamic shared memory, the larger of its two uses: STAGES stages of the wide
-    operand's BR x BK tile (rows padded by 16 floats in the layout that pads) and the thin one's
-    BK x NS tile (rows of NS + 4 floats when NS/4 is even), or after the K loop the THREADS/4
-    slots of BR x NS partial sums (+4 floats each), FP32."""
-    ns, br = thin_sides(cfg)
-    q_ld = ns + (0 if (ns // 4) % 2 else 4)
-    pipe = cfg["STAGES"] * cfg["BK"] * (br + (16 if br % 32 == 0 else 0) + q_ld) * 4
-    red = cfg["THREADS"] // 4 * (br * ns + 4) * 4
-    return max(pipe, red)
-
-
-def _thin_constraints(cfg) -> list[str]:
-    """What 23_thin.cu static_asserts: a thin side of 4..32 in steps of 4, a wide side of 16 or 32
-    rows (whole 16-row groups; 64 rows spilled under NVRTC 13.0 on the H100), whole 4-k chunks of each K tile per thread (BK a multiple of THREADS), at most
-    128 partial sums per thread, at least 2 stages; shared memory within a block's."""
-    ns, br = thin_sides(cfg)
-    out = []
-    if ns % 4 or ns > THIN_MAX:
-        out.append(f"the thin side min(BM, BN)={ns} must be a multiple of 4, at most {THIN_MAX}")
-    if br % 16 or br > 32:
-        out.append(f"the wide side max(BM, BN)={br} must be 16 or 32 (4 row groups of float4; 64-row tiles, 16 rows "
-                   f"per thread, spilled 8-16 bytes under NVRTC 13.0)")
-    if cfg["BK"] % cfg["THREADS"]:
-        out.append(f"BK={cfg['BK']} must be a multiple of THREADS={cfg['THREADS']} (each thread takes whole 4-k "
-                   f"chunks of every K tile)")
-    if br // 4 * ns > 128:
-        out.append(f"a {cfg['BM']}x{cfg['BN']} tile gives each thread {br // 4}x{ns} = {br // 4 * ns} partial sums; "
-                   f"at most 128 fit the registers")
-    if cfg["STAGES"] < 2:
-        out.append(f"STAGES={cfg['STAGES']} must be at least 2 (a stage in flight while one is computed)")
-    if not out and _thin_smem(cfg) > MAX_SMEM_PER_BLOCK:
-        out.append(f"the tile needs {_thin_smem(cfg)} B of shared memory; a block may have at most {MAX_SMEM_PER_BLOCK} B")
-    return out
-
-
-def thin_rule_config(rung: Rung, M: int, N: int) -> dict[str, int]:
-    """The thin tile for a kernel-view M x N (one of them at most ``rung.thin``): the thin side the
-    smallest of 4, 8, 16, 32 that holds it, the wide side 32 rows (16 beside a thin side of 32: at
-    most 128 partial sums per thread), the rung's other defaults."""
-    thin = min(M, N)
-    ns = next(s for s in (4, 8, 16, 32) if s >= min(thin, THIN_MAX))
-    br = min(32, 512 // ns)
-    bm, bn = (br, ns) if N <= M else (ns, br)
-    return rung.config({"BM": bm, "BN": bn})
-
-
-# ---- the ladder --------------------------------------------------------------------------------
+# ---- the ladder (each family's thread counts, shared memory and constraints: core/families/) ----
 _SIMPLE32 = {"BM": 32, "BN": 32, "THREADS": 1024}
 _SMEM32 = {"BM": 32, "BN": 32, "BK": 32, "THREADS": 1024}
 
 
-def _square_tile(cfg) -> list[str]:
-    """Rungs 4-7: square BM = BN = BK tiles, one thread per element of C (one load per tile)."""
-    out = [] if cfg["BM"] == cfg["BN"] == cfg["BK"] else [f"BM, BN and BK must be equal (got {cfg['BM']}, {cfg['BN']}, {cfg['BK']})"]
-    return out + ([] if cfg["THREADS"] == cfg["BM"] * cfg["BN"] else [f"THREADS={cfg['THREADS']} must be BM*BN={cfg['BM'] * cfg['BN']}"])
-
-
 # ---- the tuner's search spaces (gemmlab tune) --------------------------------------------------
-# Powers of two around each rung's defaults. The constraints above prune the product before any
+# Powers of two around each rung's defaults. The constraints (core/families/) prune the product before any
 # compile; the ranges keep every pruned space at a few hundred tile configurations at most (an
 # exhaustive run stays in minutes) while holding seed 001's sweep (bm, bk, bn, rm, rn) for the
 # thread-tiled rungs. The split-K rungs try each tile with every SPLITK of SPLITK_SPACE (x5: the
 # auto strategy then samples with TPE; the SPLITK values > 1 share one compiled kernel per tile).
-def _p2(lo: int, hi: int) -> tuple[int, ...]:
-    """Powers of two from 2**lo to 2**hi."""
-    return tuple(2 ** i for i in range(lo, hi + 1))
-
-
-_SPACE_SIMPLE = {"BM": _p2(3, 5), "BN": _p2(3, 5), "THREADS": (64, 128, 256, 512, 1024)}
-_SPACE_SQUARE = {"BM": _p2(3, 5), "BN": _p2(3, 5), "BK": _p2(3, 5), "THREADS": (64, 256, 1024)}
-_SPACE_VEC = {"BM": _p2(5, 8), "BN": _p2(5, 8), "BK": _p2(2, 4), "TM": _p2(2, 3), "TN": _p2(2, 3)}
+_SPACE_SIMPLE = {"BM": p2(3, 5), "BN": p2(3, 5), "THREADS": (64, 128, 256, 512, 1024)}
+_SPACE_SQUARE = {"BM": p2(3, 5), "BN": p2(3, 5), "BK": p2(3, 5), "THREADS": (64, 256, 1024)}
+_SPACE_VEC = {"BM": p2(5, 8), "BN": p2(5, 8), "BK": p2(2, 4), "TM": p2(2, 3), "TN": p2(2, 3)}
 
 RUNGS: tuple[Rung, ...] = (
     Rung(
@@ -976,7 +461,7 @@ RUNGS: tuple[Rung, ...] = (
         4, "smem", "Shared-memory tiling 32x32",
         "A block stages 32x32 tiles of A and B in shared memory; each global element is loaded once per block instead of 32 times.",
         ("000 gemm_32x32_v3", "002 gemm_v02", "Alcanderian sgemm_1"), "04_smem.cu",
-        params=_SMEM32, constraints=_square_tile,
+        params=_SMEM32, constraints=square_tile,
         space=_SPACE_SQUARE,
         landmark=True,
     ),
@@ -984,21 +469,21 @@ RUNGS: tuple[Rung, ...] = (
         5, "smem_padded", "Shared-memory tiling, padded rows",
         "The shared tile rows are 33 floats wide, so a warp reading a column hits 32 different banks (no bank conflicts).",
         ("000 gemm_32x32_v4", "Alcanderian sgemm_2"), "05_smem_padded.cu",
-        params=_SMEM32, constraints=_square_tile,
+        params=_SMEM32, constraints=square_tile,
         space=_SPACE_SQUARE,
     ),
     Rung(
         6, "ldg", "Read-only data path (__ldg)",
         "A and B are const __restrict__ and read with __ldg, through the read-only (texture) cache.",
         ("003 ldg", "Alcanderian sgemm_3"), "06_ldg.cu",
-        params=_SMEM32, constraints=_square_tile, sass_claims=("LDG.E.CONSTANT",),
+        params=_SMEM32, constraints=square_tile, sass_claims=("LDG.E.CONSTANT",),
         space=_SPACE_SQUARE,
     ),
     Rung(
         7, "texture", "Texture objects (tex1Dfetch<float>)",
         "A and B are read through 1-D texture objects over linear memory, the pre-Kepler way to the read-only cache.",
         ("003 texture",), "07_texture.cu",
-        params=_SMEM32, constraints=_square_tile, textures=1, sass_claims=("TLD",),
+        params=_SMEM32, constraints=square_tile, textures=1, sass_claims=("TLD",),
         space=_SPACE_SQUARE,
     ),
     Rung(
@@ -1006,19 +491,19 @@ RUNGS: tuple[Rung, ...] = (
         "The partial sums live in registers (4 per thread, one output row per warp iteration; the seed's column in column-major) instead of a shared-memory output tile.",
         ("004 sgemm_shared",), "08_reg_accum.cu",
         params={"BM": 32, "BN": 32, "BK": 32, "THREADS": 256},
-        space={"BM": _p2(3, 7), "BK": _p2(3, 6), "THREADS": (64, 128, 256, 512, 1024)},
+        space={"BM": p2(3, 7), "BK": p2(3, 6), "THREADS": (64, 128, 256, 512, 1024)},
         constraints=lambda c: ([] if c["BN"] == 32 else ["BN must be 32 (lane -> column of C)"])
         + ([] if c["BM"] % max(1, c["THREADS"] // 32) == 0 else [f"THREADS/32={c['THREADS'] // 32} warps must divide BM={c['BM']}"])
-        + _scalar_split(c, c["THREADS"]),
+        + scalar_split(c, c["THREADS"]),
     ),
     Rung(
         9, "tile_1d", "1D thread tiling",
         "Each thread computes TM outputs of one column, reusing each B value from shared memory TM times in a register.",
         ("002 gemm_v03",), "09_tile_1d.cu",
         params={"BM": 64, "BN": 64, "BK": 8, "TM": 8},
-        space={"BM": _p2(5, 7), "BN": _p2(5, 7), "BK": _p2(3, 5), "TM": _p2(2, 4)},
-        threads=_tile_1d_threads,
-        constraints=lambda c: _divides(c, "TM", "BM") + _scalar_split(c, _tile_1d_threads(c)),
+        space={"BM": p2(5, 7), "BN": p2(5, 7), "BK": p2(3, 5), "TM": p2(2, 4)},
+        threads=tile_1d_threads,
+        constraints=lambda c: divides(c, "TM", "BM") + scalar_split(c, tile_1d_threads(c)),
     ),
     Rung(
         10, "tile_2d", "2D thread tiling",
@@ -1026,9 +511,9 @@ RUNGS: tuple[Rung, ...] = (
         ("002 gemm_v04", "004 sgemm 2x2 tile", "003 BEAST THR_M x THR_N"), "10_tile_2d.cu",
         params={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
         presets={"2x2": {"BM": 32, "BN": 32, "BK": 32, "TM": 2, "TN": 2}},
-        space={"BM": _p2(5, 8), "BN": _p2(5, 8), "BK": _p2(3, 4), "TM": _p2(1, 3), "TN": _p2(1, 3)},
-        threads=_thread_tile_threads,
-        constraints=_tile_2d_constraints,
+        space={"BM": p2(5, 8), "BN": p2(5, 8), "BK": p2(3, 4), "TM": p2(1, 3), "TN": p2(1, 3)},
+        threads=thread_tile_threads,
+        constraints=tile_2d_constraints,
         landmark=True,
     ),
     Rung(
@@ -1036,7 +521,7 @@ RUNGS: tuple[Rung, ...] = (
         "Global loads are 128-bit (LDG.E.128) and A is stored transposed so the inner loop reads A and B as float4 (LDS.128).",
         ("000 gemm_32x32_v5", "002 gemm_v05", "003 ldg(float4)"), "11_vectorized.cu",
         params={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
-        threads=_thread_tile_threads, constraints=_thread_tile_constraints,
+        threads=thread_tile_threads, constraints=thread_tile_constraints,
         sass_claims=("LDG.E.128", "LDS.128"), space=_SPACE_VEC,
         landmark=True,
     ),
@@ -1045,7 +530,7 @@ RUNGS: tuple[Rung, ...] = (
         "The float4 loads of the vectorized rung go through tex1Dfetch<float4> texture objects instead of LDG.",
         ("003 texture<float4>",), "12_vec_texture.cu",
         params={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
-        threads=_thread_tile_threads, constraints=_thread_tile_constraints, textures=4,
+        threads=thread_tile_threads, constraints=thread_tile_constraints, textures=4,
         space=_SPACE_VEC,
         sass_claims=("TLD", "LDS.128"),  # tex1Dfetch on linear memory compiles to TLD.LZ (seed 003's SASS too), not TEX
     ),
@@ -1056,7 +541,7 @@ RUNGS: tuple[Rung, ...] = (
         params={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
         presets={"64x64": {"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4}, "128x128": {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}},
         space=_SPACE_VEC,
-        threads=_thread_tile_threads, constraints=_thread_tile_constraints,
+        threads=thread_tile_threads, constraints=thread_tile_constraints,
         sass_claims=("LDG.E.128", "LDS.128"),
     ),
     Rung(
@@ -1064,8 +549,8 @@ RUNGS: tuple[Rung, ...] = (
         "Two shared tiles (ping-pong) and a register prefetch of the next tile overlap global loads with math: one barrier per tile.",
         ("001 sgemm 128x128x8 prefetch", "000 TWO_BUFFER"), "14_double_buffer.cu",
         params={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
-        threads=_thread_tile_threads, constraints=_double_buffer_constraints,
-        space={"BM": _p2(5, 8), "BN": _p2(5, 8), "BK": _p2(2, 5), "TM": _p2(2, 4), "TN": _p2(2, 4)},  # seed 001's sweep
+        threads=thread_tile_threads, constraints=double_buffer_constraints,
+        space={"BM": p2(5, 8), "BN": p2(5, 8), "BK": p2(2, 5), "TM": p2(2, 4), "TN": p2(2, 4)},  # seed 001's sweep
         sass_claims=("LDG.E.128", "LDS.128"),
     ),
     Rung(
@@ -1073,8 +558,8 @@ RUNGS: tuple[Rung, ...] = (
         "Block tile -> warp tile (WM x WN) -> thread tile: each warp reads a compact sub-tile of shared memory, improving register reuse and locality.",
         ("002 gemm_v06",), "15_warp_tiling.cu",
         params={"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "TM": 8, "TN": 8, "SPLITK": 1},
-        threads=_warp_threads, constraints=lambda c: _warp_tile_constraints(c) + _splitk_constraints(c),
-        space={"BM": _p2(5, 8), "BN": _p2(5, 8), "BK": _p2(3, 5), "WM": _p2(4, 7), "WN": _p2(4, 7), "TM": _p2(2, 3), "TN": _p2(2, 3),
+        threads=warp_threads, constraints=lambda c: warp_tile_constraints(c) + splitk_constraints(c),
+        space={"BM": p2(5, 8), "BN": p2(5, 8), "BK": p2(3, 5), "WM": p2(4, 7), "WN": p2(4, 7), "TM": p2(2, 3), "TN": p2(2, 3),
                "SPLITK": SPLITK_SPACE},
         sass_claims=("LDG.E.128", "LDS.128"),
         landmark=True,
@@ -1086,8 +571,8 @@ RUNGS: tuple[Rung, ...] = (
         params={"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 32},
         # tiny problems: four warps of 16x16, many small blocks (the selection model's option)
         presets={"32x32": {"BM": 32, "BN": 32, "BK": 32, "WM": 16, "WN": 16}},
-        threads=_wmma_threads, constraints=_wmma_constraints, smem=_wmma_smem,
-        space={"BM": _p2(5, 8), "BN": _p2(5, 8), "BK": _p2(4, 5), "WM": _p2(4, 6), "WN": _p2(4, 6)},
+        threads=wmma_threads, constraints=wmma_constraints, smem=wmma_smem,
+        space={"BM": p2(5, 8), "BN": p2(5, 8), "BK": p2(4, 5), "WM": p2(4, 6), "WN": p2(4, 6)},
         sass_claims=("HMMA",), min_arch=80,
     ),
     Rung(
@@ -1099,10 +584,10 @@ RUNGS: tuple[Rung, ...] = (
                  "128x256": {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 3},
                  # small problems: 4 warps of 32x32, a light launch (on-line tuning's candidate)
                  "64x64": {"BM": 64, "BN": 64, "BK": 32, "WM": 32, "WN": 32, "STAGES": 3}},
-        threads=_mma_threads, constraints=lambda c: _mma_constraints(c) + _splitk_constraints(c), smem=_mma_smem,
+        threads=mma_threads, constraints=lambda c: mma_constraints(c) + splitk_constraints(c), smem=mma_smem,
         sass_claims=("HMMA.16816", "LDSM", "LDGSTS"), min_arch=80,
         packs=True,
-        space={"BM": _p2(6, 8), "BN": _p2(6, 8), "BK": (32, 64), "WM": _p2(5, 7), "WN": _p2(5, 7), "STAGES": (2, 3, 4, 5),
+        space={"BM": p2(6, 8), "BN": p2(6, 8), "BK": (32, 64), "WM": p2(5, 7), "WN": p2(5, 7), "STAGES": (2, 3, 4, 5),
                "SPLITK": SPLITK_SPACE},
     ),
     Rung(
@@ -1120,10 +605,10 @@ RUNGS: tuple[Rung, ...] = (
             "skinny": {"BM": 32, "BN": 128, "BK": 16, "WM": 32, "WN": 32, "TM": 4, "TN": 8, "STAGES": 3},
             "tall": {"BM": 128, "BN": 32, "BK": 16, "WM": 32, "WN": 32, "TM": 8, "TN": 4, "STAGES": 3},   # N ~ 16
         },
-        threads=_warp_threads, constraints=lambda c: _simt_constraints(c) + _splitk_constraints(c), smem=_simt_smem,
+        threads=warp_threads, constraints=lambda c: simt_constraints(c) + splitk_constraints(c), smem=simt_smem,
         sass_claims=("LDGSTS", "LDS.128", "FFMA"), min_arch=80, tail_kernel="gemm_sk_tail",
         packs=True,
-        space={"BM": _p2(6, 8), "BN": _p2(6, 8), "BK": (8, 16, 32), "WM": _p2(5, 7), "WN": _p2(5, 7),
+        space={"BM": p2(6, 8), "BN": p2(6, 8), "BK": (8, 16, 32), "WM": p2(5, 7), "WN": p2(5, 7),
                "TM": (4, 8, 16), "TN": (4, 8, 16), "STAGES": (2, 3, 4), "SPLITK": SPLITK_SPACE,
                "SKCLUSTER": (0, 1), "SPREAD": (0, 1), "SNAKE": (0, 1), "STREAMK": (0, 1)},
     ),
@@ -1135,7 +620,7 @@ RUNGS: tuple[Rung, ...] = (
         presets={"128x256": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4},
                  "128x128": {"BM": 128, "BN": 128, "BK": 64, "WM": 64, "STAGES": 6},
                  "256x128": {"BM": 256, "BN": 128, "BK": 64, "WM": 128, "STAGES": 4}},
-        threads=_wgmma_threads, constraints=lambda c: _wgmma_constraints(c) + _splitk_constraints(c), smem=_wgmma_smem,
+        threads=wgmma_threads, constraints=lambda c: wgmma_constraints(c) + splitk_constraints(c), smem=wgmma_smem,
         sass_claims=("HGMMA", "UTMALDG", "SYNCS"), min_arch=90, max_arch=90, tensor_maps=True,
         packs=True,
         space={"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (64, 128), "WM": (64, 128), "STAGES": (2, 3, 4, 5, 6),
@@ -1150,10 +635,10 @@ RUNGS: tuple[Rung, ...] = (
         presets={"128x128": {"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 32, "STAGES": 4},
                  "128x64": {"BM": 128, "BN": 64, "BK": 32, "WM": 64, "WN": 32, "STAGES": 4},
                  "64x64": {"BM": 64, "BN": 64, "BK": 32, "WM": 32, "WN": 32, "STAGES": 4}},
-        threads=_warp_threads, constraints=_tf32_constraints, smem=_tf32_smem,
+        threads=warp_threads, constraints=tf32_constraints, smem=tf32_smem,
         sass_claims=("HMMA.1688.F32.TF32", "LDSM", "LDGSTS"), min_arch=80,
         packs=True,
-        space={"BM": _p2(6, 8), "BN": _p2(6, 8), "BK": (32, 64), "WM": (32, 64), "WN": (32, 64), "STAGES": (2, 3, 4)},
+        space={"BM": p2(6, 8), "BN": p2(6, 8), "BK": (32, 64), "WM": (32, 64), "WN": (32, 64), "STAGES": (2, 3, 4)},
     ),
     Rung(
         21, "wgmma_ws", "Warp-specialized persistent WGMMA: setmaxnreg, tile scheduler, clusters",
@@ -1177,7 +662,7 @@ RUNGS: tuple[Rung, ...] = (
                  # against 0.1728 bf16 (h100_tune_wgmma_ws_defer_*_1024x14336x4096.json; cause not found)
                  "128x128": {"BM": 128, "BN": 128, "BK": 64, "WM": 64, "STAGES": 6, "CLUSTER": 2, "DEFER": 0},
                  "256x128": {"BM": 256, "BN": 128, "BK": 64, "WM": 128, "STAGES": 4, "CLUSTER": 2}},
-        threads=_wgmma_threads, constraints=_ws_constraints, smem=_ws_smem,
+        threads=wgmma_threads, constraints=ws_constraints, smem=ws_smem,
         sass_claims=("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG"), min_arch=90, max_arch=90,
         tensor_maps=True, store_map=True, store_twin=True,
         persistent=True,
@@ -1222,7 +707,7 @@ RUNGS: tuple[Rung, ...] = (
                  "128x256_nocluster": {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "STAGES": 4, "CLUSTER": 1},
                  "128x128": {"BM": 128, "BN": 128, "BK": 32, "WM": 64, "STAGES": 6, "CLUSTER": 2},
                  "256x128": {"BM": 256, "BN": 128, "BK": 32, "WM": 128, "STAGES": 4, "CLUSTER": 2}},
-        threads=_wgmma_threads, constraints=_wstf32_constraints, smem=_wstf32_smem,
+        threads=wgmma_threads, constraints=wstf32_constraints, smem=wstf32_smem,
         sass_claims=("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG"), min_arch=90, max_arch=90,
         tensor_maps=True, store_map=True, store_box=32, persistent=True, k_major=True, register_a=("tf32",),
         space={"BN": (128, 256), "BK": (32, 64), "STAGES": (2, 3, 4, 5, 6), "CLUSTER": (1, 2), "GROUP": (8, 16),
@@ -1241,7 +726,7 @@ RUNGS: tuple[Rung, ...] = (
                  "wide256": {"BM": 16, "BN": 32, "BK": 256, "THREADS": 256, "STAGES": 3},
                  "tall8": {"BM": 32, "BN": 8, "BK": 128, "THREADS": 128, "STAGES": 3},
                  "wide8": {"BM": 8, "BN": 32, "BK": 128, "THREADS": 128, "STAGES": 3}},
-        constraints=lambda c: _thin_constraints(c) + _splitk_constraints(c), smem=_thin_smem,
+        constraints=lambda c: thin_constraints(c) + splitk_constraints(c), smem=thin_smem,
         sass_claims=("LDGSTS", "LDS.128", "FFMA"), min_arch=80, thin=16,
         space={"BM": (4, 8, 16, 32), "BN": (4, 8, 16, 32), "BK": (64, 128, 256),
                "THREADS": (64, 128, 256), "STAGES": (2, 3, 4, 6), "SPLITK": SPLITK_SPACE},
@@ -1259,7 +744,7 @@ RUNGS: tuple[Rung, ...] = (
                  "n8": {"BM": 64, "BN": 8, "BK": 128, "WK": 4, "DEPTH": 2},
                  "n32": {"BM": 64, "BN": 32, "BK": 128, "WK": 4, "DEPTH": 2},
                  "m8_deep": {"BM": 8, "BN": 64, "BK": 256, "WK": 8, "DEPTH": 4}},
-        threads=_decode.threads, constraints=lambda c: _decode.constraints(c) + _splitk_constraints(c), smem=_decode.smem,
+        threads=_decode.threads, constraints=lambda c: _decode.constraints(c) + splitk_constraints(c), smem=_decode.smem,
         sass_claims=("HMMA.16816", "LDG.E.128"), min_arch=80, thin=_decode.THIN16_MAX, thin_rule=_decode.rule,
         space={"BM": (8, 16, 32, 64, 128), "BN": (8, 16, 32, 64, 128), "BK": (128, 256, 512), "WK": (1, 2, 4, 8),
                "DEPTH": (2, 3, 4, 5), "L2PF": (0, 1), "SPLITK": SPLITK_SPACE, "SKCLUSTER": (0, 1)},

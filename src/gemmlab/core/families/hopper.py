@@ -1,0 +1,136 @@
+"""The Hopper family: rungs 19 (WGMMA fed by TMA), 21 (warp-specialized, persistent, clustered)
+and 22 (TF32 WGMMA in rung 21's structure): thread counts, shared memory and constraints."""
+
+from __future__ import annotations
+
+from .common import (BALANCE_SWITCH, KREV_SWITCH, STREAMK_SWITCH, MAX_SMEM_PER_BLOCK, cluster_reasons,
+                     switch_reasons)
+
+
+def wgmma_threads(cfg) -> int:
+    """BM/WM consumer warpgroups of 128 threads and a producer warpgroup."""
+    return 128 * (cfg["BM"] // cfg["WM"]) + 128
+
+
+def wgmma_smem(cfg) -> int:
+    """19_wgmma_tma.cu's dynamic shared memory: 1024 bytes to align the base to the 128-byte
+    swizzle's period, STAGES 16-bit A and B tiles or the FP32 per-warp epilogue staging
+    [warps][16][BN+8] that overlays them (the larger), and a full and an empty mbarrier per stage."""
+    pipeline = cfg["STAGES"] * (cfg["BM"] + cfg["BN"]) * cfg["BK"] * 2
+    staging = cfg["BM"] // cfg["WM"] * 4 * 16 * (cfg["BN"] + 8) * 4
+    return 1024 + max(pipeline, staging) + 16 * cfg["STAGES"]
+
+
+def wgmma_constraints(cfg, smem=wgmma_smem) -> list[str]:
+    """What 19_wgmma_tma.cu static_asserts: one or two consumer warpgroups of 64 or 128 rows, a
+    wgmma N of 64, 128 or 256 (the block's BN), BK in whole 64-element swizzle rows and at most a
+    TMA box side (256), at least two stages, at most 128 FP32 accumulators per thread (with 384
+    threads a thread may have 168 registers; ptxas used 154 at 128), and shared memory within what
+    a block may have."""
+    out = []
+    if cfg["WM"] not in (64, 128):
+        out.append(f"WM={cfg['WM']} must be 64 or 128 (one or two m64 wgmmas per warpgroup)")
+    elif cfg["BM"] % cfg["WM"] or cfg["BM"] // cfg["WM"] not in (1, 2):
+        out.append(f"BM={cfg['BM']} must be 1 or 2 times WM={cfg['WM']} (one or two consumer warpgroups)")
+    if cfg["BN"] not in (64, 128, 256):
+        out.append(f"BN={cfg['BN']} must be 64, 128 or 256 (the N of one wgmma)")
+    if cfg["BK"] % 64 or cfg["BK"] > 256:
+        out.append(f"BK={cfg['BK']} must be a multiple of 64 (a 128-byte swizzle row) and at most 256 (a TMA box side)")
+    if cfg["STAGES"] < 2:
+        out.append(f"STAGES={cfg['STAGES']}: the pipeline needs at least 2 stages")
+    if out:
+        return out
+    acc = cfg["WM"] // 64 * cfg["BN"] // 2
+    if acc > 128:
+        out.append(f"a {cfg['WM']}x{cfg['BN']} warpgroup tile needs {acc} FP32 accumulators per thread; at most 128 fit")
+    if smem(cfg) > MAX_SMEM_PER_BLOCK:
+        out.append(f"{cfg['STAGES']} stages of {cfg['BM']}x{cfg['BK']} + {cfg['BK']}x{cfg['BN']} need {smem(cfg)} B "
+                   f"of shared memory; a block may have at most {MAX_SMEM_PER_BLOCK} B")
+    return out
+
+
+def ws_smem(cfg) -> int:
+    """21_wgmma_ws.cu's dynamic shared memory: 1024 bytes to align the base to the 128-byte
+    swizzle's period, STAGES 16-bit A and B tiles, the epilogue's own staging (the producer refills
+    the stages while the consumers store: each consumer warp has 16 rows x min(BN, 128) 16-bit
+    outputs), and a full and an empty mbarrier per stage."""
+    staging = cfg["BM"] // cfg["WM"] * 4 * 16 * min(cfg["BN"], 128) * 2
+    return 1024 + cfg["STAGES"] * (cfg["BM"] + cfg["BN"]) * cfg["BK"] * 2 + staging + 16 * cfg["STAGES"]
+
+
+def krev_reasons(cfg) -> list[str]:
+    """Rungs 21 and 22: KREV=1 takes no stream-K tail (a unit's pieces on several clusters would
+    have to agree on its direction; with both, rung 21's DEFER=1 kernel spilled 80 bytes)."""
+    if cfg.get("KREV") == 1 and cfg.get("STREAMK") == 1:
+        return ["KREV=1 (backward odd waves) takes no stream-K tail: STREAMK must be 0"]
+    return []
+
+
+def group_reasons(cfg) -> list[str]:
+    """Rungs 21 and 22: GROUP row tiles per group of the persistent launch order (ws.cuh), whole
+    clusters."""
+    group = cfg.get("GROUP", 8)
+    if not 1 <= group <= 64 or group % cfg.get("CLUSTER", 1):
+        return [f"GROUP={group} must be 1 to 64 row tiles and a multiple of CLUSTER={cfg.get('CLUSTER', 1)} "
+                f"(the launch order's groups are whole clusters)"]
+    return []
+
+
+def ws_constraints(cfg) -> list[str]:
+    """Rung 19's (``wgmma_constraints``, with this rung's shared memory), and what
+    21_wgmma_ws.cu adds: exactly two consumer warpgroups (its register split, setmaxnreg 232 for
+    them and 40 for the producer, is made for 384 threads), clusters of 1 or 2 blocks, and EPI_TMA
+    a switch (its TMA store boxes, 16 rows x 64 outputs, fit every tile and the staging as it is)."""
+    out = wgmma_constraints(cfg, ws_smem)
+    if not out and cfg["BM"] != 2 * cfg["WM"]:
+        out.append(f"BM={cfg['BM']} must be 2 x WM={cfg['WM']}: two consumer warpgroups (the register split "
+                   f"between them and the producer is made for 384 threads)")
+    out += cluster_reasons(cfg) + group_reasons(cfg) + krev_reasons(cfg)
+    out += switch_reasons(cfg, STREAMK=STREAMK_SWITCH, KREV=KREV_SWITCH, BALANCE=BALANCE_SWITCH,
+                           EPI_TMA=("staged 16-byte stores", "TMA stores where C allows"),
+                           DEFER=("each tile stored at its end",
+                                  "held in registers and stored during the next tile's main loop"))
+    return out
+
+
+WSTF32_EPI_B = 2 * 2 * 64 * 32 * 4   # 22_wgmma_tf32.cu's EPI_B: two 8 KB chunks per consumer warpgroup
+
+
+def wstf32_smem(cfg, planes: int = 1) -> int:
+    """22_wgmma_tf32.cu's dynamic shared memory: 1024 bytes to align the base, STAGES FP32 A and B
+    tiles (K-major) of ``planes`` planes each (3xtf32: 2, the big and the small TF32 parts), with
+    EPI_TMA the TMA store's staging (two 64 x 32 FP32 chunks per consumer warpgroup: 32 KB), and a
+    full and an empty mbarrier per stage."""
+    return (1024 + cfg["STAGES"] * (cfg["BM"] + cfg["BN"]) * cfg["BK"] * 4 * planes
+            + (WSTF32_EPI_B if cfg.get("EPI_TMA") else 0) + 16 * cfg["STAGES"])
+
+
+def wstf32_constraints(cfg, planes: int = 1) -> list[str]:
+    """What 22_wgmma_tf32.cu static_asserts: rung 21's (two consumer warpgroups of 64 or 128 rows,
+    BN a wgmma N, at most 128 accumulators per thread, clusters of 1 or 2), BK whole 128-byte
+    swizzle rows of 32 FP32 up to a TMA box side, and shared memory within a block's. With two
+    planes (3xtf32) a stage holds both parts of A and B, and a thread holds its sums and a k tile's
+    partial sums: twice the accumulators (a 64 x 128 warpgroup tile at most)."""
+    out = []
+    if cfg["WM"] not in (64, 128) or cfg["BM"] != 2 * cfg["WM"]:
+        out.append(f"BM={cfg['BM']} must be 2 x WM, WM={cfg['WM']} 64 or 128 (two consumer warpgroups)")
+    if cfg["BN"] not in (64, 128, 256):
+        out.append(f"BN={cfg['BN']} must be 64, 128 or 256 (the N of one wgmma)")
+    if cfg["BK"] % 32 or cfg["BK"] > 256:
+        out.append(f"BK={cfg['BK']} must be a multiple of 32 (a 128-byte swizzle row of FP32) and at most 256")
+    if cfg["STAGES"] < 2:
+        out.append(f"STAGES={cfg['STAGES']}: the pipeline needs at least 2 stages")
+    out += cluster_reasons(cfg) + group_reasons(cfg) + krev_reasons(cfg)
+    out += switch_reasons(cfg, STREAMK=STREAMK_SWITCH, KREV=KREV_SWITCH, BALANCE=BALANCE_SWITCH, EPI_TMA=("8-byte stores from the accumulators",
+                                                                       "TMA stores where C allows"))
+    if out:
+        return out
+    if planes * cfg["WM"] // 64 * cfg["BN"] // 2 > 128:
+        out.append(f"a {cfg['WM']}x{cfg['BN']} warpgroup tile needs more than 128 FP32 accumulators per thread"
+                   + (" with 3xtf32's partial sums beside the sums" if planes > 1 else ""))
+    if wstf32_smem(cfg, planes) > MAX_SMEM_PER_BLOCK:
+        out.append(f"{cfg['STAGES']} stages of {cfg['BM']}x{cfg['BK']} + {cfg['BK']}x{cfg['BN']} FP32"
+                   + (f" in {planes} planes (3xtf32's TF32 parts)" if planes > 1 else "")
+                   + (" and the TMA store's 32 KB staging (EPI_TMA=1)" if cfg.get("EPI_TMA") else "")
+                   + f" need {wstf32_smem(cfg, planes)} B of shared memory; a block may have at most {MAX_SMEM_PER_BLOCK} B")
+    return out

@@ -1,0 +1,116 @@
+"""The tensor-core family before Hopper: rungs 16 (WMMA), 17 (mma.sync, ldmatrix, cp.async) and 20
+(TF32 and 3xTF32 through mma.sync): thread counts, shared memory, register estimates and
+constraints."""
+
+from __future__ import annotations
+
+from .common import MAX_SMEM_PER_BLOCK, divides, mult, pow2, warp_threads
+
+
+def wmma_threads(cfg) -> int:
+    return 32 * (cfg["BM"] // cfg["WM"]) * (cfg["BN"] // cfg["WN"])
+
+
+def wmma_smem(cfg) -> int:
+    """16_wmma.cu's dynamic shared memory: two stages of 16-bit A and B tiles, rows padded by 8
+    (the larger of the two layouts), or the FP32 per-warp epilogue staging [warps][16][WN+4]
+    that overlays them. Above 48 KB the launch opts in (cuFuncSetAttribute)."""
+    bm, bn, bk = cfg["BM"], cfg["BN"], cfg["BK"]
+    ab = 2 * 2 * (max(bm * (bk + 8), bk * (bm + 8)) + max(bk * (bn + 8), bn * (bk + 8)))
+    staging = wmma_threads(cfg) // 32 * 16 * (cfg["WN"] + 4) * 4
+    return max(ab, staging)
+
+
+def wmma_constraints(cfg) -> list[str]:
+    return divides(cfg, "WM", "BM") + divides(cfg, "WN", "BN") + mult(cfg, "WM", 16) + mult(cfg, "WN", 16) + mult(cfg, "BK", 16)
+
+
+def mma_threads(cfg) -> int:
+    return 32 * (cfg["BM"] // cfg["WM"]) * (cfg["BN"] // cfg["WN"])
+
+
+def mma_smem(cfg) -> int:
+    """17_mma_sync.cu's dynamic shared memory: STAGES unpadded (swizzled) 16-bit A and B tiles, or
+    the FP32 per-warp epilogue staging [warps][16][WN+8] that overlays them, whichever is larger."""
+    pipeline = cfg["STAGES"] * (cfg["BM"] * cfg["BK"] + cfg["BK"] * cfg["BN"]) * 2
+    staging = mma_threads(cfg) // 32 * 16 * (cfg["WN"] + 8) * 4
+    return max(pipeline, staging)
+
+
+def mma_regs(cfg) -> list[str]:
+    """A warp tile must fit a thread's registers (255, or 65536 / THREADS for bigger blocks): its
+    WM*WN/32 FP32 accumulators, two sets of fragments (WM/16 x 4 + WN/8 x 2 registers each), about
+    40 for addresses, copy state and loop counters, and 2 per 16-byte copy a thread issues per
+    tile (its 64-bit source address). Fitted to ptxas (NVRTC 13, sm_90a and sm_80, every layout,
+    every vector-access combination): 230-254 registers at the default tile (estimate 244); a
+    single warp copying 40 chunks per tile spills."""
+    acc = cfg["WM"] * cfg["WN"] // 32
+    threads = mma_threads(cfg)
+    copies = -(-cfg["BM"] * cfg["BK"] // 8 // threads) - (-cfg["BK"] * cfg["BN"] // 8 // threads)
+    need = acc + 2 * (cfg["WM"] // 16 * 4 + cfg["WN"] // 8 * 2) + 40 + 2 * copies
+    cap = min(255, 65536 // threads // 8 * 8)
+    return [] if need <= cap else [f"a {cfg['WM']}x{cfg['WN']} warp tile with {copies} copies per thread and tile needs "
+                                   f"about {need} registers per thread; {threads} threads allow {cap}"]
+
+
+def mma_constraints(cfg) -> list[str]:
+    """What 17_mma_sync.cu static_asserts: m16 x n16 pieces per warp, an even number of k16 steps
+    per tile (the two fragment register sets alternate), power-of-two widths (the XOR swizzle
+    permutes 16-byte chunks inside a row), at least two stages, and shared memory within the
+    227 KB a block may have on the largest GPUs (a smaller device refuses it at launch)."""
+    out = (divides(cfg, "WM", "BM") + divides(cfg, "WN", "BN") + mult(cfg, "WM", 16) + mult(cfg, "WN", 16)
+           + mult(cfg, "BK", 32) + pow2(cfg, "BM", 16) + pow2(cfg, "BN", 16) + pow2(cfg, "BK", 32))
+    if cfg["STAGES"] < 2:
+        out.append(f"STAGES={cfg['STAGES']}: the cp.async pipeline needs at least 2 stages")
+    if out:
+        return out
+    smem = mma_smem(cfg)
+    if smem > MAX_SMEM_PER_BLOCK:
+        out.append(f"{cfg['STAGES']} stages of {cfg['BM']}x{cfg['BK']} + {cfg['BK']}x{cfg['BN']} need {smem} B of "
+                   f"shared memory; a block may have at most {MAX_SMEM_PER_BLOCK} B")
+    return out + mma_regs(cfg)
+
+
+def tf32_smem(cfg) -> int:
+    """20_tf32_mma.cu's dynamic shared memory: STAGES swizzled FP32 tiles of A and B (no padding)."""
+    return cfg["STAGES"] * (cfg["BM"] * cfg["BK"] + cfg["BK"] * cfg["BN"]) * 4
+
+
+def tf32_regs(cfg) -> list[str]:
+    """A warp tile must fit a thread's registers (255, or 65536 / THREADS for bigger blocks) in BOTH
+    precisions; 3xTF32 needs more: the WM*WN/32 accumulators, two sets of raw fragments
+    (WM/4 + WN/4 registers each) and the big and small parts of one set, about 40 for addresses and
+    loop state, and 2 per 16-byte copy a thread issues per tile. Fitted to ptxas (NVRTC 13, sm_90a
+    and sm_80, every layout, with and without vector access): 64x32 warp tiles 152-196 registers in
+    TF32 and 138-200 in 3xTF32 (estimate 216 with 8 warps, 224 with 4), 32x32 96-128 (estimate
+    152); 64x64 warp tiles spill 100-160 bytes in 3xTF32 (estimate 296: refused)."""
+    threads = warp_threads(cfg)
+    copies = -(-cfg["BM"] * cfg["BK"] // 4 // threads) - (-cfg["BK"] * cfg["BN"] // 4 // threads)
+    need = cfg["WM"] * cfg["WN"] // 32 + 4 * (cfg["WM"] // 4 + cfg["WN"] // 4) + 40 + 2 * copies
+    cap = min(255, 65536 // threads // 8 * 8)
+    return [] if need <= cap else [f"a {cfg['WM']}x{cfg['WN']} warp tile with {copies} copies per thread and tile needs "
+                                   f"about {need} registers per thread in 3xTF32; {threads} threads allow {cap}"]
+
+
+def tf32_constraints(cfg) -> list[str]:
+    """What 20_tf32_mma.cu static_asserts: warp tiles in groups of 32 rows and columns (the
+    permuted fragment map), power-of-two tile widths with rows of at least 8 chunks of 16 bytes
+    (the swizzles), BK of 32 or 64 (an even number of k8 steps), a whole number of each row's
+    chunks per thread, at least two stages; shared memory within the 227 KB a block may have."""
+    out = (divides(cfg, "WM", "BM") + divides(cfg, "WN", "BN") + mult(cfg, "WM", 32) + mult(cfg, "WN", 32)
+           + pow2(cfg, "BM", 32) + pow2(cfg, "BN", 32))
+    if cfg["BK"] not in (32, 64):
+        out.append(f"BK={cfg['BK']} must be 32 or 64 (rows of 8 or 16 chunks, an even number of k8 steps)")
+    if cfg["STAGES"] < 2:
+        out.append(f"STAGES={cfg['STAGES']}: the cp.async pipeline needs at least 2 stages")
+    if out:
+        return out
+    threads, widest = warp_threads(cfg), max(cfg["BM"], cfg["BN"], cfg["BK"])
+    if threads % (widest // 4):
+        out.append(f"THREADS={threads} must be a multiple of {widest // 4}, the 16-byte chunks of a {widest}-float "
+                   f"shared row (each thread copies whole columns of chunks)")
+    smem = tf32_smem(cfg)
+    if smem > MAX_SMEM_PER_BLOCK:
+        out.append(f"{cfg['STAGES']} stages of {cfg['BM']}x{cfg['BK']} + {cfg['BK']}x{cfg['BN']} FP32 need {smem} B "
+                   f"of shared memory; a block may have at most {MAX_SMEM_PER_BLOCK} B")
+    return out + (tf32_regs(cfg) if 32 <= threads <= 1024 else [])
