@@ -341,7 +341,7 @@ struct StageCopy {
 constexpr int SK_V = TM * TN / 4;                 // float4 of accumulators per thread
 struct SkTail {
     int tiles_n, ktiles, dp, steps;               // steps: the tail's (tile, k tile) pairs
-    // dp by the host's rule (registry._streamk_split) for G = gridDim.x blocks
+    // dp by the host's rule (schema._streamk_split) for G = gridDim.x blocks
     __device__ __forceinline__ SkTail(int M, int N, int K)
         : tiles_n(GL_CEIL_DIV(N, BN)), ktiles(GL_CEIL_DIV(K, BK)) {
         const int total = GL_CEIL_DIV(M, BM) * tiles_n, g = (int)gridDim.x, rem = total % g;

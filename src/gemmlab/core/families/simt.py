@@ -4,8 +4,9 @@ kernels were written for."""
 
 from __future__ import annotations
 
-from .common import (MAX_SMEM_PER_BLOCK, STREAMK_SWITCH, divides, float4_split, mult, registers, scalar_split,
-                     switch_reasons, warp_threads)
+from ..schema import SPLITK_SPACE, Rung
+from .common import (MAX_SMEM_PER_BLOCK, STREAMK_SWITCH, divides, float4_split, mult, p2, registers, scalar_split,
+                     splitk_constraints, switch_reasons, warp_threads)
 
 
 def tile_1d_threads(cfg) -> int:
@@ -38,8 +39,6 @@ def tile_2d_constraints(cfg) -> list[str]:
 
 def double_buffer_constraints(cfg) -> list[str]:
     return thread_tile_constraints(cfg, min_blocks=2, prefetch=True)
-
-
 
 
 def warp_tile_constraints(cfg) -> list[str]:
@@ -143,3 +142,177 @@ def square_tile(cfg) -> list[str]:
     """Rungs 4-7: square BM = BN = BK tiles, one thread per element of C (one load per tile)."""
     out = [] if cfg["BM"] == cfg["BN"] == cfg["BK"] else [f"BM, BN and BK must be equal (got {cfg['BM']}, {cfg['BN']}, {cfg['BK']})"]
     return out + ([] if cfg["THREADS"] == cfg["BM"] * cfg["BN"] else [f"THREADS={cfg['THREADS']} must be BM*BN={cfg['BM'] * cfg['BN']}"])
+
+
+_SIMPLE32 = {"BM": 32, "BN": 32, "THREADS": 1024}
+_SMEM32 = {"BM": 32, "BN": 32, "BK": 32, "THREADS": 1024}
+
+
+# ---- the tuner's search spaces (gemmlab tune) --------------------------------------------------
+# Powers of two around each rung's defaults. The constraints (core/families/) prune the product before any
+# compile; the ranges keep every pruned space at a few hundred tile configurations at most (an
+# exhaustive run stays in minutes) while holding seed 001's sweep (bm, bk, bn, rm, rn) for the
+# thread-tiled rungs. The split-K rungs try each tile with every SPLITK of SPLITK_SPACE (x5: the
+# auto strategy then samples with TPE; the SPLITK values > 1 share one compiled kernel per tile).
+_SPACE_SIMPLE = {"BM": p2(3, 5), "BN": p2(3, 5), "THREADS": (64, 128, 256, 512, 1024)}
+_SPACE_SQUARE = {"BM": p2(3, 5), "BN": p2(3, 5), "BK": p2(3, 5), "THREADS": (64, 256, 1024)}
+_SPACE_VEC = {"BM": p2(5, 8), "BN": p2(5, 8), "BK": p2(2, 4), "TM": p2(2, 3), "TN": p2(2, 3)}
+
+
+# ---- the entries (core/registry.py lists every family's in ladder order) --------------------
+RUNGS: tuple[Rung, ...] = (
+    Rung(
+        1, "naive", "Naive, non-coalesced",
+        "One thread per C element; threadIdx.x walks the rows of C, so a warp's loads of B and stores of C stride by a row.",
+        ("002 gemm_v00", "000 gemm_32x32_v0"), "01_naive.cu",
+        params=_SIMPLE32,
+        space=_SPACE_SIMPLE,
+        constraints=lambda c: [] if c["BM"] * c["BN"] == c["THREADS"] else [f"THREADS={c['THREADS']} must be BM*BN={c['BM'] * c['BN']} (one thread per element of C)"],
+    ),
+    Rung(
+        2, "coalesced", "Naive, coalesced",
+        "threadIdx.x walks the columns of C: a warp reads one row of B and writes one row of C contiguously (coalesced).",
+        ("002 gemm_v01", "000 gemm_32x32_v1", "000 gemm_32x32_v2"), "02_coalesced.cu",
+        params=_SIMPLE32,
+        space=_SPACE_SIMPLE,
+        constraints=lambda c: [] if c["BM"] * c["BN"] == c["THREADS"] else [f"THREADS={c['THREADS']} must be BM*BN={c['BM'] * c['BN']}"],
+    ),
+    Rung(
+        3, "warp_shuffle", "Naive with warp-shuffle broadcast",
+        "Each lane loads one A value of a 32-wide slice and the warp broadcasts it with __shfl_sync instead of 32 loads.",
+        ("004 sgemm_naive",), "03_warp_shuffle.cu",
+        params={"BM": 32, "BN": 32, "THREADS": 256},
+        space={"THREADS": (32, 64, 128, 256, 512, 1024)},
+        constraints=lambda c: ([] if c["BM"] == 32 and c["BN"] == 32 else ["BM and BN must be 32 (the warp width)"])
+        + ([] if 32 % max(1, c["THREADS"] // 32) == 0 else [f"THREADS/32={c['THREADS'] // 32} warps must divide the 32 rows"]),
+    ),
+    Rung(
+        4, "smem", "Shared-memory tiling 32x32",
+        "A block stages 32x32 tiles of A and B in shared memory; each global element is loaded once per block instead of 32 times.",
+        ("000 gemm_32x32_v3", "002 gemm_v02", "Alcanderian sgemm_1"), "04_smem.cu",
+        params=_SMEM32, constraints=square_tile,
+        space=_SPACE_SQUARE,
+        landmark=True,
+    ),
+    Rung(
+        5, "smem_padded", "Shared-memory tiling, padded rows",
+        "The shared tile rows are 33 floats wide, so a warp reading a column hits 32 different banks (no bank conflicts).",
+        ("000 gemm_32x32_v4", "Alcanderian sgemm_2"), "05_smem_padded.cu",
+        params=_SMEM32, constraints=square_tile,
+        space=_SPACE_SQUARE,
+    ),
+    Rung(
+        6, "ldg", "Read-only data path (__ldg)",
+        "A and B are const __restrict__ and read with __ldg, through the read-only (texture) cache.",
+        ("003 ldg", "Alcanderian sgemm_3"), "06_ldg.cu",
+        params=_SMEM32, constraints=square_tile, sass_claims=("LDG.E.CONSTANT",),
+        space=_SPACE_SQUARE,
+    ),
+    Rung(
+        7, "texture", "Texture objects (tex1Dfetch<float>)",
+        "A and B are read through 1-D texture objects over linear memory, the pre-Kepler way to the read-only cache.",
+        ("003 texture",), "07_texture.cu",
+        params=_SMEM32, constraints=square_tile, textures=1, sass_claims=("TLD",),
+        space=_SPACE_SQUARE,
+    ),
+    Rung(
+        8, "reg_accum", "Accumulators in registers",
+        "The partial sums live in registers (4 per thread, one output row per warp iteration; the seed's column in column-major) instead of a shared-memory output tile.",
+        ("004 sgemm_shared",), "08_reg_accum.cu",
+        params={"BM": 32, "BN": 32, "BK": 32, "THREADS": 256},
+        space={"BM": p2(3, 7), "BK": p2(3, 6), "THREADS": (64, 128, 256, 512, 1024)},
+        constraints=lambda c: ([] if c["BN"] == 32 else ["BN must be 32 (lane -> column of C)"])
+        + ([] if c["BM"] % max(1, c["THREADS"] // 32) == 0 else [f"THREADS/32={c['THREADS'] // 32} warps must divide BM={c['BM']}"])
+        + scalar_split(c, c["THREADS"]),
+    ),
+    Rung(
+        9, "tile_1d", "1D thread tiling",
+        "Each thread computes TM outputs of one column, reusing each B value from shared memory TM times in a register.",
+        ("002 gemm_v03",), "09_tile_1d.cu",
+        params={"BM": 64, "BN": 64, "BK": 8, "TM": 8},
+        space={"BM": p2(5, 7), "BN": p2(5, 7), "BK": p2(3, 5), "TM": p2(2, 4)},
+        threads=tile_1d_threads,
+        constraints=lambda c: divides(c, "TM", "BM") + scalar_split(c, tile_1d_threads(c)),
+    ),
+    Rung(
+        10, "tile_2d", "2D thread tiling",
+        "Each thread computes a TM x TN register tile: TM+TN shared loads feed TM*TN FMAs (outer product).",
+        ("002 gemm_v04", "004 sgemm 2x2 tile", "003 BEAST THR_M x THR_N"), "10_tile_2d.cu",
+        params={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
+        presets={"2x2": {"BM": 32, "BN": 32, "BK": 32, "TM": 2, "TN": 2}},
+        space={"BM": p2(5, 8), "BN": p2(5, 8), "BK": p2(3, 4), "TM": p2(1, 3), "TN": p2(1, 3)},
+        threads=thread_tile_threads,
+        constraints=tile_2d_constraints,
+        landmark=True,
+    ),
+    Rung(
+        11, "vectorized", "Vectorized float4, A transposed in shared memory",
+        "Global loads are 128-bit (LDG.E.128) and A is stored transposed so the inner loop reads A and B as float4 (LDS.128).",
+        ("000 gemm_32x32_v5", "002 gemm_v05", "003 ldg(float4)"), "11_vectorized.cu",
+        params={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
+        threads=thread_tile_threads, constraints=thread_tile_constraints,
+        sass_claims=("LDG.E.128", "LDS.128"), space=_SPACE_VEC,
+        landmark=True,
+    ),
+    Rung(
+        12, "vec_texture", "Vectorized through texture<float4>",
+        "The float4 loads of the vectorized rung go through tex1Dfetch<float4> texture objects instead of LDG.",
+        ("003 texture<float4>",), "12_vec_texture.cu",
+        params={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
+        threads=thread_tile_threads, constraints=thread_tile_constraints, textures=4,
+        space=_SPACE_VEC,
+        sass_claims=("TLD", "LDS.128"),  # tex1Dfetch on linear memory compiles to TLD.LZ (seed 003's SASS too), not TEX
+    ),
+    Rung(
+        13, "blocked", "64x64 / 128x128 register-blocked tiles",
+        "Each thread's 8x8 (or 4x4) outputs are 2x2 strided 4x4 blocks, so every LDS.128 of a warp is conflict-free; #pragma unroll on the inner loop.",
+        ("000 gemm_64x64", "000 gemm_128x128", "fynv g_fgemm"), "13_blocked.cu",
+        params={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
+        presets={"64x64": {"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4}, "128x128": {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}},
+        space=_SPACE_VEC,
+        threads=thread_tile_threads, constraints=thread_tile_constraints,
+        sass_claims=("LDG.E.128", "LDS.128"),
+    ),
+    Rung(
+        14, "double_buffer", "Double buffering + register prefetch",
+        "Two shared tiles (ping-pong) and a register prefetch of the next tile overlap global loads with math: one barrier per tile.",
+        ("001 sgemm 128x128x8 prefetch", "000 TWO_BUFFER"), "14_double_buffer.cu",
+        params={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
+        threads=thread_tile_threads, constraints=double_buffer_constraints,
+        space={"BM": p2(5, 8), "BN": p2(5, 8), "BK": p2(2, 5), "TM": p2(2, 4), "TN": p2(2, 4)},  # seed 001's sweep
+        sass_claims=("LDG.E.128", "LDS.128"),
+    ),
+    Rung(
+        15, "warp_tiling", "Warp tiling",
+        "Block tile -> warp tile (WM x WN) -> thread tile: each warp reads a compact sub-tile of shared memory, improving register reuse and locality.",
+        ("002 gemm_v06",), "15_warp_tiling.cu",
+        params={"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "TM": 8, "TN": 8, "SPLITK": 1},
+        threads=warp_threads, constraints=lambda c: warp_tile_constraints(c) + splitk_constraints(c),
+        space={"BM": p2(5, 8), "BN": p2(5, 8), "BK": p2(3, 5), "WM": p2(4, 7), "WN": p2(4, 7), "TM": p2(2, 3), "TN": p2(2, 3),
+               "SPLITK": SPLITK_SPACE},
+        sass_claims=("LDG.E.128", "LDS.128"),
+        landmark=True,
+    ),
+    Rung(
+        18, "async_simt", "cp.async multistage SIMT, 128x256 tiles",
+        "cp.async (LDGSTS) copies global to shared with no register staging through a STAGES-deep pipeline; 128x256 block tiles, 16x8 thread tiles, fragments double-buffered in registers.",
+        ("CUTLASS SIMT sgemm (MmaMultistage)", "A100 cp.async 128x256x8 SGEMM", "RTX 4090 register-blocked SGEMM"),
+        "18_async_simt.cu",
+        params={"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "TM": 16, "TN": 8, "STAGES": 4, "SPLITK": 1, "SKCLUSTER": 0, "SPREAD": 1, "SNAKE": 1,
+                "STREAMK": 0},
+        presets={
+            "128x256": {"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "TM": 16, "TN": 8, "STAGES": 4},
+            "256x128": {"BM": 256, "BN": 128, "BK": 8, "WM": 64, "WN": 64, "TM": 8, "TN": 16, "STAGES": 4},
+            "128x128": {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "TM": 8, "TN": 8, "STAGES": 4},
+            "small": {"BM": 64, "BN": 64, "BK": 16, "WM": 32, "WN": 32, "TM": 4, "TN": 8, "STAGES": 3},
+            "skinny": {"BM": 32, "BN": 128, "BK": 16, "WM": 32, "WN": 32, "TM": 4, "TN": 8, "STAGES": 3},
+            "tall": {"BM": 128, "BN": 32, "BK": 16, "WM": 32, "WN": 32, "TM": 8, "TN": 4, "STAGES": 3},   # N ~ 16
+        },
+        threads=warp_threads, constraints=lambda c: simt_constraints(c) + splitk_constraints(c), smem=simt_smem,
+        sass_claims=("LDGSTS", "LDS.128", "FFMA"), min_arch=80, tail_kernel="gemm_sk_tail",
+        packs=True,
+        space={"BM": p2(6, 8), "BN": p2(6, 8), "BK": (8, 16, 32), "WM": p2(5, 7), "WN": p2(5, 7),
+               "TM": (4, 8, 16), "TN": (4, 8, 16), "STAGES": (2, 3, 4), "SPLITK": SPLITK_SPACE,
+               "SKCLUSTER": (0, 1), "SPREAD": (0, 1), "SNAKE": (0, 1), "STREAMK": (0, 1)},
+    ),
+)

@@ -4,7 +4,8 @@ constraints."""
 
 from __future__ import annotations
 
-from .common import MAX_SMEM_PER_BLOCK, divides, mult, pow2, warp_threads
+from ..schema import SPLITK_SPACE, Rung
+from .common import MAX_SMEM_PER_BLOCK, divides, mult, p2, pow2, splitk_constraints, warp_threads
 
 
 def wmma_threads(cfg) -> int:
@@ -114,3 +115,48 @@ def tf32_constraints(cfg) -> list[str]:
         out.append(f"{cfg['STAGES']} stages of {cfg['BM']}x{cfg['BK']} + {cfg['BK']}x{cfg['BN']} FP32 need {smem} B "
                    f"of shared memory; a block may have at most {MAX_SMEM_PER_BLOCK} B")
     return out + (tf32_regs(cfg) if 32 <= threads <= 1024 else [])
+
+
+# ---- the entries (core/registry.py lists every family's in ladder order) --------------------
+RUNGS: tuple[Rung, ...] = (
+    Rung(
+        16, "wmma", "Tensor cores through WMMA",
+        "FP16/BF16 inputs on the tensor cores with nvcuda::wmma 16x16x16 fragments, FP32 accumulation, output in the input dtype.",
+        ("002 gemm_v07",), "16_wmma.cu", dtypes=("fp16", "bf16"),
+        params={"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 32},
+        # tiny problems: four warps of 16x16, many small blocks (the selection model's option)
+        presets={"32x32": {"BM": 32, "BN": 32, "BK": 32, "WM": 16, "WN": 16}},
+        threads=wmma_threads, constraints=wmma_constraints, smem=wmma_smem,
+        space={"BM": p2(5, 8), "BN": p2(5, 8), "BK": p2(4, 5), "WM": p2(4, 6), "WN": p2(4, 6)},
+        sass_claims=("HMMA",), min_arch=80,
+    ),
+    Rung(
+        17, "mma_sync", "Tensor cores through mma.sync, ldmatrix and cp.async",
+        "mma.sync m16n8k16 on ldmatrix fragments from XOR-swizzled (unpadded) shared tiles, filled by a STAGES-deep cp.async pipeline that bypasses the registers.",
+        ("002 future work after gemm_v07",), "17_mma_sync.cu", dtypes=("fp16", "bf16"),
+        params={"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4, "SPLITK": 1},   # the faster of the two presets on the H100
+        presets={"128x128": {"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4},
+                 "128x256": {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 3},
+                 # small problems: 4 warps of 32x32, a light launch (on-line tuning's candidate)
+                 "64x64": {"BM": 64, "BN": 64, "BK": 32, "WM": 32, "WN": 32, "STAGES": 3}},
+        threads=mma_threads, constraints=lambda c: mma_constraints(c) + splitk_constraints(c), smem=mma_smem,
+        sass_claims=("HMMA.16816", "LDSM", "LDGSTS"), min_arch=80,
+        packs=True,
+        space={"BM": p2(6, 8), "BN": p2(6, 8), "BK": (32, 64), "WM": p2(5, 7), "WN": p2(5, 7), "STAGES": (2, 3, 4, 5),
+               "SPLITK": SPLITK_SPACE},
+    ),
+    Rung(
+        20, "tf32_mma", "FP32 on the tensor cores: TF32 and 3xTF32 through mma.sync",
+        "FP32 operands rounded to TF32 (or split into two TF32 parts, three products: FP32-accurate) for mma.sync m16n8k8; fragments by ldmatrix or LDS.128 through a permuted map, swizzled cp.async pipeline.",
+        ("CUTLASS FastF32 3xTF32 (a_big b_big + a_big b_small + a_small b_big)",), "20_tf32_mma.cu",
+        precisions=("tf32", "3xtf32"),
+        params={"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 32, "STAGES": 4},
+        presets={"128x128": {"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 32, "STAGES": 4},
+                 "128x64": {"BM": 128, "BN": 64, "BK": 32, "WM": 64, "WN": 32, "STAGES": 4},
+                 "64x64": {"BM": 64, "BN": 64, "BK": 32, "WM": 32, "WN": 32, "STAGES": 4}},
+        threads=warp_threads, constraints=tf32_constraints, smem=tf32_smem,
+        sass_claims=("HMMA.1688.F32.TF32", "LDSM", "LDGSTS"), min_arch=80,
+        packs=True,
+        space={"BM": p2(6, 8), "BN": p2(6, 8), "BK": (32, 64), "WM": (32, 64), "WN": (32, 64), "STAGES": (2, 3, 4)},
+    ),
+)

@@ -1,16 +1,12 @@
-"""Rung 23 (thin, FP32): C with a side of at most ``THIN_MAX``; its tile sides, shared memory,
-constraints and the dispatch rule's tile. Rung 24 (decode, 16-bit) has its own module,
-core/decode.py."""
+"""The thin family: rung 23 (thin, FP32; C with a side of at most ``THIN_MAX``: its tile sides,
+shared memory, constraints and the dispatch rule's tile) and rung 24 (decode, 16-bit; its
+geometry, constraints and rule in core/decode.py)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from .common import MAX_SMEM_PER_BLOCK
-
-if TYPE_CHECKING:
-    from ..registry import Rung
-
+from .. import decode as _decode
+from ..schema import SPLITK_SPACE, Rung
+from .common import MAX_SMEM_PER_BLOCK, splitk_constraints
 
 THIN_MAX = 32           # the widest thin side the kernel takes (its 4-k chunks x 8 k groups)
 
@@ -65,3 +61,44 @@ def thin_rule_config(rung: Rung, M: int, N: int) -> dict[str, int]:
     br = min(32, 512 // ns)
     bm, bn = (br, ns) if N <= M else (ns, br)
     return rung.config({"BM": bm, "BN": bn})
+
+
+# ---- the entries (core/registry.py lists every family's in ladder order) --------------------
+RUNGS: tuple[Rung, ...] = (
+    Rung(
+        23, "thin", "Thin GEMM: the wide operand streamed once, K split over the warps",
+        "For C with a side of at most 32: BR x NS tiles, the wide operand copied once by 16-byte cp.async in its own layout, the thin one read by broadcast, each warp a share of every K tile, the partial sums added in shared memory in a fixed order.",
+        ("beyond the seeds: issue 9's few-output-tile shapes (16x4096x4096, 4096x16x4096)",), "23_thin.cu",
+        params={"BM": 32, "BN": 16, "BK": 128, "THREADS": 128, "STAGES": 3, "SPLITK": 1},
+        presets={"tall": {"BM": 32, "BN": 16, "BK": 128, "THREADS": 128, "STAGES": 3},
+                 "wide": {"BM": 16, "BN": 32, "BK": 128, "THREADS": 128, "STAGES": 3},
+                 # 8 warps: two per scheduler (Nsight Compute at 4096x16x4096 with 4 warps: 2.52
+                 # cycles between a warp's issues, 40% of them issuing, DRAM 65% busy)
+                 "tall256": {"BM": 32, "BN": 16, "BK": 256, "THREADS": 256, "STAGES": 3},
+                 "wide256": {"BM": 16, "BN": 32, "BK": 256, "THREADS": 256, "STAGES": 3},
+                 "tall8": {"BM": 32, "BN": 8, "BK": 128, "THREADS": 128, "STAGES": 3},
+                 "wide8": {"BM": 8, "BN": 32, "BK": 128, "THREADS": 128, "STAGES": 3}},
+        constraints=lambda c: thin_constraints(c) + splitk_constraints(c), smem=thin_smem,
+        sass_claims=("LDGSTS", "LDS.128", "FFMA"), min_arch=80, thin=16,
+        space={"BM": (4, 8, 16, 32), "BN": (4, 8, 16, 32), "BK": (64, 128, 256),
+               "THREADS": (64, 128, 256), "STAGES": (2, 3, 4, 6), "SPLITK": SPLITK_SPACE},
+    ),
+    Rung(
+        24, "decode", "Decode: thin 16-bit GEMM streaming the wide operand into mma.sync fragments",
+        "For 16-bit C with a side of at most 32 (LLM decoding): each thread's 16-byte loads of the wide operand are its mma.sync fragments (the k order permuted to match, byte permutes where it is contiguous along its wide side), no shared memory in the K loop, K split over the warps of a block and the blocks of a cluster, the partial sums added in a fixed order.",
+        ("beyond the seeds: issue 40's decode shapes (M of 1 to 32 against 4096-14336 x 4096-14336 weights)",),
+        "24_decode.cu", dtypes=("fp16", "bf16"),
+        # the default tile: N thin (16), as the bench's thin shape 4096x16x4096 is; decode's M-thin
+        # tiles are the presets m8 and m32 (auto's rule sizes both, core/decode.py)
+        params={"BM": 64, "BN": 16, "BK": 128, "WK": 4, "DEPTH": 2, "L2PF": 0, "SPLITK": 1, "SKCLUSTER": 0},
+        presets={"m8": {"BM": 8, "BN": 64, "BK": 128, "WK": 4, "DEPTH": 2},
+                 "m32": {"BM": 32, "BN": 64, "BK": 128, "WK": 4, "DEPTH": 2},
+                 "n8": {"BM": 64, "BN": 8, "BK": 128, "WK": 4, "DEPTH": 2},
+                 "n32": {"BM": 64, "BN": 32, "BK": 128, "WK": 4, "DEPTH": 2},
+                 "m8_deep": {"BM": 8, "BN": 64, "BK": 256, "WK": 8, "DEPTH": 4}},
+        threads=_decode.threads, constraints=lambda c: _decode.constraints(c) + splitk_constraints(c), smem=_decode.smem,
+        sass_claims=("HMMA.16816", "LDG.E.128"), min_arch=80, thin=_decode.THIN16_MAX, thin_rule=_decode.rule,
+        space={"BM": (8, 16, 32, 64, 128), "BN": (8, 16, 32, 64, 128), "BK": (128, 256, 512), "WK": (1, 2, 4, 8),
+               "DEPTH": (2, 3, 4, 5), "L2PF": (0, 1), "SPLITK": SPLITK_SPACE, "SKCLUSTER": (0, 1)},
+    ),
+)

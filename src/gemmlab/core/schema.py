@@ -1,0 +1,404 @@
+"""What a rung is: the schema of the ladder's entries (``Rung``), the launch geometry every rung
+shares, and the split-K and stream-K arithmetic of the launches.
+
+Launch geometry is uniform: a 1-D block of ``THREADS`` threads computes one ``BM x BN`` tile of C
+(row-major inside the kernel, see kernels/common.cuh); the grid is ``(ceil(N/BN), ceil(M/BM))``,
+with the row tiles folded into grid.z past grid.y's limit of 65535 (``Rung.launch``). A rung with
+a ``SPLITK`` parameter (> 1) splits K instead: grid.z holds the K slices (``splitk_slices``) and
+a reduction kernel sums them. A persistent rung (``Rung.persistent``) launches one block per SM
+instead, up to the number of tiles (in clusters of ``CLUSTER`` blocks), and each block loops over
+tiles: its grid needs the device's SM count.
+
+The entries themselves are defined beside their family's constraints (core/families/) and listed
+in ladder order by core/registry.py, which fills ``LADDER`` (read by the messages that name the
+rungs able to do what one cannot).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+from .arch import ArchLimits, arch_number
+from .config import ConfigLike, ConfigSpec, parse_config
+from .dtypes import get as get_dtype
+from .precision import applies, resolve as resolve_precision
+from .tensormaps import L2_PROMOTION, L2_PROMOTION_DEFAULT
+from .splitk import CLUSTER_ARCH
+
+MAX_GRID_Y = 65535
+LADDER: list["Rung"] = []   # the rungs in ladder order, filled by core/registry.py
+SWITCHES = ("PACK", "EPI_TMA", "SKCLUSTER", "STREAMK", "DEFER", "SPREAD", "SNAKE", "KREV", "BALANCE", "L2PF")   # parameters that take 0 (off) or 1 (on); every other one is a positive int
+
+
+@dataclass(frozen=True)
+class Launch:
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    smem: int = 0  # dynamic shared memory, bytes
+    streamk: bool = False  # a non-persistent rung's stream-K launch (rung 18, STREAMK=1): grid (G, dp/G + 1)
+                           # for G blocks a wave, run as two kernels: the dp whole tiles on (G, dp/G),
+                           # then the rung's tail_kernel on (G, 1)
+
+
+def _threads_given(cfg: Mapping[str, int]) -> int:
+    return cfg["THREADS"]
+
+
+def _no_dynamic_smem(cfg: Mapping[str, int]) -> int:
+    return 0
+
+
+@dataclass(frozen=True)
+class Rung:
+    number: int
+    slug: str
+    title: str
+    summary: str                       # one line: what this rung adds
+    seeds: tuple[str, ...]             # seed kernels it reproduces, e.g. "002 gemm_v00"
+    source: str                        # file in gemmlab/kernels/
+    dtypes: tuple[str, ...] = ("fp32",)
+    params: Mapping[str, int] = field(default_factory=dict)        # tunables and their defaults
+    presets: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # named configs
+    threads: Callable[[Mapping[str, int]], int] = _threads_given   # block size from the config
+    constraints: Callable[[Mapping[str, int]], list[str]] = lambda cfg: []
+    textures: int = 0                  # A and B read through texture objects: texel width in floats
+                                       # when 16-byte access is legal (1: float, 4: float4); 0: no textures
+    sass_claims: tuple[str, ...] = ()  # SASS opcodes (prefixes) the rung's fast path must contain
+    smem: Callable[[Mapping[str, int]], int] = _no_dynamic_smem  # dynamic shared memory, bytes
+    landmark: bool = False             # a landmark of the ladder: the report's size sweep plots it
+    kernel: str = "gemm"               # extern "C" entry point
+    tail_kernel: str = ""              # a non-persistent rung's stream-K tail, a second entry point that
+                                       # its STREAMK=1 variant launches after ``kernel`` (Launch.streamk)
+    min_arch: int = 75
+    max_arch: int | None = None        # the newest architecture it runs on (None: any newer one)
+    tensor_maps: bool = False          # A and B also passed as TMA tensor maps (core/tensormaps.py),
+                                       # for each operand whose 16-byte access is legal
+    store_map: bool = False            # and C as a third one (its EPI_TMA switch: 1 = store C through
+                                       # TMA where C has 16-byte access and beta == 0, 0 = never)
+    store_box: int = 16                # the outer side of C's store box (its inner side is one
+                                       # 128-byte swizzle row): what the kernel's epilogue stages
+    store_twin: bool = False           # a second build of each EPI_TMA=1 variant with only the TMA store's
+                                       # epilogue (Variant.tma_store_only, GL_TMA_STORE_ONLY), which a plan
+                                       # launches for the calls the TMA store serves (beta == 0, rows of
+                                       # whole 16-byte chunks, C with a map)
+    persistent: bool = False           # one block per SM (up to the tiles), looping over the tiles:
+                                       # launch() needs the SM count; CLUSTER blocks per cluster
+    space: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # what `gemmlab tune` searches:
+                                       # values per parameter (the others stay at their defaults)
+    precisions: tuple[str, ...] = ()   # core.precision names it computes in, its default first;
+                                       # () means the exact precision of each of its dtypes
+    packs: bool = False                # it has 16-byte fast paths, and so a PACK parameter (0 or 1,
+                                       # default 0): copy an operand they cannot read first (core/packing.py)
+    k_major: bool = False              # its kernel reads K-major, 16-byte-legal A and B only (row-major A,
+                                       # column-major B): the plan always copies the others first,
+                                       # transposing an MN-major one (core/packing.py)
+    register_a: tuple[str, ...] = ()   # precisions in which its kernel also reads a column-major (MN-major)
+                                       # A, into registers (rung 22, tf32: wgmma's register-A form); the
+                                       # plan then computes a row-major-A-and-B problem transposed instead
+                                       # of copying B (core/packing.py, for_kernel)
+    planes: Mapping[str, int] = field(default_factory=dict)   # precision -> planes per operand its kernel
+                                       # reads (rung 22, 3xtf32: 2, the big and small TF32 parts the plan's
+                                       # split pack writes); 1 for any other. A rung with this table has
+                                       # smem and constraints callables taking (cfg, planes)
+    precision_params: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # precision -> the
+                                       # defaults that differ in it (a stage holding two planes needs a smaller tile)
+    precision_presets: Mapping[str, Mapping[str, Mapping[str, int]]] = field(default_factory=dict)  # precision
+                                       # -> its presets, instead of ``presets``
+    thin: int = 0                      # a rung for thin problems only (rung 23): the rule gives it the
+                                       # problems whose M or N (kernel view) is at most this, and never
+                                       # takes it as the top rung of its dtype; 0: an ordinary rung
+    thin_rule: Callable[..., tuple[dict, str] | None] | None = None   # a thin rung's own choice of configuration,
+                                       # (M, N, K, sm_count, arch, a_col, b_col, vec_a, vec_b) -> (overrides, why)
+                                       # in the kernel view, or None where it declines the problem; None:
+                                       # thin_rule_config
+
+    def __post_init__(self):
+        if not self.precisions:
+            object.__setattr__(self, "precisions", tuple(self.dtypes))
+        if self.packs:   # a host-side switch like SPLITK, last among the parameters
+            object.__setattr__(self, "params", {**self.params, "PACK": 0})
+        if self.tensor_maps:   # host-side too: the L2 promotion of the tensor maps (core/tensormaps.py)
+            object.__setattr__(self, "params", {**self.params, "L2PROMO": L2_PROMOTION_DEFAULT})
+
+    @property
+    def name(self) -> str:
+        """The stable slug (``gemmlab.gemm(..., kernel=rung.name)``)."""
+        return self.slug
+
+    # ---- what it runs on ------------------------------------------------------------------
+    def supports(self, dtype: str) -> bool:
+        return dtype in self.dtypes
+
+    def runs_on(self, arch: str | int) -> bool:
+        """Whether the rung's instructions exist on ``arch`` (``"sm_90a"``, 90)."""
+        n = arch_number(arch)
+        return n >= self.min_arch and (self.max_arch is None or n <= self.max_arch)
+
+    def require(self, dtype: str | None = None, arch: str | int | None = None, precision: str | None = None) -> None:
+        """The one support check: ValueError naming the problem when this rung cannot take
+        ``dtype``, cannot run on ``arch`` (``"sm_90a"``, 90) or cannot compute in ``precision``."""
+        if dtype is not None:
+            get_dtype(dtype)
+            if dtype not in self.dtypes:
+                raise ValueError(f"kernel {self.slug!r} does not support dtype {dtype}; it supports "
+                                 f"{', '.join(self.dtypes)}")
+            self.precision_for(dtype, precision)
+        if arch is not None and not self.runs_on(arch):
+            span = (f"sm_{self.min_arch} or newer" if self.max_arch is None else
+                    f"sm_{self.min_arch}" if self.max_arch == self.min_arch else
+                    f"sm_{self.min_arch} to sm_{self.max_arch}")
+            raise ValueError(f"kernel {self.slug!r} needs {span}; this is sm_{arch_number(arch)}")
+
+    def precision_for(self, dtype: str, precision: str | None = None) -> str:
+        """The precision this rung computes ``dtype`` operands in: ``precision``, or with None its
+        own default for the dtype (its first one that applies). ValueError when it cannot."""
+        own = [p for p in self.precisions if applies(p, dtype)]
+        if precision is None:
+            return own[0]
+        want = resolve_precision(dtype, precision)
+        if want not in own:
+            others = [r.slug for r in LADDER if dtype in r.dtypes and want in r.precisions]
+            raise ValueError(f"kernel {self.slug!r} does not compute {dtype} in precision {want!r}; it provides "
+                             f"{', '.join(own)}" + (f" (precision {want!r}: {', '.join(others[-3:])})" if others else ""))
+        return want
+
+    def compiles(self, a_col: bool, b_col: bool, vec_a: bool, vec_b: bool, precision: str | None = None,
+                 c_col: bool = False) -> bool:
+        """Whether the kernel has a variant for these operand layouts and vector flags (and C
+        column-major, ``c_col``) in ``precision`` (None: the rung's default): every one with a
+        row-major C, except for a ``k_major`` rung (column-major B, both operands 16-byte legal,
+        and a row-major A, or in a ``register_a`` precision a column-major one, then with C either
+        way: the transposed problem writes C column-major)."""
+        if not self.k_major:
+            return not c_col
+        if not (b_col and vec_a and vec_b):
+            return False
+        return (a_col and self.reads_register_a(precision)) or (not a_col and not c_col)
+
+    def reads_register_a(self, precision: str | None = None) -> bool:
+        """Whether the kernel reads a column-major A into registers in ``precision`` (None: the
+        rung's default; rung 22 in tf32)."""
+        return self._own(precision) in self.register_a
+
+    # ---- precision-dependent sizes -------------------------------------------------------
+    def planes_for(self, precision: str | None = None) -> int:
+        """Planes per operand the kernel reads in ``precision`` (None: the rung's default): 1, or
+        2 where the plan splits the operands (rung 22, 3xtf32)."""
+        return self.planes.get(self._own(precision), 1)
+
+    def defaults_for(self, precision: str | None = None) -> dict[str, int]:
+        """The default configuration in ``precision`` (None: the rung's default one): ``params``
+        with the precision's own defaults on top (rung 22's 3xtf32: BN 128, 2 stages)."""
+        return {**self.params, **self.precision_params.get(self._own(precision), {})}
+
+    def presets_for(self, precision: str | None = None) -> Mapping[str, Mapping[str, int]]:
+        """The presets of the rung in ``precision`` (None: its default one)."""
+        return self.precision_presets.get(self._own(precision), self.presets)
+
+    def _own(self, precision: str | None) -> str:
+        return self.precisions[0] if precision is None else precision
+
+    def smem_bytes(self, cfg: Mapping[str, int], precision: str | None = None) -> int:
+        """Dynamic shared memory of a block of ``cfg`` computing in ``precision``."""
+        return self.smem(cfg, self.planes_for(precision)) if self.planes else self.smem(cfg)
+
+    # ---- configuration -------------------------------------------------------------------
+    def config(self, overrides: ConfigLike = None, precision: str | None = None) -> dict[str, int]:
+        """Defaults (of ``precision``; None: the rung's default one) merged with a configuration in
+        any form of ``core.config`` (a preset name, a mapping, ``"KEY=VALUE,..."``, JSON, or a list
+        of those); ValueError if invalid."""
+        spec = parse_config(overrides)
+        cfg = self.defaults_for(precision)
+        presets = self.presets_for(precision)
+        if spec is None:
+            spec = ConfigSpec()
+        if spec.preset is not None:
+            if spec.preset not in presets:
+                raise ValueError(
+                    f"rung {self.slug!r} has no preset {spec.preset!r}" + (f" in precision {precision}" if precision else "")
+                    + f"; presets: {sorted(presets) or 'none'}"
+                )
+            cfg.update(presets[spec.preset])
+        by_upper = {k.upper(): k for k in self.params}
+        for k, v in spec.values.items():
+            key = k if k in self.params else by_upper.get(str(k).upper())
+            if key is None:
+                raise ValueError(f"rung {self.slug!r} has no parameter {k!r}; parameters: {sorted(self.params)}")
+            if key in SWITCHES:
+                if isinstance(v, bool) or not isinstance(v, int) or v not in (0, 1):
+                    raise ValueError(f"parameter {key} of rung {self.slug!r} is a switch: 0 or 1, got {v!r}")
+            elif isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+                raise ValueError(f"parameter {key} of rung {self.slug!r} must be a positive int, got {v!r}")
+            cfg[key] = v
+        problems = self.check_config(cfg, precision)
+        if problems:
+            where = f" in precision {precision}" if self.planes_for(precision) > 1 else ""
+            raise ValueError(f"invalid configuration for rung {self.slug!r}{where} {cfg}: " + "; ".join(problems))
+        return cfg
+
+    def check_config(self, cfg: Mapping[str, int], precision: str | None = None) -> list[str]:
+        problems = list(self.constraints(cfg, self.planes_for(precision)) if self.planes else self.constraints(cfg))
+        if cfg.get("L2PROMO", L2_PROMOTION_DEFAULT) not in L2_PROMOTION:
+            problems.append(f"L2PROMO={cfg['L2PROMO']} must be one of {', '.join(map(str, L2_PROMOTION))} "
+                            f"(bytes the L2 fetches for each 128-byte row a tensor map reads)")
+        t = self.threads(cfg)
+        if t < 32 or t > 1024 or t % 32:
+            problems.append(f"the block would have {t} threads; it must be a multiple of 32 between 32 and 1024")
+        return problems
+
+    def check_resources(self, cfg: Mapping[str, int], limits: ArchLimits, precision: str | None = None) -> None:
+        """ValueError when a block of this configuration (in ``precision``) needs more shared memory
+        than ``limits`` (a device's, or an architecture's from the table) allow one block."""
+        need = self.smem_bytes(cfg, precision)
+        if need > limits.max_smem_per_block:
+            raise ValueError(f"rung {self.slug!r} with {cfg} needs {need} B of shared memory per block; "
+                             f"{limits.arch} allows at most {limits.max_smem_per_block} B")
+        if cfg.get("SKCLUSTER") and arch_number(limits.arch) < CLUSTER_ARCH:
+            raise ValueError(f"rung {self.slug!r} with SKCLUSTER=1 sums its K slices in a thread-block cluster, "
+                             f"which needs sm_{CLUSTER_ARCH} or newer; this is {limits.arch} (use SKCLUSTER=0)")
+
+    def defines(self, cfg: Mapping[str, int], precision: str | None = None) -> dict[str, int]:
+        d = dict(cfg)
+        d["THREADS"] = self.threads(cfg)
+        # the slice count is gridDim.z, not a define: SPLITK = 2, 4, ... share one compiled kernel,
+        # and SPLITK = 1 compiles exactly what the rung compiled before it had the parameter
+        # SKCLUSTER=1: the slices are a cluster's blocks, its size a define (GL_SPLITK_CLUSTER)
+        split = d.pop("SPLITK", 1)
+        if d.pop("SKCLUSTER", 0) and split > 1:
+            d["GL_SPLITK_CLUSTER"] = split
+        elif split > 1:
+            d["GL_SPLITK"] = 1
+        d.pop("PACK", None)   # the plan packs before the launch: the kernel is the same
+        d.pop("L2PROMO", None)   # so does the tensor maps' L2 promotion: the host encodes it
+        d.pop("BALANCE", None)   # and a persistent launch's grid (persistent_grid): the kernel reads gridDim
+        # switches added to a rung after it was measured: off, each compiles what the rung compiled
+        # before it (no define; the same cache keys and SASS)
+        for switch in ("STREAMK", "DEFER", "KREV"):
+            if not d.get(switch):
+                d.pop(switch, None)
+        smem = self.smem_bytes(cfg, precision)
+        if smem:
+            d["GL_DYN_SMEM"] = smem  # the kernel checks its carve-up fits what the launch gives it
+        return d
+
+    def launch(self, M: int, N: int, cfg: Mapping[str, int], K: int | None = None,
+               sm_count: int | None = None, precision: str | None = None) -> Launch:
+        """Column tiles along grid.x; row tiles along grid.y, continued along grid.z past grid.y's
+        limit (GL_TILE_ROW in kernels/common.cuh), so no M below 2^31 is refused.
+        With SPLITK > 1, grid.z holds the K slices instead: SPLITK of them, or, given ``K``, the
+        number ``splitk_slices`` gives (never an empty slice); with SKCLUSTER=1 always SPLITK, the
+        compiled cluster's size (a slice past K computes nothing). Split-K and a grid.z of row tiles
+        exclude each other: a problem that needs both is refused with a ValueError.
+        A persistent rung: ``persistent_grid`` on the device's ``sm_count`` (ValueError without it).
+        The shared memory is that of ``precision`` (None: the rung's default one)."""
+        smem = self.smem_bytes(cfg, precision)
+        if self.persistent:
+            return Launch((self.persistent_grid(M, N, cfg, sm_count), 1, 1), (self.threads(cfg), 1, 1), smem)
+        tiles_m = (M + cfg["BM"] - 1) // cfg["BM"]
+        if cfg.get("STREAMK") and K is not None and sm_count and streamk_tail(M, N, K, cfg, sm_count):
+            # the whole waves along grid.y, the stream-K tail as its last row (kernels/18_async_simt.cu)
+            units = _units(M, N, cfg)
+            dp = units - _streamk_split(units, sm_count)
+            if dp // sm_count + 1 <= MAX_GRID_Y:
+                return Launch((sm_count, dp // sm_count + 1, 1), (self.threads(cfg), 1, 1), smem, streamk=True)
+        split = cfg.get("SPLITK", 1)
+        if split > 1:
+            if tiles_m > MAX_GRID_Y:
+                raise ValueError(f"rung {self.slug!r}: SPLITK={split} puts the K slices along grid.z, but M={M} has "
+                                 f"{tiles_m} row tiles of BM={cfg['BM']}, more than grid.y's {MAX_GRID_Y}, and needs "
+                                 f"grid.z for them: use SPLITK=1 (this many row tiles fill the GPU without a split)")
+            gz = split if K is None or cfg.get("SKCLUSTER") else splitk_slices(K, cfg["BK"], split)
+            return Launch(((N + cfg["BN"] - 1) // cfg["BN"], tiles_m, gz), (self.threads(cfg), 1, 1), smem)
+        gz = (tiles_m + MAX_GRID_Y - 1) // MAX_GRID_Y
+        gy = (tiles_m + gz - 1) // gz      # balanced slices: fewer than gz surplus tiles in all
+        grid = ((N + cfg["BN"] - 1) // cfg["BN"], gy, gz)
+        return Launch(grid, (self.threads(cfg), 1, 1), smem)
+
+    def streamk_warps(self, cfg: Mapping[str, int]) -> int:
+        """The warps of a block that publish a stream-K piece, one flag each: a warp-specialized
+        persistent rung's consumer warps (ws.cuh: all but the producer warpgroup's 4), else every
+        warp of the block (rung 18)."""
+        warps = self.threads(cfg) // 32
+        return warps - 4 if self.persistent else warps
+
+    def persistent_grid(self, M: int, N: int, cfg: Mapping[str, int], sm_count: int | None) -> int:
+        """The blocks of a persistent launch: one cluster of CLUSTER blocks per CLUSTER SMs, up to
+        the units of work (a unit: CLUSTER vertically adjacent tiles of one column tile), so that
+        every block is resident at once and loops over its share of the units (the kernel's
+        Schedule, kernels/ws.cuh). BALANCE=1: the fewest clusters that take no more waves (every
+        cluster then walks the same number of units, or one fewer): 2048 units on 132 SMs are 16
+        waves of 128 instead of 15 of 132 and one of 68."""
+        if not sm_count or sm_count < 1:
+            raise ValueError(f"rung {self.slug!r} is persistent (one block per SM, each looping over tiles): "
+                             f"its launch needs the device's SM count, got {sm_count!r}")
+        cluster = cfg.get("CLUSTER", 1)
+        units = _units(M, N, cfg)
+        clusters = max(1, min(units, sm_count // cluster))
+        if cfg.get("BALANCE"):
+            clusters = _cdiv(units, _cdiv(units, clusters))
+        return clusters * cluster
+
+
+def _units(M: int, N: int, cfg: Mapping[str, int]) -> int:
+    """A persistent rung's units of work: CLUSTER vertically adjacent tiles of one column tile."""
+    return _cdiv(_cdiv(M, cfg["BM"]), cfg.get("CLUSTER", 1)) * _cdiv(N, cfg["BN"])
+
+
+# ---- stream-K (STREAMK=1, rungs 21 and 22: kernels/ws.cuh) -----------------------------------------
+def streamk_tail(M: int, N: int, K: int, cfg: Mapping[str, int], blocks: int) -> bool:
+    """Whether a persistent launch of ``blocks`` blocks (``Rung.launch``'s grid.x) on an M x N x K
+    problem splits its last, partial wave of units by k tiles (kernels/ws.cuh, Schedule): with
+    STREAMK=1, when there are more units than clusters and they are not whole waves, and the split
+    units' k tiles count below 2^31 (the kernel's step arithmetic is 32-bit). Otherwise the plan
+    launches the STREAMK=0 kernel, which needs no workspace."""
+    clusters = blocks // cfg.get("CLUSTER", 1)
+    units = _units(M, N, cfg)
+    if not cfg.get("STREAMK") or units <= clusters or units % clusters == 0:
+        return False
+    return _streamk_split(units, clusters) * _cdiv(K, cfg["BK"]) < 2 ** 31
+
+
+def _streamk_split(units: int, clusters: int) -> int:
+    """The units the stream-K tail splits by k tiles: the partial last wave, and one whole wave
+    more when the partial one is under half full (each cluster then gets at least half a unit)."""
+    rem = units % clusters
+    return rem if 2 * rem >= clusters else rem + clusters
+
+
+def streamk_workspace(cfg: Mapping[str, int], blocks: int, warps: int) -> tuple[int, int]:
+    """(byte offset of the flags, bytes in all) of the stream-K workspace of ``blocks`` blocks:
+    one BM x BN tile of FP32 per block (the piece it may publish), then one int flag per block
+    and publishing warp (``Rung.streamk_warps``), which the plan zeroes before each launch."""
+    flags = blocks * cfg["BM"] * cfg["BN"] * 4
+    return flags, flags + blocks * warps * 4
+
+
+# ---- split-K (its limits: core/splitk.py) -------------------------------------------------------
+SPLITK_SPACE = (1, 2, 4, 8, 16)    # what the tuner tries
+
+
+def workspace_split(cfg: Mapping[str, int]) -> bool:
+    """Whether ``cfg`` splits K through the workspace: FP32 partials, then the reduction kernel
+    (SPLITK > 1 without SKCLUSTER, whose slices sum in their cluster and write C themselves)."""
+    return cfg.get("SPLITK", 1) > 1 and not cfg.get("SKCLUSTER")
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def splitk_slices(K: int, bk: int, splitk: int) -> int:
+    """The K slices a split-K launch uses for SPLITK = ``splitk``: with t = ceil(K/bk) tiles of
+    K and p = ceil(t/splitk) tiles per slice (the kernel's arithmetic, kernels/common.cuh), the
+    ceil(t/p) slices that hold at least one tile. The kernel recomputes p from this count and gets
+    the same p, so every slice is non-empty and the last one may be shorter."""
+    tiles = max(1, _cdiv(K, bk))
+    return _cdiv(tiles, _cdiv(tiles, splitk))
+
+
+def splitk_slice(K: int, bk: int, slices: int, z: int) -> tuple[int, int]:
+    """(first k, length) of slice ``z`` of ``slices``, as the kernel computes it (gl_splitk_slice)."""
+    per = _cdiv(_cdiv(K, bk), slices) * bk
+    k0 = per * z
+    return k0, max(0, min(per, K - k0))
