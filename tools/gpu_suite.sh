@@ -3,7 +3,7 @@
 # Usage: GEMMLAB_GIT_COMMIT=$(git rev-parse HEAD) tools/gpu_suite.sh [stage ...]
 # stages: env warm verify pytest pytest-par pytest-profile memcheck racecheck memcheck-configs
 #         suite-decode suite-random tune-online tune-auto menu-heldout (issue 40: decode, held-out random sample,
-#         on-line tuning, the selection model's measurements)
+#         on-line tuning, the selection model's measurements) sanitize-menu
 #         racecheck-configs sanitize-new bench bench16 bench-bf16 bench-tf32 suite-fp32 suite-llm16
 #         suite-llm-bf16 tune-fp32 strategies plain overhead overhead16 sustained ncu-record report inspect
 #         (default: env warm pytest memcheck racecheck bench bench16 bench-bf16)
@@ -111,6 +111,14 @@ for st in "${stages[@]}"; do
     menu-heldout)  # every option of the menu on the held-out sample (never emitted): the best any option reaches there
       for dt in ${AUTO_DTYPES:-bf16 fp32}; do
         run menu-heldout-$dt $GL tune auto --dtype $dt --suite ${RANDOM_SUITE:-random:48@1} --json "$OUT/menu_heldout_$dt.json"
+      done ;;
+    sanitize-menu)  # the selection menu's tiles that no other stage runs: rung 16's 32x32 preset, rung 18's
+      # 32x32 tile (selection.SIMT_TINY) and rung 21 with its stream-K tail, under each SAN_TOOLS tool
+      for tool in ${SAN_TOOLS:-memcheck racecheck}; do
+        SAN="compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9"
+        run $tool-menu bash -c "$SAN $GL verify wmma --dtype bf16 --config 32x32 --shapes 13x17x9,77x45x263 --alpha 1.5 --beta -0.5 && \
+          $SAN $GL verify async_simt --config BM=32,BN=32,BK=16,WM=16,WN=32,TM=4,TN=4,STAGES=3 --shapes 13x17x9,77x45x263 --alpha 1.5 --beta -0.5 && \
+          $SAN $GL verify wgmma_ws --dtype bf16 --config STREAMK=1 --shapes 2888x2104x264 --alpha 1.5 --beta 0"
       done ;;
     suite-llm16) run suite-llm16 $GL bench auto --suite llm --dtype fp16 --json "$OUT/suite_llm_fp16.json" ;;
     suite-llm-bf16) run suite-llm-bf16 $GL bench auto --suite llm --dtype bf16 --json "$OUT/suite_llm_bf16.json" ;;
