@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from gemmlab.core import dispatch, selection
+from gemmlab.core import dispatch
 from gemmlab.core.registry import get
 from stand_ins import problem
 
@@ -40,15 +40,9 @@ def tuned(tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def no_defaults(tuned, tmp_path, monkeypatch):
-    """No shipped table either (nor the selection model's measurements): the rule answers (the
-    shipped bf16 entries also stand in for fp16)."""
-    monkeypatch.setattr(dispatch, "defaults_path", lambda arch: tmp_path / "no_defaults.json")
-    monkeypatch.setattr(selection, "table_path", lambda arch: tmp_path / "no_selection.json")
-    dispatch.reload()
-    selection.reload()
-    yield
-    selection.reload()
+def no_defaults(tuned, rule_only):
+    """No shipped table either (nor the selection model's measurements, conftest's rule_only): the
+    rule answers (the shipped bf16 entries also stand in for fp16)."""
 
 
 # ---- named -------------------------------------------------------------------------------------

@@ -19,8 +19,8 @@ chosen.
 
 from __future__ import annotations
 
-import math
 import os
+import statistics
 import time
 from datetime import datetime, timezone
 
@@ -239,9 +239,11 @@ def replay(records: list[dict], sm_count: int, test: list[dict] | None = None) -
 
 
 def summary(rows: list[dict]) -> dict:
-    """Geomeans over ``replay``'s rows: picked and best option against cuBLAS, and the regret."""
+    """Geomeans over ``replay``'s rows: picked and best option against cuBLAS, and the regret (NaN
+    without rows)."""
     def geo(xs):
-        return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+        return statistics.geometric_mean(xs) if xs else float("nan")
+
     return {"shapes": len(rows), "geomean_vs_cublas": geo([r["vs_cublas"] for r in rows]),
             "oracle_vs_cublas": geo([r["best_vs_cublas"] for r in rows]),
             "geomean_regret": geo([r["regret"] for r in rows]),
