@@ -11,7 +11,7 @@ from ..bench.table import render
 from ..core.config import parse_config
 from ..core.shapes import BANDWIDTH_SUITES, OVERHEAD_SHAPE, SUITE_FORMS, fmt_shape, parse_shapes, shapes_text, suite
 from ..measure.timing import Settings
-from .common import add_config, add_dtype, add_lib, add_precision, add_timing, suite_name, timing_settings
+from .common import add_config, add_dtype, add_lib, add_precision, add_timing, checked, suite_name, timing_settings
 
 SUSTAINED_S = 2.0   # seconds of GPU time per block: NVML's energy counter moves every ~100 ms, ~20 steps a block
 
@@ -28,7 +28,7 @@ def register(sub) -> None:
     p.add_argument("rungs", nargs="*", metavar="RUNG",
                    help="rung slugs or numbers, and auto (what kernel=\"auto\" picks for each shape) "
                         "(default: every rung that supports --dtype)")
-    p.add_argument("--shape", "--shapes", dest="shapes", action="append", metavar="SHAPES",
+    p.add_argument("--shape", "--shapes", dest="shapes", action="append", metavar="SHAPES", type=checked(parse_shapes),
                    help="N, N^3 or MxNxK, comma-separated; repeatable (default 4096^3, naive rungs 2048^3)")
     p.add_argument("--suite", type=suite_name, default=None, metavar="SUITE",
                    help=f"the shapes of a benchmark suite (core/shapes.py; with --shape: both): {SUITE_FORMS}; "

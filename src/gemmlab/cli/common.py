@@ -14,6 +14,38 @@ from ..core.precision import PRECISIONS
 from ..measure.arrays import LIBS
 
 
+class UsageError(ValueError):
+    """The command line is malformed (a missing argument, a value not of its form): exit 2, as
+    argparse's own errors. A well-formed request that gemmlab refuses raises ValueError: exit 1
+    (``app.EXIT_STATUS`` says which is which)."""
+
+
+def checked(parse):
+    """An argparse type: the text itself, once ``parse(text)`` accepts it; its ValueError becomes an
+    argparse error (exit 2) naming the option, before the command does anything."""
+    def check(text: str) -> str:
+        try:
+            parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        return text
+    check.__name__ = parse.__name__   # argparse names the type in some of its messages
+    return check
+
+
+def sizes(text: str) -> list[int]:
+    """``--sweep-sizes``: comma-separated square sizes, each at least 1."""
+    out = []
+    for part in (p.strip() for p in text.split(",")):
+        if part:
+            if not (part.isascii() and part.isdigit() and int(part) > 0):
+                raise ValueError(f"sizes {text!r}: give whole numbers >= 1, comma-separated (e.g. 256,1024)")
+            out.append(int(part))
+    if not out:
+        raise ValueError("no sizes given")
+    return out
+
+
 def suite_name(text: str) -> str:
     """argparse type of ``--suite``: the name, once ``core.shapes.suite`` accepts it (an argparse
     error, exit 2, naming the suites otherwise)."""

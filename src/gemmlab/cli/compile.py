@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import sys
 
-from .common import add_dtype
+from ..core.precompile import parse_layouts
+from .common import add_dtype, checked
 
 
 def register(sub) -> None:
@@ -19,7 +20,7 @@ def register(sub) -> None:
     p.add_argument("--arch", default=None,
                    help="target architecture, e.g. sm_80 (default: this machine's GPU; without one sm_90a, as inspect)")
     add_dtype(p, None, "default: every dtype each rung supports", repeatable=True)
-    p.add_argument("--layouts", default=None, metavar="LIST",
+    p.add_argument("--layouts", default=None, metavar="LIST", type=checked(parse_layouts),
                    help="A/B layouts, comma-separated from rr,rc,cr,cc (r row-major, c column-major; default all four)")
     p.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: the CPU count)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")

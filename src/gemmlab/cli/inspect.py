@@ -8,7 +8,7 @@ from typing import Mapping
 from ..analysis.inspect import hot_loop_listing, inspect_rung
 from ..core.arch import OFFLINE_ARCH
 from ..core.registry import get, kernels
-from .common import add_config, add_dtype
+from .common import UsageError, add_config, add_dtype
 
 
 def register(sub) -> None:
@@ -40,7 +40,7 @@ def run(args) -> int:
                     for r in kernels() if r.runs_on(args.arch)])
         return 0
     if not args.rung:
-        raise ValueError("name a rung (see `gemmlab list`), or give --all")
+        raise UsageError("name a rung (see `gemmlab list`), or give --all")
     text = args.ptx or args.sass or args.sass_all
     info = inspect_rung(args.rung, dtype=args.dtype, arch=args.arch, config=args.config,
                         a_col=args.a_col, b_col=args.b_col, with_text=text)

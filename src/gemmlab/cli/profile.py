@@ -8,13 +8,13 @@ from ..analysis.ncu import STALL_LABEL, STALL_MEANING, profile_rung, profile_sou
 from ..core.config import parse_config
 from ..core.registry import get
 from ..core.shapes import PROFILE_SHAPE, fmt_shape, parse_shape
-from .common import add_config, add_dtype, add_lib, add_precision
+from .common import UsageError, add_config, add_dtype, add_lib, add_precision, checked
 
 
 def register(sub) -> None:
     p = sub.add_parser("profile", help="hardware counters of one rung (and cuBLAS) under Nsight Compute (GPU + ncu)")
     p.add_argument("rung", help="rung slug or number (see `gemmlab list`)")
-    p.add_argument("--shape", default=fmt_shape(PROFILE_SHAPE), help=f"N, N^3 or MxNxK (default {fmt_shape(PROFILE_SHAPE)})")
+    p.add_argument("--shape", default=fmt_shape(PROFILE_SHAPE), type=checked(parse_shape), help=f"N, N^3 or MxNxK (default {fmt_shape(PROFILE_SHAPE)})")
     add_dtype(p, None, "default: the rung's first dtype")
     add_precision(p)
     add_config(p)
@@ -90,7 +90,7 @@ def run(args) -> int:
         if args.keep_csv:
             raise ValueError("--keep-csv saves the counters' CSV; --source has none (use --json)")
         if args.top < 1:
-            raise ValueError(f"--top must be at least 1, got {args.top}")
+            raise UsageError(f"--top must be at least 1, got {args.top}")
         res = profile_source(rung.slug, shape, dtype, args.vs_cublas, config=parse_config(args.config), lib=args.lib,
                              ncu=args.ncu, precision=args.precision, top=args.top)
         if args.json:

@@ -11,17 +11,18 @@ from ..core.shapes import BENCH_SHAPE, PROFILE_SHAPE, SWEEP_SIZES, fmt_shape, pa
 from ..report.collect import collect
 from ..report.model import results_document
 from ..report.render import build
-from .common import add_dtype, add_lib, add_timing, timing_settings
+from .common import add_dtype, add_lib, add_timing, checked, sizes, timing_settings
 
 
 def register(sub) -> None:
     p = sub.add_parser("report", help="measure the whole ladder and write an HTML + Markdown worklog (GPU; --from-json without)")
     p.add_argument("--out", default="gemmlab-report", help="output folder (default: ./gemmlab-report)")
     add_dtype(p, "fp32")
-    p.add_argument("--shape", default=fmt_shape(BENCH_SHAPE), help=f"ladder shape: N, N^3 or MxNxK (default {fmt_shape(BENCH_SHAPE)})")
-    p.add_argument("--profile-shape", default=fmt_shape(PROFILE_SHAPE),
+    p.add_argument("--shape", default=fmt_shape(BENCH_SHAPE), type=checked(parse_shape), help=f"ladder shape: N, N^3 or MxNxK (default {fmt_shape(BENCH_SHAPE)})")
+    p.add_argument("--profile-shape", default=fmt_shape(PROFILE_SHAPE), type=checked(parse_shape),
                    help=f"shape for the counters (default {fmt_shape(PROFILE_SHAPE)}: ncu replays each kernel)")
-    p.add_argument("--sweep-sizes", default=",".join(map(str, SWEEP_SIZES)), help="square sizes of the size sweep")
+    p.add_argument("--sweep-sizes", default=",".join(map(str, SWEEP_SIZES)), type=checked(sizes),
+                   help="square sizes of the size sweep, comma-separated")
     p.add_argument("--sweep-rungs", default=",".join(r.slug for r in landmarks()),
                    help="rungs of the size sweep (default: the ladder's landmarks; cuBLAS is always there)")
     p.add_argument("--rungs", default=None, help="comma-separated rungs (default: the whole ladder)")
@@ -61,7 +62,7 @@ def run(args) -> int:
         results = load_results(args.from_json)
     else:
         results = collect(
-            args.dtype, parse_shape(args.shape), [int(s) for s in args.sweep_sizes.split(",") if s.strip()],
+            args.dtype, parse_shape(args.shape), sizes(args.sweep_sizes),
             [s.strip() for s in args.rungs.split(",")] if args.rungs else None,
             [s.strip() for s in args.sweep_rungs.split(",") if s.strip()],
             parse_shape(args.profile_shape), lib=args.lib, timing=timing_settings(args),

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from ..core.deps import require, require_all
 from ..core.shapes import SUITE_FORMS, parse_shape, suite
-from .common import add_dtype, add_lib, add_precision, add_timing, suite_name, timing_settings
+from .common import UsageError, add_dtype, add_lib, add_precision, add_timing, checked, suite_name, timing_settings
 
 
 def register(sub) -> None:
@@ -26,7 +26,8 @@ def register(sub) -> None:
                     "measured twice. Needs the tune extra (pip install \"gemmlab[tune]\").")
     p.add_argument("rung", metavar="RUNG", help="rung slug or number; auto: measure the selection menu on a tuning "
                                                 "sample (--sample) and write what kernel=\"auto\" predicts from")
-    p.add_argument("--shape", default=None, help="N, N^3 or MxNxK (required unless --show or --suite)")
+    p.add_argument("--shape", default=None, type=checked(parse_shape),
+                   help="N, N^3 or MxNxK (required unless --show or --suite)")
     p.add_argument("--suite", type=suite_name, default=None, metavar="SUITE",
                    help=f"tune every shape of a benchmark suite (core/shapes.py), one after the other: {SUITE_FORMS}")
     p.add_argument("--emit-defaults", dest="emit_defaults", metavar="FILE", default=None,
@@ -47,7 +48,8 @@ def register(sub) -> None:
                         "the rest at the rung's defaults); repeatable, each one a separate point; they come before "
                         "the built-in starting points (defaults, presets, the dispatch rule's and the tables' choices); "
                         "the exhaustive strategy measures them among all the others")
-    p.add_argument("--devices", default="0", metavar="all|0,1", help="GPUs: one worker process each, on one study (default 0)")
+    p.add_argument("--devices", default="0", metavar="all|0,1", type=checked(_device_form),
+                   help="GPUs: one worker process each, on one study (default 0)")
     p.add_argument("--storage", default=None, metavar="URL",
                    help="database URL (default sqlite:///<cache dir>/tune.db; postgresql://... shares it between hosts)")
     p.add_argument("--show", action="store_true",
@@ -79,17 +81,25 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _devices(text: str) -> tuple[int, ...]:
+def _device_form(text: str) -> tuple[int, ...] | None:
+    """``--devices``' form: None for all, else the ordinals (ValueError when neither)."""
     if text.strip() == "all":
-        from ..core.driver import cuda, check
-
-        return tuple(range(int(check(cuda().cuDeviceGetCount(), "cuDeviceGetCount"))))
+        return None
     try:
         out = tuple(int(x) for x in text.split(",") if x.strip())
     except ValueError:
-        raise ValueError(f"--devices: give 'all' or GPU ordinals such as 0,1; got {text!r}") from None
+        raise ValueError(f"give 'all' or GPU ordinals such as 0,1; got {text!r}") from None
     if not out:
-        raise ValueError("--devices: no GPU named")
+        raise ValueError("no GPU named")
+    return out
+
+
+def _devices(text: str) -> tuple[int, ...]:
+    out = _device_form(text)
+    if out is None:
+        from ..core.driver import cuda, check
+
+        return tuple(range(int(check(cuda().cuDeviceGetCount(), "cuDeviceGetCount"))))
     return out
 
 
@@ -148,7 +158,7 @@ def _shapes(args) -> list[tuple[int, int, int]]:
     if args.shape is not None:
         shapes.append(parse_shape(args.shape))
     if not shapes:
-        raise ValueError("--shape or --suite is required (e.g. --shape 4096 or 4096x4096x1024, --suite fp32)")
+        raise UsageError("--shape or --suite is required (e.g. --shape 4096 or 4096x4096x1024, --suite fp32)")
     return shapes
 
 

@@ -9,12 +9,13 @@ from pathlib import Path
 
 from ..core.deps import require_all
 from ..core.shapes import fmt_shape, suite
+from .common import UsageError
 
 
 def _sample(text: str) -> tuple[int, int]:
     n, _, seed = text.partition("@")
     if not (n.isascii() and n.isdigit() and int(n) > 0) or (seed and not (seed.isascii() and seed.isdigit())):
-        raise ValueError(f"--sample: give N@SEED with N >= 1 and SEED >= 0 (e.g. 300@0), got {text!r}")
+        raise UsageError(f"--sample: give N@SEED with N >= 1 and SEED >= 0 (e.g. 300@0), got {text!r}")
     return int(n), int(seed or 0)
 
 

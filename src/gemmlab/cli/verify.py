@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..core.config import parse_config
 from ..core.precision import applies
 from ..core.shapes import VERIFY_SHAPES, parse_shapes, shapes_text
-from .common import add_config, add_dtype, add_precision
+from .common import add_config, add_dtype, add_precision, checked
 
 
 def register(sub) -> None:
@@ -14,7 +14,8 @@ def register(sub) -> None:
     add_dtype(p, None)
     add_precision(p)
     add_config(p, "the rung named (one rung)")
-    p.add_argument("--shapes", default=shapes_text(VERIFY_SHAPES), help="comma-separated MxNxK list")
+    p.add_argument("--shapes", default=shapes_text(VERIFY_SHAPES), type=checked(parse_shapes),
+                   help="comma-separated MxNxK list")
     p.add_argument("--alpha", type=float, default=1.5)
     p.add_argument("--beta", type=float, default=-0.5)
     p.set_defaults(func=run)
