@@ -1,0 +1,60 @@
+"""The canonical results (benchmarks/results/MANIFEST.json): every result the tree cites is listed
+there and present, and every entry says what it shows, how to reproduce it, and where and when it
+was measured (gemmlab.report.manifest)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gemmlab.report.manifest import FIELDS, citations, cited_in, entries, expand, resolve
+
+ROOT = Path(__file__).resolve().parents[1]
+# where a citation must name a canonical result; this file's examples are made-up names
+CITING = ("src", "tests", "tools")
+EXAMPLES = (str(Path(__file__).relative_to(ROOT)),)
+
+
+def _canonical() -> list[str]:
+    return [e["path"] for e in entries(ROOT)]
+
+
+def test_every_manifest_entry_names_a_file_in_the_tree():
+    missing = [p for p in _canonical() if not (ROOT / p).is_file()]
+    assert missing == []
+
+
+def test_every_entry_says_what_it_shows_how_to_reproduce_it_and_where_and_when_it_was_measured():
+    bad = [(e.get("path"), f) for e in entries(ROOT) for f in FIELDS if not str(e.get(f) or "").strip()]
+    assert bad == []
+
+
+def test_each_result_has_one_entry():
+    paths = _canonical()
+    assert sorted(paths) == sorted(set(paths))
+
+
+def test_every_result_the_code_the_tests_and_the_tools_cite_is_canonical():
+    canon = _canonical()
+    uncited = [(c, files) for c, files in cited_in(ROOT, CITING, EXAMPLES).items() if not resolve(c, canon)]
+    assert uncited == [], "add them to the manifest (tools/results_manifest.py add) or cite a canonical result"
+
+
+def test_a_citation_names_its_alternatives_and_patterns_and_may_leave_out_gz():
+    paths = ["benchmarks/results/h100_a_fp16.json", "benchmarks/results/h100_a_bf16.json.gz",
+             "benchmarks/profiles/h100_p_fp16.json"]
+    assert expand("h100_a_{fp16,bf16}.json") == ["h100_a_fp16.json", "h100_a_bf16.json"]
+    assert resolve("h100_a_{fp16,bf16}.json", paths) == paths[:2]
+    assert resolve("benchmarks/results/h100_a_*.json", paths) == paths[:2]
+    assert resolve("h100_p_fp16.json", paths) == paths[2:]
+    assert resolve("h100_a_fp32.json", paths) == []
+
+
+@pytest.mark.parametrize("text, cited", [
+    ("(benchmarks/results/h100_x_s1.json, _s2.json)", ["benchmarks/results/h100_x_s1.json"]),
+    ("h100_{fp16,bf16}_y.json.gz and report_h100/results.json", ["h100_{fp16,bf16}_y.json.gz", "report_h100/results.json"]),
+    ("a name cut by a line end: h100_z_\n// s18.json", []),
+])
+def test_citations_are_whole_file_names_with_their_extension(text, cited):
+    assert citations(text) == cited
