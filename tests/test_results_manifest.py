@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from gemmlab.report.manifest import FIELDS, citations, cited_in, entries, expand, resolve
+from gemmlab.report.manifest import FIELDS, RESULT_DIRS, citations, cited_in, entries, expand, load, resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 # where a citation must name a canonical result; this file's examples are made-up names
 CITING = ("src", "tests", "tools")
 EXAMPLES = (str(Path(__file__).relative_to(ROOT)),)
+# the results' share of the tree's 15 MB (the code, the docs and the shipped tables take about 5)
+RESULTS_BUDGET = 8_000_000
 
 
 def _canonical() -> list[str]:
@@ -23,6 +25,34 @@ def _canonical() -> list[str]:
 def test_every_manifest_entry_names_a_file_in_the_tree():
     missing = [p for p in _canonical() if not (ROOT / p).is_file()]
     assert missing == []
+
+
+def test_every_result_file_in_the_tree_is_in_the_manifest():
+    canon = set(_canonical())
+    files = [str(f.relative_to(ROOT)) for d in RESULT_DIRS for f in sorted((ROOT / d).rglob("*")) if f.is_file()]
+    # MANIFEST.json itself, and the tuner's scratch databases (.gitignore) are no results
+    unlisted = [f for f in files if f not in canon and not f.endswith("MANIFEST.json") and ".db" not in f]
+    assert unlisted == [], "a commit that adds a result adds its entry: python tools/results_manifest.py add PATH"
+
+
+def test_the_canonical_results_fit_their_share_of_the_tree():
+    assert sum((ROOT / p).stat().st_size for p in _canonical()) <= RESULTS_BUDGET
+
+
+def test_an_archived_name_is_never_reused_for_another_file():
+    archive = load(ROOT)["archive"]
+    bare = {p.removesuffix(".gz"): p for p in _canonical()}
+    reused = [p for p in archive["paths"] if p.removesuffix(".gz") in bare
+              and archive["renamed"].get(p) != bare[p.removesuffix(".gz")]]
+    assert reused == []
+
+
+def test_every_renamed_result_is_canonical_under_its_new_name():
+    canon = set(_canonical())
+    archive = load(ROOT)["archive"]
+    assert len(archive["commit"]) == 40
+    assert [new for new in archive["renamed"].values() if new not in canon] == []
+    assert set(archive["renamed"]) <= set(archive["paths"])
 
 
 def test_every_entry_says_what_it_shows_how_to_reproduce_it_and_where_and_when_it_was_measured():

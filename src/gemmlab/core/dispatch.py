@@ -178,7 +178,7 @@ def _from_table(problem: GemmProblem, device, source: str, precision: str | None
     """The nearest entry of ``source`` for the problem's dtype or its stand-in (dtypes.py): the
     stand-in's only when strictly nearer. (Own entries first, whatever their distance, let one
     fp16 entry at 1024x4096x4096 take 1024x6144x4096 from bf16's entry for that very shape: 0.85x
-    cuBLAS against the 1.01x the bf16 entry runs at, h100_llm_suite_fp16_s11.json.)"""
+    cuBLAS against the 1.01x the bf16 entry runs at, h100_llm_suite_fp16_standin.json.)"""
     kp = problem.kernel_view()
     allowed = {r.slug: r for r in for_dtype(problem.dtype, device.arch, precision)}
     layout = layout_of(kp)

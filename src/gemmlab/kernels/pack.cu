@@ -30,7 +30,7 @@
 // for it in its first instruction (gl_pdl_wait; a no-op after an ordinary launch). Measured on the
 // H100, the same plans with and without it, both operands copied: 127x4097x1023 bf16 (rung 19)
 // 18.69 against 21.60 us, 1001^3 bf16 (rung 21) 32.24 against 35.55, fp16 (rung 17) 28.19 against
-// 31.62, 3xTF32 1024^3 (rung 22) 44.53 against 47.42 (benchmarks/results/h100_pdl_pack_s20.json).
+// 31.62, 3xTF32 1024^3 (rung 22) 44.53 against 47.42 (benchmarks/results/h100_pdl_pack.json).
 #include "common.cuh"
 
 #ifndef GL_PACK_SPLIT

@@ -15,8 +15,8 @@
 // The grid has min(units, SMs / CLUSTER) clusters (core/registry.py, Rung.persistent_grid), or with
 // BALANCE=1 (the default of both rungs; the host's choice, this code is the same) the fewest that
 // take no more waves: at 8192^3, 2048 units in 16 waves of 128 instead of 15 of 132 and one of 68.
-// Measured (H100, TF32 8192^3, Nsight Compute; benchmarks/profiles/h100_l2probe_tf32_8192_balance_
-// s18.json): DRAM reads 2.57 -> 2.21 GB, L2 misses 103 -> 86 M, the clock 1.633 -> 1.646 GHz under
+// Measured (H100, TF32 8192^3, Nsight Compute; benchmarks/profiles/h100_l2probe_tf32_8192_balance
+// .json): DRAM reads 2.57 -> 2.21 GB, L2 misses 103 -> 86 M, the clock 1.633 -> 1.646 GHz under
 // the power cap, 2.671 -> 2.646 ms (cuBLAS 2.640): each wave now covers 8 whole column tiles of a
 // group of 16 row tiles, where 132-unit waves straddled columns and groups. A unit is
 // CLUSTER vertically adjacent output tiles (one per CTA of the cluster) of one column tile. Cluster

@@ -22,7 +22,7 @@ Rounds and order
 Candidates (the rungs, cuBLAS, the peers) are timed in rounds: each round takes one sample of
 every candidate still running, then the host synchronizes once and reads all the events. A launch
 leaves the GPU warmer (and, near the power cap, its clock lower) for the one after it: measured on
-the H100 (``benchmarks/results/h100_tf32_s19a.json``, ``_s19b.json``), rung 22 took 0.4-0.5% longer
+the H100 (``benchmarks/results/h100_tf32_rotating_order_1.json``, ``_2.json``), rung 22 took 0.4-0.5% longer
 at 8192^3 when it came right after Triton's 23 ms TF32 launch than when it led its round. So the
 order (``order="balanced"``, the default) is a Williams design: over every n rounds (2n for an odd
 n of candidates) each candidate leads equally often and comes right after each other candidate
@@ -428,7 +428,7 @@ class Engine:
         One untimed call comes first: a cold first call (torch's cuBLAS handle and heuristics, a
         module's load) sat inside these intervals and gave cuBLAS blocks of 72 launches (0.2 s)
         where the others had ~660-760, too short for the energy counter's 100 ms steps (a probe of session
-        18, benchmarks/results/h100_tf32_tiles256_sustained_8192_s18.json)."""
+        18, benchmarks/results/h100_tf32_tiles256_sustained_8192.json)."""
         start, end = self.device.new_event(), self.device.new_event()
         c.fn()
         self.device.synchronize()

@@ -166,7 +166,7 @@ RUNGS: tuple[Rung, ...] = (
         # against 1.3769 bf16, one run each (h100_tune_wgmma_ws_defer_*.json)
         # BALANCE 1: the fewest clusters that take no more waves (persistent_grid), 1.3307 against
         # 1.3471 ms at bf16 8192^3 (1.033x against 1.020x cuBLAS), fp16 1.032x against 1.017x, 4096^3
-        # +1.5% / +0.8% (h100_tune_balance_*_s18.json); the LLM suites with it: h100_llm_suite_*_s18.json
+        # +1.5% / +0.8% (h100_tune_balance_*.json); the LLM suites with it: h100_llm_suite_*_balance.json
         params={"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 2, "EPI_TMA": 1, "GROUP": 16,
                 "STREAMK": 0, "DEFER": 1, "KREV": 0, "BALANCE": 1},
         presets={"128x256": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 2},
@@ -203,8 +203,8 @@ RUNGS: tuple[Rung, ...] = (
         # 128x128 before): 0.96x at 8192^3 and 0.99x at 4096^3 against 0.986x / 1.00x for 128x256
         # (h100_tune_wgmma_tf32_tiles_*_s15.json)
         # BALANCE 1 (rung 21's reason): at 8192^3 0.985x -> 1.001x cuBLAS-TF32 sampled and 0.993x ->
-        # 1.002x sustained, 4096^3 1.006x -> 1.014x (one run, h100_balance_tf32_s18.json); DRAM reads
-        # 2.57 -> 2.21 GB at 8192^3 (benchmarks/profiles/h100_l2probe_tf32_8192_balance_s18.json)
+        # 1.002x sustained, 4096^3 1.006x -> 1.014x (one run, h100_balance_tf32.json); DRAM reads
+        # 2.57 -> 2.21 GB at 8192^3 (benchmarks/profiles/h100_l2probe_tf32_8192_balance.json)
         params={"BM": 128, "BN": 256, "BK": 32, "WM": 64, "STAGES": 4, "CLUSTER": 1, "GROUP": 16, "STREAMK": 0,
                 "EPI_TMA": 1, "KREV": 0, "BALANCE": 1},
         # 3xtf32: a stage holds both TF32 planes of A and B, and the warps hold a k tile's partial
