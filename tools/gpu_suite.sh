@@ -3,7 +3,7 @@
 # Usage: GEMMLAB_GIT_COMMIT=$(git rev-parse HEAD) tools/gpu_suite.sh [stage ...]
 # stages: env warm verify pytest pytest-par pytest-profile memcheck racecheck memcheck-configs
 #         suite-decode suite-random tune-online tune-auto menu-heldout (issue 40: decode, held-out random sample,
-#         on-line tuning, the selection model's measurements) sanitize-menu
+#         on-line tuning, the selection model's measurements) sanitize-menu sanitize-epilogue
 #         racecheck-configs sanitize-new bench bench16 bench-bf16 bench-tf32 suite-fp32 suite-llm16
 #         suite-llm-bf16 tune-fp32 strategies plain overhead overhead16 sustained ncu-record report inspect
 #         (default: env warm pytest memcheck racecheck bench bench16 bench-bf16)
@@ -119,6 +119,17 @@ for st in "${stages[@]}"; do
         run $tool-menu bash -c "$SAN $GL verify wmma --dtype bf16 --config 32x32 --shapes 13x17x9,77x45x263 --alpha 1.5 --beta -0.5 && \
           $SAN $GL verify async_simt --config BM=32,BN=32,BK=16,WM=16,WN=32,TM=4,TN=4,STAGES=3 --shapes 13x17x9,77x45x263 --alpha 1.5 --beta -0.5 && \
           $SAN $GL verify wgmma_ws --dtype bf16 --config STREAMK=1 --shapes 2888x2104x264 --alpha 1.5 --beta 0"
+      done ;;
+    sanitize-epilogue)  # the fused epilogue (issue 41): rung 21's TMA store, staged store and stream-K finisher,
+      # rung 22's chunked TMA store, rung 18's cluster split and stream-K tail, split-K's reduction, rung 24
+      for tool in ${SAN_TOOLS:-memcheck racecheck synccheck}; do
+        SAN="compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9"
+        run $tool-epilogue bash -c "$SAN $GL verify wgmma_ws --dtype bf16 --bias same --activation gelu_tanh --shapes 200x136x72 --alpha 1.5 --beta -0.5 && \
+          $SAN $GL verify wgmma_ws --dtype bf16 --config STREAMK=1 --bias fp32 --activation silu --shapes 2888x2104x264 --alpha 1.5 --beta 0 && \
+          $SAN $GL verify wgmma_tf32 --precision tf32 --bias fp32 --activation gelu --shapes 200x136x72 --alpha 1.5 --beta 0 && \
+          $SAN $GL verify async_simt --config SPLITK=4,SKCLUSTER=1 --bias fp32 --activation relu --shapes 70x33x900 --alpha 1.5 --beta -0.5 && \
+          $SAN $GL verify mma_sync --dtype fp16 --config SPLITK=4 --bias same --activation gelu --shapes 70x33x900 --alpha 1.5 --beta -0.5 && \
+          $SAN $GL verify decode --dtype bf16 --bias same --activation silu --shapes 8x1000x700 --alpha 1.5 --beta -0.5"
       done ;;
     suite-llm16) run suite-llm16 $GL bench auto --suite llm --dtype fp16 --json "$OUT/suite_llm_fp16.json" ;;
     suite-llm-bf16) run suite-llm-bf16 $GL bench auto --suite llm --dtype bf16 --json "$OUT/suite_llm_bf16.json" ;;

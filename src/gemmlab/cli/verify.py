@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..core.config import parse_config
+from ..core.epilogue import ACTIVATIONS
 from ..core.precision import applies
 from ..core.shapes import VERIFY_SHAPES, parse_shapes, shapes_text
 from .common import add_config, add_dtype, add_precision, checked
@@ -18,6 +19,10 @@ def register(sub) -> None:
                    help="comma-separated MxNxK list")
     p.add_argument("--alpha", type=float, default=1.5)
     p.add_argument("--beta", type=float, default=-0.5)
+    p.add_argument("--bias", choices=("same", "fp32"), default=None,
+                   help="fuse a random bias of the operands' dtype (same) or float32 into every check")
+    p.add_argument("--activation", choices=tuple(ACTIVATIONS), default=None,
+                   help="fuse this activation into every check")
     p.set_defaults(func=run)
 
 
@@ -45,7 +50,7 @@ def run(args) -> int:
     for rung, dtype, precision in jobs:
         failed = checked = 0
         for r in verify_all(rung.slug, dtype, shapes, alpha_beta=[(args.alpha, 0.0), (args.alpha, args.beta)],
-                            config=config, precision=precision):
+                            config=config, precision=precision, bias=args.bias, activation=args.activation):
             checked += 1
             if not r.ok:
                 failed += 1

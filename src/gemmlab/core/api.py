@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from . import autotune, dispatch, fastpath, textures, workspace
+from . import autotune, dispatch, epilogue as _epilogue, fastpath, textures, workspace
 from .deps import require
 from .driver import device_info
 from .launch import Plan, current_stream, stream_capturing
 from .dtypes import get as get_dtype
-from .problem import describe_array, make_problem
+from .problem import overlaps, describe_array, make_problem
+from .registry import get as get_rung
 
 
 def _scale_in_place(c, beta: float) -> None:
@@ -51,23 +52,36 @@ def _choose(problem, kernel, config, precision, operands) -> dispatch.Choice:
     return tuned if tuned is not None else dispatch.decide(problem, kernel, config, device, precision)
 
 
-def plan(a, b, c, *, alpha=1.0, beta=0.0, kernel: str = "auto", config=None, precision: str | None = None) -> Plan:
+def _epilogue_of(problem, bias, activation):
+    """(Epilogue, the bias's pointer or 0) of a call, after checking bias and activation against
+    the problem (core/epilogue.py; the errors name the problem)."""
+    act = _epilogue.check_activation(activation)
+    info = _epilogue.check_bias(bias, problem.N, problem.dtype, problem.c.device, problem.c.lib)
+    if info is not None and overlaps(info, problem.c):
+        raise ValueError("bias overlaps c in memory; the output must not alias an input")
+    return _epilogue.make(act, info, problem.dtype, problem.c.col_major), (info.ptr if info is not None else 0)
+
+
+def plan(a, b, c, *, alpha=1.0, beta=0.0, bias=None, activation: str | None = None, kernel: str = "auto",
+         config=None, precision: str | None = None) -> Plan:
     """A prepared launch of one rung on these operands; ``plan(...).run()`` launches it. Its repr
     (and ``.choice``) says which rung and configuration run, and why (``core.dispatch``);
-    ``precision`` as for ``gemm``. The plan holds a, b and c (``.operands``) while you hold it:
-    ``run()`` launches on them."""
+    ``precision``, ``bias`` and ``activation`` as for ``gemm``. The plan holds a, b, c and the bias
+    (``.operands``) while you hold it: ``run()`` launches on them."""
     problem = make_problem(a, b, c, alpha, beta)
+    epi, bias_ptr = _epilogue_of(problem, bias, activation)
     if 0 in (problem.M, problem.N, problem.K):
         dispatch.decide(problem, kernel, config, _device_for(problem, kernel), precision)   # its refusals first
         raise ValueError(f"empty problem {problem.M}x{problem.N}x{problem.K}: nothing to launch")
     choice = _choose(problem, kernel, config, precision, (a, b, c))
-    p = Plan(problem, choice.rung, choice.config, choice=choice, precision=precision)
-    p.operands = (a, b, c)
+    p = Plan(problem, choice.rung, choice.config, choice=choice, precision=precision, epilogue=epi, bias_ptr=bias_ptr)
+    p.operands = (a, b, c) if bias is None else (a, b, c, bias)
     return p
 
 
-def gemm(a, b, c, *, alpha=1.0, beta=0.0, kernel: str = "auto", config=None, precision: str | None = None):
-    """c <- alpha * (a @ b) + beta * c, in place; returns c.
+def gemm(a, b, c, *, alpha=1.0, beta=0.0, bias=None, activation: str | None = None, kernel: str = "auto",
+         config=None, precision: str | None = None):
+    """c <- act(alpha * (a @ b) + beta * c + bias), in place; returns c.
 
     a (M, K), b (K, N), c (M, N): CuPy arrays or PyTorch CUDA tensors of one dtype (float32,
     float16 or bfloat16), each row- or column-major. The kernel runs on the current stream of
@@ -77,23 +91,34 @@ def gemm(a, b, c, *, alpha=1.0, beta=0.0, kernel: str = "auto", config=None, pre
     CUDA cores), "tf32" (TF32 tensor cores) or "3xtf32" (three TF32 products: FP32-accurate on
     the tensor cores); float16/bfloat16 take only their own (the default). None: the dtype's
     exact precision under "auto", a named rung's own default (tf32_mma: "tf32").
+    ``bias``: None or a contiguous 1-D array of length N (one value per column of c) in the
+    operands' dtype or float32, added before the activation; ``activation``: None, "relu",
+    "gelu" (erf), "gelu_tanh" or "silu". Both run inside the GEMM's own stores (every rung
+    fuses them; core/epilogue.py), in FP32, with one rounding to c's type.
     A call whose operands match an earlier call's (shapes, strides, dtype, device, alignment),
     with the same kernel, config and precision, reuses that call's plan: microseconds of host time.
     What gemmlab remembers of a call holds no reference to a, b or c: their memory is freed when
     you drop them, as after ``torch.matmul``.
     """
-    if fastpath.run(a, b, c, kernel, config, precision, alpha, beta):
+    fused = bias is not None or activation is not None
+    if (fastpath.run_fused(a, b, c, bias, activation, kernel, config, precision, alpha, beta) if fused
+            else fastpath.run(a, b, c, kernel, config, precision, alpha, beta)):
         return c
     problem = make_problem(a, b, c, alpha, beta)
+    epi, bias_ptr = _epilogue_of(problem, bias, activation)
     if 0 in (problem.M, problem.N, problem.K):
         dispatch.choose(problem, kernel, None, precision)   # rejects unknown names, dtypes and precisions first
         if problem.M and problem.N:
-            _scale_in_place(c, problem.beta)
+            if epi.plain:
+                _scale_in_place(c, problem.beta)
+            else:   # act(beta * c + bias): the naive rung's store, over no k at all
+                Plan(problem, get_rung("naive"), epilogue=epi, bias_ptr=bias_ptr).run()
         return c
     choice = _choose(problem, kernel, config, precision, (a, b, c))
-    plan = Plan(problem, choice.rung, choice.config, choice=choice, precision=precision)
+    plan = Plan(problem, choice.rung, choice.config, choice=choice, precision=precision, epilogue=epi,
+                bias_ptr=bias_ptr)
     plan.run()
-    fastpath.remember((a, b, c), kernel, config, plan, problem, precision)
+    fastpath.remember((a, b, c), kernel, config, plan, problem, precision, (activation, bias) if fused else None)
     return c
 
 
@@ -124,13 +149,18 @@ def _allocator(a, b):
     raise TypeError("matmul without out= needs CuPy or PyTorch inputs to allocate the result; pass out=")
 
 
-def matmul(a, b, *, kernel: str = "auto", out=None, config=None, precision: str | None = None):
-    """a @ b as a new array of the inputs' library (or into ``out``); ``precision`` as for
-    ``gemm``. A call like an earlier one (shapes, strides, dtype, device, alignment, kernel,
-    config, precision) allocates and launches without re-checking anything the earlier call
-    checked."""
-    if out is not None:
-        return gemm(a, b, out, alpha=1.0, beta=0.0, kernel=kernel, config=config, precision=precision)
+def matmul(a, b, *, bias=None, activation: str | None = None, kernel: str = "auto", out=None, config=None,
+           precision: str | None = None):
+    """act(a @ b + bias) as a new array of the inputs' library (or into ``out``); ``precision``,
+    ``bias`` and ``activation`` as for ``gemm``. A call like an earlier one (shapes, strides,
+    dtype, device, alignment, kernel, config, precision) allocates and launches without
+    re-checking anything the earlier call checked."""
+    if out is not None or bias is not None or activation is not None:
+        if out is None:
+            allocate, _ = _allocator(a, b)
+            out = allocate()
+        return gemm(a, b, out, alpha=1.0, beta=0.0, bias=bias, activation=activation, kernel=kernel, config=config,
+                    precision=precision)
     c = fastpath.product(a, b, kernel, config, precision)
     if c is not None:
         return c

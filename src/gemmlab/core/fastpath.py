@@ -63,15 +63,17 @@ def _generic_call(a, b, c):
 
 
 class _Entry:
-    """A remembered plan and what a hit checks: the operands' byte spans (for the overlap test)
-    and whether the kernel computes C^T = B^T A^T (a column-major C swaps A and B)."""
+    """A remembered plan and what a hit checks: the operands' byte spans (for the overlap test;
+    the bias's, of a fused call) and whether the kernel computes C^T = B^T A^T (a column-major C
+    swaps A and B)."""
 
-    __slots__ = ("plan", "swap", "span_a", "span_b", "span_c")
+    __slots__ = ("plan", "swap", "span_a", "span_b", "span_c", "span_bias")
 
-    def __init__(self, plan: Plan, problem: GemmProblem):
+    def __init__(self, plan: Plan, problem: GemmProblem, span_bias: int = 0):
         self.plan = plan
         self.swap = problem.c.col_major
         self.span_a, self.span_b, self.span_c = (x.span_elements * x.itemsize for x in (problem.a, problem.b, problem.c))
+        self.span_bias = span_bias
 
 
 _entries: dict[tuple, _Entry] = {}
@@ -143,6 +145,28 @@ def run(a, b, c, kernel, config, precision, alpha, beta) -> bool:
     return entry.plan.launch(pa, pb, pc, alpha, beta)
 
 
+def run_fused(a, b, c, bias, activation, kernel, config, precision, alpha, beta) -> bool:
+    """``run`` for a call with a fused epilogue: the signature also holds the activation and the
+    bias's (shape, strides, dtype, device, alignment), and a hit checks that the bias does not
+    overlap C either."""
+    try:
+        flat, pa, pb, pc = _call_of_types[type(a), type(b), type(c)](a, b, c)
+        bkey, pbias = _signature_of_type[type(bias)](bias) if bias is not None else (None, 0)
+        entry = _entries.get((flat, kernel, _config_key(config), precision, activation, bkey))
+    except (KeyError, TypeError, AttributeError):
+        return False
+    if entry is None or (alpha.__class__ is not float and alpha.__class__ is not int) or \
+            (beta.__class__ is not float and beta.__class__ is not int):
+        return False
+    end_c = pc + entry.span_c
+    if (pc < pa + entry.span_a and pa < end_c) or (pc < pb + entry.span_b and pb < end_c) or \
+            (bias is not None and pc < pbias + entry.span_bias and pbias < end_c):
+        return False
+    if entry.swap:
+        return entry.plan.launch(pb, pa, pc, alpha, beta, None, pbias)
+    return entry.plan.launch(pa, pb, pc, alpha, beta, None, pbias)
+
+
 def register(x, lib: str) -> None:
     """Give arrays of ``type(x)`` a signature (``lib``: its library, as describe_array says)."""
     sig = _SIGNATURE_OF_LIB.get(lib)
@@ -151,17 +175,31 @@ def register(x, lib: str) -> None:
         _lib_of_type.setdefault(type(x), lib)
 
 
-def remember(arrays, kernel, config, plan: Plan, problem: GemmProblem, precision=None) -> None:
+def remember(arrays, kernel, config, plan: Plan, problem: GemmProblem, precision=None, fused=None) -> None:
     """Remember the full path's plan for this call's signature (registering the array types
-    first, so the very first call of a type is remembered too)."""
+    first, so the very first call of a type is remembered too). ``fused``: (activation, bias) of
+    a call with a fused epilogue (``run_fused`` looks it up), None for a plain call."""
     for x, info in zip(arrays, (problem.a, problem.b, problem.c)):
         register(x, info.lib)
     call = signature(*arrays, kernel, config, precision)
     if call is None:
         return
+    key, span_bias = call[0], 0
+    if fused is not None:
+        activation, bias = fused
+        if bias is not None:
+            register(bias, problem.c.lib)
+            sig = _signature_of_type.get(type(bias))
+            if sig is None:
+                return
+            bkey, _ = sig(bias)
+            span_bias = bias.shape[0] * bias.itemsize
+        else:
+            bkey = None
+        key = key + (activation, bkey)
     if len(_entries) >= CAPACITY:   # forget the oldest (another thread may be doing the same)
         _entries.pop(next(iter(_entries), None), None)
-    _entries[call[0]] = _Entry(plan, problem)
+    _entries[key] = _Entry(plan, problem, span_bias)
 
 
 # ---- matmul: a @ b into a new array -----------------------------------------------------------

@@ -25,7 +25,8 @@ from .driver import check, context, cuda, device_info, primary_context
 from .dtypes import get as get_dtype
 from .problem import GemmProblem, KernelProblem
 from .registry import MAX_GRID_Y, Launch, Rung, streamk_workspace, workspace_split
-from .variant import REDUCE_THREADS, Variant, compile_reduce, resolve
+from .epilogue import PLAIN, Epilogue
+from .variant import REDUCE_THREADS, SpillError, Variant, compile_reduce, resolve
 from . import workspace
 
 
@@ -111,10 +112,12 @@ def compile_for_launch(variant: Variant, arch: str, capturing=None) -> CompiledK
     return variant.compile(arch, before_compile=_before_compile(variant.describe(), arch, capturing))
 
 
-def load_reduce(dtype: str, ordinal: int, capturing=None):
-    """The CUfunction of the split-K reduction for ``dtype`` on a device (``capturing``: see
-    ``compile_for_launch``)."""
-    return _load_helper(compile_reduce, f"the split-K reduction [{dtype}]", dtype, ordinal, capturing)
+def load_reduce(dtype: str, ordinal: int, capturing=None, epilogue: Epilogue = PLAIN):
+    """The CUfunction of the split-K reduction for ``dtype`` (with ``epilogue``, the one its
+    partial products left out) on a device (``capturing``: see ``compile_for_launch``)."""
+    what = f"the split-K reduction [{dtype}{', ' + epilogue.describe() if not epilogue.plain else ''}]"
+    arch = device_info(ordinal).arch
+    return load_compiled(compile_reduce(dtype, arch, _before_compile(what, arch, capturing), epilogue), ordinal, what)
 
 
 def load_pack(dtype: str, ordinal: int, capturing=None, kernel: str = packing.KERNEL, split: bool = False):
@@ -184,7 +187,8 @@ class _Params:
     address) points into it in the kernel's argument order (kernels/common.cuh). The extras
     after the standard arguments: two texture objects with their element offsets (the texture
     rungs), or two or three 128-byte tensor maps (the TMA rungs: A and B, and C for a rung with a
-    store map; the driver copies them by value)."""
+    store map; the driver copies them by value); then a stream-K kernel's workspace pointer, and
+    last the bias pointer of a fused bias (kernels/epilogue.cuh, GL_EPI_PARAMS)."""
 
     # byte offsets in the buffer, in the kernel's argument order
     _ORDER = (32, 36, 40, 24, 0, 44, 8, 48, 28, 16, 52)   # M N K alpha A lda B ldb beta C ldc
@@ -195,13 +199,16 @@ class _Params:
     _CALL = struct.Struct("<QQQff")                        # A B C alpha beta at byte 0
     _TEX = struct.Struct("<QqQq")                          # at byte 56
 
-    __slots__ = ("buffer", "array", "address", "pack", "_ws_at")
+    __slots__ = ("buffer", "array", "address", "pack", "_ws_at", "bias_at")
 
-    def __init__(self, kp: KernelProblem, textured: bool, maps: int = 0, workspace: bool = False):
+    def __init__(self, kp: KernelProblem, textured: bool, maps: int = 0, workspace: bool = False, bias: bool = False):
         order = self._ORDER + (self._TEX_ORDER if textured else ()) + self._TMAP_ORDER[:maps]
         size = 128 + 128 * maps if maps else 88
         self._ws_at = size if workspace else None
         if workspace:
+            order, size = order + (size,), size + 8
+        self.bias_at = size if bias else None
+        if bias:
             order, size = order + (size,), size + 8
         self.buffer = ctypes.create_string_buffer(size)
         base = ctypes.addressof(self.buffer)
@@ -227,6 +234,10 @@ class _Params:
         """The stream-K workspace pointer (a block made with ``workspace=True``)."""
         struct.pack_into("<Q", self.buffer, self._ws_at, ptr)
 
+    def bias(self, ptr: int) -> None:
+        """The bias pointer (a block made with ``bias=True``)."""
+        struct.pack_into("<Q", self.buffer, self.bias_at, ptr)
+
     def ldc(self, value: int) -> None:
         """The leading dimension of what the kernel writes (split-K: the workspace's row length)."""
         struct.pack_into("<i", self.buffer, 52, value)
@@ -248,8 +259,14 @@ class _HelperParams:
         self.pack = call.pack_into
 
 
-def _reduce_params(M: int, N: int, splits: int, ldc: int) -> _HelperParams:
-    """kernels/splitk_reduce.cu (M N S W alpha beta C ldc); per call W C alpha beta."""
+REDUCE_BIAS_AT = 40
+
+
+def _reduce_params(M: int, N: int, splits: int, ldc: int, bias: bool = False) -> _HelperParams:
+    """kernels/splitk_reduce.cu (M N S W alpha beta C ldc [bias]); per call W C alpha beta [bias]."""
+    if bias:   # its pointer after the ints, at byte 40 (two zero ints make its 8 bytes): REDUCE_BIAS_AT
+        return _HelperParams(struct.Struct("<QQff"), (24, 28, 32, 0, 16, 20, 8, 36, REDUCE_BIAS_AT),
+                             (M, N, splits, ldc, 0, 0))
     return _HelperParams(struct.Struct("<QQff"), (24, 28, 32, 0, 16, 20, 8, 36), (M, N, splits, ldc))
 
 
@@ -298,8 +315,12 @@ class Plan:
     _reduce_ex = _gemm_ex = None
 
     def __init__(self, problem: GemmProblem, rung: Rung, config=None, stream: int | None = None, choice=None,
-                 precision: str | None = None):
+                 precision: str | None = None, epilogue: Epilogue = PLAIN, bias_ptr: int = 0):
         self.problem = problem
+        # the fused epilogue (core/epilogue.py); with a bias, each launch passes its pointer (``bias``)
+        self.epilogue = epilogue
+        self._bias = epilogue.bias is not None
+        self._bias_ptr = bias_ptr   # run()'s
         self.rung = rung
         self.choice = choice    # core.dispatch's Choice: rung, configuration, source and why
         kp: KernelProblem = problem.kernel_view()
@@ -323,7 +344,18 @@ class Plan:
         # a rung reading two planes per operand (22 in 3xtf32): both operands always, split into TF32 parts
         # a rung reading A from registers (22 in tf32): row-major A and B computed as C^T = B^T A^T
         # (kp.c_col), the operands' pointers swapped at each launch (_swapped)
-        res = resolve(rung, problem.dtype, kp, config, precision, info.sm_count, vec_a, vec_b)
+        def capturing() -> bool:  # asked only when the variant needs a real compile
+            return stream_capturing(self._stream_of(self.ordinal) if stream is None else stream, self.ordinal)
+
+        res = resolve(rung, problem.dtype, kp, config, precision, info.sm_count, vec_a, vec_b, epilogue)
+        if not epilogue.plain and res.variant.cfg.get("STREAMK"):
+            try:   # (cached: load_function below finds it)
+                compile_for_launch(res.variant, info.arch, capturing)
+            except SpillError:
+                # a fused epilogue beside stream-K's fixup can pass the consumers' registers by a few
+                # bytes (rung 21 with a row bias, under NVRTC 13): the same tile without the tail
+                cfg = {**rung.config(config, res.variant.precision), "STREAMK": 0}
+                res = resolve(rung, problem.dtype, kp, cfg, precision, info.sm_count, vec_a, vec_b, epilogue)
         self.packs, self.kp, self.geometry = res.packs, res.kp, res.geometry
         self.variant = res.variant   # the split-K, tall-grid or stream-K build of the geometry
         kp = self.kp
@@ -339,15 +371,11 @@ class Plan:
         # STREAMK=1 with a partial last wave (registry.streamk_tail; otherwise for_geometry gave the
         # STREAMK=0 kernel): its pieces meet in the stream's workspace, whose flags are zeroed first
         self._streamk = bool(self.variant.cfg.get("STREAMK"))
-
-        def capturing() -> bool:  # asked only when the variant needs a real compile
-            return stream_capturing(self._stream_of(self.ordinal) if stream is None else stream, self.ordinal)
-
         self.function, self.compiled = load_function(self.variant, self.ordinal, capturing)
         cu = cuda()
         self._opt_in_smem(self.function, info.limits)
         self._params = _Params(kp, bool(tex_args), (3 if rung.store_map else 2) if rung.tensor_maps else 0,
-                               self._streamk)
+                               self._streamk, self._bias)
         if tex_args:
             self._params.textures(*tex_args)
         self._maps = self._map_args(problem.dtype) if rung.tensor_maps else None
@@ -461,8 +489,8 @@ class Plan:
         self._split_offset, self.workspace_bytes = packing.layout(self.packs, extra)
         if split:
             self._params.ldc(kp.N)
-            fn = load_reduce(dtype, self.ordinal, capturing)
-            self._reduce = _reduce_params(kp.M, kp.N, self.splits, kp.ldc)
+            fn = load_reduce(dtype, self.ordinal, capturing, self.epilogue)
+            self._reduce = _reduce_params(kp.M, kp.N, self.splits, kp.ldc, self._bias)
             grid = (-(-kp.N // REDUCE_THREADS), min(kp.M, MAX_GRID_Y), 1)
             self._reduce_head = (fn, *grid, REDUCE_THREADS, 1, 1, 0)
             self._reduce_ex = self._pdl_config(self._reduce_head) if self._pdl else None
@@ -528,14 +556,15 @@ class Plan:
         operands."""
         kp = self.kp
         a_ptr, b_ptr = (kp.b_ptr, kp.a_ptr) if self._swapped else (kp.a_ptr, kp.b_ptr)   # the kernel view's
-        if not self.launch(a_ptr, b_ptr, kp.c_ptr, kp.alpha, kp.beta, stream):
+        if not self.launch(a_ptr, b_ptr, kp.c_ptr, kp.alpha, kp.beta, stream, self._bias_ptr):
             raise RuntimeError(f"{self.variant.describe()}: the operands' texture extent changed since the plan was made")
 
     def launch(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float,
-               stream: int | None = None) -> bool:
+               stream: int | None = None, bias: int = 0) -> bool:
         """Launch on other operands (the kernel's view: A, B, C after any transposition) of the
-        plan's shapes, strides and alignment class. False, launching nothing, when a texture
-        rung would need another variant for them (the caller then makes a new plan).
+        plan's shapes, strides and alignment class; ``bias``: the bias vector's pointer of a plan
+        whose epilogue has one. False, launching nothing, when a texture rung would need another
+        variant for them (the caller then makes a new plan).
         The path of gemmlab.gemm's every call: kept flat (each Python call costs ~0.1 us)."""
         if stream is None:
             stream = self._stream_of(self.ordinal)
@@ -543,13 +572,15 @@ class Plan:
             self._wait_for_producers(stream)
         if self.rung.textures:
             with textures.LOCK:
-                return self._launch_textured(a_ptr, b_ptr, c_ptr, alpha, beta, stream)
+                return self._launch_textured(a_ptr, b_ptr, c_ptr, alpha, beta, stream, bias)
         params = self._params
         with self._lock:
             try:
                 params.pack(params.buffer, 0, a_ptr, b_ptr, c_ptr, alpha, beta)
             except OverflowError:
                 params.pack(params.buffer, 0, a_ptr, b_ptr, c_ptr, _f32(alpha), _f32(beta))
+            if self._bias:
+                params.bias(bias)
             if self._maps is not None and (a_ptr != self._mapped[0] or b_ptr != self._mapped[1]
                                            or (self._map_c and c_ptr != self._mapped[2])):
                 self._remap(a_ptr, b_ptr, c_ptr)
@@ -571,7 +602,7 @@ class Plan:
         self._mapped = (a_ptr, b_ptr, c_ptr)
 
     def _launch_staged(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float,
-                       stream: int | None = None) -> bool:
+                       stream: int | None = None, bias: int = 0) -> bool:
         """``launch`` of a plan that uses a workspace (core/workspace.py), taken for this call on its
         stream and given back after its last kernel: the copy of each packed operand into it, the
         rung's kernel on the copies (split-K: into its partial products, ignoring alpha and beta),
@@ -583,12 +614,12 @@ class Plan:
             self._wait_for_producers(stream)
         if stream in _SPECIAL_STREAMS and not _current_context_is(self.ordinal):
             with context(self.ordinal):
-                self._staged(a_ptr, b_ptr, c_ptr, alpha, beta, stream)
+                self._staged(a_ptr, b_ptr, c_ptr, alpha, beta, stream, bias)
         else:
-            self._staged(a_ptr, b_ptr, c_ptr, alpha, beta, stream)
+            self._staged(a_ptr, b_ptr, c_ptr, alpha, beta, stream, bias)
         return True
 
-    def _staged(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float, stream: int) -> None:
+    def _staged(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float, stream: int, bias: int) -> None:
         ws = workspace.acquire(self.ordinal, stream, self.workspace_bytes)
         try:
             region = packing.base(ws) if self.packs else ws
@@ -602,6 +633,8 @@ class Plan:
                         b_ptr = region + p.offset
                 split = self._split
                 _fill(self._params, a_ptr, b_ptr, region + self._split_offset if split else c_ptr, alpha, beta)
+                if self._bias:
+                    self._params.bias(bias)
                 if self._sk_flags is not None:   # stream-K: the workspace, its flags zeroed before the kernel
                     self._params.workspace(region + self._split_offset)
                     self._zero_flags(region + self._split_offset + self._sk_flags, stream)
@@ -614,6 +647,8 @@ class Plan:
                     self._launch(stream, self._tail_head, self._params.address)
                 if split:
                     _fill(self._reduce, region + self._split_offset, c_ptr, alpha, beta)
+                    if self._bias:
+                        struct.pack_into("<Q", self._reduce.buffer, REDUCE_BIAS_AT, bias)
                     self._launch_ex(stream, self._reduce_ex, self._reduce_head, self._reduce.address)
         finally:
             workspace.release(self.ordinal, stream, ws)
@@ -649,7 +684,7 @@ class Plan:
                 check(self._cu.cuMemsetD32Async(ptr, 0, self._sk_count, stream), "cuMemsetD32Async of the stream-K flags")
 
     def _launch_clustered(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float,
-                          stream: int | None = None) -> bool:
+                          stream: int | None = None, bias: int = 0) -> bool:
         """``launch`` of a cluster split without packed operands: one cuLaunchKernelEx (``_launch``)."""
         if stream is None:
             stream = self._stream_of(self.ordinal)
@@ -657,10 +692,12 @@ class Plan:
             self._wait_for_producers(stream)
         with self._lock:
             _fill(self._params, a_ptr, b_ptr, c_ptr, alpha, beta)
+            if self._bias:
+                self._params.bias(bias)
             self._launch(stream)
         return True
 
-    def _launch_textured(self, a_ptr, b_ptr, c_ptr, alpha, beta, stream) -> bool:
+    def _launch_textured(self, a_ptr, b_ptr, c_ptr, alpha, beta, stream, bias=0) -> bool:
         ta = textures.acquire(a_ptr, self._spans[0], self._want[0], self.ordinal)
         tb = textures.acquire(b_ptr, self._spans[1], self._want[1], self.ordinal)
         if (ta.channels, tb.channels) != self._channels:
@@ -669,6 +706,8 @@ class Plan:
         with self._lock:
             params.pack(params.buffer, 0, a_ptr, b_ptr, c_ptr, _f32(alpha), _f32(beta))
             params.textures(ta.handle, ta.offset, tb.handle, tb.offset)
+            if self._bias:
+                params.bias(bias)
             self._launch(stream)
         textures.used((ta, tb), stream, self.ordinal, stream_capturing(stream, self.ordinal))
         return True
@@ -712,9 +751,10 @@ class Plan:
                 check(cu.cuStreamWaitEvent(stream, ev, 0), "cuStreamWaitEvent")
 
 
-def _swap_ab(launch, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float, stream: int | None = None) -> bool:
+def _swap_ab(launch, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float, stream: int | None = None,
+             bias: int = 0) -> bool:
     """``launch`` of a plan whose kernel computes the transposed problem: its A is the view's B."""
-    return launch(b_ptr, a_ptr, c_ptr, alpha, beta, stream)
+    return launch(b_ptr, a_ptr, c_ptr, alpha, beta, stream, bias)
 
 
 _events: dict[int, object] = {}

@@ -86,7 +86,8 @@ def _layout(name: str, shape, strides_el) -> tuple[bool, int]:
     )
 
 
-def describe_array(name: str, x) -> ArrayInfo:
+def describe_array(name: str, x, vector: bool = False) -> ArrayInfo:
+    """The facts of a 2-D device array (``vector``: of a 1-D one, described as its one row)."""
     lib = _lib_of(x)
     stream = None
     if lib == "torch":  # x is a torch.Tensor: torch is imported already
@@ -97,8 +98,8 @@ def describe_array(name: str, x) -> ArrayInfo:
     elif lib == "cupy":
         dt = x.dtype.name
         shape, ptr, dev = tuple(x.shape), x.data.ptr, x.device.id
-        strides = tuple(s // x.dtype.itemsize for s in x.strides) if x.ndim == 2 else ()
-        if x.ndim == 2 and any(s % x.dtype.itemsize for s in x.strides):
+        strides = tuple(s // x.dtype.itemsize for s in x.strides) if x.ndim == 1 + (not vector) else ()
+        if x.ndim == 1 + (not vector) and any(s % x.dtype.itemsize for s in x.strides):
             raise ValueError(f"{name} has strides {x.strides} bytes that are not whole elements")
     else:
         cai = x.__cuda_array_interface__
@@ -107,12 +108,16 @@ def describe_array(name: str, x) -> ArrayInfo:
         shape = tuple(cai["shape"])
         itemsize = int(typestr[2:]) if typestr[2:].isdigit() else 1
         strides = cai.get("strides")
-        if strides is None and len(shape) == 2:
-            strides = (shape[1], 1)
+        if strides is None and len(shape) in (1, 2):
+            strides = (shape[1], 1) if len(shape) == 2 else (1,)
         elif strides is not None:
             strides = tuple(s // itemsize for s in strides)
         stream = _cai_stream(name, cai)
         ptr, dev = cai["data"][0], _device_of_pointer(cai["data"][0])
+    if vector:
+        if len(shape) != 1:
+            raise ValueError(f"{name} must be 1-D, got {len(shape)}-D with shape {shape}")
+        shape, strides = (1, shape[0]), (shape[0] * strides[0], strides[0])
     if len(shape) != 2:
         raise ValueError(f"{name} must be 2-D, got {len(shape)}-D with shape {shape}")
     try:
@@ -217,7 +222,7 @@ def _check_scalar(name: str, v) -> float:
     return f
 
 
-def _overlaps(x: ArrayInfo, y: ArrayInfo) -> bool:
+def overlaps(x: ArrayInfo, y: ArrayInfo) -> bool:
     if x.span_elements == 0 or y.span_elements == 0:
         return False
     x0, x1 = x.ptr, x.ptr + x.span_elements * x.itemsize
@@ -241,7 +246,7 @@ def make_problem(a, b, c, alpha=1.0, beta=0.0) -> GemmProblem:
     if (ci.rows, ci.cols) != (M, N):
         raise ValueError(f"shape mismatch: c is {ci.rows}x{ci.cols} but a @ b is {M}x{N}")
     for name, other in (("a", ai), ("b", bi)):
-        if _overlaps(ci, other):
+        if overlaps(ci, other):
             raise ValueError(f"c overlaps {name} in memory; the output must not alias an input")
     for name, x in (("a", ai), ("b", bi), ("c", ci)):
         if x.ld >= 2**31:

@@ -21,6 +21,7 @@ from typing import Optional
 from .api import matmul as _gemmlab_matmul
 from .deps import MissingDependencyError, require
 from .dtypes import from_array_name
+from .epilogue import check_activation
 from .precision import resolve as resolve_precision
 from .registry import get as get_rung
 
@@ -109,13 +110,91 @@ def _backward(ctx, grad):
 _matmul_op.register_autograd(_backward, setup_context=_setup_context)
 
 
-def matmul(a, b, kernel: str = "auto", precision: Optional[str] = None):
-    """a @ b for 2-D CUDA tensors through gemmlab (``torch.ops.gemmlab.matmul``): differentiable
-    in a and b, traceable by ``torch.compile(fullgraph=True)``. ``kernel``: a rung slug or "auto";
-    ``precision``: as for ``gemmlab.gemm`` (float32: "fp32", "tf32", "3xtf32"; the gradients use it too)."""
-    return torch.ops.gemmlab.matmul(a, b, kernel, precision)
+# ---- the fused epilogue: act(a @ b + bias) ---------------------------------------------------------
+EPILOGUE_OP_NAME = "gemmlab::matmul_epilogue"
+
+
+def check_epilogue(a, b, bias, activation) -> None:
+    """The checks of the bias and the activation shared by the real and the fake implementation."""
+    check_activation(activation)
+    if bias is None:
+        return
+    if bias.dim() != 1 or bias.shape[0] != b.shape[1]:
+        raise ValueError(f"{EPILOGUE_OP_NAME}: bias must be 1-D of length N = {b.shape[1]}, got shape {tuple(bias.shape)}")
+    if bias.dtype not in (a.dtype, torch.float32):
+        raise TypeError(f"{EPILOGUE_OP_NAME}: bias is {bias.dtype}; it must be {a.dtype} (the operands') or torch.float32")
+    if bias.device != a.device:
+        raise ValueError(f"{EPILOGUE_OP_NAME}: bias is on {bias.device} but a is on {a.device}")
+
+
+@torch.library.custom_op(EPILOGUE_OP_NAME, mutates_args=())
+def _epilogue_op(a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor], activation: Optional[str],
+                 kernel: str, precision: Optional[str] = None) -> torch.Tensor:
+    check_operands(a, b, kernel, precision)
+    check_epilogue(a, b, bias, activation)
+    if a.device.type != "cuda":
+        raise TypeError(f"{EPILOGUE_OP_NAME} computes on the GPU: got tensors on {a.device}; "
+                        "move them to a CUDA device first (x.cuda())")
+    with torch.cuda.device(a.device):
+        return _gemmlab_matmul(_gemmlab_layout(a), _gemmlab_layout(b), bias=None if bias is None else bias.contiguous(),
+                               activation=activation, kernel=kernel, precision=precision)
+
+
+@_epilogue_op.register_fake
+def _epilogue_fake(a, b, bias, activation, kernel, precision=None):
+    check_operands(a, b, kernel, precision)
+    check_epilogue(a, b, bias, activation)
+    return a.new_empty((a.shape[0], b.shape[1]))
+
+
+def _epilogue_setup(ctx, inputs, output):
+    a, b, bias, activation, kernel, precision = inputs
+    ctx.save_for_backward(a, b, bias)
+    ctx.activation, ctx.kernel, ctx.precision = activation, kernel, precision
+
+
+def _activation_backward(grad, z, activation):
+    """d act(z) / dz * grad, by PyTorch's own backward kernels of the same activations."""
+    if activation == "relu":
+        return torch.ops.aten.threshold_backward(grad, z, 0)
+    if activation in ("gelu", "gelu_tanh"):
+        return torch.ops.aten.gelu_backward(grad, z, approximate="tanh" if activation == "gelu_tanh" else "none")
+    return torch.ops.aten.silu_backward(grad, z)
+
+
+def _epilogue_backward(ctx, grad):
+    """The pre-activation z = a @ b + bias is recomputed (one fused GEMM with the bias) rather than
+    saved: the forward then writes one output, not two."""
+    a, b, bias = ctx.saved_tensors
+    if ctx.activation is None:
+        grad_z = grad
+    else:
+        z = _epilogue_op(a, b, bias, None, ctx.kernel, ctx.precision)
+        grad_z = _activation_backward(grad, z, ctx.activation)
+    grad_a = grad_b = grad_bias = None
+    if ctx.needs_input_grad[0]:
+        grad_a = _matmul_op(grad_z, b.t(), ctx.kernel, ctx.precision)
+    if ctx.needs_input_grad[1]:
+        grad_b = _matmul_op(a.t(), grad_z, ctx.kernel, ctx.precision)
+    if bias is not None and ctx.needs_input_grad[2]:
+        grad_bias = grad_z.sum(0, dtype=torch.float32).to(bias.dtype)
+    return grad_a, grad_b, grad_bias, None, None, None
+
+
+_epilogue_op.register_autograd(_epilogue_backward, setup_context=_epilogue_setup)
+
+
+def matmul(a, b, kernel: str = "auto", precision: Optional[str] = None, *, bias=None, activation: Optional[str] = None):
+    """act(a @ b + bias) for 2-D CUDA tensors through gemmlab (``torch.ops.gemmlab.matmul``, or
+    ``torch.ops.gemmlab.matmul_epilogue`` with a bias or an activation, fused into the GEMM's stores):
+    differentiable in a, b and the bias, traceable by ``torch.compile(fullgraph=True)``. ``kernel``:
+    a rung slug or "auto"; ``precision``: as for ``gemmlab.gemm`` (float32: "fp32", "tf32", "3xtf32";
+    the gradients use it too); ``activation``: "relu", "gelu", "gelu_tanh", "silu" or None."""
+    if bias is None and activation is None:
+        return torch.ops.gemmlab.matmul(a, b, kernel, precision)
+    return torch.ops.gemmlab.matmul_epilogue(a, b, bias, activation, kernel, precision)
 
 
 op = torch.ops.gemmlab.matmul.default
 
-__all__ = ["matmul", "op", "check_operands", "OP_NAME"]
+__all__ = ["matmul", "op", "check_operands", "OP_NAME", "EPILOGUE_OP_NAME"]

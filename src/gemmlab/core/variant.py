@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from . import compile as _compile
 from .config import ConfigLike
 from .dtypes import get as get_dtype
+from .epilogue import PLAIN, Epilogue
 from .precision import get as get_precision
 from .registry import Launch, Rung, get, streamk_tail, workspace_split
 from . import packing
@@ -34,6 +35,7 @@ class Variant:
     precision: str = ""  # core.precision name; "" (as built by hand): the rung's default for the dtype
     c_col: bool = False  # C column-major: the transposed problem of a rung reading A from registers (GL_C_COL)
     tma_store_only: bool = False   # the rung's store twin (Rung.store_twin): only the TMA store's epilogue
+    epilogue: Epilogue = PLAIN     # bias and activation fused into the stores (core/epilogue.py)
 
     def __post_init__(self):
         if not self.precision:
@@ -42,14 +44,14 @@ class Variant:
     @classmethod
     def make(cls, rung: Rung | str, dtype: str = "fp32", *, a_col=False, b_col=False,
              vec_a=True, vec_b=True, vec_c=True, config: ConfigLike = None, tall=False,
-             precision: str | None = None, c_col=False) -> "Variant":
+             precision: str | None = None, c_col=False, epilogue: Epilogue = PLAIN) -> "Variant":
         """``precision`` None: the rung's own default for ``dtype`` (core.registry.Rung.precision_for)."""
         rung = get(rung) if isinstance(rung, str) else rung
         rung.require(dtype, precision=precision)
         precision = rung.precision_for(dtype, precision)
         cfg = rung.config(config, precision)
         return cls(rung, dtype, bool(a_col), bool(b_col), bool(vec_a), bool(vec_b), bool(vec_c),
-                   tuple(sorted(cfg.items())), bool(tall), precision, bool(c_col))
+                   tuple(sorted(cfg.items())), bool(tall), precision, bool(c_col), epilogue=epilogue)
 
     def for_kernel_problem(self, kp) -> "Variant":
         """This variant for the problem its kernel computes (``core.packing.for_kernel``'s, a
@@ -78,6 +80,7 @@ class Variant:
         code = get_precision(self.precision).kernel_code
         if code:        # likewise: the exact path defines nothing
             d["GL_PRECISION"] = code
+        d.update(self.epilogue.defines())   # likewise: the plain epilogue defines nothing
         return d
 
     def compile(self, arch: str, before_compile=None) -> _compile.CompiledKernel:
@@ -134,6 +137,8 @@ class Variant:
         vec = "".join(n for n, v in (("A", self.vec_a), ("B", self.vec_b), ("C", self.vec_c)) if v) or "none"
         cfg = ",".join(f"{k}={v}" for k, v in self.config)
         tall = (", tall grid" if self.tall else "") + (", TMA store only" if self.tma_store_only else "")
+        if not self.epilogue.plain:
+            tall += f", epilogue {self.epilogue.describe()}"
         dt = self.dtype if self.precision == self.dtype else f"{self.dtype} as {self.precision}"
         return f"{self.rung.slug}[{dt}, A/B {lay}, vec {vec}, {cfg}{tall}]"
 
@@ -150,14 +155,15 @@ class Resolved:
 
 
 def resolve(rung: Rung, dtype: str, kp, config: ConfigLike, precision: str | None, sm_count: int,
-            vec_a: bool | None = None, vec_b: bool | None = None) -> Resolved:
+            vec_a: bool | None = None, vec_b: bool | None = None, epilogue: Epilogue = PLAIN) -> Resolved:
     """The variant a plan runs (``core.launch.Plan``; the tuner and the selection's collection
     compile it ahead from here, so they build what the plan will load): the operands it copies
     first (PACK=1, a k_major rung; core.packing.for_kernel), the geometry on ``sm_count`` SMs and
     the split-K, tall-grid or stream-K build that geometry takes. ``vec_a``/``vec_b``: the vector
     flags where the launch decides them itself (a texture rung), else the problem's."""
     v = Variant.make(rung, dtype, a_col=kp.a_col, b_col=kp.b_col, vec_a=kp.vec_a if vec_a is None else vec_a,
-                     vec_b=kp.vec_b if vec_b is None else vec_b, vec_c=kp.vec_c, config=config, precision=precision)
+                     vec_b=kp.vec_b if vec_b is None else vec_b, vec_c=kp.vec_c, config=config, precision=precision,
+                     epilogue=epilogue)
     packs, kp2 = packing.for_kernel(kp, dtype, bool(v.cfg.get("PACK")), rung.k_major, rung.planes_for(v.precision),
                                     rung.reads_register_a(v.precision))
     if kp2 is not kp:
@@ -171,7 +177,9 @@ REDUCE_SOURCE, REDUCE_KERNEL = "splitk_reduce.cu", "splitk_reduce"
 REDUCE_THREADS = 128     # GL_REDUCE_THREADS in the kernel: one output column per thread
 
 
-def compile_reduce(dtype: str, arch: str, before_compile=None) -> _compile.CompiledKernel:
-    """The split-K reduction kernel for ``dtype`` (its output type) on ``arch``, cached like a variant."""
-    return _compile.compile_source(REDUCE_SOURCE, REDUCE_KERNEL, arch, {"GL_DTYPE": get_dtype(dtype).code},
+def compile_reduce(dtype: str, arch: str, before_compile=None, epilogue: Epilogue = PLAIN) -> _compile.CompiledKernel:
+    """The split-K reduction kernel for ``dtype`` (its output type) on ``arch``, with the epilogue
+    the partial products left out (their rung's bias and activation), cached like a variant."""
+    return _compile.compile_source(REDUCE_SOURCE, REDUCE_KERNEL, arch,
+                                   {"GL_DTYPE": get_dtype(dtype).code, **epilogue.defines()},
                                    before_compile=before_compile)

@@ -13,7 +13,7 @@
 static_assert(THREADS == BM * BN, "rung 1 uses one thread per element of the BM x BN tile");
 
 extern "C" __global__ void __launch_bounds__(THREADS)
-gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc)
+gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc GL_EPI_PARAMS)
 {
     // block = BM x BN threads in a 1-D block; lane-fast index -> row (the "wrong" one)
     const int i = GL_TILE_ROW * BM + threadIdx.x % BM;   // row of C
@@ -26,5 +26,5 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
         acc = fmaf(gl_to_float(A[gl_a_off(i, k, lda)]), gl_to_float(B[gl_b_off(k, j, ldb)]), acc);
 
     // ---- epilogue ------------------------------------------------------------------------------
-    gl_store_c(C, ldc, i, j, acc, alpha, beta);
+    gl_store_c(C, ldc, i, j, acc, GL_EPI(alpha, beta));
 }

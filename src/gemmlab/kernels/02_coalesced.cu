@@ -18,7 +18,7 @@
 static_assert(THREADS == BM * BN, "rung 2 uses one thread per element of the BM x BN tile");
 
 extern "C" __global__ void __launch_bounds__(THREADS)
-gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc)
+gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc GL_EPI_PARAMS)
 {
     // lane-fast index -> column of C (the "right" one for row-major B and C)
     const int tid = threadIdx.x;
@@ -32,5 +32,5 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
         acc = fmaf(gl_to_float(A[gl_a_off(i, k, lda)]), gl_to_float(B[gl_b_off(k, j, ldb)]), acc);
 
     // ---- epilogue: coalesced store of one row segment of C per warp ----------------------------
-    gl_store_c(C, ldc, i, j, acc, alpha, beta);
+    gl_store_c(C, ldc, i, j, acc, GL_EPI(alpha, beta));
 }

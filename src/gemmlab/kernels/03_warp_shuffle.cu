@@ -33,7 +33,7 @@ static_assert(BM == 32 && BN == 32, "rung 3: lane -> column (BN = 32) and lane -
 static_assert(THREADS % 32 == 0 && BM % NWARPS == 0 && KS % NWARPS == 0, "the warps must split the 32 rows evenly");
 
 extern "C" __global__ void __launch_bounds__(THREADS)
-gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc)
+gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc GL_EPI_PARAMS)
 {
     __shared__ float As[BM][KS + 1];   // [BM rows][KS k's] A slice; +1: column-major A stores a column, conflict-free
     __shared__ float Bs[KS][BN + 1];   // [KS k's][BN cols] B slice; +1: column-major B stores a column, conflict-free
@@ -87,6 +87,6 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
 #pragma unroll
     for (int t = 0; t < BM / NWARPS; ++t) {
         const int r = warp + t * NWARPS;
-        gl_store_c_checked(C, ldc, M, N, row0 + r, col0 + lane, Cs[r][lane], alpha, beta);
+        gl_store_c_checked(C, ldc, M, N, row0 + r, col0 + lane, Cs[r][lane], GL_EPI(alpha, beta));
     }
 }

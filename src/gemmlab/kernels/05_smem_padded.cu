@@ -23,7 +23,7 @@
 static_assert(BM == BN && BN == BK && THREADS == BM * BN, "rung 5: square tiles, one thread per element of C");
 
 extern "C" __global__ void __launch_bounds__(THREADS)
-gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc)
+gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc GL_EPI_PARAMS)
 {
     __shared__ float As[BM][BK + 1];   // [BM rows m][BK k's + 1 pad]: As[m][k] = A(row0+m, k0+k)
     __shared__ float Bs[BN][BK + 1];   // [BN cols n][BK k's + 1 pad]: Bs[n][k] = B(k0+k, col0+n), transposed, PADDED
@@ -59,5 +59,5 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     }
 
     // ---- epilogue: coalesced store, one row segment of C per warp -------------------------------
-    gl_store_c_checked(C, ldc, M, N, row0 + ty, col0 + tx, acc, alpha, beta);
+    gl_store_c_checked(C, ldc, M, N, row0 + ty, col0 + tx, acc, GL_EPI(alpha, beta));
 }

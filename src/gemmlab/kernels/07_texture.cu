@@ -42,7 +42,7 @@ static_assert(BM == BN && BN == BK && THREADS == BM * BN, "rung 7: square tiles,
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc,
-     unsigned long long texA, long long offA, unsigned long long texB, long long offB)
+     unsigned long long texA, long long offA, unsigned long long texB, long long offB GL_EPI_PARAMS)
 {
     __shared__ float As[BM][BK + 1];   // [BM rows m][BK k's + 1 pad]: As[m][k] = A(row0+m, k0+k)
     __shared__ float Bs[BN][BK + 1];   // [BN cols n][BK k's + 1 pad]: Bs[n][k] = B(k0+k, col0+n), transposed, PADDED
@@ -82,5 +82,5 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     }
 
     // ---- epilogue: coalesced store, one row segment of C per warp -------------------------------
-    gl_store_c_checked(C, ldc, M, N, row0 + ty, col0 + tx, acc, alpha, beta);
+    gl_store_c_checked(C, ldc, M, N, row0 + ty, col0 + tx, acc, GL_EPI(alpha, beta));
 }

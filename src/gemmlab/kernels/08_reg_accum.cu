@@ -35,7 +35,7 @@ static_assert(THREADS % 32 == 0 && BM % NWARPS == 0, "the warps must split the B
 static_assert((BM * BK) % THREADS == 0 && (BK * BN) % THREADS == 0, "tiles must split evenly over the threads");
 
 extern "C" __global__ void __launch_bounds__(THREADS)
-gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc)
+gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc GL_EPI_PARAMS)
 {
     __shared__ float As[BM][BK + 1];   // [BM rows m][BK k's + 1 pad]: As[m][k] = A(row0+m, k0+k)
     __shared__ float Bs[BK][BN + 1];   // [BK k's][BN cols n + 1 pad]: Bs[k][n] = B(k0+k, col0+n)
@@ -89,5 +89,5 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     // ---- epilogue: straight from registers; each warp stores RPW coalesced row segments --------
 #pragma unroll
     for (int t = 0; t < RPW; ++t)
-        gl_store_c_checked(C, ldc, M, N, row0 + warp + t * NWARPS, col0 + lane, acc[t], alpha, beta);
+        gl_store_c_checked(C, ldc, M, N, row0 + warp + t * NWARPS, col0 + lane, acc[t], GL_EPI(alpha, beta));
 }

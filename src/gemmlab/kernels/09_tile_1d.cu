@@ -23,7 +23,7 @@ static_assert(BM % TM == 0, "TM must divide BM");
 static_assert((BM * BK) % THREADS == 0 && (BK * BN) % THREADS == 0, "tiles must split evenly over the threads");
 
 extern "C" __global__ void __launch_bounds__(THREADS)
-gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc)
+gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc GL_EPI_PARAMS)
 {
     __shared__ float As[BM][BK];   // [BM rows of the block][BK k's]: A tile as stored in row-major order
     __shared__ float Bs[BK][BN];   // [BK k's][BN columns of the block]
@@ -83,5 +83,5 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     // ---- epilogue: TM outputs of one column, bounds-checked ---------------------------------
 #pragma unroll
     for (int i = 0; i < TM; ++i)
-        gl_store_c_checked(C, ldc, M, N, row0 + tm * TM + i, col0 + tn, acc[i], alpha, beta);
+        gl_store_c_checked(C, ldc, M, N, row0 + tm * TM + i, col0 + tn, acc[i], GL_EPI(alpha, beta));
 }

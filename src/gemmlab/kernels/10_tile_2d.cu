@@ -29,7 +29,7 @@ static_assert(BM % TM == 0 && BN % TN == 0, "TM/TN must divide BM/BN");
 static_assert((BM * BK) % THREADS == 0 && (BK * BN) % THREADS == 0, "tiles must split evenly over the threads");
 
 extern "C" __global__ void __launch_bounds__(THREADS)
-gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc)
+gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc GL_EPI_PARAMS)
 {
     __shared__ float As[BM][BK];   // [BM rows of the block][BK k's]: A tile, not transposed
     __shared__ float Bs[BK][BN];   // [BK k's][BN columns of the block]
@@ -94,5 +94,5 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     for (int i = 0; i < TM; ++i)
 #pragma unroll
         for (int j = 0; j < TN; ++j)
-            gl_store_c_checked(C, ldc, M, N, row0 + ty * TM + i, col0 + tx * TN + j, acc[i][j], alpha, beta);
+            gl_store_c_checked(C, ldc, M, N, row0 + ty * TM + i, col0 + tx * TN + j, acc[i][j], GL_EPI(alpha, beta));
 }

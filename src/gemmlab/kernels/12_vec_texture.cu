@@ -136,7 +136,7 @@ struct TexBTileLoader {
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc,
-     unsigned long long texA, long long offA, unsigned long long texB, long long offB)
+     unsigned long long texA, long long offA, unsigned long long texB, long long offB GL_EPI_PARAMS)
 {
     __shared__ __align__(16) float As[BK][BM + PAD];   // [BK k's][BM rows (+PAD)]: A tile TRANSPOSED
     __shared__ __align__(16) float Bs[BK][BN + PAD];   // [BK k's][BN columns (+PAD)]
@@ -196,5 +196,5 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
 #pragma unroll
         for (int j = 0; j < TN; j += 4)
             gl_store_c4(C, ldc, M, N, row0 + ty * TM + i, col0 + tx * TN + j,
-                        make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]), alpha, beta);
+                        make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]), GL_EPI(alpha, beta));
 }

@@ -45,7 +45,7 @@ static_assert(BM % TM == 0 && BN % TN == 0, "TM/TN must divide BM/BN");
 static_assert((BM + PAD) % 4 == 0 && (BN + PAD) % 4 == 0, "shared rows must stay 16-byte aligned");
 
 extern "C" __global__ void __launch_bounds__(THREADS)
-gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc)
+gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc GL_EPI_PARAMS)
 {
     __shared__ __align__(16) float As[BK][BM + PAD];   // [BK k's][BM rows (+PAD)]: A tile TRANSPOSED
     __shared__ __align__(16) float Bs[BK][BN + PAD];   // [BK k's][BN columns (+PAD)]
@@ -109,5 +109,5 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
                 gl_store_c4(C, ldc, M, N, row0 + p * SM_ + ty * 4 + i, col0 + q * SN_ + tx * 4,
                             make_float4(acc[p * 4 + i][q * 4 + 0], acc[p * 4 + i][q * 4 + 1],
                                         acc[p * 4 + i][q * 4 + 2], acc[p * 4 + i][q * 4 + 3]),
-                            alpha, beta);
+                            GL_EPI(alpha, beta));
 }

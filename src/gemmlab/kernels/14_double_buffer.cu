@@ -32,7 +32,7 @@ static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "4x4 blocks need TM, TN
 
 extern "C" __global__ void __launch_bounds__(THREADS, 2)
 gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T* __restrict__ B, int ldb,
-     float beta, T* __restrict__ C, int ldc)
+     float beta, T* __restrict__ C, int ldc GL_EPI_PARAMS)
 {
     __shared__ __align__(16) float As[2][BK][BM + PAD_A];   // [buffer][k][m]  A tile, transposed
     __shared__ __align__(16) float Bs[2][BK][BN + PAD_B];   // [buffer][k][n]
@@ -97,7 +97,7 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
         for (int s = 0; s < SUBN; ++s) {
             const int col = col0 + s * (BN / SUBN) + tx * 4;
             gl_store_c4(C, ldc, M, N, row, col,
-                        make_float4(acc[i][4 * s], acc[i][4 * s + 1], acc[i][4 * s + 2], acc[i][4 * s + 3]), alpha, beta);
+                        make_float4(acc[i][4 * s], acc[i][4 * s + 1], acc[i][4 * s + 2], acc[i][4 * s + 3]), GL_EPI(alpha, beta));
         }
     }
 }

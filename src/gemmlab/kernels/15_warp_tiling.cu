@@ -31,7 +31,7 @@ static_assert(THREADS == 32 * (BM / WM) * (BN / WN), "THREADS must be one warp p
 
 extern "C" __global__ void __launch_bounds__(THREADS, 2)
 gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T* __restrict__ B, int ldb,
-     float beta, T* __restrict__ C, int ldc)
+     float beta, T* __restrict__ C, int ldc GL_EPI_PARAMS)
 {
     __shared__ __align__(16) float As[2][BK][BM + PAD_A];   // [buffer][k][m]  A tile, transposed
     __shared__ __align__(16) float Bs[2][BK][BN + PAD_B];   // [buffer][k][n]
@@ -109,7 +109,7 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
         for (int s = 0; s < SUBN; ++s) {
             const int col = col0 + n_lane + s * (LX * 4);
             gl_store_c4(C, ldc, M, N, row, col,
-                        make_float4(acc[i][4 * s], acc[i][4 * s + 1], acc[i][4 * s + 2], acc[i][4 * s + 3]), alpha, beta);
+                        make_float4(acc[i][4 * s], acc[i][4 * s + 1], acc[i][4 * s + 2], acc[i][4 * s + 3]), GL_EPI(alpha, beta));
         }
     }
 }

@@ -143,14 +143,16 @@ __device__ __forceinline__ void gl_load_frag(wmma::fragment<Use, 16, 16, 16, T, 
 // fitted 126-128 without spills) or 154-163 (12.9): no spills, one block per SM instead of two
 // (the floor's gain was measured on the H100 only; sm_80 trades it for never spilling).
 // sm_90a keeps 126-128 registers, no spills, two blocks per SM under 12.9 and 13.5.
-#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900) || GL_TALL
+// A fused bias or activation (epilogue.cuh) does not fit the floor either: 20 bytes spilled with a
+// bias and silu where C has no 16-byte access (the scalar stores' bias loads).
+#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900) || GL_TALL || !GL_EPI_PLAIN
 constexpr int MIN_BLOCKS = 1;   // (GL_TALL: the grid.z term's register does not fit the floor)
 #else
 constexpr int MIN_BLOCKS = (WM * WN / 32 <= 64 && THREADS <= 512) ? 512 / THREADS : 1;   // 65536 / (THREADS * 128)
 #endif
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
-gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc)
+gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc GL_EPI_PARAMS)
 {
     // One raw buffer, two views: the 2-stage A/B tiles during the main loop, then the FP32
     // per-warp staging tiles of the epilogue (after the loop's last barrier).
@@ -278,6 +280,6 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
 #pragma unroll
         for (int j = 0; j < FN; ++j) wmma::store_matrix_sync(&cs[0][j * 16], acc[i][j], CS_LD, wmma::mem_row_major);
         __syncwarp();
-        gl_store_rows16<WN, CS_LD>(cs, C, ldc, M, N, row0 + wm * WM + i * 16, col0 + wn * WN, alpha, beta, lane);
+        gl_store_rows16<WN, CS_LD>(cs, C, ldc, M, N, row0 + wm * WM + i * 16, col0 + wn * WN, GL_EPI(alpha, beta), lane);
     }
 }

@@ -202,7 +202,7 @@ struct GlTileCopy {
 };
 
 extern "C" __global__ void __launch_bounds__(THREADS)
-gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc)
+gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc GL_EPI_PARAMS)
 {
     gl_pdl_wait();   // after an operand copy launched programmatically: the copy done (pack.cu)
     // One raw buffer, two views: the STAGES A tiles then the STAGES B tiles during the main loop,
@@ -344,8 +344,8 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
 #pragma unroll
     for (int i = 0; i < FM; ++i)
 #if GL_SPLITK
-        gl_store_warp16<WN>(Cs[warp], acc[i], W, ldc, M, N, row0 + wm * WM + i * 16, col0 + wn * WN, alpha, beta, lane);
+        gl_store_warp16<WN>(Cs[warp], acc[i], W, ldc, M, N, row0 + wm * WM + i * 16, col0 + wn * WN, GL_EPI(alpha, beta), lane);
 #else
-        gl_store_warp16<WN>(Cs[warp], acc[i], C, ldc, M, N, row0 + wm * WM + i * 16, col0 + wn * WN, alpha, beta, lane);
+        gl_store_warp16<WN>(Cs[warp], acc[i], C, ldc, M, N, row0 + wm * WM + i * 16, col0 + wn * WN, GL_EPI(alpha, beta), lane);
 #endif
 }

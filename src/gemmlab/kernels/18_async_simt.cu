@@ -416,9 +416,9 @@ struct GlWhole;   // (below) the whole tiles' fixup: gl_tile compiles a few thin
 template <class F> struct GlIsWhole { static constexpr bool value = false; };
 template <> struct GlIsWhole<GlWhole> { static constexpr bool value = true; };
 template <class Fixup>
-__device__ __forceinline__ void gl_tile(int M, int N, int K, float alpha,
+__device__ __forceinline__ void gl_tile(int M, int N, int K, const GlEpi& ep,
                                         const T* __restrict__ A, int lda, const T* __restrict__ B, int ldb,
-                                        float beta, T* __restrict__ C, int ldc, int row0, int col0, int k_base,
+                                        T* __restrict__ C, int ldc, int row0, int col0, int k_base,
                                         Fixup fixup)
 {
     extern __shared__ __align__(16) float smem[];  // [STAGES][ As[BK][LDA_S] | Bs[BK][LDB_S] ]
@@ -628,7 +628,7 @@ __device__ __forceinline__ void gl_tile(int M, int N, int K, float alpha,
             *reinterpret_cast<float4*>(&smem[row * LDT + n_lane + s * (4 * LX)]) =
                 make_float4(acc[i][4 * s], acc[i][4 * s + 1], acc[i][4 * s + 2], acc[i][4 * s + 3]);
     }
-    gl_splitk_cluster_store<BM, BN, LDT, THREADS>(smem, C, ldc, M, N, row0, col0, alpha, beta);
+    gl_splitk_cluster_store<BM, BN, LDT, THREADS>(smem, C, ldc, M, N, row0, col0, ep);
 #else
     if (!fixup(acc)) return;                       // a stream-K piece published for its tile's finisher
     // ---- epilogue: alpha/beta, 128-bit stores where the row allows ------------------------------
@@ -639,7 +639,7 @@ __device__ __forceinline__ void gl_tile(int M, int N, int K, float alpha,
         for (int s = 0; s < SUBN; ++s) {
             const int col = col0 + n_lane + s * (4 * LX);
             gl_store_c4(C, ldc, M, N, row, col,
-                        make_float4(acc[i][4 * s], acc[i][4 * s + 1], acc[i][4 * s + 2], acc[i][4 * s + 3]), alpha, beta);
+                        make_float4(acc[i][4 * s], acc[i][4 * s + 1], acc[i][4 * s + 2], acc[i][4 * s + 3]), ep);
         }
     }
 #endif
@@ -653,7 +653,7 @@ struct GlWhole {
 #if !STREAMK
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) GL_SK_CLUSTER_DIMS
 gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T* __restrict__ B, int ldb,
-     float beta, T* __restrict__ C, int ldc)
+     float beta, T* __restrict__ C, int ldc GL_EPI_PARAMS)
 {
     gl_pdl_wait();   // after an operand copy launched programmatically: the copy done (pack.cu)
 #if GL_SPLITK
@@ -661,7 +661,7 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
 #elif GL_SPLITK_CLUSTER
     gl_splitk_advance(A, lda, B, ldb, K, BK);                            // ... summed in the cluster
 #endif
-    gl_tile(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, GL_TILE_ROW * BM, blockIdx.x * BN, 0, GlWhole{});
+    gl_tile(M, N, K, GL_EPI(alpha, beta), A, lda, B, ldb, C, ldc, GL_TILE_ROW * BM, blockIdx.x * BN, 0, GlWhole{});
 }
 #else
 // STREAMK=1: two kernels, launched one after the other on the stream. `gemm`, the whole tiles: tile
@@ -673,10 +673,10 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
 // (2.79 against 2.68 ms, 22.10 against 21.25; h100_tune_async_simt_streamk1_{4096,8192}.json).
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T* __restrict__ B, int ldb,
-     float beta, T* __restrict__ C, int ldc, float* __restrict__ sk_ws)
+     float beta, T* __restrict__ C, int ldc, float* __restrict__ sk_ws GL_EPI_PARAMS)
 {
     const int t = (int)(blockIdx.y * gridDim.x + blockIdx.x), tiles_n = GL_CEIL_DIV(N, BN);
-    gl_tile(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, t / tiles_n * BM, t % tiles_n * BN, 0, GlWhole{});
+    gl_tile(M, N, K, GL_EPI(alpha, beta), A, lda, B, ldb, C, ldc, t / tiles_n * BM, t % tiles_n * BN, 0, GlWhole{});
 }
 
 // ---- the tail: block c's steps [begin(c), begin(c + 1)), backwards, one piece per tile -------------
@@ -684,7 +684,7 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
 // recomputed from it after the loop (an opaque copy keeps the compiler from holding them).
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 gemm_sk_tail(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T* __restrict__ B, int ldb,
-             float beta, T* __restrict__ C, int ldc, float* __restrict__ sk_ws)
+             float beta, T* __restrict__ C, int ldc, float* __restrict__ sk_ws GL_EPI_PARAMS)
 {
     const int c = (int)blockIdx.x;
     struct Piece { int u, k0, k1; };
@@ -698,7 +698,7 @@ gemm_sk_tail(int M, int N, int K, float alpha, const T* __restrict__ A, int lda,
         const Piece pc = piece_at(end);
         if (n) __syncthreads();                    // the last piece's reads of the stages are done
         const int t = sk.dp + pc.u, kf = pc.k0 * BK;
-        gl_tile(M, N, min(K, pc.k1 * BK) - kf, alpha, A, lda, B, ldb, beta, C, ldc, t / sk.tiles_n * BM,
+        gl_tile(M, N, min(K, pc.k1 * BK) - kf, GL_EPI(alpha, beta), A, lda, B, ldb, C, ldc, t / sk.tiles_n * BM,
                 t % sk.tiles_n * BN, kf, [&](float (&acc)[TM][TN]) {
                     int e = end;
                     asm volatile("" : "+r"(e));

@@ -157,7 +157,7 @@ __device__ __forceinline__ int2 gl_grouped_tile() {
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc,
-     const __grid_constant__ GlTensorMap tmA, const __grid_constant__ GlTensorMap tmB)
+     const __grid_constant__ GlTensorMap tmA, const __grid_constant__ GlTensorMap tmB GL_EPI_PARAMS)
 {
     gl_pdl_wait();   // after an operand copy launched programmatically: the copy done (pack.cu)
     // One raw buffer: [STAGES A tiles][STAGES B tiles] (the epilogue's FP32 staging overlays them),
@@ -309,5 +309,5 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
 #endif
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
-        gl_store_warp16<BN>(cs, acc[mi], out, ldc, M, N, row0 + wg * WM + mi * 64 + 16 * (warp % 4), col0, alpha, beta, lane);
+        gl_store_warp16<BN>(cs, acc[mi], out, ldc, M, N, row0 + wg * WM + mi * 64 + 16 * (warp % 4), col0, GL_EPI(alpha, beta), lane);
 }

@@ -207,7 +207,7 @@ struct GlTf32Copy {
 };
 
 extern "C" __global__ void __launch_bounds__(THREADS)
-gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc)
+gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc GL_EPI_PARAMS)
 {
     gl_pdl_wait();   // after an operand copy launched programmatically: the copy done (pack.cu)
     extern __shared__ __align__(128) unsigned char smem[];
@@ -426,9 +426,9 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
             for (int s = 0; s < SN; ++s) {
                 const int col = col0 + wn * WN + 32 * s + 8 * t;
                 gl_store_c4(C, ldc, M, N, row, col, make_float4(acc[i][4 * s][2 * h], acc[i][4 * s + 1][2 * h],
-                            acc[i][4 * s + 2][2 * h], acc[i][4 * s + 3][2 * h]), alpha, beta);
+                            acc[i][4 * s + 2][2 * h], acc[i][4 * s + 3][2 * h]), GL_EPI(alpha, beta));
                 gl_store_c4(C, ldc, M, N, row, col + 4, make_float4(acc[i][4 * s][2 * h + 1], acc[i][4 * s + 1][2 * h + 1],
-                            acc[i][4 * s + 2][2 * h + 1], acc[i][4 * s + 3][2 * h + 1]), alpha, beta);
+                            acc[i][4 * s + 2][2 * h + 1], acc[i][4 * s + 3][2 * h + 1]), GL_EPI(alpha, beta));
             }
         }
 }

@@ -258,21 +258,67 @@ static_assert(GL_WARPGROUP * (PRODUCER_REGS + WGS * CONSUMER_REGS) <= THREADS * 
 
 #include "ws.cuh"     // the persistent schedule, the mbarrier ring, the producer's load loop
 
-// ---- epilogue staging: COLS columns of one warp's 16 rows of an m64 block, rounded alpha * acc ---
+// ---- epilogue values: a fragment's four outputs, packed in pairs -----------------------------------
+// Fragment f of a warp's 16 rows from row i0 and its tile's columns from j0: a[0], a[1] at row
+// i0 + lane / 4, columns j0 + 8 f + 2 (lane % 4) + 0 / 1; a[2], a[3] eight rows below. fin: the
+// whole epilogue functor (the stored value is final: beta == 0), else alpha * acc alone (the
+// functor's rest is applied where beta * C is added, gl_store_c8_rounded). b: the fragment's bias
+// (EpiBias). Without bias and activation it is all dead code.
+template <int F>
+struct EpiBias {
+    float col[F][2];    // this lane's two columns of each of F fragments, where the bias runs along columns
+    float row[2];       // this lane's rows g and g + 8, where it runs along rows
+};
+template <int F>
+__device__ __forceinline__ uint2 epi_pairs(const float (&a)[4], const GlEpi& ep, bool fin, const EpiBias<F>& b, int f) {
+    float v[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+        v[e] = ep.alpha * a[e];
+        if (!GL_EPI_PLAIN && fin) v[e] = ep.apply(v[e], b.col[f][e % 2] + b.row[e / 2]);
+    }
+    return make_uint2(gl_pack2(v[0], v[1]), gl_pack2(v[2], v[3]));
+}
+// The bias of fragments f0 .. f0 + F - 1 of the warp's 16 rows from i0 (tile columns from j0), before
+// a pass stages them. A column bias is read once per warp: lane l loads columns 2 l and 2 l + 1 of each
+// 64, and the lanes that hold a fragment's columns (lane % 4 = t: 8 f + 2 t, +1) take them by shuffle.
+// Why: with each lane loading its own 2 F values, ptxas hoisted the loads of every pass to the
+// epilogue's start, beside the 128 accumulators (rung 21's 256x128 tile spilled 144 bytes), and left
+// beside the stmatrix of their pass (asm volatile with a memory clobber) they waited one L2 round
+// trip each, one after another. Zeros, and no loads, without a bias.
+template <int F>
+__device__ __forceinline__ EpiBias<F> epi_bias(const GlEpi& ep, int i0, int j0, int f0, int lane) {
+    EpiBias<F> b;
+    constexpr int G = (F + 7) / 8;                    // groups of 64 columns
+    float2 mine[G];
+#pragma unroll
+    for (int g = 0; g < G; ++g) mine[g] = ep.bias_pair(j0 + 8 * f0 + 64 * g + 2 * lane);
+#pragma unroll
+    for (int f = 0; f < F; ++f) {
+        const int from = 4 * (f % 8) + lane % 4;
+        b.col[f][0] = GL_BIAS && !GL_BIAS_ROW ? __shfl_sync(0xffffffffu, mine[f / 8].x, from) : 0.0f;
+        b.col[f][1] = GL_BIAS && !GL_BIAS_ROW ? __shfl_sync(0xffffffffu, mine[f / 8].y, from) : 0.0f;
+    }
+    // a row bias: lane l loads row l % 16 of the warp's 16; rows g and g + 8 come from lanes g, g + 8
+    const float row = ep.bias_row(i0 + lane % 16);
+    b.row[0] = GL_BIAS && GL_BIAS_ROW ? __shfl_sync(0xffffffffu, row, lane / 4) : 0.0f;
+    b.row[1] = GL_BIAS && GL_BIAS_ROW ? __shfl_sync(0xffffffffu, row, lane / 4 + 8) : 0.0f;
+    return b;
+}
+
+// ---- epilogue staging: COLS columns of one warp's 16 rows of an m64 block, rounded (epi_pairs) ---
 // From fragment f0 on (8 columns each), by stmatrix (16 rows x 16 columns per instruction: matrices
 // 0 / 1 are rows 0-7 / 8-15 of 8 columns, 2 / 3 the next 8) into swizzled rows: lane l names row
 // l % 16, whose staging starts at row_at, and 16-byte chunk 2 jj + l / 16 of it, stored at chunk
 // (2 jj + l / 16) ^ (l % 8) = 2 jj ^ st_x (2 jj has no bit 0).
 template <int COLS>
 __device__ __forceinline__ void stage_cols(const float (&acc)[BN / 8][4], int f0, unsigned row_at, int st_x,
-                                           float alpha) {
+                                           const GlEpi& ep, bool fin, const EpiBias<COLS / 8>& bias) {
 #pragma unroll
     for (int jj = 0; jj < COLS / 16; ++jj) {
-        const float (&a)[4] = acc[f0 + 2 * jj];
-        const float (&b)[4] = acc[f0 + 2 * jj + 1];
-        gl_stmatrix_x4(row_at + ((2 * jj ^ st_x) << 4), gl_pack2(alpha * a[0], alpha * a[1]),
-                       gl_pack2(alpha * a[2], alpha * a[3]), gl_pack2(alpha * b[0], alpha * b[1]),
-                       gl_pack2(alpha * b[2], alpha * b[3]));
+        const uint2 a = epi_pairs(acc[f0 + 2 * jj], ep, fin, bias, 2 * jj);
+        const uint2 b = epi_pairs(acc[f0 + 2 * jj + 1], ep, fin, bias, 2 * jj + 1);
+        gl_stmatrix_x4(row_at + ((2 * jj ^ st_x) << 4), a.x, a.y, b.x, b.y);
     }
 }
 
@@ -290,17 +336,19 @@ __device__ __forceinline__ void stage_cols(const float (&acc)[BN / 8][4], int f0
 // tile is live here too, and with 8 in flight ptxas spilled 16 bytes).
 template <int PASS_N = EPI_N>
 __device__ __forceinline__ void store_tile(const float (&acc)[MI][BN / 8][4], unsigned stage, int lane, T* C, int ldc,
-                                           int M, int N, int i0, int j0, float alpha, float beta) {
+                                           int M, int N, int i0, int j0, const GlEpi& ep) {
     constexpr int ROW_B = PASS_N * 2, CHUNKS = PASS_N / 8;   // bytes and 16-byte chunks of a staged row
     static_assert(PASS_N <= EPI_N && BN % PASS_N == 0, "a pass fits the staging, and a tile is whole passes");
     // stmatrix (stage_cols): lane l names row l % 16 of the pass's staging
     const unsigned st_at = stage + (lane % 16) * ROW_B;
     const int st_x = (lane / 16) ^ (lane % 8);
+    const bool fin = ep.beta == 0.0f;
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
         for (int p = 0; p < BN / PASS_N; ++p) {
-            stage_cols<PASS_N>(acc[mi], p * PASS_N / 8, st_at, st_x, alpha);
+            const EpiBias<PASS_N / 8> bias = epi_bias<PASS_N / 8>(ep, i0 + mi * 64, j0, p * PASS_N / 8, lane);
+            stage_cols<PASS_N>(acc[mi], p * PASS_N / 8, st_at, st_x, ep, fin, bias);
             __syncwarp();                             // the staged pass visible to the whole warp
             constexpr int PER = 16 * CHUNKS / 32;     // chunks per lane
             uint4 h[PER];
@@ -313,7 +361,7 @@ __device__ __forceinline__ void store_tile(const float (&acc)[MI][BN / 8][4], un
 #pragma unroll
             for (int q = 0; q < PER; ++q) {
                 const int v = lane + 32 * q, r = v / CHUNKS, c = v % CHUNKS;
-                gl_store_c8_rounded(C, ldc, M, N, i0 + mi * 64 + r, j0 + p * PASS_N + 8 * c, h[q], beta);
+                gl_store_c8_rounded(C, ldc, M, N, i0 + mi * 64 + r, j0 + p * PASS_N + 8 * c, h[q], ep);
             }
         }
 }
@@ -329,7 +377,7 @@ __device__ __forceinline__ void store_tile(const float (&acc)[MI][BN / 8][4], un
 // store_tile: no LDS.128, no STG.128, no per-row bounds arithmetic; the consumers return to the
 // next tile's wgmmas while the copy engine writes this tile to global memory.
 __device__ __forceinline__ void store_tile_tma(const float (&acc)[MI][BN / 8][4], unsigned stage, int lane,
-                                               const GlTensorMap* tmC, int M, int N, int i0, int j0, float alpha) {
+                                               const GlTensorMap* tmC, int M, int N, int i0, int j0, const GlEpi& ep) {
     // stmatrix (stage_cols): lane l names row l % 16 of a box (one 128-byte row each)
     const unsigned st_row = stage + (lane % 16) * GL_ROW_B;
     const int st_x = (lane / 16) ^ (lane % 8);
@@ -337,10 +385,12 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[MI][BN / 8][4]
     for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
         for (int bx = 0; bx < BN / BOX_N; ++bx) {
+            // the box's bias, loaded before the wait for its buffer
+            const EpiBias<BOX_N / 8> bias = epi_bias<BOX_N / 8>(ep, i0 + mi * 64, j0, bx * BOX_N / 8, lane);
             const unsigned buf = (mi * (BN / BOX_N) + bx) % EPI_BUFS * BOX_B;
             if (lane == 0) gl_bulk_wait_read<EPI_BUFS - 1>();   // this buffer's last box read
             __syncwarp();
-            stage_cols<BOX_N>(acc[mi], bx * BOX_N / 8, st_row + buf, st_x, alpha);
+            stage_cols<BOX_N>(acc[mi], bx * BOX_N / 8, st_row + buf, st_x, ep, true, bias);
             gl_fence_proxy_async();                   // the box's stmatrix visible to the copy engine
             __syncwarp();
             if (lane == 0) {
@@ -375,7 +425,9 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[MI][BN / 8][4]
 // held registers, ptxas moved the loop's descriptors out of the uniform registers (64-69
 // instructions a trip against 51); with 8 loads in flight in store_tile, or the stmatrix addresses
 // hoisted out of the loop, it spilled.
-constexpr bool DEFERRED = DEFER && TMA_ONLY && TMA_STORE;
+// A fused bias or activation (epilogue.cuh) is not deferred: its arithmetic beside the 128
+// accumulators and the 64 held registers spilled (16-196 bytes at 128x256, by activation).
+constexpr bool DEFERRED = DEFER && TMA_ONLY && TMA_STORE && GL_EPI_PLAIN;
 constexpr int NBOX = MI * (BN / BOX_N);       // boxes of a warp's share of a tile
 constexpr int BOX_F = BOX_N / 8;              // accumulator fragments (8 columns) per box row
 // a held box: fragment f's 4 values as 2 packed pairs, (a0, a1) and (a2, a3)
@@ -432,7 +484,7 @@ __device__ __forceinline__ void write_held_box_tma(int cb, const unsigned (&h)[B
 }
 // ---- main loop and epilogue: the consumer warpgroups ------------------------------------------
 __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, int rank, int warp, int lane,
-                                        int M, int N, float alpha, float beta, T* C, int ldc, float* sk_ws,
+                                        int M, int N, const GlEpi& ep, T* C, int ldc, float* sk_ws,
                                         const GlTensorMap* tmC) {
     // this warpgroup (its WM rows: wg * WM ..), through a shuffle from lane 0, so that ptxas sees it is
     // the same in every lane (CUTLASS does the same) and keeps the descriptors in uniform registers
@@ -450,7 +502,7 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
     // warp % 4 owns 16 rows of each m64 block (the C-fragment layout), and its own staging
     const int warp_row = wg * WM + 16 * (warp % 4);
     const unsigned stage = sm.epi + warp * EPI_WARP_B;
-    const bool tma = tma_store_now(N, beta);
+    const bool tma = tma_store_now(N, ep.beta);
     if (tma && warp == 0 && lane == 0) gl_tma_prefetch(tmC);   // C's map cached before any store
 
     float acc[MI][BN / 8][4];
@@ -520,15 +572,15 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
         // and one stored by rows goes in passes of 64 columns -------
         if (row0 < M) {
             if (DEFERRED && tma) {
-                hold_tile(held, acc, alpha);
+                hold_tile(held, acc, ep.alpha);   // DEFERRED: the plain epilogue (alpha alone)
                 held_row = row0 + warp_row;
                 held_col = col0;
                 held_next = 0;
             } else if (tma) {
-                store_tile_tma(acc, stage, lane, tmC, M, N, row0 + warp_row, col0, alpha);
+                store_tile_tma(acc, stage, lane, tmC, M, N, row0 + warp_row, col0, ep);
             } else {
 #if !GL_TMA_STORE_ONLY   // the twin: the host launches it only where the TMA store serves
-                store_tile<DEFERRED ? BOX_N : EPI_N>(acc, stage, lane, C, ldc, M, N, row0 + warp_row, col0, alpha, beta);
+                store_tile<DEFERRED ? BOX_N : EPI_N>(acc, stage, lane, C, ldc, M, N, row0 + warp_row, col0, ep);
 #endif
             }
         }

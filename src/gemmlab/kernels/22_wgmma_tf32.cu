@@ -223,28 +223,29 @@ static_assert(GL_WARPGROUP * (PRODUCER_REGS + WGS * CONSUMER_REGS) <= THREADS * 
 #include "ws.cuh"     // the persistent schedule, the mbarrier ring, the producer's load loop
 
 // ---- epilogue: straight from the accumulators -------------------------------------------------------
-// Two outputs adjacent in memory, C[o * ldc + in] and C[o * ldc + in + 1] <- alpha * (x, y) + beta * C
+// Two outputs adjacent in memory, C[o * ldc + in] and C[o * ldc + in + 1] <- the epilogue functor of
+// alpha * (x, y) + beta * C
 // (o: the outer index, a row of a row-major C or a column of a column-major one, below n_outer; in:
 // the inner one, below n_inner): one 8-byte store when C allows 16-byte access (then `in`, even, is
 // 8-byte aligned) and both are inside; else element by element.
 __device__ __forceinline__ void store_pair(T* C, int ldc, int n_outer, int n_inner, int o, int in, float x, float y,
-                                           float alpha, float beta) {
+                                           const GlEpi& ep) {
     if (o >= n_outer) return;
 #if GL_VEC_C
     if (in + 1 < n_inner) {
         float2* p = reinterpret_cast<float2*>(C + gl_c_off(o, in, ldc));
-        float2 v = make_float2(alpha * x, alpha * y);
-        if (beta != 0.0f) {
+        float2 v = make_float2(ep.alpha * x, ep.alpha * y);
+        if (ep.beta != 0.0f) {
             const float2 c = *p;
-            v.x = fmaf(beta, c.x, v.x);
-            v.y = fmaf(beta, c.y, v.y);
+            v.x = fmaf(ep.beta, c.x, v.x);
+            v.y = fmaf(ep.beta, c.y, v.y);
         }
-        *p = v;
+        *p = make_float2(ep.finish(v.x, o, in), ep.finish(v.y, o, in + 1));
         return;
     }
 #endif
-    if (in < n_inner) gl_store_c(C, ldc, o, in, x, alpha, beta);
-    if (in + 1 < n_inner) gl_store_c(C, ldc, o, in + 1, y, alpha, beta);
+    if (in < n_inner) gl_store_c(C, ldc, o, in, x, ep);
+    if (in + 1 < n_inner) gl_store_c(C, ldc, o, in + 1, y, ep);
 }
 
 // The tile rows (within its m64 block) of a consumer thread's accumulator rows g (h = 0) and
@@ -270,7 +271,7 @@ __device__ __forceinline__ int acc_row(int w, int lane, int h) {
 // 4) + e % 2. Row-major C pairs (e, e + 1) along a row; a column-major C (register A only, where
 // rows h = 0, 1 are adjacent) pairs (e, e + 2) down a column.
 __device__ __forceinline__ void store_tile(const float (&acc)[MI][BN / 8][4], int w, int lane, T* C, int ldc, int M, int N,
-                                           int row0, int col0, float alpha, float beta) {
+                                           int row0, int col0, const GlEpi& ep) {
     const int c = col0 + 2 * (lane % 4);
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi) {
@@ -278,11 +279,11 @@ __device__ __forceinline__ void store_tile(const float (&acc)[MI][BN / 8][4], in
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) {
 #if GL_C_COL
-            store_pair(C, ldc, N, M, c + 8 * j, r0, acc[mi][j][0], acc[mi][j][2], alpha, beta);
-            store_pair(C, ldc, N, M, c + 8 * j + 1, r0, acc[mi][j][1], acc[mi][j][3], alpha, beta);
+            store_pair(C, ldc, N, M, c + 8 * j, r0, acc[mi][j][0], acc[mi][j][2], ep);
+            store_pair(C, ldc, N, M, c + 8 * j + 1, r0, acc[mi][j][1], acc[mi][j][3], ep);
 #else
-            store_pair(C, ldc, M, N, r0, c + 8 * j, acc[mi][j][0], acc[mi][j][1], alpha, beta);
-            store_pair(C, ldc, M, N, r1, c + 8 * j, acc[mi][j][2], acc[mi][j][3], alpha, beta);
+            store_pair(C, ldc, M, N, r0, c + 8 * j, acc[mi][j][0], acc[mi][j][1], ep);
+            store_pair(C, ldc, M, N, r1, c + 8 * j, acc[mi][j][2], acc[mi][j][3], ep);
 #endif
         }
     }
@@ -320,8 +321,13 @@ __device__ __forceinline__ bool tma_store_now(int M, int N, float beta) {
     return TMA_STORE && beta == 0.0f && (GL_C_COL ? M : N) % 4 == 0;   // rows of whole 16-byte pieces
 }
 __device__ __forceinline__ void store_tile_tma(const float (&acc)[MI][BN / 8][4], unsigned stage, int wg, int w, int lane,
-                                               const GlTensorMap* tmC, int M, int N, int row0, int col0, float alpha) {
+                                               const GlTensorMap* tmC, int M, int N, int row0, int col0, const GlEpi& ep) {
     const bool issuer = w == 0 && lane == 0;
+    // the whole functor (beta == 0 here) of alpha * x at the kernel's (row kr, column kc); the stored
+    // C's coordinates are those, or with GL_C_COL the other way round
+    auto fin = [&](float x, int kr, int kc) {
+        return ep.finish(ep.alpha * x, GL_C_COL ? kc : kr, GL_C_COL ? kr : kc);
+    };
     const int t = lane % 4;
     const int r = acc_row(w, lane, 0);              // rows r and acc_row(w, lane, 1) of the m64 block
 #if GL_C_COL
@@ -352,14 +358,17 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[MI][BN / 8][4]
 #pragma unroll
                 for (int k = 0; k < 2; ++k) {         // column 8 jj + 2 t + e, e = k ^ swap: outputs e (row r), e + 2 (r + 1)
                     const float x = swap ? a[k ^ 1] : a[k], y = swap ? a[(k ^ 1) + 2] : a[k + 2];
-                    gl_sts64(buf + at_e[k] + 8 * jj * GL_ROW_B, alpha * x, alpha * y);
+                    const int kc = col0 + c * CHUNK_N + 8 * jj + 2 * t + (k ^ (int)swap), kr = row0 + 64 * mi + r;
+                    gl_sts64(buf + at_e[k] + 8 * jj * GL_ROW_B, fin(x, kr, kc), fin(y, kr + 1, kc));
                 }
 #else
                 const float (&p)[4] = acc[mi][c * (CHUNK_N / 8) + jj];
                 const float (&q)[4] = acc[mi][c * (CHUNK_N / 8) + (jj ^ 2)];
                 const int piece = 2 * (jj ^ (swap ? 2 : 0)) + t / 2;   // the fragment's columns 2 t, +1: its 16-byte piece
-                gl_sts64(buf + at0 + ((piece ^ (r % 8)) << 4), alpha * (swap ? q[0] : p[0]), alpha * (swap ? q[1] : p[1]));
-                gl_sts64(buf + at1 + ((piece ^ (r1 % 8)) << 4), alpha * (swap ? q[2] : p[2]), alpha * (swap ? q[3] : p[3]));
+                const int kc = col0 + c * CHUNK_N + 8 * (jj ^ (swap ? 2 : 0)) + 2 * t;
+                const int kr0 = row0 + 64 * mi + r, kr1 = row0 + 64 * mi + r1;
+                gl_sts64(buf + at0 + ((piece ^ (r % 8)) << 4), fin(swap ? q[0] : p[0], kr0, kc), fin(swap ? q[1] : p[1], kr0, kc + 1));
+                gl_sts64(buf + at1 + ((piece ^ (r1 % 8)) << 4), fin(swap ? q[2] : p[2], kr1, kc), fin(swap ? q[3] : p[3], kr1, kc + 1));
 #endif
             }
             gl_fence_proxy_async();                   // the chunk's st.shared visible to the copy engine
@@ -441,10 +450,10 @@ __device__ __forceinline__ void wgmma_half(float (&acc)[MI][BN / 8][4], const Fr
 
 // ---- main loop and epilogue: the consumer warpgroups (rung 21's, TF32 k8 steps) --------------------
 __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, int rank, int warp, int lane,
-                                        int M, int N, float alpha, float beta, T* C, int ldc, float* sk_ws,
+                                        int M, int N, const GlEpi& ep, T* C, int ldc, float* sk_ws,
                                         const GlTensorMap* tmC) {
     const int wg = __shfl_sync(0xffffffffu, warp / 4, 0);   // uniform to ptxas (rung 21 says why)
-    const bool tma = tma_store_now(M, N, beta);
+    const bool tma = tma_store_now(M, N, ep.beta);
     const unsigned stage = sm.epi + wg * EPI_BUFS * CHUNK_B;   // this warpgroup's chunk buffers
     const GlStageDescs<0, 1, A_PANEL_B, B_PANEL_B> descs(sm.a_base, sm.b_base, wg * WM);
     auto release = [&](int s) {
@@ -512,8 +521,8 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
 
         // ---- epilogue (a tile wholly below M, rank 1 of a cluster's last unit row, stores nothing) ----
         if (row0 < M) {
-            if (TMA_STORE && tma) store_tile_tma(acc, stage, wg, warp % 4, lane, tmC, M, N, row0 + wg * WM, col0, alpha);
-            else store_tile(acc, warp % 4, lane, C, ldc, M, N, row0 + wg * WM, col0, alpha, beta);
+            if (TMA_STORE && tma) store_tile_tma(acc, stage, wg, warp % 4, lane, tmC, M, N, row0 + wg * WM, col0, ep);
+            else store_tile(acc, warp % 4, lane, C, ldc, M, N, row0 + wg * WM, col0, ep);
         }
     });
     if (TMA_STORE && tma && warp % 4 == 0 && lane == 0) gl_bulk_wait<0>();   // the stores done before the block ends

@@ -184,7 +184,7 @@ __device__ __forceinline__ void checked_q(unsigned s, const float* __restrict__ 
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T* __restrict__ B, int ldb,
-     float beta, T* __restrict__ C, int ldc)
+     float beta, T* __restrict__ C, int ldc GL_EPI_PARAMS)
 {
     extern __shared__ __align__(16) float smem[];  // [STAGES][ Ps | Qs ], then the partial sums
     const unsigned s_base = (unsigned)__cvta_generic_to_shared(smem);
@@ -192,6 +192,7 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
 #if GL_SPLITK
     gl_splitk_partial(A, lda, B, ldb, K, C, M, ldc, BK, alpha, beta);   // this block's slice of K
 #endif
+    const GlEpi ep = GL_EPI(alpha, beta);
     const float* __restrict__ P = THIN_N ? A : B;
     const float* __restrict__ Q = THIN_N ? B : A;
     const int ldp = THIN_N ? lda : ldb, ldq = THIN_N ? ldb : lda;
@@ -344,14 +345,14 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
                 const float4 x = *reinterpret_cast<const float4*>(&red[s * RED_LD + r * NS + j]);
                 v.x += x.x; v.y += x.y; v.z += x.z; v.w += x.w;
             }
-            gl_store_c4(C, ldc, M, N, wide0 + r, thin0 + j, v, alpha, beta);
+            gl_store_c4(C, ldc, M, N, wide0 + r, thin0 + j, v, ep);
         } else {
             const int j = u / (BR / 4), r = (u % (BR / 4)) * 4;
             for (int s = 0; s < SLOTS; ++s) {
                 const float* x = &red[s * RED_LD + r * NS + j];
                 v.x += x[0]; v.y += x[NS]; v.z += x[2 * NS]; v.w += x[3 * NS];
             }
-            gl_store_c4(C, ldc, M, N, thin0 + j, wide0 + r, v, alpha, beta);
+            gl_store_c4(C, ldc, M, N, thin0 + j, wide0 + r, v, ep);
         }
     }
 }

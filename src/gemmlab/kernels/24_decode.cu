@@ -203,7 +203,7 @@ __device__ __forceinline__ int tile_index(int w, int j) { return THIN_N ? w * NS
 // The cluster's slices summed: block `rank` adds the rank-th 1/S of the tile over the S blocks'
 // shared tiles (ascending), then stores it.
 __device__ __forceinline__ void cluster_store(const float* tile, T* C, int ldc, int M, int N, int row0, int col0,
-                                              float alpha, float beta) {
+                                              const GlEpi& ep) {
     constexpr int S = GL_SPLITK_CLUSTER;
     constexpr int PART = GL_CEIL_DIV(TILE, S);
     constexpr int COLS = THIN_N ? NS : BR;
@@ -223,7 +223,7 @@ __device__ __forceinline__ void cluster_store(const float* tile, T* C, int ldc, 
             asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(peer));
             sum = z == 0 ? v : sum + v;
         }
-        gl_store_c_checked(C, ldc, M, N, row0 + e / COLS, col0 + e % COLS, sum, alpha, beta);
+        gl_store_c_checked(C, ldc, M, N, row0 + e / COLS, col0 + e % COLS, sum, ep);
     }
     gl_cluster_sync_relaxed();                     // no block leaves while its tile is read
 }
@@ -231,7 +231,7 @@ __device__ __forceinline__ void cluster_store(const float* tile, T* C, int ldc, 
 
 extern "C" __global__ void GL_SK_CLUSTER_DIMS __launch_bounds__(THREADS, 1)
 gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T* __restrict__ B, int ldb,
-     float beta, T* __restrict__ C, int ldc)
+     float beta, T* __restrict__ C, int ldc GL_EPI_PARAMS)
 {
     extern __shared__ __align__(16) float red[];  // [WK][TILE]: each k-warp's partial tile
     int k_first = 0, k_end = K;
@@ -321,10 +321,10 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
 #elif GL_SPLITK_CLUSTER
         red[e] = s;
 #else
-        gl_store_c_checked(C, ldc, M, N, i, j, s, alpha, beta);
+        gl_store_c_checked(C, ldc, M, N, i, j, s, GL_EPI(alpha, beta));
 #endif
     }
 #if GL_SPLITK_CLUSTER
-    cluster_store(red, C, ldc, M, N, row0, col0, alpha, beta);
+    cluster_store(red, C, ldc, M, N, row0, col0, GL_EPI(alpha, beta));
 #endif
 }

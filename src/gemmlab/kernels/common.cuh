@@ -235,6 +235,8 @@ __device__ __forceinline__ T gl_from_float(float x) {
 #endif
 }
 
+#include "epilogue.cuh"   // the epilogue functor: alpha, beta, bias, activation
+
 // ---- layout-aware element offsets (64-bit: matrices may exceed 2^31 elements) ---------------
 __device__ __forceinline__ size_t gl_a_off(int i, int k, int lda) {
     return GL_A_COL ? (size_t)k * lda + i : (size_t)i * lda + k;
@@ -254,39 +256,43 @@ __device__ __forceinline__ float gl_load_b(const T* B, int ldb, int K, int N, in
 }
 
 // ---- epilogue -----------------------------------------------------------------------------
-// C(i,j) <- alpha*acc + beta*C(i,j); with beta == 0 C is not read (NaN/Inf in C never leak).
-__device__ __forceinline__ void gl_store_c(T* C, int ldc, int i, int j, float acc, float alpha, float beta) {
+// C(i,j) <- act(alpha*acc + beta*C(i,j) + bias) (epilogue.cuh); with beta == 0 C is not read
+// (NaN/Inf in C never leak).
+__device__ __forceinline__ void gl_store_c(T* C, int ldc, int i, int j, float acc, const GlEpi& ep) {
     const size_t o = gl_c_off(i, j, ldc);
-    float v = alpha * acc;
-    if (beta != 0.0f) v = fmaf(beta, gl_to_float(C[o]), v);
-    C[o] = gl_from_float(v);
+    float v = ep.alpha * acc;
+    if (ep.beta != 0.0f) v = fmaf(ep.beta, gl_to_float(C[o]), v);
+    C[o] = gl_from_float(ep.finish(v, i, j));
 }
-__device__ __forceinline__ void gl_store_c_checked(T* C, int ldc, int M, int N, int i, int j, float acc, float alpha, float beta) {
-    if (i < M && j < N) gl_store_c(C, ldc, i, j, acc, alpha, beta);
+__device__ __forceinline__ void gl_store_c_checked(T* C, int ldc, int M, int N, int i, int j, float acc, const GlEpi& ep) {
+    if (i < M && j < N) gl_store_c(C, ldc, i, j, acc, ep);
 }
 
 #if GL_DTYPE == 0
 // Four consecutive outputs C(i, j..j+3) from a register tile: one 128-bit store when the row
 // is 16-byte aligned (GL_VEC_C, j % 4 == 0) and fully inside; else scalar with bounds checks.
-__device__ __forceinline__ void gl_store_c4(T* C, int ldc, int M, int N, int i, int j, float4 acc, float alpha, float beta) {
+__device__ __forceinline__ void gl_store_c4(T* C, int ldc, int M, int N, int i, int j, float4 acc, const GlEpi& ep) {
     if (i >= M) return;
 #if GL_VEC_C
     if (j + 3 < N) {
         float4* p = reinterpret_cast<float4*>(C + gl_c_off(i, j, ldc));
+        const float alpha = ep.alpha, beta = ep.beta;
         float4 v = make_float4(alpha * acc.x, alpha * acc.y, alpha * acc.z, alpha * acc.w);
         if (beta != 0.0f) {
             const float4 c = *p;
             v.x = fmaf(beta, c.x, v.x); v.y = fmaf(beta, c.y, v.y);
             v.z = fmaf(beta, c.z, v.z); v.w = fmaf(beta, c.w, v.w);
         }
+        v.x = ep.finish(v.x, i, j); v.y = ep.finish(v.y, i, j + 1);
+        v.z = ep.finish(v.z, i, j + 2); v.w = ep.finish(v.w, i, j + 3);
         *p = v;
         return;
     }
 #endif
-    if (j + 0 < N) gl_store_c(C, ldc, i, j + 0, acc.x, alpha, beta);
-    if (j + 1 < N) gl_store_c(C, ldc, i, j + 1, acc.y, alpha, beta);
-    if (j + 2 < N) gl_store_c(C, ldc, i, j + 2, acc.z, alpha, beta);
-    if (j + 3 < N) gl_store_c(C, ldc, i, j + 3, acc.w, alpha, beta);
+    if (j + 0 < N) gl_store_c(C, ldc, i, j + 0, acc.x, ep);
+    if (j + 1 < N) gl_store_c(C, ldc, i, j + 1, acc.y, ep);
+    if (j + 2 < N) gl_store_c(C, ldc, i, j + 2, acc.z, ep);
+    if (j + 3 < N) gl_store_c(C, ldc, i, j + 3, acc.w, ep);
 }
 
 #if GL_SPLITK_CLUSTER
@@ -295,7 +301,7 @@ __device__ __forceinline__ void gl_store_c4(T* C, int ldc, int M, int N, int i, 
 // memory, complete in every thread's view of the cluster after the caller's writes; NT threads.
 template <int BM_, int BN_, int LDT, int NT>
 __device__ __forceinline__ void gl_splitk_cluster_store(const float* tile, T* C, int ldc, int M, int N, int row0, int col0,
-                                                         float alpha, float beta) {
+                                                         const GlEpi& ep) {
     static_assert(BN_ % 4 == 0 && LDT % 4 == 0, "the partial tile is read as float4");
     constexpr int Q = BN_ / 4;                                   // float4 per tile row
     constexpr int PART = GL_CEIL_DIV(BM_ * Q, GL_SPLITK_CLUSTER); // float4 this block sums
@@ -320,7 +326,7 @@ __device__ __forceinline__ void gl_splitk_cluster_store(const float* tile, T* C,
         for (int z = 1; z < GL_SPLITK_CLUSTER; ++z) {            // fixed order: z ascending
             sum.x += v[z].x; sum.y += v[z].y; sum.z += v[z].z; sum.w += v[z].w;
         }
-        gl_store_c4(C, ldc, M, N, row0 + r, col0 + c, sum, alpha, beta);
+        gl_store_c4(C, ldc, M, N, row0 + r, col0 + c, sum, ep);
     }
     gl_cluster_sync_relaxed();                                   // no block leaves while its tile is read
 }
@@ -497,11 +503,12 @@ __device__ __forceinline__ uint4 gl_load8(const T* __restrict__ P, int ld, int o
 
 // Eight outputs C(i, j..j+7) from FP32 values v[0..7]: one 128-bit store when legal (GL_VEC_C,
 // j % 8 == 0 holds) and all eight are inside; else guarded scalar stores. beta == 0: C not read.
-__device__ __forceinline__ void gl_store_c8(T* C, int ldc, int M, int N, int i, int j, const float* v, float alpha, float beta) {
+__device__ __forceinline__ void gl_store_c8(T* C, int ldc, int M, int N, int i, int j, const float* v, const GlEpi& ep) {
     if (i >= M) return;
 #if GL_VEC_C
     if (N - j >= 8) {
         uint4* p = reinterpret_cast<uint4*>(C + gl_c_off(i, j, ldc));
+        const float alpha = ep.alpha, beta = ep.beta;
         float o[8];
 #pragma unroll
         for (int e = 0; e < 8; ++e) o[e] = alpha * v[e];
@@ -513,22 +520,26 @@ __device__ __forceinline__ void gl_store_c8(T* C, int ldc, int M, int N, int i, 
             o[4] = fmaf(beta, c2.x, o[4]); o[5] = fmaf(beta, c2.y, o[5]);
             o[6] = fmaf(beta, c3.x, o[6]); o[7] = fmaf(beta, c3.y, o[7]);
         }
+#pragma unroll
+        for (int e = 0; e < 8; ++e) o[e] = ep.finish(o[e], i, j + e);
         *p = make_uint4(gl_pack2(o[0], o[1]), gl_pack2(o[2], o[3]), gl_pack2(o[4], o[5]), gl_pack2(o[6], o[7]));
         return;
     }
 #endif
 #pragma unroll
     for (int e = 0; e < 8; ++e)
-        if (j + e < N) gl_store_c(C, ldc, i, j + e, v[e], alpha, beta);
+        if (j + e < N) gl_store_c(C, ldc, i, j + e, v[e], ep);
 }
 
-// Eight outputs C(i, j..j+7) whose alpha * acc is already rounded to T (h: four packed pairs, low
-// half first), as a shared-memory staging tile of the output type holds them: with beta == 0 the
-// bits go out as they are (C not read), else beta * C is added in FP32 and rounded again (two
-// roundings; measure/verify.py's element tolerance allows two). One 128-bit load and store when
-// legal (GL_VEC_C, j % 8 == 0 holds) and all eight are inside; else guarded scalar accesses.
-__device__ __forceinline__ void gl_store_c8_rounded(T* C, int ldc, int M, int N, int i, int j, uint4 h, float beta) {
+// Eight outputs C(i, j..j+7) staged in shared memory rounded to T (h: four packed pairs, low half
+// first). With beta == 0 the staging holds the finished outputs (the stager applied the whole
+// functor) and the bits go out as they are (C not read); else it holds alpha * acc, and beta * C,
+// the bias and the activation are applied here in FP32 and rounded again (two roundings;
+// measure/verify.py's element tolerance allows two). One 128-bit load and store when legal
+// (GL_VEC_C, j % 8 == 0 holds) and all eight are inside; else guarded scalar accesses.
+__device__ __forceinline__ void gl_store_c8_rounded(T* C, int ldc, int M, int N, int i, int j, uint4 h, const GlEpi& ep) {
     if (i >= M) return;
+    const float beta = ep.beta;
     unsigned w[4] = {h.x, h.y, h.z, h.w};
 #if GL_VEC_C
     if (N - j >= 8) {
@@ -539,7 +550,8 @@ __device__ __forceinline__ void gl_store_c8_rounded(T* C, int ldc, int M, int N,
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
                 const float2 a = gl_unpack2(w[e]), b = gl_unpack2(cw[e]);
-                w[e] = gl_pack2(fmaf(beta, b.x, a.x), fmaf(beta, b.y, a.y));
+                w[e] = gl_pack2(ep.finish(fmaf(beta, b.x, a.x), i, j + 2 * e),
+                                ep.finish(fmaf(beta, b.y, a.y), i, j + 2 * e + 1));
             }
         }
         *p = make_uint4(w[0], w[1], w[2], w[3]);
@@ -549,7 +561,14 @@ __device__ __forceinline__ void gl_store_c8_rounded(T* C, int ldc, int M, int N,
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
         const float2 a = gl_unpack2(w[e / 2]);
-        if (j + e < N) gl_store_c(C, ldc, i, j + e, e % 2 ? a.y : a.x, 1.0f, beta);
+        const float x = e % 2 ? a.y : a.x;
+        if (j + e >= N) continue;
+        if (beta != 0.0f) {
+            const size_t o = gl_c_off(i, j + e, ldc);
+            C[o] = gl_from_float(ep.finish(fmaf(beta, gl_to_float(C[o]), x), i, j + e));
+        } else {
+            C[gl_c_off(i, j + e, ldc)] = gl_from_float(x);
+        }
     }
 }
 
@@ -581,7 +600,7 @@ __device__ __forceinline__ void gl_store_w8(float* W, int ldw, int M, int N, int
 // are the reduction's.
 template <int TWN, int LD, typename Out>
 __device__ __forceinline__ void gl_store_rows16(const float (*cs)[LD], Out* C, int ldc, int M, int N, int i0, int j0,
-                                                float alpha, float beta, int lane) {
+                                                const GlEpi& ep, int lane) {
     static_assert(TWN % 16 == 0, "a warp's 16 rows of TWN outputs split into whole 8-wide vectors per lane");
     constexpr int VPR = TWN / 8;                        // 8-wide output vectors per staged row
     constexpr int VPL = 16 * VPR / 32;                  // vectors per lane
@@ -595,7 +614,7 @@ __device__ __forceinline__ void gl_store_rows16(const float (*cs)[LD], Out* C, i
 #if GL_SPLITK
         gl_store_w8(C, ldc, M, N, i0 + r, j0 + c, o);
 #else
-        gl_store_c8(C, ldc, M, N, i0 + r, j0 + c, o, alpha, beta);
+        gl_store_c8(C, ldc, M, N, i0 + r, j0 + c, o, ep);
 #endif
     }
     __syncwarp();                                       // staging read before the caller overwrites it
@@ -608,7 +627,7 @@ __device__ __forceinline__ void gl_store_rows16(const float (*cs)[LD], Out* C, i
 // float2 stores of four consecutive rows in four distinct 8-bank groups.
 template <int TWN, typename Out>
 __device__ __forceinline__ void gl_store_warp16(float (*cs)[TWN + 8], const float (&acc)[TWN / 8][4], Out* C, int ldc,
-                                                int M, int N, int i0, int j0, float alpha, float beta, int lane) {
+                                                int M, int N, int i0, int j0, const GlEpi& ep, int lane) {
     const int g = lane / 4, c2 = 2 * (lane % 4);        // fragment: row g (+8), columns c2, c2+1
 #pragma unroll
     for (int j = 0; j < TWN / 8; ++j) {
@@ -616,7 +635,7 @@ __device__ __forceinline__ void gl_store_warp16(float (*cs)[TWN + 8], const floa
         *reinterpret_cast<float2*>(&cs[g + 8][8 * j + c2]) = make_float2(acc[j][2], acc[j][3]);
     }
     __syncwarp();
-    gl_store_rows16<TWN, TWN + 8>(cs, C, ldc, M, N, i0, j0, alpha, beta, lane);
+    gl_store_rows16<TWN, TWN + 8>(cs, C, ldc, M, N, i0, j0, ep, lane);
 }
 
 #endif  // GL_DTYPE != 0

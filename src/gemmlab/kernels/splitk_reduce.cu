@@ -3,7 +3,8 @@
 // The split-K variant of a rung (GL_SPLITK, kernels/common.cuh) leaves S FP32 partial products in
 // the workspace W[S][M][N] (row-major, row length N, C's orientation inside the kernels). This
 // kernel finishes the GEMM:  C(i, j) <- alpha * (W[0](i, j) + W[1](i, j) + ... + W[S-1](i, j))
-// + beta * C(i, j), converted to T; with beta == 0, C is not read (gl_store_c).
+// + beta * C(i, j), converted to T, with the bias and the activation of the rung's epilogue (its
+// GL_BIAS, GL_ACT: the partial products have neither); with beta == 0, C is not read (gl_store_c).
 // Determinism: each output is summed by one thread, in the order z = 0, 1, ..., S-1, from slices
 // that each partial kernel block wrote alone: the same bits on every run, whatever the schedule.
 // Work: one thread per output column j of a block's 128 (coalesced reads of W and writes of C),
@@ -18,7 +19,8 @@
 #define GL_REDUCE_THREADS 128
 
 extern "C" __global__ void __launch_bounds__(GL_REDUCE_THREADS)
-splitk_reduce(int M, int N, int S, const float* __restrict__ W, float alpha, float beta, T* __restrict__ C, int ldc)
+splitk_reduce(int M, int N, int S, const float* __restrict__ W, float alpha, float beta, T* __restrict__ C, int ldc
+              GL_EPI_PARAMS)
 {
     gl_pdl_wait();   // launched early (programmatic serialization): the partial products complete first
     const int j = blockIdx.x * GL_REDUCE_THREADS + threadIdx.x;
@@ -28,6 +30,6 @@ splitk_reduce(int M, int N, int S, const float* __restrict__ W, float alpha, flo
         const float* w = W + (size_t)i * N + j;
         float sum = __ldg(w);
         for (int z = 1; z < S; ++z) sum += __ldg(w + z * slice);   // fixed order: z ascending
-        gl_store_c(C, ldc, i, j, sum, alpha, beta);
+        gl_store_c(C, ldc, i, j, sum, GL_EPI(alpha, beta));
     }
 }

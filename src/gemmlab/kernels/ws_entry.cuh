@@ -4,7 +4,9 @@
 // up, the rung's own consume). Included at the END of the rung's file, after it has defined
 // THREADS, CLUSTER, STAGES, A_STAGE_B, PIPE_B, EPI_B (its epilogue staging; 0 for none),
 // FULL_ARRIVALS, EMPTY_ARRIVALS, CONSUMERS, CWARPS, PRODUCER_REGS, CONSUMER_REGS and
-//   consume(sm, sched, rank, warp, lane, M, N, alpha, beta, C, ldc, sk_ws[, &tmC]).
+//   consume(sm, sched, rank, warp, lane, M, N, ep, C, ldc, sk_ws[, &tmC]) (ep: epilogue.cuh's
+//   functor; with GL_C_COL, rung 22's column-major C of the transposed problem, the stored rows are
+//   the kernel's columns).
 // GL_WS_C_MAP 1 (rung 21): the kernel takes a third tensor map, of C, after A's and B's (its TMA
 // store epilogue), and passes it to consume last; the host always passes its 128 bytes.
 // STREAMK 1 (ws.cuh): the last argument is the stream-K workspace (its flags zeroed by the host
@@ -12,6 +14,9 @@
 #pragma once
 #ifndef GL_WS_C_MAP
 #define GL_WS_C_MAP 0
+#endif
+#ifndef GL_C_COL
+#define GL_C_COL 0
 #endif
 #if CLUSTER > 1
 #define GL_CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
@@ -28,7 +33,7 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
 #if STREAMK
      , float* __restrict__ sk_ws
 #endif
-     )
+     GL_EPI_PARAMS)
 {
     gl_pdl_wait();   // after an operand copy launched programmatically: the copy done (pack.cu)
     // One raw buffer: [STAGES A tiles][STAGES B tiles][epilogue staging, EPI_B bytes], then
@@ -67,7 +72,8 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
         produce(sm, sched, rank, tid - CONSUMERS, M, N, K, A, lda, B, ldb, &tmA, &tmB);
     } else {
         gl_setmaxnreg_inc<CONSUMER_REGS>();
-        consume(sm, sched, rank, warp, tid % 32, M, N, alpha, beta, C, ldc, sk_ws
+        consume(sm, sched, rank, warp, tid % 32, M, N, GL_EPI_MAKE(alpha, beta, GL_C_COL ? N : M, GL_C_COL ? M : N), C,
+                ldc, sk_ws
 #if GL_WS_C_MAP
                 , &tmC
 #endif

@@ -9,6 +9,11 @@ or PyTorch) from the very same inputs. Two measures are checked:
   |alpha| (|A| @ |B|) + |beta| |C0| -- the quantity rounding-error analysis bounds, so one wrong
   element cannot hide in a large matrix.
 
+With a fused epilogue (``bias``, ``activation``: core/epilogue.py) the reference is
+act(alpha * (A @ B) + beta * C0 + bias) in float64, and the error scale adds |bias| and is
+multiplied by the activation's largest slope (ACTIVATION_SLOPE): an error in the pre-activation
+moves the output by at most that much.
+
 NaN or Inf anywhere fails (the output is poisoned with NaN before the run when beta == 0, so an
 element the kernel never wrote fails too).
 """
@@ -20,6 +25,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..core.dtypes import get as get_dtype
+from ..core.epilogue import reference as activation_reference
 from ..core.precision import get as get_precision
 from .arrays import Lib, Operands, choose_lib, make_operands
 
@@ -42,6 +48,10 @@ def _u(dtype: str) -> float:
 # split 2^-22) perturbs each product by at most 2 u_in relative (one rounding per operand): we add
 # 2 u_in to both measures, as for the output type. 3xtf32 thus keeps the FP32 tolerance plus its
 # split's 2^-21, which the K-terms exceed from K = 2 on.
+# max |act'(x)|: relu 1, gelu 1.129 (at x = 1.414), gelu_tanh 1.129, silu 1.100 (at x = 2.40)
+ACTIVATION_SLOPE = 1.13
+
+
 def _rounding_terms(dtype: str, precision: str | None) -> float:
     tol = 2.0 * _u(dtype) if dtype != "fp32" else 0.0
     if precision is not None:
@@ -81,9 +91,10 @@ class VerifyResult:
         return head + " -- FAILED; worst elements:\n" + rows
 
 
-def check(ops: Operands, alpha: float, beta: float, label: str = "", precision: str | None = None) -> VerifyResult:
-    """Compare ops.c with alpha * a @ b + beta * c0, computed in float64 by cuBLAS, at the
-    tolerance of the dtype and ``precision`` (None: the dtype's exact one)."""
+def check(ops: Operands, alpha: float, beta: float, label: str = "", precision: str | None = None,
+          bias=None, activation: str | None = None) -> VerifyResult:
+    """Compare ops.c with act(alpha * a @ b + beta * c0 + bias), computed in float64 by cuBLAS,
+    at the tolerance of the dtype and ``precision`` (None: the dtype's exact one)."""
     lib, xp = ops.lib, ops.lib.xp
     a, b = lib.to64(ops.a), lib.to64(ops.b)
     ref = alpha * lib.matmul(a, b)
@@ -92,6 +103,13 @@ def check(ops: Operands, alpha: float, beta: float, label: str = "", precision: 
         c0 = lib.to64(ops.c0)
         ref = ref + beta * c0
         scale = scale + abs(beta) * abs(c0)
+    if bias is not None:
+        b64 = lib.to64(bias).reshape(1, -1)
+        ref = ref + b64
+        scale = scale + abs(b64)
+    if activation is not None:
+        ref = activation_reference(ref, activation, xp)
+        scale = scale * ACTIVATION_SLOPE
     out = lib.to64(ops.c)
     finite = xp.isfinite(out)
     nonfinite = int((~finite).sum())
@@ -127,32 +145,41 @@ def check(ops: Operands, alpha: float, beta: float, label: str = "", precision: 
 
 def verify(kernel: str, M: int, N: int, K: int, dtype: str = "fp32", *, lib: str | None = None,
            a_col=False, b_col=False, c_col=False, alpha=1.0, beta=0.0, ld_pad=0, offset=0,
-           config=None, seed=None, precision: str | None = None) -> VerifyResult:
+           config=None, seed=None, precision: str | None = None, bias: str | None = None,
+           activation: str | None = None) -> VerifyResult:
     """Run one rung on fresh random operands and check it against the float64 cuBLAS reference.
     With beta == 0, C is filled with NaN first: NaN must not leak and every element must be written.
-    ``precision`` as for ``gemmlab.gemm``; the tolerance is the one of the precision the kernel used."""
+    ``precision`` as for ``gemmlab.gemm``; the tolerance is the one of the precision the kernel used.
+    ``bias``: None, "same" (a random bias of the operands' dtype) or "fp32"; ``activation``: one of
+    core/epilogue.py's, fused into the call."""
     from ..core.api import gemm
     from ..core.registry import get as get_rung
 
     L = Lib(choose_lib(lib, dtype, prefer=("cupy", "torch")))  # CuPy first: gemmlab's own array library
     ops = make_operands(L, M, N, K, dtype, a_col=a_col, b_col=b_col, c_col=c_col, ld_pad=ld_pad,
                         offset=offset, seed=seed, beta_nonzero=beta != 0.0)
-    gemm(ops.a, ops.b, ops.c, alpha=alpha, beta=beta, kernel=kernel, config=config, precision=precision)
+    bias_vec = None
+    if bias is not None:
+        bias_vec = L.randn(1, N, dtype if bias == "same" else "fp32", seed=None if seed is None else seed * 7 + 4)[0]
+    gemm(ops.a, ops.b, ops.c, alpha=alpha, beta=beta, bias=bias_vec, activation=activation, kernel=kernel,
+         config=config, precision=precision)
     L.synchronize()
     used = precision if kernel == "auto" else get_rung(kernel).precision_for(dtype, precision)
     lay = "".join("C" if col else "R" for col in (a_col, b_col, c_col))
     prec = "" if used in (None, dtype) else f" as {used}"
-    label = f"{kernel} {dtype}{prec} {M}x{N}x{K} {lay} alpha={alpha} beta={beta} pad={ld_pad} off={offset}"
-    return check(ops, alpha, beta, label, used)
+    epi = "".join(f" {x}" for x in ((f"bias={bias}" if bias else None), activation) if x)
+    label = f"{kernel} {dtype}{prec} {M}x{N}x{K} {lay} alpha={alpha} beta={beta} pad={ld_pad} off={offset}{epi}"
+    return check(ops, alpha, beta, label, used, bias_vec, activation)
 
 
 ALL_LAYOUTS = tuple(itertools.product((False, True), repeat=3))   # (a_col, b_col, c_col): all 8
 
 
 def verify_all(kernel: str, dtype: str, shapes, layouts=ALL_LAYOUTS, alpha_beta=((1.0, 0.0),), *,
-               config=None, precision: str | None = None, lib: str | None = None):
+               config=None, precision: str | None = None, lib: str | None = None, bias: str | None = None,
+               activation: str | None = None):
     """``verify`` at every (layout, shape, (alpha, beta)) of the three lists, in that order; yields
     each VerifyResult as it comes (``gemmlab verify``, and the GPU tests' sweeps)."""
     for (a_col, b_col, c_col), (M, N, K), (alpha, beta) in itertools.product(layouts, shapes, alpha_beta):
         yield verify(kernel, M, N, K, dtype, lib=lib, a_col=a_col, b_col=b_col, c_col=c_col, alpha=alpha, beta=beta,
-                     config=config, precision=precision)
+                     config=config, precision=precision, bias=bias, activation=activation)

@@ -1,0 +1,140 @@
+// epilogue.cuh — the epilogue functor every rung applies to its outputs (included by common.cuh):
+//
+//   C(i, j) <- act(alpha * acc + beta * C(i, j) + bias)        (beta == 0: C is not read)
+//
+// One definition of each activation and of where the bias comes from, so that a rung's stores
+// (common.cuh's gl_store_c*, rung 21's staging, the split-K reduction) all compute the same thing,
+// and adding an activation is one case of gl_act (and its name in core/epilogue.py).
+// Defines given by the host (core/variant.py, from core/epilogue.py's Epilogue):
+//   GL_ACT       0 none, 1 relu, 2 gelu (erf), 3 gelu_tanh, 4 silu
+//   GL_BIAS      0 none, 1 a vector of T, 2 a vector of float; the kernel then takes one argument
+//                more, last: the vector's pointer (GL_EPI_PARAMS)
+//   GL_BIAS_ROW  1 when the bias runs along the rows C is stored in: a column-major C, which the
+//                kernels store as the row-major C^T, so the user's columns are its rows
+// Without bias and activation GlEpi is alpha and beta, and every rung compiles to the code it had
+// before the functor existed (the SASS guards hold it to that).
+#pragma once
+
+#ifndef GL_ACT
+#define GL_ACT 0
+#endif
+#ifndef GL_BIAS
+#define GL_BIAS 0
+#endif
+#ifndef GL_BIAS_ROW
+#define GL_BIAS_ROW 0
+#endif
+// The split-K variant (GL_SPLITK) writes FP32 partial sums to its workspace with alpha 1 and beta
+// 0: the bias and the activation wait for the reduction (splitk_reduce.cu), which applies them once.
+#define GL_EPI_PLAIN (GL_SPLITK || (GL_ACT == 0 && GL_BIAS == 0))
+
+// The activation of a pre-activation value x, in FP32. The 16-bit outputs take the hardware's
+// approximate tanh and exponential (their error, ~2^-11 relative, is below half an output ulp of
+// fp16 and bf16); FP32 outputs take the library's accurate functions. relu keeps a NaN a NaN (as
+// torch.relu does; fmaxf would turn it into 0).
+__device__ __forceinline__ float gl_act(float x) {
+#if GL_ACT == 1
+    return x < 0.0f ? 0.0f : x;
+#elif GL_ACT == 2
+    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+#elif GL_ACT == 3
+    // u = sqrt(2/pi) (x + 0.044715 x^3) = x (k + k c x^2): two multiplies and one FMA; h + h t
+    // with h = x / 2: one more multiply and FMA
+    const float u = x * fmaf(0.79788456080286536f * 0.044715f, x * x, 0.79788456080286536f);
+#if GL_DTYPE == 0
+    const float t = tanhf(u);
+#else
+    float t;
+    asm("tanh.approx.f32 %0, %1;\n" : "=f"(t) : "f"(u));
+#endif
+    const float h = 0.5f * x;
+    return fmaf(h, t, h);
+#elif GL_ACT == 4
+#if GL_DTYPE == 0
+    return x / (1.0f + expf(-x));
+#else
+    return __fdividef(x, 1.0f + __expf(-x));
+#endif
+#else
+    return x;
+#endif
+}
+
+#if GL_BIAS == 2
+typedef float GlBiasT;
+#else
+typedef T GlBiasT;
+#endif
+
+// alpha, beta and, with GL_BIAS, the bias vector and its length (the stored rows or columns it runs
+// along: reads past it give 0, so a tile's padding columns, computed and clipped by TMA, read nothing).
+struct GlEpi {
+    float alpha, beta;
+#if GL_BIAS
+    const GlBiasT* __restrict__ bias;
+    int bias_n;
+#endif
+    // The bias at stored position (i, j) (0 without one).
+    __device__ __forceinline__ float bias_at(int i, int j) const {
+#if GL_BIAS
+        const int at = GL_BIAS_ROW ? i : j;
+        return at < bias_n ? gl_to_float(__ldg(bias + at)) : 0.0f;
+#else
+        return 0.0f;
+#endif
+    }
+    // act(v + bias) for v = alpha * acc + beta * C (the caller's, in whatever order it rounds).
+    __device__ __forceinline__ float finish(float v, int i, int j) const {
+#if GL_EPI_PLAIN
+        return v;
+#else
+        return gl_act(v + bias_at(i, j));
+#endif
+    }
+    // A caller that stores several rows of the same columns, or several columns of the same rows,
+    // loads the bias once: bias_col(j) is the bias of column j where it runs along the columns,
+    // bias_row(i) that of row i where it runs along the rows, each 0 otherwise (no load); apply(v, b)
+    // finishes v with b = bias_col(j) + bias_row(i).
+    __device__ __forceinline__ float bias_col(int j) const {
+#if GL_BIAS && !GL_BIAS_ROW && !GL_EPI_PLAIN
+        return bias_at(0, j);
+#else
+        return 0.0f;
+#endif
+    }
+    __device__ __forceinline__ float bias_row(int i) const {
+#if GL_BIAS && GL_BIAS_ROW && !GL_EPI_PLAIN
+        return bias_at(i, 0);
+#else
+        return 0.0f;
+#endif
+    }
+    // The column bias at j and j + 1 (zeros past its end and without a column bias): a warp's lanes
+    // take 64 consecutive columns so and pass them to the lanes that need them (rung 21's epi_bias).
+    __device__ __forceinline__ float2 bias_pair(int j) const {
+#if GL_BIAS && !GL_BIAS_ROW && !GL_EPI_PLAIN
+        return make_float2(bias_at(0, j), bias_at(0, j + 1));
+#else
+        return make_float2(0.0f, 0.0f);
+#endif
+    }
+    __device__ __forceinline__ float apply(float v, float b) const {
+#if GL_EPI_PLAIN
+        return v;
+#else
+        return gl_act(v + b);
+#endif
+    }
+};
+
+// Kernel side: the extra parameter (last in every rung's list) and the functor from the kernel's
+// arguments (M and N name the stored C's rows and columns in every rung's entry).
+#if GL_BIAS
+#define GL_EPI_PARAMS , const void* __restrict__ gl_bias_arg
+#define GL_EPI_MAKE(alpha, beta, rows, cols) \
+    GlEpi{(alpha), (beta), static_cast<const GlBiasT*>(gl_bias_arg), GL_BIAS_ROW ? (rows) : (cols)}
+#else
+#define GL_EPI_PARAMS
+#define GL_EPI_MAKE(alpha, beta, rows, cols) GlEpi{(alpha), (beta)}
+#endif
+#define GL_EPI(alpha, beta) GL_EPI_MAKE(alpha, beta, M, N)
