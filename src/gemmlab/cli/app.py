@@ -36,7 +36,7 @@ EXIT_STATUS = (
 )
 NO_GPU_HINT = ("Without a GPU: `gemmlab list`, `gemmlab inspect RUNG --arch sm_90a`, and "
                "`gemmlab report --from-json benchmarks/results/report_h100/results.json` "
-               "(the worklog measured on an H100).")
+               "(the worklog measured on an H100 on 2026-11-22, before rungs 20 and 22-24).")
 
 
 class _EpilogAsWritten(argparse.HelpFormatter):

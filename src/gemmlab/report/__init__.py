@@ -1,5 +1,5 @@
-"""Layer 5: the measured worklog (``gemmlab report``) and the README's generated tables. Uses the
-layers below.
+"""Layer 5: the measured worklog (``gemmlab report``), the canonical results and the tables the
+README and the docs generate from them. Uses the layers below.
 
 ``gemmlab report`` is the measured worklog of the ladder as one self-contained HTML page.
 
@@ -32,5 +32,6 @@ Modules, each using only those listed before it (and the layers below):
     figures   the four matplotlib figures (FIGURES)
     render    the tables, the HTML page and its Markdown twin; build()
     collect   measuring the ladder on a GPU into a results document
-    docs      the README's tables from the registry and benchmark JSON
+    manifest  the canonical results (benchmarks/results/MANIFEST.json): reading them, finding citations
+    docs      the README's and the docs' tables from the registry and the canonical results
 """
