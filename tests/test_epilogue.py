@@ -12,7 +12,7 @@ import gemmlab
 from gemmlab.core import epilogue
 from gemmlab.core.epilogue import ACTIVATIONS, Epilogue
 from gemmlab.core.precision import applies
-from gemmlab.core.variant import Variant
+from gemmlab.core.variant import SpillError, Variant, fused_configs
 from gemmlab.measure.verify import verify
 from test_bad_input import FakeDeviceArray, fake_devices  # noqa: F401  (the fixture is autouse)
 
@@ -105,9 +105,28 @@ COMPILE_CASES = [(r.slug, dt, p, e) for r in gemmlab.kernels() if r.runs_on("sm_
 
 @pytest.mark.parametrize("slug,dtype,precision,epi", COMPILE_CASES, ids=lambda x: getattr(x, "describe", lambda: x)())
 def test_rung_compiles_a_fused_epilogue_without_spills(slug, dtype, precision, epi):
+    """The default configuration, or the first fallback a plan takes (variant.fused_configs)."""
     rung = gemmlab.core.registry.get(slug)
-    ck = Variant.make(slug, dtype, b_col=rung.k_major, precision=precision, epilogue=epi).compile("sm_90a")
-    assert ck.spill_bytes == 0
+    spilled = []
+    for cfg in fused_configs(rung, None, precision):
+        try:
+            ck = Variant.make(slug, dtype, b_col=rung.k_major, precision=precision, epilogue=epi,
+                              config=cfg).compile("sm_90a")
+        except SpillError as exc:
+            spilled.append(str(exc))
+            continue
+        assert ck.spill_bytes == 0
+        return
+    pytest.fail("every fallback spills:\n" + "\n".join(spilled))
+
+
+def test_a_fused_stream_k_build_falls_back_to_the_same_tile_without_the_tail():
+    rung = gemmlab.core.registry.get("wgmma_ws")
+    configs = fused_configs(rung, "STREAMK=1", "bf16")
+    assert configs[0] == "STREAMK=1" and len(configs) == 2
+    assert configs[1] == {**rung.config("STREAMK=1", "bf16"), "STREAMK": 0}
+    assert fused_configs(rung, None, "bf16") == [None]     # STREAMK=0 already
+    assert fused_configs(gemmlab.core.registry.get("naive"), None, "fp32") == [None]
 
 
 # ---- every rung computes it (GPU) ------------------------------------------------------------------

@@ -26,7 +26,7 @@ from .dtypes import get as get_dtype
 from .problem import GemmProblem, KernelProblem
 from .registry import MAX_GRID_Y, Launch, Rung, streamk_workspace, workspace_split
 from .epilogue import PLAIN, Epilogue
-from .variant import REDUCE_THREADS, SpillError, Variant, compile_reduce, resolve
+from .variant import REDUCE_THREADS, SpillError, Variant, compile_reduce, fused_configs, resolve
 from . import workspace
 
 
@@ -348,14 +348,8 @@ class Plan:
             return stream_capturing(self._stream_of(self.ordinal) if stream is None else stream, self.ordinal)
 
         res = resolve(rung, problem.dtype, kp, config, precision, info.sm_count, vec_a, vec_b, epilogue)
-        if not epilogue.plain and res.variant.cfg.get("STREAMK"):
-            try:   # (cached: load_function below finds it)
-                compile_for_launch(res.variant, info.arch, capturing)
-            except SpillError:
-                # a fused epilogue beside stream-K's fixup can pass the consumers' registers by a few
-                # bytes (rung 21 with a row bias, under NVRTC 13): the same tile without the tail
-                cfg = {**rung.config(config, res.variant.precision), "STREAMK": 0}
-                res = resolve(rung, problem.dtype, kp, cfg, precision, info.sm_count, vec_a, vec_b, epilogue)
+        if not epilogue.plain:
+            res = self._fused_fallback(res, rung, kp, config, precision, info, vec_a, vec_b, capturing)
         self.packs, self.kp, self.geometry = res.packs, res.kp, res.geometry
         self.variant = res.variant   # the split-K, tall-grid or stream-K build of the geometry
         kp = self.kp
@@ -398,6 +392,22 @@ class Plan:
         if self._swapped:
             self.launch = functools.partial(_swap_ab, self.launch)
 
+    def _fused_fallback(self, res, rung, kp, config, precision, info, vec_a, vec_b, capturing):
+        """``res`` (a ``resolve`` with a fused epilogue), or where its build spills the first
+        configuration of ``variant.fused_configs`` whose build does not (the compile is cached:
+        load_function finds it); the last one's SpillError where none does."""
+        configs = fused_configs(rung, config, res.variant.precision)
+        for i, cfg in enumerate(configs):
+            r = res if i == 0 else resolve(rung, self.problem.dtype, kp, cfg, precision, info.sm_count, vec_a, vec_b,
+                                           res.variant.epilogue)
+            try:
+                compile_for_launch(r.variant, info.arch, capturing)
+                return r
+            except SpillError:
+                if i == len(configs) - 1:
+                    raise
+        return res
+
     def _opt_in_smem(self, function, limits) -> None:
         """More than 48 KB of dynamic shared memory needs the function's opt-in."""
         if self.geometry.smem > limits.default_smem_per_block:
@@ -415,7 +425,11 @@ class Plan:
         if plain and self._maps is not None and self._maps[2] is not None:
             self.twin = self.variant.store_twin(self.kp.N)
         if self.twin is not None:
-            function, _ = load_function(self.twin, self.ordinal, capturing)
+            try:
+                function, _ = load_function(self.twin, self.ordinal, capturing)
+            except SpillError:   # (a fused epilogue's twin, in principle): the full build serves every call
+                self.twin = None
+                return
             self._opt_in_smem(function, info.limits)
             self._twin_head = (function, *self._launch_head[1:])
 

@@ -172,6 +172,26 @@ def resolve(rung: Rung, dtype: str, kp, config: ConfigLike, precision: str | Non
     return Resolved(v.for_geometry(geometry, kp.M, kp.N, kp.K), packs, kp, geometry)
 
 
+# A fused epilogue's arithmetic beside a rung's accumulators can pass the registers a thread may have
+# where the plain build fits (rung 21's stream-K fixup with a row bias: 8 bytes under NVRTC 13; by
+# activation, bias and NVRTC version): then the same tile without the stream-K tail.
+FUSED_FALLBACKS = ({"STREAMK": 0},)
+
+
+def fused_configs(rung: Rung, config: ConfigLike, precision: str | None) -> list:
+    """The configurations a plan with a fused epilogue tries, in order (core.launch.Plan): ``config``
+    itself, then each of FUSED_FALLBACKS that changes it."""
+    base = rung.config(config, precision)
+    out: list = [config]
+    seen = base
+    for change in FUSED_FALLBACKS:
+        cfg = {**base, **{k: v for k, v in change.items() if k in base}}
+        if cfg != seen:
+            out.append(cfg)
+            seen = cfg
+    return out
+
+
 # ---- the split-K reduction (kernels/splitk_reduce.cu): not a rung, one kernel per dtype ----------
 REDUCE_SOURCE, REDUCE_KERNEL = "splitk_reduce.cu", "splitk_reduce"
 REDUCE_THREADS = 128     # GL_REDUCE_THREADS in the kernel: one output column per thread

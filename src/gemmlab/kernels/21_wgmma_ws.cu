@@ -425,8 +425,10 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[MI][BN / 8][4]
 // held registers, ptxas moved the loop's descriptors out of the uniform registers (64-69
 // instructions a trip against 51); with 8 loads in flight in store_tile, or the stmatrix addresses
 // hoisted out of the loop, it spilled.
-// A fused bias or activation (epilogue.cuh) is not deferred: its arithmetic beside the 128
-// accumulators and the 64 held registers spilled (16-196 bytes at 128x256, by activation).
+// A fused bias or activation (epilogue.cuh) is not deferred: applied while holding, beside the 128
+// accumulators and the 64 held registers, it spilled 16-196 bytes at 128x256 by activation; applied
+// as each held box was written, 700-1300 bytes for most activations (and where it fitted, the plan's
+// fallback to DEFER=0 had taken over under the device's NVRTC anyway).
 constexpr bool DEFERRED = DEFER && TMA_ONLY && TMA_STORE && GL_EPI_PLAIN;
 constexpr int NBOX = MI * (BN / BOX_N);       // boxes of a warp's share of a tile
 constexpr int BOX_F = BOX_N / 8;              // accumulator fragments (8 columns) per box row
