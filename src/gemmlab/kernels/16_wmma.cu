@@ -26,7 +26,7 @@
 // Seed figure: 002 v07 reached 33.7% of cuBLAS on an RTX 3090 ("future work"); on the H100 the
 // seed's v07 runs 65 TFLOP/s (118 vectorized) at 4096^3 against cuBLAS ~860.
 // This rung on the H100 beside cuBLAS and Triton, measured in one run: benchmarks/results/
-// h100_fp16_600b10e.json and h100_bf16_600b10e.json (`gemmlab bench --dtype fp16|bf16`).
+// h100_fp16_wmma_mma_sync.json and h100_bf16_wmma_mma_sync.json (`gemmlab bench --dtype fp16|bf16`).
 #include "common.cuh"
 #include <mma.h>
 

@@ -24,12 +24,12 @@
 //   one: two register sets alternate, across tile boundaries too (the barrier that publishes the
 //   next tile is taken before the last k-step of the current one).
 // Why it is expected to be faster: rung 16 ran 179 TFLOP/s (0.24x cuBLAS, H100, fp16 4096^3,
-// benchmarks/results/h100_fp16_600b10e.json). It held a 2-stage pipeline whose loads went through
+// benchmarks/results/h100_fp16_wmma_mma_sync.json). It held a 2-stage pipeline whose loads went through
 // registers, so the tensor cores idled on global-memory latency and on the stores into shared
 // memory. Here the copies are asynchronous and STAGES deep, ldmatrix reads are conflict-free, and
 // a 64x64 warp tile gives 32 HMMA.16816 per 8 LDSM.x4. Prediction, written before the first
 // measurement: 0.55-0.7x cuBLAS on the H100 at 4096^3, i.e. 400-520 TFLOP/s. Measured
-// (benchmarks/results/h100_fp16_600b10e.json, h100_bf16_600b10e.json): 440.9 TFLOP/s fp16 (0.58x cuBLAS) and
+// (benchmarks/results/h100_fp16_wmma_mma_sync.json, h100_bf16_wmma_mma_sync.json): 440.9 TFLOP/s fp16 (0.58x cuBLAS) and
 // 448.6 bf16 (0.57x) with the 128x128 default, 2.4x rung 16; the top stalls are "wait" (ldmatrix
 // to mma dependencies) and "math pipe throttle" (report_h100/results.json, profile.mma_sync).
 // The rest of the way is WGMMA + TMA (a later rung), which cuBLAS uses:
@@ -43,7 +43,7 @@
 // preset "128x256" (8 warps as 2 x 4, 3 stages, 72 KB, 230-254 registers in the 4 layouts and 8
 // vector-access combinations on sm_90a and sm_80, no spills, one block per SM) halves the L2 ->
 // shared traffic per flop instead; on the H100 it measured slower than 128x128 at 4096^3 (the
-// benchmark's figures: benchmarks/results/h100_fp16_600b10e.json and benchmarks/NOTES.md).
+// benchmark's figures: benchmarks/results/h100_fp16_wmma_mma_sync.json and benchmarks/NOTES.md).
 // Epilogue: each warp stages 16 rows x WN of its FP32 accumulators in shared memory (reusing the
 // pipeline buffers), then every lane takes 8 consecutive outputs, applies alpha/beta (C not read
 // when beta == 0), converts to T and writes one 16-byte store (GL_VEC_C) or guarded scalar stores.

@@ -92,7 +92,7 @@
 // PREDICTION (before the first run): +3-5% at 4096^3, ~0.95x cuBLAS. MEASURED (H100, cuBLAS in each
 // run; h100_tune_async_simt_spread_{4096,8192}{,_b}.json): 128x256 16x8, 4 stages 0.894x -> 0.963x at
 // 4096^3 and 0.898x -> 0.975x at 8192^3 (+7.7%, +8.6%); 64x256 8x16 +2.4% and +3.3%. The FP32 suite
-// (h100_fp32_suite_s10.json) moved at every large shape: 2048^3 0.91x -> 0.98x, 4096^3 0.92x ->
+// (h100_fp32_suite_spread.json) moved at every large shape: 2048^3 0.91x -> 0.98x, 4096^3 0.92x ->
 // 0.97x, 8192^3 0.91x -> 0.98x. Nsight Compute at 4096^3 (h100_profile_async_simt_spread_vs_cublas_
 // fp32_4096.json): IPC 3.43 against cuBLAS's 3.60; "wait" 0.05 and short scoreboard 0.05 cycles per
 // instruction (0.14 and 0.17 before), but "dispatch stall" 0.24 against cuBLAS's 0.10.
@@ -119,15 +119,15 @@
 // at 8192^3 (16 -> 15.52). MEASURED (H100, cuBLAS in each run; h100_tune_async_simt_streamk_*.json):
 // 8192^3 +1.6% (21.25 -> 20.92 ms), 4096x14336x4096 +2.0%, 4096^3 +0.2% and +0.7% in two runs; slower
 // at 4096x4096x1024 (-1.2%) and 8192x1024x8192 (-2.0%), level at 16384x16384x512. The FP32 suite
-// (h100_fp32_suite_s12.json): 8192^3 1.025x cuBLAS (79.4% of peak), 4096^3 1.000x (77.5%). Short of
+// (h100_fp32_suite_streamk.json): 8192^3 1.025x cuBLAS (79.4% of peak), 4096^3 1.000x (77.5%). Short of
 // the prediction: not the start (the whole tiles' SMs finish within 0.7% of each other, ncu
 // sm__cycles_active min/max), but the tail's loop. At 4096^3 it took 0.656 ms where the whole tiles'
 // rate gives 0.591 (116 of 132 SMs' tile time): 3.22 instructions issued per SM cycle against 3.53,
 // dispatch stall 0.26 against 0.17, barrier 0.12 against 0.04, long scoreboard 0.08 against 0.00
 // (its own register allocation: 254 registers against 222; h100_profile_async_simt_streamk_4096_
-// before_s13.json). Its interior copies are now predicated in the instruction (gl_tile's SPREAD
-// loop): the tail 0.651 ms, 4096^3 1.002x cuBLAS in the suite (h100_fp32_suite_s13.json) and 1.001x
-// / 1.003x in two runs of 40 samples (h100_fp32_4096_s13_run{1,2}.json); 8192^3 1.027x.
+// unpredicated.json). Its interior copies are now predicated in the instruction (gl_tile's SPREAD
+// loop): the tail 0.651 ms, 4096^3 1.002x cuBLAS in the suite (h100_fp32_suite_streamk_predicated.json) and 1.001x
+// / 1.003x in two runs of 40 samples (h100_fp32_4096_streamk_predicated_run{1,2}.json); 8192^3 1.027x.
 #include "common.cuh"
 
 #if GL_DTYPE != 0
@@ -577,7 +577,7 @@ __device__ __forceinline__ void gl_tile(int M, int N, int K, const GlEpi& ep,
                 // (long scoreboard). There they are predicated in the instruction (PRED).
                 // PREDICTION: the tail's long-scoreboard and barrier stalls fall to about the whole
                 // tiles' (0.00 and 0.04 per issue, from 0.08 and 0.12), the tail -5%. MEASURED (ncu,
-                // 4096^3, h100_profile_async_simt_streamk_*_s13.json): long scoreboard 0.08 -> 0.04,
+                // 4096^3, h100_profile_async_simt_streamk_*.json): long scoreboard 0.08 -> 0.04,
                 // barrier 0.12 -> 0.10, short scoreboard 0.08 -> 0.13; the tail 0.656 -> 0.651 ms
                 // (-0.6%). Its loop still issues at 0.81 per scheduler against the whole tiles' 0.88
                 // (dispatch stall 0.27 against 0.17: its own register allocation).

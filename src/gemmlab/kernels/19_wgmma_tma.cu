@@ -73,7 +73,7 @@
 // variant lets it be scheduled once every block is past its main loop (griddepcontrol.
 // launch_dependents, SASS PREEXIT), and the reduction waits in its first instruction for this
 // grid's partials. Measured against the ordinary launch of the same plan: 31.34 against 32.42 us
-// at bf16 256x256x65536, 50.14 against 51.39 at 128x4096x14336 (h100_pdl_reduce_s20.json).
+// at bf16 256x256x65536, 50.14 against 51.39 at 128x4096x14336 (h100_pdl_reduce.json).
 #include "common.cuh"
 #include "hopper.cuh"
 

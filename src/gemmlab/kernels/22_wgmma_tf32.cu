@@ -50,7 +50,7 @@
 // EPI_TMA=1 (session 14): through TMA stores from a 32 KB staging (store_tile_tma). Why: without
 // its stores (a never-true guard, the main loop kept) the kernel ran 0.998x cuBLAS-TF32 at 8192^3
 // and 1.046x at 4096^3 against 0.982x / 1.005x with them, same sitting (benchmarks/results/
-// h100_tf32_nostore_s14.json, _base_s14.json): the epilogue costs 1.6% / 4%, about 2.7 / 3.5 us a
+// h100_tf32_epilogue_nostore.json, _base.json): the epilogue costs 1.6% / 4%, about 2.7 / 3.5 us a
 // tile while the 132 SMs write 17 MB of C together, and the consumers' next wgmmas wait behind the
 // stores' reads of the accumulators. cuBLAS's TF32 kernel (the same 128x256x32 tile) stages its
 // output in shared memory and stores it by TMA.
@@ -58,16 +58,16 @@
 // from shared memory (two of them per warpgroup in flight) instead of for 64 st.global each; half
 // the epilogue's cost back: +0.8% at 8192^3 (0.982x -> ~0.99x) and +2% at 4096^3 (~1.025x).
 // MEASURED (H100, EPI_TMA 0 / 1 in one tuner run each, cuBLAS beside them; h100_tune_wgmma_tf32_
-// epi_*_s14.json): 8192x8192x1024 0.3897 / 0.3754 ms (+3.8%), 4096x4096x1024 0.1042 / 0.1008
+// epi_*.json): 8192x8192x1024 0.3897 / 0.3754 ms (+3.8%), 4096x4096x1024 0.1042 / 0.1008
 // (+3.4%), 2048x2048x8192 +0.5%, 4096^3 0.3390 / 0.3395 (-0.1%), 8192^3 2.6535 / 2.6780 (-0.9%;
-// -0.5% in another run, -1.7% in h100_tf32_s14.json's bench). Nsight Compute at 8192^3 (benchmarks/
-// profiles/h100_profile_wgmma_tf32_epi{0,1}_8192_s14.json): the prediction held in cycles, 4.413 M
+// -0.5% in another run, -1.7% in h100_tf32_epi_tma.json's bench). Nsight Compute at 8192^3 (benchmarks/
+// profiles/h100_profile_wgmma_tf32_epi{0,1}_8192.json): the prediction held in cycles, 4.413 M
 // against 4.449 M (-0.8%), but the SM clock fell from 1.595 to 1.544 GHz (the power cap) and the L2
 // moved 24.2 GB against 18.6 GB. The staging's 8-byte stores into a column-major C's boxes took 5
 // wavefronts instead of 2 (5.3 M wavefronts for 1.05 M STS.64). So EPI_TMA=1 is the default, and
 // the shipped table (data/defaults_sm90.json) keeps EPI_TMA=0 at 8192^3.
 // Session 15 (benchmarks/NOTES.md; Nsight Compute at 8192^3 with extra L2 counters, benchmarks/
-// profiles/h100_l2probe_tf32_8192_*_s15.json): the staging made conflict-free (store_tile_tma: 2.7 M
+// profiles/h100_l2probe_tf32_8192_*.json): the staging made conflict-free (store_tile_tma: 2.7 M
 // wavefronts for the 1.05 M STS.64) brought EPI_TMA=1 to cuBLAS's cycles, 4.39 M against 4.38 M
 // (EPI_TMA=0 4.43 M). The clock is what it loses: 1.55 against 1.59 GHz for EPI_TMA=0 and 1.61 for
 // cuBLAS. The extra L2 bytes are reads: every variant's TMA loads deliver the same 805 M sectors to
@@ -303,7 +303,7 @@ __device__ __forceinline__ void store_tile(const float (&acc)[MI][BN / 8][4], in
 // Bank conflicts: an STS.64 is served a half-warp (16 lanes, 128 bytes) per wavefront, so 2
 // wavefronts at best. Stored in the accumulators' own order, every layout met 2-way in each
 // half-warp (4 wavefronts; Nsight Compute at 8192^3, column-major C: 5.3 M wavefronts for 1.05 M
-// STS.64, h100_profile_wgmma_tf32_epi1_8192_s14.json): the half-warp's 16 pieces fell on 8 slots
+// STS.64, h100_profile_wgmma_tf32_epi1_8192.json): the half-warp's 16 pieces fell on 8 slots
 // (bank group x 8-byte half). So lanes store their fragments in a permuted order, the order bit
 // being a lane bit that did not reach the slot: column-major C, lanes with t >= 2 store their
 // column pair's second column first; row-major C, lanes of one half of the half-warp store the

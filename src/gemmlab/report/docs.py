@@ -127,14 +127,14 @@ def _who(r: dict) -> str:
 
 # the headline: (result, kernel, shapes) for one-shape rows, (result, suite title) for a suite's geomean
 HEADLINE_SHAPES = (
-    (R + "h100_fp32_suite_s13.json.gz", "auto", ((4096,) * 3, (8192,) * 3)),
+    (R + "h100_fp32_suite_streamk_predicated.json.gz", "auto", ((4096,) * 3, (8192,) * 3)),
     (R + "h100_auto_tf32.json", "auto", ((4096,) * 3, (8192,) * 3)),
     (R + "h100_wgmma_3xtf32_final.json", "wgmma_tf32", ((4096,) * 3, (8192,) * 3)),
     (R + "h100_auto_bf16.json.gz", "auto", ((4096,) * 3, (8192,) * 3)),
     (R + "h100_auto_fp16.json.gz", "auto", ((4096,) * 3, (8192,) * 3)),
 )
 HEADLINE_SUITES = (
-    (R + "h100_fp32_suite_s13.json.gz", "FP32 suite"),
+    (R + "h100_fp32_suite_streamk_predicated.json.gz", "FP32 suite"),
     (R + "h100_auto_llm_bf16.json.gz", "LLM suite"),
     (R + "h100_auto_llm_fp16.json.gz", "LLM suite"),
     (R + "h100_decode_bf16.json.gz", "decode suite"),
@@ -173,7 +173,7 @@ def headline_markdown(root: Path) -> str:
 LADDER_RESULTS = (R + "h100_fp32.json", R + "h100_fp16_tmastore.json", R + "h100_bf16_tmastore.json",
                   R + "h100_tf32.json", R + "h100_3xtf32.json", R + "h100_wgmma_3xtf32_final.json",
                   R + "h100_auto_tf32.json", R + "h100_wgmma_ws_balance_bf16.json",
-                  R + "h100_wgmma_ws_balance_fp16.json", R + "h100_fp32_suite_s13.json.gz",
+                  R + "h100_wgmma_ws_balance_fp16.json", R + "h100_fp32_suite_streamk_predicated.json.gz",
                   R + "h100_decode_bf16.json.gz", R + "h100_decode_fp16.json.gz")
 # a rung's shape in the ladder: the naive rungs at 2048^3 (hours otherwise), the thin rungs at the
 # problems they exist for; everything else at 4096^3

@@ -196,12 +196,12 @@ RUNGS: tuple[Rung, ...] = (
         # 0.3446 ms against 0.3468 at 4096^3, within 0.1% at 8192^3 (h100_tune_wgmma_tf32_group_*.json)
         # EPI_TMA 1: the TMA store epilogue, +3.4-3.8% at K = 1024 (8192x8192x1024, 4096x4096x1024),
         # level at 4096^3, -0.9% at 8192^3 (its power draw lowers the clock there: the shipped table
-        # keeps EPI_TMA=0 at 8192^3); h100_tune_wgmma_tf32_epi_*_s14.json. With its staging made
+        # keeps EPI_TMA=0 at 8192^3); h100_tune_wgmma_tf32_epi_*.json. With its staging made
         # conflict-free (session 15) it takes cuBLAS's cycles at 8192^3 but 42% more L2 lookups, a
-        # lower clock and 1.5-3.6% more time (h100_tune_wgmma_tf32_{epi,cluster,epiwait}_8192_s15*.json)
+        # lower clock and 1.5-3.6% more time (h100_tune_wgmma_tf32_{epi,cluster,epiwait}_8192_conflictfree.json)
         # 256x128 (BM 256, WM 128; first measured in session 15, the tuner had run the preset as
         # 128x128 before): 0.96x at 8192^3 and 0.99x at 4096^3 against 0.986x / 1.00x for 128x256
-        # (h100_tune_wgmma_tf32_tiles_*_s15.json)
+        # (h100_tune_wgmma_tf32_tiles_*.json)
         # BALANCE 1 (rung 21's reason): at 8192^3 0.985x -> 1.001x cuBLAS-TF32 sampled and 0.993x ->
         # 1.002x sustained, 4096^3 1.006x -> 1.014x (one run, h100_balance_tf32.json); DRAM reads
         # 2.57 -> 2.21 GB at 8192^3 (benchmarks/profiles/h100_l2probe_tf32_8192_balance.json)
