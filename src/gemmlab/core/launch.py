@@ -75,7 +75,7 @@ def stream_capturing(stream: int, ordinal: int) -> bool:
     or a special handle while the device's primary context is current, is asked directly; else,
     or when the driver refuses the query (no current context), it is asked in that context
     (pushing and popping the context on every call cost several times the query:
-    benchmarks/results/h100_host_staged_s21.json). Asked before a compile on the launch path and
+    benchmarks/results/h100_host_staged.json). Asked before a compile on the launch path and
     by every texture-rung launch; a staged launch takes its workspace the same way in or out of a
     capture and does not ask."""
     cu = cuda()

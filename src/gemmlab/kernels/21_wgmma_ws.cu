@@ -124,15 +124,15 @@
 // 51 instructions a trip, 18.6 against 27.6 million executed at fp16 4096^3 (Nsight Compute,
 // h100_profile_wgmma_ws_desc32_streamk0_fp16_4096.json), SM clock at 8192^3 1.526 against 1.515 GHz
 // (those two profiles also differ in GROUP, 16 against 8);
-// bench (h100_{fp16,bf16}_s7.json, both changes) fp16 745.5 / 770.5 TFLOP/s at 4096^3 / 8192^3
+// bench (h100_{fp16,bf16}_desc32_group16.json, both changes) fp16 745.5 / 770.5 TFLOP/s at 4096^3 / 8192^3
 // (0.991x / 1.011x cuBLAS), bf16 766.2 / 804.8 (0.992x / 1.014x): +0.7 to +1.4% on the ratios of
-// h100_*_s6.json, the low end of the prediction. At 4096^3 the rest is the partial wave (3.88 in
+// h100_{fp16,bf16}_desc64_group8.json, the low end of the prediction. At 4096^3 the rest is the partial wave (3.88 in
 // 4) and the epilogue: a timeline of one launch (h100_timeline_wgmma_ws_streamk0_fp16_4096.json)
 // has 1.7-4.5 us (median 2.5) from a tile's last wgmma to the next tile's first, of ~44 us per tile.
 // Session 8: the epilogues of a wave's blocks coincide, and so do their C writes; DEFER=1 (now the
 // default) holds a tile in registers and writes it during the next tile's k-tile loop (the section
 // "the deferred epilogue" below): +1.0 to +1.3% at 4096^3 and 8192^3, 1.003x cuBLAS at 4096^3 in
-// fp16 and bf16 (h100_{fp16,bf16}_s8.json); slower with 128x128 tiles, which keep DEFER=0.
+// fp16 and bf16 (h100_{fp16,bf16}_defer.json); slower with 128x128 tiles, which keep DEFER=0.
 // The store twin (GL_TMA_STORE_ONLY, session 22): this kernel built without the staged epilogue
 // (store_tile), which a plan loads beside the full build where the TMA store serves every call with
 // beta == 0 (EPI_TMA=1, C with a map, rows of whole 16-byte chunks) and launches for those calls
@@ -144,7 +144,7 @@
 // descriptors out of the uniform registers; the twin leaves the full build as it was.
 // PREDICTION (from a throwaway build without store_tile: -0.19 / -0.22 us at 128x14336x64): about
 // -0.2 us a launch of the twin at every shape. MEASURED (H100, the same plan with and without its
-// twin, cuBLAS and Triton in the run; h100_store_twin_wgmma_ws_{bf16,fp16}_s22h.json.gz): 43.49 / 43.74
+// twin, cuBLAS and Triton in the run; h100_store_twin_wgmma_ws_{bf16,fp16}.json.gz): 43.49 / 43.74
 // against 43.74 / 44.03 us at 128x14336x4096 (bf16 / fp16; Triton 43.74 / 43.90), 176.03 / 180.29
 // against 176.67 / 181.02 at 4096^3: -0.25 to -0.73 us, at the prediction or past it.
 #include "common.cuh"
