@@ -169,7 +169,8 @@ def test_split_pack_kernel_writes_the_host_model_planes_bit_for_bit(col_major):
     """A 37 x 45 operand (odd, padded to 48), one row of edge values: the pack kernel's planes
     equal ``split_tf32`` of the source (transposed where MN-major), zeros in the padding."""
     cp = pytest.importorskip("cupy")
-    from gemmlab.core.launch import _pack_params, load_pack
+    from gemmlab.core.loading import load_pack
+    from gemmlab.core.params import pack_params
 
     rows, cols = 37, 45
     host = np.random.default_rng(3).standard_normal((rows, cols)).astype(np.float32)
@@ -177,7 +178,7 @@ def test_split_pack_kernel_writes_the_host_model_planes_bit_for_bit(col_major):
     p = packing._pack("A", rows, cols, cols, False, "fp32", transpose=col_major, planes=2)
     src, dst = cp.asarray(host), cp.full(p.nbytes // 4, np.nan, dtype=cp.float32)
     fn = load_pack("fp32", 0, None, p.kernel, split=True)
-    block = _pack_params(p)
+    block = pack_params(p)
     block.pack(block.buffer, 0, src.data.ptr, dst.data.ptr)
     from gemmlab.core.driver import check, cuda
 

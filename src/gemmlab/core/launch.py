@@ -1,5 +1,5 @@
-"""Launch layer: load cubins into the device's primary context and launch them through the CUDA
-driver API (cuda-python), on the caller's current stream.
+"""Launch layer: launch compiled kernels through the CUDA driver API (cuda-python), on the caller's
+current stream (core.loading loads them, core.params holds their argument blocks).
 
 ``Plan`` resolves everything once (variant, cubin, function handle, texture objects, argument
 tuple) so that ``Plan.run()`` costs one ``cuLaunchKernel`` (more for a plan that uses a workspace
@@ -10,161 +10,23 @@ times plans.
 
 from __future__ import annotations
 
-import ctypes
 import functools
-import logging
 import os
 import struct
 import threading
 
 from .arch import arch_number
-from .compile import CompiledKernel
-from .deps import require
 from . import packing, tensormaps, textures
-from .driver import check, context, cuda, device_info, primary_context
+from .driver import check, context, cuda, device_info
 from .dtypes import get as get_dtype
 from .problem import GemmProblem, KernelProblem
-from .registry import MAX_GRID_Y, Launch, Rung, streamk_workspace, workspace_split
+from .registry import MAX_GRID_Y, Rung, streamk_workspace, workspace_split
 from .epilogue import PLAIN, Epilogue
-from .variant import REDUCE_THREADS, SpillError, Variant, compile_reduce, fused_configs, resolve
+from .variant import REDUCE_THREADS, SpillError, fused_configs, resolve
 from . import workspace
-
-
-log = logging.getLogger("gemmlab")
-_modules: dict[tuple[int, str, str], tuple[object, object]] = {}   # (ordinal, cache key, entry point)
-_modules_lock = threading.Lock()
-
-
-def load_compiled(ck: CompiledKernel, ordinal: int, what: str | None = None, name: str | None = None):
-    """The CUfunction of a compiled kernel on a device, loaded into its primary context once;
-    ``name``: another entry point of the same module (rung 18's stream-K tail) instead of ck.name."""
-    name = name or ck.name
-    key = (ordinal, ck.key, name)
-    with _modules_lock:
-        hit = _modules.get(key)
-    if hit is not None:
-        return hit[1]
-    cu = cuda()
-    with context(ordinal):
-        with _modules_lock:
-            loaded = next((m for (o, k, _), (m, _f) in _modules.items() if o == ordinal and k == ck.key), None)
-        mod = loaded or check(cu.cuModuleLoadData(ck.cubin), f"cuModuleLoadData({what or ck.source})")
-        fn = check(cu.cuModuleGetFunction(mod, name.encode()), f"cuModuleGetFunction({name})")
-    with _modules_lock:
-        _modules[key] = (mod, fn)
-    return fn
-
-
-# CUDA Array Interface v3 stream values with a fixed meaning (the driver takes the same handles)
-_CAI_LEGACY, _CAI_PER_THREAD = 1, 2
-# the default stream (0), CU_STREAM_LEGACY and CU_STREAM_PER_THREAD: handles the driver resolves in
-# the CURRENT context
-_SPECIAL_STREAMS = (0, _CAI_LEGACY, _CAI_PER_THREAD)
-
-
-def _current_context_is(ordinal: int) -> bool:
-    """Whether the calling thread's current context is the device's primary context."""
-    cu = cuda()
-    err, current = cu.cuCtxGetCurrent()
-    return err == cu.CUresult.CUDA_SUCCESS and int(current) == int(primary_context(ordinal))
-
-
-def stream_capturing(stream: int, ordinal: int) -> bool:
-    """Whether ``stream`` is capturing a CUDA graph (the legacy stream counts as capturing while
-    another stream captures in global mode: the driver then refuses to query it). A stream object,
-    or a special handle while the device's primary context is current, is asked directly; else,
-    or when the driver refuses the query (no current context), it is asked in that context
-    (pushing and popping the context on every call cost several times the query:
-    benchmarks/results/h100_host_staged.json). Asked before a compile on the launch path and
-    by every texture-rung launch; a staged launch takes its workspace the same way in or out of a
-    capture and does not ask."""
-    cu = cuda()
-    if stream not in _SPECIAL_STREAMS or _current_context_is(ordinal):
-        err, status = cu.cuStreamIsCapturing(stream)
-        if err == cu.CUresult.CUDA_SUCCESS:
-            return status != cu.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
-    with context(ordinal):
-        err, status = cu.cuStreamIsCapturing(stream)
-    if err == cu.CUresult.CUDA_ERROR_STREAM_CAPTURE_IMPLICIT:
-        return True
-    check((err, status), "cuStreamIsCapturing")
-    return status != cu.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
-
-
-def _before_compile(what: str, arch: str, capturing):
-    """What runs right before a real NVRTC compile on the launch path (see compile_for_launch)."""
-
-    def before_compile() -> None:
-        if capturing is not None and capturing():
-            raise RuntimeError(
-                f"gemmlab: {what} is not compiled yet and the stream is capturing a CUDA graph; "
-                f"compile it first with gemmlab.precompile(...) or `gemmlab compile`")
-        log.warning("compiling %s for %s (not in the cache: gemmlab.precompile(...) or `gemmlab compile` "
-                    "builds it ahead of time)", what, arch)
-
-    return before_compile
-
-
-def compile_for_launch(variant: Variant, arch: str, capturing=None) -> CompiledKernel:
-    """The compiled kernel a launch needs. Served from the memory or disk cache when there; a real
-    NVRTC compile is logged (logger ``gemmlab``, WARNING: it takes seconds) and refused with a
-    RuntimeError while ``capturing()`` says the launch stream is capturing a CUDA graph."""
-    return variant.compile(arch, before_compile=_before_compile(variant.describe(), arch, capturing))
-
-
-def load_reduce(dtype: str, ordinal: int, capturing=None, epilogue: Epilogue = PLAIN):
-    """The CUfunction of the split-K reduction for ``dtype`` (with ``epilogue``, the one its
-    partial products left out) on a device (``capturing``: see ``compile_for_launch``)."""
-    what = f"the split-K reduction [{dtype}{', ' + epilogue.describe() if not epilogue.plain else ''}]"
-    arch = device_info(ordinal).arch
-    return load_compiled(compile_reduce(dtype, arch, _before_compile(what, arch, capturing), epilogue), ordinal, what)
-
-
-def load_pack(dtype: str, ordinal: int, capturing=None, kernel: str = packing.KERNEL, split: bool = False):
-    """The CUfunction of the operand pack kernel ``kernel`` (``pack`` or the transposing ``pack_t``;
-    ``split``: its version writing two TF32 planes) for ``dtype`` on a device (``capturing``: see
-    ``compile_for_launch``)."""
-    what = f"the operand {kernel}{' (TF32 split)' if split else ''} [{dtype}]"
-    return _load_helper(lambda d, a, b: packing.compile_pack(d, a, b, kernel, split), what, dtype, ordinal, capturing)
-
-
-def _load_helper(compile_fn, what: str, dtype: str, ordinal: int, capturing):
-    arch = device_info(ordinal).arch
-    return load_compiled(compile_fn(dtype, arch, _before_compile(what, arch, capturing)), ordinal, what)
-
-
-def load_function(variant: Variant, ordinal: int, capturing=None):
-    """(CUfunction, CompiledKernel) of a variant on a device, compiled and loaded once
-    (``capturing``: see ``compile_for_launch``)."""
-    ck = compile_for_launch(variant, device_info(ordinal).arch, capturing)
-    return load_compiled(ck, ordinal, variant.describe()), ck
-
-
-# ---- launching ------------------------------------------------------------------------------
-def _torch_stream_reader():
-    """ordinal -> the raw cudaStream_t of PyTorch's current stream. torch.cuda.current_stream()
-    builds a Stream object per call (microseconds); torch._C._cuda_getCurrentRawStream returns
-    the handle (Triton's launcher reads it the same way). The public call where it is absent."""
-    torch = require("torch")
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    if raw is not None:
-        return raw
-    return lambda ordinal: torch.cuda.current_stream(ordinal).cuda_stream
-
-
-def stream_reader(lib: str):
-    """ordinal -> the current stream handle of the array library ``lib`` (0, the legacy default
-    stream, for a bare ``__cuda_array_interface__`` object)."""
-    if lib == "cupy":
-        get = require("cupy").cuda.get_current_stream
-        return lambda ordinal: get(ordinal).ptr
-    if lib == "torch":
-        return _torch_stream_reader()
-    return lambda ordinal: 0
-
-
-def current_stream(lib: str, ordinal: int) -> int:
-    return int(stream_reader(lib)(ordinal))
+from .loading import (CAI_LEGACY, SPECIAL_STREAMS, compile_for_launch, current_context_is, current_stream,  # noqa: F401
+                      load_compiled, load_function, load_pack, load_reduce, stream_capturing, stream_reader)
+from .params import REDUCE_BIAS_AT, Params, fill, f32, pack_params, reduce_params
 
 
 # GEMMLAB_CHECK=1: synchronize after every launch and raise on asynchronous errors (read once)
@@ -177,116 +39,9 @@ PDL = os.environ.get("GEMMLAB_PDL", "") != "0"
 PDL_ARCH = 90   # programmatic dependent launch (griddepcontrol): sm_90 and newer
 
 def _same_stream(producer: int, launch: int) -> bool:
-    return producer == launch or {producer, launch} == {0, _CAI_LEGACY}
+    return producer == launch or {producer, launch} == {0, CAI_LEGACY}
 
 
-class _Params:
-    """A persistent kernel parameter block, updated in place between launches: one buffer holds
-    every argument, laid out so that what changes per call (the three pointers, alpha, beta)
-    is one contiguous ``struct`` pack, and the void* array cuLaunchKernel reads (passed by
-    address) points into it in the kernel's argument order (kernels/common.cuh). The extras
-    after the standard arguments: two texture objects with their element offsets (the texture
-    rungs), or two or three 128-byte tensor maps (the TMA rungs: A and B, and C for a rung with a
-    store map; the driver copies them by value); then a stream-K kernel's workspace pointer, and
-    last the bias pointer of a fused bias (kernels/epilogue.cuh, GL_EPI_PARAMS)."""
-
-    # byte offsets in the buffer, in the kernel's argument order
-    _ORDER = (32, 36, 40, 24, 0, 44, 8, 48, 28, 16, 52)   # M N K alpha A lda B ldb beta C ldc
-    _TEX_ORDER = (56, 64, 72, 80)                          # texA offA texB offB
-    _TMAP_ORDER = (128, 256, 384)                          # tmA tmB [tmC] (128 bytes each)
-    # then, for a stream-K kernel (STREAMK=1), its workspace pointer right after the maps
-    _SHAPE = struct.Struct("<6i")                          # M N K lda ldb ldc at byte 32
-    _CALL = struct.Struct("<QQQff")                        # A B C alpha beta at byte 0
-    _TEX = struct.Struct("<QqQq")                          # at byte 56
-
-    __slots__ = ("buffer", "array", "address", "pack", "_ws_at", "bias_at")
-
-    def __init__(self, kp: KernelProblem, textured: bool, maps: int = 0, workspace: bool = False, bias: bool = False):
-        order = self._ORDER + (self._TEX_ORDER if textured else ()) + self._TMAP_ORDER[:maps]
-        size = 128 + 128 * maps if maps else 88
-        self._ws_at = size if workspace else None
-        if workspace:
-            order, size = order + (size,), size + 8
-        self.bias_at = size if bias else None
-        if bias:
-            order, size = order + (size,), size + 8
-        self.buffer = ctypes.create_string_buffer(size)
-        base = ctypes.addressof(self.buffer)
-        self.array = (ctypes.c_void_p * len(order))(*[base + off for off in order])
-        self.address = ctypes.addressof(self.array)
-        self._SHAPE.pack_into(self.buffer, 32, kp.M, kp.N, kp.K, kp.lda, kp.ldb, kp.ldc)
-        self.pack = self._CALL.pack_into
-
-    def textures(self, ta, oa, tb, ob) -> None:
-        self._TEX.pack_into(self.buffer, 56, ta, oa, tb, ob)
-
-    def tensor_maps(self, ma: bytes | None, mb: bytes | None, mc: bytes | None = None) -> None:
-        """The maps of A, B and C (None: that operand has none; its 128 bytes are left as they are,
-        the kernel's variant does not read them)."""
-        if ma is not None:
-            self.buffer[128:256] = ma
-        if mb is not None:
-            self.buffer[256:384] = mb
-        if mc is not None:
-            self.buffer[384:512] = mc
-
-    def workspace(self, ptr: int) -> None:
-        """The stream-K workspace pointer (a block made with ``workspace=True``)."""
-        struct.pack_into("<Q", self.buffer, self._ws_at, ptr)
-
-    def bias(self, ptr: int) -> None:
-        """The bias pointer (a block made with ``bias=True``)."""
-        struct.pack_into("<Q", self.buffer, self.bias_at, ptr)
-
-    def ldc(self, value: int) -> None:
-        """The leading dimension of what the kernel writes (split-K: the workspace's row length)."""
-        struct.pack_into("<i", self.buffer, 52, value)
-
-
-class _HelperParams:
-    """The persistent parameter block of a helper kernel: what changes per call (pointers, and
-    alpha and beta) is one ``struct`` pack at byte 0, the fixed int arguments follow it, and the
-    void* array points into the buffer in the kernel's argument order."""
-
-    __slots__ = ("buffer", "array", "address", "pack")
-
-    def __init__(self, call: struct.Struct, order: tuple[int, ...], ints: tuple[int, ...]):
-        self.buffer = ctypes.create_string_buffer(call.size + 4 * len(ints))
-        base = ctypes.addressof(self.buffer)
-        self.array = (ctypes.c_void_p * len(order))(*[base + off for off in order])
-        self.address = ctypes.addressof(self.array)
-        struct.pack_into(f"<{len(ints)}i", self.buffer, call.size, *ints)
-        self.pack = call.pack_into
-
-
-REDUCE_BIAS_AT = 40
-
-
-def _reduce_params(M: int, N: int, splits: int, ldc: int, bias: bool = False) -> _HelperParams:
-    """kernels/splitk_reduce.cu (M N S W alpha beta C ldc [bias]); per call W C alpha beta [bias]."""
-    if bias:   # its pointer after the ints, at byte 40 (two zero ints make its 8 bytes): REDUCE_BIAS_AT
-        return _HelperParams(struct.Struct("<QQff"), (24, 28, 32, 0, 16, 20, 8, 36, REDUCE_BIAS_AT),
-                             (M, N, splits, ldc, 0, 0))
-    return _HelperParams(struct.Struct("<QQff"), (24, 28, 32, 0, 16, 20, 8, 36), (M, N, splits, ldc))
-
-
-def _pack_params(p: packing.Pack) -> _HelperParams:
-    """kernels/pack.cu (outer inner src ld dst ldp); per call src dst."""
-    return _HelperParams(struct.Struct("<QQ"), (16, 20, 0, 24, 8, 28), (p.outer, p.inner, p.ld, p.ld_packed))
-
-
-def _f32(x: float) -> float:
-    """x as the kernel's float argument receives it (out of range: +-inf, as a C cast gives)."""
-    return ctypes.c_float(x).value
-
-
-def _fill(block, *args) -> None:
-    """The per-call ``struct`` pack of a parameter block whose last two arguments are alpha and
-    beta (out of float range: as the kernel's float receives them)."""
-    try:
-        block.pack(block.buffer, 0, *args)
-    except OverflowError:
-        block.pack(block.buffer, 0, *args[:-2], _f32(args[-2]), _f32(args[-1]))
 
 
 class Plan:
@@ -368,7 +123,7 @@ class Plan:
         self.function, self.compiled = load_function(self.variant, self.ordinal, capturing)
         cu = cuda()
         self._opt_in_smem(self.function, info.limits)
-        self._params = _Params(kp, bool(tex_args), (3 if rung.store_map else 2) if rung.tensor_maps else 0,
+        self._params = Params(kp, bool(tex_args), (3 if rung.store_map else 2) if rung.tensor_maps else 0,
                                self._streamk, self._bias)
         if tex_args:
             self._params.textures(*tex_args)
@@ -485,7 +240,7 @@ class Plan:
         dtype = self.problem.dtype
         self._pack_heads = [(load_pack(dtype, self.ordinal, capturing, p.kernel, p.planes > 1), *p.grid(), p.threads,
                              1, 1, 0) for p in self.packs]
-        self._pack_blocks = [_pack_params(p) for p in self.packs]
+        self._pack_blocks = [pack_params(p) for p in self.packs]
         # sm_90: a second copy, and the rung's kernel right after a copy, programmatically serialized
         # (_pdl_config): each waits for the kernel before it in its first instruction (gl_pdl_wait);
         # not after stream-K's memset of its flags, nor with a cluster split's own launch
@@ -504,7 +259,7 @@ class Plan:
         if split:
             self._params.ldc(kp.N)
             fn = load_reduce(dtype, self.ordinal, capturing, self.epilogue)
-            self._reduce = _reduce_params(kp.M, kp.N, self.splits, kp.ldc, self._bias)
+            self._reduce = reduce_params(kp.M, kp.N, self.splits, kp.ldc, self._bias)
             grid = (-(-kp.N // REDUCE_THREADS), min(kp.M, MAX_GRID_Y), 1)
             self._reduce_head = (fn, *grid, REDUCE_THREADS, 1, 1, 0)
             self._reduce_ex = self._pdl_config(self._reduce_head) if self._pdl else None
@@ -529,7 +284,7 @@ class Plan:
         ``__cuda_array_interface__`` C, the stream it names (else the legacy default stream)."""
         c = problem.c
         if c.lib == "cai":
-            s = 0 if c.stream in (None, _CAI_LEGACY) else c.stream
+            s = 0 if c.stream in (None, CAI_LEGACY) else c.stream
             return lambda ordinal: s
         return stream_reader(c.lib)
 
@@ -592,7 +347,7 @@ class Plan:
             try:
                 params.pack(params.buffer, 0, a_ptr, b_ptr, c_ptr, alpha, beta)
             except OverflowError:
-                params.pack(params.buffer, 0, a_ptr, b_ptr, c_ptr, _f32(alpha), _f32(beta))
+                params.pack(params.buffer, 0, a_ptr, b_ptr, c_ptr, f32(alpha), f32(beta))
             if self._bias:
                 params.bias(bias)
             if self._maps is not None and (a_ptr != self._mapped[0] or b_ptr != self._mapped[1]
@@ -626,7 +381,7 @@ class Plan:
             stream = self._stream_of(self.ordinal)
         if self._producers:
             self._wait_for_producers(stream)
-        if stream in _SPECIAL_STREAMS and not _current_context_is(self.ordinal):
+        if stream in SPECIAL_STREAMS and not current_context_is(self.ordinal):
             with context(self.ordinal):
                 self._staged(a_ptr, b_ptr, c_ptr, alpha, beta, stream, bias)
         else:
@@ -646,7 +401,7 @@ class Plan:
                     else:
                         b_ptr = region + p.offset
                 split = self._split
-                _fill(self._params, a_ptr, b_ptr, region + self._split_offset if split else c_ptr, alpha, beta)
+                fill(self._params, a_ptr, b_ptr, region + self._split_offset if split else c_ptr, alpha, beta)
                 if self._bias:
                     self._params.bias(bias)
                 if self._sk_flags is not None:   # stream-K: the workspace, its flags zeroed before the kernel
@@ -660,7 +415,7 @@ class Plan:
                 if self._tail_head is not None:   # rung 18's stream-K tail, after its whole tiles
                     self._launch(stream, self._tail_head, self._params.address)
                 if split:
-                    _fill(self._reduce, region + self._split_offset, c_ptr, alpha, beta)
+                    fill(self._reduce, region + self._split_offset, c_ptr, alpha, beta)
                     if self._bias:
                         struct.pack_into("<Q", self._reduce.buffer, REDUCE_BIAS_AT, bias)
                     self._launch_ex(stream, self._reduce_ex, self._reduce_head, self._reduce.address)
@@ -705,7 +460,7 @@ class Plan:
         if self._producers:
             self._wait_for_producers(stream)
         with self._lock:
-            _fill(self._params, a_ptr, b_ptr, c_ptr, alpha, beta)
+            fill(self._params, a_ptr, b_ptr, c_ptr, alpha, beta)
             if self._bias:
                 self._params.bias(bias)
             self._launch(stream)
@@ -718,7 +473,7 @@ class Plan:
             return False
         params = self._params
         with self._lock:
-            params.pack(params.buffer, 0, a_ptr, b_ptr, c_ptr, _f32(alpha), _f32(beta))
+            params.pack(params.buffer, 0, a_ptr, b_ptr, c_ptr, f32(alpha), f32(beta))
             params.textures(ta.handle, ta.offset, tb.handle, tb.offset)
             if self._bias:
                 params.bias(bias)
