@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from . import autotune, dispatch, epilogue as _epilogue, fastpath, textures, workspace
+import itertools
+import logging
+
+from . import autotune, batched, dispatch, epilogue as _epilogue, fastpath, textures, workspace
 from .deps import require
 from .driver import device_info
 from .launch import Plan, current_stream, stream_capturing
 from .dtypes import get as get_dtype
-from .problem import overlaps, describe_array, make_problem
+from .problem import array_facts, overlaps, describe_array, make_problem
 from .registry import get as get_rung
+
+log = logging.getLogger("gemmlab")
 
 
 def _scale_in_place(c, beta: float) -> None:
@@ -154,7 +159,12 @@ def matmul(a, b, *, bias=None, activation: str | None = None, kernel: str = "aut
     """act(a @ b + bias) as a new array of the inputs' library (or into ``out``); ``precision``,
     ``bias`` and ``activation`` as for ``gemm``. A call like an earlier one (shapes, strides,
     dtype, device, alignment, kernel, config, precision) allocates and launches without
-    re-checking anything the earlier call checked."""
+    re-checking anything the earlier call checked.
+
+    Operands of three or more dimensions, (..., M, K) @ (..., K, N), multiply as ``torch.matmul``
+    does: the batch dimensions broadcast, any strides (core/batched.py says how it runs)."""
+    if _ndim(a) > 2 or _ndim(b) > 2:
+        return _batched_matmul(a, b, bias, activation, kernel, out, config, precision)
     if out is not None or bias is not None or activation is not None:
         if out is None:
             allocate, _ = _allocator(a, b)
@@ -168,6 +178,101 @@ def matmul(a, b, *, bias=None, activation: str | None = None, kernel: str = "aut
     c = gemm(a, b, allocate(), alpha=1.0, beta=0.0, kernel=kernel, config=config, precision=precision)
     fastpath.remember_product(a, b, c, kernel, config, allocate, lib, precision)
     return c
+
+
+def _ndim(x) -> int:
+    shape = getattr(x, "shape", None)
+    if shape is None:
+        shape = getattr(x, "__cuda_array_interface__", {}).get("shape", ())
+    return len(shape)
+
+
+def _allocate_like(a, facts, shape):
+    """An uninitialized array of ``shape`` in a's library, dtype and device."""
+    if facts.lib == "torch":
+        torch = require("torch")
+        return torch.empty(shape, dtype=a.dtype, device=a.device)
+    if facts.lib == "cupy":
+        cupy = require("cupy")
+        with cupy.cuda.Device(facts.device):
+            return cupy.empty(shape, dtype=a.dtype)
+    raise TypeError("a batched matmul without out= needs CuPy or PyTorch inputs to allocate the result; pass out=")
+
+
+_warned: set = set()
+
+
+def _warn_per_element(lay, dtype: str) -> None:
+    """Say once per batch shape that it runs a launch per element (logger ``gemmlab``, WARNING): far
+    slower than torch.bmm on batches of small problems, where one launch walking batch x tiles is
+    what is missing."""
+    key = (lay.batch, lay.M, lay.N, lay.K, dtype)
+    if key not in _warned:
+        _warned.add(key)
+        log.warning("batched matmul %s x %dx%dx%d %s runs one GEMM launch per batch element (%d launches): the "
+                    "batch does not fold into M, and the one-launch batched kernel is not built yet",
+                    "x".join(map(str, lay.batch)), lay.M, lay.N, lay.K, dtype, lay.count)
+
+
+def _batched_matmul(a, b, bias, activation, kernel, out, config, precision):
+    """``matmul`` of operands with batch dimensions: one folded 2-D GEMM where the batch folds into M
+    (core/batched.py), else one 2-D GEMM per batch element through a plan per alignment class."""
+    fa, fb = array_facts("a", a), array_facts("b", b)
+    lay = batched.layout(fa, fb)
+    shape = lay.batch + (lay.M, lay.N)
+    if out is None:
+        out = _allocate_like(a, fa, shape)
+    fc = array_facts("out", out)
+    if fc.shape != shape:
+        raise ValueError(f"out has shape {fc.shape} but a @ b is {shape}")
+    if fc.dtype != fa.dtype:
+        raise TypeError(f"out is {fc.dtype} but a and b are {fa.dtype}; all must match")
+    if fc.device != fa.device:
+        raise ValueError(f"out is on device {fc.device} but a is on device {fa.device}; all must be on one device")
+    if lay.count == 0 or lay.M == 0 or lay.N == 0:
+        return out
+    if lay.folds and batched.output_folds(fc, lay) and hasattr(a, "reshape") and hasattr(out, "reshape"):
+        # views, not copies: the strides chain (batched.layout, output_folds)
+        b2 = b[(0,) * (len(fb.shape) - 2)] if len(fb.shape) > 2 else b
+        gemm(a.reshape(lay.count * lay.M, lay.K), b2, out.reshape(lay.count * lay.M, lay.N), bias=bias,
+             activation=activation, kernel=kernel, config=config, precision=precision)
+        return out
+    if lay.K == 0 and bias is None and activation is None:
+        _scale_in_place(out, 0.0)   # a @ b of no k: zeros
+        return out
+    # one plan per alignment class, made from the class's first element; every element then launches
+    # on its own pointers (kernel view order: a column-major out swaps a and b)
+    _warn_per_element(lay, fa.dtype)
+    problems = batched.problems(lay, fa, fb, fc, 1.0, 0.0)
+    first = next(problems)
+    epi, bias_ptr = _epilogue_of(first, bias, activation)
+    if lay.K == 0:   # act(bias) in every element: the naive rung's store over no k
+        for problem in itertools.chain([first], problems):
+            Plan(problem, get_rung("naive"), epilogue=epi, bias_ptr=bias_ptr).run()
+        return out
+    plans: dict = {}
+    swap = first.c.col_major
+    itemsize = first.a.itemsize
+    ld_ok = (first.a.ld % (16 // itemsize) == 0, first.b.ld % (16 // itemsize) == 0,
+             first.c.ld % (16 // itemsize) == 0)
+    sc = batched.batch_strides(fc, lay.batch)
+    a0, b0, c0 = first.a.ptr, first.b.ptr, first.c.ptr
+    for oa, ob, oc in zip(batched.offsets(lay.a_strides, lay.batch), batched.offsets(lay.b_strides, lay.batch),
+                          batched.offsets(sc, lay.batch)):
+        pa, pb, pc = a0 + oa * itemsize, b0 + ob * itemsize, c0 + oc * itemsize
+        key = (ld_ok[0] and not pa & 15, ld_ok[1] and not pb & 15, ld_ok[2] and not pc & 15)
+        plan = plans.get(key)
+        if plan is None:
+            problem = batched.element(first, pa, pb, pc)
+            choice = dispatch.decide(problem, kernel, config, _device_for(problem, kernel), precision)
+            plan = plans[key] = Plan(problem, choice.rung, choice.config, choice=choice, precision=precision,
+                                     epilogue=epi, bias_ptr=bias_ptr)
+        if not (plan.launch(pb, pa, pc, 1.0, 0.0, None, bias_ptr) if swap else
+                plan.launch(pa, pb, pc, 1.0, 0.0, None, bias_ptr)):
+            problem = batched.element(first, pa, pb, pc)   # a texture rung whose extent changed: a plan of its own
+            Plan(problem, plan.rung, plan.choice.config, choice=plan.choice, precision=precision, epilogue=epi,
+                 bias_ptr=bias_ptr).run()
+    return out
 
 
 def empty_cache() -> None:

@@ -86,8 +86,23 @@ def _layout(name: str, shape, strides_el) -> tuple[bool, int]:
     )
 
 
-def describe_array(name: str, x, vector: bool = False) -> ArrayInfo:
-    """The facts of a 2-D device array (``vector``: of a 1-D one, described as its one row)."""
+@dataclass(frozen=True)
+class ArrayFacts:
+    """What a device array of any number of dimensions is, read without copying: shape and strides
+    in elements (``describe_array`` makes a 2-D one an ArrayInfo; core.batched reads N-D ones)."""
+
+    ptr: int
+    shape: tuple
+    strides: tuple     # in elements
+    dtype: str         # "fp32" | "fp16" | "bf16"
+    device: int
+    lib: str
+    stream: int | None = None
+
+
+def array_facts(name: str, x) -> ArrayFacts:
+    """The facts of a CuPy array, a PyTorch CUDA tensor or a ``__cuda_array_interface__`` object;
+    errors name ``name`` and the problem."""
     lib = _lib_of(x)
     stream = None
     if lib == "torch":  # x is a torch.Tensor: torch is imported already
@@ -98,9 +113,9 @@ def describe_array(name: str, x, vector: bool = False) -> ArrayInfo:
     elif lib == "cupy":
         dt = x.dtype.name
         shape, ptr, dev = tuple(x.shape), x.data.ptr, x.device.id
-        strides = tuple(s // x.dtype.itemsize for s in x.strides) if x.ndim == 1 + (not vector) else ()
-        if x.ndim == 1 + (not vector) and any(s % x.dtype.itemsize for s in x.strides):
+        if any(s % x.dtype.itemsize for s in x.strides):
             raise ValueError(f"{name} has strides {x.strides} bytes that are not whole elements")
+        strides = tuple(s // x.dtype.itemsize for s in x.strides)
     else:
         cai = x.__cuda_array_interface__
         typestr = cai["typestr"]
@@ -108,24 +123,41 @@ def describe_array(name: str, x, vector: bool = False) -> ArrayInfo:
         shape = tuple(cai["shape"])
         itemsize = int(typestr[2:]) if typestr[2:].isdigit() else 1
         strides = cai.get("strides")
-        if strides is None and len(shape) in (1, 2):
-            strides = (shape[1], 1) if len(shape) == 2 else (1,)
-        elif strides is not None:
+        if strides is None:   # C-contiguous
+            strides, step = [], 1
+            for n in reversed(shape):
+                strides.insert(0, step)
+                step *= max(n, 1)
+            strides = tuple(strides)
+        else:
             strides = tuple(s // itemsize for s in strides)
         stream = _cai_stream(name, cai)
         ptr, dev = cai["data"][0], _device_of_pointer(cai["data"][0])
+    try:
+        dtype = from_array_name(dt).name
+    except TypeError as exc:
+        raise TypeError(f"{name} has {exc}") from None
+    return ArrayFacts(int(ptr), tuple(int(n) for n in shape), tuple(int(v) for v in strides), dtype, int(dev), lib,
+                      stream)
+
+
+def describe_array(name: str, x, vector: bool = False) -> ArrayInfo:
+    """The facts of a 2-D device array (``vector``: of a 1-D one, described as its one row)."""
+    f = array_facts(name, x)
+    shape, strides = f.shape, f.strides
     if vector:
         if len(shape) != 1:
             raise ValueError(f"{name} must be 1-D, got {len(shape)}-D with shape {shape}")
         shape, strides = (1, shape[0]), (shape[0] * strides[0], strides[0])
     if len(shape) != 2:
         raise ValueError(f"{name} must be 2-D, got {len(shape)}-D with shape {shape}")
-    try:
-        dtype = from_array_name(dt).name
-    except TypeError as exc:
-        raise TypeError(f"{name} has {exc}") from None
+    return info_2d(name, f.ptr, shape, strides, f.dtype, f.device, f.lib, f.stream)
+
+
+def info_2d(name: str, ptr: int, shape, strides, dtype: str, device: int, lib: str, stream=None) -> ArrayInfo:
+    """The ArrayInfo of a 2-D view (rows, cols) with these element strides at ``ptr``."""
     col_major, ld = _layout(name, shape, strides)
-    return ArrayInfo(int(ptr), int(shape[0]), int(shape[1]), int(ld), col_major, dtype, int(dev), lib, stream)
+    return ArrayInfo(int(ptr), int(shape[0]), int(shape[1]), int(ld), col_major, dtype, int(device), lib, stream)
 
 
 def _cai_stream(name: str, cai: dict) -> int | None:
