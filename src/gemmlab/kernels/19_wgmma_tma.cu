@@ -147,11 +147,8 @@ __device__ __forceinline__ int2 gl_grouped_tile() {
     return make_int2(blockIdx.x, GL_TILE_ROW);
 #else
     const long long tiles_n = gridDim.x, lin = (long long)blockIdx.y * tiles_n + blockIdx.x;
-    const long long per_group = GROUP_M * tiles_n;
-    const int first_m = (int)(lin / per_group) * GROUP_M;
-    const int rows = min((int)gridDim.y - first_m, GROUP_M);   // the last group may be shorter
-    const int in_group = (int)(lin % per_group);
-    return make_int2(in_group / rows, first_m + in_group % rows);
+    const int2 t = gl_group_raster<long long>(lin, tiles_n, (int)gridDim.y, GROUP_M);   // (row, column)
+    return make_int2(t.y, t.x);
 #endif
 }
 

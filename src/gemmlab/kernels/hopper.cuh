@@ -16,6 +16,21 @@ constexpr int GL_WARPGROUP = 128;   // threads of a warpgroup (4 warps): wgmma's
 // passed by value as a __grid_constant__ kernel parameter (the copy engine reads it from there).
 struct alignas(64) GlTensorMap { unsigned long long opaque[16]; };
 
+// ---- the grouped raster (rung 19's launch order, rungs 21 and 22's persistent schedule) ----------
+// Tile number `lin` of a tiles_m x tiles_n grid of output tiles, numbered in groups of `group` row
+// tiles, the column tiles of one group before the next: the (row tile, column tile) it names. Tiles
+// in flight together then cover a patch of C about `group` rows tall, whose panels of A and B the
+// L2 serves to many blocks at once (rung 19's header says by how much). I: the index type (rung 19
+// numbers its blocks in 64 bits; the persistent rungs' 32-bit units keep registers).
+template <typename I>
+__device__ __forceinline__ int2 gl_group_raster(I lin, I tiles_n, int tiles_m, int group) {
+    const I per_group = (I)group * tiles_n;
+    const int first = (int)(lin / per_group) * group;
+    const int rows = min(tiles_m - first, group);   // the last group may be shorter
+    const int in_group = (int)(lin % per_group);
+    return make_int2(first + in_group % rows, in_group / rows);
+}
+
 // ---- PTX wrappers: mbarriers, TMA, wgmma --------------------------------------------------------
 __device__ __forceinline__ void gl_mbar_init(unsigned bar, unsigned count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");

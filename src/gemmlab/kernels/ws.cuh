@@ -108,11 +108,8 @@ struct Schedule {
     // an odd number of row tiles, rank 1's tile of the last unit row lies wholly below M: it loads
     // zeros (TMA fills, the copy path guards) and stores nothing, and keeps the two CTAs in step.
     __device__ __forceinline__ int2 tile(int u, int rank) const {
-        const int per_group = GROUP_U * tiles_n;
-        const int first = u / per_group * GROUP_U;
-        const int rows = min(units_m - first, GROUP_U);     // the last group may be shorter
-        const int in_group = u % per_group;
-        return make_int2((first + in_group % rows) * CLUSTER + rank, in_group / rows);
+        const int2 t = gl_group_raster<int>(u, tiles_n, units_m, GROUP_U);   // (unit row, column tile)
+        return make_int2(t.x * CLUSTER + rank, t.y);
     }
     // The first stream-K step of cluster c (steps count k tiles of the units past dp).
     // floor(W c / G) for the W = (total - dp) ktiles steps and G clusters, in 32 bits: W = q G + r
