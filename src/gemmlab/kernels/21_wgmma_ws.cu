@@ -2,16 +2,17 @@
 // tile while the consumers write this one (FP16 / BF16 in, FP32 accumulate; sm_90a only).
 //                                           seed: none (the seeds stop at WMMA); the design is
 // CUTLASS's sm90 warp-specialized persistent GEMM (TMA, two cooperative consumer warpgroups, 2x1
-// clusters), written here from the PTX ISA.
+// clusters), written here from the PTX ISA. The measurements behind each choice below are in the
+// design journal (docs/journal/hopper.md).
 //
 // What it changes against rung 19 (wgmma_tma; the same wgmma, TMA boxes, swizzled panels and
 // mbarrier ring, now shared through hopper.cuh):
 // * Persistent: the grid is min(tiles, SMs) blocks (clusters: min(units, SMs/2) pairs; BALANCE=1, the
-//   default since session 18: the fewest that take no more waves, ws.cuh), each
+//   default: the fewest that take no more waves, ws.cuh), each
 //   looping over output tiles in a static grouped order (Schedule below). Rung 19 launches one
-//   block per tile, 1 block of 384 threads per SM (192 KB of stages): each block filled its
-//   pipeline and wrote its epilogue with the tensor cores idle (Nsight Compute at 2048^3: tensor
-//   pipe active 76.8%, 35% of the stalls at barriers). Here the mbarrier phases continue across
+//   block per tile, 1 block of 384 threads per SM (192 KB of stages): each block fills its
+//   pipeline and writes its epilogue with the tensor cores idle (Nsight Compute showed the tensor
+//   pipe idle for a quarter of the time and barriers as the top stall). Here the mbarrier phases continue across
 //   tiles, so the producer's TMA for tile i+1 is in flight while the consumers finish tile i and
 //   store it: only the first tile of a block pays the pipeline fill.
 // * The epilogue has shared staging of its own (the stages belong to the next tile, which the
@@ -24,61 +25,35 @@
 //   holds loop state) and the consumers take them (setmaxnreg.inc to 232), one if/else on the
 //   role at the top of the kernel, a cap of 168 at entry (__launch_bounds__(384, 1)). ptxas
 //   allocates 168 per thread at launch and the split (128 x 40 + 256 x 232 = 384 x 168) uses it
-//   exactly; the consumers' code needs about 152, so the 128 accumulators never come near a spill
+//   exactly; the consumers' code needs fewer than 232, so the 128 accumulators never come near a spill
 //   and any growth of the epilogue has room.
 // * Clusters of 2 along M (CLUSTER=2, the default): the two CTAs compute vertically adjacent tiles
 //   of one column tile, so they need the same B tile; each loads half of it (half the rows of each
 //   panel) and TMA multicast writes it into both. Per k tile an SM then pulls 16 + 16 KB through
-//   L2 instead of 16 + 32 KB: at ~750 TFLOP/s the 132 SMs read ~8.8 TB/s of tiles from L2 without
-//   multicast, ~5.9 TB/s with it. The empty barriers count both CTAs' consumers (the peer's
+//   L2 instead of 16 + 32 KB: a third less L2 traffic for the same math, which matters at the
+//   tensor cores' full rate. The empty barriers count both CTAs' consumers (the peer's
 //   producer overwrites this CTA's stage too), the producer's last act is to wait for every stage
 //   to be released (no remote arrival reaches an exited CTA), and a cluster barrier after the
 //   mbarrier init keeps the peer's first multicast from reaching an uninitialized barrier.
 // Operands TMA cannot describe (GL_VEC_A / GL_VEC_B = 0) are copied by the producer warpgroup's
 // 128 threads as in rung 19 (GlOperand::copy, hopper.cuh); that variant keeps 96 registers for the
 // producer (8 halves per chunk in flight) and gives the consumers 200. B is then not multicast.
-// PREDICTION, written before any measurement (H100 SXM, CLUSTER=2): 745-775 TFLOP/s at 4096^3
-// (rung 19: 717 fp16, 735 bf16; cuBLAS 758 and 780 in benchmarks/results/h100_fp16.json and
-// h100_bf16.json: about 0.98-1.02x cuBLAS) and 770-805 at 8192^3 (1.0-1.05x). What is left on the
-// table against the best hand-written Hopper kernels: the two consumer warpgroups still stop the
-// tensor cores together for each epilogue (a ping-pong schedule, each warpgroup on its own tile,
-// would overlap one's epilogue with the other's math), and the epilogue's 4-byte stores.
-// Measured (H100, cuBLAS in the same run, commit be188cb, benchmarks/results/h100_wgmma_ws_fp16.json,
-// _bf16.json, _nocluster_fp16.json), with that first epilogue, which stored from the accumulators
-// (64 4-byte stores per thread at BN = 256, each instruction touching 8 rows of 16 bytes): below
-// the prediction and below rung 19. fp16 677 TFLOP/s at 4096^3 (0.89x; rung 19 722) and 724 at
-// 8192^3 (0.942x; rung 19 761); bf16 692 (0.89x; rung 19 733) and 760 (0.95x; 789); CLUSTER=1
-// 674 and 721. Nsight Compute (fp16 4096^3, CLUSTER=1; its figures were not saved): the top
-// stalls were barrier, long scoreboard and MIO throttle. The stores were the suspect: at BN = 256 a consumer
-// warp issued 64 store instructions per tile of 8 rows each, 512 L1 wavefronts (~4096 L1 cycles
-// per tile for the 8 warps, ~2.3 us of a ~47 us tile at 4096^3: about the 5% lost to rung 19),
-// while neither warpgroup issued a wgmma.
-// PREDICTION for the staged epilogue (store_tile), written before its measurement: the epilogue's
-// L1/shared traffic falls to ~1500 cycles per tile (16 stmatrix, 16 LDS.128, 16 STG.128 per
-// thread), so MIO throttle and barrier stalls drop and fp16 rises to
-// 715-740 TFLOP/s at 4096^3 (0.94-0.97x, at or above rung 19's 722) and 750-775 at 8192^3; bf16
-// 725-750 and 770-800. The cost: beta != 0 rounds alpha * acc to the output type before adding
-// beta * C (two roundings; verify's element tolerance allows two).
-// Measured (H100, commit 1c25f3a, benchmarks/results/h100_wgmma_ws_staged_fp16.json, cuBLAS and
-// rung 19 in the same run): fp16 732 TFLOP/s at 4096^3 (0.975x cuBLAS; rung 19 714, 0.951x) and
-// 751 at 8192^3 (0.991x; rung 19 744, 0.982x): inside the prediction at 4096^3, the first rung
-// above rung 19, still below cuBLAS. Not yet measured: bf16, and the counters after the change.
-// Since then (benchmarks/NOTES.md, 2026-11-22): bf16 757 / 793 TFLOP/s (0.975x / 0.994x,
-// h100_pingpong_coop_bf16.json). Nsight Compute at fp16 4096^3: tensor pipe active 91.7%, 1.29 GB
-// through L2 (benchmarks/profiles/h100_profile_wgmma_ws_coop_fp16_4096.json). The ping-pong
-// schedule named above was built and measured slower (0.89x with 128x128 tiles: +40% L2 bytes, 1.8x
-// the instructions, tensor pipe 88.4%; branch `pingpong`), and so was a first stream-K tail (0.87x,
-// and wrong with clusters; branch `streamk`). What is left: 512 tiles on 132 SMs are 3.88 waves run
-// in 4 at 4096^3 (15.5 in 16 at 8192^3), and the epilogue is not overlapped.
+// History (docs/journal/hopper.md): the first epilogue stored straight from the accumulators (4-byte
+// stores touching 8 rows each) and left the rung below rung 19 (benchmarks/results/h100_wgmma_ws_fp16.json):
+// the stores kept the LSU busy while neither warpgroup issued a wgmma. The staged epilogue
+// (store_tile: stmatrix, LDS.128, STG.128) cut that traffic and put the rung above rung 19
+// (benchmarks/results/h100_wgmma_ws_staged_fp16.json). A ping-pong schedule (each consumer warpgroup
+// on its own tile) was built and measured slower: more L2 bytes and more instructions with its
+// 128x128 tiles (benchmarks/results/h100_pingpong_coop_bf16.json,
+// benchmarks/profiles/h100_profile_wgmma_ws_coop_fp16_4096.json). What is left is the partial last
+// wave and the epilogue the tensor cores wait for.
 // STREAMK=1 (ws.cuh, shared with rung 22; off by default) splits the partial last wave by k tiles.
-// PREDICTION (not committed before the first run): +1-1.5% at 4096^3, +2-3% at 8192^3, up to a
-// fifth where a wave is far from whole (1024x6144x4096: 1.45 waves of 128x256 run in 2). Measured
-// (H100, cuBLAS in each run; benchmarks/results/h100_tune_streamk_*.json, 986a442): -2 to -4% at
-// 4096^3 (fp16 0.1932 against 0.1855 ms with clusters), within 0.4% at 8192^3, +4.4 to +6.5% at
-// 1024x14336x4096 and 1024x6144x4096 with 128x256 tiles, where 128x128 tiles without it are
-// faster still. Walked forwards (each cluster on its own k offset) the tail re-read the operands
-// from DRAM: -5 to -25% (h100_tune_streamk_fwd_*.json). Why the k-synchronous walk still gains nothing
-// at 8192^3 was not profiled.
+// It gains where a wave is far from whole (1024x14336x4096 and 1024x6144x4096 with 128x256 tiles,
+// where 128x128 tiles without it are faster still) and loses a little at 4096^3
+// (benchmarks/results/h100_tune_streamk_fp16_4096.json and the other h100_tune_streamk_*.json).
+// Walked forwards (each cluster on its own k offset) the tail re-read the operands from DRAM and
+// lost more (h100_tune_streamk_fwd_*.json). Why the k-synchronous walk gains nothing at 8192^3 was
+// not profiled.
 // The TMA store epilogue (EPI_TMA=1, the default; store_tile_tma): where C has a tensor map
 // (16-byte aligned base, row stride a multiple of 16 bytes: GL_VEC_C; the host passes C's map as a
 // third __grid_constant__ parameter), beta == 0 and N % 8 == 0 (decided at run time: the copy
@@ -91,62 +66,44 @@
 // cp.async.bulk.wait_group.read) until a box buffer is read before refilling it. beta != 0, a C TMA
 // cannot describe or store, and EPI_TMA=0 keep store_tile (EPI_TMA=0 compiles to the SASS the rung
 // had before the switch existed).
-// PREDICTION for the TMA store, written before its measurement: +1-2% over EPI_TMA=0 at 4096^3 and
-// 8192^3 (from the figures above: fp16 ~740-747 and ~759-766 TFLOP/s, bf16 ~765-772 and ~801-809;
-// about 0.99x and 1.0x cuBLAS), from ~1000 of the ~1500 LSU cycles of a tile's epilogue (of
-// ~80,000 per tile) leaving the consumers' critical path; EPI_TMA=0 and the default benched in
-// one sitting show it.
-// Measured (H100, f4086f5, benchmarks/results/h100_wgmma_ws_epi1_fp16.json against _epi0_fp16.json,
-// and _bf16, cuBLAS in each run, one sitting): fp16 745 / 750 TFLOP/s at 4096^3 / 8192^3 against
-// 736 / 745 (0.979x / 0.986x cuBLAS), bf16 762 / 789 against 756 / 783 (0.980x / 0.997x): +0.7 to
-// +1.2%, at or below the prediction's low end. A probe with no stores at all (accumulators kept
-// live; h100_wgmma_ws_noepilogue_probe_*.json, benchmarks/NOTES.md) ran 761 / 773 fp16 and
-// 784 / 809 bf16 (1.01x): this epilogue still costs ~2-3% (alpha and rounding, stmatrix, a proxy
-// fence per box, waiting for the copy engine to read a box buffer), all of it with the tensor
-// cores idle.
+// The TMA store gained a little over EPI_TMA=0, at the low end of what was predicted
+// (benchmarks/results/h100_wgmma_ws_epi1_fp16.json against h100_wgmma_ws_epi0_fp16.json, and the
+// bf16 pair). A probe with no stores at all (accumulators kept live;
+// h100_wgmma_ws_noepilogue_probe_{fp16,bf16}.json) shows what this epilogue still costs with the
+// tensor cores idle: alpha and rounding, stmatrix, a proxy fence per box, waiting for the copy
+// engine to read a box buffer.
 // A second step on those costs was built and measured (branch epi2, be7a5fd; not in this file):
 // a buffer for every box (the 2 the staging cannot hold in the tile's last stage, released in the
 // next tile once the copy engine had read them), one proxy fence and one bulk group per tile, no
 // multiply when alpha == 1, and the tile's first wgmmas with scale-d 0 instead of zeroing the
-// accumulators. PREDICTION (written before the measurement): +0.8 to +1.5% at 4096^3 and 8192^3.
-// Measured (H100, one sitting, cuBLAS in each run; h100_wgmma_ws_epi2_new_bf16.json against
-// _base_bf16.json, 0328c32, whose code this is): bf16 765.0 / 806.3 TFLOP/s against 760.7 /
-// 805.2 (+0.6% / +0.1%), and fp16 within 0.2% of the base's 744.5 / 772.4
-// (h100_wgmma_ws_epi2_base_fp16.json; benchmarks/NOTES.md): inside the spread of one sitting, so
-// the code stays as it was. The waits and fences were not where the no-store probe's 2-3% goes
-// (benchmarks/NOTES.md says what is left).
-// Session 7 (benchmarks/NOTES.md): GROUP 16 (ws.cuh; a wave's patch 16 x 8.25 tiles) +1.0 to +1.4%
-// at 4096^3 and 8192^3 (h100_tune_wgmma_ws_group_*.json). The k-tile loop was 90 SASS instructions
-// for 4 HGMMAs: 64-bit descriptor adds, register pairs moved into uniform registers one wgmma at a
-// time, the shared base recomputed every trip. PREDICTION: 32-bit descriptor words over a constant
-// high word, with the warpgroup index uniform to ptxas, halve it; a third fewer instructions
-// executed, +0.5-1.5% (less issue and less power under the H100's cap, so a higher clock). Measured:
-// 51 instructions a trip, 18.6 against 27.6 million executed at fp16 4096^3 (Nsight Compute,
-// h100_profile_wgmma_ws_desc32_streamk0_fp16_4096.json), SM clock at 8192^3 1.526 against 1.515 GHz
-// (those two profiles also differ in GROUP, 16 against 8);
-// bench (h100_{fp16,bf16}_desc32_group16.json, both changes) fp16 745.5 / 770.5 TFLOP/s at 4096^3 / 8192^3
-// (0.991x / 1.011x cuBLAS), bf16 766.2 / 804.8 (0.992x / 1.014x): +0.7 to +1.4% on the ratios of
-// h100_{fp16,bf16}_desc64_group8.json, the low end of the prediction. At 4096^3 the rest is the partial wave (3.88 in
-// 4) and the epilogue: a timeline of one launch (h100_timeline_wgmma_ws_streamk0_fp16_4096.json)
-// has 1.7-4.5 us (median 2.5) from a tile's last wgmma to the next tile's first, of ~44 us per tile.
-// Session 8: the epilogues of a wave's blocks coincide, and so do their C writes; DEFER=1 (now the
+// accumulators. Its gain stayed inside the spread of one sitting
+// (h100_wgmma_ws_epi2_new_bf16.json against h100_wgmma_ws_epi2_base_bf16.json), so the code stays
+// as it was: the waits and fences were not where the no-store probe's cost goes.
+// GROUP 16 (ws.cuh; a wave's patch 16 x 8.25 tiles) reads less from DRAM than GROUP 8
+// (h100_tune_wgmma_ws_group_*.json). The k-tile loop was long for its 4 HGMMAs: 64-bit descriptor
+// adds, register pairs moved into uniform registers one wgmma at a time, the shared base recomputed
+// every trip. 32-bit descriptor words over a constant high word, with the warpgroup index uniform to
+// ptxas, cut the instructions executed by about a third (benchmarks/profiles/h100_profile_wgmma_ws_desc32_streamk0_fp16_4096.json
+// against h100_profile_wgmma_ws_streamk0_fp16_4096.json): less issue and less power under the
+// H100's cap, so a higher clock (h100_{fp16,bf16}_desc32_group16.json against
+// h100_{fp16,bf16}_desc64_group8.json). At 4096^3 the rest is the partial wave and the epilogue: a
+// timeline of one launch (h100_timeline_wgmma_ws_streamk0_fp16_4096.json) shows the gap from a
+// tile's last wgmma to the next tile's first.
+// The epilogues of a wave's blocks coincide, and so do their C writes; DEFER=1 (the
 // default) holds a tile in registers and writes it during the next tile's k-tile loop (the section
-// "the deferred epilogue" below): +1.0 to +1.3% at 4096^3 and 8192^3, 1.003x cuBLAS at 4096^3 in
-// fp16 and bf16 (h100_{fp16,bf16}_defer.json); slower with 128x128 tiles, which keep DEFER=0.
-// The store twin (GL_TMA_STORE_ONLY, session 22): this kernel built without the staged epilogue
+// "the deferred epilogue" below; h100_{fp16,bf16}_defer.json); it is slower with 128x128 tiles,
+// which keep DEFER=0.
+// The store twin (GL_TMA_STORE_ONLY): this kernel built without the staged epilogue
 // (store_tile), which a plan loads beside the full build where the TMA store serves every call with
 // beta == 0 (EPI_TMA=1, C with a map, rows of whole 16-byte chunks) and launches for those calls
 // (core/launch.py; Rung.store_twin, Variant.store_twin). Why: the staged epilogue, 16 unrolled
-// 16-byte stores each with its guarded scalar fallback, is 36 KB of the 46 KB kernel at 128x128 tiles,
-// and ptxas lays it out between the main loop and the TMA store's code; at 128x14336x4096 rung 21 was
-// 0.4-0.8 us behind Triton at K = 64 in the timed interval, and not inside the kernel by Nsight
-// Compute (benchmarks/NOTES.md). Shrinking the staged path in place moved the k-tile loop's
-// descriptors out of the uniform registers; the twin leaves the full build as it was.
-// PREDICTION (from a throwaway build without store_tile: -0.19 / -0.22 us at 128x14336x64): about
-// -0.2 us a launch of the twin at every shape. MEASURED (H100, the same plan with and without its
-// twin, cuBLAS and Triton in the run; h100_store_twin_wgmma_ws_{bf16,fp16}.json.gz): 43.49 / 43.74
-// against 43.74 / 44.03 us at 128x14336x4096 (bf16 / fp16; Triton 43.74 / 43.90), 176.03 / 180.29
-// against 176.67 / 181.02 at 4096^3: -0.25 to -0.73 us, at the prediction or past it.
+// 16-byte stores each with its guarded scalar fallback, is most of the kernel's code at 128x128 tiles,
+// and ptxas lays it out between the main loop and the TMA store's code; at 128x14336x4096 rung 21
+// trailed Triton at K = 64 in the timed interval, and not inside the kernel by Nsight
+// Compute (docs/journal/hopper.md). Shrinking the staged path in place moved the k-tile loop's
+// descriptors out of the uniform registers; the twin leaves the full build as it was. The twin
+// saves a fixed fraction of a microsecond a launch at every shape
+// (h100_store_twin_wgmma_ws_{bf16,fp16}.json.gz).
 #include "common.cuh"
 #include "hopper.cuh"
 
@@ -410,24 +367,20 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[MI][BN / 8][4]
 // store at run time) the tile is stored at its end by store_tile in passes of 64 columns; where no
 // TMA store is compiled (EPI_TMA=0, a C without 16-byte access) and for operands by the thread copy
 // (TMA_ONLY false: 200 registers for the consumers) DEFER=1 compiles what DEFER=0 does.
-// Why: the blocks of a wave end their tiles within 0.6-2.4 us of each other, so a wave's C (132 x 64 KB at
+// Why: the blocks of a wave end their tiles at nearly the same moment, so a wave's C (132 x 64 KB at
 // 128x256) was written in one burst; a timeline of one launch
-// (h100_timeline_wgmma_ws_streamk0_fp16_4096.json) has those synchronized epilogues taking 2.5-3.8
-// us, against ~1.0 us where fewer than a third of the blocks overlap. Spread over the next tile, the
-// writes add ~0.2 TB/s to L2 instead of ~3 TB/s for 3 us, and the tensor cores stop only for the
-// last k tile's drain and the packing.
-// PREDICTION (dd2cf02, before the first run): +1 to +2.5% at 4096^3, +1 to +2% at 8192^3. Measured
-// (H100, one run per shape, DEFER 0 and 1 in the same run with cuBLAS; h100_tune_wgmma_ws_defer_*.json):
-// fp16 0.1821 against 0.1845 ms at 4096^3 (+1.3%; 1.010x cuBLAS), 1.4186 against 1.4321 at 8192^3
-// (+1.0%; 1.021x); bf16 0.1783 against 0.1806 (+1.3%; 1.002x) and 1.3633 against 1.3769 (+1.0%;
-// 1.023x): the low end of the prediction.
+// (h100_timeline_wgmma_ws_streamk0_fp16_4096.json) shows those synchronized epilogues taking several
+// times as long as the ones where few blocks overlap. Spread over the next tile, the writes are a
+// trickle to L2 instead of a burst, and the tensor cores stop only for the last k tile's drain and
+// the packing. Measured with DEFER 0 and 1 in the same run beside cuBLAS
+// (h100_tune_wgmma_ws_defer_*.json): a small gain at 4096^3 and 8192^3 in fp16 and bf16, at the
+// low end of the prediction (docs/journal/hopper.md).
 // What the build taught: with the write inside the k-tile loop, or the rows path writing from the
-// held registers, ptxas moved the loop's descriptors out of the uniform registers (64-69
-// instructions a trip against 51); with 8 loads in flight in store_tile, or the stmatrix addresses
-// hoisted out of the loop, it spilled.
+// held registers, ptxas moved the loop's descriptors out of the uniform registers (a longer loop);
+// with 8 loads in flight in store_tile, or the stmatrix addresses hoisted out of the loop, it spilled.
 // A fused bias or activation (epilogue.cuh) is not deferred: applied while holding, beside the 128
-// accumulators and the 64 held registers, it spilled 16-196 bytes at 128x256 by activation; applied
-// as each held box was written, 700-1300 bytes for most activations (and where it fitted, the plan's
+// accumulators and the 64 held registers, it spilled at 128x256 for some activations; applied
+// as each held box was written, it spilled for most (and where it fitted, the plan's
 // fallback to DEFER=0 had taken over under the device's NVRTC anyway).
 constexpr bool DEFERRED = DEFER && TMA_ONLY && TMA_STORE && GL_EPI_PLAIN;
 constexpr int NBOX = MI * (BN / BOX_N);       // boxes of a warp's share of a tile
@@ -541,7 +494,7 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
         // barrier is awaited) and release kt - 1's stage.
         // DEFERRED: in runs of k tiles up to the next box to write, which is written between the runs
         // with the run's last wgmmas in flight (inside the loop, the write made ptxas move the loop's
-        // descriptors out of the uniform registers: 69 instructions a trip against 51)
+        // descriptors out of the uniform registers, and the loop grew)
         int prev = 0, kt = k0;
         for (;;) {
             const int stop = write_at >= 0 ? min(k1, write_at + 1) : k1;

@@ -15,10 +15,9 @@
 // The grid has min(units, SMs / CLUSTER) clusters (core/registry.py, Rung.persistent_grid), or with
 // BALANCE=1 (the default of both rungs; the host's choice, this code is the same) the fewest that
 // take no more waves: at 8192^3, 2048 units in 16 waves of 128 instead of 15 of 132 and one of 68.
-// Measured (H100, TF32 8192^3, Nsight Compute; benchmarks/profiles/h100_l2probe_tf32_8192_balance
-// .json): DRAM reads 2.57 -> 2.21 GB, L2 misses 103 -> 86 M, the clock 1.633 -> 1.646 GHz under
-// the power cap, 2.671 -> 2.646 ms (cuBLAS 2.640): each wave now covers 8 whole column tiles of a
-// group of 16 row tiles, where 132-unit waves straddled columns and groups. A unit is
+// Each wave then covers 8 whole column tiles of a group of 16 row tiles, where 132-unit waves
+// straddled columns and groups: fewer DRAM reads and L2 misses, and a little more clock under the
+// power cap (benchmarks/profiles/h100_l2probe_tf32_8192_balance.json; docs/journal/hopper.md). A unit is
 // CLUSTER vertically adjacent output tiles (one per CTA of the cluster) of one column tile. Cluster
 // c takes units c, c + clusters, c + 2 clusters, ...: a static schedule that its producer and its
 // consumers, and both CTAs of a cluster, walk identically, so no atomics are needed and every
@@ -36,7 +35,7 @@ static_assert(GROUP_M % CLUSTER == 0, "a group is whole units (CLUSTER row tiles
 constexpr int GROUP_U = GROUP_M / CLUSTER;      // unit rows per group
 // ---- stream-K tail (STREAMK=1) -----------------------------------------------------------------
 // Without it the last wave is partial: 512 tiles of 128x256 at 4096^3 on 132 SMs are 3.88 waves
-// that take 4 tile times, 2048 at 8192^3 are 15.52 that take 16 (3% of the run either way). With it,
+// that take 4 tile times, 2048 at 8192^3 are 15.52 that take 16. With it,
 // the units past the last whole wave (and one wave more when they would fill less than half of
 // one: each cluster then still gets at least half a unit of k tiles, so a unit has at most three
 // pieces) are cut into a contiguous run of (unit, k tile) steps split evenly over the clusters:
@@ -47,23 +46,21 @@ constexpr int GROUP_U = GROUP_M / CLUSTER;      // unit rows per group
 // at any time all clusters stand at (nearly) the same k. That keeps the k-synchronous reuse of the
 // whole units' waves, where the CTAs of a row or column of tiles read the same k panel of A or B
 // from L2 together; walked forwards (each cluster on its own k offset) the tail read every panel
-// from DRAM again: rung 22 at 4096^3 ran 0.43 ms against 0.35 ms without stream-K
+// from DRAM again, and rung 22 at 4096^3 ran well behind its time without stream-K
 // (h100_tune_streamk_fwd_tf32_4096.json). The piece holding a unit's LAST k tile, done last by its
 // cluster, finishes the unit: the others (each its cluster's first piece, so done early) publish
 // their sums to the workspace, and the finisher adds them in falling cluster order, a fixed order,
 // so the sum is the same at every launch. Every CTA publishes at most one piece: the workspace
 // holds one tile of FP32 per CTA (sk_part), and a flag per consumer warp (sk_flag) that the host
 // zeroes before each launch.
-// Measured against this (benchmarks/NOTES.md, session 7): a timeline of one launch (%globaltimer
-// per piece, fp16 4096^3) had the last pieces ending together, publishing taking 2.9 us, and the
-// finishers of units holding a whole share in their middle (a third piece, ending with the tail)
-// waiting up to 7.3 us for it (Nsight Compute: 190.8 us against 184.8 without stream-K). Splitting
-// one whole wave more (shares of 1 to 2 units: at most two pieces a unit, each finisher's partner
-// published first thing) was slower still: fp16 4096^3 0.1932 ms against 0.1834 without stream-K
-// in the same run (the rule above: 0.1909 against 0.1842), tf32 0.4596 against 0.3431
-// (h100_tune_*_sk2_*.json, _desc32_*.json): with shares longer than a unit the clusters' pieces
-// stand at k offsets that differ by their shares' fractions, and the tail lost the k-synchronous
-// L2 reuse as the forward walk did.
+// Why it still loses at 4096^3 (docs/journal/hopper.md): a timeline of one launch (%globaltimer per
+// piece, fp16 4096^3; h100_timeline_wgmma_ws_streamk1_fp16_4096.json) had the last pieces ending
+// together, publishing at the same time, and the finishers of units holding a whole share in their
+// middle (a third piece, ending with the tail) waiting for it. Splitting one whole wave more (shares
+// of 1 to 2 units: at most two pieces a unit, each finisher's partner published first thing) was
+// slower still, in fp16 and more so in tf32 (h100_tune_*_sk2_*.json): with shares longer than a
+// unit the clusters' pieces stand at k offsets that differ by their shares' fractions, and the tail
+// lost the k-synchronous L2 reuse as the forward walk did.
 #ifndef STREAMK
 #define STREAMK 0
 #endif
@@ -77,15 +74,12 @@ constexpr int GROUP_U = GROUP_M / CLUSTER;      // unit rows per group
 // tiles from the last to the first. Only the producer's coordinates change: a unit's k tiles are
 // summed in the other order (the same products; the bits of C change, the same at every launch).
 // Not with a stream-K tail (the registry refuses both): a unit's pieces, on several clusters,
-// would have to agree on its direction, and with both, rung 21's DEFER=1 kernel spilled 80 bytes.
-// PREDICTION, before its first measurement (H100, TF32 8192^3 rr, GROUP 16): the L2 ends a wave
-// holding roughly the last 40% of its k range, half of it A; the next wave finds ~30% of its A
-// there: DRAM reads -10 to -15% (3.3 -> ~2.9 GB), a few watts under the power cap, +0.3-0.8% of
-// clock and time; 4096^3 (a 65 MB patch) about the same share.
-// MEASURED (benchmarks/NOTES.md, session 16): DRAM 2.93 -> 2.71 GB at TF32 8192^3 (H200, Nsight
-// Compute), the clock and the time unchanged (0.978 against 0.979x cuBLAS on the H100); rung 21's
-// default tile in bf16/fp16 0.1-0.6% faster at 8192^3, 8192x14336x4096 and 4096x14336x4096, level
-// at 8192x4096x14336 (one tuner run each). So KREV is in the tuner's space, off by default.
+// would have to agree on its direction, and with both, rung 21's DEFER=1 kernel spilled.
+// Tried (docs/journal/hopper.md, docs/journal/tf32.md): backward odd waves read less from DRAM at
+// TF32 8192^3 but left the clock and the time where they were
+// (benchmarks/profiles/h200_l2probe_tf32_8192_l2promo.json), and moved rung 21's default tile by
+// about the spread of a run (h100_tune_wgmma_ws_krev_promo_*.json). So KREV is in the tuner's
+// space, off by default.
 #ifndef KREV
 #define KREV 0
 #endif
@@ -115,9 +109,9 @@ struct Schedule {
     // floor(W c / G) for the W = (total - dp) ktiles steps and G clusters, in 32 bits: W = q G + r
     // gives q c + floor(r c / G), r c < G^2. The 64-bit quotient it replaced was a called routine
     // (CALL __cuda_sm20_div_s64). Removing it did not shorten the k-tile loop: with STREAMK=1 ptxas
-    // still keeps the ring state in vector registers, 66 SASS instructions a trip against STREAMK=0's
-    // 51, for a reason not found (neither the fixup's publish nor its add is it: each removed alone
-    // left 66-67).
+    // still keeps the ring state in vector registers, a longer loop than STREAMK=0's, for a reason
+    // not found (neither the fixup's publish nor its add is it: removing either alone left the loop
+    // as long).
     __device__ __forceinline__ int sk_begin(int c) const {
         const int w = (total - dp) * ktiles, q = w / clusters, r = w % clusters;
         return q * c + r * c / clusters;
