@@ -44,23 +44,16 @@
 // is pointed at the operand's base). The epilogue writes C with 128-bit stores where legal
 // (gl_store_c4), never reading C when beta == 0. A block that reaches past M or N copies its
 // full-K tiles at the interior path's compile-time offsets with a bounds check per copy
-// (StageCopy::edge); only the ragged last K tile takes the checked path. Measured on the H100
-// (benchmarks/NOTES.md): at 127x4097x1023, where every block reaches past M = 127, 128x128 tiles
-// went from 155.8 to 123.0 us and the tuned best from 63.7 us (0.61x cuBLAS) to 44.4 us (0.89x).
+// (StageCopy::edge); only the ragged last K tile takes the checked path. At 127x4097x1023, where
+// every block reaches past M = 127, that made the edge blocks much faster (docs/journal/ladder.md).
 //
-// Prediction, written before the first measurement: at the default tile, ptxas (NVRTC 13, sm_90a)
-// gives 221-225 registers in every layout, no spills; the hot loop's interior path (`gemmlab
-// inspect async_simt`) issues 1115 instructions per tile: 1024 FFMA (91.8%), 48 LDS.128 (+3
-// LDS the compiler pads before LDGSTS), 6 LDGSTS, ~27 address/loop, 1 barrier. With one block of
-// 8 warps per SM to hide the barrier and the LDS latency, and register-bank stalls the compiler
-// does not avoid perfectly, the expected rate is 80-85% of the 66.9 TFLOP/s FP32 peak, 53-57
-// TFLOP/s at 4096^3: 1.03-1.10x cuBLAS's 51.5 (77%). Seed figures: the A100 cp.async 128x256x8
-// SGEMM reached 98% of cuBLAS; the RTX 4090/4070 Ti SGEMMs 1.13-1.21x cuBLAS (baselines.md).
-// Measured on the H100 (benchmarks/results/h100_fp32.json): 46.7 TFLOP/s at 4096^3, 0.91x cuBLAS
-// and 1.10x rung 15: above the autotuned Triton peer (0.88x), short of the prediction. Nsight
-// Compute (report_h100/results.json, profile.async_simt) shows it issue-bound: 3.19 of 4
-// instructions per cycle, 11% of the warp cycles in "dispatch stall" with 8 warps per SM to
-// hide them, no bank conflicts (benchmarks/NOTES.md).
+// The design target: at the default tile the hot loop's interior path (`gemmlab inspect
+// async_simt`) is FFMA for all but a few percent of its instructions (1024 FFMA, 48 LDS.128, 6
+// LDGSTS, the address and loop arithmetic, 1 barrier per tile), so the rate is bounded by how well
+// 8 warps per SM hide the barrier, the LDS latency and register-bank stalls. The seeds (an A100
+// cp.async 128x256x8 SGEMM, the RTX 4090/4070 Ti SGEMMs) reached or passed cuBLAS (baselines.md).
+// The first version was issue-bound and short of cuBLAS (benchmarks/results/h100_fp32.json;
+// docs/journal/ladder.md): dispatch stalls with 8 warps per SM to hide them, no bank conflicts.
 // Split-K (SPLITK > 1, kernels/common.cuh): blockIdx.z takes a slice of K (A and B advance to it,
 // K becomes its length) and the epilogue writes the FP32 partial tile to the workspace with
 // alpha = 1, beta = 0; splitk_reduce.cu finishes. For few output tiles and a long K (256x256x65536:
@@ -69,65 +62,51 @@
 // sum their partial tiles in distributed shared memory instead (gl_splitk_cluster_store): no
 // workspace and no second kernel.
 // SPREAD=1 (the default): the hot loop as the warp scheduler sees it. Nsight Compute put rung 18
-// beside cuBLAS's own SIMT kernel at 4096^3 (benchmarks/profiles/h100_profile_async_simt_64x256_vs_
-// cublas_fp32_4096.json: sm80_xmma ... 256x128x8, 8 warps, 254 registers): the same instructions
-// (2429 against 2428 million), the same FFMAs and LDS, the same 8 warps per SM, but 3.31 against 3.60
-// instructions per cycle; the difference was the "wait" stall, 0.14 against 0.01 cycles per
-// instruction: fixed-latency stalls that ptxas writes into each instruction's control bits. The
-// interior path of the tuned 64x256 tile (SASS control codes) carried 141 such cycles per k tile of
-// 1120 instructions: LDS.128 issued in clusters four cycles apart, the copies' LDGSTS likewise, and
-// three dependent compare-and-branch pairs at the tile's top (13 + 5 cycles each) choosing between
-// the interior, edge and checked copies. SPREAD=1 changes the loop, not the tile:
+// beside cuBLAS's own SIMT kernel at 4096^3 (sm80_xmma ... 256x128x8, 8 warps): the same
+// instructions, the same FFMAs and LDS, the same 8 warps per SM, but fewer instructions per cycle;
+// the difference was the "wait" stall: fixed-latency stalls that ptxas writes into each
+// instruction's control bits (docs/journal/ladder.md). The interior path's SASS control codes
+// showed where: LDS.128 issued in clusters four cycles apart, the copies' LDGSTS likewise, and
+// three dependent compare-and-branch pairs at the tile's top choosing between the interior, edge
+// and checked copies. SPREAD=1 changes the loop, not the tile:
 // * each step's next fragment loads are placed among its rows of FFMAs (load l after row l*TM/NLOAD);
 // * the interior copies sit at the first step under a predicate, with no branch around them;
 // * the edge and checked copies stay behind one branch at the tile's top, on a predicate computed
 //   a tile ahead, so the compare's latency is off the loop's top.
-// Static count (64x256, 8x16): 1123 instructions and 39 stall cycles per trip against 1120 and 141;
-// 128x256, 16x8: 1118 and 73 against 1116 and 141. Up to 12 copies per thread per stage; more take
-// the loop above unchanged. (At 8 first: a 64x128 tile spilled 40-48 bytes with 12 under the code
-// of d4e2098. Today's code compiles without spills with 12 in every preset, shipped entry and split
-// tile, and 176 tiles of 64x64 to 256x128, every layout, NVRTC 13.0 and 13.5. The 12 bring a
-// column-major B, copied 4 bytes at a time, into this loop: 4096^3 with B column-major 0.878x ->
-// 0.913x cuBLAS, h100_tune_async_simt_rc_4096.json.)
-// PREDICTION (before the first run): +3-5% at 4096^3, ~0.95x cuBLAS. MEASURED (H100, cuBLAS in each
-// run; h100_tune_async_simt_spread_{4096,8192}{,_b}.json): 128x256 16x8, 4 stages 0.894x -> 0.963x at
-// 4096^3 and 0.898x -> 0.975x at 8192^3 (+7.7%, +8.6%); 64x256 8x16 +2.4% and +3.3%. The FP32 suite
-// (h100_fp32_suite_spread.json) moved at every large shape: 2048^3 0.91x -> 0.98x, 4096^3 0.92x ->
-// 0.97x, 8192^3 0.91x -> 0.98x. Nsight Compute at 4096^3 (h100_profile_async_simt_spread_vs_cublas_
-// fp32_4096.json): IPC 3.43 against cuBLAS's 3.60; "wait" 0.05 and short scoreboard 0.05 cycles per
-// instruction (0.14 and 0.17 before), but "dispatch stall" 0.24 against cuBLAS's 0.10.
+// The loop keeps about the same instruction count with a fraction of the fixed stall cycles
+// (`gemmlab inspect async_simt`). Up to 12 copies per thread per stage; more take the loop above
+// unchanged. (At 8 first: a 64x128 tile spilled with 12 under the code of d4e2098. Today's code
+// compiles without spills with 12 in every preset, shipped entry and split tile, and every tile
+// from 64x64 to 256x128, every layout, NVRTC 13.0 and 13.5. The 12 bring a column-major B, copied
+// 4 bytes at a time, into this loop: h100_tune_async_simt_rc_4096.json.)
+// SPREAD gained more than predicted at the default tile (h100_tune_async_simt_spread_{4096,8192}{,_b}.json)
+// and moved the FP32 suite at every large shape (h100_fp32_suite_spread.json); what was left was the
+// "dispatch stall".
 // SNAKE=1 (the default): where the dispatch stalls sit. Nsight Compute's per-instruction sampling
 // (gemmlab profile --source; benchmarks/profiles/h100_profile_source_async_simt_vs_cublas_fp32_4096.json)
-// put 75% of them on the FFMAs, spread over the whole loop. Joined with the SASS's reuse flags (the
-// H100 machine's NVRTC 13.0; tools/ffma_dispatch_join.py -> h100_ffma_dispatch_async_simt_fp32_4096.json): an FFMA that reads all three sources from the register file (none
-// from the operand reuse cache) carried 44.6 dispatch-stall samples against 21.8 for one that reads
-// two, and 67.0 when two of the three sit in one bank (register number mod 4) against 22.8 when
-// none do; 199 of the 1024 FFMAs of a k tile read three, 98 of those with a collision. First tried:
-// cuBLAS's own FFMA order (2x2 blocks of a and b, from its SASS): 249 three-read FFMAs, 0.968x ->
-// 0.911x at 4096^3 (short scoreboard 0.05 -> 0.28; h100_tune_async_simt_order_{4096,8192}.json,
-// h100_profile_async_simt_order1_vs_cublas_fp32_4096.json), dropped. SNAKE=1 runs the odd rows of
-// the outer product backward: a row starts on the b[j] the last one ended on, read from the reuse
-// cache. inspect (schedule: ffma_three_reads, ffma_bank_collisions): 199 -> 136 three-read FFMAs,
-// 98 -> 75 collisions (64x256 8x16: 216 -> 223, worse). PREDICTION: 64x256 slower, 128x256 and
-// 256x128 faster, by 0.5-3%. MEASURED (h100_tune_async_simt_snake_{4096,8192}.json, cuBLAS in each
-// run): 128x256 0.971x -> 0.995x at 4096^3, 0.974x -> 1.002x at 8192^3; 256x128 +3.4%; 64x256
-// -1.3%. Nsight Compute at 4096^3 (h100_profile_async_simt_snake_vs_cublas_fp32_4096.json): dispatch
-// stall 0.24 -> 0.17, IPC 3.43 -> 3.52 (cuBLAS 3.60); short scoreboard 0.05 -> 0.17 (cuBLAS 0.20).
+// put most of them on the FFMAs, spread over the whole loop. Joined with the SASS's reuse flags (the
+// H100 machine's NVRTC 13.0; tools/ffma_dispatch_join.py -> h100_ffma_dispatch_async_simt_fp32_4096.json):
+// an FFMA that reads all three sources from the register file (none from the operand reuse cache)
+// stalls about twice as often as one that reads two, and more again when two of the three sit in
+// one bank (register number mod 4). First tried: cuBLAS's own FFMA order (2x2 blocks of a and b,
+// from its SASS): more three-read FFMAs, slower, with more short-scoreboard stalls
+// (h100_tune_async_simt_order_{4096,8192}.json, h100_profile_async_simt_order1_vs_cublas_fp32_4096.json),
+// dropped. SNAKE=1 runs the odd rows of the outer product backward: a row starts on the b[j] the
+// last one ended on, read from the reuse cache. inspect (schedule: ffma_three_reads,
+// ffma_bank_collisions) counts fewer three-read FFMAs and bank collisions at 128x256 (at 64x256,
+// more). Measured: faster at 128x256 and 256x128, slower at 64x256, as predicted
+// (h100_tune_async_simt_snake_{4096,8192}.json); fewer dispatch stalls
+// (h100_profile_async_simt_snake_vs_cublas_fp32_4096.json).
 // STREAMK=1 (off by default; the shipped entries of 4096^3, 8192^3 and 4096x14336x4096 set it): the
 // partial last wave of 128x256 tiles split by k tiles over all the SMs, in a second kernel after the
-// whole waves (the stream-K section below). PREDICTION: +2.7% at 4096^3 (4 tile times -> 3.88), +3%
-// at 8192^3 (16 -> 15.52). MEASURED (H100, cuBLAS in each run; h100_tune_async_simt_streamk_*.json):
-// 8192^3 +1.6% (21.25 -> 20.92 ms), 4096x14336x4096 +2.0%, 4096^3 +0.2% and +0.7% in two runs; slower
-// at 4096x4096x1024 (-1.2%) and 8192x1024x8192 (-2.0%), level at 16384x16384x512. The FP32 suite
-// (h100_fp32_suite_streamk.json): 8192^3 1.025x cuBLAS (79.4% of peak), 4096^3 1.000x (77.5%). Short of
-// the prediction: not the start (the whole tiles' SMs finish within 0.7% of each other, ncu
-// sm__cycles_active min/max), but the tail's loop. At 4096^3 it took 0.656 ms where the whole tiles'
-// rate gives 0.591 (116 of 132 SMs' tile time): 3.22 instructions issued per SM cycle against 3.53,
-// dispatch stall 0.26 against 0.17, barrier 0.12 against 0.04, long scoreboard 0.08 against 0.00
-// (its own register allocation: 254 registers against 222; h100_profile_async_simt_streamk_4096_
-// unpredicated.json). Its interior copies are now predicated in the instruction (gl_tile's SPREAD
-// loop): the tail 0.651 ms, 4096^3 1.002x cuBLAS in the suite (h100_fp32_suite_streamk_predicated.json) and 1.001x
-// / 1.003x in two runs of 40 samples (h100_fp32_4096_streamk_predicated_run{1,2}.json); 8192^3 1.027x.
+// whole waves (the stream-K section below). It gains at 8192^3 and 4096x14336x4096, little at
+// 4096^3, and loses at 4096x4096x1024 and 8192x1024x8192 (h100_tune_async_simt_streamk_*.json,
+// h100_fp32_suite_streamk.json). Short of the prediction: not the start (the whole tiles' SMs finish
+// nearly together, ncu sm__cycles_active min/max), but the tail's loop, which issues less per cycle
+// than the whole tiles' with more dispatch, barrier and long-scoreboard stalls (its own register
+// allocation; h100_profile_async_simt_streamk_4096_unpredicated.json). Its interior copies are now
+// predicated in the instruction (gl_tile's SPREAD loop), which won back a little
+// (h100_fp32_suite_streamk_predicated.json, h100_fp32_4096_streamk_predicated_run{1,2}.json).
 #include "common.cuh"
 
 #if GL_DTYPE != 0
@@ -484,7 +463,7 @@ __device__ __forceinline__ void gl_tile(int M, int N, int K, const GlEpi& ep,
     float a_frag[2][TM], b_frag[2][TN];            // [buffer][...]: step k+1 loads while step k computes
     // the fragments of step k of a stage (As at `as`, Bs at `as + A_STAGE`) into buffer `buf`. (Not
     // written as a loop over load_one below: the same loads, but ptxas then scheduled the clustered
-    // loop's 4096x64x4096 entry 4% slower, 0.0723 -> 0.0753 ms; the SPREAD kernels compiled the same.
+    // loop's 4096x64x4096 entry slower; the SPREAD kernels compiled the same.
     // h100_tune_async_simt_12copies_4096x64x4096.json against h100_tune_async_simt_loadfrag_*.json.)
     auto load_frag = [&](int buf, const float* as, int k) {
         const float* bs = as + A_STAGE;
@@ -571,16 +550,13 @@ __device__ __forceinline__ void gl_tile(int M, int N, int K, const GlEpi& ep,
 #pragma unroll
             for (int k = 0; k < BK; ++k) {
                 // the interior copies: all at the first step, predicated (no branch). In the stream-K
-                // tail (254 registers; the whole tiles' kernel 222) ptxas put a branch around them
+                // tail (more registers than the whole tiles' kernel) ptxas put a branch around them
                 // instead: six LDGSTS back to back, and FFMAs and an LDS writing their address
-                // registers 4 to 12 instructions later, which waits until the copies have read them
+                // registers a few instructions later, which waits until the copies have read them
                 // (long scoreboard). There they are predicated in the instruction (PRED).
-                // PREDICTION: the tail's long-scoreboard and barrier stalls fall to about the whole
-                // tiles' (0.00 and 0.04 per issue, from 0.08 and 0.12), the tail -5%. MEASURED (ncu,
-                // 4096^3, h100_profile_async_simt_streamk_*.json): long scoreboard 0.08 -> 0.04,
-                // barrier 0.12 -> 0.10, short scoreboard 0.08 -> 0.13; the tail 0.656 -> 0.651 ms
-                // (-0.6%). Its loop still issues at 0.81 per scheduler against the whole tiles' 0.88
-                // (dispatch stall 0.27 against 0.17: its own register allocation).
+                // Predicating them halved the tail's long-scoreboard stalls but won back only a
+                // little time (ncu, 4096^3, h100_profile_async_simt_streamk_*.json): its loop still
+                // issues less than the whole tiles' (more dispatch stalls: its own register allocation).
                 if constexpr (GlIsWhole<Fixup>::value) {
                     if (k == 0 && fast) {
                         CopyA::full(s + a_dst, a_src, lda, tid);
@@ -667,10 +643,9 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
 // STREAMK=1: two kernels, launched one after the other on the stream. `gemm`, the whole tiles: tile
 // y * G + x of its grid (G, dp / G), row-major over C. `gemm_sk_tail`, grid (G, 1): the k tiles of
 // the tiles past dp. Two kernels, each with its own registers: one kernel holding both (the tail's
-// pieces looping around a second inlined copy of the main loop) ran the whole tiles' loop with 254
-// registers against 226, 1209 issue cycles per k tile against 1167 (fixed stalls 65 against 33:
-// ptxas recomputed ceil(K/BK) and the shared base inside it), and 4% slower at 4096^3 and 8192^3
-// (2.79 against 2.68 ms, 22.10 against 21.25; h100_tune_async_simt_streamk1_{4096,8192}.json).
+// pieces looping around a second inlined copy of the main loop) ran the whole tiles' loop with more
+// registers and more issue cycles per k tile (ptxas recomputed ceil(K/BK) and the shared base
+// inside it), and slower at 4096^3 and 8192^3 (h100_tune_async_simt_streamk1_{4096,8192}.json).
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T* __restrict__ B, int ldb,
      float beta, T* __restrict__ C, int ldc, float* __restrict__ sk_ws GL_EPI_PARAMS)

@@ -1,14 +1,15 @@
 // Rung 22 — FP32 operands on Hopper's wgmma: TF32 (m64nNk8 .tf32, FP32 accumulate) and 3xTF32 in
 // rung 21's warp-specialized persistent structure (sm_90a only).       seed: none; CUTLASS's sm90 TF32 GEMM
-// (tfloat32_t operands, both K-major) is the design, written here from the PTX ISA.
+// (tfloat32_t operands, both K-major) is the design, written here from the PTX ISA. The measurements
+// behind each choice below are in the design journal (docs/journal/tf32.md).
 //
 // What it changes against rung 20 (tf32_mma: mma.sync m16n8k8 from ldmatrix fragments): the warps
 // no longer load, round and feed fragments. wgmma reads both operands straight from 128-byte-
 // swizzled shared memory through descriptors, TMA fills the stages (one producer thread), and
 // rung 21's machinery is reused as is (ws.cuh: persistent static schedule, mbarrier ring,
-// setmaxnreg split, 2-CTA clusters with B multicast). Rung 20 measured 127 TFLOP/s at 4096^3
-// (0.32x cuBLAS with TF32, benchmarks/results/h100_tf32.json): its warps spent ~485 instructions
-// per 64 HMMA on fragments and rounding. Here a consumer warpgroup issues BK / 8 x MI wgmmas per k
+// setmaxnreg split, 2-CTA clusters with B multicast). Rung 20 stays far below cuBLAS with TF32
+// (benchmarks/results/h100_tf32.json): its warps spend most of their instructions on fragments and
+// rounding, many per HMMA. Here a consumer warpgroup issues BK / 8 x MI wgmmas per k
 // tile and little else.
 //
 // What TF32 wgmma demands (PTX ISA, wgmma.mma_async):
@@ -18,10 +19,9 @@
 //   (column-major A, row-major B -- the common row-major B) into the workspace before the GEMM
 //   (kernels/pack.cu, pack_t), and packs an operand TMA cannot read (GL_VEC_A/B = 0) likewise, so
 //   this kernel only ever sees K-major, 16-byte-legal operands and is TMA-only.
-//   The copy's cost, a PREDICTION (H100, ~3.0 TB/s for a read plus a write): row-major B of
-//   4096 x 4096 FP32 is 64 MB read + 64 MB written, ~43 us against ~330 us of GEMM at
-//   ~420 TFLOP/s (13%); 8192 x 8192: 512 MB, ~170 us against ~2.6 ms (6.5%). A row-major-A,
-//   column-major-B caller (torch's a @ b.T) pays nothing.
+//   The copy reads and writes the whole operand once, a share of the call that shrinks as the
+//   GEMM grows (its K^2 bytes against the GEMM's M N K). A row-major-A, column-major-B caller
+//   (torch's a @ b.T) pays nothing.
 // * a swizzle row of 128 bytes is 32 FP32: BK = 32 is one row per operand row, a TMA box of 32 x
 //   rows; a k8 step is 32 bytes of the row, so the descriptor arithmetic (hopper.cuh,
 //   GlStageDescs: 4 steps of 32 bytes per 128-byte row, SBO 1024 = 8 rows) is rung 21's
@@ -29,8 +29,8 @@
 // * the tensor cores read the 19 high bits of each FP32 operand (sign, exponent, 10 fraction
 //   bits) and ignore the 13 low ones: the operands are TRUNCATED to TF32 (relative error < 2^-10),
 //   where rung 20 rounds to nearest (cvt.rna, 2^-11) in registers. Rounding here would cost a
-//   read and write of every stage in shared memory (~770 cycles per 48 KB k tile, more than the
-//   ~640 cycles of the wgmmas' own reads): the precision table's tf32 roundoff covers both.
+//   read and write of every stage in shared memory, more shared-memory traffic than the wgmmas'
+//   own reads: the precision table's tf32 roundoff covers both.
 // * register A (GL_A_COL, tf32 only): wgmma's other form takes A from registers, in any layout
 //   the threads care to load it from. So an MN-major A needs no copy: TMA brings it as [BK k][32 m]
 //   panels (rung 19's MN-major layout), and each consumer thread loads its fragment with two
@@ -39,56 +39,41 @@
 //   column-major A and A^T a K-major B, and C is written column-major (GL_C_COL). Only a
 //   column-major A with a row-major B still has B transposed by a copy. 3xTF32 packs (splits)
 //   both operands anyway, so it keeps the descriptor form.
-//   PREDICTION, written before any measurement (H100, 4096^3 and 8192^3, row-major A and B, the
-//   default tile): the copy's 13 points at 4096^3 (and ~6 at 8192^3) are gone; the loads cost a
-//   consumer thread 8 LDS.64 and a second commit group per 32-k tile (~1024 tensor cycles), which
-//   the other warpgroup's wgmmas cover: 0.90-0.96x cuBLAS with TF32 at 4096^3 (0.83x with the copy,
-//   0.96x for the kernel alone on a column-major B, h100_tune_wgmma_tf32_4096_rc.json).
+//   Why: the copy's share of the call goes, and the loads (8 LDS.64 and a second commit group per
+//   32-k tile for a consumer thread) are covered by the other warpgroup's wgmmas; the kernel alone
+//   on a column-major B was the target (benchmarks/results/h100_tune_wgmma_tf32_4096_rc.json,
+//   h100_wgmma_tf32_rs.json).
 // Epilogue (EPI_TMA=0, beta != 0, or a C TMA cannot store): alpha / beta applied to the accumulators
 // and stored straight from them, two consecutive FP32 (8 bytes) per store (d[j][e] of m64nNk8: row
 // 16 warp + lane / 4 (+8 for e >= 2), columns 8 j + 2 (lane % 4), +1), guarded at the edges.
-// EPI_TMA=1 (session 14): through TMA stores from a 32 KB staging (store_tile_tma). Why: without
-// its stores (a never-true guard, the main loop kept) the kernel ran 0.998x cuBLAS-TF32 at 8192^3
-// and 1.046x at 4096^3 against 0.982x / 1.005x with them, same sitting (benchmarks/results/
-// h100_tf32_epilogue_nostore.json, _base.json): the epilogue costs 1.6% / 4%, about 2.7 / 3.5 us a
-// tile while the 132 SMs write 17 MB of C together, and the consumers' next wgmmas wait behind the
-// stores' reads of the accumulators. cuBLAS's TF32 kernel (the same 128x256x32 tile) stages its
-// output in shared memory and stores it by TMA.
-// PREDICTION, written before its measurement: the consumers wait only for 8 KB chunks to be read
-// from shared memory (two of them per warpgroup in flight) instead of for 64 st.global each; half
-// the epilogue's cost back: +0.8% at 8192^3 (0.982x -> ~0.99x) and +2% at 4096^3 (~1.025x).
-// MEASURED (H100, EPI_TMA 0 / 1 in one tuner run each, cuBLAS beside them; h100_tune_wgmma_tf32_
-// epi_*.json): 8192x8192x1024 0.3897 / 0.3754 ms (+3.8%), 4096x4096x1024 0.1042 / 0.1008
-// (+3.4%), 2048x2048x8192 +0.5%, 4096^3 0.3390 / 0.3395 (-0.1%), 8192^3 2.6535 / 2.6780 (-0.9%;
-// -0.5% in another run, -1.7% in h100_tf32_epi_tma.json's bench). Nsight Compute at 8192^3 (benchmarks/
-// profiles/h100_profile_wgmma_tf32_epi{0,1}_8192.json): the prediction held in cycles, 4.413 M
-// against 4.449 M (-0.8%), but the SM clock fell from 1.595 to 1.544 GHz (the power cap) and the L2
-// moved 24.2 GB against 18.6 GB. The staging's 8-byte stores into a column-major C's boxes took 5
-// wavefronts instead of 2 (5.3 M wavefronts for 1.05 M STS.64). So EPI_TMA=1 is the default, and
-// the shipped table (data/defaults_sm90.json) keeps EPI_TMA=0 at 8192^3.
-// Session 15 (benchmarks/NOTES.md; Nsight Compute at 8192^3 with extra L2 counters, benchmarks/
-// profiles/h100_l2probe_tf32_8192_*.json): the staging made conflict-free (store_tile_tma: 2.7 M
-// wavefronts for the 1.05 M STS.64) brought EPI_TMA=1 to cuBLAS's cycles, 4.39 M against 4.38 M
-// (EPI_TMA=0 4.43 M). The clock is what it loses: 1.55 against 1.59 GHz for EPI_TMA=0 and 1.61 for
-// cuBLAS. The extra L2 bytes are reads: every variant's TMA loads deliver the same 805 M sectors to
-// the SMs, of which the L2 slices looked up 451 M with EPI_TMA=0, 640 M with EPI_TMA=1 (582 M with
-// its TMA stores removed, so not the stores' own traffic) and cuBLAS 525 M (it multicasts one
-// operand in 2-CTA clusters). The sectors delivered without a lookup can only be requests of several
-// SMs for the same data merged before the L2; our reading: with the shorter epilogue the SMs' k
-// tiles drift apart and fewer of them merge. 42% more L2 lookups, the power, the clock. CLUSTER=2
-// (B multicast) did not get them back: 537-542 M lookups, DRAM reads 4.0-4.2 GB against 3.3,
-// 0.956-0.958x. Marking C's lines evict-first in L2 (st.global.cs; a cache policy on the TMA store)
-// changed nothing that mattered: DRAM reads 2.63 against 2.61 GB, 3% more L2 reads.
-//
-// PREDICTION, written before any measurement (H100 SXM, default 128x256x32, 4 stages, CLUSTER=2,
-// row-major A, column-major B, no copy): 380-450 TFLOP/s at 4096^3 and 400-470 at 8192^3, about
-// 0.95-1.1x cuBLAS with TF32 (~400 in h100_tf32.json's cuBLAS column); with row-major B (the
-// transposing copy in the timed call) 10-15% less at 4096^3.
+// EPI_TMA=1: through TMA stores from a 32 KB staging (store_tile_tma). Why: a build without its
+// stores (a never-true guard, the main loop kept) ran clearly faster than the one with them
+// (benchmarks/results/h100_tf32_epilogue_nostore.json against h100_tf32_epilogue_base.json): the 132
+// SMs write C together, and the consumers' next wgmmas wait behind the stores' reads of the
+// accumulators. cuBLAS's TF32 kernel (the same 128x256x32 tile) stages its output in shared memory
+// and stores it by TMA. With the TMA store the consumers wait only for 8 KB chunks to be read from
+// shared memory (two of them per warpgroup in flight) instead of for 64 st.global each.
+// What was learned (h100_tune_wgmma_tf32_epi_*.json, h100_tf32_epi_tma.json;
+// benchmarks/profiles/h100_profile_wgmma_tf32_epi{0,1}_8192.json): it gains at short K and is
+// level or a little behind at 4096^3 and 8192^3. At 8192^3 it saves cycles, but the SM clock falls
+// (the power cap) and the L2 moves more bytes. So EPI_TMA=1 is the default, and the shipped table
+// (data/defaults_sm90.json) keeps EPI_TMA=0 at 8192^3.
+// The staging made conflict-free (store_tile_tma; the 8-byte stores into a column-major C's boxes
+// had taken more than twice the wavefronts they need) brought EPI_TMA=1 to cuBLAS's cycles; the
+// clock is what it loses (benchmarks/profiles/h100_l2probe_tf32_8192_*.json). The extra L2 traffic
+// is reads: every variant's TMA loads deliver the same sectors to the SMs, but the L2 slices looked
+// up more of them with EPI_TMA=1 (also with its TMA stores removed, so not the stores' own traffic)
+// than with EPI_TMA=0 or cuBLAS (which multicasts one operand in 2-CTA clusters). The sectors
+// delivered without a lookup can only be requests of several SMs for the same data merged before
+// the L2; our reading: with the shorter epilogue the SMs' k tiles drift apart and fewer of them
+// merge: more L2 lookups, the power, the clock. CLUSTER=2 (B multicast) did not get them back
+// (h100_l2probe_tf32_8192_cluster.json), and marking C's lines evict-first in L2 (st.global.cs; a
+// cache policy on the TMA store) changed nothing that mattered (h100_l2probe_tf32_8192_cevict.json).
 //
 // ---- precision 3xtf32 (GL_PRECISION 3): FP32-accurate on the TF32 tensor cores ------------------
 // What it adds: rung 20's 3xTF32 (x = hi + lo, both TF32; a_lo*b_hi + a_hi*b_lo + a_hi*b_hi) with
-// the split taken out of the main loop. Rung 20 splits every fragment in registers (999
-// instructions per 192 HMMA: 50.1 TFLOP/s, 0.97x cuBLAS SGEMM, h100_3xtf32.json); here:
+// the split taken out of the main loop. Rung 20 splits every fragment in registers, many
+// instructions per HMMA, and stays at about cuBLAS SGEMM's speed (benchmarks/results/h100_3xtf32.json); here:
 // * a split pass before the GEMM (kernels/pack.cu, GL_PACK_SPLIT; core/packing.py): per operand one
 //   launch reads it once and writes hi = tf32(x) and lo = tf32(x - hi) (round to nearest: exact
 //   within 2^-22 |x|) as two K-major planes, transposing an MN-major operand; the kernel sees
@@ -104,21 +89,14 @@
 //   beside the sums cost a second accumulator set: 64 x 128 per warpgroup at most (BN 256 would need
 //   256 registers), and two planes per stage: the 3xtf32 default is 128x128x32, 2 stages (128 KB).
 // Each consumer warpgroup waits for its own k tile (wait_group 0) before the FP32 adds; the other
-// warpgroup's wgmmas fill the tensor cores meanwhile (12 m64n128k8 per k tile, ~768 cycles each).
-// PREDICTION, written before any measurement (H100 SXM, default 128x128x32, 3 stages, CLUSTER=2,
-// row-major A and B, the split pass in the timed call): the 3xTF32 peak is 1/3 of TF32's ~495,
-// ~165 TFLOP/s; the kernel at 70-80% of it, 115-130 TFLOP/s. The split pass moves per operand
-// 4 bytes read + 8 written per element: 4096^3 384 MB, ~130 us at ~3 TB/s against ~1.1 ms of GEMM
-// (~12%); 8192^3 1.5 GB, ~0.5 ms against ~8.8 ms (~6%). In all: 100-120 TFLOP/s at 4096^3 and
-// 110-125 at 8192^3, 2.0-2.4x cuBLAS SGEMM (~51); relative error at most SGEMM's
-// (tests/test_tf32_accuracy.py). If the wait per k tile shows as tensor-pipe idle, double-buffered
-// partial sums (192 accumulator registers) are the next step.
-// MEASURED (H100, row-major A and B, the split pass in the call; benchmarks/results/): with 3 stages
-// 109.2 TFLOP/s at 4096^3 (2.11x cuBLAS SGEMM) and 94.7 at 8192^3 (1.86x, the GPU at its power cap
-// for half the samples; h100_wgmma_3xtf32_default.json); with 2 stages, same sitting, 113.3 (2.18x)
-// and 120.3 (2.35x, no sample throttled; h100_wgmma_3xtf32_stages2.json): 2 stages became the
-// default. Relative error 3.2e-7 / 3.8e-7 against SGEMM's 1.1e-6 / 1.6e-6. Why the third stage
-// costs 21% at 8192^3 is not measured (no counters taken).
+// warpgroup's wgmmas fill the tensor cores meanwhile (12 m64n128k8 per k tile).
+// The 3xTF32 peak is a third of TF32's, and the split pass reads and writes each operand once. With
+// the split pass in the call it runs about twice as fast as cuBLAS SGEMM, with a smaller relative
+// error (tests/test_tf32_accuracy.py). 2 stages are the default: with 3 the GPU hit its power cap
+// at 8192^3 and ran slower (benchmarks/results/h100_wgmma_3xtf32_default.json against
+// h100_wgmma_3xtf32_stages2.json, h100_wgmma_3xtf32_final.json); why the third stage costs that
+// much was not profiled. If the wait per k tile shows as tensor-pipe idle, double-buffered partial
+// sums (192 accumulator registers) are the next step.
 #include "common.cuh"
 #include "hopper.cuh"
 
@@ -302,8 +280,8 @@ __device__ __forceinline__ void store_tile(const float (&acc)[MI][BN / 8][4], in
 // rows r, r + 1 (acc_row) are one 8-byte word.
 // Bank conflicts: an STS.64 is served a half-warp (16 lanes, 128 bytes) per wavefront, so 2
 // wavefronts at best. Stored in the accumulators' own order, every layout met 2-way in each
-// half-warp (4 wavefronts; Nsight Compute at 8192^3, column-major C: 5.3 M wavefronts for 1.05 M
-// STS.64, h100_profile_wgmma_tf32_epi1_8192.json): the half-warp's 16 pieces fell on 8 slots
+// half-warp (4 wavefronts; Nsight Compute at 8192^3, column-major C,
+// h100_profile_wgmma_tf32_epi1_8192.json): the half-warp's 16 pieces fell on 8 slots
 // (bank group x 8-byte half). So lanes store their fragments in a permuted order, the order bit
 // being a lane bit that did not reach the slot: column-major C, lanes with t >= 2 store their
 // column pair's second column first; row-major C, lanes of one half of the half-warp store the
