@@ -23,8 +23,7 @@
 // tile in shared memory (reusing the A/B buffers), then every lane takes 8 consecutive outputs,
 // applies alpha/beta (C not read when beta == 0), converts to T and writes one 16-byte store
 // (or guarded scalar stores at the edges / without GL_VEC_C).
-// Seed figure: 002 v07 reached 33.7% of cuBLAS on an RTX 3090 ("future work"); on the H100 the
-// seed's v07 runs 65 TFLOP/s (118 vectorized) at 4096^3 against cuBLAS ~860.
+// Seed: 002 v07 left its WMMA kernel's performance, well short of cuBLAS, as "future work".
 // This rung on the H100 beside cuBLAS and Triton, measured in one run: benchmarks/results/
 // h100_fp16_wmma_mma_sync.json and h100_bf16_wmma_mma_sync.json (`gemmlab bench --dtype fp16|bf16`).
 #include "common.cuh"

@@ -1,5 +1,5 @@
 // Rung 17 — tensor cores through mma.sync, ldmatrix and a cp.async pipeline (FP16 / BF16 in,
-// FP32 accumulate).      seed: none of the seeds goes this far; 002 ends at gemm_v07 (WMMA, 33.7% of
+// FP32 accumulate).      seed: none of the seeds goes this far; 002 ends at gemm_v07 (WMMA, a third of
 // cuBLAS on an RTX 3090) and leaves its performance "as a future work": this rung is that work.
 //
 // What it changes against rung 16 (WMMA):
@@ -23,15 +23,14 @@
 // * The fragments of the next k-step are loaded (LDSM) while the tensor cores work on the current
 //   one: two register sets alternate, across tile boundaries too (the barrier that publishes the
 //   next tile is taken before the last k-step of the current one).
-// Why it is expected to be faster: rung 16 ran 179 TFLOP/s (0.24x cuBLAS, H100, fp16 4096^3,
-// benchmarks/results/h100_fp16_wmma_mma_sync.json). It held a 2-stage pipeline whose loads went through
+// Why it is faster: rung 16 stays far below cuBLAS
+// (benchmarks/results/h100_fp16_wmma_mma_sync.json). It held a 2-stage pipeline whose loads went through
 // registers, so the tensor cores idled on global-memory latency and on the stores into shared
 // memory. Here the copies are asynchronous and STAGES deep, ldmatrix reads are conflict-free, and
-// a 64x64 warp tile gives 32 HMMA.16816 per 8 LDSM.x4. Prediction, written before the first
-// measurement: 0.55-0.7x cuBLAS on the H100 at 4096^3, i.e. 400-520 TFLOP/s. Measured
-// (benchmarks/results/h100_fp16_wmma_mma_sync.json, h100_bf16_wmma_mma_sync.json): 440.9 TFLOP/s fp16 (0.58x cuBLAS) and
-// 448.6 bf16 (0.57x) with the 128x128 default, 2.4x rung 16; the top stalls are "wait" (ldmatrix
-// to mma dependencies) and "math pipe throttle" (report_h100/results.json, profile.mma_sync).
+// a 64x64 warp tile gives 32 HMMA.16816 per 8 LDSM.x4. Measured, it is more than twice as fast
+// as rung 16 and inside its prediction, still well short of cuBLAS
+// (benchmarks/results/h100_fp16_wmma_mma_sync.json, h100_bf16_wmma_mma_sync.json); the top stalls
+// are "wait" (ldmatrix to mma dependencies) and "math pipe throttle" (docs/journal/ladder.md).
 // The rest of the way is WGMMA + TMA (a later rung), which cuBLAS uses:
 // on Hopper mma.sync does not reach the tensor cores' full rate, WGMMA (operands read from shared
 // memory by a whole warpgroup) does.
@@ -43,7 +42,7 @@
 // preset "128x256" (8 warps as 2 x 4, 3 stages, 72 KB, 230-254 registers in the 4 layouts and 8
 // vector-access combinations on sm_90a and sm_80, no spills, one block per SM) halves the L2 ->
 // shared traffic per flop instead; on the H100 it measured slower than 128x128 at 4096^3 (the
-// benchmark's figures: benchmarks/results/h100_fp16_wmma_mma_sync.json and benchmarks/NOTES.md).
+// benchmark's figures: benchmarks/results/h100_fp16_wmma_mma_sync.json and docs/journal/ladder.md).
 // Epilogue: each warp stages 16 rows x WN of its FP32 accumulators in shared memory (reusing the
 // pipeline buffers), then every lane takes 8 consecutive outputs, applies alpha/beta (C not read
 // when beta == 0), converts to T and writes one 16-byte store (GL_VEC_C) or guarded scalar stores.

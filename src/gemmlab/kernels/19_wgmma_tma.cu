@@ -41,39 +41,31 @@
 // Epilogue: each consumer warp stages its 16-row slices of accumulators in shared memory (reusing
 // the pipeline buffers once all consumer warps are done with them) and writes 8 outputs per lane,
 // alpha/beta applied (C never read when beta == 0), 16-byte stores where legal (gl_store_warp16).
-// Prediction, written before the first measurement: 550-650 TFLOP/s on the H100 at 4096^3 fp16
-// (0.7-0.85x cuBLAS; rung 17 measured 441): the tensor cores are fed without ldmatrix, but every
-// block still pays its prologue and epilogue alone (no persistence) and the producer shares the
-// consumers' register budget.
-// Measured (H100, cuBLAS in the same run): the first version, blocks in plain row order
-// (benchmarks/results/h100_wgmma_tma_v1_fp16.json, commit 96cf683), ran 692 TFLOP/s at 4096^3
-// fp16 (0.93x), above the prediction, but 614 (0.83x) at 8192^3: L2, which the grouped launch
-// order fixed (h100_wgmma_tma_fp16.json and _bf16.json, commit 2322741): fp16 709 (0.95x) at
-// 4096^3 and 738 (0.99x) at 8192^3, bf16 722 (0.94x) and 763 (0.98x); rung 17 433-443 (0.58x).
-// The likely rest of the gap at 4096^3 (not yet profiled): one block per SM, so each block's first
-// loads and its epilogue leave the tensor cores idle; persistence (the next rung) overlaps them.
-// Operands TMA cannot describe (h100_wgmma_tma_unaligned_fp16.json, commit 278f648): 87.4 TFLOP/s
-// at 4093^3 (0.57x cuBLAS; rung 17 66.8) and 9.6 at 127x4097x1023 (rung 17 7.8).
+// The tensor cores are fed without ldmatrix, but every block still pays its prologue and epilogue
+// alone (no persistence) and the producer shares the consumers' register budget. The first version,
+// blocks in plain row order, did well at 4096^3 and lost at 8192^3 to L2 misses
+// (benchmarks/results/h100_wgmma_tma_v1_fp16.json); the grouped launch order (gl_group_raster)
+// fixed that (h100_wgmma_tma_fp16.json; docs/journal/hopper.md). The likely rest of the gap at
+// 4096^3 (not profiled): one block per SM, so each block's first loads and its epilogue leave the
+// tensor cores idle; persistence (the next rung) overlaps them.
+// Operands TMA cannot describe take the thread copy and are far slower, though still ahead of
+// rung 17 (h100_wgmma_tma_unaligned_fp16.json).
 // Split-K (SPLITK > 1, kernels/common.cuh, as rungs 15, 17 and 18): blockIdx.z takes a slice of K,
 // whole BK tiles, so the TMA boxes of a slice stop at its end (the tensor maps still describe the
 // whole matrix: zeros past K in the last slice only) and the thread-copy path starts at the slice's
 // first k; the epilogue writes the FP32 partial tile to the workspace (no alpha/beta, C not read)
 // and splitk_reduce.cu sums the slices in a fixed order. Why: one block per SM runs one tile for
-// all of K, so a problem with few output tiles leaves SMs idle for the whole launch
-// (h100_llm_suite_bf16.json, commit d6d5837, 128x256 tiles: 128x4096x4096 16 tiles, 0.49x cuBLAS;
-// 128x4096x14336 0.45x; 128x6144x4096 24 tiles, 0.66x; 256x256x65536 2 tiles, 0.067x). The
+// all of K, so a problem with few output tiles leaves SMs idle for the whole launch (with 128x256
+// tiles, 128x4096x4096 is 16 tiles and 256x256x65536 is 2, for 132 SMs). The
 // dispatch rule (core/dispatch.py) splits such shapes until the blocks fill the SMs, or takes the
-// 128x128 preset where that fills them better. Prediction, written before any measurement (no GPU
-// where it was built; the reasoning per shape is in benchmarks/NOTES.md): 0.8-1.1x cuBLAS at
-// 128x4096x4096 (SPLITK 8), 0.85-1.15x at 128x6144x4096 (SPLITK 5), 0.9-1.2x at 128x4096x14336
-// (SPLITK 8) and 0.85-1.2x at 256x256x65536 (SPLITK 64): the split launches are bound by reading
-// B (or A and B) from DRAM, plus a reduction of 16-17 MB of FP32 partials from L2. SPLITK = 1
-// compiles the same SASS as before the parameter existed.
+// 128x128 preset where that fills them better (the reasoning per shape: docs/journal/dispatch.md):
+// the split launches are bound by reading B (or A and B) from DRAM, plus a reduction of the FP32
+// partials from L2. SPLITK = 1 compiles the same SASS as before the parameter existed.
 // The reduction goes out with programmatic stream serialization (core/launch.py): the split
 // variant lets it be scheduled once every block is past its main loop (griddepcontrol.
 // launch_dependents, SASS PREEXIT), and the reduction waits in its first instruction for this
-// grid's partials. Measured against the ordinary launch of the same plan: 31.34 against 32.42 us
-// at bf16 256x256x65536, 50.14 against 51.39 at 128x4096x14336 (h100_pdl_reduce.json).
+// grid's partials: the reduction's launch latency overlaps the GEMM's tail, a small gain over the
+// ordinary launch of the same plan (h100_pdl_reduce.json).
 #include "common.cuh"
 #include "hopper.cuh"
 

@@ -51,21 +51,16 @@
 // cores work on the current one (two register sets), across tile boundaries too.
 // Conversions: cvt.rna.tf32.f32 is a range test (FSETP) and a predicated add of half a TF32 ulp
 // (the tensor cores ignore the 13 low bits), done in registers for every fragment register, so an
-// element is rounded once per warp that reads it. `gemmlab inspect` (NVRTC 13, sm_90a, default
-// tile) counts per block tile and warp: TF32 485 instructions for 64 HMMA (96 FSETP, 188 IMAD);
-// 3xTF32 999 for 192 HMMA (192 FSETP, 107 SEL, 104 LOP3, 100 VIADD, 96 FADD): the rounding, not
-// the tensor cores, bounds the issue rate.
+// element is rounded once per warp that reads it. `gemmlab inspect` (default tile) counts several
+// instructions per HMMA in both precisions, most of them FSETP, IMAD, SEL, LOP3 and FADD: the
+// rounding, not the tensor cores, bounds the issue rate.
 //
-// Why it is expected to be faster: rung 18 ran 46.7 TFLOP/s at 4096^3 on the H100, 70% of the FP32
-// FMA peak (benchmarks/results/h100_fp32.json). Predictions, written before the first
-// measurement (H100, 4096^3, default tile, 8 warps per SM): issue-bound at ~485 instructions per
-// 64 HMMA, TF32 180-230 TFLOP/s (36-46% of the 495 TF32 peak, ~0.5-0.6x cuBLAS with TF32);
-// 3xTF32 75-95 TFLOP/s (1.5-1.85x cuBLAS SGEMM), i.e. 4-5x and ~1.8x rung 18. Measured
-// (benchmarks/results/h100_tf32.json, h100_3xtf32.json, commit ab8d530, after the accumulation
-// fix in compute()): TF32 127 TFLOP/s at 4096^3 (0.32x cuBLAS with TF32), 3xTF32 50.1 (0.97x
-// cuBLAS SGEMM); 132 and 51.6 at 8192^3. Both below the prediction: the warps round (and split)
+// Why it was expected to be faster: rung 18 is bound by the FP32 FMA peak, and the TF32 tensor
+// cores' peak is several times higher. Measured (benchmarks/results/h100_tf32.json,
+// h100_3xtf32.json; docs/journal/ladder.md), both precisions fell well below the prediction: TF32
+// far short of cuBLAS with TF32, 3xTF32 at about cuBLAS SGEMM's speed. The warps round (and split)
 // every fragment they read, and 3xTF32 adds 4 FADD per three HMMA. Rounding each element once in
-// shared memory, or wgmma .tf32 (operands straight from shared memory), is the next step.
+// shared memory, or wgmma .tf32 (operands straight from shared memory), is the next step (rung 22).
 //
 // Geometry (defaults BM=128, BN=128, BK=32, WM=64, WN=32, STAGES=4): 8 warps as 2 x 4, each a
 // 64x32 warp tile = 4 x 4 mma tiles of 16x8 (64 FP32 accumulators per thread); BK = 32 is 4

@@ -4,11 +4,11 @@
 //
 // What it is for. When N (or M) is 16, C is a 4096 x 16 strip and the GEMM is a pass over A:
 // every A element feeds only 16 FMAs, and the run time is A's bytes at the memory rate
-// (4096x16x4096 FP32: 64 MB, ~21 us at 3.0 TB/s). The tiled rungs are built for the other
+// (4096x16x4096 FP32: 64 MB of A). The tiled rungs are built for the other
 // regime. Rung 18 with its `tall` 128x32 tile pads N = 16 to 32, copies a row-major A to shared
 // memory 4 bytes at a time (it transposes A on the way, for its k-major fragments), and needs
-// split-K with an FP32 workspace to fill the SMs: 69.9 us, 0.75x cuBLAS (52.7 us) in
-// h100_fp32_suite.json as committed in 3ffc184. cuBLAS itself runs 2.5x the memory time there.
+// split-K with an FP32 workspace to fill the SMs: it ran behind cuBLAS there, and cuBLAS itself
+// well above the memory time (docs/journal/thin.md).
 //
 // What changes:
 // * The tile is wide x thin: BR rows of the wide operand P by NS (4..32) columns of the thin one
@@ -37,20 +37,17 @@
 // the rest, and a copy wholly outside reads nothing; the epilogue's stores are bounds-checked
 // (gl_store_c4), C is not read when beta == 0.
 //
-// Prediction, written before the first measurement (H100, 4096x16x4096 FP32, the default 32x16
-// tile, 128 threads, BK 128, 3 stages): 128 blocks, one per SM; a block's K tile is 16 KB of A,
-// and a thread's share of it is 8 copies, 24 LDS.128 and 512 FFMA (~600 cycles per tile: 2.5x
-// the ~23 GB/s per SM the memory rate asks for). Time ~24-28 us (A's 64 MB at 2.3-2.7 TB/s plus
-// the prologue), 1.9-2.2x cuBLAS; 16x4096x4096 (B row-major: the MC case) the same bytes, ~3x
-// cuBLAS's 87.7 us (the same file). Registers ~200 in the KC case (128 sums, 8 float4 of P, 4
-// of Q), no spills.
-// Measured (H100, h100_fp32_suite.json at 24b47b5, the tuned entries of h100_tune_thin_*.json):
-// 4096x16x4096 38.9 us, 1.37x cuBLAS (32x16, BK 256, 3 stages); 16x4096x4096 40.1 us, 2.18x
-// (16x16, BK 256, 2 stages): short of the prediction, A's 64 MB at 1.7 TB/s. Nsight Compute
-// (benchmarks/profiles/h100_profile_thin_fp32_*.json, 4 warps per block): DRAM 65% busy, a warp
-// issuing 39% of its cycles; 8 warps per block ran no faster (39.0 us), nor did 4 or 6 stages
-// (h100_tune_thin_4096x16x4096.json): the limit is the memory's rate for this access, not the
-// issue rate. Registers 255 (NVRTC 13.5) in the KC case, none spilled under NVRTC 13.0 or 13.5.
+// The design (H100, 4096x16x4096 FP32, the default 32x16 tile, 128 threads, BK 128, 3 stages):
+// 128 blocks, one per SM; a block's K tile is 16 KB of A, and a thread's share of it is 8 copies,
+// 24 LDS.128 and 512 FFMA, comfortably faster than the memory delivers the tile: the run should be
+// A's bytes at close to the memory rate.
+// Measured (the tuned entries of h100_tune_thin_*.json; h100_fp32_suite.json; docs/journal/thin.md):
+// ahead of cuBLAS at 4096x16x4096 and 16x4096x4096, but short of the prediction. Nsight Compute
+// (benchmarks/profiles/h100_profile_thin_fp32_*.json, 4 warps per block) found DRAM well short of
+// busy and the warps issuing a minority of their cycles; 8 warps per block ran no faster, nor did
+// 4 or 6 stages (h100_tune_thin_4096x16x4096.json): the limit is the memory's rate for this access,
+// not the issue rate. The KC case uses nearly all of a thread's registers (128 sums, 8 float4 of P,
+// 4 of Q), none spilled under NVRTC 13.0 or 13.5.
 #include "common.cuh"
 
 #if GL_DTYPE != 0

@@ -6,11 +6,11 @@
 // What it is for. Decoding a token multiplies M = 1..32 activations by every weight matrix:
 // C (M x N) = A (M x K) B (K x N) with N x K of 4096 x 4096 .. 14336 x 4096. Each element of B
 // feeds only M multiply-adds, so the time is B's bytes at the memory rate (4096 x 14336 bf16: 117
-// MB, 39 us at 3.0 TB/s) and the tensor cores are nearly idle. The tiled rungs are built for the
+// MB) and the tensor cores are nearly idle. The tiled rungs are built for the
 // other regime: rung 21 pads M = 1 to a 128-row tile, gives each output tile all of K (4096 x
 // 4096 is 16 tiles of 128 x 256 for 132 SMs) and reads B through a shared-memory pipeline sized
 // for a reuse that never comes. Rung 23 does this job for FP32 on the CUDA cores; 16-bit operands at M = 32 ask
-// 32 FMAs per 2 bytes, 96 TFLOP/s at the memory rate, more than the CUDA cores have: the
+// 32 FMAs per 2 bytes, more at the memory rate than the CUDA cores have: the
 // multiply-adds go to the tensor cores (mma.sync m16n8k16), whose fragments are loaded from
 // global memory directly.
 //
@@ -49,11 +49,11 @@
 // guarded loads (zeros outside, nothing read there), and so does an operand without 16-byte
 // access (GL_VEC_A/B = 0); the epilogue's stores are bounds-checked; C is not read when beta == 0.
 //
-// Prediction, written before the first measurement (H100, bf16, B row-major): the time is B's
-// bytes at 85-90% of the 3.0 TB/s copy rate where B holds 64 MB or more (14336 x 4096: ~45 us),
-// 75-85% at 32 MB (4096 x 4096: ~13-14 us, where a launch's few microseconds weigh); against
-// cuBLAS at 54-76% of the copy rate that is 1.15-1.4x. Registers ~100 (NS 8) to ~170 (NS 32), no
-// spills; SASS: 8 LDG.E.128 and 2*4*NS/8 HMMA.16816 per chunk.
+// The target: B's bytes at close to the device's copy rate where B is large, a little further
+// from it where a launch's few microseconds weigh, and so ahead of cuBLAS, which stays further from
+// the copy rate (benchmarks/results/h100_decode_bf16.json, h100_decode_fp16.json: GB/s and share of
+// the copy bandwidth per shape; docs/journal/thin.md). No spills at any NS; SASS: 8 LDG.E.128 and
+// 2*4*NS/8 HMMA.16816 per chunk.
 #include "common.cuh"
 
 #if GL_DTYPE == 0

@@ -200,8 +200,8 @@ __device__ __forceinline__ void gl_cluster_sync_relaxed() {
 
 // ---- split-K in a cluster (GL_SPLITK_CLUSTER = S, the SPLITK of a rung with SKCLUSTER = 1) ---
 // The workspace split above costs a second kernel and a round trip of S FP32 copies of C through
-// L2/DRAM: at 1024^3 (4 slices) that is 16 MB written, read back and a launch boundary, ~10% of
-// the GEMM. On sm_90 the S blocks of one output tile can instead form one thread-block cluster
+// L2/DRAM: at 1024^3 (4 slices) that is 16 MB written, read back and a launch boundary, a
+// noticeable share of a GEMM that size. On sm_90 the S blocks of one output tile can instead form one thread-block cluster
 // (gridDim.z = S = the cluster's z extent, __cluster_dims__(1, 1, S)): each block leaves its
 // FP32 partial tile in its own shared memory, and after a cluster barrier block z sums the z-th
 // S-th of the tile over the S blocks' shared memory (distributed shared memory, ld.shared::cluster)

@@ -108,8 +108,8 @@ __device__ __forceinline__ void gl_tma_load_multicast_3d(unsigned dst, const GlT
 // warp's wgmmas finished reading the stage, which wgmma.wait_group already guarantees (the reads
 // are the async proxy's, complete before the wait returns). The cluster-scope release made ptxas
 // put a MEMBAR before every arrival: "membar" was rung 21's top stall in Nsight Compute at 4096^3,
-// and CLUSTER=2 ran at 0.62x cuBLAS (benchmarks/results/h100_wgmma_ws_v1_fp16.json); 0.89x
-// without it (h100_wgmma_ws_fp16.json).
+// and CLUSTER=2 ran far slower with it (benchmarks/results/h100_wgmma_ws_v1_fp16.json) than
+// without (h100_wgmma_ws_fp16.json).
 __device__ __forceinline__ void gl_mbar_arrive_cluster(unsigned bar, unsigned rank) {
     asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
                  "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n"

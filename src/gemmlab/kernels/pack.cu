@@ -3,8 +3,8 @@
 //
 // The fast paths of rungs 17-20 (cp.async of 16 bytes, TMA) need an operand whose base is 16-byte
 // aligned and whose leading dimension is a multiple of 16 bytes (GL_VEC_A / GL_VEC_B,
-// kernels/common.cuh). Without that they fall back to 16-bit or 32-bit copies (rung 19 at
-// 4093^3 bf16: 88.3 TFLOP/s against 733.2 at 4096^3, benchmarks/results/h100_llm_suite_bf16.json).
+// kernels/common.cuh). Without that they fall back to 16-bit or 32-bit copies, many times slower
+// (rung 19 at 4093^3 against 4096^3 in benchmarks/results/h100_wgmma_tma_fp16.json).
 // This kernel copies such an operand once, before the GEMM, into the workspace: a dense buffer
 // whose base is 256-byte aligned and whose leading dimension ldp is the row length rounded up to a
 // multiple of 16 bytes. The layout (row- or column-major) stays as it was: the operand is `outer`
@@ -17,7 +17,7 @@
 // the 512 bytes behind them (each lane's 4 or 8 element loads hit the sectors its neighbours
 // read: the L1 merges them, the DRAM sees each byte once). Loads are of single elements because
 // the source is aligned only to its element size. It moves outer*(inner + ldp)*sizeof(T) bytes:
-// memory-bound (prediction: near the device-to-device copy rate, ~3 TB/s on the H100).
+// memory-bound (expected near the device-to-device copy rate).
 //
 // GL_PACK_SPLIT 1 (3xTF32 on rung 22, FP32 only): both kernels write two planes instead of one copy,
 // the big TF32 parts hi = tf32(x) at dst and the small ones lo = tf32(x - hi) right after them, at
@@ -27,10 +27,9 @@
 //
 // Launch: a plan's second copy, and then its GEMM, go out with programmatic stream serialization
 // on sm_90 (core/launch.py): each may be scheduled while the kernel before it finishes and waits
-// for it in its first instruction (gl_pdl_wait; a no-op after an ordinary launch). Measured on the
-// H100, the same plans with and without it, both operands copied: 127x4097x1023 bf16 (rung 19)
-// 18.69 against 21.60 us, 1001^3 bf16 (rung 21) 32.24 against 35.55, fp16 (rung 17) 28.19 against
-// 31.62, 3xTF32 1024^3 (rung 22) 44.53 against 47.42 (benchmarks/results/h100_pdl_pack.json).
+// for it in its first instruction (gl_pdl_wait; a no-op after an ordinary launch): each launch's
+// latency then overlaps the kernel before it, a few microseconds off every packed plan
+// (benchmarks/results/h100_pdl_pack.json, the same plans with and without it).
 #include "common.cuh"
 
 #ifndef GL_PACK_SPLIT

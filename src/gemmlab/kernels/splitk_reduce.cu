@@ -12,8 +12,8 @@
 // bytes: a few microseconds at the shapes split-K is for (few output tiles), memory-bound.
 // Launch: on sm_90 with programmatic stream serialization (core/launch.py, _pdl_config), so the
 // driver may schedule it while the partial kernel finishes; gl_pdl_wait holds every thread until
-// that grid has completed and its partials are visible (1.1-2.0 us less per split-K call on the
-// H100: benchmarks/results/h100_pdl_reduce.json).
+// that grid has completed and its partials are visible (its launch latency overlaps the partial
+// kernel's tail: benchmarks/results/h100_pdl_reduce.json).
 #include "common.cuh"
 
 #define GL_REDUCE_THREADS 128
