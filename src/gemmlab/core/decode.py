@@ -99,11 +99,11 @@ def rule(M: int, N: int, K: int, sm_count: int, arch, a_col: bool = False, b_col
     L2PF=1 where the wide operand is contiguous along K (``a_col``, ``b_col``: the kernel view's
     layouts): its rows are long runs the L2's 256-byte fetches read ahead in, where the runs of a
     row-major B are 128 bytes of one k row each and the larger fetches were slower
-    (benchmarks/NOTES.md, session 24).
+    (docs/journal/thin.md).
 
     None (the rung declines, auto's other sources answer) where an operand has no 16-byte access
     (``vec_a``, ``vec_b``): the kernel is correct there but its narrower loads ran far below the
-    memory's rate (benchmarks/NOTES.md, session 24). Where even 8 slices in a cluster leave the SMs with less
+    memory's rate (docs/journal/thin.md). Where even 8 slices in a cluster leave the SMs with less
     than a quarter of ``WARPS_PER_SM`` (a thin problem narrow on both sides: 1x31x11364 is one tile),
     the slices go through the workspace instead, up to ``MAX_SPLITK`` (core/splitk.py)."""
     if not (vec_a and vec_b):

@@ -142,16 +142,16 @@ def _thin_covers(e: dict, shape, allowed: dict[str, Rung]) -> bool:
     own shape's, or at most ``THIN_MAX``: past that its tiles re-read the big operand once per
     extra tile row or column (a 4096x128 problem with 4096x64x4096's 32x16 tile would read A 8
     times). Within THIN_MAX the re-reads were measured acceptable where no nearer entry exists
-    (h100_fp32_near_thin_nearest_entry.json: 4096x24x4096 0.98x, 4096x32x4096 1.04x cuBLAS with
-    4096x16x4096's tile), though a nearer one can do much better (32x4096x4096: 0.68x with
-    16x4096x4096's 16x16 tile, 1.09x with its own, h100_fp32_near_thin_shipped_table.json). Entries of
+    (4096x24x4096 and 4096x32x4096 with 4096x16x4096's tile ran at about cuBLAS's speed,
+    h100_fp32_near_thin_nearest_entry.json), though a nearer one can do much better (32x4096x4096
+    with its own entry against 16x4096x4096's 16x16 tile, h100_fp32_near_thin_shipped_table.json). Entries of
     other rungs serve any problem that is not thin, and thin ones only from thin shapes."""
     rung = allowed.get(e.get("rung"))
     side, own = min(shape[0], shape[1]), min(e["shape"][0], e["shape"][1])
     if rung is None or not rung.thin:
         # ... and the other way round: a thin problem (thin side <= THIN_MAX) takes no wide
-        # problem's entry. 4096x48x4096's cluster-split 64x64 tile served 4096x32x4096 at 0.74x
-        # cuBLAS, where 4096x16x4096's thin tile ran 1.04x (h100_fp32_near_thin_cluster_entries.json)
+        # problem's entry. 4096x48x4096's cluster-split 64x64 tile served 4096x32x4096 far slower
+        # than 4096x16x4096's thin tile (h100_fp32_near_thin_cluster_entries.json)
         # (a dtype without a thin rung keeps every entry)
         return side > THIN_MAX or own <= THIN_MAX or not any(r.thin for r in allowed.values())
     return side <= max(own, THIN_MAX)
@@ -177,8 +177,8 @@ def _from_table(problem: GemmProblem, device, source: str, precision: str | None
                 max_distance: float = MAX_DISTANCE) -> Choice | None:
     """The nearest entry of ``source`` for the problem's dtype or its stand-in (dtypes.py): the
     stand-in's only when strictly nearer. (Own entries first, whatever their distance, let one
-    fp16 entry at 1024x4096x4096 take 1024x6144x4096 from bf16's entry for that very shape: 0.85x
-    cuBLAS against the 1.01x the bf16 entry runs at, h100_llm_suite_fp16_standin.json.)"""
+    fp16 entry at 1024x4096x4096 take 1024x6144x4096 from bf16's entry for that very shape, and
+    run it well behind the bf16 entry: h100_llm_suite_fp16_standin.json.)"""
     kp = problem.kernel_view()
     allowed = {r.slug: r for r in for_dtype(problem.dtype, device.arch, precision)}
     layout = layout_of(kp)

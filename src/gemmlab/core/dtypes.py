@@ -7,7 +7,7 @@ A dtype has a short name (``fp32``, ``fp16``, ``bf16``: the CLI's ``--dtype``, t
 verification needs: the unit roundoff (half an ulp of 1.0) and the smallest normal number.
 ``stand_in`` names the dtype whose tuned configurations ``auto`` uses for this one where it has
 none of its own (core/dispatch.py): fp16 and bf16 run the same kernels at the same tensor-core rate
-(the H100 runs rung 21 at 0.971x / 0.966x cuBLAS at 4096^3 in the two), so a tile tuned in one is
+(rung 21 runs at about the same share of cuBLAS in the two), so a tile tuned in one is
 the best-informed guess for the other, better than the rule that would answer instead.
 """
 

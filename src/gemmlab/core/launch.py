@@ -211,9 +211,9 @@ class Plan:
     def _cluster_config(self):
         """The cuLaunchKernelEx configuration of a cluster split (SKCLUSTER=1): the geometry, and
         the load-balancing cluster scheduling policy. Under the default (spread) policy the H100
-        holds only 124 clusters of 4 blocks of the 1024^3 tile (64x128, 4 blocks per SM by
-        registers) at once: 128 clusters ran in two waves, 82.9 us; load-balancing holds 132 and
-        ran them in one, 54.4 us (cuOccupancyMaxActiveClusters and CUDA events, H100 80GB HBM3,
+        holds fewer clusters of 4 blocks of the 1024^3 tile (64x128, 4 blocks per SM by
+        registers) at once than the grid's 128, which then runs in two waves; load-balancing holds
+        them all and runs them in one (cuOccupancyMaxActiveClusters and CUDA events,
         benchmarks/results/h100_cluster_policy_probe.json)."""
         cu = self._cu
         policy = cu.CUlaunchAttribute()
@@ -334,7 +334,7 @@ class Plan:
         plan's shapes, strides and alignment class; ``bias``: the bias vector's pointer of a plan
         whose epilogue has one. False, launching nothing, when a texture rung would need another
         variant for them (the caller then makes a new plan).
-        The path of gemmlab.gemm's every call: kept flat (each Python call costs ~0.1 us)."""
+        The path of gemmlab.gemm's every call: kept flat (each Python call costs time on the host)."""
         if stream is None:
             stream = self._stream_of(self.ordinal)
         if self._producers:

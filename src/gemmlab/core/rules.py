@@ -101,8 +101,8 @@ def rule_config(rung: Rung, M: int, N: int, K: int, sm_count: int, precision: st
         name, cfg = min(better, key=lambda pc: _padded(M, N, pc[1]))
         why = f"top rung for the dtype, preset {name!r}: its {cfg['BM']}x{cfg['BN']} tile pads {M}x{N} least"
     # a rung without split-K keeps its tile: the half tile is weighed only where it was measured,
-    # rung 19's (rung 21's 128x128 at 1024x6144x4096 ran 0.36x cuBLAS, h100_splitk19_bf16.json,
-    # against rung 19's 128x256 at 0.76x; rung 21 has been changed since, not measured there)
+    # rung 19's (rung 21's 128x128 at 1024x6144x4096 ran far behind rung 19's 128x256,
+    # h100_splitk19_bf16.json; rung 21 has been changed since, not measured there)
     if "SPLITK" not in rung.params:
         return clustered(cfg, why, M)
     split = split_for(cfg, M, N, K, sm_count)
@@ -234,8 +234,8 @@ def _split_pass_loses(rung: Rung, problem: GemmProblem, arch, sm_count: int, pre
 # 127x4097 leave 115 of 132 idle). The copies: bytes read and written at the device-to-device copy
 # rate, plus a launch each. Speeds are the H100's (TFLOP/s at 4096^3: benchmarks/results/
 # h100_llm_suite_bf16.json, h100_fp16.json, h100_fp32_suite.json, h100_tf32.json,
-# h100_3xtf32.json); the slowdowns at 4093^3 against 4096^3 (h100_llm_suite_bf16.json: 733.2 /
-# 88.3; h100_wgmma_tma_unaligned_fp16.json and h100_fp16.json: 443.0 / 66.8); unmeasured ones take
+# h100_3xtf32.json); the slowdowns are 4093^3 against 4096^3 (h100_llm_suite_bf16.json;
+# h100_wgmma_tma_unaligned_fp16.json and h100_fp16.json); unmeasured ones take
 # 5/3 (the copy then may cost a third of the GEMM). Other GPUs: the same ratio of compute to copy
 # rate, within a factor of about 2 (a prediction).
 COPY_BYTES_PER_S = 3.0e12     # the H100's device-to-device copy rate
@@ -243,14 +243,14 @@ PACK_LAUNCH_S = 2e-6          # a pack launch's fixed cost on the stream (a pred
 PACK_MAX_BYTES = 1 << 30      # auto never takes more workspace than this for copies (PACK=1 may)
 # Rung 21 (wgmma_ws) is not measured yet: rung 19's figures stand in (its producer warpgroup copies
 # an unaligned operand the same way; a faster aligned path only makes the copies pay off sooner).
-# wgmma_tf32/3xtf32: the kernel without its split pass, from h100_wgmma_3xtf32_stages2.json: 113.3
-# TFLOP/s at 4096^3 with the pass in the call, ~127 without its predicted ~130 us (the pass itself
-# is not timed alone): 125 stands.
+# wgmma_tf32/3xtf32: the kernel without its split pass, from h100_wgmma_3xtf32_stages2.json (the
+# call with the pass, less the pass's predicted time: the pass itself is not timed alone), rounded
+# down.
 ALIGNED_TFLOPS = {"wgmma_tma": 733.2, "wgmma_ws": 733.2, "mma_sync": 443.0, "async_simt": 46.8,
                   "tf32_mma/tf32": 127.1, "tf32_mma/3xtf32": 50.1, "wgmma_tf32/3xtf32": 125.0}
-# async_simt (rung 18) measured at 127x4097x1023 fp32 with its shipped tile (SPLITK 3): 105.7 us
-# unpacked (0.38x cuBLAS, h100_fp32_suite.json as committed in 187138a), 112 us packed with copies estimated at ~16 us
-# (0.35x, h100_pack_fp32.json): its 4-byte copies cost at most ~1.1x its 16-byte ones, not 5/3
+# async_simt (rung 18) at 127x4097x1023 fp32 with its shipped tile (SPLITK 3) ran slower packed
+# than unpacked (h100_pack_fp32.json; docs/journal/dispatch.md): its 4-byte copies cost little more
+# than its 16-byte ones, far from 5/3
 UNALIGNED_SLOWDOWN = {"wgmma_tma": 733.2 / 88.3, "wgmma_ws": 733.2 / 88.3, "mma_sync": 443.0 / 66.8,
                       "async_simt": 1.1}
 DEFAULT_SLOWDOWN = 5 / 3

@@ -26,7 +26,7 @@ def wgmma_constraints(cfg, smem=wgmma_smem) -> list[str]:
     """What 19_wgmma_tma.cu static_asserts: one or two consumer warpgroups of 64 or 128 rows, a
     wgmma N of 64, 128 or 256 (the block's BN), BK in whole 64-element swizzle rows and at most a
     TMA box side (256), at least two stages, at most 128 FP32 accumulators per thread (with 384
-    threads a thread may have 168 registers; ptxas used 154 at 128), and shared memory within what
+    threads a thread may have 168 registers, which 128 accumulators fit), and shared memory within what
     a block may have."""
     out = []
     if cfg["WM"] not in (64, 128):
@@ -158,21 +158,19 @@ RUNGS: tuple[Rung, ...] = (
         "A producer warpgroup (setmaxnreg.dec) runs TMA ahead into the next tile while two consumer warpgroups (setmaxnreg.inc) multiply and store their tile through their own shared staging (stmatrix, then TMA stores; 16-byte rows where TMA cannot or beta != 0); one block per SM loops over the tiles; clusters of 2 along M share B by TMA multicast.",
         ("CUTLASS sm90 warp-specialized persistent GEMM (TMA, cooperative consumers, 2x1 cluster)",), "21_wgmma_ws.cu",
         dtypes=("fp16", "bf16"),
-        # GROUP 16 (rung 22's reason): 0.1826 against 0.1845 ms at fp16 4096^3, 0.1778 against 0.1799
-        # bf16; 1.4306 against 1.4508 at fp16 8192^3, 1.3738 against 1.3892 bf16, one run each
-        # (h100_tune_wgmma_ws_group_*.json)
-        # DEFER 1: the tile held in registers and stored during the next, 0.1821 against 0.1845 ms at
-        # fp16 4096^3, 0.1783 against 0.1806 bf16; 1.4186 against 1.4321 at fp16 8192^3, 1.3633
-        # against 1.3769 bf16, one run each (h100_tune_wgmma_ws_defer_*.json)
-        # BALANCE 1: the fewest clusters that take no more waves (persistent_grid), 1.3307 against
-        # 1.3471 ms at bf16 8192^3 (1.033x against 1.020x cuBLAS), fp16 1.032x against 1.017x, 4096^3
-        # +1.5% / +0.8% (h100_tune_balance_*.json); the LLM suites with it: h100_llm_suite_*_balance.json
+        # GROUP 16 (rung 22's reason: a wave's patch reads less from DRAM), faster at 4096^3 and
+        # 8192^3 in both dtypes (h100_tune_wgmma_ws_group_*.json)
+        # DEFER 1: the tile held in registers and stored during the next, so a wave's C writes do not
+        # come in one burst; faster at 4096^3 and 8192^3 (h100_tune_wgmma_ws_defer_*.json)
+        # BALANCE 1: the fewest clusters that take no more waves (persistent_grid): whole column tiles
+        # per wave, faster at 4096^3 and 8192^3 (h100_tune_balance_*.json); the LLM suites with it:
+        # h100_llm_suite_*_balance.json
         params={"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 2, "EPI_TMA": 1, "GROUP": 16,
                 "STREAMK": 0, "DEFER": 1, "KREV": 0, "BALANCE": 1},
         presets={"128x256": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 2},
                  "128x256_nocluster": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 1},
-                 # DEFER 0 with 128x128 tiles: 0.1688 against 0.1788 ms at fp16 1024x14336x4096, 0.1657
-                 # against 0.1728 bf16 (h100_tune_wgmma_ws_defer_*_1024x14336x4096.json; cause not found)
+                 # DEFER 0 with 128x128 tiles: DEFER 1 was slower there at 1024x14336x4096
+                 # (h100_tune_wgmma_ws_defer_*_1024x14336x4096.json; cause not found)
                  "128x128": {"BM": 128, "BN": 128, "BK": 64, "WM": 64, "STAGES": 6, "CLUSTER": 2, "DEFER": 0},
                  "256x128": {"BM": 256, "BN": 128, "BK": 64, "WM": 128, "STAGES": 4, "CLUSTER": 2}},
         threads=wgmma_threads, constraints=ws_constraints, smem=ws_smem,
@@ -188,28 +186,28 @@ RUNGS: tuple[Rung, ...] = (
         "wgmma.mma_async m64nNk8 .tf32 reads K-major FP32 tiles (TMA, 128-byte swizzle) in rung 21's persistent, warp-specialized, clustered loop; TF32 wgmma has no transpose, so the plan runs row-major A and B transposed (C^T = B^T A^T) with the MN-major operand read into registers (wgmma's register-A form), and copies a row-major B only beside a column-major A. 3xtf32: a split pass writes each operand's TF32 big and small parts as two K-major planes, and three wgmmas per k8 step fill a k tile's partial sums, added in FP32. The epilogue stores through TMA from a 32 KB staging where C allows and beta == 0 (EPI_TMA), else 8-byte stores from the accumulators.",
         ("CUTLASS sm90 TF32 GEMM (tfloat32_t, both operands K-major)",), "22_wgmma_tf32.cu",
         precisions=("tf32", "3xtf32"),
-        # tf32 without a cluster: the register-A path (row-major A and B) ran 0.3446 ms at 4096^3 and
-        # 2.721 at 8192^3 with CLUSTER=1 against 0.3495 / 2.770 with CLUSTER=2, same sitting
-        # (h100_tune_wgmma_tf32_rs_*.json); the K-major path was within 0.2% either way
+        # tf32 without a cluster: the register-A path (row-major A and B) ran faster with CLUSTER=1
+        # than with CLUSTER=2 in the same sitting (h100_tune_wgmma_tf32_rs_*.json); the K-major path
+        # was level either way
         # GROUP 16: a wave's patch of tiles 16 x 8.25 instead of 8 x 16.5 reads a fifth less from DRAM
-        # (Nsight Compute at 4096^3: 352 MB against 428 MB, h100_profile_wgmma_tf32_rs_*_4096.json);
-        # 0.3446 ms against 0.3468 at 4096^3, within 0.1% at 8192^3 (h100_tune_wgmma_tf32_group_*.json)
-        # EPI_TMA 1: the TMA store epilogue, +3.4-3.8% at K = 1024 (8192x8192x1024, 4096x4096x1024),
-        # level at 4096^3, -0.9% at 8192^3 (its power draw lowers the clock there: the shipped table
-        # keeps EPI_TMA=0 at 8192^3); h100_tune_wgmma_tf32_epi_*.json. With its staging made
-        # conflict-free (session 15) it takes cuBLAS's cycles at 8192^3 but 42% more L2 lookups, a
-        # lower clock and 1.5-3.6% more time (h100_tune_wgmma_tf32_{epi,cluster,epiwait}_8192_conflictfree.json)
-        # 256x128 (BM 256, WM 128; first measured in session 15, the tuner had run the preset as
-        # 128x128 before): 0.96x at 8192^3 and 0.99x at 4096^3 against 0.986x / 1.00x for 128x256
-        # (h100_tune_wgmma_tf32_tiles_*.json)
-        # BALANCE 1 (rung 21's reason): at 8192^3 0.985x -> 1.001x cuBLAS-TF32 sampled and 0.993x ->
-        # 1.002x sustained, 4096^3 1.006x -> 1.014x (one run, h100_balance_tf32.json); DRAM reads
-        # 2.57 -> 2.21 GB at 8192^3 (benchmarks/profiles/h100_l2probe_tf32_8192_balance.json)
+        # (Nsight Compute at 4096^3, h100_profile_wgmma_tf32_rs_*_4096.json); a little faster at 4096^3,
+        # level at 8192^3 (h100_tune_wgmma_tf32_group_*.json)
+        # EPI_TMA 1: the TMA store epilogue, faster at K = 1024 (8192x8192x1024, 4096x4096x1024),
+        # level at 4096^3, a little slower at 8192^3 (its power draw lowers the clock there: the
+        # shipped table keeps EPI_TMA=0 at 8192^3); h100_tune_wgmma_tf32_epi_*.json. With its staging
+        # made conflict-free it takes cuBLAS's cycles at 8192^3 but more L2 lookups, a lower clock
+        # and more time (h100_tune_wgmma_tf32_{epi,cluster,epiwait}_8192_conflictfree.json;
+        # docs/journal/tf32.md)
+        # 256x128 (BM 256, WM 128; the tuner had once run the preset as 128x128): slower than
+        # 128x256 at 4096^3 and 8192^3 (h100_tune_wgmma_tf32_tiles_*.json)
+        # BALANCE 1 (rung 21's reason): faster at 8192^3 and 4096^3, sampled and sustained
+        # (h100_balance_tf32.json), with fewer DRAM reads at 8192^3
+        # (benchmarks/profiles/h100_l2probe_tf32_8192_balance.json)
         params={"BM": 128, "BN": 256, "BK": 32, "WM": 64, "STAGES": 4, "CLUSTER": 1, "GROUP": 16, "STREAMK": 0,
                 "EPI_TMA": 1, "KREV": 0, "BALANCE": 1},
         # 3xtf32: a stage holds both TF32 planes of A and B, and the warps hold a k tile's partial
         # sums beside the sums: 128x128 tiles (BN 256 would need 256 accumulators), 2 stages of 64 KB
-        # (3 stages ran 1.86x cuBLAS SGEMM at 8192^3, 2 stages 2.35x: h100_wgmma_3xtf32_*.json)
+        # (3 stages met the power cap at 8192^3 and ran slower than 2: h100_wgmma_3xtf32_*.json)
         planes={"3xtf32": 2},
         precision_params={"3xtf32": {"BN": 128, "STAGES": 2, "CLUSTER": 2, "GROUP": 8}},
         precision_presets={"3xtf32": {

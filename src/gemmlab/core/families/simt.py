@@ -28,7 +28,7 @@ def thread_tile_constraints(cfg, min_blocks: int = 1, prefetch: bool = False) ->
 
 def tile_2d_constraints(cfg) -> list[str]:
     """Scalar loads (no float4 split), and the thread tile within the registers: 256x128 tiles of
-    4x8 (1024 threads, 64 registers each) spilled 136 bytes on sm_90a in a tune on the H200
+    4x8 (1024 threads, 64 registers each) spilled on sm_90a in a tune on the H200
     (benchmarks/results/h200x2_tune_two_workers.json)."""
     out = divides(cfg, "TM", "BM") + divides(cfg, "TN", "BN")
     if out:

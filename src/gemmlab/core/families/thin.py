@@ -72,8 +72,9 @@ RUNGS: tuple[Rung, ...] = (
         params={"BM": 32, "BN": 16, "BK": 128, "THREADS": 128, "STAGES": 3, "SPLITK": 1},
         presets={"tall": {"BM": 32, "BN": 16, "BK": 128, "THREADS": 128, "STAGES": 3},
                  "wide": {"BM": 16, "BN": 32, "BK": 128, "THREADS": 128, "STAGES": 3},
-                 # 8 warps: two per scheduler (Nsight Compute at 4096x16x4096 with 4 warps: 2.52
-                 # cycles between a warp's issues, 40% of them issuing, DRAM 65% busy)
+                 # 8 warps: two per scheduler (Nsight Compute at 4096x16x4096 with 4 warps found
+                 # each warp issuing a minority of its cycles and DRAM well short of busy:
+                 # benchmarks/profiles/h100_profile_thin_fp32_4096x16x4096.json)
                  "tall256": {"BM": 32, "BN": 16, "BK": 256, "THREADS": 256, "STAGES": 3},
                  "wide256": {"BM": 16, "BN": 32, "BK": 256, "THREADS": 256, "STAGES": 3},
                  "tall8": {"BM": 32, "BN": 8, "BK": 128, "THREADS": 128, "STAGES": 3},
