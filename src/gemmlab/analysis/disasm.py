@@ -605,9 +605,10 @@ def ffma_operand_reads(path: Iterable[Instruction]) -> dict:
     sources from the register file (none from the operand reuse cache), and
     ``ffma_bank_collisions`` of those have two sources in one bank, taking the bank as the register
     number mod 4. The model is fitted, not documented: on the H100, Nsight Compute's per-instruction
-    sampling of rung 18 (``gemmlab profile --source``, benchmarks/NOTES.md) put twice the dispatch
-    stalls on FFMAs with three reads as on those with two, and three times on the three-read ones
-    with a collision mod 4. A source comes from the reuse cache when the previous FFMA flagged the
+    sampling of rung 18 (``gemmlab profile --source``;
+    benchmarks/profiles/h100_ffma_dispatch_async_simt_fp32_4096.json) put more dispatch stalls on
+    FFMAs with three reads than on those with two, and more again on the three-read ones with a
+    collision mod 4. A source comes from the reuse cache when the previous FFMA flagged the
     same register in the same slot with no other ALU instruction reading registers between them."""
     path = list(path)
     if any(i.control is None for i in path):

@@ -13,8 +13,8 @@ Two peers, because they bound what is reachable from two sides:
 * ``triton``: an autotuned Triton matmul written here (``measure.triton_gemm``): the standard tiled
   ``tl.dot`` kernel with grouped program order, any shape and any strides, FP32 accumulation,
   ``input_precision="ieee"`` for fp32. It is what a compiler gets from a short, portable kernel
-  with a small autotune list; on the H100 such a kernel reaches about 0.88-0.91x cuBLAS in strict
-  FP32 and 0.91-1.04x in BF16/FP16. It needs Triton (``pip install triton``) and PyTorch operands.
+  with a small autotune list; on the H100 such a kernel comes close to cuBLAS, closer in BF16/FP16
+  than in strict FP32 (docs/ladder.md, docs/hopper.md). It needs Triton (``pip install triton``) and PyTorch operands.
 
 A peer is used in three steps::
 

@@ -9,25 +9,25 @@ Every timed launch is enqueued as::
 on the current stream. The *spin* is a one-thread kernel (kernels/spin.cu) that keeps the GPU
 busy for a fixed time while the host enqueues the start event and the launch; without it, a
 start event enqueued on an idle GPU fires at once and the interval then contains the host's
-latency until the launch arrives (measured on the H100: 128-400 us of host enqueue against a
-117 us pre-roll inflated every cuBLAS time that came first in a round). The flush (cold-L2 mode,
+latency until the launch arrives (on the H100 a host enqueue longer than the pre-roll inflated
+every cuBLAS time that came first in a round: docs/journal/timing.md). The flush (cold-L2 mode,
 the default) reads a buffer of twice the L2 size before the spin (kernels/spin.cu, flush_read),
 so the launch starts with none of its operands in L2 and with no dirty line to write back; hot-L2
-mode (``l2="hot"``) leaves them there. (Until 2026-11-23 the flush was a memset: it left an L2 of
-dirty lines whose write-back ran inside the next timed interval, ~8 us at every contender of a
-53 us memory-bound launch; the JSONs written since record ``"flush": "read"`` in their settings.)
+mode (``l2="hot"``) leaves them there. (The flush was once a memset: it left an L2 of dirty lines
+whose write-back ran inside the next timed interval, a large share of a short memory-bound launch
+(kernels/spin.cu); the JSONs written since record ``"flush": "read"`` in their settings.)
 
 Rounds and order
 ----------------
 Candidates (the rungs, cuBLAS, the peers) are timed in rounds: each round takes one sample of
 every candidate still running, then the host synchronizes once and reads all the events. A launch
 leaves the GPU warmer (and, near the power cap, its clock lower) for the one after it: measured on
-the H100 (``benchmarks/results/h100_tf32_rotating_order_1.json``, ``_2.json``), rung 22 took 0.4-0.5% longer
-at 8192^3 when it came right after Triton's 23 ms TF32 launch than when it led its round. So the
+the H100 (``benchmarks/results/h100_tf32_rotating_order_1.json``, ``_2.json``), rung 22 took measurably
+longer at 8192^3 when it came right after Triton's long TF32 launch than when it led its round. So the
 order (``order="balanced"``, the default) is a Williams design: over every n rounds (2n for an odd
 n of candidates) each candidate leads equally often and comes right after each other candidate
-equally often. ``order="rotate"`` (round r starts with candidate r mod n, the default until
-2026-11-27) leads each alike but keeps every candidate behind the same neighbour;
+equally often. ``order="rotate"`` (round r starts with candidate r mod n, the former
+default) leads each alike but keeps every candidate behind the same neighbour;
 ``order="shuffle"`` draws each round's order from a recorded seed.
 
 When to stop
@@ -90,7 +90,7 @@ from typing import Callable, Protocol, Sequence
 
 L2_MODES = ("cold", "hot")
 FLUSH_KIND = "read"   # how cold-L2 mode flushes (CudaDevice.flush); recorded in every JSON's settings
-# the round orders, and how tables and reports name them (JSONs before 2026-11-27 say rotate or shuffle)
+# the round orders, and how tables and reports name them (older JSONs say rotate or shuffle)
 ORDER_WORDS = {"balanced": "a balanced order (each entry right after each other equally often)",
                "rotate": "a rotating order", "shuffle": "a shuffled order"}
 ORDERS = tuple(ORDER_WORDS)

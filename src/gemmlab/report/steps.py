@@ -85,9 +85,9 @@ def _conflict_obs(op: str, what: str, pp: Mapping, cp: Mapping, fall_why: str, r
 
 def _uses_tensor_cores(p: dict) -> bool:
     """Whether a profiled launch does its math on the tensor cores. The tensor-pipe instruction
-    counter alone cannot tell: it also counts the HFMA2.MMA register moves compilers emit (1e7 of
-    them in the warp-shuffle rung at 2048^3, with the pipe busy 0.8% of the time); the tensor pipe's
-    busy share can (28% for the WMMA rung, 82% for cuBLAS fp16)."""
+    counter alone cannot tell: it also counts the HFMA2.MMA register moves compilers emit (millions
+    of them in the warp-shuffle rung, with the pipe all but idle); the tensor pipe's busy share can
+    (a tensor-core kernel keeps it busy a large share of the time, far above the threshold)."""
     if (p.get("tensor_active_pct") or 0.0) >= 5.0:
         return True
     return not (p.get("ffma_count") or 0) and bool(p.get("tensor_inst_count"))

@@ -86,7 +86,7 @@ def _sqlite_wal(engine) -> None:
     BEGIN IMMEDIATE instead (SQLAlchemy's recipe for pysqlite): it takes the write lock first, so
     transactions are serialized and the other process waits (``SQLITE_TIMEOUT_S``).
 
-    Write-ahead logging, synced at checkpoints: a commit no longer waits for an fsync (12 ms each on
+    Write-ahead logging, synced at checkpoints: a commit no longer waits for an fsync (milliseconds each on
     a plain disk: a tuning run makes thousands), and a crashed process still leaves every committed
     transaction; only a power loss may lose the last commits."""
     from sqlalchemy import event

@@ -106,7 +106,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("dram_write_bytes", "dram__bytes_write.sum", "B", "bytes written to DRAM", alt=("dram__bytes_op_write.sum",)),
     # the L2's two partitions: the SMs' reads looked up in a slice, those that missed it, and what
     # a slice took from the fabric between the partitions (on the H100 the power these draw sets the
-    # clock of a tensor-core GEMM at its power cap: benchmarks/NOTES.md, sessions 15 and 16)
+    # clock of a tensor-core GEMM at its power cap: docs/journal/tf32.md)
     Metric("l2_sm_read_sectors", "lts__t_sectors_srcunit_tex_op_read.sum", "sectors",
            "32-byte sectors the SMs read from L2 (lookups in a slice; TMA, loads)"),
     Metric("l2_sm_read_miss_sectors", "lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum", "sectors",
