@@ -6,8 +6,7 @@
 // With row-major B and C, the 32 lanes of a warp then touch B(k, j) for one j but C(i..i+31, j):
 // 32 different rows, 32 memory transactions per warp-wide store, and A(i..i+31, k) 32 rows apart
 // for every k. Nothing is reused from on-chip memory: every FMA needs two global loads.
-// Seed figures: 000 v0 ran 8192^3 in 4687 ms on a V100 (234.6 GFLOPS, 1.5% of peak);
-// on the H100 siboehm's k1 / Lei Mao's v00 reach 0.50 TFLOP/s at 4096^3 (baselines.md).
+// Seed figures: docs/journal/ladder.md (the seeds' own figures).
 #include "common.cuh"
 
 static_assert(THREADS == BM * BN, "rung 1 uses one thread per element of the BM x BN tile");

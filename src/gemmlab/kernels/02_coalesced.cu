@@ -9,8 +9,8 @@
 // still two global loads per FMA, nothing reused from on-chip memory (that is rung 4's job).
 // 000 v2 is v1 with threadIdx.x hoisted into a local variable, which changed what nvcc 10
 // generated for the inner loop; here the index is computed once into `tid` anyway.
-// Seed figures: 000 v1 ran 8192^3 in 512 ms on a V100 (2.15 TFLOPS), v2 459 ms (2.40 TFLOPS),
-// against v0's 4671 ms; 002 v01 reached 1.72 TFLOPS on an RTX 3090 (v00: 0.27).
+// Seed figures (docs/journal/ladder.md): in 000 and 002 coalescing alone made the naive kernel
+// several times faster.
 //
 // Geometry: THREADS = BM * BN threads, thread t -> C(row0 + t / BN, col0 + t % BN).
 #include "common.cuh"

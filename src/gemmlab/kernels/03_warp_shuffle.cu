@@ -19,7 +19,8 @@
 // coalesced store order and Bs is kept as [k][n], so the shuffle can broadcast lane kk to all
 // lanes in plain k order and Bs[kk][lane] is conflict-free; Cs stays as the accumulator tile
 // (each element is read and written only by the thread that owns it, so it needs no barrier).
-// Seed figure: 004 sgemm_naive reached 7% of cuBLAS (shared and DRAM traffic both 20x cuBLAS').
+// Seed figure (docs/journal/ladder.md): 004 sgemm_naive stayed far behind cuBLAS, with shared and
+// DRAM traffic both many times cuBLAS'.
 //
 // Geometry: warp w = tid / 32, lane = tid % 32 -> C(row0 + w + t*NWARPS, col0 + lane),
 // t = 0 .. BM/NWARPS-1. K is walked in slices of KS = 32 (the warp width: one A value per lane);

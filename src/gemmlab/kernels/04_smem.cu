@@ -24,9 +24,9 @@
 // column of its A tile. gemmlab's C is row-major with lane -> column of C (coalesced, rung 2);
 // through C^T = B^T A^T the seed's A tile IS our B tile, read the same way. The A read of our
 // warp is a broadcast, and no layout of As can make a broadcast conflict.
-// Seed figures: 000 v3 ran 8192^3 in 1565 ms on a V100 (0.70 TFLOPS) — SLOWER than the untiled
-// v2 (459 ms), exactly because of these conflicts; the conflict-free 002 v02 reached 2.66 TFLOPS
-// on an RTX 3090 (v01: 1.72); Alcanderian sgemm_1 (unpadded, lane -> row): 0.52 TFLOPS on V100.
+// Seed figures (docs/journal/ladder.md): 000 v3 ran SLOWER than the untiled v2, exactly because
+// of these conflicts; the conflict-free 002 v02 was faster than its untiled v01; Alcanderian
+// sgemm_1 (unpadded, lane -> row) was slow like 000 v3.
 //
 // Geometry: THREADS = BM * BN, BM = BN = BK; thread t -> tx = t % BN (lane-fast, column of C),
 // ty = t / BN (row of C); it computes C(row0 + ty, col0 + tx).

@@ -12,9 +12,9 @@
 // so the reads are scalar LDS instead of rung 4's LDS.128: more instructions, but per 4 k-steps
 // 4 + 4 wavefronts (A + B) instead of 1 + 32.) The price: 32 unused floats per tile (8448 bytes
 // of shared memory per block instead of 8192).
-// Seed figures: 000 v4 ran 8192^3 in 324 ms on a V100 (3.39 TFLOPS, 21.7% of peak) against v3's
-// 1565 ms (4.8x from the padding alone); Alcanderian sgemm_2 (padded, __restrict__): 1.80 TFLOPS
-// against sgemm_3 (same, unpadded): 0.52 TFLOPS.
+// Seed figures (docs/journal/ladder.md): in 000 the padding alone made v4 several times faster
+// than v3; Alcanderian sgemm_2 (padded, __restrict__) was likewise several times faster than
+// sgemm_3 (same, unpadded).
 //
 // Geometry: THREADS = BM * BN, BM = BN = BK; thread t -> tx = t % BN (lane-fast, column of C),
 // ty = t / BN (row of C); it computes C(row0 + ty, col0 + tx).

@@ -13,8 +13,8 @@
 // (Here each element is loaded once per tile into shared memory, so caching hardly matters.)
 // Seed figures: 003 shows the ldg version beside "vanilla" (PTX ld.global.nc, SASS LDG with
 // TEXDEPBAR waits) without a separate number; in 000's table Alcanderian sgemm_3 (__restrict__,
-// unpadded) ran 0.52 TFLOPS on a V100 — the same as sgemm_1 without it — while padding
-// (sgemm_2) gave 1.80 TFLOPS: the read-only path is a small lever next to bank conflicts.
+// unpadded) ran no faster than sgemm_1 without it, while padding (sgemm_2) made it several times
+// faster (docs/journal/ladder.md): the read-only path is a small lever next to bank conflicts.
 //
 // Geometry: THREADS = BM * BN, BM = BN = BK; thread t -> tx = t % BN (lane-fast, column of C),
 // ty = t / BN (row of C); it computes C(row0 + ty, col0 + tx).

@@ -19,8 +19,9 @@
 // store; gemmlab takes all four A/B layouts, so a thread walking the contiguous dimension of a
 // column-major A (or B) stores a column of the tile — rows of 33 floats keep those stores
 // conflict-free, as in rung 5. The inner-loop reads are conflict-free either way.
-// Seed figure: 004 sgemm_shared reached 20% of cuBLAS (sgemm_naive with the shared output
-// tile: 7%); the seed's variant that caches A in a register array first made no difference.
+// Seed figure (docs/journal/ladder.md): 004 sgemm_shared was several times faster than
+// sgemm_naive with the shared output tile; the seed's variant that caches A in a register array
+// first made no difference.
 //
 // Geometry: warp w = tid / 32, lane = tid % 32; thread -> C(row0 + w + t*NWARPS, col0 + lane),
 // t = 0 .. BM/NWARPS - 1. Tile loads: element e = tid + p*THREADS of each tile, the

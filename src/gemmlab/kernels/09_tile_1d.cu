@@ -10,8 +10,7 @@
 // a warp are broadcasts: all 32 lanes of a warp share the same rows) relieves the LDS pipe, and
 // the 512-thread block computes 4096 outputs from one 64x8 + 8x64 staging, i.e. 8x more outputs
 // per global element staged than the one-output-per-thread rungs.
-// Seed figure: 002 v03 ran 8.91 TFLOPS on an RTX 3090 (about 3x v02); on the H100 siboehm's k4 /
-// Lei Mao's v03 reach 17.2 / 17.3 TFLOP/s at 4096^3 (baselines.md).
+// Seed figures (docs/journal/ladder.md): 002 v03 was several times faster than v02.
 //
 // Geometry: THREADS = (BM/TM) * BN; thread t -> column tn = t % BN, row group tm = t / BN. A warp
 // is 32 consecutive columns of one row group: coalesced C stores, conflict-free Bs reads,

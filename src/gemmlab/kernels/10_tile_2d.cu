@@ -11,8 +11,7 @@
 // global/L2 traffic per FLOP again (each staged element of A is reused BN = 128 times, of B
 // BM = 128 times). Global loads stay scalar and A stays row-major in shared memory: making
 // those vector-friendly is the next rung.
-// Seed figures: 004 2x2 tile reached 22% of cuBLAS; 002 v04 ran 19.66 TFLOPS on an RTX 3090;
-// on the H100 siboehm's k5 / Lei Mao's v04 reach 25.9 / 25.8 TFLOP/s at 4096^3 (baselines.md).
+// Seed figures: docs/journal/ladder.md (the seeds' own figures).
 //
 // Registers matter here: the loader's index math is unsigned (division by the power-of-2 tile
 // sizes becomes shifts the compiler can fold across the unrolled loads); with signed ints NVRTC

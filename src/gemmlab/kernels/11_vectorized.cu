@@ -22,8 +22,7 @@
 // What it leaves: a warp is 2 row groups x 16 column groups; its B fragment reads hit
 // Bs[k][tx*8 .. tx*8+3] — 16 float4 32 bytes apart, only half of the banks, 2-way conflicted
 // (rung 13 fixes the mapping).
-// Seed figures: 000 v5 reached 5.40 TFLOPS on a V100 (FFMA share 2/3 of the inner loop); 002 v05
-// ran 33.2 TFLOP/s at 4096^3 on the H100, siboehm's k6 31.6 (baselines.md).
+// Seed figures (docs/journal/ladder.md): 000 v5's FFMA share was 2/3 of its inner loop.
 //
 // Geometry: THREADS = (BM/TM) * (BN/TN); tx = t % (BN/TN) (lane-fast) -> columns tx*TN .. +TN-1,
 // ty = t / (BN/TN) -> rows ty*TM .. +TM-1. TM, TN, BK multiples of 4 (registry constraints).

@@ -23,9 +23,9 @@
 // need LDS.64 and double the shared-load instructions).
 // Shared rows are padded by 4 floats (16-byte aligned, conflict-free transposing stores, see
 // rung 11); the reads stay conflict-free because a warp reads within one row k.
-// Seed figures: 000 gemm_64x64 83.4 ms (84% of the V100's peak, FFMA share 8/9 of the inner
-// loop in PTX); gemm_128x128 76.0 ms at 8192^3 (14.4 TFLOPS, 92.1% of peak, FFMA share 16/17),
-// cuBLAS 71.7 ms in the same table.
+// Seed figures (docs/journal/ladder.md): 000's gemm_64x64 and gemm_128x128 came close to the
+// V100's peak and to cuBLAS, the larger tile closer, with the larger FFMA share of the inner loop
+// in PTX (16/17 against 8/9).
 //
 // Geometry: THREADS = (BM/TM) * (BN/TN); tx = t % (BN/TN) (lane-fast), ty = t / (BN/TN).
 // RM = TM/4, RN = TN/4 blocks; output (p, i; q, j) of the thread, p < RM, q < RN, i, j < 4, is

@@ -13,9 +13,9 @@
 // is enough (001's point), and the load latency hides behind BK*TM*TN = 512 FMAs per thread.
 // Thread layout as rung 13: a thread's TM x TN = 8x8 outputs are 2x2 blocks of 4x4 spaced BM/2
 // and BN/2 apart, so the fragments are two LDS.128 of A and two of B per k.
-// Seed figures: 001 reaches 93.5% of cuBLAS on a V100 with bm=bn=128, bk=8, rm=rn=8;
-// on the H100 the public ladders' double-buffered rungs lose to their single-buffered ones
-// (siboehm k12 20.3 TFLOP/s, Lei Mao v06 vec-DB 14.5 — baselines.md): the prefetch must not
+// Seed figures (docs/journal/ladder.md): 001 comes close to cuBLAS on a V100 with bm=bn=128,
+// bk=8, rm=rn=8; on the H100 the public ladders' double-buffered rungs lose to their
+// single-buffered ones: the prefetch must not
 // cost registers or spills, which the static guard (no local memory) enforces here.
 #include "common.cuh"
 

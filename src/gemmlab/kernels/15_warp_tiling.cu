@@ -11,8 +11,7 @@
 // and a warp's working set of shared memory and of C is compact (better locality), which is the
 // block -> warp -> thread hierarchy of CUTLASS that seed 002's v06 teaches.
 // Double buffering with register prefetch and one barrier per tile is kept from rung 14.
-// Seed figures: 002 v06 (vectorized) 38.7 TFLOP/s at 4096^3 on the H100 = 0.75x cuBLAS, the best
-// public ladder figure (baselines.md); siboehm's k10 warptiling 36.4 (0.72x).
+// Seed figures: docs/journal/ladder.md (the best public ladder figures on the H100).
 // Split-K (SPLITK > 1, kernels/common.cuh): the loads start at this block's slice of K and the
 // epilogue writes the FP32 partial tile to the workspace (alpha = 1, beta = 0); splitk_reduce.cu
 // finishes. A and B stay kernel parameters: this rung has no register to spare for moved pointers.

@@ -101,7 +101,7 @@
 // partial last wave of 128x256 tiles split by k tiles over all the SMs, in a second kernel after the
 // whole waves (the stream-K section below). It gains at 8192^3 and 4096x14336x4096, little at
 // 4096^3, and loses at 4096x4096x1024 and 8192x1024x8192 (h100_tune_async_simt_streamk_*.json,
-// h100_fp32_suite_streamk.json). Short of the prediction: not the start (the whole tiles' SMs finish
+// h100_fp32_suite_streamk.json), less than the partial wave's share predicts: not the start (the whole tiles' SMs finish
 // nearly together, ncu sm__cycles_active min/max), but the tail's loop, which issues less per cycle
 // than the whole tiles' with more dispatch, barrier and long-scoreboard stalls (its own register
 // allocation; h100_profile_async_simt_streamk_4096_unpredicated.json). Its interior copies are now

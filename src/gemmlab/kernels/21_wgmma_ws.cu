@@ -374,7 +374,7 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[MI][BN / 8][4]
 // trickle to L2 instead of a burst, and the tensor cores stop only for the last k tile's drain and
 // the packing. Measured with DEFER 0 and 1 in the same run beside cuBLAS
 // (h100_tune_wgmma_ws_defer_*.json): a small gain at 4096^3 and 8192^3 in fp16 and bf16, at the
-// low end of the prediction (docs/journal/hopper.md).
+// low end of what was predicted (docs/journal/hopper.md).
 // What the build taught: with the write inside the k-tile loop, or the rows path writing from the
 // held registers, ptxas moved the loop's descriptors out of the uniform registers (a longer loop);
 // with 8 loads in flight in store_tile, or the stmatrix addresses hoisted out of the loop, it spilled.

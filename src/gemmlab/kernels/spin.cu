@@ -13,9 +13,9 @@
 // so the lines of the last launch's operands (and its dirty output, written back here) make room
 // for clean lines of the buffer. A memset did the same eviction but left ~L2-size of DIRTY lines,
 // whose write-back then ran inside the next timed interval: at bf16 128x14336x4096 (117 MB
-// streamed) every contender took 8-9 us longer (cuBLAS 53.9 against 45.9 us, Triton 52.2 against 44.3,
-// auto 53.5 against 44.4; benchmarks/results/h100_flushprobe_{write,read}_bf16_128x14336x4096.json),
-// while 4096^3 moved by < 1.1% (h100_flushprobe_*_bf16_4096.json).
+// streamed, a short launch) every contender took markedly longer
+// (benchmarks/results/h100_flushprobe_{write,read}_bf16_128x14336x4096.json), while 4096^3 barely
+// moved (h100_flushprobe_*_bf16_4096.json).
 extern "C" __global__ void spin(unsigned long long ns)
 {
     unsigned long long t0, t;

@@ -43,7 +43,7 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(smem_raw));
     unsigned base = (raw + 1023u) & ~1023u;
     // opaque from here on: ptxas otherwise recomputed the base from the cluster CTA id in every k
-    // tile of the consumers' loop (6 instructions per trip) instead of keeping one register
+    // tile of the consumers' loop (a few instructions per trip) instead of keeping one register
     asm("" : "+r"(base));
     const Smem sm{base, base + STAGES * A_STAGE_B, base + PIPE_B, base + PIPE_B + EPI_B};
     const int tid = threadIdx.x, warp = tid / 32;
