@@ -259,3 +259,33 @@ def test_torch_compile_traces_the_fused_operator_without_graph_breaks():
     w = torch.randn(128, 96, device="cuda", dtype=torch.bfloat16)
     bias = torch.randn(96, device="cuda", dtype=torch.bfloat16)
     torch.testing.assert_close(compiled(x, w, bias), layer(x, w, bias))
+
+
+# ---- a static guard: every entry point takes the epilogue's argument --------------------------------
+def _entry_parameter_lists(text: str) -> list[str]:
+    """The parameter list of each extern "C" __global__ function in a CUDA source."""
+    import re
+
+    lists = []
+    entry = r'extern "C" __global__.*?\b(?!__launch_bounds__|__cluster_dims__)[A-Za-z_]\w*\s*\('
+    for m in re.finditer(entry, text, re.S):
+        depth, i = 1, m.end()
+        while depth:
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            i += 1
+        lists.append(text[m.end():i - 1])
+    return lists
+
+
+@pytest.mark.parametrize("source", sorted({r.source for r in gemmlab.kernels()}) + ["splitk_reduce.cu"])
+def test_every_gemm_entry_point_ends_its_parameters_with_the_epilogues(source):
+    """A rung (or helper) whose kernel lacks GL_EPI_PARAMS would read no bias where the host passes one."""
+    from gemmlab.core.compile import KERNEL_DIR
+
+    text = (KERNEL_DIR / source).read_text()
+    if '#include "ws_entry.cuh"' in text:
+        text += (KERNEL_DIR / "ws_entry.cuh").read_text()
+    lists = _entry_parameter_lists(text)
+    assert lists, f"{source}: no entry point found"
+    for params in lists:
+        assert params.rstrip().endswith("GL_EPI_PARAMS"), f"{source}: an entry point does not end with GL_EPI_PARAMS"
