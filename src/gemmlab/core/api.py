@@ -136,21 +136,26 @@ def _allocator(a, b):
         raise TypeError(f"mixed dtypes: a is {ai.dtype}, b is {bi.dtype}; both must match")
     if ai.cols != bi.rows:
         raise ValueError(f"shape mismatch: a is {ai.rows}x{ai.cols} but b is {bi.rows}x{bi.cols}; a.shape[1] must equal b.shape[0]")
-    shape = (ai.rows, bi.cols)
-    if ai.lib == "torch":
+    return _empty_fn(ai.lib, ai.dtype, ai.device, (ai.rows, bi.cols)), ai.lib
+
+
+def _empty_fn(lib: str, dtype: str, device: int, shape: tuple):
+    """A function returning an uninitialized array of ``shape`` in the library ``lib`` (TypeError
+    for a bare ``__cuda_array_interface__`` operand: matmul then needs out=)."""
+    if lib == "torch":
         torch = require("torch")
-        dtype, device = getattr(torch, get_dtype(ai.dtype).array_name), torch.device("cuda", ai.device)
-        return (lambda: torch.empty(shape, dtype=dtype, device=device)), "torch"
-    if ai.lib == "cupy":
+        tdtype, tdevice = getattr(torch, get_dtype(dtype).array_name), torch.device("cuda", device)
+        return lambda: torch.empty(shape, dtype=tdtype, device=tdevice)
+    if lib == "cupy":
         cupy = require("cupy")
-        dev, dtype, current = ai.device, a.dtype, cupy.cuda.runtime.getDevice
+        cdtype, current = get_dtype(dtype).array_name, cupy.cuda.runtime.getDevice
 
         def empty():
-            if current() == dev:
-                return cupy.empty(shape, dtype=dtype)
-            with cupy.cuda.Device(dev):
-                return cupy.empty(shape, dtype=dtype)
-        return empty, "cupy"
+            if current() == device:
+                return cupy.empty(shape, dtype=cdtype)
+            with cupy.cuda.Device(device):
+                return cupy.empty(shape, dtype=cdtype)
+        return empty
     raise TypeError("matmul without out= needs CuPy or PyTorch inputs to allocate the result; pass out=")
 
 
@@ -187,18 +192,6 @@ def _ndim(x) -> int:
     return len(shape)
 
 
-def _allocate_like(a, facts, shape):
-    """An uninitialized array of ``shape`` in a's library, dtype and device."""
-    if facts.lib == "torch":
-        torch = require("torch")
-        return torch.empty(shape, dtype=a.dtype, device=a.device)
-    if facts.lib == "cupy":
-        cupy = require("cupy")
-        with cupy.cuda.Device(facts.device):
-            return cupy.empty(shape, dtype=a.dtype)
-    raise TypeError("a batched matmul without out= needs CuPy or PyTorch inputs to allocate the result; pass out=")
-
-
 _warned: set = set()
 
 
@@ -221,7 +214,7 @@ def _batched_matmul(a, b, bias, activation, kernel, out, config, precision):
     lay = batched.layout(fa, fb)
     shape = lay.batch + (lay.M, lay.N)
     if out is None:
-        out = _allocate_like(a, fa, shape)
+        out = _empty_fn(fa.lib, fa.dtype, fa.device, shape)()
     fc = array_facts("out", out)
     if fc.shape != shape:
         raise ValueError(f"out has shape {fc.shape} but a @ b is {shape}")

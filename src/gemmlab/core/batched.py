@@ -20,8 +20,10 @@ Two ways to run it, decided from the shapes and strides alone (``layout``):
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, replace
 
+from .dtypes import get as get_dtype
 from .problem import ArrayFacts, GemmProblem, info_2d
 
 
@@ -40,10 +42,7 @@ class Layout:
 
     @property
     def count(self) -> int:
-        n = 1
-        for d in self.batch:
-            n *= d
-        return n
+        return math.prod(self.batch)
 
 
 def broadcast_batch(a_batch: tuple, b_batch: tuple) -> tuple:
@@ -130,7 +129,7 @@ def element(p: GemmProblem, pa: int, pb: int, pc: int) -> GemmProblem:
 def problems(lay: Layout, a: ArrayFacts, b: ArrayFacts, c: ArrayFacts, alpha: float, beta: float):
     """The 2-D problem of each batch element in row-major order of the batch (c: the (batch..., M, N)
     result), after one check that the output overlaps neither input anywhere."""
-    itemsize = {"fp32": 4, "fp16": 2, "bf16": 2}[a.dtype]
+    itemsize = get_dtype(a.dtype).itemsize
     sc = _batch_strides(c.shape, c.strides, lay.batch)
     out_span = _span(c, sc, lay.batch, itemsize)
     for name, x, st in (("a", a, lay.a_strides), ("b", b, lay.b_strides)):

@@ -101,8 +101,7 @@ def load_reduce(dtype: str, ordinal: int, capturing=None, epilogue: Epilogue = P
     """The CUfunction of the split-K reduction for ``dtype`` (with ``epilogue``, the one its
     partial products left out) on a device (``capturing``: see ``compile_for_launch``)."""
     what = f"the split-K reduction [{dtype}{', ' + epilogue.describe() if not epilogue.plain else ''}]"
-    arch = device_info(ordinal).arch
-    return load_compiled(compile_reduce(dtype, arch, before_compile_hook(what, arch, capturing), epilogue), ordinal, what)
+    return _load_helper(lambda d, a, b: compile_reduce(d, a, b, epilogue), what, dtype, ordinal, capturing)
 
 
 def load_pack(dtype: str, ordinal: int, capturing=None, kernel: str = packing.KERNEL, split: bool = False):

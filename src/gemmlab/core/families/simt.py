@@ -159,6 +159,13 @@ _SPACE_SQUARE = {"BM": p2(3, 5), "BN": p2(3, 5), "BK": p2(3, 5), "THREADS": (64,
 _SPACE_VEC = {"BM": p2(5, 8), "BN": p2(5, 8), "BK": p2(2, 4), "TM": p2(2, 3), "TN": p2(2, 3)}
 
 
+def _one_thread_per_element(c) -> list[str]:
+    """Rungs 1 and 2: a thread per element of the BM x BN tile."""
+    if c["BM"] * c["BN"] == c["THREADS"]:
+        return []
+    return [f"THREADS={c['THREADS']} must be BM*BN={c['BM'] * c['BN']} (one thread per element of C)"]
+
+
 # ---- the entries (core/registry.py lists every family's in ladder order) --------------------
 RUNGS: tuple[Rung, ...] = (
     Rung(
@@ -167,7 +174,7 @@ RUNGS: tuple[Rung, ...] = (
         ("002 gemm_v00", "000 gemm_32x32_v0"), "01_naive.cu",
         params=_SIMPLE32,
         space=_SPACE_SIMPLE,
-        constraints=lambda c: [] if c["BM"] * c["BN"] == c["THREADS"] else [f"THREADS={c['THREADS']} must be BM*BN={c['BM'] * c['BN']} (one thread per element of C)"],
+        constraints=_one_thread_per_element,
     ),
     Rung(
         2, "coalesced", "Naive, coalesced",
@@ -175,7 +182,7 @@ RUNGS: tuple[Rung, ...] = (
         ("002 gemm_v01", "000 gemm_32x32_v1", "000 gemm_32x32_v2"), "02_coalesced.cu",
         params=_SIMPLE32,
         space=_SPACE_SIMPLE,
-        constraints=lambda c: [] if c["BM"] * c["BN"] == c["THREADS"] else [f"THREADS={c['THREADS']} must be BM*BN={c['BM'] * c['BN']}"],
+        constraints=_one_thread_per_element,
     ),
     Rung(
         3, "warp_shuffle", "Naive with warp-shuffle broadcast",
