@@ -6,12 +6,15 @@ HGMMA for the tensor-core rungs, TEX for textures)."""
 
 import itertools
 import re
+from dataclasses import replace
 
 import pytest
 
 from gemmlab.analysis import disasm
 
 from gemmlab import kernels
+from gemmlab.core.families.hopper import batched_config
+from gemmlab.core.families.simt import SIMT_BATCHED_RATE
 from gemmlab.core.precision import applies
 from gemmlab.core.registry import get
 from gemmlab.core.variant import Variant
@@ -27,6 +30,21 @@ PRECISION_CASES = [(r.slug, dt, p, arch) for r in kernels() for dt in r.dtypes f
 # (A column-major, B column-major, 16-byte access, C column-major): C column-major only where a
 # rung reads A from registers (rung 22 in tf32: the transposed problem of row-major A and B)
 LAYOUTS = list(itertools.product((False, True), (False, True), (True, False), (False, True)))
+
+
+def _batched_variants() -> list[Variant]:
+    """A batch in one launch (GL_BATCHED): rung 21 with each tile its batched rule chooses (row-major
+    operands, a broadcast A), the 128-column one in every layout with and without 16-byte access;
+    rung 18 with each preset its batched rule chooses from, and its default without 16-byte access."""
+    tiles = [batched_config(*shape, 132)[0] for shape in ((2048, 2048, 2048, 8), (512, 512, 64, 32), (512, 64, 512, 32))]
+    out = [replace(Variant.make("wgmma_ws", "bf16", config=cfg), batch=(False, True)) for cfg in tiles]
+    for (a_col, b_col), vec in itertools.product(((False, False), (True, False), (False, True), (True, True)),
+                                                 (True, False)):
+        out.append(replace(Variant.make("wgmma_ws", "fp16", a_col=a_col, b_col=b_col, vec_a=vec, vec_b=vec, vec_c=vec,
+                                        config=tiles[1]), batch=(True, True)))
+    out += [replace(Variant.make("async_simt", "fp32", config=name), batch=(True, True)) for name in SIMT_BATCHED_RATE]
+    out.append(replace(Variant.make("async_simt", "fp32", vec_a=False, vec_b=False, vec_c=False), batch=(True, True)))
+    return out
 
 
 def _guarded_variants() -> dict[str, list[Variant]]:
@@ -57,6 +75,7 @@ def _guarded_variants() -> dict[str, list[Variant]]:
     out["sm_90a"] += [Variant.make("wgmma_tf32", "fp32", b_col=True, config="EPI_TMA=0", precision="tf32")]
     out["sm_90a"] += [Variant.make("async_simt", "fp32", a_col=a_col, config=SPREAD_64x256) for a_col in (False, True)]
     out["sm_90a"] += [Variant.make("async_simt", "fp32", config=c) for c in ("SPREAD=0,SNAKE=0", "SNAKE=0")]
+    out["sm_90a"] += _batched_variants()
     return out
 
 
@@ -94,6 +113,26 @@ def test_tall_grid_variant_compiles_without_spills_in_every_layout(slug, dtype):
         ck = v.compile("sm_90a")
         res = disasm.resource_usage(ck.cubin, ck.log)
         assert res.local == 0 and (res.spill_stores, res.spill_loads) == (0, 0), f"{v.describe()} spills"
+
+
+@pytest.mark.parametrize("variant", _batched_variants(), ids=lambda v: v.describe())
+def test_batched_variant_compiles_without_spills_or_local_memory(variant):
+    ck = variant.compile("sm_90a")
+    res = disasm.resource_usage(ck.cubin, ck.log)
+    assert res.local == 0 and (res.spill_stores, res.spill_loads) == (0, 0), f"{variant.describe()} spills"
+
+
+def test_batched_wgmma_ws_reads_a_varying_operand_and_stores_c_through_3d_maps():
+    """An element's tiles come by the third coordinate of 3-D maps; a broadcast B keeps its 2-D map."""
+    cfg = batched_config(512, 512, 64, 32, 132)[0]
+    sass = disasm.sass(replace(Variant.make("wgmma_ws", "bf16", config=cfg), batch=(True, False)).compile("sm_90a").cubin)
+    assert all(disasm.has_opcode(sass, op) for op in ("UTMALDG.3D", "UTMALDG.2D", "UTMASTG.3D", "HGMMA"))
+    plain = disasm.sass(Variant.make("wgmma_ws", "bf16", config=cfg).compile("sm_90a").cubin)
+    assert not disasm.has_opcode(plain, "UTMALDG.3D") and not disasm.has_opcode(plain, "UTMASTG.3D")
+
+
+def test_batched_async_simt_takes_its_element_from_grid_z():
+    assert "SR_CTAID.Z" in disasm.sass(replace(Variant.make("async_simt", "fp32"), batch=(True, True)).compile("sm_90a").cubin)
 
 
 def test_ordinary_variant_reads_no_grid_z():

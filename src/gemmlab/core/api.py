@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import itertools
 import logging
+import threading
+from collections import OrderedDict
 
-from . import autotune, batched, dispatch, epilogue as _epilogue, fastpath, textures, workspace
+from . import autotune, batched, dispatch, epilogue as _epilogue, fastpath, rules, textures, workspace
 from .deps import require
 from .driver import device_info
 from .launch import Plan, current_stream, stream_capturing
@@ -197,14 +199,62 @@ _warned: set = set()
 
 def _warn_per_element(lay, dtype: str) -> None:
     """Say once per batch shape that it runs a launch per element (logger ``gemmlab``, WARNING): far
-    slower than torch.bmm on batches of small problems, where one launch walking batch x tiles is
-    what is missing."""
+    slower than torch.bmm on batches of small problems."""
     key = (lay.batch, lay.M, lay.N, lay.K, dtype)
     if key not in _warned:
         _warned.add(key)
         log.warning("batched matmul %s x %dx%dx%d %s runs one GEMM launch per batch element (%d launches): the "
-                    "batch does not fold into M, and the one-launch batched kernel is not built yet",
+                    "batch does not fold into M, and no rung runs it in one launch (batch dimensions that do not "
+                    "flatten into one stride, or a dtype or GPU that rung wgmma_ws does not serve)",
                     "x".join(map(str, lay.batch)), lay.M, lay.N, lay.K, dtype, lay.count)
+
+
+_BATCH_PLANS: "OrderedDict[tuple, object]" = OrderedDict()   # the one-launch plans by call signature
+_BATCH_PLANS_KEPT = 64
+_batch_lock = threading.Lock()
+
+
+def _one_launch(fa, fb, fc, lay, bias, activation, kernel, config, precision) -> bool:
+    """The batch in one launch of a rung that walks batch x tiles (core/batched.py, one_problem;
+    rules.batched_choice), through a plan kept per call signature (shapes, strides, dtype, device,
+    the bases' 16-byte alignment, epilogue, kernel, config, precision), so that a repeated call costs
+    a dict lookup and a launch on its own pointers. False, launching nothing, where no such rung
+    serves the call or the batch dimensions do not flatten."""
+    bias_facts = None if bias is None else array_facts("bias", bias)
+    key = (fa.shape, fa.strides, fb.shape, fb.strides, fc.shape, fc.strides, fa.dtype, fa.device,
+           not fa.ptr & 15, not fb.ptr & 15, not fc.ptr & 15, activation,
+           None if bias_facts is None else (bias_facts.shape, bias_facts.strides, bias_facts.dtype, not bias_facts.ptr & 15),
+           kernel, repr(config), precision)
+    with _batch_lock:
+        plan = _BATCH_PLANS.get(key)
+        if plan is not None:
+            _BATCH_PLANS.move_to_end(key)
+    if plan is None:
+        problem = batched.one_problem(lay, fa, fb, fc)
+        if problem is None:
+            return False
+        choice = rules.batched_choice(problem, kernel, config, device_info(problem.c.device), precision)
+        if choice is None:
+            return False
+        epi, _ = _epilogue_of(problem, bias, activation)
+        plan = Plan(problem, choice.rung, choice.config, choice=choice, precision=precision, epilogue=epi,
+                    bias_ptr=0)
+        with _batch_lock:
+            _BATCH_PLANS[key] = plan
+            while len(_BATCH_PLANS) > _BATCH_PLANS_KEPT:
+                _BATCH_PLANS.popitem(last=False)
+    else:   # what the key does not hold: where the arrays lie
+        batched.check_output(lay, fa, fb, fc, bias_facts)
+        if bias_facts is not None and bias_facts.device != fa.device:
+            raise ValueError(f"bias is on device {bias_facts.device} but a is on device {fa.device}; all must be on "
+                             f"one device")
+    bias_ptr = 0 if bias_facts is None else bias_facts.ptr
+    # the kernel's view: a column-major result is computed transposed, a and b trade places
+    if plan.problem.c.col_major:
+        plan.launch(fb.ptr, fa.ptr, fc.ptr, 1.0, 0.0, None, bias_ptr)
+    else:
+        plan.launch(fa.ptr, fb.ptr, fc.ptr, 1.0, 0.0, None, bias_ptr)
+    return True
 
 
 def _batched_matmul(a, b, bias, activation, kernel, out, config, precision):
@@ -232,6 +282,8 @@ def _batched_matmul(a, b, bias, activation, kernel, out, config, precision):
         return out
     if lay.K == 0 and bias is None and activation is None:
         _scale_in_place(out, 0.0)   # a @ b of no k: zeros
+        return out
+    if lay.K and lay.count > 1 and _one_launch(fa, fb, fc, lay, bias, activation, kernel, config, precision):
         return out
     # one plan per alignment class, made from the class's first element; every element then launches
     # on its own pointers (kernel view order: a column-major out swaps a and b)

@@ -4,17 +4,21 @@ a is (..., M, K) and b is (..., K, N); their batch dimensions (all but the last 
 against each other as NumPy's and PyTorch's do, and the result is (batch..., M, N). Any strides
 (transposed views, expanded dimensions of stride 0) are read as they are.
 
-Two ways to run it, decided from the shapes and strides alone (``layout``):
+Three ways to run it, decided from the shapes and strides alone (``layout``, ``one_problem``):
 
 * **folded**: where b does not vary over the batch (2-D, or broadcast) and a's batch and row
   dimensions walk memory as one run of rows (a contiguous (B, M, K), or any view whose batch
   strides chain onto its row stride), the batch folds into M: one 2-D GEMM of (B*M, K) @ (K, N)
   into the (B*M, N) result, with ``auto``'s choice for that shape: a model's linear layer on
   (batch, sequence, features) is one GEMM.
-* **per batch**: otherwise one 2-D GEMM per batch element, each launched on the element's pointers
+* **one launch**: otherwise, where each operand's batch dimensions flatten into one stride (a
+  contiguous batch, a transposed or expanded view: ``flat_stride``), one GemmProblem of ``batch``
+  elements (element i of each operand i strides after element 0) that a rung walking batch x tiles
+  runs in one launch (``Rung.batched``: rung 21, 16-bit operands on sm_90; ``rules.batched_choice``).
+* **per batch**: else one 2-D GEMM per batch element, each launched on the element's pointers
   through a plan made once per alignment class (the 16-byte alignment of the three bases; a batch
-  stride that is not a whole number of 16-byte vectors alternates it). A launch per element, not
-  one launch whose scheduler walks batch x tiles: that kernel is the next step (issue 41).
+  stride that is not a whole number of 16-byte vectors alternates it): batch dimensions that do not
+  flatten, or a dtype or GPU no batched rung serves.
 """
 
 from __future__ import annotations
@@ -126,23 +130,67 @@ def element(p: GemmProblem, pa: int, pb: int, pc: int) -> GemmProblem:
     return replace(p, a=replace(p.a, ptr=pa), b=replace(p.b, ptr=pb), c=replace(p.c, ptr=pc))
 
 
+def check_output(lay: Layout, a: ArrayFacts, b: ArrayFacts, c: ArrayFacts, bias: ArrayFacts | None = None) -> tuple:
+    """The output's batch strides, after checking that it has no broadcast batch dimension and
+    overlaps neither input (nor the bias) anywhere (ValueError naming the problem)."""
+    itemsize = get_dtype(a.dtype).itemsize
+    sc = _batch_strides(c.shape, c.strides, lay.batch)
+    if any(s == 0 and n > 1 for s, n in zip(sc, lay.batch)):
+        raise ValueError(f"out has a batch dimension of stride 0 (strides {c.strides}): every element of the "
+                         f"result needs memory of its own")
+    out_span = _span(c, sc, lay.batch, itemsize)
+    inputs = [("a", a, lay.a_strides), ("b", b, lay.b_strides)] + ([("bias", bias, ())] if bias is not None else [])
+    for name, x, st in inputs:
+        lo, hi = _span(x, st, lay.batch if st else (), get_dtype(x.dtype).itemsize)
+        if lo < out_span[1] and out_span[0] < hi:
+            raise ValueError(f"the output overlaps {name} in memory; the output must not alias an input")
+    return sc
+
+
+def _checked_infos(lay: Layout, a: ArrayFacts, b: ArrayFacts, c: ArrayFacts):
+    """(a's, b's, the output's element-0 ArrayInfo, the output's batch strides) after
+    ``check_output``."""
+    sc = check_output(lay, a, b, c)
+    ai = info_2d("a", a.ptr, a.shape[-2:], a.strides[-2:], a.dtype, a.device, a.lib, a.stream)
+    bi = info_2d("b", b.ptr, b.shape[-2:], b.strides[-2:], b.dtype, b.device, b.lib, b.stream)
+    ci = info_2d("out", c.ptr, c.shape[-2:], c.strides[-2:], c.dtype, c.device, c.lib, c.stream)
+    return ai, bi, ci, sc
+
+
 def problems(lay: Layout, a: ArrayFacts, b: ArrayFacts, c: ArrayFacts, alpha: float, beta: float):
     """The 2-D problem of each batch element in row-major order of the batch (c: the (batch..., M, N)
     result), after one check that the output overlaps neither input anywhere."""
     itemsize = get_dtype(a.dtype).itemsize
-    sc = _batch_strides(c.shape, c.strides, lay.batch)
-    out_span = _span(c, sc, lay.batch, itemsize)
-    for name, x, st in (("a", a, lay.a_strides), ("b", b, lay.b_strides)):
-        lo, hi = _span(x, st, lay.batch, itemsize)
-        if lo < out_span[1] and out_span[0] < hi:
-            raise ValueError(f"the output overlaps {name} in memory; the output must not alias an input")
-    ai = info_2d("a", a.ptr, a.shape[-2:], a.strides[-2:], a.dtype, a.device, a.lib, a.stream)
-    bi = info_2d("b", b.ptr, b.shape[-2:], b.strides[-2:], b.dtype, b.device, b.lib, b.stream)
-    ci = info_2d("out", c.ptr, c.shape[-2:], c.strides[-2:], c.dtype, c.device, c.lib, c.stream)
+    ai, bi, ci, sc = _checked_infos(lay, a, b, c)
     for oa, ob, oc in zip(offsets(lay.a_strides, lay.batch), offsets(lay.b_strides, lay.batch),
                           offsets(sc, lay.batch)):
         yield GemmProblem(lay.M, lay.N, lay.K, a.dtype, replace(ai, ptr=ai.ptr + oa * itemsize),
                           replace(bi, ptr=bi.ptr + ob * itemsize), replace(ci, ptr=ci.ptr + oc * itemsize), alpha, beta)
+
+
+def flat_stride(strides: tuple, batch: tuple) -> int | None:
+    """The one stride that walks an operand's elements in row-major order of the batch, where its
+    batch dimensions flatten into one (each dimension's stride its inner extent times the stride
+    below it, dimensions of extent 1 skipped; 0 where it is the same for every element), else None."""
+    dims = [(s, n) for s, n in zip(strides, batch) if n > 1]
+    if not dims:
+        return 0
+    step, inner = dims[-1]
+    for s, n in reversed(dims[:-1]):
+        if s != step * inner:
+            return None
+        step, inner = s, n
+    return dims[-1][0]
+
+
+def one_problem(lay: Layout, a: ArrayFacts, b: ArrayFacts, c: ArrayFacts) -> GemmProblem | None:
+    """The batch as one GemmProblem (``GemmProblem.batch``) for a launch that walks batch x tiles, or
+    None where an operand's batch dimensions do not flatten into one stride (``flat_stride``)."""
+    ai, bi, ci, sc = _checked_infos(lay, a, b, c)
+    flat = [flat_stride(st, lay.batch) for st in (lay.a_strides, lay.b_strides, sc)]
+    if None in flat or lay.count >= 2 ** 31:
+        return None
+    return GemmProblem(lay.M, lay.N, lay.K, a.dtype, ai, bi, ci, 1.0, 0.0, batch=lay.count, batch_strides=tuple(flat))
 
 
 def _span(x: ArrayFacts, batch_strides: tuple, batch: tuple, itemsize: int) -> tuple[int, int]:

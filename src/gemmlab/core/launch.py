@@ -103,7 +103,7 @@ class Plan:
             return stream_capturing(self._stream_of(self.ordinal) if stream is None else stream, self.ordinal)
 
         res = resolve(rung, problem.dtype, kp, config, precision, info.sm_count, vec_a, vec_b, epilogue)
-        if not epilogue.plain:
+        if not epilogue.plain or kp.batch > 1:   # a batch's arguments need registers too
             res = self._fused_fallback(res, rung, kp, config, precision, info, vec_a, vec_b, capturing)
         self.packs, self.kp, self.geometry = res.packs, res.kp, res.geometry
         self.variant = res.variant   # the split-K, tall-grid or stream-K build of the geometry
@@ -124,7 +124,7 @@ class Plan:
         cu = cuda()
         self._opt_in_smem(self.function, info.limits)
         self._params = Params(kp, bool(tex_args), (3 if rung.store_map else 2) if rung.tensor_maps else 0,
-                               self._streamk, self._bias)
+                               self._streamk, self._bias, bool(self.variant.batch))
         if tex_args:
             self._params.textures(*tex_args)
         self._maps = self._map_args(problem.dtype) if rung.tensor_maps else None
@@ -148,7 +148,7 @@ class Plan:
             self.launch = functools.partial(_swap_ab, self.launch)
 
     def _fused_fallback(self, res, rung, kp, config, precision, info, vec_a, vec_b, capturing):
-        """``res`` (a ``resolve`` with a fused epilogue), or where its build spills the first
+        """``res`` (a ``resolve`` with a fused epilogue or a batch), or where its build spills the first
         configuration of ``variant.fused_configs`` whose build does not (the compile is cached:
         load_function finds it); the last one's SpillError where none does."""
         configs = fused_configs(rung, config, res.variant.precision)
@@ -268,6 +268,7 @@ class Plan:
     def __repr__(self) -> str:
         p = self.problem
         why = f"; {self.choice.source}: {self.choice.reason}" if self.choice is not None else ""
+        batch = f"batch of {p.batch} x " if p.batch > 1 else ""
         split = (f", split-K {self.splits} slices" + (" summed in a cluster" if self._cluster_split else "")
                  + (", their reduction launched programmatically after them" if self._reduce_ex is not None else "")
                  if self.splits > 1 else "")
@@ -276,7 +277,7 @@ class Plan:
         packs = (f", {packing.describe(self.packs)}"
                  + (", the kernel after them launched programmatically" if self._gemm_ex is not None else "")
                  if self.packs else "")
-        return f"Plan({p.dtype} {p.M}x{p.N}x{p.K}: {self.variant.describe()}{split}{packs}{why})"
+        return f"Plan({p.dtype} {batch}{p.M}x{p.N}x{p.K}: {self.variant.describe()}{split}{packs}{why})"
 
     @staticmethod
     def _default_stream(problem: GemmProblem):
@@ -309,12 +310,17 @@ class Plan:
         store map whose EPI_TMA is on, where 16-byte access of C is legal and TMA can store it)."""
         kp, cfg = self.kp, self.variant.cfg
         split = {p.operand: (p.planes, p.plane_bytes) for p in self.packs if p.planes > 1}   # 3-D maps of two planes
-        a = (tensormaps.operand_map("A", kp.M, kp.K, kp.lda, kp.a_col, dtype, cfg, *split.get("A", ()))
+        # a batch in one launch: 3-D maps of the operands that vary over it, and of C
+        varies = self.variant.batch or (False, False)
+        a = (tensormaps.operand_map("A", kp.M, kp.K, kp.lda, kp.a_col, dtype, cfg, *split.get("A", (1, 0)),
+                                    batch=(kp.batch, kp.batch_a) if varies[0] else None)
              if self.variant.vec_a else None)
-        b = (tensormaps.operand_map("B", kp.K, kp.N, kp.ldb, kp.b_col, dtype, cfg, *split.get("B", ()))
+        b = (tensormaps.operand_map("B", kp.K, kp.N, kp.ldb, kp.b_col, dtype, cfg, *split.get("B", (1, 0)),
+                                    batch=(kp.batch, kp.batch_b) if varies[1] else None)
              if self.variant.vec_b else None)
         rows, cols = (kp.N, kp.M) if kp.c_col else (kp.M, kp.N)   # a column-major C: its columns are the map's rows
-        c = (tensormaps.output_map(rows, cols, kp.ldc, dtype, self.rung.store_box)
+        c = (tensormaps.output_map(rows, cols, kp.ldc, dtype, self.rung.store_box,
+                                   batch=(kp.batch, kp.batch_c) if self.variant.batch else None)
              if self.rung.store_map and cfg.get("EPI_TMA") and self.variant.vec_c
              and tensormaps.storable(cols, kp.ldc, dtype) else None)
         return a, b, c

@@ -17,8 +17,9 @@ class Params:
     address) points into it in the kernel's argument order (kernels/common.cuh). The extras
     after the standard arguments: two texture objects with their element offsets (the texture
     rungs), or two or three 128-byte tensor maps (the TMA rungs: A and B, and C for a rung with a
-    store map; the driver copies them by value); then a stream-K kernel's workspace pointer, and
-    last the bias pointer of a fused bias (kernels/epilogue.cuh, GL_EPI_PARAMS)."""
+    store map; the driver copies them by value); then a stream-K kernel's workspace pointer, a
+    batched kernel's batch count and its operands' batch strides (GL_BATCH_PARAMS, fixed for the
+    plan), and last the bias pointer of a fused bias (kernels/epilogue.cuh, GL_EPI_PARAMS)."""
 
     # byte offsets in the buffer, in the kernel's argument order
     _ORDER = (32, 36, 40, 24, 0, 44, 8, 48, 28, 16, 52)   # M N K alpha A lda B ldb beta C ldc
@@ -31,12 +32,16 @@ class Params:
 
     __slots__ = ("buffer", "array", "address", "pack", "_ws_at", "bias_at")
 
-    def __init__(self, kp: KernelProblem, textured: bool, maps: int = 0, workspace: bool = False, bias: bool = False):
+    def __init__(self, kp: KernelProblem, textured: bool, maps: int = 0, workspace: bool = False, bias: bool = False,
+                 batched: bool = False):
         order = self._ORDER + (self._TEX_ORDER if textured else ()) + self._TMAP_ORDER[:maps]
         size = 128 + 128 * maps if maps else 88
         self._ws_at = size if workspace else None
         if workspace:
             order, size = order + (size,), size + 8
+        batch_at = size
+        if batched:   # int count (padded to 8 bytes), then three 64-bit strides
+            order, size = order + (size, size + 8, size + 16, size + 24), size + 32
         self.bias_at = size if bias else None
         if bias:
             order, size = order + (size,), size + 8
@@ -45,6 +50,8 @@ class Params:
         self.array = (ctypes.c_void_p * len(order))(*[base + off for off in order])
         self.address = ctypes.addressof(self.array)
         self._SHAPE.pack_into(self.buffer, 32, kp.M, kp.N, kp.K, kp.lda, kp.ldb, kp.ldc)
+        if batched:
+            struct.pack_into("<iiqqq", self.buffer, batch_at, kp.batch, 0, kp.batch_a, kp.batch_b, kp.batch_c)
         self.pack = self._CALL.pack_into
 
     def textures(self, ta, oa, tb, ob) -> None:

@@ -198,20 +198,31 @@ class GemmProblem:
     c: ArrayInfo
     alpha: float
     beta: float
+    # a batch of ``batch`` problems in one launch (core/batched.py): a, b and c above are element 0,
+    # element i of each is i * its stride (elements) further; stride 0: the same for every element
+    batch: int = 1
+    batch_strides: tuple = (0, 0, 0)
 
     @property
     def flops(self) -> int:
-        return 2 * self.M * self.N * self.K
+        return 2 * self.M * self.N * self.K * self.batch
+
+    def _vec(self, x: ArrayInfo, stride: int) -> bool:
+        """16-byte access to x in every element: x's own, and a batch stride of whole vectors."""
+        return x.vec_ok() and stride >= 0 and (stride * x.itemsize) % VECTOR_BYTES == 0
 
     def kernel_view(self) -> "KernelProblem":
         """The problem as the kernel computes it: C row-major (transpose identity if needed)."""
         a, b, c = self.a, self.b, self.c
+        sa, sb, sc = self.batch_strides
         if not c.col_major:
-            return KernelProblem(self.M, self.N, self.K, a.ptr, a.ld, a.col_major, a.vec_ok(),
-                                 b.ptr, b.ld, b.col_major, b.vec_ok(), c.ptr, c.ld, c.vec_ok(), self.alpha, self.beta)
+            return KernelProblem(self.M, self.N, self.K, a.ptr, a.ld, a.col_major, self._vec(a, sa),
+                                 b.ptr, b.ld, b.col_major, self._vec(b, sb), c.ptr, c.ld, self._vec(c, sc), self.alpha,
+                                 self.beta, batch=self.batch, batch_a=sa, batch_b=sb, batch_c=sc)
         # C^T (N x M, row-major, ld = c.ld) = B^T (N x K) @ A^T (K x M)
-        return KernelProblem(self.N, self.M, self.K, b.ptr, b.ld, not b.col_major, b.vec_ok(),
-                             a.ptr, a.ld, not a.col_major, a.vec_ok(), c.ptr, c.ld, c.vec_ok(), self.alpha, self.beta)
+        return KernelProblem(self.N, self.M, self.K, b.ptr, b.ld, not b.col_major, self._vec(b, sb),
+                             a.ptr, a.ld, not a.col_major, self._vec(a, sa), c.ptr, c.ld, self._vec(c, sc), self.alpha,
+                             self.beta, batch=self.batch, batch_a=sb, batch_b=sa, batch_c=sc)
 
 
 @dataclass(frozen=True)
@@ -236,12 +247,17 @@ class KernelProblem:
     alpha: float
     beta: float
     c_col: bool = False
+    batch: int = 1        # problems in the launch (GemmProblem.batch) and each operand's batch stride
+    batch_a: int = 0
+    batch_b: int = 0
+    batch_c: int = 0
 
     def transposed(self) -> "KernelProblem":
         """The same product as C^T = B^T A^T: N x M, the operands swapped and each in the other
         layout (the same memory), C in the other layout."""
         return replace(self, M=self.N, N=self.M, a_ptr=self.b_ptr, lda=self.ldb, a_col=not self.b_col, vec_a=self.vec_b,
-                       b_ptr=self.a_ptr, ldb=self.lda, b_col=not self.a_col, vec_b=self.vec_a, c_col=not self.c_col)
+                       b_ptr=self.a_ptr, ldb=self.lda, b_col=not self.a_col, vec_b=self.vec_a, c_col=not self.c_col,
+                       batch_a=self.batch_b, batch_b=self.batch_a)
 
 
 def _check_scalar(name: str, v) -> float:

@@ -16,8 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import packing
+from .arch import arch_number
+from .families.hopper import batched_config
+from .families.simt import SIMT_BATCHED_RATE, simt_batched_config
 from .problem import GemmProblem
 from .registry import MAX_GRID_Y, Rung, for_dtype, get, thin_rule_config
+from .schema import MAX_GRID_Z
 
 SKINNY_PAD = 0.75     # a preset replaces the default tile when it pads to at most 3/4 of the area
 MIN_SLICE_K = 256     # split-K slices at least this long along K
@@ -306,3 +310,36 @@ def choose(problem: GemmProblem, kernel: str = "auto", arch: str | int | None = 
     return candidates[-1]
 
 
+
+
+# ---- a batch in one launch ---------------------------------------------------------------------------
+def batched_choice(problem: GemmProblem, kernel: str, config, device, precision: str | None) -> Choice | None:
+    """The rung and configuration that run ``problem`` (a batch, ``GemmProblem.batch``) in one
+    launch, or None where none does (core/batched.py then launches per element). ``auto`` takes a
+    rung that runs batches (``Rung.batched``) in the dtype's own precision: rung 21 for 16-bit
+    operands on sm_90 (``families.hopper.batched_config``), rung 18 for FP32 (SIMT, sm_80 on;
+    ``families.simt.simt_batched_config``); unless a config is given. A named rung that runs batches
+    does the same; another named rung (checked first) runs per element. ``device``: the DeviceInfo
+    of the problem's GPU."""
+    rung = choose(problem, kernel, device.arch, precision)   # its refusals first
+    if kernel == "auto":
+        if precision not in (None, problem.dtype):
+            return None
+        rung = get("wgmma_ws" if problem.dtype in ("fp16", "bf16") else "async_simt")
+        arch = arch_number(device.arch)
+        if problem.dtype not in rung.dtypes or arch < rung.min_arch or (rung.max_arch and arch > rung.max_arch):
+            return None
+    if not rung.batched:
+        return None
+    source = "named" if kernel != "auto" else "rule"
+    if config is not None:
+        return Choice(rung, config, source, f"a batch of {problem.batch} in one launch, config given")
+    kp = problem.kernel_view()
+    if rung.persistent:
+        cfg, why = batched_config(kp.M, kp.N, kp.K, problem.batch, device.sm_count)
+        return Choice(rung, cfg, source, why)
+    if -(-kp.M // rung.config(None)["BM"]) > MAX_GRID_Y or problem.batch > MAX_GRID_Z:
+        return None   # beyond grid.y or grid.z: per element
+    presets = {name: rung.config(name) for name in SIMT_BATCHED_RATE}
+    name, why = simt_batched_config(kp.M, kp.N, kp.K, problem.batch, device.sm_count, presets)
+    return Choice(rung, name, source, why)

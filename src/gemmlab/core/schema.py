@@ -27,6 +27,7 @@ from .tensormaps import L2_PROMOTION, L2_PROMOTION_DEFAULT
 from .splitk import CLUSTER_ARCH
 
 MAX_GRID_Y = 65535
+MAX_GRID_Z = 65535
 LADDER: list["Rung"] = []   # the rungs in ladder order, filled by core/registry.py
 SWITCHES = ("PACK", "EPI_TMA", "SKCLUSTER", "STREAMK", "DEFER", "SPREAD", "SNAKE", "KREV", "BALANCE", "L2PF")   # parameters that take 0 (off) or 1 (on); every other one is a positive int
 
@@ -108,6 +109,9 @@ class Rung:
     thin: int = 0                      # a rung for thin problems only (rung 23): the rule gives it the
                                        # problems whose M or N (kernel view) is at most this, and never
                                        # takes it as the top rung of its dtype; 0: an ordinary rung
+    batched: bool = False              # its kernel runs a batch of problems in one launch (GL_BATCHED,
+                                       # core/batched.py): a persistent rung's schedule walks batch x units
+                                       # (rung 21), another's grid.z holds the elements (rung 18)
     thin_rule: Callable[..., tuple[dict, str] | None] | None = None   # a thin rung's own choice of configuration,
                                        # (M, N, K, sm_count, arch, a_col, b_col, vec_a, vec_b) -> (overrides, why)
                                        # in the kernel view, or None where it declines the problem; None:
@@ -283,22 +287,34 @@ class Rung:
         return d
 
     def launch(self, M: int, N: int, cfg: Mapping[str, int], K: int | None = None,
-               sm_count: int | None = None, precision: str | None = None) -> Launch:
+               sm_count: int | None = None, precision: str | None = None, batch: int = 1) -> Launch:
         """Column tiles along grid.x; row tiles along grid.y, continued along grid.z past grid.y's
         limit (GL_TILE_ROW in kernels/common.cuh), so no M below 2^31 is refused.
         With SPLITK > 1, grid.z holds the K slices instead: SPLITK of them, or, given ``K``, the
         number ``splitk_slices`` gives (never an empty slice); with SKCLUSTER=1 always SPLITK, the
         compiled cluster's size (a slice past K computes nothing). Split-K and a grid.z of row tiles
         exclude each other: a problem that needs both is refused with a ValueError.
-        A persistent rung: ``persistent_grid`` on the device's ``sm_count`` (ValueError without it).
+        A persistent rung: ``persistent_grid`` on the device's ``sm_count`` (ValueError without it),
+        over ``batch`` problems of M x N for a rung that runs a batch in one launch (``batched``).
         The shared memory is that of ``precision`` (None: the rung's default one)."""
         smem = self.smem_bytes(cfg, precision)
+        if batch != 1 and not (self.batched and batch >= 1):
+            raise ValueError(f"rung {self.slug!r} launches one problem; a batch of {batch} in one launch is for the "
+                             f"rungs that walk batch x tiles: {', '.join(r.slug for r in LADDER if r.batched)}")
         if self.persistent:
-            return Launch((self.persistent_grid(M, N, cfg, sm_count), 1, 1), (self.threads(cfg), 1, 1), smem)
+            return Launch((self.persistent_grid(M, N, cfg, sm_count, batch), 1, 1), (self.threads(cfg), 1, 1), smem)
         tiles_m = (M + cfg["BM"] - 1) // cfg["BM"]
+        if batch > 1:   # the batch along grid.z (GL_BATCHED): the whole of K per block, no stream-K grid
+            if cfg.get("SPLITK", 1) > 1:
+                raise ValueError(f"rung {self.slug!r}: a batch in one launch takes grid.z, which SPLITK={cfg['SPLITK']} "
+                                 f"needs for its K slices: use SPLITK=1")
+            if tiles_m > MAX_GRID_Y or batch > MAX_GRID_Z:
+                raise ValueError(f"rung {self.slug!r}: a batch of {batch} problems of {tiles_m} row tiles needs a grid "
+                                 f"of at most {MAX_GRID_Y} row tiles and {MAX_GRID_Z} elements")
+            return Launch(((N + cfg["BN"] - 1) // cfg["BN"], tiles_m, batch), (self.threads(cfg), 1, 1), smem)
         if cfg.get("STREAMK") and K is not None and sm_count and streamk_tail(M, N, K, cfg, sm_count):
             # the whole waves along grid.y, the stream-K tail as its last row (kernels/18_async_simt.cu)
-            units = _units(M, N, cfg)
+            units = work_units(M, N, cfg)
             dp = units - _streamk_split(units, sm_count)
             if dp // sm_count + 1 <= MAX_GRID_Y:
                 return Launch((sm_count, dp // sm_count + 1, 1), (self.threads(cfg), 1, 1), smem, streamk=True)
@@ -322,38 +338,39 @@ class Rung:
         warps = self.threads(cfg) // 32
         return warps - 4 if self.persistent else warps
 
-    def persistent_grid(self, M: int, N: int, cfg: Mapping[str, int], sm_count: int | None) -> int:
+    def persistent_grid(self, M: int, N: int, cfg: Mapping[str, int], sm_count: int | None, batch: int = 1) -> int:
         """The blocks of a persistent launch: one cluster of CLUSTER blocks per CLUSTER SMs, up to
         the units of work (a unit: CLUSTER vertically adjacent tiles of one column tile), so that
         every block is resident at once and loops over its share of the units (the kernel's
         Schedule, kernels/ws.cuh). BALANCE=1: the fewest clusters that take no more waves (every
         cluster then walks the same number of units, or one fewer): 2048 units on 132 SMs are 16
-        waves of 128 instead of 15 of 132 and one of 68."""
+        waves of 128 instead of 15 of 132 and one of 68. ``batch``: the units of that many problems."""
         if not sm_count or sm_count < 1:
             raise ValueError(f"rung {self.slug!r} is persistent (one block per SM, each looping over tiles): "
                              f"its launch needs the device's SM count, got {sm_count!r}")
         cluster = cfg.get("CLUSTER", 1)
-        units = _units(M, N, cfg)
+        units = work_units(M, N, cfg, batch)
         clusters = max(1, min(units, sm_count // cluster))
         if cfg.get("BALANCE"):
             clusters = _cdiv(units, _cdiv(units, clusters))
         return clusters * cluster
 
 
-def _units(M: int, N: int, cfg: Mapping[str, int]) -> int:
-    """A persistent rung's units of work: CLUSTER vertically adjacent tiles of one column tile."""
-    return _cdiv(_cdiv(M, cfg["BM"]), cfg.get("CLUSTER", 1)) * _cdiv(N, cfg["BN"])
+def work_units(M: int, N: int, cfg: Mapping[str, int], batch: int = 1) -> int:
+    """A persistent rung's units of work: CLUSTER vertically adjacent tiles of one column tile (of
+    each of ``batch`` problems)."""
+    return _cdiv(_cdiv(M, cfg["BM"]), cfg.get("CLUSTER", 1)) * _cdiv(N, cfg["BN"]) * batch
 
 
 # ---- stream-K (STREAMK=1, rungs 21 and 22: kernels/ws.cuh) -----------------------------------------
-def streamk_tail(M: int, N: int, K: int, cfg: Mapping[str, int], blocks: int) -> bool:
+def streamk_tail(M: int, N: int, K: int, cfg: Mapping[str, int], blocks: int, batch: int = 1) -> bool:
     """Whether a persistent launch of ``blocks`` blocks (``Rung.launch``'s grid.x) on an M x N x K
     problem splits its last, partial wave of units by k tiles (kernels/ws.cuh, Schedule): with
     STREAMK=1, when there are more units than clusters and they are not whole waves, and the split
     units' k tiles count below 2^31 (the kernel's step arithmetic is 32-bit). Otherwise the plan
-    launches the STREAMK=0 kernel, which needs no workspace."""
+    launches the STREAMK=0 kernel, which needs no workspace. ``batch``: the units of that many problems."""
     clusters = blocks // cfg.get("CLUSTER", 1)
-    units = _units(M, N, cfg)
+    units = work_units(M, N, cfg, batch)
     if not cfg.get("STREAMK") or units <= clusters or units % clusters == 0:
         return False
     return _streamk_split(units, clusters) * _cdiv(K, cfg["BK"]) < 2 ** 31

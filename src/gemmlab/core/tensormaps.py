@@ -57,7 +57,7 @@ class MapArgs:
 
 
 def operand_map(operand: str, rows: int, cols: int, ld: int, col_major: bool, dtype: str,
-                cfg: dict, planes: int = 1, plane_bytes: int = 0) -> MapArgs:
+                cfg: dict, planes: int = 1, plane_bytes: int = 0, batch: tuple[int, int] | None = None) -> MapArgs:
     """The map of operand ``"A"`` (rows = M, cols = K) or ``"B"`` (rows = K, cols = N), as the kernel
     sees it (kernels/common.cuh: C row-major, A and B either layout), for the tile ``cfg`` (BM, BN,
     BK). The box's inner side is one 128-byte swizzle row (64 16-bit elements); its outer side is
@@ -66,7 +66,9 @@ def operand_map(operand: str, rows: int, cols: int, ld: int, col_major: bool, dt
     CLUSTER parts: each block of a cluster loads one part and multicasts it to all. ``planes`` 2
     (rung 22's 3xtf32, the split pack's big and small TF32 parts, ``plane_bytes`` apart): a 3-D map
     (inner, outer, plane) whose box is one plane's, so rows past the operand's edge read as zeros in
-    both planes. ValueError for anything else."""
+    both planes. ``batch`` (count, stride in elements): an operand that varies over a batch in one
+    launch (rung 21, GL_BATCHED), a 3-D map (inner, outer, element) whose box is one element's, so the
+    copy engine clips a box at the element's own edges. ValueError for anything else."""
     if operand not in ("A", "B"):
         raise ValueError(f"operand must be 'A' or 'B', got {operand!r}")
     if dtype not in _TENSOR_MAP_TYPE:
@@ -85,6 +87,12 @@ def operand_map(operand: str, rows: int, cols: int, ld: int, col_major: bool, dt
     promotion = cfg.get("L2PROMO", L2_PROMOTION_DEFAULT)
     if promotion not in L2_PROMOTION:
         raise ValueError(f"operand {operand}: L2 promotion {promotion!r} bytes; the copy engine takes {sorted(L2_PROMOTION)}")
+    if batch is not None:
+        if planes != 1:
+            raise ValueError(f"operand {operand}: a batch of split (3xtf32) operands would need 4-D maps")
+        count, stride = batch
+        return MapArgs(dtype, (inner, outer, count), (ld * itemsize, _batch_stride_bytes(operand, stride, itemsize)),
+                       box + (1,), (1, 1, 1), k_major=k_major, promotion=promotion)
     if planes == 1:
         return MapArgs(dtype, (inner, outer), (ld * itemsize,), box, k_major=k_major, promotion=promotion)
     if planes != 2 or plane_bytes < outer * ld * itemsize or plane_bytes % 16:
@@ -92,6 +100,14 @@ def operand_map(operand: str, rows: int, cols: int, ld: int, col_major: bool, dt
                          f"apart by at least its {outer * ld * itemsize} bytes and by a multiple of 16")
     return MapArgs(dtype, (inner, outer, planes), (ld * itemsize, plane_bytes), box + (1,), (1, 1, 1), k_major=k_major,
                    promotion=promotion)
+
+
+def _batch_stride_bytes(name: str, stride: int, itemsize: int) -> int:
+    """A batch stride in bytes as a map takes it: positive and a multiple of 16 (ValueError)."""
+    if stride <= 0 or (stride * itemsize) % 16:
+        raise ValueError(f"operand {name}: batch stride {stride} elements; a tensor map needs a positive stride of "
+                         f"whole 16-byte vectors")
+    return stride * itemsize
 
 
 STORE_BOX_ROWS = 16    # rows of rung 21's output box: a consumer warp's rows of an m64 block (kernels/21_wgmma_ws.cu)
@@ -109,13 +125,15 @@ def storable(cols: int, ld: int, dtype: str) -> bool:
     return (ld * row) % 16 == 0 and (cols * row) % 16 == 0
 
 
-def output_map(rows: int, cols: int, ld: int, dtype: str, box_rows: int = STORE_BOX_ROWS) -> MapArgs:
+def output_map(rows: int, cols: int, ld: int, dtype: str, box_rows: int = STORE_BOX_ROWS,
+               batch: tuple[int, int] | None = None) -> MapArgs:
     """The map an epilogue stores C through (``Rung.store_map``, EPI_TMA=1): C as the kernel sees it,
     ``rows`` contiguous runs of ``cols`` outputs, ``ld`` apart (a row-major C: M x N; rung 22's
     column-major C of its transposed problem: N columns of M), in boxes of ``box_rows`` rows x one
     128-byte swizzle row (``Rung.store_box``: rung 21's 16 rows of 64 16-bit outputs, a consumer
     warp's; rung 22's 32 of 32 FP32, half a warpgroup's chunk). TMA clips a box at the last row and
     the last 16-byte chunk of a row: any number of rows will do, but C must be ``storable``.
+    ``batch`` (count, stride in elements): C of a batch in one launch, a 3-D map (GL_BATCHED).
     ValueError for anything else."""
     if dtype not in _TENSOR_MAP_TYPE:
         raise ValueError(f"the output map is built for fp16, bf16 and fp32 outputs, not {dtype}")
@@ -129,7 +147,12 @@ def output_map(rows: int, cols: int, ld: int, dtype: str, box_rows: int = STORE_
     if not storable(cols, ld, dtype):
         raise ValueError(f"output C: rows of {cols * itemsize} bytes, {ld * itemsize} bytes apart; TMA stores "
                          f"need both multiples of 16 (it writes whole 16-byte chunks)")
-    return MapArgs(dtype, (cols, rows), (ld * itemsize,), (SWIZZLE_BYTES // itemsize, box_rows), k_major=False)
+    box = (SWIZZLE_BYTES // itemsize, box_rows)
+    if batch is not None:
+        count, stride = batch
+        return MapArgs(dtype, (cols, rows, count), (ld * itemsize, _batch_stride_bytes("C", stride, itemsize)),
+                       box + (1,), (1, 1, 1), k_major=False)
+    return MapArgs(dtype, (cols, rows), (ld * itemsize,), box, k_major=False)
 
 
 def encode(args: MapArgs, ptr: int) -> bytes:

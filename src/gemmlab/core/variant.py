@@ -14,6 +14,7 @@ from .dtypes import get as get_dtype
 from .epilogue import PLAIN, Epilogue
 from .precision import get as get_precision
 from .registry import Launch, Rung, get, streamk_tail, workspace_split
+from .schema import work_units
 from . import packing
 
 
@@ -36,6 +37,8 @@ class Variant:
     c_col: bool = False  # C column-major: the transposed problem of a rung reading A from registers (GL_C_COL)
     tma_store_only: bool = False   # the rung's store twin (Rung.store_twin): only the TMA store's epilogue
     epilogue: Epilogue = PLAIN     # bias and activation fused into the stores (core/epilogue.py)
+    batch: tuple = ()     # a batch in one launch (Rung.batched, GL_BATCHED): (A varies, B varies) over
+                          # it, each True or False (a broadcast operand: its 2-D map); () one problem
 
     def __post_init__(self):
         if not self.precision:
@@ -81,6 +84,8 @@ class Variant:
         if code:        # likewise: the exact path defines nothing
             d["GL_PRECISION"] = code
         d.update(self.epilogue.defines())   # likewise: the plain epilogue defines nothing
+        if self.batch:   # likewise
+            d.update(GL_BATCHED=1, GL_BATCH_A=int(self.batch[0]), GL_BATCH_B=int(self.batch[1]))
         return d
 
     def compile(self, arch: str, before_compile=None) -> _compile.CompiledKernel:
@@ -98,7 +103,7 @@ class Variant:
         return ck
 
 
-    def for_geometry(self, geometry: Launch, M: int, N: int, K: int) -> "Variant":
+    def for_geometry(self, geometry: Launch, M: int, N: int, K: int, batch: int = 1) -> "Variant":
         """The variant a launch of ``geometry`` (``Rung.launch`` on this problem, kernel view M x
         ``N`` x K) runs: the split-K one (its C is the FP32 workspace, rows of N floats, so 16-byte
         stores are legal when N % 4 == 0; the cluster split's is C), the tall one (row tiles along
@@ -108,13 +113,13 @@ class Variant:
         operand the producer's threads copy (stream-K is built for the TMA path: the copy path's
         consumers have 200 registers, too few beside the stream-K walk), or itself."""
         if self.cfg.get("STREAMK"):
-            tail = (self.vec_a and self.vec_b and streamk_tail(M, N, K, self.cfg, geometry.grid[0])
+            tail = (self.vec_a and self.vec_b and streamk_tail(M, N, K, self.cfg, geometry.grid[0], batch)
                     if self.rung.persistent else geometry.streamk)
             if not tail:
                 return self.with_config(STREAMK=0)
         if self.cfg.get("SPLITK", 1) > 1:   # the cluster split (SKCLUSTER=1) writes C itself
             return replace(self, vec_c=N % 4 == 0) if workspace_split(self.cfg) else self
-        if geometry.grid[2] > 1:
+        if geometry.grid[2] > 1 and batch == 1:   # a batch's grid.z holds its elements (GL_BATCHED)
             return replace(self, tall=True)
         return self
 
@@ -139,6 +144,8 @@ class Variant:
         tall = (", tall grid" if self.tall else "") + (", TMA store only" if self.tma_store_only else "")
         if not self.epilogue.plain:
             tall += f", epilogue {self.epilogue.describe()}"
+        if self.batch:
+            tall += ", batched" + "".join(f" ({n} broadcast)" for n, v in zip("AB", self.batch) if not v)
         dt = self.dtype if self.precision == self.dtype else f"{self.dtype} as {self.precision}"
         return f"{self.rung.slug}[{dt}, A/B {lay}, vec {vec}, {cfg}{tall}]"
 
@@ -168,13 +175,34 @@ def resolve(rung: Rung, dtype: str, kp, config: ConfigLike, precision: str | Non
                                     rung.reads_register_a(v.precision))
     if kp2 is not kp:
         v, kp = v.for_kernel_problem(kp2), kp2
-    geometry = rung.launch(kp.M, kp.N, v.cfg, kp.K, sm_count, v.precision)
-    return Resolved(v.for_geometry(geometry, kp.M, kp.N, kp.K), packs, kp, geometry)
+    if kp.batch > 1:
+        _check_batch(rung, v, kp, packs)
+        v = replace(v, batch=(kp.batch_a != 0, kp.batch_b != 0))
+    geometry = rung.launch(kp.M, kp.N, v.cfg, kp.K, sm_count, v.precision, kp.batch)
+    return Resolved(v.for_geometry(geometry, kp.M, kp.N, kp.K, kp.batch), packs, kp, geometry)
 
 
-# A fused epilogue's arithmetic beside a rung's accumulators can pass the registers a thread may have
-# where the plain build fits (rung 21's stream-K fixup with a row bias: 8 bytes under NVRTC 13; by
-# activation, bias and NVRTC version): then the same tile without the stream-K tail.
+def _check_batch(rung: Rung, v: Variant, kp, packs) -> None:
+    """What a batch in one launch needs (ValueError naming what is missing): a rung that walks
+    batch x tiles, no operand copies (a copy is of one 2-D operand), and units that the kernel's
+    32-bit schedule counts."""
+    if not rung.batched:
+        raise ValueError(f"rung {rung.slug!r} launches one problem; a batch of {kp.batch} in one launch is for the "
+                         f"rungs async_simt and wgmma_ws")
+    if packs:
+        raise ValueError(f"PACK=1 copies 2-D operands first; a batch of {kp.batch} in one launch reads each element "
+                         f"where it is: use PACK=0")
+    cfg = v.cfg
+    units = work_units(kp.M, kp.N, cfg, kp.batch)
+    if units >= 2 ** 31:
+        raise ValueError(f"a batch of {kp.batch} problems of {kp.M}x{kp.N} is {units} units of work; the kernel's "
+                         f"schedule counts them in 32 bits")
+
+
+# A fused epilogue's arithmetic, or a batch's arguments (GL_BATCHED), beside a rung's accumulators can
+# pass the registers a thread may have where the plain build fits (rung 21's stream-K fixup with a
+# row bias: 8 bytes under NVRTC 13; by activation, bias and NVRTC version; batched with CLUSTER=1 and
+# DEFER=1: 84 bytes): then the same tile without the stream-K tail.
 FUSED_FALLBACKS = ({"STREAMK": 0},)
 
 

@@ -124,6 +124,9 @@
 #ifndef STREAMK
 #define STREAMK 0
 #endif
+#if STREAMK && GL_BATCHED
+#error "the stream-K tail (STREAMK) lays its tiles out in its own grid: a batch (GL_BATCHED) takes grid.z instead"
+#endif
 #if STREAMK && (GL_SPLITK || GL_SPLITK_CLUSTER || GL_TALL)
 #error "the stream-K tail (STREAMK) lays its tiles out in its own grid and writes C itself: not with split-K or the tall grid"
 #endif
@@ -627,11 +630,18 @@ struct GlWhole {
 };
 
 #if !STREAMK
+// GL_BATCHED (common.cuh): element blockIdx.z of a batch, whose operands start that many batch
+// strides on; the rest of the kernel is the one-problem kernel's
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) GL_SK_CLUSTER_DIMS
 gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T* __restrict__ B, int ldb,
-     float beta, T* __restrict__ C, int ldc GL_EPI_PARAMS)
+     float beta, T* __restrict__ C, int ldc GL_BATCH_PARAMS GL_EPI_PARAMS)
 {
     gl_pdl_wait();   // after an operand copy launched programmatically: the copy done (pack.cu)
+#if GL_BATCHED
+    A += blockIdx.z * gl_bsa;
+    B += blockIdx.z * gl_bsb;
+    C += blockIdx.z * gl_bsc;
+#endif
 #if GL_SPLITK
     gl_splitk_partial(A, lda, B, ldb, K, C, M, ldc, BK, alpha, beta);   // this block's slice of K
 #elif GL_SPLITK_CLUSTER

@@ -68,6 +68,9 @@
 // ordinary launch of the same plan (h100_pdl_reduce.json).
 #include "common.cuh"
 #include "hopper.cuh"
+#if GL_BATCHED
+#error "rung 19 (wgmma_tma) launches one problem: a batch in one launch is rung 21's (GL_BATCHED)"
+#endif
 
 #if GL_DTYPE == 0
 #error "rung 19 (wgmma_tma) needs GL_DTYPE 1 (fp16) or 2 (bf16): wgmma has no IEEE FP32 mode"

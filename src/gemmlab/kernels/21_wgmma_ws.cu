@@ -104,6 +104,12 @@
 // descriptors out of the uniform registers; the twin leaves the full build as it was. The twin
 // saves a fixed fraction of a microsecond a launch at every shape
 // (h100_store_twin_wgmma_ws_{bf16,fp16}.json.gz).
+// A batch in one launch (GL_BATCHED=1; core/batched.py): the schedule numbers the units of every
+// element of the batch, element after element (ws.cuh), and each unit's loads and stores carry its
+// element: the third coordinate of 3-D tensor maps, or a pointer offset for the thread copy and the
+// staged stores. One launch for a batch of small products instead of one per element: the
+// persistent blocks go from one element's tiles to the next's with the pipeline full, as they go
+// from tile to tile of one product.
 #include "common.cuh"
 #include "hopper.cuh"
 
@@ -334,7 +340,8 @@ __device__ __forceinline__ void store_tile(const float (&acc)[MI][BN / 8][4], un
 // store_tile: no LDS.128, no STG.128, no per-row bounds arithmetic; the consumers return to the
 // next tile's wgmmas while the copy engine writes this tile to global memory.
 __device__ __forceinline__ void store_tile_tma(const float (&acc)[MI][BN / 8][4], unsigned stage, int lane,
-                                               const GlTensorMap* tmC, int M, int N, int i0, int j0, const GlEpi& ep) {
+                                               const GlTensorMap* tmC, int M, int N, int i0, int j0, int z,
+                                               const GlEpi& ep) {
     // stmatrix (stage_cols): lane l names row l % 16 of a box (one 128-byte row each)
     const unsigned st_row = stage + (lane % 16) * GL_ROW_B;
     const int st_x = (lane / 16) ^ (lane % 8);
@@ -352,7 +359,7 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[MI][BN / 8][4]
             __syncwarp();
             if (lane == 0) {
                 const int i = i0 + mi * 64, j = j0 + bx * BOX_N;
-                if (i < M && j < N) gl_tma_store(tmC, j, i, stage + buf);
+                if (i < M && j < N) gl_tma_store_at(tmC, j, i, z, stage + buf);
                 gl_bulk_commit();                     // one group per box, issued or not: the count above holds
             }
         }
@@ -425,7 +432,7 @@ __device__ __forceinline__ unsigned stage_held_box(int cb, const unsigned (&h)[B
 }
 // ... and written by TMA: lane 0 waits only for its buffer's last box to have been read.
 __device__ __forceinline__ void write_held_box_tma(int cb, const unsigned (&h)[BOX_F][2], unsigned stage, int lane,
-                                                   const GlTensorMap* tmC, int M, int N, int row0, int col0) {
+                                                   const GlTensorMap* tmC, int M, int N, int row0, int col0, int z) {
     if (lane == 0) gl_bulk_wait_read<EPI_BUFS - 1>();   // this buffer's last box read
     __syncwarp();
     const unsigned buf = stage_held_box(cb, h, stage);
@@ -433,7 +440,7 @@ __device__ __forceinline__ void write_held_box_tma(int cb, const unsigned (&h)[B
     __syncwarp();
     if (lane == 0) {
         const int i = row0 + cb / (BN / BOX_N) * 64, j = col0 + cb % (BN / BOX_N) * BOX_N;
-        if (i < M && j < N) gl_tma_store(tmC, j, i, buf);
+        if (i < M && j < N) gl_tma_store_at(tmC, j, i, z, buf);
         gl_bulk_commit();
     }
 }
@@ -462,21 +469,21 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
 
     float acc[MI][BN / 8][4];
     Ring ring;
-    // DEFERRED: the held tile, its first row (this warp's) and column, and its next box to write
-    // (NBOX: none held)
+    // DEFERRED: the held tile, its first row (this warp's), column and batch element, and its next
+    // box to write (NBOX: none held)
     unsigned held[NBOX][BOX_F][2];
-    int held_row = 0, held_col = 0, held_next = NBOX;
+    int held_row = 0, held_col = 0, held_z = 0, held_next = NBOX;
     // box b of the held tile by TMA, b known at run time only (the registers are named by constants)
     auto write_held = [&](int b) {
 #pragma unroll
         for (int c = 0; c < NBOX; ++c)
-            if (c == b) write_held_box_tma(c, held[c], stage, lane, tmC, M, N, held_row, held_col);
+            if (c == b) write_held_box_tma(c, held[c], stage, lane, tmC, M, N, held_row, held_col, held_z);
     };
     // every box of the held tile not yet written
     auto write_rest = [&]() {
 #pragma unroll
         for (int c = 0; c < NBOX; ++c)
-            if (c >= held_next) write_held_box_tma(c, held[c], stage, lane, tmC, M, N, held_row, held_col);
+            if (c >= held_next) write_held_box_tma(c, held[c], stage, lane, tmC, M, N, held_row, held_col, held_z);
         held_next = NBOX;
     };
     sched.walk(blockIdx.x / CLUSTER, [&](int u, int k0, int k1) {
@@ -530,12 +537,14 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
                 hold_tile(held, acc, ep.alpha);   // DEFERRED: the plain epilogue (alpha alone)
                 held_row = row0 + warp_row;
                 held_col = col0;
+                held_z = sched.batch_of(u);
                 held_next = 0;
             } else if (tma) {
-                store_tile_tma(acc, stage, lane, tmC, M, N, row0 + warp_row, col0, ep);
+                store_tile_tma(acc, stage, lane, tmC, M, N, row0 + warp_row, col0, sched.batch_of(u), ep);
             } else {
 #if !GL_TMA_STORE_ONLY   // the twin: the host launches it only where the TMA store serves
-                store_tile<DEFERRED ? BOX_N : EPI_N>(acc, stage, lane, C, ldc, M, N, row0 + warp_row, col0, ep);
+                store_tile<DEFERRED ? BOX_N : EPI_N>(acc, stage, lane, C + sched.batch_of(u) * sched.stride_c(), ldc, M,
+                                                     N, row0 + warp_row, col0, ep);
 #endif
             }
         }

@@ -99,6 +99,9 @@
 // sums (192 accumulator registers) are the next step.
 #include "common.cuh"
 #include "hopper.cuh"
+#if GL_BATCHED
+#error "rung 22 (wgmma_tf32) launches one problem: a batch in one launch is rung 21's (GL_BATCHED)"
+#endif
 
 #if GL_DTYPE != 0
 #error "rung 22 (wgmma_tf32) takes FP32 operands (GL_DTYPE 0): TF32 is a reading of FP32"

@@ -25,6 +25,7 @@
 //   GL_TALL    1 when the row tiles exceed grid.y's limit and continue along grid.z (see below)
 //   GL_SPLITK  1 for the split-K variant of a rung with a SPLITK parameter (see "split-K" below):
 //              blockIdx.z picks a slice of K, C is the FP32 workspace; never together with GL_TALL
+//   GL_BATCHED 1 for a batch of problems in one launch (rungs 18 and 21; see "a batch" below)
 //   GL_SPLITK_CLUSTER  S (2..8) for the cluster split of a rung with SKCLUSTER = 1 (sm_90+): the S
 //              slices of a tile form a cluster and sum in distributed shared memory into C
 //   plus each rung's own tile parameters (BM, BN, BK, TM, TN, WM, WN, THREADS, ...).
@@ -109,6 +110,31 @@ typedef float T;
 #endif
 #if GL_SPLITK_CLUSTER && (GL_SPLITK || GL_TALL)
 #error "the cluster split (GL_SPLITK_CLUSTER) takes grid.z for its slices and writes C itself: not with GL_SPLITK or GL_TALL"
+#endif
+// ---- a batch of problems in one launch (GL_BATCHED=1: rungs 18 and 21, Rung.batched) ---------------
+// The kernel computes C_b = A_b B_b for b < gl_batch, element b of each operand gl_bs* elements after
+// element 0 (core/batched.py). Rung 18 takes element blockIdx.z (its grid's z is the batch); rung
+// 21's persistent schedule walks batch x units (ws.cuh), an operand that varies over the batch
+// (GL_BATCH_A / GL_BATCH_B; 0: broadcast, stride 0) read through a 3-D tensor map whose third
+// coordinate is the element, so the copy engine clips each box at the element's own rows and
+// columns (a tile at an edge loads zeros, not the next element's data). The arguments come after a
+// stream-K workspace, before the epilogue's (GL_EPI_PARAMS).
+#ifndef GL_BATCHED
+#define GL_BATCHED 0
+#endif
+#ifndef GL_BATCH_A
+#define GL_BATCH_A GL_BATCHED
+#endif
+#ifndef GL_BATCH_B
+#define GL_BATCH_B GL_BATCHED
+#endif
+#if GL_BATCHED
+#define GL_BATCH_PARAMS , int gl_batch, long long gl_bsa, long long gl_bsb, long long gl_bsc
+#else
+#define GL_BATCH_PARAMS
+#endif
+#if GL_BATCHED && (GL_SPLITK || GL_SPLITK_CLUSTER || GL_TALL)
+#error "a batch in one launch (GL_BATCHED) takes grid.z or the persistent schedule: not with split-K or the tall grid"
 #endif
 #if GL_SPLITK_CLUSTER && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 #error "the cluster split (GL_SPLITK_CLUSTER) needs thread-block clusters: sm_90 or newer"

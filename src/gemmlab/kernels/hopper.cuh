@@ -75,6 +75,16 @@ __device__ __forceinline__ void gl_tma_store(const GlTensorMap* map, int c0, int
     asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n"
                  :: "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(src) : "memory");
 }
+// ... at (c0, c1) of element c2 of a batched C (GL_BATCHED: a 3-D map)
+__device__ __forceinline__ void gl_tma_store_3d(const GlTensorMap* map, int c0, int c1, int c2, unsigned src) {
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];\n"
+                 :: "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
+}
+// C's box at (c0, c1) of batch element z: the 2-D store, or the 3-D one of a batched launch
+__device__ __forceinline__ void gl_tma_store_at(const GlTensorMap* map, int c0, int c1, int z, unsigned src) {
+    if constexpr (GL_BATCHED) gl_tma_store_3d(map, c0, c1, z, src);
+    else gl_tma_store(map, c0, c1, src);
+}
 __device__ __forceinline__ void gl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
 // Wait until at most N of this thread's bulk async-groups are pending: with .read, only until their
 // reads of shared memory are done (the source may be written again); without, until their writes
@@ -360,18 +370,33 @@ __device__ __forceinline__ void gl_wgmma_ktile(float (&acc)[MI][N / 8][4], const
 // chunk c ^ (r % 8) of the row: the 128-byte swizzle, the one TMA writes and wgmma reads.
 // PLANES = 2 (3xTF32, rung 22): the operand is two such matrices, the planes of a 3-D map (plane 0
 // the big TF32 parts, plane 1 the small ones); a tile holds plane 1's panels after plane 0's.
-template <int PANELS, int ROWS, int PLANES = 1>
+// ELEMENTS = 1 (GL_BATCHED, an operand that varies over the batch): element z of a batch, the third
+// coordinate of its 3-D map; ``at`` gives the loader of element z (its pointer for the thread copy).
+template <int PANELS, int ROWS, int PLANES = 1, int ELEMENTS = 0>
 struct GlOperand {
     static constexpr int E = GL_ROW_B / (int)sizeof(T);   // elements of a swizzle row: 64 16-bit, 32 FP32
     static constexpr int PLANE_B = PANELS * ROWS * GL_ROW_B;   // shared bytes of one plane's tile
     static_assert(PLANES == 1 || PLANES == 2, "one plane, or the big and small parts of 3xTF32");
+    static_assert(!(ELEMENTS && PLANES > 1), "a batch of 3xTF32 operands would need 4-D maps");
     const T* P;
     int ld, n_outer, n_inner;
     const GlTensorMap* map;
+    int z = 0;          // the batch element (ELEMENTS)
+
+    __device__ __forceinline__ GlOperand at(int element, long long stride) const {
+        GlOperand o = *this;
+        if constexpr (ELEMENTS) {
+            o.P += element * stride;
+            o.z = element;
+        }
+        return o;
+    }
 
     // One box of panel i (inner side E, outer side `rows`) of every plane, to dst + plane * PLANE_B.
     __device__ __forceinline__ void box(unsigned dst, int inner, int outer, unsigned bar) const {
-        if constexpr (PLANES == 1) {
+        if constexpr (PLANES == 1 && ELEMENTS) {
+            gl_tma_load_3d(dst, map, inner, outer, z, bar);
+        } else if constexpr (PLANES == 1) {
             gl_tma_load(dst, map, inner, outer, bar);
         } else {
 #pragma unroll
@@ -380,7 +405,9 @@ struct GlOperand {
     }
     __device__ __forceinline__ void box_multicast(unsigned dst, int inner, int outer, unsigned bar,
                                                   unsigned short mask) const {
-        if constexpr (PLANES == 1) {
+        if constexpr (PLANES == 1 && ELEMENTS) {
+            gl_tma_load_multicast_3d(dst, map, inner, outer, z, bar, mask);
+        } else if constexpr (PLANES == 1) {
             gl_tma_load_multicast(dst, map, inner, outer, bar, mask);
         } else {
 #pragma unroll

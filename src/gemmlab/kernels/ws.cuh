@@ -87,21 +87,65 @@ static_assert(!(KREV && STREAMK), "backward odd waves (KREV) take no stream-K ta
 // Units and steps are 32-bit: a unit is at least 128 x 64 outputs, so 2^31 of them would need a C of
 // 2^44 elements (the host also keeps a stream-K tail's steps below 2^31), and every int that is not
 // 64-bit is a register the consumers keep beside their 128 accumulators.
+// A batch (GL_BATCHED, hopper.cuh): the units of element 0, then those of element 1, ...; each
+// element's in the grouped order above. A wave of small elements then covers several whole elements.
 struct Schedule {
     int units_m, tiles_n, ktiles, clusters;
     int total, dp;           // units; the first dp go whole to one cluster each (data-parallel)
-    __device__ __forceinline__ Schedule(int M, int N, int K)
+#if GL_BATCHED
+    int per;                 // units of one batch element
+    long long sa, sb, sc;    // the operands' batch strides, elements
+    __device__ __forceinline__ Schedule(int M, int N, int K, int batch, long long bsa, long long bsb, long long bsc)
+        : Schedule(M, N, K, batch) {
+        per = units_m * tiles_n;
+        sa = bsa, sb = bsb, sc = bsc;
+    }
+#endif
+    __device__ __forceinline__ Schedule(int M, int N, int K, int batch = 1)
         : units_m(GL_CEIL_DIV(GL_CEIL_DIV(M, BM), CLUSTER)), tiles_n(GL_CEIL_DIV(N, BN)), ktiles(GL_CEIL_DIV(K, BK)),
-          clusters((int)gridDim.x / CLUSTER), total(units_m * tiles_n), dp(total) {
+          clusters((int)gridDim.x / CLUSTER), total(units_m * tiles_n * batch), dp(total) {
         if (STREAMK && total > clusters) {
             const int rem = total % clusters;
             if (rem) dp = total - rem - (2 * rem >= clusters ? 0 : clusters);
         }
     }
-    // Unit u's tile for the CTA of cluster rank `rank`: (row tile, column tile). With CLUSTER = 2 and
-    // an odd number of row tiles, rank 1's tile of the last unit row lies wholly below M: it loads
-    // zeros (TMA fills, the copy path guards) and stores nothing, and keeps the two CTAs in step.
+    // The batch element of unit u (0 without a batch).
+    __device__ __forceinline__ int batch_of(int u) const {
+#if GL_BATCHED
+        return u / per;
+#else
+        return 0;
+#endif
+    }
+    __device__ __forceinline__ long long stride_a() const {
+#if GL_BATCHED
+        return sa;
+#else
+        return 0;
+#endif
+    }
+    __device__ __forceinline__ long long stride_b() const {
+#if GL_BATCHED
+        return sb;
+#else
+        return 0;
+#endif
+    }
+    __device__ __forceinline__ long long stride_c() const {
+#if GL_BATCHED
+        return sc;
+#else
+        return 0;
+#endif
+    }
+    // Unit u's tile for the CTA of cluster rank `rank`: (row tile, column tile) in its batch element.
+    // With CLUSTER = 2 and an odd number of row tiles, rank 1's tile of the last unit row lies wholly
+    // below M: it loads zeros (TMA fills, the copy path guards) and stores nothing, and keeps the two
+    // CTAs in step.
     __device__ __forceinline__ int2 tile(int u, int rank) const {
+#if GL_BATCHED
+        u -= batch_of(u) * per;
+#endif
         const int2 t = gl_group_raster<int>(u, tiles_n, units_m, GROUP_U);   // (unit row, column tile)
         return make_int2(t.x * CLUSTER + rank, t.y);
     }
@@ -177,14 +221,14 @@ __device__ __forceinline__ void produce(const Smem& sm, const Schedule& sched, i
                                         int M, int N, int K, const T* A, int lda, const T* B, int ldb,
                                         const GlTensorMap* tmA, const GlTensorMap* tmB) {
 #if GL_A_COL
-    const GlOperand<A_PANELS, A_ROWS, GL_PLANES> opa{A, lda, K, M, tmA};    // A(m, k) at A[k*lda + m]
+    const GlOperand<A_PANELS, A_ROWS, GL_PLANES, GL_BATCH_A> op_a{A, lda, K, M, tmA};    // A(m, k) at A[k*lda + m]
 #else
-    const GlOperand<A_PANELS, A_ROWS, GL_PLANES> opa{A, lda, M, K, tmA};    // A(m, k) at A[m*lda + k]
+    const GlOperand<A_PANELS, A_ROWS, GL_PLANES, GL_BATCH_A> op_a{A, lda, M, K, tmA};    // A(m, k) at A[m*lda + k]
 #endif
 #if GL_B_COL
-    const GlOperand<B_PANELS, B_ROWS, GL_PLANES> opb{B, ldb, N, K, tmB};    // B(k, n) at B[n*ldb + k]
+    const GlOperand<B_PANELS, B_ROWS, GL_PLANES, GL_BATCH_B> op_b{B, ldb, N, K, tmB};    // B(k, n) at B[n*ldb + k]
 #else
-    const GlOperand<B_PANELS, B_ROWS, GL_PLANES> opb{B, ldb, K, N, tmB};    // B(k, n) at B[k*ldb + n]
+    const GlOperand<B_PANELS, B_ROWS, GL_PLANES, GL_BATCH_B> op_b{B, ldb, K, N, tmB};    // B(k, n) at B[k*ldb + n]
 #endif
     if (TMA_ONLY && ptid != 0) return;       // TMA only: one thread issues everything
     if (ptid == 0) {
@@ -196,6 +240,9 @@ __device__ __forceinline__ void produce(const Smem& sm, const Schedule& sched, i
     sched.walk(blockIdx.x / CLUSTER, [&](int u, int k0, int k1) {
         const int2 t = sched.tile(u, rank);
         const int row0 = t.x * BM, col0 = t.y * BN;
+        const int element = sched.batch_of(u);      // 0 without a batch: opa, opb are op_a, op_b
+        const auto opa = op_a.at(element, sched.stride_a());
+        const auto opb = op_b.at(element, sched.stride_b());
         const bool back = KREV && odd;
         odd = !odd;
         for (int kt = k0; kt < k1; ++kt) {

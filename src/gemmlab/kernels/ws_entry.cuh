@@ -9,8 +9,10 @@
 //   the kernel's columns).
 // GL_WS_C_MAP 1 (rung 21): the kernel takes a third tensor map, of C, after A's and B's (its TMA
 // store epilogue), and passes it to consume last; the host always passes its 128 bytes.
-// STREAMK 1 (ws.cuh): the last argument is the stream-K workspace (its flags zeroed by the host
+// STREAMK 1 (ws.cuh): the next argument is the stream-K workspace (its flags zeroed by the host
 // before the launch); without it consume gets a null pointer it never reads.
+// GL_BATCHED 1 (hopper.cuh, rung 21): then the batch's count and strides (GL_BATCH_PARAMS), which
+// the Schedule holds; last the epilogue's (GL_EPI_PARAMS).
 #pragma once
 #ifndef GL_WS_C_MAP
 #define GL_WS_C_MAP 0
@@ -33,7 +35,7 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
 #if STREAMK
      , float* __restrict__ sk_ws
 #endif
-     GL_EPI_PARAMS)
+     GL_BATCH_PARAMS GL_EPI_PARAMS)
 {
     gl_pdl_wait();   // after an operand copy launched programmatically: the copy done (pack.cu)
     // One raw buffer: [STAGES A tiles][STAGES B tiles][epilogue staging, EPI_B bytes], then
@@ -48,7 +50,11 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     const Smem sm{base, base + STAGES * A_STAGE_B, base + PIPE_B, base + PIPE_B + EPI_B};
     const int tid = threadIdx.x, warp = tid / 32;
     const int rank = CLUSTER > 1 ? (int)gl_cluster_rank() : 0;
+#if GL_BATCHED
+    const Schedule sched(M, N, K, gl_batch, gl_bsa, gl_bsb, gl_bsc);
+#else
     const Schedule sched(M, N, K);
+#endif
 #if !STREAMK
     float* const sk_ws = nullptr;
 #endif

@@ -99,6 +99,31 @@ def simt_min_blocks(cfg) -> int:
     return max(1, min(4, 65536 // (warp_threads(cfg) * (simt_register_estimate(cfg)[1] + 24))))
 
 
+# ---- a batch in one launch (rung 18, GL_BATCHED: the batch along grid.z): its configuration ----------
+# Per-SM rates of the presets' main loops (128x256's = 1), fitted on an H200 against torch.bmm
+# (benchmarks/results/h200_batched_fp32.json; the preset sweep in docs/journal/batched.md).
+SIMT_BATCHED_RATE = {"128x256": 1.0, "256x128": 0.97, "128x128": 0.91, "small": 0.74}
+
+
+def simt_batched_config(M: int, N: int, K: int, batch: int, sm_count: int, presets: dict) -> tuple[str, str]:
+    """Rung 18's preset for ``batch`` problems of M x N x K in one launch (``presets``: name -> its
+    whole configuration, for the names of SIMT_BATCHED_RATE), and why. Each is timed as the busiest
+    SM's share of its blocks (the blocks spread evenly over the SMs; blocks that share an SM share
+    its FMA throughput), each a tile's area times k at the preset's rate; the least wins, the
+    earlier preset on a tie. Small tiles win where a bigger one would leave SMs idle."""
+    best = None
+    for name, rate in SIMT_BATCHED_RATE.items():
+        cfg = presets[name]
+        tiles = -(-M // cfg["BM"]) * -(-N // cfg["BN"]) * batch
+        per_sm = -(-tiles // sm_count)
+        cost = per_sm * cfg["BM"] * cfg["BN"] * K / rate
+        if best is None or cost < best[0] * 0.999:
+            best = (cost, name, per_sm)
+    _, name, per_sm = best
+    return name, (f"a batch of {batch} in one launch: preset {name!r}, {per_sm} block(s) on the busiest of "
+                  f"{sm_count} SMs (the least predicted time)")
+
+
 def simt_streamk(cfg) -> list[str]:
     """STREAMK=1 (18_async_simt.cu's stream-K tail) counts a wave as one block per SM, and writes C
     itself: a tile whose launch bounds allow one block per SM, without split-K."""
@@ -317,7 +342,7 @@ RUNGS: tuple[Rung, ...] = (
         },
         threads=warp_threads, constraints=lambda c: simt_constraints(c) + splitk_constraints(c), smem=simt_smem,
         sass_claims=("LDGSTS", "LDS.128", "FFMA"), min_arch=80, tail_kernel="gemm_sk_tail",
-        packs=True,
+        packs=True, batched=True,
         space={"BM": p2(6, 8), "BN": p2(6, 8), "BK": (8, 16, 32), "WM": p2(5, 7), "WN": p2(5, 7),
                "TM": (4, 8, 16), "TN": (4, 8, 16), "STAGES": (2, 3, 4), "SPLITK": SPLITK_SPACE,
                "SKCLUSTER": (0, 1), "SPREAD": (0, 1), "SNAKE": (0, 1), "STREAMK": (0, 1)},
