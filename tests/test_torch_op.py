@@ -54,13 +54,19 @@ def test_the_fake_implementation_gives_shape_and_dtype(dtype, mkn):
 
 @pytest.mark.parametrize("a, b, kernel, err, match", [
     ((3, 4), (5, 6), "auto", ValueError, r"shape mismatch: a is \(3, 4\), b is \(5, 6\)"),
-    ((2, 3, 4), (4, 6), "auto", ValueError, r"a must be 2-D, got 3-D"),
-    ((3, 4), (4,), "auto", ValueError, r"b must be 2-D, got 1-D"),
+    ((2, 3, 4), (3, 4, 6), "auto", ValueError, r"batch dimensions \(2,\) of a and \(3,\) of b do not broadcast"),
+    ((3, 4), (4,), "auto", ValueError, r"b must have at least 2 dimensions"),
     ((3, 4), (4, 6), "no_such_rung", Exception, r"no_such_rung"),
 ])
 def test_the_fake_implementation_rejects_bad_operands_clearly(a, b, kernel, err, match):
     with pytest.raises(err, match=match):
         gt.matmul(_meta(*a), _meta(*b), kernel)
+
+
+@pytest.mark.parametrize("a, b, out", [((5, 33, 17), (17, 9), (5, 33, 9)), ((2, 1, 33, 17), (3, 17, 9), (2, 3, 33, 9)),
+                                      ((33, 17), (4, 17, 9), (4, 33, 9))])
+def test_the_fake_implementation_broadcasts_batch_dimensions_as_torch_matmul(a, b, out):
+    assert gt.matmul(_meta(*a), _meta(*b)).shape == out == torch.matmul(_meta(*a), _meta(*b)).shape
 
 
 def test_mixed_and_unsupported_dtypes_are_type_errors():
@@ -129,6 +135,17 @@ def test_backward_computes_only_the_gradients_asked_for():
     assert [tuple(n.meta["val"].shape) for n in _gemmlab_calls(gm.graph)] == [(5, 3), (4, 3)], gm.code
 
 
+def test_a_shared_weights_gradient_under_a_batch_is_one_gemm_over_the_folded_batch():
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def step(a, b, g):
+        return torch.autograd.grad(gt.matmul(a, b), (a, b), g)
+
+    gm = make_fx(step, tracing_mode="fake")(torch.randn(4, 33, 17, requires_grad=True),
+                                            torch.randn(17, 9, requires_grad=True), torch.randn(4, 33, 9))
+    assert sorted(tuple(n.meta["val"].shape) for n in _gemmlab_calls(gm.graph)) == [(4, 33, 9), (4, 33, 17), (17, 9)]
+
+
 # ---- torch.compile (CPU: the trace; running needs the GPU) ----------------------------------------
 
 def test_torch_compile_fullgraph_traces_the_operator_without_a_graph_break():
@@ -179,6 +196,44 @@ def test_forward_and_both_gradients_match_float64(dtype, mkn, b_col_major):
     assert _rel(y, A @ B) < tolerance(dtype, K)
     assert _rel(ga, G @ B.t()) < tolerance(dtype, N)
     assert _rel(gb, A.t() @ G) < tolerance(dtype, M)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", list(DTYPES), ids=list(DTYPES))
+@pytest.mark.parametrize("ashape,bshape", [((5, 33, 17), (5, 17, 9)), ((2, 1, 33, 17), (3, 17, 9)),
+                                           ((4, 33, 17), (17, 9)), ((33, 17), (4, 17, 9))])
+def test_batched_forward_and_gradients_match_float64_and_sum_over_broadcast_dimensions(dtype, ashape, bshape):
+    torch.manual_seed(0)
+    td = DTYPES[dtype]
+    a = torch.randn(*ashape, device="cuda", dtype=td, requires_grad=True)
+    b = torch.randn(*bshape, device="cuda", dtype=td, requires_grad=True)
+    y = gt.matmul(a, b)
+    g = torch.randn_like(y)
+    ga, gb = torch.autograd.grad(y, (a, b), g)
+    A, B = a.detach().double().requires_grad_(True), b.detach().double().requires_grad_(True)
+    Y = torch.matmul(A, B)
+    GA, GB = torch.autograd.grad(Y, (A, B), g.double())
+    assert y.shape == Y.shape and ga.shape == a.shape and gb.shape == b.shape
+    assert _rel(y, Y) < tolerance(dtype, 17)
+    assert _rel(ga, GA) < tolerance(dtype, 9 * 4)
+    assert _rel(gb, GB) < tolerance(dtype, 33 * 6)
+
+
+@pytest.mark.gpu
+def test_batched_fused_epilogue_gradients_match_float64():
+    torch.manual_seed(0)
+    a = torch.randn(3, 40, 32, device="cuda", requires_grad=True)
+    b = torch.randn(3, 32, 24, device="cuda", requires_grad=True)
+    bias = torch.randn(24, device="cuda", requires_grad=True)
+    y = gt.matmul(a, b, bias=bias, activation="gelu")
+    g = torch.randn_like(y)
+    grads = torch.autograd.grad(y, (a, b, bias), g)
+    ref = [t.detach().double().requires_grad_(True) for t in (a, b, bias)]
+    Y = torch.nn.functional.gelu(torch.matmul(ref[0], ref[1]) + ref[2])
+    want = torch.autograd.grad(Y, ref, g.double())
+    assert _rel(y, Y) < tolerance("fp32", 32)
+    for got, w in zip(grads, want):
+        assert got.shape == w.shape and _rel(got, w) < tolerance("fp32", 120)
 
 
 @pytest.mark.gpu

@@ -3,7 +3,7 @@
 # Usage: GEMMLAB_GIT_COMMIT=$(git rev-parse HEAD) tools/gpu_suite.sh [stage ...]
 # stages: env warm verify pytest pytest-par pytest-profile memcheck racecheck memcheck-configs
 #         suite-decode suite-random tune-online tune-auto menu-heldout (issue 40: decode, held-out random sample,
-#         on-line tuning, the selection model's measurements) sanitize-menu sanitize-epilogue
+#         on-line tuning, the selection model's measurements) sanitize-menu sanitize-epilogue sanitize-batched workloads
 #         racecheck-configs sanitize-new bench bench16 bench-bf16 bench-tf32 suite-fp32 suite-llm16
 #         suite-llm-bf16 tune-fp32 strategies plain overhead overhead16 sustained ncu-record report inspect
 #         (default: env warm pytest memcheck racecheck bench bench16 bench-bf16)
@@ -131,6 +131,13 @@ for st in "${stages[@]}"; do
           $SAN $GL verify mma_sync --dtype fp16 --config SPLITK=4 --bias same --activation gelu --shapes 70x33x900 --alpha 1.5 --beta -0.5 && \
           $SAN $GL verify decode --dtype bf16 --bias same --activation silu --shapes 8x1000x700 --alpha 1.5 --beta -0.5"
       done ;;
+    sanitize-batched)  # a batch in one launch (issue 41): rung 21's TMA, thread-copy, stream-K and fused paths, rung 18
+      for tool in ${SAN_TOOLS:-memcheck racecheck synccheck}; do
+        run $tool-batched compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 $PY tools/check_batched.py
+      done ;;
+    workloads)  # bench --suite batched (bf16, fp32) and --suite epilogue (bf16, fp16) against PyTorch's peers
+      for dt in bf16 fp32; do run batched-$dt $GL bench --suite batched --dtype $dt --json "$OUT/batched_$dt.json"; done
+      for dt in bf16 fp16; do run epilogue-$dt $GL bench --suite epilogue --dtype $dt --json "$OUT/epilogue_$dt.json"; done ;;
     suite-llm16) run suite-llm16 $GL bench auto --suite llm --dtype fp16 --json "$OUT/suite_llm_fp16.json" ;;
     suite-llm-bf16) run suite-llm-bf16 $GL bench auto --suite llm --dtype bf16 --json "$OUT/suite_llm_bf16.json" ;;
     bench-tf32) run bench-tf32 bash -c "$GL bench tf32_mma --precision tf32 --shape 4096,8192 --json $OUT/bench_tf32.json && \

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..bench import overhead
+from ..bench import overhead, workloads
 from ..bench.results import exit_code, write_json
 from ..bench.runner import run_bench
 from ..bench.table import render
 from ..core.config import parse_config
-from ..core.shapes import BANDWIDTH_SUITES, OVERHEAD_SHAPE, SUITE_FORMS, fmt_shape, parse_shapes, shapes_text, suite
+from ..core.epilogue import ACTIVATIONS
+from ..core.shapes import (BANDWIDTH_SUITES, EPILOGUE_ACTIVATION, OVERHEAD_SHAPE, SUITE_FORMS, fmt_shape, parse_shapes,
+                           shapes_text, suite)
 from ..measure.timing import Settings
 from .common import add_config, add_dtype, add_lib, add_precision, add_timing, checked, suite_name, timing_settings
 
@@ -30,11 +32,16 @@ def register(sub) -> None:
                         "(default: every rung that supports --dtype)")
     p.add_argument("--shape", "--shapes", dest="shapes", action="append", metavar="SHAPES", type=checked(parse_shapes),
                    help="N, N^3 or MxNxK, comma-separated; repeatable (default 4096^3, naive rungs 2048^3)")
-    p.add_argument("--suite", type=suite_name, default=None, metavar="SUITE",
+    p.add_argument("--suite", type=_suite_or_workload, default=None, metavar="SUITE",
                    help=f"the shapes of a benchmark suite (core/shapes.py; with --shape: both): {SUITE_FORMS}; "
                         "random draws N shapes (default 48) from SEED (default 0), the same on every machine; the "
                         "table and JSON end with each kernel's geomean ratio to cuBLAS and its shapes below 0.8x; "
-                        "decode adds GB/s and %% of the copy bandwidth measured in the run")
+                        "decode adds GB/s and %% of the copy bandwidth measured in the run. Workloads, gemmlab's "
+                        "call against PyTorch's (bench/workloads.py; --dtype, --activation, timing options): batched "
+                        "(matmul of (B, M, K) @ (B, K, N) against torch.bmm) and epilogue (bias + activation fused, "
+                        "against the plain GEMM, torch._addmm_activation and unfused PyTorch)")
+    p.add_argument("--activation", default=None, choices=list(ACTIVATIONS),
+                   help=f"the epilogue suite's activation (default {EPILOGUE_ACTIVATION})")
     p.add_argument("--bandwidth", action="store_true",
                    help="measure the copy bandwidth in the run and report each entry's GB/s and %% of it "
                         "(on with --suite decode)")
@@ -60,6 +67,28 @@ def register(sub) -> None:
     p.add_argument("--json", metavar="FILE", default=None, help="write every figure and the environment to FILE")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar on stderr")
     p.set_defaults(func=run)
+
+
+def _suite_or_workload(text: str) -> str:
+    """argparse type of bench's ``--suite``: a workload suite's name, or a GEMM suite's (suite_name)."""
+    return text if text in workloads.WORKLOADS else suite_name(text)
+
+
+def run_workload(args, settings: Settings) -> int:
+    """``--suite batched`` / ``--suite epilogue``: bench/workloads.py, on the suite's own shapes."""
+    for flag, given in (("--shape", args.shapes), ("RUNG", args.rungs), ("--config", args.config),
+                        ("--peers", args.peers), ("--precision", args.precision), ("--sustained", args.sustained)):
+        if given:
+            raise ValueError(f"--suite {args.suite} times gemmlab's call against PyTorch's on its own shapes: "
+                             f"{flag} does not apply")
+    if args.activation and args.suite != "epilogue":
+        raise ValueError("--activation is the epilogue suite's")
+    result = workloads.run_workload(args.suite, args.dtype, settings, activation=args.activation,
+                                    progress=args.progress)
+    workloads.render(result)
+    if args.json:
+        print(f"wrote {write_json(result, args.json)}")
+    return workloads.exit_code(result)
 
 
 def suite_shapes(name: str | None, shapes: list[str] | None) -> str | None:
@@ -94,6 +123,10 @@ def run(args) -> int:
     settings = bench_settings(args)
     if args.overhead:
         return run_overhead(args)
+    if args.suite in workloads.WORKLOADS:
+        return run_workload(args, settings)
+    if args.activation:
+        raise ValueError("--activation is the epilogue suite's (--suite epilogue)")
     config = parse_config(args.config)
     shapes = suite_shapes(args.suite, args.shapes)
     peers = [s.strip() for s in args.peers.split(",") if s.strip()] if args.peers is not None else None

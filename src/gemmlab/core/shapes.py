@@ -40,6 +40,20 @@ LLM_SUITE: tuple[Shape, ...] = tuple((m, n, k) for m in LLM_TOKENS for n, k in L
 DECODE_TOKENS: tuple[int, ...] = (1, 4, 16, 32)
 DECODE_SUITE: tuple[Shape, ...] = tuple((m, n, k) for n, k in LLM_WEIGHTS for m in DECODE_TOKENS)
 SUITES: dict[str, tuple[Shape, ...]] = {"fp32": FP32_SUITE, "llm": LLM_SUITE, "decode": DECODE_SUITE}
+# The workload suites (issue 41; bench/workloads.py), timed against PyTorch's peers rather than as
+# rungs beside cuBLAS. Batched: (B, M, N, K) of (B, M, K) @ (B, K, N): the issue's five (attention
+# scores and values of 64-wide heads, a few tiles per element, a large batch of small products, few
+# large ones), then attention of 128-wide heads at 1024 and 4096 tokens (B = batch x heads).
+BatchedShape = tuple[int, int, int, int]
+BATCHED_SUITE: tuple[BatchedShape, ...] = (
+    (32, 512, 512, 64), (32, 512, 64, 512), (16, 1024, 1024, 128), (64, 128, 128, 128), (8, 2048, 2048, 2048),
+    (32, 1024, 1024, 128), (32, 1024, 128, 1024), (8, 4096, 4096, 128), (8, 4096, 128, 4096))
+# Epilogue: a linear layer with bias and activation, act(x @ W + b): the issue's three (an MLP's up
+# projection at 4096 and 128 tokens, a cube), and the 7-8B model's MLP at 1024 tokens and its
+# attention projection at 4096.
+EPILOGUE_SUITE: tuple[Shape, ...] = ((4096, 14336, 4096), (128, 14336, 4096), (8192, 8192, 8192),
+                                     (1024, 14336, 4096), (4096, 4096, 4096))
+EPILOGUE_ACTIVATION = "gelu_tanh"   # the one cuBLASLt fuses too (torch._addmm_activation)
 SUITE_DTYPES: dict[str, tuple[str, ...]] = {"fp32": ("fp32",), "llm": ("fp16", "bf16"), "decode": ("fp16", "bf16"),
                                             "random": ("fp32", "fp16", "bf16")}   # what each is for
 BANDWIDTH_SUITES = ("decode",)   # bench shows GB/s and % of the copy bandwidth for these

@@ -37,20 +37,23 @@ OP_NAME = "gemmlab::matmul"
 
 def check_operands(a, b, kernel: str, precision: Optional[str] = None) -> None:
     """The input checks shared by the real and the fake implementation (so a traced call fails
-    the way an eager one does): 2-D, one supported dtype, matching inner dimension, one device,
-    a known kernel that takes the dtype, a precision the dtype (and the kernel) can take."""
+    the way an eager one does): at least 2-D (more: batch dimensions that broadcast, as
+    torch.matmul's), one supported dtype, matching inner dimension, one device, a known kernel
+    that takes the dtype, a precision the dtype (and the kernel) can take."""
     for name, x in (("a", a), ("b", b)):
-        if x.dim() != 2:
-            raise ValueError(f"gemmlab::matmul: {name} must be 2-D, got {x.dim()}-D with shape {tuple(x.shape)}")
+        if x.dim() < 2:
+            raise ValueError(f"gemmlab::matmul: {name} must have at least 2 dimensions (..., rows, cols), got "
+                             f"{x.dim()}-D with shape {tuple(x.shape)}")
     if a.dtype != b.dtype:
         raise TypeError(f"gemmlab::matmul: mixed dtypes: a is {a.dtype}, b is {b.dtype}; both must match")
     try:
         dtype = from_array_name(str(a.dtype).removeprefix("torch.")).name
     except TypeError as exc:
         raise TypeError(f"gemmlab::matmul: {exc}") from None
-    if a.shape[1] != b.shape[0]:
+    if a.shape[-1] != b.shape[-2]:
         raise ValueError(f"gemmlab::matmul: shape mismatch: a is {tuple(a.shape)}, b is {tuple(b.shape)}; "
-                         "a.shape[1] must equal b.shape[0]")
+                         "a.shape[-1] must equal b.shape[-2]")
+    _out_shape(a, b)
     if a.device != b.device:
         raise ValueError(f"gemmlab::matmul: a is on {a.device} but b is on {b.device}; both must be on one device")
     if not isinstance(kernel, str):
@@ -61,11 +64,22 @@ def check_operands(a, b, kernel: str, precision: Optional[str] = None) -> None:
         resolve_precision(dtype, precision)
 
 
+def _out_shape(a, b) -> tuple:
+    """The shape of a @ b: the broadcast batch dimensions, then (M, N) (ValueError where the batch
+    dimensions do not broadcast)."""
+    try:
+        batch = tuple(torch.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+    except RuntimeError:
+        raise ValueError(f"gemmlab::matmul: batch dimensions {tuple(a.shape[:-2])} of a and {tuple(b.shape[:-2])} of b "
+                         f"do not broadcast") from None
+    return batch + (a.shape[-2], b.shape[-1])
+
+
 def _gemmlab_layout(x):
-    """x itself when gemmlab can read it (row- or column-major, any leading dimension), else a
-    contiguous copy (e.g. an expanded gradient with stride 0)."""
-    rows, cols = x.shape
-    s0, s1 = x.stride()
+    """x itself when gemmlab can read it (each matrix row- or column-major with any leading
+    dimension, any batch strides), else a contiguous copy (e.g. an expanded gradient with stride 0)."""
+    rows, cols = x.shape[-2:]
+    s0, s1 = x.stride()[-2:]
     if rows == 0 or cols == 0:
         return x
     if (s1 == 1 or cols == 1) and (rows == 1 or s0 >= cols):
@@ -88,7 +102,7 @@ def _matmul_op(a: torch.Tensor, b: torch.Tensor, kernel: str, precision: Optiona
 @_matmul_op.register_fake
 def _matmul_fake(a, b, kernel, precision=None):
     check_operands(a, b, kernel, precision)
-    return a.new_empty((a.shape[0], b.shape[1]))
+    return a.new_empty(_out_shape(a, b))
 
 
 def _setup_context(ctx, inputs, output):
@@ -97,13 +111,30 @@ def _setup_context(ctx, inputs, output):
     ctx.kernel, ctx.precision = kernel, precision
 
 
+def _grads(a, b, grad, needs, kernel, precision):
+    """(grad of a, grad of b) of a @ b for the output's gradient ``grad``, each None where not
+    needed: grad @ b^T and a^T @ grad (b.mT, a.mT: column-major views, no copies), summed over the
+    batch dimensions an operand was broadcast along. A 2-D b under a batched a takes its gradient
+    as one GEMM over the folded batch, a^T (K, B M) @ grad (B M, N)."""
+    grad_a = grad_b = None
+    if needs[0]:
+        grad_a = _matmul_op(grad, b.mT, kernel, precision)
+        if grad_a.shape != a.shape:
+            grad_a = grad_a.sum_to_size(a.shape)
+    if needs[1]:
+        if b.dim() == 2 and a.dim() > 2:
+            K, N = b.shape
+            grad_b = _matmul_op(a.reshape(-1, K).mT, grad.reshape(-1, N), kernel, precision)
+        else:
+            grad_b = _matmul_op(a.mT, grad, kernel, precision)
+            if grad_b.shape != b.shape:
+                grad_b = grad_b.sum_to_size(b.shape)
+    return grad_a, grad_b
+
+
 def _backward(ctx, grad):
     a, b = ctx.saved_tensors
-    grad_a = grad_b = None
-    if ctx.needs_input_grad[0]:
-        grad_a = _matmul_op(grad, b.t(), ctx.kernel, ctx.precision)   # (M, N) @ (N, K): b.t() is a column-major view
-    if ctx.needs_input_grad[1]:
-        grad_b = _matmul_op(a.t(), grad, ctx.kernel, ctx.precision)   # (K, M) @ (M, N): a.t() is a column-major view
+    grad_a, grad_b = _grads(a, b, grad, ctx.needs_input_grad, ctx.kernel, ctx.precision)
     return grad_a, grad_b, None, None
 
 
@@ -119,8 +150,8 @@ def check_epilogue(a, b, bias, activation) -> None:
     check_activation(activation)
     if bias is None:
         return
-    if bias.dim() != 1 or bias.shape[0] != b.shape[1]:
-        raise ValueError(f"{EPILOGUE_OP_NAME}: bias must be 1-D of length N = {b.shape[1]}, got shape {tuple(bias.shape)}")
+    if bias.dim() != 1 or bias.shape[0] != b.shape[-1]:
+        raise ValueError(f"{EPILOGUE_OP_NAME}: bias must be 1-D of length N = {b.shape[-1]}, got shape {tuple(bias.shape)}")
     if bias.dtype not in (a.dtype, torch.float32):
         raise TypeError(f"{EPILOGUE_OP_NAME}: bias is {bias.dtype}; it must be {a.dtype} (the operands') or torch.float32")
     if bias.device != a.device:
@@ -144,7 +175,7 @@ def _epilogue_op(a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor],
 def _epilogue_fake(a, b, bias, activation, kernel, precision=None):
     check_operands(a, b, kernel, precision)
     check_epilogue(a, b, bias, activation)
-    return a.new_empty((a.shape[0], b.shape[1]))
+    return a.new_empty(_out_shape(a, b))
 
 
 def _epilogue_setup(ctx, inputs, output):
@@ -171,13 +202,10 @@ def _epilogue_backward(ctx, grad):
     else:
         z = _epilogue_op(a, b, bias, None, ctx.kernel, ctx.precision)
         grad_z = _activation_backward(grad, z, ctx.activation)
-    grad_a = grad_b = grad_bias = None
-    if ctx.needs_input_grad[0]:
-        grad_a = _matmul_op(grad_z, b.t(), ctx.kernel, ctx.precision)
-    if ctx.needs_input_grad[1]:
-        grad_b = _matmul_op(a.t(), grad_z, ctx.kernel, ctx.precision)
+    grad_a, grad_b = _grads(a, b, grad_z, ctx.needs_input_grad[:2], ctx.kernel, ctx.precision)
+    grad_bias = None
     if bias is not None and ctx.needs_input_grad[2]:
-        grad_bias = grad_z.sum(0, dtype=torch.float32).to(bias.dtype)
+        grad_bias = grad_z.reshape(-1, grad_z.shape[-1]).sum(0, dtype=torch.float32).to(bias.dtype)
     return grad_a, grad_b, grad_bias, None, None, None
 
 
@@ -185,7 +213,8 @@ _epilogue_op.register_autograd(_epilogue_backward, setup_context=_epilogue_setup
 
 
 def matmul(a, b, kernel: str = "auto", precision: Optional[str] = None, *, bias=None, activation: Optional[str] = None):
-    """act(a @ b + bias) for 2-D CUDA tensors through gemmlab (``torch.ops.gemmlab.matmul``, or
+    """act(a @ b + bias) for CUDA tensors of 2 or more dimensions (batch dimensions broadcast as
+    torch.matmul's) through gemmlab (``torch.ops.gemmlab.matmul``, or
     ``torch.ops.gemmlab.matmul_epilogue`` with a bias or an activation, fused into the GEMM's stores):
     differentiable in a, b and the bias, traceable by ``torch.compile(fullgraph=True)``. ``kernel``:
     a rung slug or "auto"; ``precision``: as for ``gemmlab.gemm`` (float32: "fp32", "tf32", "3xtf32";

@@ -1,0 +1,226 @@
+"""The workload suites of ``gemmlab bench``: what a model calls beyond one plain 2-D GEMM, timed
+against what PyTorch gives a user for the same call, on the one timing engine (cold L2, the GPU
+kept busy before each launch, candidates interleaved in balanced rounds, clocks sampled).
+
+* ``--suite batched`` (core/shapes.py, BATCHED_SUITE): ``gemmlab.matmul`` on (B, M, K) @ (B, K, N)
+  against ``torch.bmm``: the batch in one launch (core/batched.py).
+* ``--suite epilogue`` (EPILOGUE_SUITE): act(a @ b + bias) fused into the GEMM's stores against the
+  plain gemmlab GEMM, ``torch._addmm_activation`` (cuBLASLt's fused bias + GELU or ReLU epilogue),
+  ``torch.matmul`` and the unfused PyTorch sequence (matmul, + bias, activation).
+
+Every gemmlab result is verified against float64 first (``measure.verify.tolerance``); one that
+fails is reported and not timed. The result is a dict (``--json``) with ``kind``, ``env``,
+``settings``, ``results`` (a record per shape: medians in ms, TFLOP/s, the ratios, the plan that
+ran) and ``summary`` (geomean ratios).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from datetime import datetime, timezone
+
+from .. import __version__
+from ..analysis import environment as envinfo
+from ..core import driver
+from ..core.deps import require
+from ..core.shapes import BATCHED_SUITE, EPILOGUE_ACTIVATION, EPILOGUE_SUITE
+from ..measure import timing
+from ..measure.arrays import Lib
+from ..measure.verify import tolerance
+
+WORKLOADS = ("batched", "epilogue")
+TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+
+
+def _engine(ordinal: int, settings: timing.Settings) -> timing.Engine:
+    info = driver.device_info(ordinal)
+    device = timing.CudaDevice(Lib("torch"), ordinal, info.l2_bytes, flush=settings.l2 == "cold", spin=settings.spin)
+    clocks = timing.NvmlClocks(ordinal) if envinfo.max_sm_clock_mhz(ordinal) else None
+    return timing.Engine(device, settings, clocks)
+
+
+def _rel_error(got, want) -> float:
+    return float((got.double() - want).norm() / max(float(want.norm()), 1e-300))
+
+
+def _geomean(values) -> float | None:
+    vals = [v for v in values if v]
+    return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
+
+
+def _medians(run: timing.Run) -> dict:
+    return {name: s.median for name, s in run.samples.items()}
+
+
+def _batched_record(torch, engine, shape, dtype: str) -> dict:
+    import gemmlab
+    from ..core import api
+
+    B, M, N, K = shape
+    tdt = getattr(torch, TORCH_DTYPES[dtype])
+    a = torch.randn(B, M, K, device="cuda", dtype=tdt)
+    b = torch.randn(B, K, N, device="cuda", dtype=tdt)
+    out, peer_out = torch.empty(B, M, N, device="cuda", dtype=tdt), torch.empty(B, M, N, device="cuda", dtype=tdt)
+    rec = {"B": B, "M": M, "N": N, "K": K, "dtype": dtype, "flops": 2 * B * M * N * K}
+    gemmlab.matmul(a, b, out=out)
+    rec["rel_error"] = _rel_error(out, torch.bmm(a.double(), b.double()))
+    rec["tol"] = tolerance(dtype, K)
+    rec["verified"] = rec["rel_error"] <= rec["tol"]
+    plan = next((p for p in reversed(api._BATCH_PLANS.values()) if p.problem.batch == B and p.problem.K == K), None)
+    rec["plan"] = repr(plan) if plan is not None else "one launch per element (no batched rung serves this call)"
+    if not rec["verified"]:
+        return rec
+    run = engine.measure([timing.Candidate("gemmlab", lambda: gemmlab.matmul(a, b, out=out)),
+                          timing.Candidate("torch.bmm", lambda: torch.bmm(a, b, out=peer_out))])
+    med = _medians(run)
+    rec["median_ms"] = med
+    rec["tflops"] = {k: rec["flops"] / (v * 1e-3) / 1e12 for k, v in med.items()}
+    rec["vs_torch_bmm"] = med["torch.bmm"] / med["gemmlab"]
+    rec["samples"] = {k: s.as_dict() for k, s in run.samples.items()}
+    return rec
+
+
+def _activation_fn(torch, activation: str):
+    F = torch.nn.functional
+    return {"relu": torch.relu, "gelu": F.gelu, "silu": F.silu,
+            "gelu_tanh": lambda x: F.gelu(x, approximate="tanh")}[activation]
+
+
+def _epilogue_record(torch, engine, shape, dtype: str, activation: str) -> dict:
+    import gemmlab
+
+    M, N, K = shape
+    tdt = getattr(torch, TORCH_DTYPES[dtype])
+    a = torch.randn(M, K, device="cuda", dtype=tdt)
+    b = torch.randn(K, N, device="cuda", dtype=tdt)
+    bias = torch.randn(N, device="cuda", dtype=tdt)
+    c, plain = torch.empty(M, N, device="cuda", dtype=tdt), torch.empty(M, N, device="cuda", dtype=tdt)
+    act = _activation_fn(torch, activation)
+    rec = {"M": M, "N": N, "K": K, "dtype": dtype, "activation": activation, "flops": 2 * M * N * K}
+    gemmlab.gemm(a, b, c, bias=bias, activation=activation)
+    rec["rel_error"] = _rel_error(c, act(a.double() @ b.double() + bias.double()))
+    rec["tol"] = tolerance(dtype, K)
+    rec["verified"] = rec["rel_error"] <= rec["tol"]
+    rec["plan"] = repr(gemmlab.plan(a, b, c, bias=bias, activation=activation))
+    if not rec["verified"]:
+        return rec
+    fused = f"gemmlab+bias+{activation}"
+    cands = [timing.Candidate("gemmlab", lambda: gemmlab.gemm(a, b, plain)),
+             timing.Candidate(fused, lambda: gemmlab.gemm(a, b, c, bias=bias, activation=activation)),
+             timing.Candidate("torch.matmul", lambda: torch.matmul(a, b, out=plain)),
+             timing.Candidate("unfused torch", lambda: act(torch.matmul(a, b) + bias))]
+    if activation in ("gelu_tanh", "relu"):   # cuBLASLt's epilogues: GELU (tanh) and ReLU
+        cands.append(timing.Candidate("torch._addmm_activation",
+                                      lambda: torch._addmm_activation(bias, a, b, use_gelu=activation == "gelu_tanh")))
+    run = engine.measure(cands)
+    med = _medians(run)
+    rec["median_ms"] = med
+    rec["fused_vs_plain"] = med[fused] / med["gemmlab"]
+    rec["unfused_torch_vs_fused"] = med["unfused torch"] / med[fused]
+    if "torch._addmm_activation" in med:
+        rec["addmm_activation_vs_fused"] = med["torch._addmm_activation"] / med[fused]
+    rec["samples"] = {k: s.as_dict() for k, s in run.samples.items()}
+    return rec
+
+
+def run_workload(name: str, dtype: str, settings: timing.Settings | None = None, *, shapes=None,
+                 activation: str | None = None, progress: bool = True) -> dict:
+    """Time the workload suite ``name`` (``WORKLOADS``) in ``dtype`` (``shapes``: its shapes
+    instead of the suite's: (B, M, N, K) for batched, (M, N, K) for epilogue; ``activation`` of
+    the epilogue suite, default EPILOGUE_ACTIVATION) and return the result dict. Needs PyTorch (the
+    peers) and a GPU (driver.NoGPUError without one); ValueError for an unknown name or dtype."""
+    if name not in WORKLOADS:
+        raise ValueError(f"unknown workload suite {name!r}; workload suites: {', '.join(WORKLOADS)}")
+    if dtype not in TORCH_DTYPES:
+        raise ValueError(f"dtype {dtype!r}: the workload suites run fp32, fp16 and bf16")
+    activation = activation or EPILOGUE_ACTIVATION
+    torch = require("torch")
+    driver.cuda()
+    if not driver.gpu_available():
+        raise driver.NoGPUError("no NVIDIA GPU/driver: the workload suites time kernels on a GPU")
+    settings = settings or timing.Settings()
+    ordinal = int(torch.cuda.current_device())
+    started, t0 = datetime.now(timezone.utc), time.perf_counter()
+    env = envinfo.collect(ordinal)
+    env["clocks_before"] = envinfo.clocks(ordinal)
+    engine = _engine(ordinal, settings)
+    shapes = list(shapes or (BATCHED_SUITE if name == "batched" else EPILOGUE_SUITE))
+    records = []
+    torch.manual_seed(0)
+    for i, shape in enumerate(shapes):
+        rec = (_batched_record(torch, engine, shape, dtype) if name == "batched"
+               else _epilogue_record(torch, engine, shape, dtype, activation))
+        records.append(rec)
+        if progress:
+            print(f"  [{i + 1}/{len(shapes)}] {describe(rec)}", flush=True)
+    env["clocks_after"] = envinfo.clocks(ordinal)
+    key = "vs_torch_bmm" if name == "batched" else "fused_vs_plain"
+    summary = {"verified": all(r["verified"] for r in records), f"geomean_{key}": _geomean(r.get(key) for r in records)}
+    if name == "epilogue":
+        summary["geomean_addmm_activation_vs_fused"] = _geomean(r.get("addmm_activation_vs_fused") for r in records)
+        summary["geomean_unfused_torch_vs_fused"] = _geomean(r.get("unfused_torch_vs_fused") for r in records)
+    return {"gemmlab_version": __version__, "kind": name, "timestamp": started.isoformat(timespec="seconds"),
+            "duration_s": round(time.perf_counter() - t0, 3), "env": env,
+            "settings": {"dtype": dtype, "activation": activation if name == "epilogue" else None,
+                         "timing": settings.as_dict()},
+            "results": records, "summary": summary}
+
+
+def describe(rec: dict) -> str:
+    """One line of a record: the shape, the verification and the ratios."""
+    if "B" in rec:
+        shape = f"{rec['B']}x{rec['M']}x{rec['N']}x{rec['K']}"
+    else:
+        shape = f"{rec['M']}x{rec['N']}x{rec['K']}"
+    if not rec["verified"]:
+        return f"{shape} {rec['dtype']}: FAILED verification, rel. error {rec['rel_error']:.2e} > {rec['tol']:.1e}"
+    med = rec["median_ms"]
+    if "B" in rec:
+        return (f"{shape} {rec['dtype']}: gemmlab {med['gemmlab'] * 1e3:.1f} us, torch.bmm {med['torch.bmm'] * 1e3:.1f} us: "
+                f"{rec['vs_torch_bmm']:.3f}x torch.bmm")
+    text = (f"{shape} {rec['dtype']} bias+{rec['activation']}: fused {rec['fused_vs_plain']:.3f}x the plain GEMM's time, "
+            f"unfused torch {rec['unfused_torch_vs_fused']:.3f}x the fused time")
+    if "addmm_activation_vs_fused" in rec:
+        text += f", torch._addmm_activation {rec['addmm_activation_vs_fused']:.3f}x"
+    return text
+
+
+def render(result: dict) -> None:
+    """The suite's table (rich) and its summary."""
+    from rich.console import Console
+    from rich.table import Table
+
+    batched = result["kind"] == "batched"
+    what = result["settings"]["dtype"] + ("" if batched else f", bias + {result['settings']['activation']}")
+    t = Table(title=f"gemmlab bench --suite {result['kind']} ({what}) on {result['env'].get('gpu_name') or 'this GPU'}")
+    cols = (["B x M x N x K", "gemmlab us", "torch.bmm us", "vs torch.bmm", "gemmlab TFLOP/s"] if batched else
+            ["M x N x K", "plain us", "fused us", "fused / plain", "_addmm_activation / fused", "unfused torch / fused"])
+    for col in cols:
+        t.add_column(col, justify="right")
+    for r in result["results"]:
+        if batched:
+            shape = f"{r['B']}x{r['M']}x{r['N']}x{r['K']}"
+        else:
+            shape = f"{r['M']}x{r['N']}x{r['K']}"
+        if not r["verified"]:
+            t.add_row(shape, *(["FAILED"] + [""] * (len(cols) - 2)))
+            continue
+        m = r["median_ms"]
+        if batched:
+            t.add_row(shape, f"{m['gemmlab'] * 1e3:.1f}", f"{m['torch.bmm'] * 1e3:.1f}", f"{r['vs_torch_bmm']:.3f}x",
+                      f"{r['tflops']['gemmlab']:.0f}")
+        else:
+            fused = m[f"gemmlab+bias+{r['activation']}"]
+            addmm = r.get("addmm_activation_vs_fused")
+            t.add_row(shape, f"{m['gemmlab'] * 1e3:.1f}", f"{fused * 1e3:.1f}", f"{r['fused_vs_plain']:.3f}x",
+                      "" if addmm is None else f"{addmm:.3f}x", f"{r['unfused_torch_vs_fused']:.3f}x")
+    console = Console()
+    console.print(t)
+    for k, v in result["summary"].items():
+        console.print(f"{k}: {v:.3f}" if isinstance(v, float) else f"{k}: {v}")
+
+
+def exit_code(result: dict) -> int:
+    """0 when every gemmlab result verified, else 1."""
+    return 0 if result["summary"]["verified"] else 1

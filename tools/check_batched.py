@@ -1,0 +1,56 @@
+"""Batched matmul in one launch, checked against float64 on each of its paths: rung 21 by TMA (3-D maps,
+the deferred and the TMA store epilogues, a broadcast operand's 2-D map), by the producer's thread
+copy with staged stores (no 16-byte access), with its stream-K tail and with a fused epilogue, and
+rung 18 along grid.z. Small shapes, so that it runs under compute-sanitizer (tools/gpu_suite.sh,
+stage sanitize-batched); exits 1 when a product is wrong or did not run in one launch.
+
+    python tools/check_batched.py
+"""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+
+import gemmlab
+from gemmlab.core import api
+from gemmlab.core.epilogue import reference
+
+CASES = [  # name, dtype, a shape, b shape, kernel, config, bias, activation
+    ("rung 21 TMA, deferred 256-column tiles", "bfloat16", (3, 200, 128), (3, 128, 300), "wgmma_ws", {"CLUSTER": 1}, False, None),
+    ("rung 21 TMA, auto's tile", "float16", (9, 130, 64), (9, 64, 72), "auto", None, False, None),
+    ("rung 21 broadcast A", "bfloat16", (130, 64), (5, 64, 72), "auto", None, False, None),
+    ("rung 21 thread copy, staged stores", "bfloat16", (4, 33, 70), (4, 70, 45), "auto", None, False, None),
+    ("rung 21 stream-K tail", "float16", (7, 333, 192), (7, 192, 520), "wgmma_ws", {"STREAMK": 1}, False, None),
+    ("rung 21 fused bias + gelu_tanh", "bfloat16", (5, 130, 64), (5, 64, 200), "auto", None, True, "gelu_tanh"),
+    ("rung 18 grid.z", "float32", (6, 70, 40), (6, 40, 90), "auto", None, False, None),
+    ("rung 18 fused bias + silu", "float32", (3, 65, 33), (3, 33, 70), "async_simt", "128x128", True, "silu"),
+]
+
+
+def main() -> int:
+    torch.manual_seed(0)
+    bad = 0
+    for name, dtype, ashape, bshape, kernel, config, with_bias, activation in CASES:
+        dt = getattr(torch, dtype)
+        a, b = torch.randn(*ashape, device="cuda", dtype=dt), torch.randn(*bshape, device="cuda", dtype=dt)
+        bias = torch.randn(bshape[-1], device="cuda", dtype=dt) if with_bias else None
+        api._BATCH_PLANS.clear()
+        got = gemmlab.matmul(a, b, bias=bias, activation=activation, kernel=kernel, config=config)
+        torch.cuda.synchronize()
+        want = torch.matmul(a.double(), b.double()) + (bias.double() if with_bias else 0.0)
+        want = reference(want, activation, torch)
+        err = float((got.double() - want).norm() / want.norm())
+        tol = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1.5e-2}[dtype]
+        one = len(api._BATCH_PLANS) == 1
+        ok = err < tol and one and not torch.isnan(got).any()
+        bad += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} {name}: rel. error {err:.2e} (tol {tol:.0e}), "
+              f"{'one launch' if one else 'NOT one launch'}", flush=True)
+    print(f"{len(CASES) - bad}/{len(CASES)} batched paths correct")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
