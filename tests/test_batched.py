@@ -392,9 +392,12 @@ def test_a_batch_in_one_launch_fuses_bias_and_each_activation(activation, dtype,
                          ids=str)
 def test_every_rung_21_switch_runs_a_batch(config, no_batch_plans):
     torch = pytest.importorskip("torch")
-    a, b = _t(7, 333, 192, dtype="float16"), _t(7, 192, 520, dtype="float16")
+    # 25 elements of 3 x 3 tiles (6 units of 2): a partial last wave on 132 or 66 clusters, which
+    # STREAMK=1 splits by k tiles
+    a, b = _t(25, 333, 192, dtype="float16"), _t(25, 192, 520, dtype="float16")
     got = gemmlab.matmul(a, b, kernel="wgmma_ws", config=config)
-    _one_plan(7)
+    plan = _one_plan(25)
+    assert plan.variant.cfg["STREAMK"] == (isinstance(config, dict) and config.get("STREAMK", 0))
     assert _rel(got, torch.matmul(a.double(), b.double())) < TOL["float16"]
 
 
