@@ -120,12 +120,13 @@ def test_rung_compiles_a_fused_epilogue_without_spills(slug, dtype, precision, e
     pytest.fail("every fallback spills:\n" + "\n".join(spilled))
 
 
-def test_a_fused_stream_k_build_falls_back_to_the_same_tile_without_the_tail():
+def test_a_spilling_stream_k_build_falls_back_to_storing_at_the_tile_end_then_to_no_tail():
     rung = gemmlab.core.registry.get("wgmma_ws")
     configs = fused_configs(rung, "STREAMK=1", "bf16")
-    assert configs[0] == "STREAMK=1" and len(configs) == 2
-    assert configs[1] == {**rung.config("STREAMK=1", "bf16"), "STREAMK": 0}
-    assert fused_configs(rung, None, "bf16") == [None]     # STREAMK=0 already
+    assert configs[0] == "STREAMK=1" and len(configs) == 3
+    assert configs[1] == {**rung.config("STREAMK=1", "bf16"), "DEFER": 0}
+    assert configs[2] == {**rung.config("STREAMK=1", "bf16"), "STREAMK": 0}
+    assert fused_configs(rung, "DEFER=0", "bf16") == ["DEFER=0"]     # STREAMK=0 and DEFER=0 already
     assert fused_configs(gemmlab.core.registry.get("naive"), None, "fp32") == [None]
 
 

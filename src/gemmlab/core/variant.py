@@ -201,9 +201,11 @@ def _check_batch(rung: Rung, v: Variant, kp, packs) -> None:
 
 # A fused epilogue's arithmetic, or a batch's arguments (GL_BATCHED), beside a rung's accumulators can
 # pass the registers a thread may have where the plain build fits (rung 21's stream-K fixup with a
-# row bias: 8 bytes under NVRTC 13; by activation, bias and NVRTC version; batched with CLUSTER=1 and
-# DEFER=1: 84 bytes): then the same tile without the stream-K tail.
-FUSED_FALLBACKS = ({"STREAMK": 0},)
+# row bias: 8 bytes under NVRTC 13; by activation, bias and NVRTC version; batched with stream-K and
+# DEFER=1: 84 bytes with CLUSTER=1 under NVRTC 13, with both cluster sizes under the H200 machine's):
+# then the same tile storing each tile at its end (a fused tile is never deferred: the same build
+# again, and the next fallback), then without the stream-K tail.
+FUSED_FALLBACKS = ({"DEFER": 0}, {"STREAMK": 0})
 
 
 def fused_configs(rung: Rung, config: ConfigLike, precision: str | None) -> list:
