@@ -29,7 +29,8 @@ def test_the_epilogue_suite_holds_the_issues_three_shapes_first_with_the_tanh_ge
 
 
 @pytest.mark.parametrize("argv,match", [
-    (["bench", "--suite", "batched", "--shape", "64"], "--shape does not apply"),
+    (["bench", "--suite", "batched", "--shape", "64"], "batched shape '64' is not BxMxNxK"),
+    (["bench", "--shape", "8x64x64x64"], "is not N, N^3 or MxNxK"),
     (["bench", "--suite", "epilogue", "naive"], "RUNG does not apply"),
     (["bench", "--suite", "batched", "--activation", "relu"], "--activation is the epilogue suite's"),
     (["bench", "--activation", "relu"], "--activation is the epilogue suite's"),

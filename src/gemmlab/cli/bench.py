@@ -10,8 +10,8 @@ from ..bench.runner import run_bench
 from ..bench.table import render
 from ..core.config import parse_config
 from ..core.epilogue import ACTIVATIONS
-from ..core.shapes import (BANDWIDTH_SUITES, EPILOGUE_ACTIVATION, OVERHEAD_SHAPE, SUITE_FORMS, fmt_shape, parse_shapes,
-                           shapes_text, suite)
+from ..core.shapes import (BANDWIDTH_SUITES, EPILOGUE_ACTIVATION, OVERHEAD_SHAPE, SUITE_FORMS, fmt_shape,
+                           parse_batched_shapes, parse_shapes, shapes_text, suite)
 from ..measure.timing import Settings
 from .common import add_config, add_dtype, add_lib, add_precision, add_timing, checked, suite_name, timing_settings
 
@@ -30,8 +30,9 @@ def register(sub) -> None:
     p.add_argument("rungs", nargs="*", metavar="RUNG",
                    help="rung slugs or numbers, and auto (what kernel=\"auto\" picks for each shape) "
                         "(default: every rung that supports --dtype)")
-    p.add_argument("--shape", "--shapes", dest="shapes", action="append", metavar="SHAPES", type=checked(parse_shapes),
-                   help="N, N^3 or MxNxK, comma-separated; repeatable (default 4096^3, naive rungs 2048^3)")
+    p.add_argument("--shape", "--shapes", dest="shapes", action="append", metavar="SHAPES", type=checked(_shapes_text),
+                   help="N, N^3 or MxNxK, comma-separated; repeatable (default 4096^3, naive rungs 2048^3); "
+                        "BxMxNxK with --suite batched")
     p.add_argument("--suite", type=_suite_or_workload, default=None, metavar="SUITE",
                    help=f"the shapes of a benchmark suite (core/shapes.py; with --shape: both): {SUITE_FORMS}; "
                         "random draws N shapes (default 48) from SEED (default 0), the same on every machine; the "
@@ -69,21 +70,37 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def _shapes_text(text: str):
+    """argparse check of ``--shape``: MxNxK shapes (parse_shapes) or BxMxNxK ones (the batched
+    suite's); the MxNxK error where neither reads it."""
+    try:
+        return parse_shapes(text)
+    except ValueError as exc:
+        try:
+            return parse_batched_shapes(text)
+        except ValueError:
+            raise exc from None
+
+
 def _suite_or_workload(text: str) -> str:
     """argparse type of bench's ``--suite``: a workload suite's name, or a GEMM suite's (suite_name)."""
     return text if text in workloads.WORKLOADS else suite_name(text)
 
 
 def run_workload(args, settings: Settings) -> int:
-    """``--suite batched`` / ``--suite epilogue``: bench/workloads.py, on the suite's own shapes."""
-    for flag, given in (("--shape", args.shapes), ("RUNG", args.rungs), ("--config", args.config),
-                        ("--peers", args.peers), ("--precision", args.precision), ("--sustained", args.sustained)):
+    """``--suite batched`` / ``--suite epilogue``: bench/workloads.py, on the suite's shapes or those
+    of ``--shape`` (BxMxNxK for batched, MxNxK for epilogue)."""
+    for flag, given in (("RUNG", args.rungs), ("--config", args.config), ("--peers", args.peers),
+                        ("--precision", args.precision), ("--sustained", args.sustained)):
         if given:
-            raise ValueError(f"--suite {args.suite} times gemmlab's call against PyTorch's on its own shapes: "
-                             f"{flag} does not apply")
+            raise ValueError(f"--suite {args.suite} times gemmlab's call against PyTorch's: {flag} does not apply")
     if args.activation and args.suite != "epilogue":
         raise ValueError("--activation is the epilogue suite's")
-    result = workloads.run_workload(args.suite, args.dtype, settings, activation=args.activation,
+    shapes = None
+    if args.shapes:
+        text = ",".join(args.shapes)
+        shapes = parse_batched_shapes(text) if args.suite == "batched" else parse_shapes(text)
+    result = workloads.run_workload(args.suite, args.dtype, settings, shapes=shapes, activation=args.activation,
                                     progress=args.progress)
     workloads.render(result)
     if args.json:

@@ -155,3 +155,21 @@ def parse_shape(text: str) -> tuple[int, int, int]:
 
 def parse_shapes(text: str) -> list[tuple[int, int, int]]:
     return [parse_shape(s) for s in text.split(",") if s.strip()]
+
+
+def parse_batched_shapes(text: str) -> list[BatchedShape]:
+    """Comma-separated ``BxMxNxK`` (a batch of B products of M x N x K), e.g. ``32x512x512x64``."""
+    out = []
+    for part in (p.strip().lower() for p in text.split(",")):
+        if not part:
+            continue
+        try:
+            dims = tuple(int(x) for x in part.split("x"))
+        except ValueError:
+            dims = ()
+        if len(dims) != 4 or min(dims) < 1:
+            raise ValueError(f"batched shape {part!r} is not BxMxNxK with every dimension >= 1 (e.g. 32x512x512x64)")
+        out.append(dims)
+    if not out:
+        raise ValueError("no batched shapes given")
+    return out

@@ -138,12 +138,16 @@ def wstf32_constraints(cfg, planes: int = 1) -> list[str]:
 
 
 # ---- a batch in one launch (rung 21, GL_BATCHED): its configuration ---------------------------------
-# Measured on an H200 against torch.bmm (benchmarks/results/h200_batched_bf16.json; the tile sweep in
-# docs/journal/batched.md): a persistent block's first loads and last stores are not hidden behind
-# other tiles, which favours more, narrower tiles where K is short; a 64-column tile's wgmmas read A
-# again for every 64 columns; clusters of 2 gained nothing on a batch.
+# Measured on an H200 against torch.bmm (benchmarks/results/h200_batched_bf16.json; the tile and
+# switch sweeps in docs/journal/batched.md): a persistent block's first loads and last stores are not
+# hidden behind other tiles, which favours more, narrower tiles where K is short; a 64-column tile's
+# wgmmas read A again for every 64 columns; clusters of 2 gained nothing on a batch; with a short K
+# the deferred store (DEFER=1) has too few k tiles to spread a held tile over and ran behind storing
+# at the tile's end, and 4 stages ran ahead of 6 (a producer far ahead competes with the stores).
 BATCHED_TILE_RATE = {256: 1.0, 128: 0.94, 64: 0.62}   # per-element rate of a tile's main loop, 128x256's = 1
 BATCHED_EXPOSED_K = 96    # one tile's exposed fill and drain, in k of its main loop
+BATCHED_DEFER_K = 1024    # DEFER=1 from this K on: 16 k tiles, the held tile's 4 boxes one every 2 of the first half
+BATCHED_STAGES = 4
 
 
 def batched_config(M: int, N: int, K: int, batch: int, sm_count: int) -> tuple[dict, str]:
@@ -151,16 +155,15 @@ def batched_config(M: int, N: int, K: int, batch: int, sm_count: int) -> tuple[d
     why. The candidates are 128-row tiles of 256, 128 or 64 columns (none at least twice as wide as
     N), without clusters. Each is timed as a tile's area times its waves of units on the persistent
     grid times its k (over ``BATCHED_TILE_RATE``), plus one tile's exposed fill and drain
-    (``BATCHED_EXPOSED_K``); the least wins, the wider tile on a tie. The stages are as many as fit
-    (up to 8), holding the next tiles' operands while a tile is stored; DEFER as the presets have it
-    (on with 256-column tiles only)."""
+    (``BATCHED_EXPOSED_K``); the least wins, the wider tile on a tie. ``BATCHED_STAGES`` stages; a
+    256-column tile defers its stores into the next tile's main loop where K is long enough to hide
+    them (``BATCHED_DEFER_K``)."""
     best = None
     for bn in (256, 128, 64):
         if bn > 64 and N <= bn // 2:
             continue    # a tile at least twice the row: its right half computes nothing
-        stages = max(st for st in range(2, 9)
-                     if ws_smem({"BM": 128, "WM": 64, "BN": bn, "BK": 64, "STAGES": st}) <= MAX_SMEM_PER_BLOCK)
-        cfg = {"BM": 128, "WM": 64, "BN": bn, "BK": 64, "CLUSTER": 1, "DEFER": int(bn == 256), "STAGES": stages}
+        cfg = {"BM": 128, "WM": 64, "BN": bn, "BK": 64, "CLUSTER": 1, "DEFER": int(bn == 256 and K >= BATCHED_DEFER_K),
+               "STAGES": BATCHED_STAGES}
         units = -(-M // 128) * -(-N // bn) * batch
         waves = -(-units // max(1, min(units, sm_count)))
         cost = 128 * bn * (waves * K / BATCHED_TILE_RATE[bn] + BATCHED_EXPOSED_K)
@@ -168,7 +171,7 @@ def batched_config(M: int, N: int, K: int, batch: int, sm_count: int) -> tuple[d
             best = (cost, cfg, waves)
     _, cfg, waves = best
     return cfg, (f"a batch of {batch} in one launch: {cfg['BM']}x{cfg['BN']} tiles, {waves} wave(s) of them on "
-                 f"{sm_count} SMs (the least predicted time)")
+                 f"{sm_count} SMs (the least predicted time)" + (", stores deferred" if cfg["DEFER"] else ""))
 
 
 # ---- the entries (core/registry.py lists every family's in ladder order) --------------------
