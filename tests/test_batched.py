@@ -178,9 +178,27 @@ def test_resolve_gives_a_batched_problem_the_batched_variant_of_its_rung():
     assert res.variant.batch == (True, True) and not res.variant.tall
 
 
-def test_a_batch_is_not_packed_first():
-    with pytest.raises(ValueError, match="PACK=1 copies 2-D operands"):
-        resolve(get("wgmma_ws"), "bf16", replace(_problem().kernel_view(), vec_a=False), {"PACK": 1}, None, 132)
+def test_pack_copies_every_element_of_an_unaligned_operand_in_one_launch():
+    res = resolve(get("wgmma_ws"), "bf16", replace(_problem().kernel_view(), vec_a=False), {"PACK": 1}, None, 132)
+    (pack,) = res.packs
+    assert (pack.operand, pack.batch, pack.batch_stride, pack.grid()[2]) == ("A", 6, 2048, 6)
+    assert res.kp.vec_a and res.kp.batch_a == pack.element_stride == 32 * 64
+    assert res.variant.vec_a and res.variant.batch == (True, True)
+
+
+def test_an_operand_broadcast_over_the_batch_is_copied_once():
+    kp = replace(_problem().kernel_view(), vec_a=False, batch_a=0)
+    res = resolve(get("wgmma_ws"), "bf16", kp, {"PACK": 1}, None, 132)
+    assert res.packs[0].batch == 1 and res.kp.batch_a == 0 and res.variant.batch == (False, True)
+
+
+def test_the_batched_pack_takes_both_strides_after_its_ints():
+    from gemmlab.core.packing import Pack
+    from gemmlab.core.params import pack_params
+    block = pack_params(Pack("A", 32, 70, 70, 72, 2, batch=5, batch_stride=2240))
+    assert struct.unpack_from("<iiii", block.buffer, 16) == (32, 70, 70, 72)
+    assert struct.unpack_from("<qq", block.buffer, 32) == (2240, 32 * 72)
+    assert len(block.array) == 8
 
 
 def test_a_varying_operand_gets_a_3d_map_whose_box_is_one_elements():
@@ -400,6 +418,22 @@ def test_every_rung_21_switch_runs_a_batch(config, no_batch_plans):
     plan = _one_plan(25)
     assert plan.variant.cfg["STREAMK"] == (isinstance(config, dict) and config.get("STREAMK", 0))
     assert _rel(got, torch.matmul(a.double(), b.double())) < TOL["float16"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel,dtype", [("wgmma_ws", "bfloat16"), ("async_simt", "float32")])
+@pytest.mark.parametrize("shapes,transposed", [(((5, 33, 70), (5, 70, 45)), False), (((70, 33), (5, 33, 45)), False),
+                                               (((5, 70, 33), (5, 45, 70)), True)],
+                         ids=["both unaligned", "a broadcast", "transposed views"])
+def test_pack_copies_a_batchs_unaligned_operands_first(shapes, transposed, kernel, dtype, no_batch_plans):
+    torch = pytest.importorskip("torch")
+    a, b = _t(*shapes[0], dtype=dtype), _t(*shapes[1], dtype=dtype)
+    if transposed:    # (5, 33, 70) and (5, 70, 45), read column-major
+        a, b = a.mT, b.mT
+    got = gemmlab.matmul(a, b, kernel=kernel, config={"PACK": 1})
+    plan = _one_plan(5)
+    assert plan.packs and all(p.batch in (1, 5) for p in plan.packs)
+    assert _rel(got, torch.matmul(a.double(), b.double())) < TOL[dtype]
 
 
 @pytest.mark.gpu

@@ -238,8 +238,8 @@ class Plan:
         with ld N), the helper kernels and their parameter blocks; ``launch`` becomes the staged
         launch."""
         dtype = self.problem.dtype
-        self._pack_heads = [(load_pack(dtype, self.ordinal, capturing, p.kernel, p.planes > 1), *p.grid(), p.threads,
-                             1, 1, 0) for p in self.packs]
+        self._pack_heads = [(load_pack(dtype, self.ordinal, capturing, p.kernel, p.planes > 1, p.batch > 1), *p.grid(),
+                             p.threads, 1, 1, 0) for p in self.packs]
         self._pack_blocks = [pack_params(p) for p in self.packs]
         # sm_90: a second copy, and the rung's kernel right after a copy, programmatically serialized
         # (_pdl_config): each waits for the kernel before it in its first instruction (gl_pdl_wait);

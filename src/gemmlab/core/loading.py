@@ -104,12 +104,14 @@ def load_reduce(dtype: str, ordinal: int, capturing=None, epilogue: Epilogue = P
     return _load_helper(lambda d, a, b: compile_reduce(d, a, b, epilogue), what, dtype, ordinal, capturing)
 
 
-def load_pack(dtype: str, ordinal: int, capturing=None, kernel: str = packing.KERNEL, split: bool = False):
+def load_pack(dtype: str, ordinal: int, capturing=None, kernel: str = packing.KERNEL, split: bool = False,
+              batched: bool = False):
     """The CUfunction of the operand pack kernel ``kernel`` (``pack`` or the transposing ``pack_t``;
-    ``split``: its version writing two TF32 planes) for ``dtype`` on a device (``capturing``: see
-    ``compile_for_launch``)."""
-    what = f"the operand {kernel}{' (TF32 split)' if split else ''} [{dtype}]"
-    return _load_helper(lambda d, a, b: packing.compile_pack(d, a, b, kernel, split), what, dtype, ordinal, capturing)
+    ``split``: its version writing two TF32 planes; ``batched``: a batch's copies in one launch) for
+    ``dtype`` on a device (``capturing``: see ``compile_for_launch``)."""
+    what = f"the operand {kernel}{' (TF32 split)' if split else ''}{' (batched)' if batched else ''} [{dtype}]"
+    return _load_helper(lambda d, a, b: packing.compile_pack(d, a, b, kernel, split, batched), what, dtype, ordinal,
+                        capturing)
 
 
 def _load_helper(compile_fn, what: str, dtype: str, ordinal: int, capturing):

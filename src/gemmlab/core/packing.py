@@ -42,6 +42,7 @@ ROWS = 4              # GL_PACK_ROWS in the kernel: rows (warps) per block of 32
 TILE_T, THREADS_T = 32, 256   # pack_t: GL_PACK_T x GL_PACK_T tiles, blocks of 256 threads
 ALIGN = 256           # bytes: each region of the workspace starts on this boundary
 MAX_GRID_Y = 65535
+MAX_GRID_Z = 65535
 
 
 def _round_up(x: int, m: int) -> int:
@@ -65,6 +66,8 @@ class Pack:
     offset: int = 0
     transpose: bool = False
     planes: int = 1       # 2: the split pack, hi then lo planes (3xTF32), each rows_packed x ld_packed
+    batch: int = 1        # copies of a batch's elements in one launch (GL_PACK_BATCHED), element z of the
+    batch_stride: int = 0  # source batch_stride elements after element 0, of the copy element_stride after
 
     @property
     def rows_packed(self) -> int:
@@ -78,14 +81,20 @@ class Pack:
         return self.rows_packed * self.ld_packed * self.itemsize
 
     @property
+    def element_stride(self) -> int:
+        """Elements from one batch element's copy to the next (its rows_packed x ld_packed: a whole
+        number of 16-byte vectors, as a tensor map's stride must be)."""
+        return self.rows_packed * self.ld_packed
+
+    @property
     def nbytes(self) -> int:
-        """Bytes of the copy in the workspace, all planes (rounded up to ``ALIGN``)."""
-        return _round_up(self.planes * self.plane_bytes, ALIGN)
+        """Bytes of the copy in the workspace, all planes and batch elements (rounded up to ``ALIGN``)."""
+        return _round_up(self.planes * self.plane_bytes * self.batch, ALIGN)
 
     @property
     def traffic(self) -> int:
         """Bytes the pack kernel reads and writes."""
-        return self.outer * self.inner * self.itemsize + self.planes * self.plane_bytes
+        return (self.outer * self.inner * self.itemsize + self.planes * self.plane_bytes) * self.batch
 
     @property
     def kernel(self) -> str:
@@ -104,11 +113,12 @@ class Pack:
         if self.transpose:
             return (-(-self.inner // TILE_T), min(-(-self.ld_packed // TILE_T), MAX_GRID_Y), 1)
         chunks = self.ld_packed * self.itemsize // VECTOR_BYTES
-        return (-(-chunks // 32), min(-(-self.outer // ROWS), MAX_GRID_Y), 1)
+        return (-(-chunks // 32), min(-(-self.outer // ROWS), MAX_GRID_Y), self.batch)   # a batch's elements along z
 
     def __str__(self) -> str:
         return (f"{self.operand}: ld {self.ld} -> {self.ld_packed}" + (" transposed" if self.transpose else "")
-                + (" split into TF32 hi + lo" if self.planes > 1 else ""))
+                + (" split into TF32 hi + lo" if self.planes > 1 else "")
+                + (f" x {self.batch} batch elements" if self.batch > 1 else ""))
 
 
 def packed_ld(inner: int, dtype: str) -> int:
@@ -126,6 +136,15 @@ def _pack(operand: str, rows: int, cols: int, ld: int, col_major: bool, dtype: s
     if planes > 1 and dtype != "fp32":
         raise ValueError(f"the split pack splits fp32 operands into TF32 parts, not {dtype}")
     return Pack(operand, outer, inner, ld, ldp, get_dtype(dtype).itemsize, transpose=transpose, planes=planes)
+
+
+def _batched(p: Pack, batch: int, stride: int) -> Pack:
+    """The pack of every element of a batch (one copy when the operand is broadcast, stride 0)."""
+    if batch <= 1 or stride == 0:
+        return p
+    if batch > MAX_GRID_Z:
+        raise ValueError(f"a batch of {batch} operand copies needs grid.z, at most {MAX_GRID_Z}: use PACK=0")
+    return replace(p, batch=batch, batch_stride=stride)
 
 
 def kernel_layout(a_col: bool, b_col: bool, k_major: bool, register_a: bool = False) -> tuple[bool, bool, bool]:
@@ -151,11 +170,13 @@ def plan_packs(kp: KernelProblem, dtype: str, k_major: bool = False, planes: int
     its two TF32 planes (MN-major ones transposed with ``k_major``)."""
     a_t, b_t = k_major and kp.a_col and not register_a, k_major and not kp.b_col
     split = planes > 1
+    if kp.batch > 1 and (a_t or b_t or split):
+        raise ValueError("a batch in one launch copies its operands as they are: no transposing or split copies")
     packs = []
     if not kp.vec_a or a_t or split:
-        packs.append(_pack("A", kp.M, kp.K, kp.lda, kp.a_col, dtype, a_t, planes))
+        packs.append(_batched(_pack("A", kp.M, kp.K, kp.lda, kp.a_col, dtype, a_t, planes), kp.batch, kp.batch_a))
     if not kp.vec_b or b_t or split:
-        packs.append(_pack("B", kp.K, kp.N, kp.ldb, kp.b_col, dtype, b_t, planes))
+        packs.append(_batched(_pack("B", kp.K, kp.N, kp.ldb, kp.b_col, dtype, b_t, planes), kp.batch, kp.batch_b))
     offset, out = 0, []
     for p in packs:
         out.append(replace(p, offset=offset))
@@ -184,10 +205,11 @@ def packed_view(kp: KernelProblem, packs: tuple[Pack, ...]) -> KernelProblem:
     flags on, a transposed operand in the other layout. The pointers stay the user's (each launch
     packs from them)."""
     for p in packs:
+        stride = p.element_stride if p.batch > 1 else 0   # a batch's copies, one after the other
         if p.operand == "A":
-            kp = replace(kp, lda=p.ld_packed, vec_a=True, a_col=kp.a_col != p.transpose)
+            kp = replace(kp, lda=p.ld_packed, vec_a=True, a_col=kp.a_col != p.transpose, batch_a=stride)
         else:
-            kp = replace(kp, ldb=p.ld_packed, vec_b=True, b_col=kp.b_col != p.transpose)
+            kp = replace(kp, ldb=p.ld_packed, vec_b=True, b_col=kp.b_col != p.transpose, batch_b=stride)
     return kp
 
 
@@ -212,12 +234,15 @@ def describe(packs: tuple[Pack, ...]) -> str:
 
 
 def compile_pack(dtype: str, arch: str, before_compile=None, kernel: str = KERNEL,
-                 split: bool = False) -> _compile.CompiledKernel:
+                 split: bool = False, batched: bool = False) -> _compile.CompiledKernel:
     """The pack kernel (``kernel``: ``KERNEL`` or the transposing ``KERNEL_T``) for ``dtype`` on
-    ``arch``, cached like a variant; ``split``: its split version (two TF32 planes, GL_PACK_SPLIT)."""
+    ``arch``, cached like a variant; ``split``: its split version (two TF32 planes, GL_PACK_SPLIT);
+    ``batched``: a batch's copies in one launch (GL_PACK_BATCHED)."""
     defines = {"GL_DTYPE": get_dtype(dtype).code}
     if split:   # only then: the plain pack's cache key stays as it was
         defines["GL_PACK_SPLIT"] = 1
+    if batched:   # likewise
+        defines["GL_PACK_BATCHED"] = 1
     return _compile.compile_source(SOURCE, kernel, arch, defines, before_compile=before_compile)
 
 

@@ -87,12 +87,16 @@ class HelperParams:
 
     __slots__ = ("buffer", "array", "address", "pack")
 
-    def __init__(self, call: struct.Struct, order: tuple[int, ...], ints: tuple[int, ...]):
-        self.buffer = ctypes.create_string_buffer(call.size + 4 * len(ints))
+    def __init__(self, call: struct.Struct, order: tuple[int, ...], ints: tuple[int, ...], wide: tuple[int, ...] = ()):
+        """``wide``: fixed 64-bit arguments, after the ints (on an 8-byte boundary)."""
+        wide_at = -(-(call.size + 4 * len(ints)) // 8) * 8
+        self.buffer = ctypes.create_string_buffer(wide_at + 8 * len(wide))
         base = ctypes.addressof(self.buffer)
         self.array = (ctypes.c_void_p * len(order))(*[base + off for off in order])
         self.address = ctypes.addressof(self.array)
         struct.pack_into(f"<{len(ints)}i", self.buffer, call.size, *ints)
+        if wide:
+            struct.pack_into(f"<{len(wide)}q", self.buffer, wide_at, *wide)
         self.pack = call.pack_into
 
 
@@ -108,7 +112,10 @@ def reduce_params(M: int, N: int, splits: int, ldc: int, bias: bool = False) -> 
 
 
 def pack_params(p: packing.Pack) -> HelperParams:
-    """kernels/pack.cu (outer inner src ld dst ldp); per call src dst."""
+    """kernels/pack.cu (outer inner src ld dst ldp [src_stride dst_stride]); per call src dst."""
+    if p.batch > 1:   # GL_PACK_BATCHED: the two strides at byte 32
+        return HelperParams(struct.Struct("<QQ"), (16, 20, 0, 24, 8, 28, 32, 40), (p.outer, p.inner, p.ld, p.ld_packed),
+                            (p.batch_stride, p.element_stride))
     return HelperParams(struct.Struct("<QQ"), (16, 20, 0, 24, 8, 28), (p.outer, p.inner, p.ld, p.ld_packed))
 
 

@@ -176,22 +176,19 @@ def resolve(rung: Rung, dtype: str, kp, config: ConfigLike, precision: str | Non
     if kp2 is not kp:
         v, kp = v.for_kernel_problem(kp2), kp2
     if kp.batch > 1:
-        _check_batch(rung, v, kp, packs)
+        _check_batch(rung, v, kp)
         v = replace(v, batch=(kp.batch_a != 0, kp.batch_b != 0))
     geometry = rung.launch(kp.M, kp.N, v.cfg, kp.K, sm_count, v.precision, kp.batch)
     return Resolved(v.for_geometry(geometry, kp.M, kp.N, kp.K, kp.batch), packs, kp, geometry)
 
 
-def _check_batch(rung: Rung, v: Variant, kp, packs) -> None:
+def _check_batch(rung: Rung, v: Variant, kp) -> None:
     """What a batch in one launch needs (ValueError naming what is missing): a rung that walks
-    batch x tiles, no operand copies (a copy is of one 2-D operand), and units that the kernel's
-    32-bit schedule counts."""
+    batch x tiles, and units that the kernel's 32-bit schedule counts (its operand copies, PACK=1,
+    are a batch's too: core/packing.py)."""
     if not rung.batched:
         raise ValueError(f"rung {rung.slug!r} launches one problem; a batch of {kp.batch} in one launch is for the "
                          f"rungs async_simt and wgmma_ws")
-    if packs:
-        raise ValueError(f"PACK=1 copies 2-D operands first; a batch of {kp.batch} in one launch reads each element "
-                         f"where it is: use PACK=0")
     cfg = v.cfg
     units = work_units(kp.M, kp.N, cfg, kp.batch)
     if units >= 2 ** 31:

@@ -73,10 +73,24 @@ __device__ __forceinline__ unsigned int gl_pack_word(const GlBits* __restrict__ 
     return w;
 }
 
+// GL_PACK_BATCHED 1: a batch of such operands in one launch (a batched GEMM's, core/batched.py), element
+// blockIdx.z read src_stride elements after element 0 and written dst_stride after the copy's first.
+#ifndef GL_PACK_BATCHED
+#define GL_PACK_BATCHED 0
+#endif
+#if GL_PACK_BATCHED
+#define GL_PACK_BATCH_PARAMS , long long src_stride, long long dst_stride
+#else
+#define GL_PACK_BATCH_PARAMS
+#endif
 extern "C" __global__ void __launch_bounds__(32 * GL_PACK_ROWS)
-pack(int outer, int inner, const T* __restrict__ src, int ld, T* __restrict__ dst, int ldp)
+pack(int outer, int inner, const T* __restrict__ src, int ld, T* __restrict__ dst, int ldp GL_PACK_BATCH_PARAMS)
 {
     gl_pdl_wait();   // a second copy, launched programmatically after the first (core/launch.py)
+#if GL_PACK_BATCHED
+    src += blockIdx.z * src_stride;
+    dst += blockIdx.z * dst_stride;
+#endif
     const int j = (blockIdx.x * 32 + (threadIdx.x & 31)) * GL_PACK_VEC;   // this lane's chunk
     if (j >= ldp) return;
     const GlBits* const s = reinterpret_cast<const GlBits*>(src);
