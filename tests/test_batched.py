@@ -257,6 +257,18 @@ def test_auto_runs_a_batch_on_the_rung_that_walks_batches_for_its_dtype(dtype, s
     assert choice.rung.slug == slug and choice.source == "rule" and "one launch" in choice.reason
 
 
+def test_auto_copies_a_16_bit_batchs_unaligned_operands_first_where_k_is_longer_than_one_k_tile():
+    choice = rules.batched_choice(_problem(K=70), "auto", None, _Device("sm_90a"), None)
+    assert choice.config["PACK"] == 1 and "PACK=1" in choice.reason
+    assert "PACK" not in rules.batched_choice(_problem(K=60), "auto", None, _Device("sm_90a"), None).config
+    assert "PACK" not in rules.batched_choice(_problem(K=64), "auto", None, _Device("sm_90a"), None).config
+
+
+def test_auto_never_copies_an_fp32_batchs_operands():
+    choice = rules.batched_choice(_problem(K=70, dtype="fp32"), "auto", None, _Device("sm_90a"), None)
+    assert "PACK" not in get("async_simt").config(choice.config) or get("async_simt").config(choice.config)["PACK"] == 0
+
+
 def test_auto_runs_a_16_bit_batch_per_element_before_hopper():
     assert rules.batched_choice(_problem(dtype="bf16"), "auto", None, _Device("sm_80"), None) is None
 

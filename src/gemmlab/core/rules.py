@@ -313,6 +313,12 @@ def choose(problem: GemmProblem, kernel: str = "auto", arch: str | int | None = 
 
 
 # ---- a batch in one launch ---------------------------------------------------------------------------
+# Rung 21 copies a batch's operands without 16-byte access first (PACK=1) where K is longer than one
+# k tile: on an H200 the copy took 3x593x76x1428 from a third of torch.bmm's speed to
+# level with it, and lost only where each tile had one k tile (52x250x86x60) and the extra launch cost
+# more than the producer's thread copy did (docs/journal/batched.md). Rung 18's scalar path ran ahead
+# of its copy at every shape measured, so it never packs a batch.
+BATCHED_PACK_K = 64
 def batched_choice(problem: GemmProblem, kernel: str, config, device, precision: str | None) -> Choice | None:
     """The rung and configuration that run ``problem`` (a batch, ``GemmProblem.batch``) in one
     launch, or None where none does (core/batched.py then launches per element). ``auto`` takes a
@@ -337,6 +343,9 @@ def batched_choice(problem: GemmProblem, kernel: str, config, device, precision:
     kp = problem.kernel_view()
     if rung.persistent:
         cfg, why = batched_config(kp.M, kp.N, kp.K, problem.batch, device.sm_count)
+        if (not kp.vec_a or not kp.vec_b) and kp.K > BATCHED_PACK_K:
+            cfg = dict(cfg, PACK=1)
+            why += "; PACK=1: operands without 16-byte access copied first, in one launch for the batch"
         return Choice(rung, cfg, source, why)
     if -(-kp.M // rung.config(None)["BM"]) > MAX_GRID_Y or problem.batch > MAX_GRID_Z:
         return None   # beyond grid.y or grid.z: per element
