@@ -67,7 +67,7 @@ def _batched_record(torch, engine, shape, dtype: str) -> dict:
     rec["rel_error"] = _rel_error(out, torch.bmm(a.double(), b.double()))
     rec["tol"] = tolerance(dtype, K)
     rec["verified"] = rec["rel_error"] <= rec["tol"]
-    plan = next((p for p in reversed(api._BATCH_PLANS.values()) if p.problem.batch == B and p.problem.K == K), None)
+    plan = next((p for p in reversed(api.batch_plans()) if p.problem.batch == B and p.problem.K == K), None)
     rec["plan"] = repr(plan) if plan is not None else "one launch per element (no batched rung serves this call)"
     if not rec["verified"]:
         return rec

@@ -214,6 +214,13 @@ _BATCH_PLANS_KEPT = 64
 _batch_lock = threading.Lock()
 
 
+def batch_plans() -> list:
+    """The plans the one-launch batched path keeps, the most recently made or used last (``repr``
+    says what each runs and why): what ``matmul`` ran a batch with."""
+    with _batch_lock:
+        return list(_BATCH_PLANS.values())
+
+
 def _one_launch(fa, fb, fc, lay, bias, activation, kernel, config, precision) -> bool:
     """The batch in one launch of a rung that walks batch x tiles (core/batched.py, one_problem;
     rules.batched_choice), through a plan kept per call signature (shapes, strides, dtype, device,

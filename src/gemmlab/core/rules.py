@@ -314,10 +314,10 @@ def choose(problem: GemmProblem, kernel: str = "auto", arch: str | int | None = 
 
 # ---- a batch in one launch ---------------------------------------------------------------------------
 # Rung 21 copies a batch's operands without 16-byte access first (PACK=1) where K is longer than one
-# k tile: on an H200 the copy took 3x593x76x1428 from a third of torch.bmm's speed to
-# level with it, and lost only where each tile had one k tile (52x250x86x60) and the extra launch cost
-# more than the producer's thread copy did (docs/journal/batched.md). Rung 18's scalar path ran ahead
-# of its copy at every shape measured, so it never packs a batch.
+# k tile: on an H200 the copy took arbitrary sizes from 0.34-1.20x torch.bmm's speed to 0.64-2.39x, and
+# lost only where each tile had one k tile (52x250x86x60), the extra launch costing more than the
+# producer's thread copy; rung 18's scalar path ran ahead of its copy or level at every size, so it
+# never packs a batch (benchmarks/results/h200_batched_sweep.json; docs/journal/batched.md).
 BATCHED_PACK_K = 64
 def batched_choice(problem: GemmProblem, kernel: str, config, device, precision: str | None) -> Choice | None:
     """The rung and configuration that run ``problem`` (a batch, ``GemmProblem.batch``) in one
