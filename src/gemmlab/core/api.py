@@ -205,7 +205,7 @@ def _warn_per_element(lay, dtype: str) -> None:
         _warned.add(key)
         log.warning("batched matmul %s x %dx%dx%d %s runs one GEMM launch per batch element (%d launches): the "
                     "batch does not fold into M, and no rung runs it in one launch (batch dimensions that do not "
-                    "flatten into one stride, or a dtype or GPU that rung wgmma_ws does not serve)",
+                    "flatten into one stride, or a kernel, precision or GPU that no batched rung serves)",
                     "x".join(map(str, lay.batch)), lay.M, lay.N, lay.K, dtype, lay.count)
 
 
@@ -265,8 +265,9 @@ def _one_launch(fa, fb, fc, lay, bias, activation, kernel, config, precision) ->
 
 
 def _batched_matmul(a, b, bias, activation, kernel, out, config, precision):
-    """``matmul`` of operands with batch dimensions: one folded 2-D GEMM where the batch folds into M
-    (core/batched.py), else one 2-D GEMM per batch element through a plan per alignment class."""
+    """``matmul`` of operands with batch dimensions (core/batched.py): one folded 2-D GEMM where the
+    batch folds into M, else one launch of a rung that walks batch x tiles (``_one_launch``), else
+    one 2-D GEMM per batch element through a plan per alignment class."""
     fa, fb = array_facts("a", a), array_facts("b", b)
     lay = batched.layout(fa, fb)
     shape = lay.batch + (lay.M, lay.N)
