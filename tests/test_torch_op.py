@@ -146,6 +146,35 @@ def test_a_shared_weights_gradient_under_a_batch_is_one_gemm_over_the_folded_bat
     assert sorted(tuple(n.meta["val"].shape) for n in _gemmlab_calls(gm.graph)) == [(4, 33, 9), (4, 33, 17), (17, 9)]
 
 
+def _targets(graph) -> list[str]:
+    return [str(n.target) for n in graph.nodes if n.op == "call_function" and "gemmlab" in str(n.target)]
+
+
+def test_a_layer_that_wants_gradients_saves_its_pre_activation_instead_of_recomputing_it():
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def step(x, w, bias, g):
+        return torch.autograd.grad(gt.matmul(x, w, bias=bias, activation="gelu"), (x, w, bias), g)
+
+    gm = make_fx(step, tracing_mode="fake")(torch.randn(33, 17, requires_grad=True), torch.randn(17, 9, requires_grad=True),
+                                            torch.randn(9, requires_grad=True), torch.randn(33, 9))
+    targets = _targets(gm.graph)
+    assert sum("matmul_epilogue_saved" in t for t in targets) == 1, gm.code    # the forward, keeping z
+    assert sum(t.startswith("gemmlab.matmul.") for t in targets) == 2, gm.code  # grad_x and grad_w, no recompute
+    assert not [t for t in targets if t.startswith("gemmlab.matmul_epilogue.")], gm.code
+
+
+def test_inference_fuses_the_activation_into_the_gemm():
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def infer(x, w, bias):
+        with torch.no_grad():
+            return gt.matmul(x, w, bias=bias, activation="gelu")
+
+    gm = make_fx(infer, tracing_mode="fake")(torch.randn(33, 17, requires_grad=True), torch.randn(17, 9), torch.randn(9))
+    assert [t for t in _targets(gm.graph) if "matmul" in t] == ["gemmlab.matmul_epilogue.default"], gm.code
+
+
 # ---- torch.compile (CPU: the trace; running needs the GPU) ----------------------------------------
 
 def test_torch_compile_fullgraph_traces_the_operator_without_a_graph_break():
@@ -234,6 +263,23 @@ def test_batched_fused_epilogue_gradients_match_float64():
     assert _rel(y, Y) < tolerance("fp32", 32)
     for got, w in zip(grads, want):
         assert got.shape == w.shape and _rel(got, w) < tolerance("fp32", 120)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("op_name", ["matmul_epilogue", "matmul_epilogue_saved"])
+def test_both_ways_to_the_activations_gradient_match_float64(op_name):
+    torch.manual_seed(0)
+    a = torch.randn(40, 32, device="cuda", requires_grad=True)
+    b = torch.randn(32, 24, device="cuda", requires_grad=True)
+    bias = torch.randn(24, device="cuda", requires_grad=True)
+    out = getattr(torch.ops.gemmlab, op_name)(a, b, bias, "silu", "auto", None)
+    y = out[0] if isinstance(out, (tuple, list)) else out
+    g = torch.randn_like(y)
+    grads = torch.autograd.grad(y, (a, b, bias), g)
+    ref = [t.detach().double().requires_grad_(True) for t in (a, b, bias)]
+    Y = torch.nn.functional.silu(ref[0] @ ref[1] + ref[2])
+    for got, want in zip(grads, torch.autograd.grad(Y, ref, g.double())):
+        assert _rel(got, want) < tolerance("fp32", 40)
 
 
 @pytest.mark.gpu
