@@ -31,7 +31,7 @@ def _meta(*shape, dtype=torch.float32, requires_grad=False):
 def test_the_operator_is_registered_as_gemmlab_matmul():
     assert gemmlab.torch is gt  # the lazy attribute of the package is the facade module
     assert gt.op is OP
-    assert str(OP._schema) == "gemmlab::matmul(Tensor a, Tensor b, str kernel) -> Tensor"
+    assert str(OP._schema) == "gemmlab::matmul(Tensor a, Tensor b, str kernel, str? precision=None) -> Tensor"
     assert torch._C._dispatch_has_kernel_for_dispatch_key("gemmlab::matmul", "CompositeExplicitAutograd") \
         or torch._C._dispatch_has_kernel_for_dispatch_key("gemmlab::matmul", "CUDA")
     assert torch._C._dispatch_has_kernel_for_dispatch_key("gemmlab::matmul", "Meta")
