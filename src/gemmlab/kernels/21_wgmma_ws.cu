@@ -193,7 +193,7 @@ __device__ __forceinline__ bool tma_store_now(int N, float beta) {
 static_assert(!GL_TMA_STORE_ONLY || TMA_STORE, "the store twin is built only where the TMA store is (EPI_TMA=1, GL_VEC_C)");
 static_assert(SMEM_NEED <= GL_DYN_SMEM, "the registry's shared-memory size (GL_DYN_SMEM) is too small for this tile");
 
-// ---- the barriers' counts ---------------------------------------------------------------------
+// ---- how the operands arrive (ws.cuh derives the barriers' counts and the register split) -------
 // TMA_ONLY: both operands come by TMA, issued by one thread; otherwise the producer warpgroup's 128
 // threads copy what TMA cannot describe (GlOperand::copy) and each arrives on the full barrier.
 constexpr bool TMA_ONLY = GL_VEC_A && GL_VEC_B;
@@ -203,21 +203,6 @@ constexpr bool MCAST_B = CLUSTER > 1 && GL_VEC_B;
 // Bytes the copy engine delivers to THIS CTA per stage: its A tile and the whole B tile (with
 // multicast, part of B comes from the peer's TMA, counted on this CTA's barrier all the same).
 constexpr unsigned TX_BYTES = (GL_VEC_A ? A_STAGE_B : 0) + (GL_VEC_B ? B_STAGE_B : 0);
-constexpr unsigned FULL_ARRIVALS = TMA_ONLY ? 1 : GL_WARPGROUP;
-// A stage may be refilled once every consumer warp that reads it has released it: with multicast,
-// the peer's producer writes this CTA's stage too, so the consumers of BOTH CTAs arrive on the
-// empty barrier of each (one arrival per consumer warp per CTA).
-constexpr unsigned EMPTY_ARRIVALS = CWARPS * CLUSTER;
-
-// ---- the register split (setmaxnreg) ---------------------------------------------------------
-// __launch_bounds__(384, 1) caps a thread at 168 registers (65536 / 384, in steps of 8), and the
-// block is given 384 x 168 at launch. The producer gives most of its share back (it needs loop
-// state and addresses only; the thread copy needs 8 halves per chunk in flight: 96) and the
-// consumers take it: 128 accumulators plus descriptors and epilogue addresses fit in 232.
-constexpr int PRODUCER_REGS = TMA_ONLY ? 40 : 96;
-constexpr int CONSUMER_REGS = TMA_ONLY ? 232 : 200;
-static_assert(GL_WARPGROUP * (PRODUCER_REGS + WGS * CONSUMER_REGS) <= THREADS * 168,
-              "the register split must fit what the block holds at launch, or the consumers' setmaxnreg.inc waits forever");
 
 #include "ws.cuh"     // the persistent schedule, the mbarrier ring, the producer's load loop
 
@@ -453,14 +438,7 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
     const int wg = __shfl_sync(0xffffffffu, warp / 4, 0);
     // this warpgroup's descriptors (hopper.cuh): its WM rows of A, all of B
     const GlStageDescs<GL_A_COL, GL_B_COL, A_PANEL_B, B_PANEL_B> descs(sm.a_base, sm.b_base, wg * WM);
-    // One arrival per consumer warp on the stage's empty barrier, and with a cluster one on the
-    // peer's (whose producer multicasts into this CTA's stage too).
-    auto release = [&](int s) {
-        if (lane == 0) {
-            gl_mbar_arrive(sm.empty(s));
-            if (CLUSTER > 1) gl_mbar_arrive_cluster(sm.empty(s), rank ^ 1);
-        }
-    };
+    auto release = [&](int s) { sm.release(s, lane, rank); };
     // warp % 4 owns 16 rows of each m64 block (the C-fragment layout), and its own staging
     const int warp_row = wg * WM + 16 * (warp % 4);
     const unsigned stage = sm.epi + warp * EPI_WARP_B;

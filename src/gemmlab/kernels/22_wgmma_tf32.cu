@@ -188,18 +188,11 @@ static_assert(A_PANEL_B % 1024 == 0 && B_PANEL_B % 1024 == 0, "panels keep the 1
 static_assert(PIPE_B % 1024 == 0 && BN % CHUNK_N == 0, "the staging on the swizzle's period, and a tile whole chunks");
 static_assert(SMEM_NEED <= GL_DYN_SMEM, "the registry's shared-memory size (GL_DYN_SMEM) is too small for this tile");
 
-// ---- the barriers' counts: TMA only (see rung 21) -----------------------------------------------
+// ---- how the operands arrive: TMA only (rung 21 says what each means; ws.cuh derives the barriers'
+// counts and the register split) --------------------------------------------------------------------
 constexpr bool TMA_ONLY = true;
 constexpr bool MCAST_B = CLUSTER > 1;
 constexpr unsigned TX_BYTES = A_STAGE_B + B_STAGE_B;
-constexpr unsigned FULL_ARRIVALS = 1;
-constexpr unsigned EMPTY_ARRIVALS = CWARPS * CLUSTER;
-
-// ---- the register split (setmaxnreg), rung 21's TMA-only one ----------------------------------------
-constexpr int PRODUCER_REGS = 40;
-constexpr int CONSUMER_REGS = 232;
-static_assert(GL_WARPGROUP * (PRODUCER_REGS + WGS * CONSUMER_REGS) <= THREADS * 168,
-              "the register split must fit what the block holds at launch, or the consumers' setmaxnreg.inc waits forever");
 
 #include "ws.cuh"     // the persistent schedule, the mbarrier ring, the producer's load loop
 
@@ -437,12 +430,7 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
     const bool tma = tma_store_now(M, N, ep.beta);
     const unsigned stage = sm.epi + wg * EPI_BUFS * CHUNK_B;   // this warpgroup's chunk buffers
     const GlStageDescs<0, 1, A_PANEL_B, B_PANEL_B> descs(sm.a_base, sm.b_base, wg * WM);
-    auto release = [&](int s) {
-        if (lane == 0) {
-            gl_mbar_arrive(sm.empty(s));
-            if (CLUSTER > 1) gl_mbar_arrive_cluster(sm.empty(s), rank ^ 1);
-        }
-    };
+    auto release = [&](int s) { sm.release(s, lane, rank); };
 
     float acc[MI][BN / 8][4];
 #if GL_A_COL

@@ -1,9 +1,10 @@
 // ws.cuh — what the warp-specialized persistent WGMMA rungs (21 wgmma_ws, 22 wgmma_tf32) share:
 // the static persistent schedule, the mbarrier ring bookkeeping, the shared-memory handles and the
 // producer warpgroup's load loop. Rung 21's header explains the design; this file holds it once.
-// The includer defines, before including: BM, BN, BK, STAGES, CLUSTER (defines), T, and the
-// constants A_PANELS, A_ROWS, B_PANELS, B_ROWS, A_STAGE_B, B_STAGE_B, TMA_ONLY, MCAST_B, TX_BYTES
-// (its shared-memory carve-up and barrier counts). sm_90a only (hopper.cuh).
+// The includer defines, before including: BM, BN, BK, STAGES, CLUSTER, THREADS (defines), T, and
+// the constants WGS, MI, CWARPS (its consumer warpgroups), A_PANELS, A_ROWS, B_PANELS, B_ROWS,
+// A_STAGE_B, B_STAGE_B (its shared-memory carve-up), TMA_ONLY, MCAST_B, TX_BYTES (how its operands
+// arrive); this file derives the barriers' counts and the register split. sm_90a only (hopper.cuh).
 // GL_PLANES (default 1): planes per operand, 2 for rung 22's 3xTF32 (big and small TF32 parts, the
 // TMA boxes of both in one stage, counted in A_STAGE_B / B_STAGE_B and TX_BYTES by the includer).
 #pragma once
@@ -11,6 +12,22 @@
 #ifndef GL_PLANES
 #define GL_PLANES 1
 #endif
+// ---- the barriers' counts and the register split, from the includer's TMA_ONLY ---------------------
+// Full: one arrival (the thread that issues every TMA, with the stage's bytes) where both operands
+// come by TMA, else one per producer thread (GlOperand::copy). Empty: a stage may be refilled once
+// every consumer warp that reads it has released it; with multicast the peer's producer writes this
+// CTA's stage too, so the consumers of BOTH CTAs arrive on the empty barrier of each (one arrival per
+// consumer warp per CTA).
+constexpr unsigned FULL_ARRIVALS = TMA_ONLY ? 1 : GL_WARPGROUP;
+constexpr unsigned EMPTY_ARRIVALS = CWARPS * CLUSTER;
+// setmaxnreg: __launch_bounds__(384, 1) caps a thread at 168 registers (65536 / 384, in steps of 8),
+// and the block is given 384 x 168 at launch. The producer gives most of its share back (it needs
+// loop state and addresses only; the thread copy needs 8 halves per chunk in flight: 96) and the
+// consumers take it: 128 accumulators plus descriptors and epilogue addresses fit in 232.
+constexpr int PRODUCER_REGS = TMA_ONLY ? 40 : 96;
+constexpr int CONSUMER_REGS = TMA_ONLY ? 232 : 200;
+static_assert(GL_WARPGROUP * (PRODUCER_REGS + WGS * CONSUMER_REGS) <= THREADS * 168,
+              "the register split must fit what the block holds at launch, or the consumers' setmaxnreg.inc waits forever");
 // ---- the persistent schedule ------------------------------------------------------------------
 // The grid has min(units, SMs / CLUSTER) clusters (core/registry.py, Rung.persistent_grid), or with
 // BALANCE=1 (the default of both rungs; the host's choice, this code is the same) the fewest that
@@ -214,6 +231,15 @@ struct Smem {
     unsigned a_base, b_base, epi, bars;
     __device__ __forceinline__ unsigned full(int s) const { return bars + 8u * s; }
     __device__ __forceinline__ unsigned empty(int s) const { return bars + 8u * (STAGES + s); }
+    // A consumer warp done with stage s: one arrival (lane 0's) on its empty barrier, and with a
+    // cluster one on the peer's, whose producer multicasts into this CTA's stage too (both rungs'
+    // consumers release through this).
+    __device__ __forceinline__ void release(int s, int lane, int rank) const {
+        if (lane == 0) {
+            gl_mbar_arrive(empty(s));
+            if (CLUSTER > 1) gl_mbar_arrive_cluster(empty(s), rank ^ 1);
+        }
+    }
 };
 
 // ---- load: the producer warpgroup ------------------------------------------------------------

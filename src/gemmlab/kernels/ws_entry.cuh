@@ -2,8 +2,8 @@
 // 22 wgmma_tf32): the shared-memory carve-up, the mbarriers' initialization, and the split into the
 // producer warpgroup (setmaxnreg down, ws.cuh's produce) and the consumer warpgroups (setmaxnreg
 // up, the rung's own consume). Included at the END of the rung's file, after it has defined
-// THREADS, CLUSTER, STAGES, A_STAGE_B, PIPE_B, EPI_B (its epilogue staging; 0 for none),
-// FULL_ARRIVALS, EMPTY_ARRIVALS, CONSUMERS, CWARPS, PRODUCER_REGS, CONSUMER_REGS and
+// THREADS, CLUSTER, STAGES, A_STAGE_B, PIPE_B, EPI_B (its epilogue staging; 0 for none), CONSUMERS,
+// CWARPS (ws.cuh adds FULL_ARRIVALS, EMPTY_ARRIVALS, PRODUCER_REGS, CONSUMER_REGS) and
 //   consume(sm, sched, rank, warp, lane, M, N, ep, C, ldc, sk_ws[, &tmC]) (ep: epilogue.cuh's
 //   functor; with GL_C_COL, rung 22's column-major C of the transposed problem, the stored rows are
 //   the kernel's columns).
