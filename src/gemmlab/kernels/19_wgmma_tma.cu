@@ -82,11 +82,7 @@
 #error "rung 19 (wgmma_tma) needs the sm_90a target (wgmma exists on Hopper only): compile for sm_90a"
 #endif
 
-// ---- geometry -----------------------------------------------------------------------------
-constexpr int WGS = BM / WM;                  // consumer warpgroups
-constexpr int MI = WM / 64;                   // m64 wgmmas per warpgroup, down
-constexpr int CONSUMERS = 128 * WGS;          // consumer threads
-constexpr int CWARPS = CONSUMERS / 32;        // consumer warps; warps CWARPS.. are the producer warpgroup
+// ---- geometry (the warpgroups, WGS, MI, CONSUMERS and CWARPS: hopper.cuh) ----------------------
 constexpr int PRODUCERS = 128;                // the producer warpgroup (TMA: one thread of it works)
 constexpr int KSTEPS = BK / 16;               // k16 wgmma steps per tile
 constexpr int ROW_B = 128;                    // bytes of one swizzled row: 64 16-bit elements

@@ -136,11 +136,7 @@
 #endif
 #define GL_WS_C_MAP 1     // the kernel takes C's tensor map after A's and B's (ws_entry.cuh)
 
-// ---- geometry -----------------------------------------------------------------------------
-constexpr int WGS = BM / WM;                  // consumer warpgroups: two
-constexpr int MI = WM / 64;                   // m64 wgmmas per warpgroup, down
-constexpr int CONSUMERS = GL_WARPGROUP * WGS; // consumer threads
-constexpr int CWARPS = CONSUMERS / 32;        // consumer warps; warps CWARPS.. are the producer warpgroup
+// ---- geometry (the warpgroups, WGS, MI, CONSUMERS and CWARPS: hopper.cuh) ----------------------
 constexpr int KSTEPS = BK / 16;               // k16 wgmma steps per k tile
 // What the registry's constraints promise (core/registry.py, _ws_constraints), restated.
 static_assert(THREADS == CONSUMERS + GL_WARPGROUP, "THREADS must be two consumer warpgroups plus a producer warpgroup");

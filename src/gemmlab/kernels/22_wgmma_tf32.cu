@@ -140,11 +140,7 @@
 #endif
 #define GL_WS_C_MAP 1     // the kernel takes C's tensor map after A's and B's (ws_entry.cuh; used with EPI_TMA)
 
-// ---- geometry -----------------------------------------------------------------------------
-constexpr int WGS = BM / WM;                  // consumer warpgroups: two
-constexpr int MI = WM / 64;                   // m64 wgmmas per warpgroup, down
-constexpr int CONSUMERS = GL_WARPGROUP * WGS; // consumer threads
-constexpr int CWARPS = CONSUMERS / 32;        // consumer warps; warps CWARPS.. are the producer warpgroup
+// ---- geometry (the warpgroups, WGS, MI, CONSUMERS and CWARPS: hopper.cuh) ----------------------
 constexpr int ROW_E = GL_ROW_B / 4;           // FP32 per 128-byte swizzle row: 32
 constexpr int KSTEPS = BK / 8;                // k8 wgmma steps per k tile
 static_assert(THREADS == CONSUMERS + GL_WARPGROUP, "THREADS must be two consumer warpgroups plus a producer warpgroup");

@@ -12,6 +12,13 @@
 constexpr int GL_ROW_B = 128;       // bytes of one swizzled row: 64 16-bit or 32 FP32 elements, the swizzle's width
 constexpr int GL_WARPGROUP = 128;   // threads of a warpgroup (4 warps): wgmma's unit, and the copying producer
 
+// ---- a Hopper block's warpgroups (rungs 19, 21, 22): BM / WM consumer warpgroups of WM rows each,
+// then the producer warpgroup (the registry's wgmma_threads) ----------------------------------------
+constexpr int WGS = BM / WM;                  // consumer warpgroups
+constexpr int MI = WM / 64;                   // m64 wgmmas per warpgroup, down
+constexpr int CONSUMERS = GL_WARPGROUP * WGS; // consumer threads
+constexpr int CWARPS = CONSUMERS / 32;        // consumer warps; warps CWARPS.. are the producer warpgroup
+
 // The driver's CUtensorMap (cuda.h is not part of NVRTC): 128 opaque bytes, 64-byte aligned,
 // passed by value as a __grid_constant__ kernel parameter (the copy engine reads it from there).
 struct alignas(64) GlTensorMap { unsigned long long opaque[16]; };
