@@ -144,6 +144,16 @@ def test_the_pack_kernel_compiles_without_spills_and_writes_16_bytes_at_a_time(d
     assert "STG.E.128" in disasm.sass(ck.cubin)
 
 
+@pytest.mark.parametrize("dtype", ("fp32", "bf16"))
+def test_the_batched_pack_kernel_takes_its_element_from_grid_z_without_spills(dtype):
+    ck = packing.compile_pack(dtype, "sm_90a", None, packing.KERNEL, False, True)
+    res = disasm.resource_usage(ck.cubin, ck.log)
+    assert res.local == 0 and (res.spill_stores, res.spill_loads) == (0, 0)
+    sass = disasm.sass(ck.cubin)
+    assert "SR_CTAID.Z" in sass and "STG.E.128" in sass
+    assert "SR_CTAID.Z" not in disasm.sass(packing.compile_pack(dtype, "sm_90a").cubin)
+
+
 @pytest.mark.parametrize("kernel,dtype,split", [(packing.KERNEL, d, False) for d in ("fp32", "fp16", "bf16")]
                          + [(packing.KERNEL_T, "fp32", False), (packing.KERNEL, "fp32", True), (packing.KERNEL_T, "fp32", True)])
 def test_a_copy_waits_for_the_kernel_before_it_on_sm_90(kernel, dtype, split):
