@@ -19,12 +19,12 @@ import torch
 
 import gemmlab
 from gemmlab.analysis import environment
+from gemmlab.bench import workloads
 from gemmlab.core.driver import device_info
 from gemmlab.core.families.hopper import batched_config
 from gemmlab.core.families.simt import SIMT_BATCHED_RATE, simt_batched_config
 from gemmlab.core.registry import get
 from gemmlab.measure import timing
-from gemmlab.measure.arrays import Lib
 
 SHAPES = ((32, 512, 512, 64), (32, 512, 64, 512), (16, 1024, 1024, 128), (64, 128, 128, 128), (8, 2048, 2048, 2048),
           (32, 1024, 1024, 128), (8, 4096, 4096, 128), (8, 4096, 128, 4096))
@@ -89,8 +89,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     info = device_info(0)
     st = timing.Settings()
-    engine = timing.Engine(timing.CudaDevice(Lib("torch"), 0, info.l2_bytes, flush=True, spin=st.spin), st,
-                           timing.NvmlClocks(0) if environment.max_sm_clock_mhz(0) else None)
+    engine = workloads.engine(0, st)
     rows, bad = [], 0
     for dtype in args.dtype or ("bf16", "fp32"):
         for shape, configs in [(s, None) for s in SHAPES] + [(s, _pack_configs(dtype, s, info.sm_count)) for s in ODD_SHAPES]:

@@ -19,10 +19,9 @@ import torch
 
 import gemmlab.torch  # noqa: F401  (registers the operators)
 from gemmlab.analysis import environment
-from gemmlab.core.driver import device_info
+from gemmlab.bench import workloads
 from gemmlab.core.shapes import EPILOGUE_ACTIVATION, EPILOGUE_SUITE
 from gemmlab.measure import timing
-from gemmlab.measure.arrays import Lib
 from gemmlab.measure.verify import tolerance
 
 TORCH = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
@@ -69,10 +68,8 @@ def main(argv=None) -> int:
     p.add_argument("--activation", default=EPILOGUE_ACTIVATION)
     p.add_argument("--json")
     args = p.parse_args(argv)
-    info = device_info(0)
     st = timing.Settings()
-    engine = timing.Engine(timing.CudaDevice(Lib("torch"), 0, info.l2_bytes, flush=True, spin=st.spin), st,
-                           timing.NvmlClocks(0) if environment.max_sm_clock_mhz(0) else None)
+    engine = workloads.engine(0, st)
     rows = []
     for shape in EPILOGUE_SUITE:
         r = measure(shape, args.dtype, args.activation, engine)

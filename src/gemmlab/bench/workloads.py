@@ -33,7 +33,10 @@ WORKLOADS = ("batched", "epilogue")
 TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
 
-def _engine(ordinal: int, settings: timing.Settings) -> timing.Engine:
+def engine(ordinal: int, settings: timing.Settings) -> timing.Engine:
+    """The timing engine on PyTorch's arrays of device ``ordinal`` (the L2 flushed before each sample
+    unless ``settings.l2`` is "hot", the SM clock sampled where NVML reads it), as the workload
+    suites and the tools beside them (tools/batched_sweep.py, tools/epilogue_autograd.py) time."""
     info = driver.device_info(ordinal)
     device = timing.CudaDevice(Lib("torch"), ordinal, info.l2_bytes, flush=settings.l2 == "cold", spin=settings.spin)
     clocks = timing.NvmlClocks(ordinal) if envinfo.max_sm_clock_mhz(ordinal) else None
@@ -53,7 +56,7 @@ def _medians(run: timing.Run) -> dict:
     return {name: s.median for name, s in run.samples.items()}
 
 
-def _batched_record(torch, engine, shape, dtype: str) -> dict:
+def _batched_record(torch, eng, shape, dtype: str) -> dict:
     import gemmlab
     from ..core import api
 
@@ -71,8 +74,8 @@ def _batched_record(torch, engine, shape, dtype: str) -> dict:
     rec["plan"] = repr(plan) if plan is not None else "one launch per element (no batched rung serves this call)"
     if not rec["verified"]:
         return rec
-    run = engine.measure([timing.Candidate("gemmlab", lambda: gemmlab.matmul(a, b, out=out)),
-                          timing.Candidate("torch.bmm", lambda: torch.bmm(a, b, out=peer_out))])
+    run = eng.measure([timing.Candidate("gemmlab", lambda: gemmlab.matmul(a, b, out=out)),
+                       timing.Candidate("torch.bmm", lambda: torch.bmm(a, b, out=peer_out))])
     med = _medians(run)
     rec["median_ms"] = med
     rec["tflops"] = {k: rec["flops"] / (v * 1e-3) / 1e12 for k, v in med.items()}
@@ -87,7 +90,7 @@ def _activation_fn(torch, activation: str):
             "gelu_tanh": lambda x: F.gelu(x, approximate="tanh")}[activation]
 
 
-def _epilogue_record(torch, engine, shape, dtype: str, activation: str) -> dict:
+def _epilogue_record(torch, eng, shape, dtype: str, activation: str) -> dict:
     import gemmlab
 
     M, N, K = shape
@@ -113,7 +116,7 @@ def _epilogue_record(torch, engine, shape, dtype: str, activation: str) -> dict:
     if activation in ("gelu_tanh", "relu"):   # cuBLASLt's epilogues: GELU (tanh) and ReLU
         cands.append(timing.Candidate("torch._addmm_activation",
                                       lambda: torch._addmm_activation(bias, a, b, use_gelu=activation == "gelu_tanh")))
-    run = engine.measure(cands)
+    run = eng.measure(cands)
     med = _medians(run)
     rec["median_ms"] = med
     rec["fused_vs_plain"] = med[fused] / med["gemmlab"]
@@ -144,13 +147,13 @@ def run_workload(name: str, dtype: str, settings: timing.Settings | None = None,
     started, t0 = datetime.now(timezone.utc), time.perf_counter()
     env = envinfo.collect(ordinal)
     env["clocks_before"] = envinfo.clocks(ordinal)
-    engine = _engine(ordinal, settings)
+    eng = engine(ordinal, settings)
     shapes = list(shapes or (BATCHED_SUITE if name == "batched" else EPILOGUE_SUITE))
     records = []
     torch.manual_seed(0)
     for i, shape in enumerate(shapes):
-        rec = (_batched_record(torch, engine, shape, dtype) if name == "batched"
-               else _epilogue_record(torch, engine, shape, dtype, activation))
+        rec = (_batched_record(torch, eng, shape, dtype) if name == "batched"
+               else _epilogue_record(torch, eng, shape, dtype, activation))
         records.append(rec)
         if progress:
             print(f"  [{i + 1}/{len(shapes)}] {describe(rec)}", flush=True)
@@ -167,12 +170,13 @@ def run_workload(name: str, dtype: str, settings: timing.Settings | None = None,
             "results": records, "summary": summary}
 
 
+def _shape(rec: dict) -> str:
+    return "x".join(str(rec[k]) for k in ("B", "M", "N", "K") if k in rec)
+
+
 def describe(rec: dict) -> str:
     """One line of a record: the shape, the verification and the ratios."""
-    if "B" in rec:
-        shape = f"{rec['B']}x{rec['M']}x{rec['N']}x{rec['K']}"
-    else:
-        shape = f"{rec['M']}x{rec['N']}x{rec['K']}"
+    shape = _shape(rec)
     if not rec["verified"]:
         return f"{shape} {rec['dtype']}: FAILED verification, rel. error {rec['rel_error']:.2e} > {rec['tol']:.1e}"
     med = rec["median_ms"]
@@ -199,10 +203,7 @@ def render(result: dict) -> None:
     for col in cols:
         t.add_column(col, justify="right")
     for r in result["results"]:
-        if batched:
-            shape = f"{r['B']}x{r['M']}x{r['N']}x{r['K']}"
-        else:
-            shape = f"{r['M']}x{r['N']}x{r['K']}"
+        shape = _shape(r)
         if not r["verified"]:
             t.add_row(shape, *(["FAILED"] + [""] * (len(cols) - 2)))
             continue

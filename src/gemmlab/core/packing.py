@@ -36,13 +36,12 @@ from dataclasses import dataclass, replace
 from . import compile as _compile
 from .dtypes import VECTOR_BYTES, get as get_dtype
 from .problem import KernelProblem
+from .schema import MAX_GRID_Y, MAX_GRID_Z
 
 SOURCE, KERNEL, KERNEL_T = "pack.cu", "pack", "pack_t"
 ROWS = 4              # GL_PACK_ROWS in the kernel: rows (warps) per block of 32 * ROWS threads
 TILE_T, THREADS_T = 32, 256   # pack_t: GL_PACK_T x GL_PACK_T tiles, blocks of 256 threads
 ALIGN = 256           # bytes: each region of the workspace starts on this boundary
-MAX_GRID_Y = 65535
-MAX_GRID_Z = 65535
 
 
 def _round_up(x: int, m: int) -> int:

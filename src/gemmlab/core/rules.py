@@ -314,10 +314,10 @@ def choose(problem: GemmProblem, kernel: str = "auto", arch: str | int | None = 
 
 # ---- a batch in one launch ---------------------------------------------------------------------------
 # Rung 21 copies a batch's operands without 16-byte access first (PACK=1) where K is longer than one
-# k tile: on an H200 the copy took arbitrary sizes from 0.34-1.20x torch.bmm's speed to 0.64-2.39x, and
-# lost only where each tile had one k tile (52x250x86x60), the extra launch costing more than the
-# producer's thread copy; rung 18's scalar path ran ahead of its copy or level at every size, so it
-# never packs a batch (benchmarks/results/h200_batched_sweep.json; docs/journal/batched.md).
+# k tile: on an H200 the copy beat the producer's thread copy at every arbitrary size of the sweep but
+# the one whose tiles had a single k tile, where the extra launch cost more; rung 18's scalar path ran
+# ahead of its copy or level at every size, so it never packs a batch
+# (benchmarks/results/h200_batched_sweep.json; docs/journal/batched.md gives the figures).
 BATCHED_PACK_K = 64
 def batched_choice(problem: GemmProblem, kernel: str, config, device, precision: str | None) -> Choice | None:
     """The rung and configuration that run ``problem`` (a batch, ``GemmProblem.batch``) in one
@@ -347,8 +347,8 @@ def batched_choice(problem: GemmProblem, kernel: str, config, device, precision:
             cfg = dict(cfg, PACK=1)
             why += "; PACK=1: operands without 16-byte access copied first, in one launch for the batch"
         return Choice(rung, cfg, source, why)
-    if -(-kp.M // rung.config(None)["BM"]) > MAX_GRID_Y or problem.batch > MAX_GRID_Z:
-        return None   # beyond grid.y or grid.z: per element
     presets = {name: rung.config(name) for name in SIMT_BATCHED_RATE}
     name, why = simt_batched_config(kp.M, kp.N, kp.K, problem.batch, device.sm_count, presets)
+    if -(-kp.M // presets[name]["BM"]) > MAX_GRID_Y or problem.batch > MAX_GRID_Z:
+        return None   # beyond grid.y or grid.z: per element
     return Choice(rung, name, source, why)

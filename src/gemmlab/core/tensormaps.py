@@ -24,7 +24,7 @@ from __future__ import annotations
 import ctypes
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .dtypes import get as get_dtype
 
@@ -87,14 +87,11 @@ def operand_map(operand: str, rows: int, cols: int, ld: int, col_major: bool, dt
     promotion = cfg.get("L2PROMO", L2_PROMOTION_DEFAULT)
     if promotion not in L2_PROMOTION:
         raise ValueError(f"operand {operand}: L2 promotion {promotion!r} bytes; the copy engine takes {sorted(L2_PROMOTION)}")
-    if batch is not None:
-        if planes != 1:
-            raise ValueError(f"operand {operand}: a batch of split (3xtf32) operands would need 4-D maps")
-        count, stride = batch
-        return MapArgs(dtype, (inner, outer, count), (ld * itemsize, _batch_stride_bytes(operand, stride, itemsize)),
-                       box + (1,), (1, 1, 1), k_major=k_major, promotion=promotion)
+    if batch is not None and planes != 1:
+        raise ValueError(f"operand {operand}: a batch of split (3xtf32) operands would need 4-D maps")
     if planes == 1:
-        return MapArgs(dtype, (inner, outer), (ld * itemsize,), box, k_major=k_major, promotion=promotion)
+        return _batched(MapArgs(dtype, (inner, outer), (ld * itemsize,), box, k_major=k_major, promotion=promotion),
+                        operand, batch, itemsize)
     if planes != 2 or plane_bytes < outer * ld * itemsize or plane_bytes % 16:
         raise ValueError(f"operand {operand}: {planes} planes {plane_bytes} bytes apart; a split operand has 2, "
                          f"apart by at least its {outer * ld * itemsize} bytes and by a multiple of 16")
@@ -102,12 +99,17 @@ def operand_map(operand: str, rows: int, cols: int, ld: int, col_major: bool, dt
                    promotion=promotion)
 
 
-def _batch_stride_bytes(name: str, stride: int, itemsize: int) -> int:
-    """A batch stride in bytes as a map takes it: positive and a multiple of 16 (ValueError)."""
+def _batched(args: MapArgs, name: str, batch: tuple[int, int] | None, itemsize: int) -> MapArgs:
+    """``args`` with a third dimension, the batch's ``(count, stride in elements)`` (None: as it is),
+    whose box is one element: the stride positive and a multiple of 16 bytes (ValueError)."""
+    if batch is None:
+        return args
+    count, stride = batch
     if stride <= 0 or (stride * itemsize) % 16:
         raise ValueError(f"operand {name}: batch stride {stride} elements; a tensor map needs a positive stride of "
                          f"whole 16-byte vectors")
-    return stride * itemsize
+    return replace(args, dims=args.dims + (count,), strides=args.strides + (stride * itemsize,), box=args.box + (1,),
+                   element_strides=(1, 1, 1))
 
 
 STORE_BOX_ROWS = 16    # rows of rung 21's output box: a consumer warp's rows of an m64 block (kernels/21_wgmma_ws.cu)
@@ -147,12 +149,8 @@ def output_map(rows: int, cols: int, ld: int, dtype: str, box_rows: int = STORE_
     if not storable(cols, ld, dtype):
         raise ValueError(f"output C: rows of {cols * itemsize} bytes, {ld * itemsize} bytes apart; TMA stores "
                          f"need both multiples of 16 (it writes whole 16-byte chunks)")
-    box = (SWIZZLE_BYTES // itemsize, box_rows)
-    if batch is not None:
-        count, stride = batch
-        return MapArgs(dtype, (cols, rows, count), (ld * itemsize, _batch_stride_bytes("C", stride, itemsize)),
-                       box + (1,), (1, 1, 1), k_major=False)
-    return MapArgs(dtype, (cols, rows), (ld * itemsize,), box, k_major=False)
+    return _batched(MapArgs(dtype, (cols, rows), (ld * itemsize,), (SWIZZLE_BYTES // itemsize, box_rows), k_major=False),
+                    "C", batch, itemsize)
 
 
 def encode(args: MapArgs, ptr: int) -> bytes:

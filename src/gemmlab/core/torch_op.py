@@ -158,24 +158,44 @@ def check_epilogue(a, b, bias, activation) -> None:
         raise ValueError(f"{EPILOGUE_OP_NAME}: bias is on {bias.device} but a is on {a.device}")
 
 
-@torch.library.custom_op(EPILOGUE_OP_NAME, mutates_args=())
-def _epilogue_op(a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor], activation: Optional[str],
-                 kernel: str, precision: Optional[str] = None) -> torch.Tensor:
+def _epilogue_shape(a, b, bias, activation, kernel, precision) -> tuple:
+    """The checks of an epilogue operator's real and fake implementations alike; its output's shape."""
     check_operands(a, b, kernel, precision)
     check_epilogue(a, b, bias, activation)
+    return _out_shape(a, b)
+
+
+def _epilogue_gemm(name: str, a, b, bias, activation, kernel, precision):
+    """act(a @ b + bias) by gemmlab on CUDA tensors, after ``_epilogue_shape``'s checks (``name``:
+    the operator, for the error on other devices)."""
+    _epilogue_shape(a, b, bias, activation, kernel, precision)
     if a.device.type != "cuda":
-        raise TypeError(f"{EPILOGUE_OP_NAME} computes on the GPU: got tensors on {a.device}; "
-                        "move them to a CUDA device first (x.cuda())")
+        raise TypeError(f"{name} computes on the GPU: got tensors on {a.device}; move them to a CUDA device first "
+                        "(x.cuda())")
     with torch.cuda.device(a.device):
         return _gemmlab_matmul(_gemmlab_layout(a), _gemmlab_layout(b), bias=None if bias is None else bias.contiguous(),
                                activation=activation, kernel=kernel, precision=precision)
 
 
+def _linear_grads(ctx, a, b, bias, grad_z) -> tuple:
+    """The backward's six results from the gradient of the pre-activation z = a @ b + bias: a's and
+    b's (``_grads``), the bias's (summed over every row, in FP32), None for the other arguments."""
+    grad_a, grad_b = _grads(a, b, grad_z, ctx.needs_input_grad[:2], ctx.kernel, ctx.precision)
+    grad_bias = None
+    if bias is not None and ctx.needs_input_grad[2]:
+        grad_bias = grad_z.reshape(-1, grad_z.shape[-1]).sum(0, dtype=torch.float32).to(bias.dtype)
+    return grad_a, grad_b, grad_bias, None, None, None
+
+
+@torch.library.custom_op(EPILOGUE_OP_NAME, mutates_args=())
+def _epilogue_op(a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor], activation: Optional[str],
+                 kernel: str, precision: Optional[str] = None) -> torch.Tensor:
+    return _epilogue_gemm(EPILOGUE_OP_NAME, a, b, bias, activation, kernel, precision)
+
+
 @_epilogue_op.register_fake
 def _epilogue_fake(a, b, bias, activation, kernel, precision=None):
-    check_operands(a, b, kernel, precision)
-    check_epilogue(a, b, bias, activation)
-    return a.new_empty(_out_shape(a, b))
+    return a.new_empty(_epilogue_shape(a, b, bias, activation, kernel, precision))
 
 
 def _epilogue_setup(ctx, inputs, output):
@@ -203,11 +223,7 @@ def _epilogue_backward(ctx, grad):
     else:
         z = _epilogue_op(a, b, bias, None, ctx.kernel, ctx.precision)
         grad_z = _activation_backward(grad, z, ctx.activation)
-    grad_a, grad_b = _grads(a, b, grad_z, ctx.needs_input_grad[:2], ctx.kernel, ctx.precision)
-    grad_bias = None
-    if bias is not None and ctx.needs_input_grad[2]:
-        grad_bias = grad_z.reshape(-1, grad_z.shape[-1]).sum(0, dtype=torch.float32).to(bias.dtype)
-    return grad_a, grad_b, grad_bias, None, None, None
+    return _linear_grads(ctx, a, b, bias, grad_z)
 
 
 _epilogue_op.register_autograd(_epilogue_backward, setup_context=_epilogue_setup)
@@ -223,30 +239,21 @@ _epilogue_op.register_autograd(_epilogue_backward, setup_context=_epilogue_setup
 SAVED_OP_NAME = "gemmlab::matmul_epilogue_saved"
 # the forward of each activation (core/epilogue.py names them) as PyTorch computes it, beside its
 # backward in _activation_backward
-_ACTIVATIONS = {"relu": torch.relu, "silu": torch.nn.functional.silu,
-                "gelu": lambda z: torch.nn.functional.gelu(z),
+_ACTIVATIONS = {"relu": torch.relu, "silu": torch.nn.functional.silu, "gelu": torch.nn.functional.gelu,
                 "gelu_tanh": lambda z: torch.nn.functional.gelu(z, approximate="tanh")}
 
 
 @torch.library.custom_op(SAVED_OP_NAME, mutates_args=())
 def _saved_op(a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor], activation: str,
               kernel: str, precision: Optional[str] = None) -> tuple[torch.Tensor, torch.Tensor]:
-    check_operands(a, b, kernel, precision)
-    check_epilogue(a, b, bias, activation)
-    if a.device.type != "cuda":
-        raise TypeError(f"{SAVED_OP_NAME} computes on the GPU: got tensors on {a.device}; "
-                        "move them to a CUDA device first (x.cuda())")
-    with torch.cuda.device(a.device):
-        z = _gemmlab_matmul(_gemmlab_layout(a), _gemmlab_layout(b), bias=None if bias is None else bias.contiguous(),
-                            kernel=kernel, precision=precision)
+    check_epilogue(a, b, bias, activation)   # the activation too, before the GEMM without it
+    z = _epilogue_gemm(SAVED_OP_NAME, a, b, bias, None, kernel, precision)
     return _ACTIVATIONS[activation](z), z
 
 
 @_saved_op.register_fake
 def _saved_fake(a, b, bias, activation, kernel, precision=None):
-    check_operands(a, b, kernel, precision)
-    check_epilogue(a, b, bias, activation)
-    shape = _out_shape(a, b)
+    shape = _epilogue_shape(a, b, bias, activation, kernel, precision)
     return a.new_empty(shape), a.new_empty(shape)
 
 
@@ -261,11 +268,7 @@ def _saved_backward(ctx, grad_y, grad_z):
     g = _activation_backward(grad_y, z, ctx.activation)
     if grad_z is not None:   # z itself used downstream too
         g = g + grad_z
-    grad_a, grad_b = _grads(a, b, g, ctx.needs_input_grad[:2], ctx.kernel, ctx.precision)
-    grad_bias = None
-    if bias is not None and ctx.needs_input_grad[2]:
-        grad_bias = g.reshape(-1, g.shape[-1]).sum(0, dtype=torch.float32).to(bias.dtype)
-    return grad_a, grad_b, grad_bias, None, None, None
+    return _linear_grads(ctx, a, b, bias, g)
 
 
 _saved_op.register_autograd(_saved_backward, setup_context=_saved_setup)

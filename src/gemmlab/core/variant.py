@@ -183,14 +183,10 @@ def resolve(rung: Rung, dtype: str, kp, config: ConfigLike, precision: str | Non
 
 
 def _check_batch(rung: Rung, v: Variant, kp) -> None:
-    """What a batch in one launch needs (ValueError naming what is missing): a rung that walks
-    batch x tiles, and units that the kernel's 32-bit schedule counts (its operand copies, PACK=1,
-    are a batch's too: core/packing.py)."""
-    if not rung.batched:
-        raise ValueError(f"rung {rung.slug!r} launches one problem; a batch of {kp.batch} in one launch is for the "
-                         f"rungs async_simt and wgmma_ws")
-    cfg = v.cfg
-    units = work_units(kp.M, kp.N, cfg, kp.batch)
+    """What a batch in one launch needs beyond a rung that walks batch x tiles (``Rung.launch`` refuses
+    the others): units that the kernel's 32-bit schedule counts (ValueError). Its operand copies,
+    PACK=1, are a batch's too (core/packing.py)."""
+    units = work_units(kp.M, kp.N, v.cfg, kp.batch)
     if units >= 2 ** 31:
         raise ValueError(f"a batch of {kp.batch} problems of {kp.M}x{kp.N} is {units} units of work; the kernel's "
                          f"schedule counts them in 32 bits")
