@@ -142,6 +142,15 @@ def test_a_remembered_product_allocates_and_launches_without_the_full_path():
     assert fastpath.product(a2, b2, "naive", None) is None   # another kernel: not remembered
 
 
+def test_a_product_remembered_with_an_output_dtype_serves_only_calls_asking_for_it():
+    (a, b, c), plan = _remembered()
+    fresh = FakeArray(0x70000)
+    fastpath.remember_product(a, b, c, "auto", None, lambda: fresh, "cupy", None, "fp32")
+    a2, b2 = FakeArray(0x40000), FakeArray(0x50000)
+    assert fastpath.product(a2, b2, "auto", None) is None            # the operands' own dtype: not this one
+    assert fastpath.product(a2, b2, "auto", None, None, "fp32") is fresh
+
+
 class _CAI:
     def __init__(self, stream):
         self.__cuda_array_interface__ = {"shape": (4, 4), "typestr": "<f4", "data": (0x1000, False),

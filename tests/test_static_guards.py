@@ -13,6 +13,7 @@ import pytest
 from gemmlab.analysis import disasm
 
 from gemmlab import kernels
+from gemmlab.core.epilogue import Epilogue
 from gemmlab.core.families.hopper import batched_config
 from gemmlab.core.families.simt import SIMT_BATCHED_RATE
 from gemmlab.core.precision import applies
@@ -47,6 +48,28 @@ def _batched_variants() -> list[Variant]:
     return out
 
 
+def _output_variants() -> list[Variant]:
+    """Rungs 21 and 24 writing a C of another type than their operands (``Rung.outputs``, GL_C_DTYPE):
+    rung 21 writing FP32 from each 16-bit type (ws_epi32.cuh) with its default tile, the 128x128
+    preset, the 128x64 tile the batched rule takes, stream-K, no TMA store, every operand layout with
+    and without 16-byte access, batched, and fused, and the other 16-bit type from each
+    (ws_epi16.cuh); rung 24 writing FP32."""
+    out = []
+    for dt, cfg in itertools.product(("bf16", "fp16"), (None, "128x128", batched_config(512, 512, 64, 32, 132)[0],
+                                                         "STREAMK=1", "EPI_TMA=0")):
+        out.append(Variant.make("wgmma_ws", dt, config=cfg, epilogue=Epilogue(out="fp32")))
+    for (a_col, b_col), vec in itertools.product(((True, False), (False, True), (True, True)), (True, False)):
+        out.append(Variant.make("wgmma_ws", "bf16", a_col=a_col, b_col=b_col, vec_a=vec, vec_b=vec, vec_c=vec,
+                                epilogue=Epilogue(out="fp32")))
+    out.append(replace(Variant.make("wgmma_ws", "bf16", epilogue=Epilogue(out="fp32")), batch=(True, True)))
+    out.append(Variant.make("wgmma_ws", "fp16", epilogue=Epilogue("gelu_tanh", "fp32", out="fp32")))
+    out += [Variant.make("wgmma_ws", dt, epilogue=Epilogue(out=o)) for dt, o in (("bf16", "fp16"), ("fp16", "bf16"))]
+    # the decode rung's scalar stores: its M-thin preset, its cluster split and its workspace split
+    out += [Variant.make("decode", "bf16", config=cfg, epilogue=Epilogue(out="fp32"))
+            for cfg in ("m8", "SPLITK=4,SKCLUSTER=1", "SPLITK=4")]
+    return out
+
+
 def _guarded_variants() -> dict[str, list[Variant]]:
     """Per architecture, every variant the tests below compile."""
     out: dict[str, list[Variant]] = {arch: [] for arch in ARCHS}
@@ -75,7 +98,7 @@ def _guarded_variants() -> dict[str, list[Variant]]:
     out["sm_90a"] += [Variant.make("wgmma_tf32", "fp32", b_col=True, config="EPI_TMA=0", precision="tf32")]
     out["sm_90a"] += [Variant.make("async_simt", "fp32", a_col=a_col, config=SPREAD_64x256) for a_col in (False, True)]
     out["sm_90a"] += [Variant.make("async_simt", "fp32", config=c) for c in ("SPREAD=0,SNAKE=0", "SNAKE=0")]
-    out["sm_90a"] += _batched_variants()
+    out["sm_90a"] += _batched_variants() + _output_variants()
     return out
 
 
@@ -120,6 +143,33 @@ def test_batched_variant_compiles_without_spills_or_local_memory(variant):
     ck = variant.compile("sm_90a")
     res = disasm.resource_usage(ck.cubin, ck.log)
     assert res.local == 0 and (res.spill_stores, res.spill_loads) == (0, 0), f"{variant.describe()} spills"
+
+
+@pytest.mark.parametrize("variant", _output_variants(), ids=lambda v: v.describe())
+def test_output_type_variant_compiles_without_spills_or_local_memory(variant):
+    ck = variant.compile("sm_90a")
+    res = disasm.resource_usage(ck.cubin, ck.log)
+    assert res.local == 0 and (res.spill_stores, res.spill_loads) == (0, 0), f"{variant.describe()} spills"
+
+
+def test_wgmma_ws_writes_fp32_from_16_bit_operands_through_the_fp32_epilogue_part():
+    """An FP32 C: the TMA store from 8-byte st.shared (ws_epi32.cuh's chunks), no stmatrix (the 16-bit
+    part's staging) and no rounding to 16 bits; without the TMA store, 8-byte stores to C."""
+    sass = disasm.sass(Variant.make("wgmma_ws", "bf16", epilogue=Epilogue(out="fp32")).compile("sm_90a").cubin)
+    assert all(disasm.has_opcode(sass, op) for op in ("HGMMA", "UTMASTG", "STS.64"))
+    assert not disasm.has_opcode(sass, "STSM") and "F2FP" not in sass
+    direct = disasm.sass(Variant.make("wgmma_ws", "fp16", config="EPI_TMA=0", epilogue=Epilogue(out="fp32"))
+                         .compile("sm_90a").cubin)
+    assert disasm.has_opcode(direct, "STG.E.64") and not disasm.has_opcode(direct, "UTMASTG")
+
+
+@pytest.mark.parametrize("dtype,out,rounding", [("bf16", "fp16", "F2FP.F16"), ("fp16", "bf16", "F2FP.BF16")])
+def test_wgmma_ws_rounds_to_the_output_type_not_the_operands(dtype, out, rounding):
+    """The other 16-bit type: the staged part (stmatrix, TMA store), rounding to C's type only."""
+    sass = disasm.sass(Variant.make("wgmma_ws", dtype, epilogue=Epilogue(out=out)).compile("sm_90a").cubin)
+    assert all(disasm.has_opcode(sass, op) for op in ("HGMMA", "STSM", "UTMASTG"))
+    operands = "F2FP.BF16" if rounding == "F2FP.F16" else "F2FP.F16"
+    assert rounding in sass and operands + "." not in sass
 
 
 def test_batched_wgmma_ws_reads_a_varying_operand_and_stores_c_through_3d_maps():

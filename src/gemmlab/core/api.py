@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import logging
 import threading
 from collections import OrderedDict
@@ -12,8 +11,7 @@ from .deps import require
 from .driver import device_info
 from .launch import Plan, current_stream, stream_capturing
 from .dtypes import get as get_dtype
-from .problem import array_facts, overlaps, describe_array, make_problem
-from .registry import get as get_rung
+from .problem import array_facts, check_output_dtype, overlaps, describe_array, make_problem
 
 log = logging.getLogger("gemmlab")
 
@@ -26,6 +24,25 @@ def _scale_in_place(c, beta: float) -> None:
         c.fill_(0) if hasattr(c, "fill_") else c.fill(0)
     elif beta != 1.0:
         c.mul_(beta) if hasattr(c, "mul_") else c.__imul__(beta)
+
+
+def _epilogue_in_place(c, beta: float, bias, activation) -> None:
+    """c <- act(beta * c + bias) without a product (K == 0): the epilogue alone, computed by c's
+    array library in float64 with the verification's formulas (core/epilogue.py, reference) and
+    rounded once to c's type; beta == 0 reads nothing of c (NaN never leaks)."""
+    torch_c = hasattr(c, "mul_")
+    xp = require("torch") if torch_c else require("cupy")
+    if not torch_c:
+        c = xp.asarray(c)
+    wide = (lambda x: x.double()) if torch_c else (lambda x: xp.asarray(x).astype(xp.float64))
+    x = wide(c) * beta if beta != 0.0 else xp.zeros_like(c, dtype=xp.float64)
+    if bias is not None:
+        x = x + wide(bias)
+    x = _epilogue.reference(x, activation, xp)
+    if torch_c:
+        c.copy_(x)
+    else:
+        c[...] = x.astype(c.dtype)
 
 
 def _device_for(problem, kernel):
@@ -66,7 +83,8 @@ def _epilogue_of(problem, bias, activation):
     info = _epilogue.check_bias(bias, problem.N, problem.dtype, problem.c.device, problem.c.lib)
     if info is not None and overlaps(info, problem.c):
         raise ValueError("bias overlaps c in memory; the output must not alias an input")
-    return _epilogue.make(act, info, problem.dtype, problem.c.col_major), (info.ptr if info is not None else 0)
+    return (_epilogue.make(act, info, problem.dtype, problem.c.col_major, problem.out_dtype),
+            info.ptr if info is not None else 0)
 
 
 def plan(a, b, c, *, alpha=1.0, beta=0.0, bias=None, activation: str | None = None, kernel: str = "auto",
@@ -90,9 +108,10 @@ def gemm(a, b, c, *, alpha=1.0, beta=0.0, bias=None, activation: str | None = No
          config=None, precision: str | None = None):
     """c <- act(alpha * (a @ b) + beta * c + bias), in place; returns c.
 
-    a (M, K), b (K, N), c (M, N): CuPy arrays or PyTorch CUDA tensors of one dtype (float32,
-    float16 or bfloat16), each row- or column-major. The kernel runs on the current stream of
-    c's library. With beta == 0, c is not read. ``kernel`` is a rung slug (see
+    a (M, K), b (K, N), c (M, N): CuPy arrays or PyTorch CUDA tensors, a and b of one dtype
+    (float32, float16 or bfloat16), c of theirs or, with 16-bit operands, of float32 or the other
+    16-bit type (an output dtype, ``matmul``'s ``out_dtype``), each row- or column-major. The
+    kernel runs on the current stream of c's library. With beta == 0, c is not read. ``kernel`` is a rung slug (see
     ``gemmlab.kernels()``) or "auto"; ``config`` a preset name or dict of tile parameters.
     ``precision`` (``gemmlab.core.precision``): for float32 operands "fp32" (exact FP32 on the
     CUDA cores), "tf32" (TF32 tensor cores) or "3xtf32" (three TF32 products: FP32-accurate on
@@ -101,7 +120,7 @@ def gemm(a, b, c, *, alpha=1.0, beta=0.0, bias=None, activation: str | None = No
     ``bias``: None or a contiguous 1-D array of length N (one value per column of c) in the
     operands' dtype or float32, added before the activation; ``activation``: None, "relu",
     "gelu" (erf), "gelu_tanh" or "silu". Both run inside the GEMM's own stores (every rung
-    fuses them; core/epilogue.py), in FP32, with one rounding to c's type.
+    fuses them; core/epilogue.py), in FP32, with one rounding to c's type (also an output dtype).
     A call whose operands match an earlier call's (shapes, strides, dtype, device, alignment),
     with the same kernel, config and precision, reuses that call's plan: microseconds of host time.
     What gemmlab remembers of a call holds no reference to a, b or c: their memory is freed when
@@ -118,8 +137,8 @@ def gemm(a, b, c, *, alpha=1.0, beta=0.0, bias=None, activation: str | None = No
         if problem.M and problem.N:
             if epi.plain:
                 _scale_in_place(c, problem.beta)
-            else:   # act(beta * c + bias): the naive rung's store, over no k at all
-                Plan(problem, get_rung("naive"), epilogue=epi, bias_ptr=bias_ptr).run()
+            else:
+                _epilogue_in_place(c, problem.beta, bias, activation)
         return c
     choice = _choose(problem, kernel, config, precision, (a, b, c))
     plan = Plan(problem, choice.rung, choice.config, choice=choice, precision=precision, epilogue=epi,
@@ -129,16 +148,18 @@ def gemm(a, b, c, *, alpha=1.0, beta=0.0, bias=None, activation: str | None = No
     return c
 
 
-def _allocator(a, b):
-    """(a function returning an uninitialized (M, N) result for a @ b in a's library, that
-    library) after checking the two operands (the errors name the problem). The function holds
-    no reference to a or b."""
+def _allocator(a, b, out_dtype: str | None = None):
+    """(a function returning an uninitialized (M, N) result for a @ b in a's library, of
+    ``out_dtype`` (None: the operands' dtype), that library) after checking the two operands (the
+    errors name the problem). The function holds no reference to a or b."""
     ai, bi = describe_array("a", a), describe_array("b", b)
     if ai.dtype != bi.dtype:
         raise TypeError(f"mixed dtypes: a is {ai.dtype}, b is {bi.dtype}; both must match")
     if ai.cols != bi.rows:
         raise ValueError(f"shape mismatch: a is {ai.rows}x{ai.cols} but b is {bi.rows}x{bi.cols}; a.shape[1] must equal b.shape[0]")
-    return _empty_fn(ai.lib, ai.dtype, ai.device, (ai.rows, bi.cols)), ai.lib
+    if out_dtype is not None:
+        check_output_dtype(ai.dtype, out_dtype, "out_dtype")
+    return _empty_fn(ai.lib, out_dtype or ai.dtype, ai.device, (ai.rows, bi.cols)), ai.lib
 
 
 def _empty_fn(lib: str, dtype: str, device: int, shape: tuple):
@@ -161,29 +182,39 @@ def _empty_fn(lib: str, dtype: str, device: int, shape: tuple):
     raise TypeError("matmul without out= needs CuPy or PyTorch inputs to allocate the result; pass out=")
 
 
-def matmul(a, b, *, bias=None, activation: str | None = None, kernel: str = "auto", out=None, config=None,
-           precision: str | None = None):
+def matmul(a, b, *, bias=None, activation: str | None = None, out_dtype=None, kernel: str = "auto", out=None,
+           config=None, precision: str | None = None):
     """act(a @ b + bias) as a new array of the inputs' library (or into ``out``); ``precision``,
     ``bias`` and ``activation`` as for ``gemm``. A call like an earlier one (shapes, strides,
     dtype, device, alignment, kernel, config, precision) allocates and launches without
     re-checking anything the earlier call checked.
 
+    ``out_dtype``: the result's dtype where it is not the operands' (float32, float16 or bfloat16,
+    as a name or the library's dtype; ``out``'s dtype where out is given, which it must then match):
+    from float16 or bfloat16 operands any of the three, the FP32 sums rounded once to it in the
+    GEMM's own stores (no second pass); float32 operands give float32 only. On sm_90 rung 21
+    writes it (``Rung.outputs``).
+
     Operands of three or more dimensions, (..., M, K) @ (..., K, N), multiply as ``torch.matmul``
     does: the batch dimensions broadcast, any strides (core/batched.py says how it runs)."""
+    out_name = _epilogue.out_dtype_name(out_dtype)
     if _ndim(a) > 2 or _ndim(b) > 2:
-        return _batched_matmul(a, b, bias, activation, kernel, out, config, precision)
+        return _batched_matmul(a, b, bias, activation, kernel, out, config, precision, out_name)
+    if out is not None and out_name is not None and describe_array("out", out).dtype != out_name:
+        raise TypeError(f"out is {describe_array('out', out).dtype} but out_dtype is {out_name}; pass one or make "
+                        f"them agree")
     if out is not None or bias is not None or activation is not None:
         if out is None:
-            allocate, _ = _allocator(a, b)
+            allocate, _ = _allocator(a, b, out_name)
             out = allocate()
         return gemm(a, b, out, alpha=1.0, beta=0.0, bias=bias, activation=activation, kernel=kernel, config=config,
                     precision=precision)
-    c = fastpath.product(a, b, kernel, config, precision)
+    c = fastpath.product(a, b, kernel, config, precision, out_name)
     if c is not None:
         return c
-    allocate, lib = _allocator(a, b)
+    allocate, lib = _allocator(a, b, out_name)
     c = gemm(a, b, allocate(), alpha=1.0, beta=0.0, kernel=kernel, config=config, precision=precision)
-    fastpath.remember_product(a, b, c, kernel, config, allocate, lib, precision)
+    fastpath.remember_product(a, b, c, kernel, config, allocate, lib, precision, out_name)
     return c
 
 
@@ -228,7 +259,7 @@ def _one_launch(fa, fb, fc, lay, bias, activation, kernel, config, precision) ->
     a dict lookup and a launch on its own pointers. False, launching nothing, where no such rung
     serves the call or the batch dimensions do not flatten."""
     bias_facts = None if bias is None else array_facts("bias", bias)
-    key = (fa.shape, fa.strides, fb.shape, fb.strides, fc.shape, fc.strides, fa.dtype, fa.device,
+    key = (fa.shape, fa.strides, fb.shape, fb.strides, fc.shape, fc.strides, fa.dtype, fc.dtype, fa.device,
            not fa.ptr & 15, not fb.ptr & 15, not fc.ptr & 15, activation,
            None if bias_facts is None else (bias_facts.shape, bias_facts.strides, bias_facts.dtype, not bias_facts.ptr & 15),
            kernel, repr(config), precision)
@@ -264,20 +295,23 @@ def _one_launch(fa, fb, fc, lay, bias, activation, kernel, config, precision) ->
     return True
 
 
-def _batched_matmul(a, b, bias, activation, kernel, out, config, precision):
+def _batched_matmul(a, b, bias, activation, kernel, out, config, precision, out_dtype=None):
     """``matmul`` of operands with batch dimensions (core/batched.py): one folded 2-D GEMM where the
     batch folds into M, else one launch of a rung that walks batch x tiles (``_one_launch``), else
     one 2-D GEMM per batch element through a plan per alignment class."""
     fa, fb = array_facts("a", a), array_facts("b", b)
     lay = batched.layout(fa, fb)
     shape = lay.batch + (lay.M, lay.N)
+    if out_dtype is not None:
+        check_output_dtype(fa.dtype, out_dtype, "out_dtype")
     if out is None:
-        out = _empty_fn(fa.lib, fa.dtype, fa.device, shape)()
+        out = _empty_fn(fa.lib, out_dtype or fa.dtype, fa.device, shape)()
     fc = array_facts("out", out)
     if fc.shape != shape:
         raise ValueError(f"out has shape {fc.shape} but a @ b is {shape}")
-    if fc.dtype != fa.dtype:
-        raise TypeError(f"out is {fc.dtype} but a and b are {fa.dtype}; all must match")
+    if out_dtype is not None and fc.dtype != out_dtype:
+        raise TypeError(f"out is {fc.dtype} but out_dtype is {out_dtype}; pass one or make them agree")
+    check_output_dtype(fa.dtype, fc.dtype, "out")
     if fc.device != fa.device:
         raise ValueError(f"out is on device {fc.device} but a is on device {fa.device}; all must be on one device")
     if lay.count == 0 or lay.M == 0 or lay.N == 0:
@@ -288,8 +322,15 @@ def _batched_matmul(a, b, bias, activation, kernel, out, config, precision):
         gemm(a.reshape(lay.count * lay.M, lay.K), b2, out.reshape(lay.count * lay.M, lay.N), bias=bias,
              activation=activation, kernel=kernel, config=config, precision=precision)
         return out
-    if lay.K == 0 and bias is None and activation is None:
-        _scale_in_place(out, 0.0)   # a @ b of no k: zeros
+    if lay.K == 0:   # a @ b of no k: zeros, or act(bias)
+        if bias is None and activation is None:
+            _scale_in_place(out, 0.0)
+        else:
+            batched.check_output(lay, fa, fb, fc, None if bias is None else array_facts("bias", bias))
+            _epilogue.check_activation(activation)
+            if bias is not None:
+                _epilogue.check_bias(bias, lay.N, fa.dtype, fa.device, fc.lib)
+            _epilogue_in_place(out, 0.0, bias, activation)
         return out
     if lay.K and lay.count > 1 and _one_launch(fa, fb, fc, lay, bias, activation, kernel, config, precision):
         return out
@@ -299,20 +340,16 @@ def _batched_matmul(a, b, bias, activation, kernel, out, config, precision):
     problems = batched.problems(lay, fa, fb, fc, 1.0, 0.0)
     first = next(problems)
     epi, bias_ptr = _epilogue_of(first, bias, activation)
-    if lay.K == 0:   # act(bias) in every element: the naive rung's store over no k
-        for problem in itertools.chain([first], problems):
-            Plan(problem, get_rung("naive"), epilogue=epi, bias_ptr=bias_ptr).run()
-        return out
     plans: dict = {}
     swap = first.c.col_major
-    itemsize = first.a.itemsize
+    itemsize, c_size = first.a.itemsize, first.c.itemsize
     ld_ok = (first.a.ld % (16 // itemsize) == 0, first.b.ld % (16 // itemsize) == 0,
-             first.c.ld % (16 // itemsize) == 0)
+             first.c.ld % (16 // c_size) == 0)
     sc = batched.batch_strides(fc, lay.batch)
     a0, b0, c0 = first.a.ptr, first.b.ptr, first.c.ptr
     for oa, ob, oc in zip(batched.offsets(lay.a_strides, lay.batch), batched.offsets(lay.b_strides, lay.batch),
                           batched.offsets(sc, lay.batch)):
-        pa, pb, pc = a0 + oa * itemsize, b0 + ob * itemsize, c0 + oc * itemsize
+        pa, pb, pc = a0 + oa * itemsize, b0 + ob * itemsize, c0 + oc * c_size
         key = (ld_ok[0] and not pa & 15, ld_ok[1] and not pb & 15, ld_ok[2] and not pc & 15)
         plan = plans.get(key)
         if plan is None:

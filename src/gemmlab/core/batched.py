@@ -133,7 +133,7 @@ def element(p: GemmProblem, pa: int, pb: int, pc: int) -> GemmProblem:
 def check_output(lay: Layout, a: ArrayFacts, b: ArrayFacts, c: ArrayFacts, bias: ArrayFacts | None = None) -> tuple:
     """The output's batch strides, after checking that it has no broadcast batch dimension and
     overlaps neither input (nor the bias) anywhere (ValueError naming the problem)."""
-    itemsize = get_dtype(a.dtype).itemsize
+    itemsize = get_dtype(c.dtype).itemsize
     sc = _batch_strides(c.shape, c.strides, lay.batch)
     if any(s == 0 and n > 1 for s, n in zip(sc, lay.batch)):
         raise ValueError(f"out has a batch dimension of stride 0 (strides {c.strides}): every element of the "
@@ -160,12 +160,12 @@ def _checked_infos(lay: Layout, a: ArrayFacts, b: ArrayFacts, c: ArrayFacts):
 def problems(lay: Layout, a: ArrayFacts, b: ArrayFacts, c: ArrayFacts, alpha: float, beta: float):
     """The 2-D problem of each batch element in row-major order of the batch (c: the (batch..., M, N)
     result), after one check that the output overlaps neither input anywhere."""
-    itemsize = get_dtype(a.dtype).itemsize
+    itemsize, c_size = get_dtype(a.dtype).itemsize, get_dtype(c.dtype).itemsize
     ai, bi, ci, sc = _checked_infos(lay, a, b, c)
     for oa, ob, oc in zip(offsets(lay.a_strides, lay.batch), offsets(lay.b_strides, lay.batch),
                           offsets(sc, lay.batch)):
         yield GemmProblem(lay.M, lay.N, lay.K, a.dtype, replace(ai, ptr=ai.ptr + oa * itemsize),
-                          replace(bi, ptr=bi.ptr + ob * itemsize), replace(ci, ptr=ci.ptr + oc * itemsize), alpha, beta)
+                          replace(bi, ptr=bi.ptr + ob * itemsize), replace(ci, ptr=ci.ptr + oc * c_size), alpha, beta)
 
 
 def flat_stride(strides: tuple, batch: tuple) -> int | None:

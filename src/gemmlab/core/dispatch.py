@@ -180,7 +180,7 @@ def _from_table(problem: GemmProblem, device, source: str, precision: str | None
     fp16 entry at 1024x4096x4096 take 1024x6144x4096 from bf16's entry for that very shape, and
     run it well behind the bf16 entry: h100_llm_suite_fp16_standin.json.)"""
     kp = problem.kernel_view()
-    allowed = {r.slug: r for r in for_dtype(problem.dtype, device.arch, precision)}
+    allowed = {r.slug: r for r in for_dtype(problem.dtype, device.arch, precision, out=problem.out_dtype)}
     layout = layout_of(kp)
     entries, gpu = _table(source, device)
     stand_in = dtypes.get(problem.dtype).stand_in
@@ -228,7 +228,7 @@ def tuned_exactly(problem: GemmProblem, device, precision: str | None = None) ->
     """Whether this GPU's tuned table holds an entry of exactly this problem (the kernel view's
     shape and layout, the dtype in the precision) whose rung may run: on-line tuning leaves it be."""
     kp = problem.kernel_view()
-    allowed = {r.slug: r for r in for_dtype(problem.dtype, device.arch, precision)}
+    allowed = {r.slug: r for r in for_dtype(problem.dtype, device.arch, precision, out=problem.out_dtype)}
     shape, layout = [kp.M, kp.N, kp.K], layout_of(kp)
     return any(e.get("arch") == device.arch and e.get("gpu_name") in (None, device.name) and list(e.get("shape") or ())
                == shape and e.get("layout", layout) == layout and _usable(e, problem.dtype, allowed, precision)
@@ -247,7 +247,7 @@ def candidates(problem: GemmProblem, device, precision: str | None = None, limit
     grid, no copies), then the ``NEAREST_PER_TABLE`` nearest entries of the tuned and the shipped
     tables (of the dtype, any distance); each with its packing decided; at most ``limit``."""
     kp = problem.kernel_view()
-    allowed = {r.slug: r for r in for_dtype(problem.dtype, device.arch, precision)}
+    allowed = {r.slug: r for r in for_dtype(problem.dtype, device.arch, precision, out=problem.out_dtype)}
     layout = layout_of(kp)
     out = [decide(problem, "auto", None, device, precision)]
     if out[0].rung.thin and "WK" in out[0].rung.params:     # rung 24: twice the warps along K, half the slices
@@ -261,7 +261,7 @@ def candidates(problem: GemmProblem, device, precision: str | None = None, limit
             for thin in (True, False)]
     # the light launch: the highest rung with neither tensor maps nor a persistent grid (rung 17 for
     # 16-bit, 18 for FP32), the rule's tile and split, no operand copies: no per-call host setup
-    light = [r for r in for_dtype(problem.dtype, device.arch, precision, thin=False) if not r.tensor_maps and not r.persistent]
+    light = [r for r in for_dtype(problem.dtype, device.arch, precision, thin=False, out=problem.out_dtype) if not r.tensor_maps and not r.persistent]
     if light:
         cfg, why = rule_config(light[-1], kp.M, kp.N, kp.K, device.sm_count, own_precision(light[-1], problem.dtype, precision))
         cfg = dict(cfg, PACK=0) if "PACK" in light[-1].params else cfg

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .dtypes import from_array_name, get as get_dtype
 from .problem import ArrayInfo, describe_array
 
 # name -> GL_ACT code of kernels/epilogue.cuh (0 is no activation)
@@ -21,15 +22,19 @@ BIAS_CODES = {"same": 1, "fp32": 2}   # GL_BIAS: a vector of the operands' type,
 @dataclass(frozen=True)
 class Epilogue:
     """What a variant's stores apply beyond alpha and beta: an activation (a name of
-    ``ACTIVATIONS`` or None), a bias (None, "same": the operands' dtype, or "fp32") and whether the
-    bias runs along the rows C is stored in (a column-major C, stored as the row-major C^T)."""
+    ``ACTIVATIONS`` or None), a bias (None, "same": the operands' dtype, or "fp32"), whether the
+    bias runs along the rows C is stored in (a column-major C, stored as the row-major C^T), and
+    the type the outputs are rounded to where it is not the operands' (``out``: a dtype name, the
+    kernels' GL_C_DTYPE; None: the operands' own)."""
 
     activation: str | None = None
     bias: str | None = None
     bias_rows: bool = False
+    out: str | None = None
 
     @property
     def plain(self) -> bool:
+        """No bias and no activation: alpha and beta alone (whatever the output type)."""
         return self.activation is None and self.bias is None
 
     def defines(self) -> dict[str, int]:
@@ -42,11 +47,13 @@ class Epilogue:
             d["GL_BIAS"] = BIAS_CODES[self.bias]
             if self.bias_rows:
                 d["GL_BIAS_ROW"] = 1
+        if self.out is not None:
+            d["GL_C_DTYPE"] = get_dtype(self.out).code
         return d
 
     def describe(self) -> str:
         parts = ([f"bias ({self.bias})"] if self.bias else []) + ([self.activation] if self.activation else [])
-        return " + ".join(parts)
+        return " + ".join(parts + ([f"{self.out} out"] if self.out else []))
 
 
 PLAIN = Epilogue()
@@ -84,12 +91,37 @@ def check_bias(bias, n: int, dtype: str, device: int, lib: str) -> ArrayInfo | N
     return info
 
 
-def make(activation, bias_info: ArrayInfo | None, dtype: str, c_col_major: bool) -> Epilogue:
-    """The Epilogue of a checked call (``check_activation``, ``check_bias``)."""
-    if activation is None and bias_info is None:
+def make(activation, bias_info: ArrayInfo | None, dtype: str, c_col_major: bool, out: str | None = None) -> Epilogue:
+    """The Epilogue of a checked call (``check_activation``, ``check_bias``) whose C is of ``out``
+    (None or ``dtype``: the operands' own)."""
+    out = None if out == dtype else out
+    if activation is None and bias_info is None and out is None:
         return PLAIN
     kind = None if bias_info is None else ("same" if bias_info.dtype == dtype else "fp32")
-    return Epilogue(activation, kind, bool(kind and c_col_major))
+    return Epilogue(activation, kind, bool(kind and c_col_major), out)
+
+
+def out_dtype_name(out_dtype) -> str | None:
+    """The dtype name (``fp32``) of an ``out_dtype`` argument: None, a name gemmlab uses ("fp32",
+    "bf16"), an array library's ("float32", "bfloat16") or its dtype object (``torch.float32``,
+    ``numpy.float32``). TypeError naming the argument otherwise."""
+    if out_dtype is None:
+        return None
+    if isinstance(out_dtype, str):
+        name = out_dtype
+    elif isinstance(out_dtype, type):   # numpy.float32, cupy.float32
+        name = out_dtype.__name__
+    else:                               # numpy.dtype("float32"), torch.float32
+        name = getattr(out_dtype, "name", None) or str(out_dtype).removeprefix("torch.")
+    try:
+        return get_dtype(name).name
+    except ValueError:
+        pass
+    try:
+        return from_array_name(name).name
+    except TypeError:
+        raise TypeError(f"out_dtype {out_dtype!r} is not a dtype gemmlab writes; choose float32, float16 or "
+                        f"bfloat16") from None
 
 
 # ---- the reference: float64, what verification compares against -------------------------------

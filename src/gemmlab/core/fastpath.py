@@ -207,12 +207,13 @@ _POINTER_OF_LIB = {"cupy": lambda x: x.data.ptr, "torch": lambda x: x.data_ptr()
 _products: dict[tuple, tuple] = {}   # (a key, b key, kernel, config, precision) -> (allocate, pointer_of, entry)
 
 
-def product(a, b, kernel, config, precision=None):
-    """a @ b in a new array through a remembered product (allocation, then the plan's launch),
-    or None when there is none: the full path then runs."""
+def product(a, b, kernel, config, precision=None, out_dtype=None):
+    """a @ b in a new array (of ``out_dtype``, a dtype name; None: the operands') through a
+    remembered product (allocation, then the plan's launch), or None when there is none: the full
+    path then runs."""
     try:
         (ka, pa), (kb, pb) = _signature_of_type[type(a)](a), _signature_of_type[type(b)](b)
-        hit = _products.get((ka, kb, kernel, _config_key(config), precision))
+        hit = _products.get((ka, kb, kernel, _config_key(config), precision, out_dtype))
     except (KeyError, TypeError, AttributeError):
         return None
     if hit is None:
@@ -225,14 +226,15 @@ def product(a, b, kernel, config, precision=None):
     return c if _fire(entry, pa, pb, pc, 1.0, 0.0) else None
 
 
-def remember_product(a, b, c, kernel, config, allocate, lib: str, precision=None) -> None:
+def remember_product(a, b, c, kernel, config, allocate, lib: str, precision=None, out_dtype=None) -> None:
     """After the full path computed a @ b into ``c`` (made by ``allocate()``, of library
-    ``lib``): remember the allocation and the plan that gemm remembered for (a, b, c)."""
+    ``lib``; of ``out_dtype`` where asked): remember the allocation and the plan that gemm
+    remembered for (a, b, c)."""
     call = signature(a, b, c, kernel, config, precision)
     entry = _entries.get(call[0]) if call is not None else None
     if entry is None or lib not in _POINTER_OF_LIB:
         return
-    key = (operand_key(a), operand_key(b), kernel, _config_key(config), precision)
+    key = (operand_key(a), operand_key(b), kernel, _config_key(config), precision, out_dtype)
     if len(_products) >= CAPACITY:
         _products.pop(next(iter(_products), None), None)
     _products[key] = (allocate, _POINTER_OF_LIB[lib], entry)

@@ -14,6 +14,7 @@ import functools
 import os
 import struct
 import threading
+from dataclasses import replace
 
 from .arch import arch_number
 from . import packing, tensormaps, textures
@@ -72,7 +73,10 @@ class Plan:
     def __init__(self, problem: GemmProblem, rung: Rung, config=None, stream: int | None = None, choice=None,
                  precision: str | None = None, epilogue: Epilogue = PLAIN, bias_ptr: int = 0):
         self.problem = problem
-        # the fused epilogue (core/epilogue.py); with a bias, each launch passes its pointer (``bias``)
+        # the fused epilogue (core/epilogue.py); with a bias, each launch passes its pointer (``bias``);
+        # its output type is always C's (a rung then rounds to the type C has)
+        if epilogue.out != problem.out_dtype:
+            epilogue = replace(epilogue, out=problem.out_dtype)
         self.epilogue = epilogue
         self._bias = epilogue.bias is not None
         self._bias_ptr = bias_ptr   # run()'s
@@ -82,7 +86,7 @@ class Plan:
         self.kp = kp
         self.ordinal = problem.c.device
         info = device_info(self.ordinal)
-        rung.require(problem.dtype, info.arch, precision)
+        rung.require(problem.dtype, info.arch, precision, problem.out_dtype)
         self._stream_of = self._default_stream(problem)
         self._producers = tuple({x.stream for x in (problem.a, problem.b, problem.c) if x.stream is not None})
         self._lock = threading.Lock()
@@ -103,7 +107,7 @@ class Plan:
             return stream_capturing(self._stream_of(self.ordinal) if stream is None else stream, self.ordinal)
 
         res = resolve(rung, problem.dtype, kp, config, precision, info.sm_count, vec_a, vec_b, epilogue)
-        if not epilogue.plain or kp.batch > 1:   # a batch's arguments need registers too
+        if not epilogue.plain or epilogue.out or kp.batch > 1:   # so may another output type, or a batch's arguments
             res = self._fused_fallback(res, rung, kp, config, precision, info, vec_a, vec_b, capturing)
         self.packs, self.kp, self.geometry = res.packs, res.kp, res.geometry
         self.variant = res.variant   # the split-K, tall-grid or stream-K build of the geometry
@@ -127,7 +131,7 @@ class Plan:
                                self._streamk, self._bias, bool(self.variant.batch))
         if tex_args:
             self._params.textures(*tex_args)
-        self._maps = self._map_args(problem.dtype) if rung.tensor_maps else None
+        self._maps = self._map_args(problem.dtype, problem.c.dtype) if rung.tensor_maps else None
         self._map_c = self._maps is not None and self._maps[2] is not None   # a launch on a new C remaps
         self._mapped = (None, None, None)   # the pointers whose tensor maps the parameter block holds
         if self._maps is not None and not self.packs:   # a packed operand's map is of its copy: at launch
@@ -304,8 +308,8 @@ class Plan:
         self._channels = (ta.channels, tb.channels)
         return vec_a, vec_b, [ta.handle, ta.offset, tb.handle, tb.offset]
 
-    def _map_args(self, dtype: str):
-        """The tensor-map arguments of A, B and C (None for an operand TMA cannot describe: the
+    def _map_args(self, dtype: str, c_dtype: str):
+        """The tensor-map arguments of A and B (of ``dtype``) and C (of ``c_dtype``) (None for an operand TMA cannot describe: the
         variant copies it with threads, see kernels/19_wgmma_tma.cu; C's only for a rung with a
         store map whose EPI_TMA is on, where 16-byte access of C is legal and TMA can store it)."""
         kp, cfg = self.kp, self.variant.cfg
@@ -319,10 +323,9 @@ class Plan:
                                     batch=(kp.batch, kp.batch_b) if varies[1] else None)
              if self.variant.vec_b else None)
         rows, cols = (kp.N, kp.M) if kp.c_col else (kp.M, kp.N)   # a column-major C: its columns are the map's rows
-        c = (tensormaps.output_map(rows, cols, kp.ldc, dtype, self.rung.store_box,
-                                   batch=(kp.batch, kp.batch_c) if self.variant.batch else None)
+        c = (tensormaps.output_map(rows, cols, kp.ldc, c_dtype, batch=(kp.batch, kp.batch_c) if self.variant.batch else None)
              if self.rung.store_map and cfg.get("EPI_TMA") and self.variant.vec_c
-             and tensormaps.storable(cols, kp.ldc, dtype) else None)
+             and tensormaps.storable(cols, kp.ldc, c_dtype) else None)
         return a, b, c
 
     # ---- launching ------------------------------------------------------------------------

@@ -207,6 +207,11 @@ class GemmProblem:
     def flops(self) -> int:
         return 2 * self.M * self.N * self.K * self.batch
 
+    @property
+    def out_dtype(self) -> str | None:
+        """C's dtype where it is not the operands' (an output dtype, ``Rung.outputs``), else None."""
+        return None if self.c.dtype == self.dtype else self.c.dtype
+
     def _vec(self, x: ArrayInfo, stride: int) -> bool:
         """16-byte access to x in every element: x's own, and a batch stride of whole vectors."""
         return x.vec_ok() and stride >= 0 and (stride * x.itemsize) % VECTOR_BYTES == 0
@@ -278,12 +283,20 @@ def overlaps(x: ArrayInfo, y: ArrayInfo) -> bool:
     return x0 < y1 and y0 < x1
 
 
+def check_output_dtype(dtype: str, out: str, name: str = "c") -> None:
+    """An output of ``out`` from ``dtype`` operands: any of fp32, fp16 and bf16 from 16-bit operands
+    (their products are summed in FP32 and rounded once to the output's type), fp32 only from fp32
+    operands (TypeError naming the problem otherwise). Which rungs write it is the dispatch's."""
+    if dtype == "fp32" and out != "fp32":
+        raise TypeError(f"{name} is {out} but a and b are fp32; float32 operands write a float32 result only")
+
+
 def make_problem(a, b, c, alpha=1.0, beta=0.0) -> GemmProblem:
     """Validate a, b, c and build the problem; every error names what is wrong."""
     ai, bi, ci = describe_array("a", a), describe_array("b", b), describe_array("c", c)
-    dtypes = {ai.dtype, bi.dtype, ci.dtype}
-    if len(dtypes) != 1:
-        raise TypeError(f"mixed dtypes: a is {ai.dtype}, b is {bi.dtype}, c is {ci.dtype}; all three must match")
+    if ai.dtype != bi.dtype:
+        raise TypeError(f"mixed dtypes: a is {ai.dtype}, b is {bi.dtype}, c is {ci.dtype}; a and b must match")
+    check_output_dtype(ai.dtype, ci.dtype, "c")
     devs = {ai.device, bi.device, ci.device}
     if len(devs) != 1:
         raise ValueError(f"arrays on different devices: a on cuda:{ai.device}, b on cuda:{bi.device}, c on cuda:{ci.device}")

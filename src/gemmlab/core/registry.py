@@ -38,14 +38,14 @@ def landmarks() -> tuple[Rung, ...]:
 
 
 def for_dtype(dtype: str, arch: str | int | None = None, precision: str | None = None,
-              thin: bool | None = None) -> tuple[Rung, ...]:
+              thin: bool | None = None, out: str | None = None) -> tuple[Rung, ...]:
     """The rungs that take ``dtype`` and compute it in ``precision`` (None: the dtype's exact one)
-    (and run on ``arch`` when given), in ladder order; ``thin`` True / False: only the thin rungs
-    (``Rung.thin``) / only the others, None: all."""
+    (and run on ``arch`` when given, and write a C of ``out`` when given: ``Rung.writes``), in ladder
+    order; ``thin`` True / False: only the thin rungs (``Rung.thin``) / only the others, None: all."""
     get_dtype(dtype)
     want = resolve_precision(dtype, precision)
     return tuple(r for r in RUNGS if dtype in r.dtypes and want in r.precisions and (arch is None or r.runs_on(arch))
-                 and (thin is None or bool(r.thin) == thin))
+                 and (thin is None or bool(r.thin) == thin) and r.writes(dtype, out))
 
 
 def get(name: str) -> Rung:

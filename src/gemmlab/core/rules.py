@@ -139,7 +139,7 @@ def rule(problem: GemmProblem, arch, sm_count: int, precision: str | None = None
     can split, with its own rule (fp16/bf16 on sm_90a: rung 21 is persistent but has no split-K, so
     128x4096x4096's 16 tiles of 128x256 go to rung 19, split in 8, or its 128x128 tile)."""
     kp = problem.kernel_view()
-    ruled = thin_choice(kp, problem.dtype, arch, sm_count, precision) if thin else None
+    ruled = thin_choice(kp, problem.dtype, arch, sm_count, precision, problem.out_dtype) if thin else None
     if ruled is not None:
         return ruled
     rung = choose(problem, "auto", arch, precision)
@@ -150,7 +150,7 @@ def rule(problem: GemmProblem, arch, sm_count: int, precision: str | None = None
     M, N = _computed_dims(rung, kp, own_precision(rung, problem.dtype, precision))
     tiles = -(-M // cfg0["BM"]) * -(-N // cfg0["BN"])
     if "SPLITK" not in rung.params and 2 * tiles <= sm_count:
-        splitting = [r for r in for_dtype(problem.dtype, arch, precision, thin=False) if "SPLITK" in r.params]
+        splitting = [r for r in for_dtype(problem.dtype, arch, precision, thin=False, out=problem.out_dtype) if "SPLITK" in r.params]
         if splitting:
             cfg, why = rule_config(splitting[-1], kp.M, kp.N, kp.K, sm_count)
             return Choice(splitting[-1], cfg, "rule", f"{rung.slug} cannot split K and its {tiles} tiles would leave "
@@ -170,13 +170,13 @@ def _computed_dims(rung: Rung, kp, precision: str | None) -> tuple[int, int]:
     return kp.M, kp.N
 
 
-def thin_choice(kp, dtype: str, arch, sm_count: int, precision: str | None) -> Choice | None:
+def thin_choice(kp, dtype: str, arch, sm_count: int, precision: str | None, out: str | None = None) -> Choice | None:
     """The thin rung for a kernel-view problem with M or N at most its ``Rung.thin`` (None when
     there is none or the problem is not thin): its own ``Rung.thin_rule`` (rung 24's tile and K
     split, core/decode.py), else ``thin_rule_config``'s tile, split in K like any rung (``split_for``)
     where its blocks would leave more than half of the SMs idle."""
     side = min(kp.M, kp.N)
-    for rung in reversed(for_dtype(dtype, arch, precision, thin=True)):
+    for rung in reversed(for_dtype(dtype, arch, precision, thin=True, out=out)):
         if side <= rung.thin and rung.thin_rule is not None:   # its own rule (rung 24: tile and split), or None
             ruled = rung.thin_rule(kp.M, kp.N, kp.K, sm_count, arch, kp.a_col, kp.b_col, kp.vec_a, kp.vec_b)
             if ruled is None:
@@ -214,7 +214,7 @@ def _split_pass_loses(rung: Rung, problem: GemmProblem, arch, sm_count: int, pre
     (its bytes at the copy rate and a launch per operand) predicts the top rung slower (small
     problems, where the pass's launches and the half-empty persistent grid dominate); else None."""
     own = own_precision(rung, problem.dtype, precision)
-    others = for_dtype(problem.dtype, arch, precision, thin=False)[:-1]
+    others = for_dtype(problem.dtype, arch, precision, thin=False, out=problem.out_dtype)[:-1]
     if rung.planes_for(own) == 1 or not others:
         return None
     kp = problem.kernel_view()
@@ -301,11 +301,16 @@ def choose(problem: GemmProblem, kernel: str = "auto", arch: str | int | None = 
         raise TypeError(f"kernel must be a string (a rung slug or 'auto'), got {type(kernel).__name__}")
     if kernel != "auto":
         rung = get(kernel)
-        rung.require(problem.dtype, precision=precision)
+        rung.require(problem.dtype, precision=precision, out=problem.out_dtype)
         return rung
-    candidates = for_dtype(problem.dtype, arch, precision, thin=False)
+    candidates = for_dtype(problem.dtype, arch, precision, thin=False, out=problem.out_dtype)
     if not candidates:
         what = problem.dtype if precision is None else f"{problem.dtype} in precision {precision}"
+        if problem.out_dtype is not None:
+            what += f" writing a {problem.out_dtype} C (rungs that do: " + ", ".join(
+                f"{r.slug} (sm_{r.min_arch}" + (f" to sm_{r.max_arch}" if r.max_arch else "+")
+                + (f", a side of at most {r.thin}" if r.thin else "") + ")"
+                for r in for_dtype(problem.dtype, None, precision, out=problem.out_dtype)) + ")"
         raise ValueError(f"no rung supports {what} on {arch}")
     return candidates[-1]
 

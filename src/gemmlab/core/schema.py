@@ -77,8 +77,6 @@ class Rung:
                                        # for each operand whose 16-byte access is legal
     store_map: bool = False            # and C as a third one (its EPI_TMA switch: 1 = store C through
                                        # TMA where C has 16-byte access and beta == 0, 0 = never)
-    store_box: int = 16                # the outer side of C's store box (its inner side is one
-                                       # 128-byte swizzle row): what the kernel's epilogue stages
     store_twin: bool = False           # a second build of each EPI_TMA=1 variant with only the TMA store's
                                        # epilogue (Variant.tma_store_only, GL_TMA_STORE_ONLY), which a plan
                                        # launches for the calls the TMA store serves (beta == 0, rows of
@@ -109,6 +107,9 @@ class Rung:
     thin: int = 0                      # a rung for thin problems only (rung 23): the rule gives it the
                                        # problems whose M or N (kernel view) is at most this, and never
                                        # takes it as the top rung of its dtype; 0: an ordinary rung
+    outputs: tuple[str, ...] = ()      # C dtypes it writes beside its operands' own (an output dtype,
+                                       # ``out_dtype``; GL_C_DTYPE): rung 21's epilogue parts write fp16,
+                                       # bf16 or FP32 from either 16-bit operand type
     batched: bool = False              # its kernel runs a batch of problems in one launch (GL_BATCHED,
                                        # core/batched.py): a persistent rung's schedule walks batch x units
                                        # (rung 21), another's grid.z holds the elements (rung 18)
@@ -139,15 +140,25 @@ class Rung:
         n = arch_number(arch)
         return n >= self.min_arch and (self.max_arch is None or n <= self.max_arch)
 
-    def require(self, dtype: str | None = None, arch: str | int | None = None, precision: str | None = None) -> None:
+    def writes(self, dtype: str, out: str | None) -> bool:
+        """Whether it writes a C of ``out`` (None: the operands' own) from ``dtype`` operands."""
+        return out is None or out == dtype or out in self.outputs
+
+    def require(self, dtype: str | None = None, arch: str | int | None = None, precision: str | None = None,
+                out: str | None = None) -> None:
         """The one support check: ValueError naming the problem when this rung cannot take
-        ``dtype``, cannot run on ``arch`` (``"sm_90a"``, 90) or cannot compute in ``precision``."""
+        ``dtype``, cannot write a C of ``out`` (None: the operands' dtype), cannot run on ``arch``
+        (``"sm_90a"``, 90) or cannot compute in ``precision``."""
         if dtype is not None:
             get_dtype(dtype)
             if dtype not in self.dtypes:
                 raise ValueError(f"kernel {self.slug!r} does not support dtype {dtype}; it supports "
                                  f"{', '.join(self.dtypes)}")
             self.precision_for(dtype, precision)
+            if not self.writes(dtype, out):
+                writers = [r.slug for r in LADDER if dtype in r.dtypes and out in r.outputs]
+                raise ValueError(f"kernel {self.slug!r} writes a C of its operands' dtype only ({dtype}); a {out} C "
+                                 f"from {dtype} operands is written by " + (", ".join(writers) or "no rung"))
         if arch is not None and not self.runs_on(arch):
             span = (f"sm_{self.min_arch} or newer" if self.max_arch is None else
                     f"sm_{self.min_arch}" if self.max_arch == self.min_arch else

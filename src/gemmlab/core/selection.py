@@ -94,7 +94,7 @@ def _tiled(slug: str, preset: str | dict | None, pack: str, split: str = "rule",
     the option applies only where an operand lacks 16-byte access)."""
     def build(problem: GemmProblem, device, precision: str | None) -> Choice | None:
         rung = get(slug)
-        if rung not in for_dtype(problem.dtype, device.arch, precision, thin=False):
+        if rung not in for_dtype(problem.dtype, device.arch, precision, thin=False, out=problem.out_dtype):
             return None
         kp = problem.kernel_view()
         if pack == "always" and kp.vec_a and kp.vec_b:
@@ -128,7 +128,8 @@ def _tiled(slug: str, preset: str | dict | None, pack: str, split: str = "rule",
 
 
 def _thin_option(problem: GemmProblem, device, precision: str | None) -> Choice | None:
-    return thin_choice(problem.kernel_view(), problem.dtype, device.arch, device.sm_count, precision)
+    return thin_choice(problem.kernel_view(), problem.dtype, device.arch, device.sm_count, precision,
+                       problem.out_dtype)
 
 
 MENUS: dict[str, tuple[Option, ...]] = {

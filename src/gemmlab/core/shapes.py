@@ -54,6 +54,11 @@ BATCHED_SUITE: tuple[BatchedShape, ...] = (
 EPILOGUE_SUITE: tuple[Shape, ...] = ((4096, 14336, 4096), (128, 14336, 4096), (8192, 8192, 8192),
                                      (1024, 14336, 4096), (4096, 4096, 4096))
 EPILOGUE_ACTIVATION = "gelu_tanh"   # the one cuBLASLt fuses too (torch._addmm_activation)
+# An FP32 output from 16-bit operands: a language model's logits (4096 and 128 tokens over a 32000
+# vocabulary, and 16 tokens of decoding), a MoE router's 64 experts, an MLP projection at 1024
+# tokens, and two cubes.
+OUT_DTYPE_SUITE: tuple[Shape, ...] = ((4096, 4096, 4096), (8192, 8192, 8192), (4096, 32000, 4096),
+                                      (1024, 14336, 4096), (128, 32000, 4096), (4096, 64, 4096), (16, 32000, 4096))
 SUITE_DTYPES: dict[str, tuple[str, ...]] = {"fp32": ("fp32",), "llm": ("fp16", "bf16"), "decode": ("fp16", "bf16"),
                                             "random": ("fp32", "fp16", "bf16")}   # what each is for
 BANDWIDTH_SUITES = ("decode",)   # bench shows GB/s and % of the copy bandwidth for these

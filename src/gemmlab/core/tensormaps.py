@@ -112,7 +112,10 @@ def _batched(args: MapArgs, name: str, batch: tuple[int, int] | None, itemsize: 
                    element_strides=(1, 1, 1))
 
 
-STORE_BOX_ROWS = 16    # rows of rung 21's output box: a consumer warp's rows of an m64 block (kernels/21_wgmma_ws.cu)
+# Rows of the output box of the Hopper epilogue parts, by C's element size: 16 rows of 64 16-bit
+# outputs, a consumer warp's rows of an m64 block (kernels/ws_epi16.cuh); 32 rows of 32 FP32, half a
+# warpgroup's chunk (kernels/ws_epi32.cuh). Either way one 128-byte swizzle row wide.
+STORE_BOX_ROWS = {2: 16, 4: 32}
 
 
 def storable(cols: int, ld: int, dtype: str) -> bool:
@@ -127,23 +130,21 @@ def storable(cols: int, ld: int, dtype: str) -> bool:
     return (ld * row) % 16 == 0 and (cols * row) % 16 == 0
 
 
-def output_map(rows: int, cols: int, ld: int, dtype: str, box_rows: int = STORE_BOX_ROWS,
-               batch: tuple[int, int] | None = None) -> MapArgs:
+def output_map(rows: int, cols: int, ld: int, dtype: str, batch: tuple[int, int] | None = None) -> MapArgs:
     """The map an epilogue stores C through (``Rung.store_map``, EPI_TMA=1): C as the kernel sees it,
     ``rows`` contiguous runs of ``cols`` outputs, ``ld`` apart (a row-major C: M x N; rung 22's
-    column-major C of its transposed problem: N columns of M), in boxes of ``box_rows`` rows x one
-    128-byte swizzle row (``Rung.store_box``: rung 21's 16 rows of 64 16-bit outputs, a consumer
-    warp's; rung 22's 32 of 32 FP32, half a warpgroup's chunk). TMA clips a box at the last row and
+    column-major C of its transposed problem: N columns of M), of ``dtype`` (C's own: rung 21 writes an
+    FP32 C from 16-bit operands too), in boxes of ``STORE_BOX_ROWS`` rows x one 128-byte swizzle row,
+    as the epilogue part of C's type stages them. TMA clips a box at the last row and
     the last 16-byte chunk of a row: any number of rows will do, but C must be ``storable``.
     ``batch`` (count, stride in elements): C of a batch in one launch, a 3-D map (GL_BATCHED).
     ValueError for anything else."""
     if dtype not in _TENSOR_MAP_TYPE:
         raise ValueError(f"the output map is built for fp16, bf16 and fp32 outputs, not {dtype}")
-    if not 1 <= box_rows <= 256:
-        raise ValueError(f"an output box has 1 to 256 rows (a TMA box side), not {box_rows}")
     if min(rows, cols) < 1:
         raise ValueError(f"output C is {rows}x{cols}; a tensor map needs at least one element")
     itemsize = get_dtype(dtype).itemsize
+    box_rows = STORE_BOX_ROWS[itemsize]
     if ld < cols:
         raise ValueError(f"output C: leading dimension {ld} is shorter than its row of {cols}")
     if not storable(cols, ld, dtype):

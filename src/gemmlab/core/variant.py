@@ -129,7 +129,7 @@ class Variant:
         access, or rows that are not whole 16-byte chunks (the kernel's tma_store_now; beta is the
         launch's). The full build stays for the other calls (beta != 0)."""
         if not (self.rung.store_twin and self.cfg.get("EPI_TMA") and self.vec_c
-                and N % get_dtype(self.dtype).vector_elements == 0):
+                and N % get_dtype(self.epilogue.out or self.dtype).vector_elements == 0):
             return None
         return replace(self, tma_store_only=True)
 

@@ -21,6 +21,8 @@
 //   16-byte stores (beta: C read by 16-byte loads in the same pass, never when beta == 0); see
 //   store_tile. Each consumer releases a tile's last stage before its epilogue. Where it can, the
 //   epilogue stores the staging through TMA instead (store_tile_tma; the paragraph at the end).
+//   These stores are the epilogue part of a 16-bit C, kernels/ws_epi16.cuh; an FP32 C (an output
+//   dtype other than the operands', out_dtype) takes ws_epi32.cuh, rung 22's part, instead.
 // * setmaxnreg: the producer warpgroup gives its registers back (setmaxnreg.dec to 40; it only
 //   holds loop state) and the consumers take them (setmaxnreg.inc to 232), one if/else on the
 //   role at the top of the kernel, a cap of 168 at entry (__launch_bounds__(384, 1)). ptxas
@@ -91,7 +93,7 @@
 // tile's last wgmma to the next tile's first.
 // The epilogues of a wave's blocks coincide, and so do their C writes; DEFER=1 (the
 // default) holds a tile in registers and writes it during the next tile's k-tile loop (the section
-// "the deferred epilogue" below; h100_{fp16,bf16}_defer.json); it is slower with 128x128 tiles,
+// "the deferred epilogue" of ws_epi16.cuh; h100_{fp16,bf16}_defer.json); it is slower with 128x128 tiles,
 // which keep DEFER=0.
 // The store twin (GL_TMA_STORE_ONLY): this kernel built without the staged epilogue
 // (store_tile), which a plan loads beside the full build where the TMA store serves every call with
@@ -147,7 +149,7 @@ static_assert(STAGES >= 2, "the pipeline needs at least two stages");
 static_assert(MI * BN / 2 <= 128, "at most 128 FP32 accumulators per thread");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of one or two CTAs along M");
 
-// ---- shared-memory carve-up: rung 19's stages, then the epilogue's own staging (see below) ----
+// ---- shared-memory carve-up: rung 19's stages, then the epilogue part's own staging ----------------
 #if GL_A_COL
 constexpr int A_PANELS = BM / 64, A_ROWS = BK;        // MN-major: [BK][64 m] per 64 rows of the tile
 #else
@@ -161,33 +163,10 @@ constexpr int B_PANELS = BN / 64, B_ROWS = BK;        // MN-major: [BK][64 n] pe
 constexpr int A_PANEL_B = A_ROWS * GL_ROW_B, B_PANEL_B = B_ROWS * GL_ROW_B;
 constexpr int A_STAGE_B = A_PANELS * A_PANEL_B, B_STAGE_B = B_PANELS * B_PANEL_B;
 constexpr int PIPE_B = STAGES * (A_STAGE_B + B_STAGE_B);
-// Epilogue staging, apart from the stages (the producer refills those for the next tile while the
-// consumers store this one): each consumer warp owns 16 rows x EPI_N outputs of the output type
-// (4 KB at EPI_N = 128), through which its 16 rows of each m64 block pass in BN / EPI_N column
-// passes. 128 columns, not 256: 32 KB in all keeps 4 stages of 128x256x64 (192 KB) within a
-// block's 227 KB; a whole 128x256 tile (64 KB) would cost a stage.
-constexpr int EPI_N = BN < 128 ? BN : 128;
-constexpr int EPI_WARP_B = 16 * EPI_N * 2;
-constexpr int EPI_B = CWARPS * EPI_WARP_B;
-constexpr int SMEM_NEED = 1024 + PIPE_B + EPI_B + 2 * STAGES * 8;   // 1024: aligning the base; then full[], empty[]
-static_assert(A_PANEL_B % 1024 == 0 && B_PANEL_B % 1024 == 0, "panels keep the 1024-byte swizzle alignment");
-// The TMA store epilogue (store_tile_tma) uses the same staging as boxes of 16 rows x 64 outputs (one
-// 128-byte swizzle row each: 2 KB), EPI_BUFS of them per warp, each on the swizzle's 1024-byte period.
-constexpr int BOX_N = GL_ROW_B / 2, BOX_B = 16 * GL_ROW_B;
-constexpr int EPI_BUFS = EPI_WARP_B / BOX_B;
-static_assert(PIPE_B % 1024 == 0 && EPI_WARP_B % BOX_B == 0 && BN % BOX_N == 0,
-              "the staging holds whole 2 KB boxes on the swizzle's period, and a tile whole boxes");
-// The TMA store needs C describable by a tensor map (GL_VEC_C: 16-byte aligned base, row stride a
-// multiple of 16 bytes), beta == 0 (it writes C without reading it) and rows of whole 16-byte chunks
-// (N % 8 == 0: the copy engine writes whole chunks, and past a ragged row's end they would land in
-// the memory after it); the last two are the launch's (tma_store_now), the host's map follows them.
-constexpr bool TMA_STORE = EPI_TMA && GL_VEC_C;
-constexpr int STORE_CHUNK = 16 / (int)sizeof(T);    // outputs per 16-byte chunk
-__device__ __forceinline__ bool tma_store_now(int N, float beta) {
-    return GL_TMA_STORE_ONLY || (TMA_STORE && beta == 0.0f && N % STORE_CHUNK == 0);
-}
-static_assert(!GL_TMA_STORE_ONLY || TMA_STORE, "the store twin is built only where the TMA store is (EPI_TMA=1, GL_VEC_C)");
-static_assert(SMEM_NEED <= GL_DYN_SMEM, "the registry's shared-memory size (GL_DYN_SMEM) is too small for this tile");
+// The epilogue's staging, apart from the stages (the producer refills those for the next tile while
+// the consumers store this one): what the registry gives it (core/families/hopper.py, ws_smem),
+// each consumer warp 16 rows x min(BN, 128) 16-bit outputs; the part chosen by C's type uses it.
+constexpr int EPI_BUDGET_B = CWARPS * 16 * (BN < 128 ? BN : 128) * 2;
 
 // ---- how the operands arrive (ws.cuh derives the barriers' counts and the register split) -------
 // TMA_ONLY: both operands come by TMA, issued by one thread; otherwise the producer warpgroup's 128
@@ -202,232 +181,20 @@ constexpr unsigned TX_BYTES = (GL_VEC_A ? A_STAGE_B : 0) + (GL_VEC_B ? B_STAGE_B
 
 #include "ws.cuh"     // the persistent schedule, the mbarrier ring, the producer's load loop
 
-// ---- epilogue values: a fragment's four outputs, packed in pairs -----------------------------------
-// Fragment f of a warp's 16 rows from row i0 and its tile's columns from j0: a[0], a[1] at row
-// i0 + lane / 4, columns j0 + 8 f + 2 (lane % 4) + 0 / 1; a[2], a[3] eight rows below. fin: the
-// whole epilogue functor (the stored value is final: beta == 0), else alpha * acc alone (the
-// functor's rest is applied where beta * C is added, gl_store_c8_rounded). b: the fragment's bias
-// (EpiBias). Without bias and activation it is all dead code.
-template <int F>
-struct EpiBias {
-    float col[F][2];    // this lane's two columns of each of F fragments, where the bias runs along columns
-    float row[2];       // this lane's rows g and g + 8, where it runs along rows
-};
-template <int F>
-__device__ __forceinline__ uint2 epi_pairs(const float (&a)[4], const GlEpi& ep, bool fin, const EpiBias<F>& b, int f) {
-    float v[4];
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-        v[e] = ep.alpha * a[e];
-        if (!GL_EPI_PLAIN && fin) v[e] = ep.apply(v[e], b.col[f][e % 2] + b.row[e / 2]);
-    }
-    return make_uint2(gl_pack2(v[0], v[1]), gl_pack2(v[2], v[3]));
-}
-// The bias of fragments f0 .. f0 + F - 1 of the warp's 16 rows from i0 (tile columns from j0), before
-// a pass stages them. A column bias is read once per warp: lane l loads columns 2 l and 2 l + 1 of each
-// 64, and the lanes that hold a fragment's columns (lane % 4 = t: 8 f + 2 t, +1) take them by shuffle.
-// Why: with each lane loading its own 2 F values, ptxas hoisted the loads of every pass to the
-// epilogue's start, beside the 128 accumulators (rung 21's 256x128 tile spilled 144 bytes), and left
-// beside the stmatrix of their pass (asm volatile with a memory clobber) they waited one L2 round
-// trip each, one after another. Zeros, and no loads, without a bias.
-template <int F>
-__device__ __forceinline__ EpiBias<F> epi_bias(const GlEpi& ep, int i0, int j0, int f0, int lane) {
-    EpiBias<F> b;
-    constexpr int G = (F + 7) / 8;                    // groups of 64 columns
-    float2 mine[G];
-#pragma unroll
-    for (int g = 0; g < G; ++g) mine[g] = ep.bias_pair(j0 + 8 * f0 + 64 * g + 2 * lane);
-#pragma unroll
-    for (int f = 0; f < F; ++f) {
-        const int from = 4 * (f % 8) + lane % 4;
-        b.col[f][0] = GL_BIAS && !GL_BIAS_ROW ? __shfl_sync(0xffffffffu, mine[f / 8].x, from) : 0.0f;
-        b.col[f][1] = GL_BIAS && !GL_BIAS_ROW ? __shfl_sync(0xffffffffu, mine[f / 8].y, from) : 0.0f;
-    }
-    // a row bias: lane l loads row l % 16 of the warp's 16; rows g and g + 8 come from lanes g, g + 8
-    const float row = ep.bias_row(i0 + lane % 16);
-    b.row[0] = GL_BIAS && GL_BIAS_ROW ? __shfl_sync(0xffffffffu, row, lane / 4) : 0.0f;
-    b.row[1] = GL_BIAS && GL_BIAS_ROW ? __shfl_sync(0xffffffffu, row, lane / 4 + 8) : 0.0f;
-    return b;
-}
+#if GL_C_DTYPE == 0
+constexpr bool REG_A = false;   // the accumulators' rows are the wgmma's own (ws_epi32.cuh's acc_row)
+#include "ws_epi32.cuh"   // an FP32 C (16-bit operands, out_dtype float32): direct or TMA stores of FP32
+#else
+#include "ws_epi16.cuh"   // a 16-bit C: staged, TMA or deferred stores
+#endif
+constexpr int SMEM_NEED = 1024 + PIPE_B + EPI_BUDGET_B + 2 * STAGES * 8;   // 1024: aligning the base; then full[], empty[]
+static_assert(A_PANEL_B % 1024 == 0 && B_PANEL_B % 1024 == 0 && PIPE_B % 1024 == 0,
+              "panels and the staging keep the 1024-byte swizzle alignment");
+static_assert(SMEM_NEED <= GL_DYN_SMEM, "the registry's shared-memory size (GL_DYN_SMEM) is too small for this tile");
 
-// ---- epilogue staging: COLS columns of one warp's 16 rows of an m64 block, rounded (epi_pairs) ---
-// From fragment f0 on (8 columns each), by stmatrix (16 rows x 16 columns per instruction: matrices
-// 0 / 1 are rows 0-7 / 8-15 of 8 columns, 2 / 3 the next 8) into swizzled rows: lane l names row
-// l % 16, whose staging starts at row_at, and 16-byte chunk 2 jj + l / 16 of it, stored at chunk
-// (2 jj + l / 16) ^ (l % 8) = 2 jj ^ st_x (2 jj has no bit 0).
-template <int COLS>
-__device__ __forceinline__ void stage_cols(const float (&acc)[BN / 8][4], int f0, unsigned row_at, int st_x,
-                                           const GlEpi& ep, bool fin, const EpiBias<COLS / 8>& bias) {
-#pragma unroll
-    for (int jj = 0; jj < COLS / 16; ++jj) {
-        const uint2 a = epi_pairs(acc[f0 + 2 * jj], ep, fin, bias, 2 * jj);
-        const uint2 b = epi_pairs(acc[f0 + 2 * jj + 1], ep, fin, bias, 2 * jj + 1);
-        gl_stmatrix_x4(row_at + ((2 * jj ^ st_x) << 4), a.x, a.y, b.x, b.y);
-    }
-}
-
-// ---- epilogue: one consumer warp's 16 rows of each m64 block --------------------------------------
-// Per pass of EPI_N columns: alpha * acc rounded to T goes into the warp's staging by stmatrix
-// (stage_cols), then each lane reads 16-byte chunks of whole rows back and writes them to C, 8 outputs
-// per store (gl_store_c8_rounded: beta, ragged edges, unaligned C); a warp's store covers two rows
-// of 256 contiguous bytes. The staging is swizzled like the operand panels, 16-byte chunk c of row
-// r at chunk c ^ (r % 8): the 8 rows of one stmatrix matrix, and the 8 chunks a quarter-warp reads,
-// fall on 8 distinct 16-byte bank groups (no conflicts, no padding). Only __syncwarp: the staging
-// is the warp's own. Against storing from the fragments (rung 21 before: 64 4-byte stores per
-// thread at BN = 256, each instruction touching 8 rows): 16 stores of 16 bytes, 16 stmatrix, 16
-// loads of 16 bytes, so both consumer warpgroups get back to the next tile's wgmmas sooner.
-// PASS_N (default EPI_N): the columns of a pass; DEFER=1 passes 64 (half the loads in flight: its held
-// tile is live here too, and with 8 in flight ptxas spilled 16 bytes).
-template <int PASS_N = EPI_N>
-__device__ __forceinline__ void store_tile(const float (&acc)[MI][BN / 8][4], unsigned stage, int lane, T* C, int ldc,
-                                           int M, int N, int i0, int j0, const GlEpi& ep) {
-    constexpr int ROW_B = PASS_N * 2, CHUNKS = PASS_N / 8;   // bytes and 16-byte chunks of a staged row
-    static_assert(PASS_N <= EPI_N && BN % PASS_N == 0, "a pass fits the staging, and a tile is whole passes");
-    // stmatrix (stage_cols): lane l names row l % 16 of the pass's staging
-    const unsigned st_at = stage + (lane % 16) * ROW_B;
-    const int st_x = (lane / 16) ^ (lane % 8);
-    const bool fin = ep.beta == 0.0f;
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-        for (int p = 0; p < BN / PASS_N; ++p) {
-            const EpiBias<PASS_N / 8> bias = epi_bias<PASS_N / 8>(ep, i0 + mi * 64, j0, p * PASS_N / 8, lane);
-            stage_cols<PASS_N>(acc[mi], p * PASS_N / 8, st_at, st_x, ep, fin, bias);
-            __syncwarp();                             // the staged pass visible to the whole warp
-            constexpr int PER = 16 * CHUNKS / 32;     // chunks per lane
-            uint4 h[PER];
-#pragma unroll
-            for (int q = 0; q < PER; ++q) {           // all loads first: their latencies overlap
-                const int v = lane + 32 * q, r = v / CHUNKS, c = v % CHUNKS;
-                h[q] = gl_lds128(stage + r * ROW_B + ((c ^ (r % 8)) << 4));
-            }
-            __syncwarp();                             // read before the next pass overwrites it
-#pragma unroll
-            for (int q = 0; q < PER; ++q) {
-                const int v = lane + 32 * q, r = v / CHUNKS, c = v % CHUNKS;
-                gl_store_c8_rounded(C, ldc, M, N, i0 + mi * 64 + r, j0 + p * PASS_N + 8 * c, h[q], ep);
-            }
-        }
-}
-
-// ---- epilogue by TMA (tma_store_now): one consumer warp's 16 rows of each m64 block --------------
-// Per box of 16 rows x 64 columns: alpha * acc rounded to T goes into one of the warp's EPI_BUFS
-// box buffers by stmatrix, in the layout TMA's 128-byte swizzle reads (16-byte chunk c of row r at
-// chunk c ^ (r % 8) of a 128-byte row: conflict-free for stmatrix as in store_tile); each lane
-// fences its writes for the async proxy, and lane 0 issues the box's store (cp.async.bulk.tensor,
-// one bulk group per box; TMA clips rows past M and 16-byte chunks past N) and goes on. Before a
-// buffer is written again, lane 0 waits until at most EPI_BUFS - 1 groups are still reading shared
-// memory (the box that last used it has been read), counted across passes and tiles alike. Against
-// store_tile: no LDS.128, no STG.128, no per-row bounds arithmetic; the consumers return to the
-// next tile's wgmmas while the copy engine writes this tile to global memory.
-__device__ __forceinline__ void store_tile_tma(const float (&acc)[MI][BN / 8][4], unsigned stage, int lane,
-                                               const GlTensorMap* tmC, int M, int N, int i0, int j0, int z,
-                                               const GlEpi& ep) {
-    // stmatrix (stage_cols): lane l names row l % 16 of a box (one 128-byte row each)
-    const unsigned st_row = stage + (lane % 16) * GL_ROW_B;
-    const int st_x = (lane / 16) ^ (lane % 8);
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-        for (int bx = 0; bx < BN / BOX_N; ++bx) {
-            // the box's bias, loaded before the wait for its buffer
-            const EpiBias<BOX_N / 8> bias = epi_bias<BOX_N / 8>(ep, i0 + mi * 64, j0, bx * BOX_N / 8, lane);
-            const unsigned buf = (mi * (BN / BOX_N) + bx) % EPI_BUFS * BOX_B;
-            if (lane == 0) gl_bulk_wait_read<EPI_BUFS - 1>();   // this buffer's last box read
-            __syncwarp();
-            stage_cols<BOX_N>(acc[mi], bx * BOX_N / 8, st_row + buf, st_x, ep, true, bias);
-            gl_fence_proxy_async();                   // the box's stmatrix visible to the copy engine
-            __syncwarp();
-            if (lane == 0) {
-                const int i = i0 + mi * 64, j = j0 + bx * BOX_N;
-                if (i < M && j < N) gl_tma_store_at(tmC, j, i, z, stage + buf);
-                gl_bulk_commit();                     // one group per box, issued or not: the count above holds
-            }
-        }
-}
-
-// ---- the deferred epilogue (DEFER=1, the default): the tile held in registers, written during the next ----
-// Where the epilogue stores by TMA (tma_store_now), a tile's alpha * acc, rounded to T and packed in
-// pairs, waits in NBOX x 16 registers per thread (64 at 128x256: 128 accumulators + 64 held + the
-// loop's state fit the consumers' 232) while the next piece's wgmmas run; each warp writes one box
-// of it (16 rows x 64 outputs: stmatrix, fence, one TMA store) every few k tiles, between two runs
-// of the main loop, with the last run's wgmmas in flight. Elsewhere (beta != 0, a C TMA cannot
-// store at run time) the tile is stored at its end by store_tile in passes of 64 columns; where no
-// TMA store is compiled (EPI_TMA=0, a C without 16-byte access) and for operands by the thread copy
-// (TMA_ONLY false: 200 registers for the consumers) DEFER=1 compiles what DEFER=0 does.
-// Why: the blocks of a wave end their tiles at nearly the same moment, so a wave's C (132 x 64 KB at
-// 128x256) was written in one burst; a timeline of one launch
-// (h100_timeline_wgmma_ws_streamk0_fp16_4096.json) shows those synchronized epilogues taking several
-// times as long as the ones where few blocks overlap. Spread over the next tile, the writes are a
-// trickle to L2 instead of a burst, and the tensor cores stop only for the last k tile's drain and
-// the packing. Measured with DEFER 0 and 1 in the same run beside cuBLAS
-// (h100_tune_wgmma_ws_defer_*.json): a small gain at 4096^3 and 8192^3 in fp16 and bf16, at the
-// low end of what was predicted (docs/journal/hopper.md).
-// What the build taught: with the write inside the k-tile loop, or the rows path writing from the
-// held registers, ptxas moved the loop's descriptors out of the uniform registers (a longer loop);
-// with 8 loads in flight in store_tile, or the stmatrix addresses hoisted out of the loop, it spilled.
-// A fused bias or activation (epilogue.cuh) is not deferred: applied while holding, beside the 128
-// accumulators and the 64 held registers, it spilled at 128x256 for some activations; applied
-// as each held box was written, it spilled for most (and where it fitted, the plan's
-// fallback to DEFER=0 had taken over under the device's NVRTC anyway).
-constexpr bool DEFERRED = DEFER && TMA_ONLY && TMA_STORE && GL_EPI_PLAIN;
-constexpr int NBOX = MI * (BN / BOX_N);       // boxes of a warp's share of a tile
-constexpr int BOX_F = BOX_N / 8;              // accumulator fragments (8 columns) per box row
-// a held box: fragment f's 4 values as 2 packed pairs, (a0, a1) and (a2, a3)
-__device__ __forceinline__ void hold_tile(unsigned (&held)[NBOX][BOX_F][2], const float (&acc)[MI][BN / 8][4],
-                                          float alpha) {
-#pragma unroll
-    for (int c = 0; c < NBOX; ++c)
-#pragma unroll
-        for (int f = 0; f < BOX_F; ++f) {
-            const float (&a)[4] = acc[c / (BN / BOX_N)][(c % (BN / BOX_N)) * BOX_F + f];
-            held[c][f][0] = gl_pack2(alpha * a[0], alpha * a[1]);
-            held[c][f][1] = gl_pack2(alpha * a[2], alpha * a[3]);
-        }
-}
-// The held registers set to a constant once written: ptxas cannot see that a piece after a stream-K
-// piece that published reads nothing held, so without this it kept the written tile live through
-// stream-K's fixup (~100 bytes spilled at 128x256); constants it rematerializes instead.
-__device__ __forceinline__ void hold_nothing(unsigned (&held)[NBOX][BOX_F][2]) {
-#pragma unroll
-    for (int c = 0; c < NBOX; ++c)
-#pragma unroll
-        for (int f = 0; f < BOX_F; ++f) held[c][f][0] = held[c][f][1] = 0u;
-}
-// Box cb of the held tile (its rows from row0, its columns from col0 + its offset) into buffer
-// cb % EPI_BUFS of the warp's staging, laid out as store_tile_tma's boxes (stmatrix, 128-byte swizzle).
-// cb is a constant after the callers' unrolled loops, so h is registers.
-// The lane is read again here (a volatile read of %laneid), not taken from the caller: ptxas hoisted
-// the 16 stmatrix addresses out of the main loop as invariants, registers the held tile needs (it
-// spilled 4 bytes so).
-__device__ __forceinline__ unsigned stage_held_box(int cb, const unsigned (&h)[BOX_F][2], unsigned stage) {
-    unsigned lane;
-    asm volatile("mov.u32 %0, %%laneid;\n" : "=r"(lane));
-    const unsigned buf = stage + (cb % EPI_BUFS) * BOX_B;
-    const unsigned st_row = buf + (lane % 16) * GL_ROW_B;
-    const int st_x = (lane / 16) ^ (lane % 8);
-#pragma unroll
-    for (int jj = 0; jj < BOX_F / 2; ++jj)
-        gl_stmatrix_x4(st_row + ((2 * jj ^ st_x) << 4), h[2 * jj][0], h[2 * jj][1], h[2 * jj + 1][0], h[2 * jj + 1][1]);
-    return buf;
-}
-// ... and written by TMA: lane 0 waits only for its buffer's last box to have been read.
-__device__ __forceinline__ void write_held_box_tma(int cb, const unsigned (&h)[BOX_F][2], unsigned stage, int lane,
-                                                   const GlTensorMap* tmC, int M, int N, int row0, int col0, int z) {
-    if (lane == 0) gl_bulk_wait_read<EPI_BUFS - 1>();   // this buffer's last box read
-    __syncwarp();
-    const unsigned buf = stage_held_box(cb, h, stage);
-    gl_fence_proxy_async();                       // the box's stmatrix visible to the copy engine
-    __syncwarp();
-    if (lane == 0) {
-        const int i = row0 + cb / (BN / BOX_N) * 64, j = col0 + cb % (BN / BOX_N) * BOX_N;
-        if (i < M && j < N) gl_tma_store_at(tmC, j, i, z, buf);
-        gl_bulk_commit();
-    }
-}
 // ---- main loop and epilogue: the consumer warpgroups ------------------------------------------
 __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, int rank, int warp, int lane,
-                                        int M, int N, const GlEpi& ep, T* C, int ldc, float* sk_ws,
+                                        int M, int N, const GlEpi& ep, TC* C, int ldc, float* sk_ws,
                                         const GlTensorMap* tmC) {
     // this warpgroup (its WM rows: wg * WM ..), through a shuffle from lane 0, so that ptxas sees it is
     // the same in every lane (CUTLASS does the same) and keeps the descriptors in uniform registers
@@ -435,10 +202,10 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
     // this warpgroup's descriptors (hopper.cuh): its WM rows of A, all of B
     const GlStageDescs<GL_A_COL, GL_B_COL, A_PANEL_B, B_PANEL_B> descs(sm.a_base, sm.b_base, wg * WM);
     auto release = [&](int s) { sm.release(s, lane, rank); };
-    // warp % 4 owns 16 rows of each m64 block (the C-fragment layout), and its own staging
-    const int warp_row = wg * WM + 16 * (warp % 4);
-    const unsigned stage = sm.epi + warp * EPI_WARP_B;
-    const bool tma = tma_store_now(N, ep.beta);
+    // the first tile row this warp stores, and its staging (the epilogue part's)
+    const int warp_row = epi_row(wg, warp);
+    const unsigned stage = epi_stage(sm.epi, wg, warp);
+    const bool tma = tma_store_now(M, N, ep.beta);
     if (tma && warp == 0 && lane == 0) gl_tma_prefetch(tmC);   // C's map cached before any store
 
     float acc[MI][BN / 8][4];
@@ -504,8 +271,7 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
 
         // ---- epilogue: through the warp's own staging (the stages belong to the next tile by
         // now); a tile wholly below M (rank 1 of a cluster's last unit row) stores nothing; with
-        // DEFERRED, a tile for TMA is held until the next piece's main loop (or the end of the walk),
-        // and one stored by rows goes in passes of 64 columns -------
+        // DEFERRED, a tile for TMA is held until the next piece's main loop (or the end of the walk)
         if (row0 < M) {
             if (DEFERRED && tma) {
                 hold_tile(held, acc, ep.alpha);   // DEFERRED: the plain epilogue (alpha alone)
@@ -514,18 +280,17 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
                 held_z = sched.batch_of(u);
                 held_next = 0;
             } else if (tma) {
-                store_tile_tma(acc, stage, lane, tmC, M, N, row0 + warp_row, col0, sched.batch_of(u), ep);
+                store_tile_tma(acc, stage, wg, warp, lane, tmC, M, N, row0 + warp_row, col0, sched.batch_of(u), ep);
             } else {
 #if !GL_TMA_STORE_ONLY   // the twin: the host launches it only where the TMA store serves
-                store_tile<DEFERRED ? BOX_N : EPI_N>(acc, stage, lane, C + sched.batch_of(u) * sched.stride_c(), ldc, M,
-                                                     N, row0 + warp_row, col0, ep);
+                store_rows(acc, stage, wg, warp, lane, C + sched.batch_of(u) * sched.stride_c(), ldc, M, N,
+                           row0 + warp_row, col0, ep);
 #endif
             }
         }
     });
     if (DEFERRED) write_rest();   // the last tile
-    // every TMA store complete before the block exits (its staging is freed with it)
-    if (tma && lane == 0) gl_bulk_wait<0>();
+    epi_drain(tma, warp, lane);
 }
 
 #include "ws_entry.cuh"   // the kernel entry: barriers, then the producer / consumer split

@@ -46,6 +46,8 @@
 // Epilogue (EPI_TMA=0, beta != 0, or a C TMA cannot store): alpha / beta applied to the accumulators
 // and stored straight from them, two consecutive FP32 (8 bytes) per store (d[j][e] of m64nNk8: row
 // 16 warp + lane / 4 (+8 for e >= 2), columns 8 j + 2 (lane % 4), +1), guarded at the edges.
+// Both are ws_epi32.cuh, the epilogue part of an FP32 C, which rung 21 also takes for an FP32 output
+// of 16-bit operands.
 // EPI_TMA=1: through TMA stores from a 32 KB staging (store_tile_tma). Why: a build without its
 // stores (a never-true guard, the main loop kept) ran clearly faster than the one with them
 // (benchmarks/results/h100_tf32_epilogue_nostore.json against h100_tf32_epilogue_base.json): the 132
@@ -169,19 +171,12 @@ constexpr int A_STAGE_B = GL_PLANES * A_PLANE_B, B_STAGE_B = GL_PLANES * B_PLANE
 constexpr int A_LO = GL_PLANES > 1 ? A_PLANE_B : 0, B_LO = GL_PLANES > 1 ? B_PLANE_B : 0;   // small parts' offsets
 #endif
 constexpr int PIPE_B = STAGES * (A_STAGE_B + B_STAGE_B);
-// The TMA store's staging (EPI_TMA, see store_tile_tma), apart from the stages: per consumer warpgroup
-// two chunk buffers of 64 rows x 32 columns of FP32 (8 KB, two boxes of 32 x 32 in TMA's 128-byte
-// swizzle), 32 KB in all: 4 stages of 128x256x32 (192 KB) and this fit a block's 227 KB, as in
-// cuBLAS's TF32 kernel (226 KB of shared memory: its stages and a staging for its TMA stores).
-constexpr bool TMA_STORE = EPI_TMA && GL_VEC_C;
-constexpr int CHUNK_N = ROW_E;                      // columns of a chunk: one swizzle row of FP32
-constexpr int BOX_B = 32 * GL_ROW_B;                // a box: 32 swizzle rows (core/registry.py's store_box)
-constexpr int CHUNK_B = 2 * BOX_B;                  // 64 rows x 32 columns of FP32: two boxes
-constexpr int EPI_BUFS = 2;
-constexpr int EPI_B = TMA_STORE ? WGS * EPI_BUFS * CHUNK_B : 0;
-constexpr int SMEM_NEED = 1024 + PIPE_B + EPI_B + 2 * STAGES * 8;   // 1024: aligning the base; then full[], empty[]
+// The epilogue's staging (ws_epi32.cuh), apart from the stages: 32 KB, what the registry gives it
+// (core/families/hopper.py, WSTF32_EPI_B) where it stores by TMA.
+constexpr int EPI_BUDGET_B = EPI_TMA && GL_VEC_C ? 2 * 2 * 64 * 32 * 4 : 0;
+constexpr int SMEM_NEED = 1024 + PIPE_B + EPI_BUDGET_B + 2 * STAGES * 8;   // 1024: aligning the base; then full[], empty[]
 static_assert(A_PANEL_B % 1024 == 0 && B_PANEL_B % 1024 == 0, "panels keep the 1024-byte swizzle alignment");
-static_assert(PIPE_B % 1024 == 0 && BN % CHUNK_N == 0, "the staging on the swizzle's period, and a tile whole chunks");
+static_assert(PIPE_B % 1024 == 0, "the staging on the swizzle's period");
 static_assert(SMEM_NEED <= GL_DYN_SMEM, "the registry's shared-memory size (GL_DYN_SMEM) is too small for this tile");
 
 // ---- how the operands arrive: TMA only (rung 21 says what each means; ws.cuh derives the barriers'
@@ -191,173 +186,8 @@ constexpr bool MCAST_B = CLUSTER > 1;
 constexpr unsigned TX_BYTES = A_STAGE_B + B_STAGE_B;
 
 #include "ws.cuh"     // the persistent schedule, the mbarrier ring, the producer's load loop
-
-// ---- epilogue: straight from the accumulators -------------------------------------------------------
-// Two outputs adjacent in memory, C[o * ldc + in] and C[o * ldc + in + 1] <- the epilogue functor of
-// alpha * (x, y) + beta * C
-// (o: the outer index, a row of a row-major C or a column of a column-major one, below n_outer; in:
-// the inner one, below n_inner): one 8-byte store when C allows 16-byte access (then `in`, even, is
-// 8-byte aligned) and both are inside; else element by element.
-__device__ __forceinline__ void store_pair(T* C, int ldc, int n_outer, int n_inner, int o, int in, float x, float y,
-                                           const GlEpi& ep) {
-    if (o >= n_outer) return;
-#if GL_VEC_C
-    if (in + 1 < n_inner) {
-        float2* p = reinterpret_cast<float2*>(C + gl_c_off(o, in, ldc));
-        float2 v = make_float2(ep.alpha * x, ep.alpha * y);
-        if (ep.beta != 0.0f) {
-            const float2 c = *p;
-            v.x = fmaf(ep.beta, c.x, v.x);
-            v.y = fmaf(ep.beta, c.y, v.y);
-        }
-        *p = make_float2(ep.finish(v.x, o, in), ep.finish(v.y, o, in + 1));
-        return;
-    }
-#endif
-    if (in < n_inner) gl_store_c(C, ldc, o, in, x, ep);
-    if (in + 1 < n_inner) gl_store_c(C, ldc, o, in + 1, y, ep);
-}
-
-// The tile rows (within its m64 block) of a consumer thread's accumulator rows g (h = 0) and
-// g + 8 (h = 1) of its warp's 16 (g = lane / 4, w = the warp within its warpgroup). K-major A: the
-// wgmma's own, 16 w + g + 8 h. Register A: any one-to-one map will do, as the thread loads the
-// fragment rows it names (a row of A is a row of C), and this one makes the LDS conflict-free and
-// 8 bytes wide: rows g and g + 8 are the adjacent m, m + 1 of the panel's row (one LDS.64 each
-// for k = t and k = t + 4), and a half-warp's 16 pairs fall in 32 distinct banks. Bits of the row:
-// 0 h, 1 g&1 (the word in its 16-byte chunk), 2 g>>2, 3 w&1, 4 (g>>1)&1 (the chunk: a half-warp's
-// g>>1 and its four t, whose swizzle XORs t into the chunk's low two bits, make 8 chunks), 5 w>>1
-// (the 32-row panel).
-__device__ __forceinline__ int acc_row(int w, int lane, int h) {
-    const int g = lane / 4;
-#if GL_A_COL
-    return h | (g & 1) << 1 | (g >> 2) << 2 | (w & 1) << 3 | ((g >> 1) & 1) << 4 | (w >> 1) << 5;
-#else
-    return 16 * w + g + 8 * h;
-#endif
-}
-
-// One consumer warp's outputs of the tile: row0 = its warpgroup's first row, col0 the tile's first
-// column. Accumulator d[j][e]: row acc_row(w, lane, e / 2) of m64 block mi, column 8 j + 2 (lane %
-// 4) + e % 2. Row-major C pairs (e, e + 1) along a row; a column-major C (register A only, where
-// rows h = 0, 1 are adjacent) pairs (e, e + 2) down a column.
-__device__ __forceinline__ void store_tile(const float (&acc)[MI][BN / 8][4], int w, int lane, T* C, int ldc, int M, int N,
-                                           int row0, int col0, const GlEpi& ep) {
-    const int c = col0 + 2 * (lane % 4);
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) {
-        const int r0 = row0 + 64 * mi + acc_row(w, lane, 0), r1 = row0 + 64 * mi + acc_row(w, lane, 1);
-#pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-#if GL_C_COL
-            store_pair(C, ldc, N, M, c + 8 * j, r0, acc[mi][j][0], acc[mi][j][2], ep);
-            store_pair(C, ldc, N, M, c + 8 * j + 1, r0, acc[mi][j][1], acc[mi][j][3], ep);
-#else
-            store_pair(C, ldc, M, N, r0, c + 8 * j, acc[mi][j][0], acc[mi][j][1], ep);
-            store_pair(C, ldc, M, N, r1, c + 8 * j, acc[mi][j][2], acc[mi][j][3], ep);
-#endif
-        }
-    }
-}
-
-// ---- epilogue by TMA (tma_store_now): one consumer warpgroup's rows, chunk by chunk ----------------
-// A chunk is an m64 block's 64 rows x 32 columns (8 KB): alpha * acc goes into one of the
-// warpgroup's two chunk buffers by 8-byte st.shared, in the layout TMA's 128-byte swizzle reads
-// (16-byte piece p of swizzle row r at piece p ^ (r % 8)); every thread fences its writes for the
-// async proxy, the warpgroup meets at its named barrier, and its first thread issues the chunk's two
-// box stores (cp.async.bulk.tensor, one bulk group per chunk; TMA clips at M and N) and goes on.
-// Before a buffer is written again that thread waits until at most one group (the other buffer's)
-// is still reading shared memory, counted across tiles alike (a tile is an even number of chunks).
-// Row-major C: a box is 32 rows x 32 columns, swizzle row = C row. Column-major C (the register-A
-// path's transposed problem): a box is 32 columns x 32 rows, swizzle row = C column, and a thread's
-// rows r, r + 1 (acc_row) are one 8-byte word.
-// Bank conflicts: an STS.64 is served a half-warp (16 lanes, 128 bytes) per wavefront, so 2
-// wavefronts at best. Stored in the accumulators' own order, every layout met 2-way in each
-// half-warp (4 wavefronts; Nsight Compute at 8192^3, column-major C,
-// h100_profile_wgmma_tf32_epi1_8192.json): the half-warp's 16 pieces fell on 8 slots
-// (bank group x 8-byte half). So lanes store their fragments in a permuted order, the order bit
-// being a lane bit that did not reach the slot: column-major C, lanes with t >= 2 store their
-// column pair's second column first; row-major C, lanes of one half of the half-warp store the
-// chunk's fragments jj ^ 2 (t >= 2 for a K-major A, g & 2 for register A). Each half-warp then
-// covers all 16 slots (an exhaustive count over the lanes; the selects cost 2 FSEL a store).
-// Against store_tile (64 8-byte st.global per thread at 128x256, all 132 SMs' 128 KB tiles at once):
-// the stores leave the consumers' path, which then waits only for shared memory to be read.
-__device__ __forceinline__ void gl_wg_sync(int wg) {     // the named barrier of consumer warpgroup wg
-    asm volatile("bar.sync %0, %1;\n" :: "r"(1 + wg), "n"(GL_WARPGROUP) : "memory");
-}
-__device__ __forceinline__ void gl_sts64(unsigned addr, float x, float y) {
-    asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" :: "r"(addr), "f"(x), "f"(y) : "memory");
-}
-__device__ __forceinline__ bool tma_store_now(int M, int N, float beta) {
-    return TMA_STORE && beta == 0.0f && (GL_C_COL ? M : N) % 4 == 0;   // rows of whole 16-byte pieces
-}
-__device__ __forceinline__ void store_tile_tma(const float (&acc)[MI][BN / 8][4], unsigned stage, int wg, int w, int lane,
-                                               const GlTensorMap* tmC, int M, int N, int row0, int col0, const GlEpi& ep) {
-    const bool issuer = w == 0 && lane == 0;
-    // the whole functor (beta == 0 here) of alpha * x at the kernel's (row kr, column kc); the stored
-    // C's coordinates are those, or with GL_C_COL the other way round
-    auto fin = [&](float x, int kr, int kc) {
-        return ep.finish(ep.alpha * x, GL_C_COL ? kc : kr, GL_C_COL ? kr : kc);
-    };
-    const int t = lane % 4;
-    const int r = acc_row(w, lane, 0);              // rows r and acc_row(w, lane, 1) of the m64 block
-#if GL_C_COL
-    const bool swap = t >= 2;                       // this lane stores column 2 t + 1 before 2 t
-    const unsigned at = (r / 32) * BOX_B + 4 * (r % 4), rx = (r % 32) / 4;     // r even: r, r + 1 one word
-    unsigned at_e[2];                               // the k-th store's address in the chunk, jj = 0
-#pragma unroll
-    for (int k = 0; k < 2; ++k) {
-        const unsigned col = 2 * t + (k ^ (int)swap);   // < 8: its own swizzle phase
-        at_e[k] = at + col * GL_ROW_B + ((rx ^ col) << 4);
-    }
-#else
-    const bool swap = GL_A_COL ? ((lane / 4) & 2) != 0 : t >= 2;    // this lane stores fragment jj ^ 2 at step jj
-    const int r1 = acc_row(w, lane, 1);             // r + 8 (K-major A) or r + 1 (register A)
-    const unsigned at0 = r * GL_ROW_B + 8 * (t % 2), at1 = r1 * GL_ROW_B + 8 * (t % 2);
-#endif
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-        for (int c = 0; c < BN / CHUNK_N; ++c) {
-            const unsigned buf = stage + (mi * (BN / CHUNK_N) + c) % EPI_BUFS * CHUNK_B;
-            if (issuer) gl_bulk_wait_read<EPI_BUFS - 1>();   // this buffer's last chunk read
-            gl_wg_sync(wg);
-#pragma unroll
-            for (int jj = 0; jj < CHUNK_N / 8; ++jj) {
-#if GL_C_COL
-                const float (&a)[4] = acc[mi][c * (CHUNK_N / 8) + jj];
-#pragma unroll
-                for (int k = 0; k < 2; ++k) {         // column 8 jj + 2 t + e, e = k ^ swap: outputs e (row r), e + 2 (r + 1)
-                    const float x = swap ? a[k ^ 1] : a[k], y = swap ? a[(k ^ 1) + 2] : a[k + 2];
-                    const int kc = col0 + c * CHUNK_N + 8 * jj + 2 * t + (k ^ (int)swap), kr = row0 + 64 * mi + r;
-                    gl_sts64(buf + at_e[k] + 8 * jj * GL_ROW_B, fin(x, kr, kc), fin(y, kr + 1, kc));
-                }
-#else
-                const float (&p)[4] = acc[mi][c * (CHUNK_N / 8) + jj];
-                const float (&q)[4] = acc[mi][c * (CHUNK_N / 8) + (jj ^ 2)];
-                const int piece = 2 * (jj ^ (swap ? 2 : 0)) + t / 2;   // the fragment's columns 2 t, +1: its 16-byte piece
-                const int kc = col0 + c * CHUNK_N + 8 * (jj ^ (swap ? 2 : 0)) + 2 * t;
-                const int kr0 = row0 + 64 * mi + r, kr1 = row0 + 64 * mi + r1;
-                gl_sts64(buf + at0 + ((piece ^ (r % 8)) << 4), fin(swap ? q[0] : p[0], kr0, kc), fin(swap ? q[1] : p[1], kr0, kc + 1));
-                gl_sts64(buf + at1 + ((piece ^ (r1 % 8)) << 4), fin(swap ? q[2] : p[2], kr1, kc), fin(swap ? q[3] : p[3], kr1, kc + 1));
-#endif
-            }
-            gl_fence_proxy_async();                   // the chunk's st.shared visible to the copy engine
-            gl_wg_sync(wg);
-            if (issuer) {
-                const int i = row0 + 64 * mi, j = col0 + c * CHUNK_N;
-                // the box of rows from `row` on: a column-major C's map has the row as its inner coordinate
-                auto box = [&](int row, unsigned src) {
-                    const int c0 = GL_C_COL ? row : j, c1 = GL_C_COL ? j : row;
-                    gl_tma_store(tmC, c0, c1, src);
-                };
-                if (j < N) {
-                    if (i < M) box(i, buf);
-                    if (i + 32 < M) box(i + 32, buf + BOX_B);
-                }
-                gl_bulk_commit();                     // one group per chunk, issued or not: the count above holds
-            }
-        }
-}
+constexpr bool REG_A = GL_A_COL;   // an MN-major A is read into registers, its rows in acc_row's order
+#include "ws_epi32.cuh"   // the epilogue part: direct or TMA stores of FP32
 
 #if GL_A_COL
 // ---- register A: the fragments of an MN-major A from its shared panels -------------------------------
@@ -420,11 +250,11 @@ __device__ __forceinline__ void wgmma_half(float (&acc)[MI][BN / 8][4], const Fr
 
 // ---- main loop and epilogue: the consumer warpgroups (rung 21's, TF32 k8 steps) --------------------
 __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, int rank, int warp, int lane,
-                                        int M, int N, const GlEpi& ep, T* C, int ldc, float* sk_ws,
+                                        int M, int N, const GlEpi& ep, TC* C, int ldc, float* sk_ws,
                                         const GlTensorMap* tmC) {
     const int wg = __shfl_sync(0xffffffffu, warp / 4, 0);   // uniform to ptxas (rung 21 says why)
     const bool tma = tma_store_now(M, N, ep.beta);
-    const unsigned stage = sm.epi + wg * EPI_BUFS * CHUNK_B;   // this warpgroup's chunk buffers
+    const unsigned stage = epi_stage(sm.epi, wg, warp);   // this warpgroup's chunk buffers
     const GlStageDescs<0, 1, A_PANEL_B, B_PANEL_B> descs(sm.a_base, sm.b_base, wg * WM);
     auto release = [&](int s) { sm.release(s, lane, rank); };
 
@@ -486,11 +316,11 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
 
         // ---- epilogue (a tile wholly below M, rank 1 of a cluster's last unit row, stores nothing) ----
         if (row0 < M) {
-            if (TMA_STORE && tma) store_tile_tma(acc, stage, wg, warp % 4, lane, tmC, M, N, row0 + wg * WM, col0, ep);
-            else store_tile(acc, warp % 4, lane, C, ldc, M, N, row0 + wg * WM, col0, ep);
+            if (TMA_STORE && tma) store_tile_tma(acc, stage, wg, warp, lane, tmC, M, N, row0 + epi_row(wg, warp), col0, 0, ep);
+            else store_rows(acc, stage, wg, warp, lane, C, ldc, M, N, row0 + epi_row(wg, warp), col0, ep);
         }
     });
-    if (TMA_STORE && tma && warp % 4 == 0 && lane == 0) gl_bulk_wait<0>();   // the stores done before the block ends
+    epi_drain(tma, warp, lane);   // the stores done before the block ends
 }
 
 #include "ws_entry.cuh"   // the kernel entry: barriers, then the producer / consumer split

@@ -202,7 +202,7 @@ __device__ __forceinline__ int tile_index(int w, int j) { return THIN_N ? w * NS
 #if GL_SPLITK_CLUSTER
 // The cluster's slices summed: block `rank` adds the rank-th 1/S of the tile over the S blocks'
 // shared tiles (ascending), then stores it.
-__device__ __forceinline__ void cluster_store(const float* tile, T* C, int ldc, int M, int N, int row0, int col0,
+__device__ __forceinline__ void cluster_store(const float* tile, TC* C, int ldc, int M, int N, int row0, int col0,
                                               const GlEpi& ep) {
     constexpr int S = GL_SPLITK_CLUSTER;
     constexpr int PART = GL_CEIL_DIV(TILE, S);
@@ -231,7 +231,7 @@ __device__ __forceinline__ void cluster_store(const float* tile, T* C, int ldc, 
 
 extern "C" __global__ void GL_SK_CLUSTER_DIMS __launch_bounds__(THREADS, 1)
 gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T* __restrict__ B, int ldb,
-     float beta, T* __restrict__ C, int ldc GL_EPI_PARAMS)
+     float beta, TC* __restrict__ C, int ldc GL_EPI_PARAMS)
 {
     extern __shared__ __align__(16) float red[];  // [WK][TILE]: each k-warp's partial tile
     int k_first = 0, k_end = K;

@@ -15,7 +15,9 @@
 // compile time by the defines below. When beta == 0, C is never read (BLAS semantics).
 //
 // Defines given by the host (gemmlab/core/variant.py, Variant.defines) at compile time:
-//   GL_DTYPE   0 = fp32, 1 = fp16, 2 = bf16          (element type T of A, B and C)
+//   GL_DTYPE   0 = fp32, 1 = fp16, 2 = bf16          (element type T of A and B, and of C)
+//   GL_C_DTYPE the same codes: C's element type TC where it is not T (an output dtype other than the
+//              operands'; only rung 21 is built so, its epilogue part chosen by TC)
 //   GL_A_COL   0: A(i,k) = A[i*lda + k]   1: A(i,k) = A[k*lda + i]
 //   GL_B_COL   0: B(k,j) = B[k*ldb + j]   1: B(k,j) = B[j*ldb + k]
 //   GL_VEC_A / GL_VEC_B / GL_VEC_C   1 when 16-byte vector access of that operand is legal:
@@ -51,14 +53,28 @@
 #define GL_VEC_C 0
 #endif
 
-#if GL_DTYPE == 1
+#ifndef GL_C_DTYPE
+#define GL_C_DTYPE GL_DTYPE
+#endif
+#if GL_DTYPE == 1 || GL_C_DTYPE == 1
 #include <cuda_fp16.h>
+#endif
+#if GL_DTYPE == 2 || GL_C_DTYPE == 2
+#include <cuda_bf16.h>
+#endif
+#if GL_DTYPE == 1
 typedef __half T;
 #elif GL_DTYPE == 2
-#include <cuda_bf16.h>
 typedef __nv_bfloat16 T;
 #else
 typedef float T;
+#endif
+#if GL_C_DTYPE == 1
+typedef __half TC;
+#elif GL_C_DTYPE == 2
+typedef __nv_bfloat16 TC;
+#else
+typedef float TC;
 #endif
 
 #define GL_CEIL_DIV(a, b) (((a) + (b) - 1) / (b))
@@ -161,17 +177,17 @@ __device__ __forceinline__ void gl_splitk_advance(PA& A, int lda, PB& B, int ldb
 #endif
 #if GL_SPLITK
 // The block's workspace slice W[z] (C is the workspace in the split variant).
-__device__ __forceinline__ float* gl_splitk_workspace(T* C, int M, int ldc) {
+__device__ __forceinline__ float* gl_splitk_workspace(TC* C, int M, int ldc) {
     return reinterpret_cast<float*>(C) + (size_t)blockIdx.z * (size_t)M * (size_t)ldc;
 }
 // The slice in place (gl_splitk_bounds); returns W[z].
-__device__ __forceinline__ float* gl_splitk_range(int& K, int& k_first, T* C, int M, int ldc, int bk) {
+__device__ __forceinline__ float* gl_splitk_range(int& K, int& k_first, TC* C, int M, int ldc, int bk) {
     gl_splitk_bounds(K, k_first, bk);
     return gl_splitk_workspace(C, M, ldc);
 }
 // The slice as a problem of its own (gl_splitk_advance); returns W[z].
 template <typename PA, typename PB>
-__device__ __forceinline__ float* gl_splitk_slice(PA& A, int lda, PB& B, int ldb, int& K, T* C, int M, int ldc, int bk) {
+__device__ __forceinline__ float* gl_splitk_slice(PA& A, int lda, PB& B, int ldb, int& K, TC* C, int M, int ldc, int bk) {
     gl_splitk_advance(A, lda, B, ldb, K, bk);
     return gl_splitk_workspace(C, M, ldc);
 }
@@ -245,16 +261,17 @@ __device__ __forceinline__ void gl_cluster_sync_relaxed() {
 
 // ---- element conversion -------------------------------------------------------------------
 __device__ __forceinline__ float gl_to_float(float x) { return x; }
-__device__ __forceinline__ float gl_from_float_f(float x) { return x; }
-#if GL_DTYPE == 1
+#if GL_DTYPE == 1 || GL_C_DTYPE == 1
 __device__ __forceinline__ float gl_to_float(__half x) { return __half2float(x); }
-#elif GL_DTYPE == 2
+#endif
+#if GL_DTYPE == 2 || GL_C_DTYPE == 2
 __device__ __forceinline__ float gl_to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
 #endif
-__device__ __forceinline__ T gl_from_float(float x) {
-#if GL_DTYPE == 1
+// An output, rounded once to C's type.
+__device__ __forceinline__ TC gl_c_from_float(float x) {
+#if GL_C_DTYPE == 1
     return __float2half_rn(x);
-#elif GL_DTYPE == 2
+#elif GL_C_DTYPE == 2
     return __float2bfloat16_rn(x);
 #else
     return x;
@@ -284,13 +301,13 @@ __device__ __forceinline__ float gl_load_b(const T* B, int ldb, int K, int N, in
 // ---- epilogue -----------------------------------------------------------------------------
 // C(i,j) <- act(alpha*acc + beta*C(i,j) + bias) (epilogue.cuh); with beta == 0 C is not read
 // (NaN/Inf in C never leak).
-__device__ __forceinline__ void gl_store_c(T* C, int ldc, int i, int j, float acc, const GlEpi& ep) {
+__device__ __forceinline__ void gl_store_c(TC* C, int ldc, int i, int j, float acc, const GlEpi& ep) {
     const size_t o = gl_c_off(i, j, ldc);
     float v = ep.alpha * acc;
     if (ep.beta != 0.0f) v = fmaf(ep.beta, gl_to_float(C[o]), v);
-    C[o] = gl_from_float(ep.finish(v, i, j));
+    C[o] = gl_c_from_float(ep.finish(v, i, j));
 }
-__device__ __forceinline__ void gl_store_c_checked(T* C, int ldc, int M, int N, int i, int j, float acc, const GlEpi& ep) {
+__device__ __forceinline__ void gl_store_c_checked(TC* C, int ldc, int M, int N, int i, int j, float acc, const GlEpi& ep) {
     if (i < M && j < N) gl_store_c(C, ldc, i, j, acc, ep);
 }
 
@@ -473,9 +490,10 @@ struct GlBTileLoader {
 
 #if GL_DTYPE != 0
 // ---- 16-bit element helpers and the 8-wide epilogue (the tensor-core rungs) ---------------
-// Two floats -> two packed T (low half = first); and back.
+#if GL_C_DTYPE != 0
+// Two floats -> two packed outputs of C's 16-bit type (low half = first); and back.
 __device__ __forceinline__ unsigned gl_pack2(float lo, float hi) {
-#if GL_DTYPE == 1
+#if GL_C_DTYPE == 1
     __half2 h = __floats2half2_rn(lo, hi);
 #else
     __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
@@ -483,12 +501,13 @@ __device__ __forceinline__ unsigned gl_pack2(float lo, float hi) {
     return *reinterpret_cast<unsigned*>(&h);
 }
 __device__ __forceinline__ float2 gl_unpack2(unsigned u) {
-#if GL_DTYPE == 1
+#if GL_C_DTYPE == 1
     return __half22float2(*reinterpret_cast<__half2*>(&u));
 #else
     return __bfloat1622float2(*reinterpret_cast<__nv_bfloat162*>(&u));
 #endif
 }
+#endif
 
 // mma.sync m16n8k16 (sm_80+; rungs 17 and 24): d += a (16x16, row) * b (16x8, col), FP32
 // accumulators: c0,c1 at (lane/4, 2*(lane%4) +0/+1), c2,c3 eight rows below.
@@ -527,9 +546,10 @@ __device__ __forceinline__ uint4 gl_load8(const T* __restrict__ P, int ld, int o
     return r;
 }
 
+#if GL_C_DTYPE != 0   // C's 16-bit outputs, eight at a time (an FP32 C is stored by other helpers)
 // Eight outputs C(i, j..j+7) from FP32 values v[0..7]: one 128-bit store when legal (GL_VEC_C,
 // j % 8 == 0 holds) and all eight are inside; else guarded scalar stores. beta == 0: C not read.
-__device__ __forceinline__ void gl_store_c8(T* C, int ldc, int M, int N, int i, int j, const float* v, const GlEpi& ep) {
+__device__ __forceinline__ void gl_store_c8(TC* C, int ldc, int M, int N, int i, int j, const float* v, const GlEpi& ep) {
     if (i >= M) return;
 #if GL_VEC_C
     if (N - j >= 8) {
@@ -563,7 +583,7 @@ __device__ __forceinline__ void gl_store_c8(T* C, int ldc, int M, int N, int i, 
 // the bias and the activation are applied here in FP32 and rounded again (two roundings;
 // measure/verify.py's element tolerance allows two). One 128-bit load and store when legal
 // (GL_VEC_C, j % 8 == 0 holds) and all eight are inside; else guarded scalar accesses.
-__device__ __forceinline__ void gl_store_c8_rounded(T* C, int ldc, int M, int N, int i, int j, uint4 h, const GlEpi& ep) {
+__device__ __forceinline__ void gl_store_c8_rounded(TC* C, int ldc, int M, int N, int i, int j, uint4 h, const GlEpi& ep) {
     if (i >= M) return;
     const float beta = ep.beta;
     unsigned w[4] = {h.x, h.y, h.z, h.w};
@@ -591,12 +611,13 @@ __device__ __forceinline__ void gl_store_c8_rounded(T* C, int ldc, int M, int N,
         if (j + e >= N) continue;
         if (beta != 0.0f) {
             const size_t o = gl_c_off(i, j + e, ldc);
-            C[o] = gl_from_float(ep.finish(fmaf(beta, gl_to_float(C[o]), x), i, j + e));
+            C[o] = gl_c_from_float(ep.finish(fmaf(beta, gl_to_float(C[o]), x), i, j + e));
         } else {
-            C[gl_c_off(i, j + e, ldc)] = gl_from_float(x);
+            C[gl_c_off(i, j + e, ldc)] = gl_c_from_float(x);
         }
     }
 }
+#endif  // GL_C_DTYPE != 0
 
 #if GL_SPLITK
 // Eight FP32 partial sums W(i, j..j+7) of the split-K variant (no alpha/beta, no conversion): two

@@ -3,7 +3,7 @@
 // The split-K variant of a rung (GL_SPLITK, kernels/common.cuh) leaves S FP32 partial products in
 // the workspace W[S][M][N] (row-major, row length N, C's orientation inside the kernels). This
 // kernel finishes the GEMM:  C(i, j) <- alpha * (W[0](i, j) + W[1](i, j) + ... + W[S-1](i, j))
-// + beta * C(i, j), converted to T, with the bias and the activation of the rung's epilogue (its
+// + beta * C(i, j), converted to C's type (TC), with the bias and the activation of the rung's epilogue (its
 // GL_BIAS, GL_ACT: the partial products have neither); with beta == 0, C is not read (gl_store_c).
 // Determinism: each output is summed by one thread, in the order z = 0, 1, ..., S-1, from slices
 // that each partial kernel block wrote alone: the same bits on every run, whatever the schedule.
@@ -19,7 +19,7 @@
 #define GL_REDUCE_THREADS 128
 
 extern "C" __global__ void __launch_bounds__(GL_REDUCE_THREADS)
-splitk_reduce(int M, int N, int S, const float* __restrict__ W, float alpha, float beta, T* __restrict__ C, int ldc
+splitk_reduce(int M, int N, int S, const float* __restrict__ W, float alpha, float beta, TC* __restrict__ C, int ldc
               GL_EPI_PARAMS)
 {
     gl_pdl_wait();   // launched early (programmatic serialization): the partial products complete first

@@ -2,9 +2,10 @@
 // 22 wgmma_tf32): the shared-memory carve-up, the mbarriers' initialization, and the split into the
 // producer warpgroup (setmaxnreg down, ws.cuh's produce) and the consumer warpgroups (setmaxnreg
 // up, the rung's own consume). Included at the END of the rung's file, after it has defined
-// THREADS, CLUSTER, STAGES, A_STAGE_B, PIPE_B, EPI_B (its epilogue staging; 0 for none), CONSUMERS,
+// THREADS, CLUSTER, STAGES, A_STAGE_B, PIPE_B, EPI_B (its epilogue part's staging, ws_epi16.cuh or
+// ws_epi32.cuh; 0 for none), CONSUMERS,
 // CWARPS (ws.cuh adds FULL_ARRIVALS, EMPTY_ARRIVALS, PRODUCER_REGS, CONSUMER_REGS) and
-//   consume(sm, sched, rank, warp, lane, M, N, ep, C, ldc, sk_ws[, &tmC]) (ep: epilogue.cuh's
+//   consume(sm, sched, rank, warp, lane, M, N, ep, C, ldc, sk_ws[, &tmC]) (C of C's type TC; ep: epilogue.cuh's
 //   functor; with GL_C_COL, rung 22's column-major C of the transposed problem, the stored rows are
 //   the kernel's columns).
 // GL_WS_C_MAP 1 (rung 21): the kernel takes a third tensor map, of C, after A's and B's (its TMA
@@ -27,7 +28,7 @@
 #endif
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1) GL_CLUSTER_DIMS
-gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc,
+gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, TC* C, int ldc,
      const __grid_constant__ GlTensorMap tmA, const __grid_constant__ GlTensorMap tmB
 #if GL_WS_C_MAP
      , const __grid_constant__ GlTensorMap tmC

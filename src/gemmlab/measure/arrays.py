@@ -191,19 +191,26 @@ class Operands:
     b: object
     c: object        # output buffer (poisoned or holding C0)
     c0: object       # copy of the input C (for beta != 0)
-    dtype: str
+    dtype: str       # A's and B's
+    out: str = ""    # C's, where it is not ``dtype`` (an output dtype)
+
+    @property
+    def c_dtype(self) -> str:
+        return self.out or self.dtype
 
 
 def make_operands(lib: Lib, M: int, N: int, K: int, dtype: str, *, a_col=False, b_col=False, c_col=False,
-                  ld_pad=0, offset=0, seed=None, beta_nonzero=True, c=None) -> Operands:
+                  ld_pad=0, offset=0, seed=None, beta_nonzero=True, c=None, out: str | None = None) -> Operands:
     """Fresh random A, B, C; C holds random data when beta is used, NaN poison otherwise. ``c``: the
     caller's M x N array as C (a view into a larger buffer, a stride of its own) instead of a fresh
-    one; c_col, ld_pad and offset then shape A and B only."""
+    one; c_col, ld_pad and offset then shape A and B only. ``out``: C's dtype where it is not
+    ``dtype``."""
     s = (seed or 0) * 7
     a = lib.randn(M, K, dtype, col_major=a_col, ld_pad=ld_pad, offset=offset, seed=None if seed is None else s + 1)
     b = lib.randn(K, N, dtype, col_major=b_col, ld_pad=ld_pad, offset=offset, seed=None if seed is None else s + 2)
     if c is None:
-        c = lib.randn(M, N, dtype, col_major=c_col, ld_pad=ld_pad, offset=offset, seed=None if seed is None else s + 3)
+        c = lib.randn(M, N, out or dtype, col_major=c_col, ld_pad=ld_pad, offset=offset,
+                      seed=None if seed is None else s + 3)
     if not beta_nonzero:
         lib.fill_nan(c)
-    return Operands(lib, a, b, c, lib.copy(c), dtype)
+    return Operands(lib, a, b, c, lib.copy(c), dtype, "" if out in (None, dtype) else out)

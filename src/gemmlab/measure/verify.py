@@ -125,10 +125,11 @@ def check(ops: Operands, alpha: float, beta: float, label: str = "", precision: 
     frob_denom = max(ref_norm, float(xp.linalg.norm(scale)) / math.sqrt(max(K, 1)))
     # Element scale floored at the output type's smallest normal number: results that round to
     # subnormal fp16 carry an absolute error of half a subnormal step (seen at K = 1 in fp16).
-    scaled = abs(diff) / scale.clip(min=get_dtype(ops.dtype).smallest_normal)
+    scaled = abs(diff) / scale.clip(min=get_dtype(ops.c_dtype).smallest_normal)
     scaled = xp.where(finite, scaled, float("inf"))
     max_scaled = float(scaled.max()) if M * out.shape[1] > 0 else 0.0
-    tol, etol = tolerance(ops.dtype, K, precision), elementwise_tolerance(ops.dtype, K, precision)
+    # the output's rounding is C's type's (an FP32 C from 16-bit operands: the FP32 sums as they are)
+    tol, etol = tolerance(ops.c_dtype, K, precision), elementwise_tolerance(ops.c_dtype, K, precision)
     ok = nonfinite == 0 and err_norm <= tol * frob_denom and max_scaled <= etol
     worst = []
     if not ok:
@@ -146,18 +147,20 @@ def check(ops: Operands, alpha: float, beta: float, label: str = "", precision: 
 def verify(kernel: str, M: int, N: int, K: int, dtype: str = "fp32", *, lib: str | None = None,
            a_col=False, b_col=False, c_col=False, alpha=1.0, beta=0.0, ld_pad=0, offset=0,
            config=None, seed=None, precision: str | None = None, bias: str | None = None,
-           activation: str | None = None) -> VerifyResult:
+           activation: str | None = None, out: str | None = None) -> VerifyResult:
     """Run one rung on fresh random operands and check it against the float64 cuBLAS reference.
     With beta == 0, C is filled with NaN first: NaN must not leak and every element must be written.
     ``precision`` as for ``gemmlab.gemm``; the tolerance is the one of the precision the kernel used.
     ``bias``: None, "same" (a random bias of the operands' dtype) or "fp32"; ``activation``: one of
-    core/epilogue.py's, fused into the call."""
+    core/epilogue.py's, fused into the call; ``out``: C's dtype where it is not ``dtype`` (an output
+    dtype; the tolerance then rounds to it)."""
     from ..core.api import gemm
     from ..core.registry import get as get_rung
 
-    L = Lib(choose_lib(lib, dtype, prefer=("cupy", "torch")))  # CuPy first: gemmlab's own array library
+    # CuPy first (gemmlab's own array library), PyTorch for a bf16 operand or output
+    L = Lib(choose_lib(lib, "bf16" if "bf16" in (dtype, out) else dtype, prefer=("cupy", "torch")))
     ops = make_operands(L, M, N, K, dtype, a_col=a_col, b_col=b_col, c_col=c_col, ld_pad=ld_pad,
-                        offset=offset, seed=seed, beta_nonzero=beta != 0.0)
+                        offset=offset, seed=seed, beta_nonzero=beta != 0.0, out=out)
     bias_vec = None
     if bias is not None:
         bias_vec = L.randn(1, N, dtype if bias == "same" else "fp32", seed=None if seed is None else seed * 7 + 4)[0]
@@ -168,6 +171,7 @@ def verify(kernel: str, M: int, N: int, K: int, dtype: str = "fp32", *, lib: str
     lay = "".join("C" if col else "R" for col in (a_col, b_col, c_col))
     prec = "" if used in (None, dtype) else f" as {used}"
     epi = "".join(f" {x}" for x in ((f"bias={bias}" if bias else None), activation) if x)
+    epi += f" out={ops.out}" if ops.out else ""
     label = f"{kernel} {dtype}{prec} {M}x{N}x{K} {lay} alpha={alpha} beta={beta} pad={ld_pad} off={offset}{epi}"
     return check(ops, alpha, beta, label, used, bias_vec, activation)
 

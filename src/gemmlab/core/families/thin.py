@@ -99,6 +99,7 @@ RUNGS: tuple[Rung, ...] = (
                  "m8_deep": {"BM": 8, "BN": 64, "BK": 256, "WK": 8, "DEPTH": 4}},
         threads=_decode.threads, constraints=lambda c: _decode.constraints(c) + splitk_constraints(c), smem=_decode.smem,
         sass_claims=("HMMA.16816", "LDG.E.128"), min_arch=80, thin=_decode.THIN16_MAX, thin_rule=_decode.rule,
+        outputs=("fp32", "fp16", "bf16"),   # its scalar stores round each output to C's type
         space={"BM": (8, 16, 32, 64, 128), "BN": (8, 16, 32, 64, 128), "BK": (128, 256, 512), "WK": (1, 2, 4, 8),
                "DEPTH": (2, 3, 4, 5), "L2PF": (0, 1), "SPLITK": SPLITK_SPACE, "SKCLUSTER": (0, 1)},
     ),
