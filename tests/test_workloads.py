@@ -76,3 +76,28 @@ def test_the_table_renders_every_record(capsys):
     workloads.render(result)
     out = capsys.readouterr().out
     assert "NVIDIA H200" in out and "1.100x" in out and "FAILED" in out and "geomean_vs_torch_bmm: 1.100" in out
+
+
+def _out_dtype():
+    return {"M": 4096, "N": 32000, "K": 4096, "dtype": "bf16", "out_dtype": "fp32", "verified": True,
+            "rel_error": 1e-6, "tol": 1e-5,
+            "median_ms": {"gemmlab -> fp32": 2.0, "torch.mm out_dtype": 2.1, "unfused torch": 2.6, "gemmlab -> bf16": 1.9},
+            "vs_torch_mm": 1.05, "unfused_torch_vs_fp32": 1.3, "fp32_vs_16_bit": 1.0526}
+
+
+def test_an_out_dtype_record_reads_as_its_ratio_to_torch_mm_with_out_dtype():
+    assert workloads.describe(_out_dtype()) == ("4096x32000x4096 bf16 -> fp32: gemmlab 2000.0 us, torch.mm out_dtype "
+                                                "2100.0 us: 1.050x; unfused torch 1.300x; fp32 / bf16 output 1.053x")
+
+
+def test_the_out_dtype_table_renders_its_ratios(capsys):
+    result = {"kind": "out_dtype", "settings": {"dtype": "bf16", "activation": None}, "env": {"gpu_name": "NVIDIA H200"},
+              "results": [_out_dtype()], "summary": {"verified": True, "geomean_vs_torch_mm": 1.05}}
+    workloads.render(result)
+    out = capsys.readouterr().out
+    assert "bf16 -> fp32" in out and "1.050x" in out and "1.300x" in out and "geomean_vs_torch_mm: 1.050" in out
+
+
+def test_the_out_dtype_suite_takes_16_bit_operands_only():
+    with pytest.raises(ValueError, match="--dtype fp16 or bf16"):
+        workloads.run_workload("out_dtype", "fp32")

@@ -3,7 +3,8 @@
 # Usage: GEMMLAB_GIT_COMMIT=$(git rev-parse HEAD) tools/gpu_suite.sh [stage ...]
 # stages: env warm verify pytest pytest-par pytest-profile memcheck racecheck memcheck-configs
 #         suite-decode suite-random tune-online tune-auto menu-heldout (issue 40: decode, held-out random sample,
-#         on-line tuning, the selection model's measurements) sanitize-menu sanitize-epilogue sanitize-batched workloads
+#         on-line tuning, the selection model's measurements) sanitize-menu sanitize-epilogue sanitize-batched
+#         sanitize-out-dtype workloads
 #         racecheck-configs sanitize-new bench bench16 bench-bf16 bench-tf32 suite-fp32 suite-llm16
 #         suite-llm-bf16 tune-fp32 strategies plain overhead overhead16 sustained ncu-record report inspect
 #         (default: env warm pytest memcheck racecheck bench bench16 bench-bf16)
@@ -135,9 +136,14 @@ for st in "${stages[@]}"; do
       for tool in ${SAN_TOOLS:-memcheck racecheck synccheck}; do
         run $tool-batched compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 $PY tools/check_batched.py
       done ;;
-    workloads)  # bench --suite batched (bf16, fp32) and --suite epilogue (bf16, fp16) against PyTorch's peers
+    sanitize-out-dtype)  # the Hopper epilogue parts (issue 41): rung 21 writing FP32 or the other 16-bit type, rung 22
+      for tool in ${SAN_TOOLS:-memcheck racecheck synccheck}; do
+        run $tool-out-dtype compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 $PY tools/check_out_dtype.py
+      done ;;
+    workloads)  # bench --suite batched (bf16, fp32), --suite epilogue (bf16, fp16) and --suite out_dtype (bf16, fp16)
       for dt in bf16 fp32; do run batched-$dt $GL bench --suite batched --dtype $dt --json "$OUT/batched_$dt.json"; done
-      for dt in bf16 fp16; do run epilogue-$dt $GL bench --suite epilogue --dtype $dt --json "$OUT/epilogue_$dt.json"; done ;;
+      for dt in bf16 fp16; do run epilogue-$dt $GL bench --suite epilogue --dtype $dt --json "$OUT/epilogue_$dt.json"; done
+      for dt in bf16 fp16; do run out-dtype-$dt $GL bench --suite out_dtype --dtype $dt --json "$OUT/out_dtype_$dt.json"; done ;;
     suite-llm16) run suite-llm16 $GL bench auto --suite llm --dtype fp16 --json "$OUT/suite_llm_fp16.json" ;;
     suite-llm-bf16) run suite-llm-bf16 $GL bench auto --suite llm --dtype bf16 --json "$OUT/suite_llm_bf16.json" ;;
     bench-tf32) run bench-tf32 bash -c "$GL bench tf32_mma --precision tf32 --shape 4096,8192 --json $OUT/bench_tf32.json && \

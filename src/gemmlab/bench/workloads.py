@@ -7,6 +7,10 @@ kept busy before each launch, candidates interleaved in balanced rounds, clocks 
 * ``--suite epilogue`` (EPILOGUE_SUITE): act(a @ b + bias) fused into the GEMM's stores against the
   plain gemmlab GEMM, ``torch._addmm_activation`` (cuBLASLt's fused bias + GELU or ReLU epilogue),
   ``torch.matmul`` and the unfused PyTorch sequence (matmul, + bias, activation).
+* ``--suite out_dtype`` (OUT_DTYPE_SUITE): an FP32 result of 16-bit operands,
+  ``gemmlab.matmul(a, b, out_dtype=float32)``, against ``torch.mm(a, b, out_dtype=float32)``
+  (cuBLAS writing FP32 itself), the unfused ``torch.matmul(a, b).float()`` and gemmlab's own 16-bit
+  result (what writing twice the bytes costs).
 
 Every gemmlab result is verified against float64 first (``measure.verify.tolerance``); one that
 fails is reported and not timed. The result is a dict (``--json``) with ``kind``, ``env``,
@@ -24,12 +28,12 @@ from .. import __version__
 from ..analysis import environment as envinfo
 from ..core import driver
 from ..core.deps import require
-from ..core.shapes import BATCHED_SUITE, EPILOGUE_ACTIVATION, EPILOGUE_SUITE
+from ..core.shapes import BATCHED_SUITE, EPILOGUE_ACTIVATION, EPILOGUE_SUITE, OUT_DTYPE_SUITE
 from ..measure import timing
 from ..measure.arrays import Lib
 from ..measure.verify import tolerance
 
-WORKLOADS = ("batched", "epilogue")
+WORKLOADS = ("batched", "epilogue", "out_dtype")
 TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
 
@@ -127,16 +131,49 @@ def _epilogue_record(torch, eng, shape, dtype: str, activation: str) -> dict:
     return rec
 
 
+def _out_dtype_record(torch, eng, shape, dtype: str) -> dict:
+    import gemmlab
+
+    M, N, K = shape
+    tdt = getattr(torch, TORCH_DTYPES[dtype])
+    a = torch.randn(M, K, device="cuda", dtype=tdt)
+    b = torch.randn(K, N, device="cuda", dtype=tdt)
+    c, plain = torch.empty(M, N, device="cuda", dtype=torch.float32), torch.empty(M, N, device="cuda", dtype=tdt)
+    rec = {"M": M, "N": N, "K": K, "dtype": dtype, "out_dtype": "fp32", "flops": 2 * M * N * K}
+    gemmlab.matmul(a, b, out=c)
+    rec["rel_error"] = _rel_error(c, a.double() @ b.double())
+    rec["tol"] = tolerance("fp32", K)
+    rec["verified"] = rec["rel_error"] <= rec["tol"]
+    rec["plan"] = repr(gemmlab.plan(a, b, c))
+    if not rec["verified"]:
+        return rec
+    mine = "gemmlab -> fp32"
+    run = eng.measure([timing.Candidate(mine, lambda: gemmlab.matmul(a, b, out_dtype=torch.float32)),
+                       timing.Candidate("torch.mm out_dtype", lambda: torch.mm(a, b, out_dtype=torch.float32)),
+                       timing.Candidate("unfused torch", lambda: torch.matmul(a, b).float()),
+                       timing.Candidate(f"gemmlab -> {dtype}", lambda: gemmlab.matmul(a, b, out=plain))])
+    med = _medians(run)
+    rec["median_ms"] = med
+    rec["tflops"] = {k: rec["flops"] / (v * 1e-3) / 1e12 for k, v in med.items()}
+    rec["vs_torch_mm"] = med["torch.mm out_dtype"] / med[mine]
+    rec["unfused_torch_vs_fp32"] = med["unfused torch"] / med[mine]
+    rec["fp32_vs_16_bit"] = med[mine] / med[f"gemmlab -> {dtype}"]
+    rec["samples"] = {k: s.as_dict() for k, s in run.samples.items()}
+    return rec
+
+
 def run_workload(name: str, dtype: str, settings: timing.Settings | None = None, *, shapes=None,
                  activation: str | None = None, progress: bool = True) -> dict:
     """Time the workload suite ``name`` (``WORKLOADS``) in ``dtype`` (``shapes``: its shapes
-    instead of the suite's: (B, M, N, K) for batched, (M, N, K) for epilogue; ``activation`` of
+    instead of the suite's: (B, M, N, K) for batched, (M, N, K) for the others; ``activation`` of
     the epilogue suite, default EPILOGUE_ACTIVATION) and return the result dict. Needs PyTorch (the
     peers) and a GPU (driver.NoGPUError without one); ValueError for an unknown name or dtype."""
     if name not in WORKLOADS:
         raise ValueError(f"unknown workload suite {name!r}; workload suites: {', '.join(WORKLOADS)}")
     if dtype not in TORCH_DTYPES:
         raise ValueError(f"dtype {dtype!r}: the workload suites run fp32, fp16 and bf16")
+    if name == "out_dtype" and dtype == "fp32":
+        raise ValueError("the out_dtype suite writes FP32 from 16-bit operands: --dtype fp16 or bf16")
     activation = activation or EPILOGUE_ACTIVATION
     torch = require("torch")
     driver.cuda()
@@ -148,21 +185,25 @@ def run_workload(name: str, dtype: str, settings: timing.Settings | None = None,
     env = envinfo.collect(ordinal)
     env["clocks_before"] = envinfo.clocks(ordinal)
     eng = engine(ordinal, settings)
-    shapes = list(shapes or (BATCHED_SUITE if name == "batched" else EPILOGUE_SUITE))
+    shapes = list(shapes or {"batched": BATCHED_SUITE, "epilogue": EPILOGUE_SUITE, "out_dtype": OUT_DTYPE_SUITE}[name])
     records = []
     torch.manual_seed(0)
     for i, shape in enumerate(shapes):
         rec = (_batched_record(torch, eng, shape, dtype) if name == "batched"
-               else _epilogue_record(torch, eng, shape, dtype, activation))
+               else _epilogue_record(torch, eng, shape, dtype, activation) if name == "epilogue"
+               else _out_dtype_record(torch, eng, shape, dtype))
         records.append(rec)
         if progress:
             print(f"  [{i + 1}/{len(shapes)}] {describe(rec)}", flush=True)
     env["clocks_after"] = envinfo.clocks(ordinal)
-    key = "vs_torch_bmm" if name == "batched" else "fused_vs_plain"
+    key = {"batched": "vs_torch_bmm", "epilogue": "fused_vs_plain", "out_dtype": "vs_torch_mm"}[name]
     summary = {"verified": all(r["verified"] for r in records), f"geomean_{key}": _geomean(r.get(key) for r in records)}
     if name == "epilogue":
         summary["geomean_addmm_activation_vs_fused"] = _geomean(r.get("addmm_activation_vs_fused") for r in records)
         summary["geomean_unfused_torch_vs_fused"] = _geomean(r.get("unfused_torch_vs_fused") for r in records)
+    if name == "out_dtype":
+        summary["geomean_unfused_torch_vs_fp32"] = _geomean(r.get("unfused_torch_vs_fp32") for r in records)
+        summary["geomean_fp32_vs_16_bit"] = _geomean(r.get("fp32_vs_16_bit") for r in records)
     return {"gemmlab_version": __version__, "kind": name, "timestamp": started.isoformat(timespec="seconds"),
             "duration_s": round(time.perf_counter() - t0, 3), "env": env,
             "settings": {"dtype": dtype, "activation": activation if name == "epilogue" else None,
@@ -180,6 +221,10 @@ def describe(rec: dict) -> str:
     if not rec["verified"]:
         return f"{shape} {rec['dtype']}: FAILED verification, rel. error {rec['rel_error']:.2e} > {rec['tol']:.1e}"
     med = rec["median_ms"]
+    if "out_dtype" in rec:
+        return (f"{shape} {rec['dtype']} -> fp32: gemmlab {med['gemmlab -> fp32'] * 1e3:.1f} us, torch.mm out_dtype "
+                f"{med['torch.mm out_dtype'] * 1e3:.1f} us: {rec['vs_torch_mm']:.3f}x; unfused torch "
+                f"{rec['unfused_torch_vs_fp32']:.3f}x; fp32 / {rec['dtype']} output {rec['fp32_vs_16_bit']:.3f}x")
     if "B" in rec:
         return (f"{shape} {rec['dtype']}: gemmlab {med['gemmlab'] * 1e3:.1f} us, torch.bmm {med['torch.bmm'] * 1e3:.1f} us: "
                 f"{rec['vs_torch_bmm']:.3f}x torch.bmm")
@@ -190,32 +235,42 @@ def describe(rec: dict) -> str:
     return text
 
 
+def _row(r: dict) -> list[str]:
+    """A verified record's cells in its suite's table (``_COLUMNS``)."""
+    m = r["median_ms"]
+    if "B" in r:
+        return [f"{m['gemmlab'] * 1e3:.1f}", f"{m['torch.bmm'] * 1e3:.1f}", f"{r['vs_torch_bmm']:.3f}x",
+                f"{r['tflops']['gemmlab']:.0f}"]
+    if "out_dtype" in r:
+        return [f"{m['gemmlab -> fp32'] * 1e3:.1f}", f"{m['torch.mm out_dtype'] * 1e3:.1f}", f"{r['vs_torch_mm']:.3f}x",
+                f"{r['unfused_torch_vs_fp32']:.3f}x", f"{r['fp32_vs_16_bit']:.3f}x"]
+    fused = m[f"gemmlab+bias+{r['activation']}"]
+    addmm = r.get("addmm_activation_vs_fused")
+    return [f"{m['gemmlab'] * 1e3:.1f}", f"{fused * 1e3:.1f}", f"{r['fused_vs_plain']:.3f}x",
+            "" if addmm is None else f"{addmm:.3f}x", f"{r['unfused_torch_vs_fused']:.3f}x"]
+
+
+_COLUMNS = {"batched": ["B x M x N x K", "gemmlab us", "torch.bmm us", "vs torch.bmm", "gemmlab TFLOP/s"],
+            "epilogue": ["M x N x K", "plain us", "fused us", "fused / plain", "_addmm_activation / fused",
+                         "unfused torch / fused"],
+            "out_dtype": ["M x N x K", "gemmlab -> fp32 us", "torch.mm out_dtype us", "vs torch.mm",
+                          "unfused torch / gemmlab", "fp32 / 16-bit output"]}
+
+
 def render(result: dict) -> None:
     """The suite's table (rich) and its summary."""
     from rich.console import Console
     from rich.table import Table
 
-    batched = result["kind"] == "batched"
-    what = result["settings"]["dtype"] + ("" if batched else f", bias + {result['settings']['activation']}")
-    t = Table(title=f"gemmlab bench --suite {result['kind']} ({what}) on {result['env'].get('gpu_name') or 'this GPU'}")
-    cols = (["B x M x N x K", "gemmlab us", "torch.bmm us", "vs torch.bmm", "gemmlab TFLOP/s"] if batched else
-            ["M x N x K", "plain us", "fused us", "fused / plain", "_addmm_activation / fused", "unfused torch / fused"])
+    kind, dtype = result["kind"], result["settings"]["dtype"]
+    what = {"batched": dtype, "epilogue": f"{dtype}, bias + {result['settings']['activation']}",
+            "out_dtype": f"{dtype} -> fp32"}[kind]
+    t = Table(title=f"gemmlab bench --suite {kind} ({what}) on {result['env'].get('gpu_name') or 'this GPU'}")
+    cols = _COLUMNS[kind]
     for col in cols:
         t.add_column(col, justify="right")
     for r in result["results"]:
-        shape = _shape(r)
-        if not r["verified"]:
-            t.add_row(shape, *(["FAILED"] + [""] * (len(cols) - 2)))
-            continue
-        m = r["median_ms"]
-        if batched:
-            t.add_row(shape, f"{m['gemmlab'] * 1e3:.1f}", f"{m['torch.bmm'] * 1e3:.1f}", f"{r['vs_torch_bmm']:.3f}x",
-                      f"{r['tflops']['gemmlab']:.0f}")
-        else:
-            fused = m[f"gemmlab+bias+{r['activation']}"]
-            addmm = r.get("addmm_activation_vs_fused")
-            t.add_row(shape, f"{m['gemmlab'] * 1e3:.1f}", f"{fused * 1e3:.1f}", f"{r['fused_vs_plain']:.3f}x",
-                      "" if addmm is None else f"{addmm:.3f}x", f"{r['unfused_torch_vs_fused']:.3f}x")
+        t.add_row(_shape(r), *(_row(r) if r["verified"] else ["FAILED"] + [""] * (len(cols) - 2)))
     console = Console()
     console.print(t)
     for k, v in result["summary"].items():

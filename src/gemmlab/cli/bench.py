@@ -39,8 +39,9 @@ def register(sub) -> None:
                         "table and JSON end with each kernel's geomean ratio to cuBLAS and its shapes below 0.8x; "
                         "decode adds GB/s and %% of the copy bandwidth measured in the run. Workloads, gemmlab's "
                         "call against PyTorch's (bench/workloads.py; --dtype, --activation, timing options): batched "
-                        "(matmul of (B, M, K) @ (B, K, N) against torch.bmm) and epilogue (bias + activation fused, "
-                        "against the plain GEMM, torch._addmm_activation and unfused PyTorch)")
+                        "(matmul of (B, M, K) @ (B, K, N) against torch.bmm), epilogue (bias + activation fused, "
+                        "against the plain GEMM, torch._addmm_activation and unfused PyTorch) and out_dtype (an "
+                        "FP32 result of fp16/bf16 operands against torch.mm(out_dtype=float32))")
     p.add_argument("--activation", default=None, choices=list(ACTIVATIONS),
                    help=f"the epilogue suite's activation (default {EPILOGUE_ACTIVATION})")
     p.add_argument("--bandwidth", action="store_true",
@@ -88,8 +89,8 @@ def _suite_or_workload(text: str) -> str:
 
 
 def run_workload(args, settings: Settings) -> int:
-    """``--suite batched`` / ``--suite epilogue``: bench/workloads.py, on the suite's shapes or those
-    of ``--shape`` (BxMxNxK for batched, MxNxK for epilogue)."""
+    """``--suite batched`` / ``epilogue`` / ``out_dtype``: bench/workloads.py, on the suite's shapes or
+    those of ``--shape`` (BxMxNxK for batched, MxNxK for the others)."""
     for flag, given in (("RUNG", args.rungs), ("--config", args.config), ("--peers", args.peers),
                         ("--precision", args.precision), ("--sustained", args.sustained)):
         if given:
