@@ -246,81 +246,53 @@ __device__ __forceinline__ void wgmma_half(float (&acc)[MI][BN / 8][4], const Fr
         for (int mi = 0; mi < MI; ++mi) GlWgmmaRS<BN>::mma(acc[mi], f[kk][mi], d.b(b_stage, q * HALF + kk));
     gl_wgmma_commit();
 }
-#endif
 
-// ---- main loop and epilogue: the consumer warpgroups (rung 21's, TF32 k8 steps) --------------------
-__device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, int rank, int warp, int lane,
-                                        int M, int N, const GlEpi& ep, TC* C, int ldc, float* sk_ws,
-                                        const GlTensorMap* tmC) {
-    const int wg = __shfl_sync(0xffffffffu, warp / 4, 0);   // uniform to ptxas (rung 21 says why)
-    const bool tma = tma_store_now(M, N, ep.beta);
-    const unsigned stage = epi_stage(sm.epi, wg, warp);   // this warpgroup's chunk buffers
-    const GlStageDescs<0, 1, A_PANEL_B, B_PANEL_B> descs(sm.a_base, sm.b_base, wg * WM);
-    auto release = [&](int s) { sm.release(s, lane, rank); };
-
-    float acc[MI][BN / 8][4];
-#if GL_A_COL
-    const AFrags frags(wg, warp % 4, lane);
+// ---- the register-A mainloop part (ws_mainloop.cuh says what a mainloop part gives) -------------------
+// Half 0 of a k tile, then half 1; each wait leaves the half just issued in flight: after half 0's
+// wgmmas the previous k tile's second half is done (its stage is released), after half 1's this k
+// tile's first half is done (its registers may be loaded again).
+struct MainloopRegA {
+    const GlStageDescs<0, 1, A_PANEL_B, B_PANEL_B> descs;   // B's (A's are the fragments)
+    const AFrags frags;
+    const Smem& sm;
     Frags f0, f1;       // the k tile's first and second half
-#else
-    float part[MI][BN / 8][4];     // 3xTF32: one k tile's partial sums (unused, and so absent, in TF32)
-#endif
-    Ring ring;
-    sched.walk(blockIdx.x / CLUSTER, [&](int u, int k0, int k1) {
-        const int2 t = sched.tile(u, rank);
-        const int row0 = t.x * BM, col0 = t.y * BN;
-        gl_zero_acc(acc);
+    __device__ __forceinline__ MainloopRegA(const Smem& sm_, int wg, int warp, int lane)
+        : descs(sm_.a_base, sm_.b_base, wg * WM), frags(wg, warp % 4, lane), sm(sm_) {}
 
-        int prev = 0;
-        for (int kt = k0; kt < k1; ++kt) {
-            const int s = ring.s;
-            gl_mbar_wait(sm.full(s), ring.phase);
-#if GL_A_COL
-            // ---- register A: half 0, then half 1; each wait leaves the half just issued in flight ----
-            const unsigned a_stage = sm.a_base + s * A_STAGE_B;
-            frags.load(f0, a_stage, 0);
-            wgmma_half(acc, f0, descs, s * B_STAGE_B, 0);
-            gl_wgmma_wait<1>();          // the previous k tile's second half is done: its stage is free
-            fence_frags(f1);
-            if (kt > k0) release(prev);
-            frags.load(f1, a_stage, 1);
-            wgmma_half(acc, f1, descs, s * B_STAGE_B, 1);
-            gl_wgmma_wait<1>();          // this k tile's first half is done: f0 may be loaded again
-            fence_frags(f0);
-            prev = s;
-#else
-            if constexpr (SPLIT) {   // the k tile's three products into fresh partial sums, then an FP32 add
-                gl_wgmma_ktile<BN, MI, KSTEPS, 0, 1, A_LO, B_LO>(part, descs, s * A_STAGE_B, s * B_STAGE_B);
-                release(s);          // its wgmmas are done: the stage is free while the sums are added
-                gl_add_acc(acc, part);
-            } else {
-                gl_wgmma_ktile<BN, MI, KSTEPS, 0, 1>(acc, descs, s * A_STAGE_B, s * B_STAGE_B);
-                if (kt > k0) release(prev);
-                prev = s;
-            }
-#endif
-            ring.next();
-        }
-        if constexpr (!SPLIT) {
-            gl_wgmma_wait<0>();
+    template <typename Release>
+    __device__ __forceinline__ void ktile(float (&acc)[MI][BN / 8][4], int s, bool later, int& prev,
+                                          const Release& release) {
+        const unsigned a_stage = sm.a_base + s * A_STAGE_B;
+        frags.load(f0, a_stage, 0);
+        wgmma_half(acc, f0, descs, s * B_STAGE_B, 0);
+        gl_wgmma_wait<1>();
+        fence_frags(f1);
+        if (later) release(prev);
+        frags.load(f1, a_stage, 1);
+        wgmma_half(acc, f1, descs, s * B_STAGE_B, 1);
+        gl_wgmma_wait<1>();
+        fence_frags(f0);
+        prev = s;
+    }
+
+    template <typename Release>
+    __device__ __forceinline__ void drain(float (&acc)[MI][BN / 8][4], int prev, const Release& release) {
+        gl_wgmma_wait<0>();
 #pragma unroll
-            for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
-#if GL_A_COL
-            fence_frags(f1);
+        for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
+        fence_frags(f1);
+        release(prev);
+    }
+};
+using Mainloop = MainloopRegA;
 #endif
-            release(prev);      // the tile's last stage: the producer refills it during the epilogue
-        }
 
-        // a stream-K piece: published for the CTA that stores the tile, or the others' added to it
-        if (!sk_fixup(sched, acc, u, k0, k1, sk_ws)) return;
-
-        // ---- epilogue (a tile wholly below M, rank 1 of a cluster's last unit row, stores nothing) ----
-        if (row0 < M) {
-            if (TMA_STORE && tma) store_tile_tma(acc, stage, wg, warp, lane, tmC, M, N, row0 + epi_row(wg, warp), col0, 0, ep);
-            else store_rows(acc, stage, wg, warp, lane, C, ldc, M, N, row0 + epi_row(wg, warp), col0, ep);
-        }
-    });
-    epi_drain(tma, warp, lane);   // the stores done before the block ends
-}
+// ---- main loop and epilogue: the consumer warpgroups (ws_consume.cuh), TF32 k8 steps: K-major
+// operands by descriptor (ws_mainloop.cuh; 3xTF32 with each k tile's partial sums), or register A --
+#if !GL_A_COL
+#include "ws_mainloop.cuh"
+using Mainloop = GlMainloopSS<0, 1, A_LO, B_LO>;
+#endif
+#include "ws_consume.cuh"
 
 #include "ws_entry.cuh"   // the kernel entry: barriers, then the producer / consumer split

@@ -1,13 +1,13 @@
 // ws_entry.cuh — the kernel entry of the warp-specialized persistent WGMMA rungs (21 wgmma_ws,
 // 22 wgmma_tf32): the shared-memory carve-up, the mbarriers' initialization, and the split into the
-// producer warpgroup (setmaxnreg down, ws.cuh's produce) and the consumer warpgroups (setmaxnreg
-// up, the rung's own consume). Included at the END of the rung's file, after it has defined
-// THREADS, CLUSTER, STAGES, A_STAGE_B, PIPE_B, EPI_B (its epilogue part's staging, ws_epi16.cuh or
-// ws_epi32.cuh; 0 for none), CONSUMERS,
-// CWARPS (ws.cuh adds FULL_ARRIVALS, EMPTY_ARRIVALS, PRODUCER_REGS, CONSUMER_REGS) and
-//   consume(sm, sched, rank, warp, lane, M, N, ep, C, ldc, sk_ws[, &tmC]) (C of C's type TC; ep: epilogue.cuh's
-//   functor; with GL_C_COL, rung 22's column-major C of the transposed problem, the stored rows are
-//   the kernel's columns).
+// producer warpgroup (setmaxnreg down, ws.cuh's produce) and the consumer warpgroups (setmaxnreg up,
+// ws_consume.cuh's consume of the rung's parts). Included at the END of the rung's file, after it
+// has defined THREADS, CLUSTER, STAGES, A_STAGE_B, PIPE_B, CONSUMERS, CWARPS (ws.cuh adds
+// FULL_ARRIVALS, EMPTY_ARRIVALS, PRODUCER_REGS, CONSUMER_REGS), EPI_B (its epilogue part's staging,
+// ws_epi16.cuh or ws_epi32.cuh; 0 for none) and, through ws_consume.cuh,
+//   consume(sm, sched, rank, warp, lane, M, N, ep, C, ldc, sk_ws[, &tmC]) (C of C's type TC; ep:
+//   epilogue.cuh's functor; with GL_C_COL, rung 22's column-major C of the transposed problem, the
+//   stored rows are the kernel's columns).
 // GL_WS_C_MAP 1 (rung 21): the kernel takes a third tensor map, of C, after A's and B's (its TMA
 // store epilogue), and passes it to consume last; the host always passes its 128 bytes.
 // STREAMK 1 (ws.cuh): the next argument is the stream-K workspace (its flags zeroed by the host

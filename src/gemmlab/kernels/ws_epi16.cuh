@@ -14,7 +14,9 @@
 //   tma_store_now(M, N, beta)         whether this launch stores by TMA;
 //   store_tile_tma / store_rows (acc, stage, wg, warp, lane, tmC or C, ..., M, N, i0, j0, [z,] ep)
 //                                     a tile's outputs from row i0 (the warp's first), column j0;
-//   epi_drain(tma, warp, lane)        every TMA store done before the block exits;
+//   epi_prefetch(tma, warp, lane, tmC), epi_drain(tma, warp, lane)
+//                                     C's map cached before the first store (or not); every TMA
+//                                     store done before the block exits;
 //   NBOX, BOX_F, hold_tile, hold_nothing, write_held_box_tma
 //                                     the deferred tile, held by the consumers in unsigned
 //                                     [NBOX][BOX_F][2] (a part that never defers names them too).
@@ -283,6 +285,10 @@ __device__ __forceinline__ void write_held_box_tma(int cb, const unsigned (&h)[B
 __device__ __forceinline__ void store_rows(const float (&acc)[MI][BN / 8][4], unsigned stage, int wg, int warp, int lane,
                                            TC* C, int ldc, int M, int N, int i0, int j0, const GlEpi& ep) {
     store_tile<DEFERRED ? BOX_N : EPI_N>(acc, stage, lane, C, ldc, M, N, i0, j0, ep);
+}
+// C's map cached before any store
+__device__ __forceinline__ void epi_prefetch(bool tma, int warp, int lane, const GlTensorMap* tmC) {
+    if (tma && warp == 0 && lane == 0) gl_tma_prefetch(tmC);
 }
 // every warp's TMA stores complete before the block exits (its staging is freed with it)
 __device__ __forceinline__ void epi_drain(bool tma, int warp, int lane) {

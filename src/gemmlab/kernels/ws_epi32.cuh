@@ -210,6 +210,9 @@ __device__ __forceinline__ void store_rows(const float (&acc)[MI][BN / 8][4], un
                                            TC* C, int ldc, int M, int N, int i0, int j0, const GlEpi& ep) {
     store_tile(acc, warp % 4, lane, C, ldc, M, N, i0, j0, ep);
 }
+// C's map is not prefetched: with the prefetch, rung 22's stream-K build reloaded N from the constant
+// bank at each of its pair stores (ptxas's register choice at 168 registers a thread)
+__device__ __forceinline__ void epi_prefetch(bool, int, int, const GlTensorMap*) {}
 // every warpgroup's TMA stores complete before the block exits (its first thread issued them)
 __device__ __forceinline__ void epi_drain(bool tma, int warp, int lane) {
     if (TMA_STORE && tma && warp % 4 == 0 && lane == 0) gl_bulk_wait<0>();

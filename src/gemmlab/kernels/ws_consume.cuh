@@ -1,0 +1,103 @@
+// ws_consume.cuh — the consumer warpgroups of the warp-specialized WGMMA rungs (21 wgmma_ws, 22
+// wgmma_tf32), composed of the rung's parts: the persistent walk (ws.cuh's Schedule: whole units,
+// then stream-K pieces), the rung's mainloop part (``Mainloop``: ws_mainloop.cuh's descriptor loop,
+// or rung 22's register-A loop) over the mbarrier ring, the stream-K fixup (ws.cuh), and the
+// epilogue part of C's type (ws_epi16.cuh or ws_epi32.cuh): direct, staged, TMA or deferred stores.
+// The includer defines, before including: ``Mainloop`` (a mainloop part's type), BM, BN, MI, WM,
+// CLUSTER, and includes ws.cuh and one epilogue part.
+#pragma once
+// ---- main loop and epilogue: the consumer warpgroups ------------------------------------------
+__device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, int rank, int warp, int lane,
+                                        int M, int N, const GlEpi& ep, TC* C, int ldc, float* sk_ws,
+                                        const GlTensorMap* tmC) {
+    // this warpgroup (its WM rows: wg * WM ..), through a shuffle from lane 0, so that ptxas sees it is
+    // the same in every lane (CUTLASS does the same) and keeps the descriptors in uniform registers
+    const int wg = __shfl_sync(0xffffffffu, warp / 4, 0);
+    // this warpgroup's mainloop: its descriptors (its WM rows of A, all of B), its fragments
+    Mainloop ml(sm, wg, warp, lane);
+    auto release = [&](int s) { sm.release(s, lane, rank); };
+    // the first tile row this warp stores, and its staging (the epilogue part's)
+    const int warp_row = epi_row(wg, warp);
+    const unsigned stage = epi_stage(sm.epi, wg, warp);
+    const bool tma = tma_store_now(M, N, ep.beta);
+    epi_prefetch(tma, warp, lane, tmC);
+
+    float acc[MI][BN / 8][4];
+    Ring ring;
+    // DEFERRED: the held tile, its first row (this warp's), column and batch element, and its next
+    // box to write (NBOX: none held)
+    unsigned held[NBOX][BOX_F][2];
+    int held_row = 0, held_col = 0, held_z = 0, held_next = NBOX;
+    // box b of the held tile by TMA, b known at run time only (the registers are named by constants)
+    auto write_held = [&](int b) {
+#pragma unroll
+        for (int c = 0; c < NBOX; ++c)
+            if (c == b) write_held_box_tma(c, held[c], stage, lane, tmC, M, N, held_row, held_col, held_z);
+    };
+    // every box of the held tile not yet written
+    auto write_rest = [&]() {
+#pragma unroll
+        for (int c = 0; c < NBOX; ++c)
+            if (c >= held_next) write_held_box_tma(c, held[c], stage, lane, tmC, M, N, held_row, held_col, held_z);
+        held_next = NBOX;
+    };
+    sched.walk(blockIdx.x / CLUSTER, [&](int u, int k0, int k1) {
+        const int2 t = sched.tile(u, rank);
+        const int row0 = t.x * BM, col0 = t.y * BN;
+        gl_zero_acc(acc);
+        // the held tile's boxes go out during this piece, one every `gap` k tiles over its first half,
+        // the first not before the second k tile (at the first, every block of the wave starts its
+        // next tile's loads together)
+        const int gap = max(1, (k1 - k0) / (2 * NBOX));
+        int write_at = DEFERRED && held_next < NBOX ? k0 + gap / 2 + 1 : -1;
+
+        // k tile kt: wait until its bytes are in, then the mainloop part's wgmmas, which release
+        // the stages it is done with (ws_mainloop.cuh).
+        // DEFERRED: in runs of k tiles up to the next box to write, which is written between the runs
+        // with the run's last wgmmas in flight (inside the loop, the write made ptxas move the loop's
+        // descriptors out of the uniform registers, and the loop grew)
+        int prev = 0, kt = k0;
+        for (;;) {
+            const int stop = write_at >= 0 ? min(k1, write_at + 1) : k1;
+            for (; kt < stop; ++kt) {
+                const int s = ring.s;
+                gl_mbar_wait(sm.full(s), ring.phase);
+                ml.ktile(acc, s, kt > k0, prev, release);
+                ring.next();
+            }
+            if (!DEFERRED || kt >= k1) break;
+            write_held(held_next);
+            write_at = ++held_next < NBOX ? write_at + gap : -1;
+        }
+        ml.drain(acc, prev, release);   // the tile's last stage: the producer refills it during the epilogue
+        if (DEFERRED) {         // what a short piece left of the held tile
+            write_rest();
+            hold_nothing(held);
+        }
+        // a stream-K piece: published for the CTA that stores the tile, or the others' added to it
+        if (!sk_fixup(sched, acc, u, k0, k1, sk_ws)) return;
+
+        // ---- epilogue: through the warp's own staging (the stages belong to the next tile by
+        // now); a tile wholly below M (rank 1 of a cluster's last unit row) stores nothing; with
+        // DEFERRED, a tile for TMA is held until the next piece's main loop (or the end of the walk)
+        if (row0 < M) {
+            if (DEFERRED && tma) {
+                hold_tile(held, acc, ep.alpha);   // DEFERRED: the plain epilogue (alpha alone)
+                held_row = row0 + warp_row;
+                held_col = col0;
+                held_z = sched.batch_of(u);
+                held_next = 0;
+            } else if (tma) {
+                store_tile_tma(acc, stage, wg, warp, lane, tmC, M, N, row0 + warp_row, col0, sched.batch_of(u), ep);
+            } else {
+#if !GL_TMA_STORE_ONLY   // the twin: the host launches it only where the TMA store serves
+                store_rows(acc, stage, wg, warp, lane, C + sched.batch_of(u) * sched.stride_c(), ldc, M, N,
+                           row0 + warp_row, col0, ep);
+#endif
+            }
+        }
+    });
+    if (DEFERRED) write_rest();   // the last tile
+    epi_drain(tma, warp, lane);
+}
+
