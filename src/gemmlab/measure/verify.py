@@ -181,9 +181,9 @@ ALL_LAYOUTS = tuple(itertools.product((False, True), repeat=3))   # (a_col, b_co
 
 def verify_all(kernel: str, dtype: str, shapes, layouts=ALL_LAYOUTS, alpha_beta=((1.0, 0.0),), *,
                config=None, precision: str | None = None, lib: str | None = None, bias: str | None = None,
-               activation: str | None = None):
+               activation: str | None = None, out: str | None = None):
     """``verify`` at every (layout, shape, (alpha, beta)) of the three lists, in that order; yields
     each VerifyResult as it comes (``gemmlab verify``, and the GPU tests' sweeps)."""
     for (a_col, b_col, c_col), (M, N, K), (alpha, beta) in itertools.product(layouts, shapes, alpha_beta):
         yield verify(kernel, M, N, K, dtype, lib=lib, a_col=a_col, b_col=b_col, c_col=c_col, alpha=alpha, beta=beta,
-                     config=config, precision=precision, bias=bias, activation=activation)
+                     config=config, precision=precision, bias=bias, activation=activation, out=out)
