@@ -31,7 +31,8 @@ def _meta(*shape, dtype=torch.float32, requires_grad=False):
 def test_the_operator_is_registered_as_gemmlab_matmul():
     assert gemmlab.torch is gt  # the lazy attribute of the package is the facade module
     assert gt.op is OP
-    assert str(OP._schema) == "gemmlab::matmul(Tensor a, Tensor b, str kernel, str? precision=None) -> Tensor"
+    assert str(OP._schema) == ("gemmlab::matmul(Tensor a, Tensor b, str kernel, str? precision=None, "
+                               "ScalarType? out_dtype=None) -> Tensor")
     assert torch._C._dispatch_has_kernel_for_dispatch_key("gemmlab::matmul", "CompositeExplicitAutograd") \
         or torch._C._dispatch_has_kernel_for_dispatch_key("gemmlab::matmul", "CUDA")
     assert torch._C._dispatch_has_kernel_for_dispatch_key("gemmlab::matmul", "Meta")
@@ -50,6 +51,23 @@ def test_the_fake_implementation_gives_shape_and_dtype(dtype, mkn):
         a, b = torch.empty(M, K, dtype=dtype), torch.empty(K, N, dtype=dtype)
         y = gt.matmul(a, b.t().contiguous().t(), "auto")  # a column-major b is fine too
         assert y.shape == (M, N) and y.dtype == dtype
+
+
+@pytest.mark.parametrize("dtype,out", [(torch.bfloat16, torch.float32), (torch.float16, torch.float32),
+                                       (torch.float16, torch.bfloat16), (torch.float32, torch.float32)])
+def test_the_fake_implementation_gives_the_output_dtype(dtype, out):
+    a, b, bias = _meta(33, 17, dtype=dtype), _meta(17, 9, dtype=dtype), _meta(9, dtype=dtype)
+    assert gt.matmul(a, b, out_dtype=out).dtype == out
+    assert gt.matmul(a, b, bias=bias, activation="relu", out_dtype=out).dtype == out
+    y = gt.matmul(a.requires_grad_(), b, bias=bias, activation="gelu", out_dtype=out)   # the saving operator
+    assert y.dtype == out and y.shape == (33, 9)
+
+
+def test_an_output_dtype_float32_operands_cannot_write_is_refused():
+    with pytest.raises(TypeError, match="float32 operands write a float32 result only"):
+        gt.matmul(_meta(3, 4), _meta(4, 5), out_dtype=torch.bfloat16)
+    with pytest.raises(TypeError, match="is not a dtype gemmlab writes"):
+        gt.matmul(_meta(3, 4, dtype=torch.float16), _meta(4, 5, dtype=torch.float16), out_dtype=torch.float64)
 
 
 @pytest.mark.parametrize("a, b, kernel, err, match", [
@@ -225,6 +243,33 @@ def test_forward_and_both_gradients_match_float64(dtype, mkn, b_col_major):
     assert _rel(y, A @ B) < tolerance(dtype, K)
     assert _rel(ga, G @ B.t()) < tolerance(dtype, N)
     assert _rel(gb, A.t() @ G) < tolerance(dtype, M)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("activation", [None, "gelu_tanh"])
+def test_an_fp32_result_of_16_bit_operands_and_its_gradients_match_float64(dtype, activation):
+    """The forward rounds once to FP32; the backward's GEMMs take the FP32 gradient rounded to the
+    operands' dtype (the reference rounds it so too); the bias's gradient stays in FP32 until the end."""
+    torch.manual_seed(0)
+    td = DTYPES[dtype]
+    M, K, N = 130, 70, 90
+    a = torch.randn(M, K, device="cuda", dtype=td, requires_grad=True)
+    b = torch.randn(K, N, device="cuda", dtype=td, requires_grad=True)
+    bias = torch.randn(N, device="cuda", dtype=torch.float32, requires_grad=True)
+    g = torch.randn(M, N, device="cuda", dtype=torch.float32)
+    y = gt.matmul(a, b, bias=bias, activation=activation, out_dtype=torch.float32)
+    ga, gb, gbias = torch.autograd.grad(y, (a, b, bias), g)
+    A, B, Z = a.double(), b.double(), a.double() @ b.double() + bias.double()
+    want = Z if activation is None else torch.nn.functional.gelu(Z, approximate="tanh")
+    gz = g.double() if activation is None else torch.autograd.grad(
+        torch.nn.functional.gelu(Z.requires_grad_(), approximate="tanh"), Z, g.double())[0]
+    G = gz.to(td).double()
+    assert y.dtype == torch.float32 and ga.dtype == td and gb.dtype == td and gbias.dtype == torch.float32
+    assert _rel(y, want) < tolerance("fp32", K)
+    assert _rel(ga, G @ B.t()) < tolerance(dtype, N)
+    assert _rel(gb, A.t() @ G) < tolerance(dtype, M)
+    assert _rel(gbias, gz.sum(0)) < tolerance("fp32", M)
 
 
 @pytest.mark.gpu

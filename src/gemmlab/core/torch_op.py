@@ -64,6 +64,25 @@ def check_operands(a, b, kernel: str, precision: Optional[str] = None) -> None:
         resolve_precision(dtype, precision)
 
 
+def check_out_dtype(a, out_dtype) -> None:
+    """An output dtype (None: the operands') of the operators: float32 or the other 16-bit type from
+    16-bit operands, float32 only from float32 (TypeError otherwise, naming it)."""
+    if out_dtype is None or out_dtype == a.dtype:
+        return
+    if out_dtype not in (torch.float32, torch.float16, torch.bfloat16):
+        raise TypeError(f"gemmlab::matmul: out_dtype {out_dtype} is not a dtype gemmlab writes; choose torch.float32, "
+                        f"torch.float16 or torch.bfloat16")
+    if a.dtype == torch.float32:
+        raise TypeError(f"gemmlab::matmul: out_dtype is {out_dtype} but a and b are torch.float32; float32 operands "
+                        f"write a float32 result only")
+
+
+def _operand_grad(grad, a):
+    """An output's gradient in the operands' dtype, for the gradient GEMMs (a result of an output
+    dtype has its gradient in that dtype)."""
+    return grad if grad.dtype == a.dtype else grad.to(a.dtype)
+
+
 def _out_shape(a, b) -> tuple:
     """The shape of a @ b: the broadcast batch dimensions, then (M, N) (ValueError where the batch
     dimensions do not broadcast)."""
@@ -90,23 +109,27 @@ def _gemmlab_layout(x):
 
 
 @torch.library.custom_op(OP_NAME, mutates_args=())
-def _matmul_op(a: torch.Tensor, b: torch.Tensor, kernel: str, precision: Optional[str] = None) -> torch.Tensor:
+def _matmul_op(a: torch.Tensor, b: torch.Tensor, kernel: str, precision: Optional[str] = None,
+               out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
     check_operands(a, b, kernel, precision)
+    check_out_dtype(a, out_dtype)
     if a.device.type != "cuda":
         raise TypeError(f"gemmlab::matmul computes on the GPU: got tensors on {a.device}; "
                         "move them to a CUDA device first (x.cuda())")
     with torch.cuda.device(a.device):
-        return _gemmlab_matmul(_gemmlab_layout(a), _gemmlab_layout(b), kernel=kernel, precision=precision)
+        return _gemmlab_matmul(_gemmlab_layout(a), _gemmlab_layout(b), kernel=kernel, precision=precision,
+                               out_dtype=out_dtype)
 
 
 @_matmul_op.register_fake
-def _matmul_fake(a, b, kernel, precision=None):
+def _matmul_fake(a, b, kernel, precision=None, out_dtype=None):
     check_operands(a, b, kernel, precision)
-    return a.new_empty(_out_shape(a, b))
+    check_out_dtype(a, out_dtype)
+    return a.new_empty(_out_shape(a, b), dtype=out_dtype or a.dtype)
 
 
 def _setup_context(ctx, inputs, output):
-    a, b, kernel, precision = inputs
+    a, b, kernel, precision, _ = inputs
     ctx.save_for_backward(a, b)
     ctx.kernel, ctx.precision = kernel, precision
 
@@ -117,6 +140,7 @@ def _grads(a, b, grad, needs, kernel, precision):
     batch dimensions an operand was broadcast along. A 2-D b under a batched a takes its gradient
     as one GEMM over the folded batch, a^T (K, B M) @ grad (B M, N)."""
     grad_a = grad_b = None
+    grad = _operand_grad(grad, a)
     if needs[0]:
         grad_a = _matmul_op(grad, b.mT, kernel, precision)
         if grad_a.shape != a.shape:
@@ -135,7 +159,7 @@ def _grads(a, b, grad, needs, kernel, precision):
 def _backward(ctx, grad):
     a, b = ctx.saved_tensors
     grad_a, grad_b = _grads(a, b, grad, ctx.needs_input_grad, ctx.kernel, ctx.precision)
-    return grad_a, grad_b, None, None
+    return grad_a, grad_b, None, None, None
 
 
 _matmul_op.register_autograd(_backward, setup_context=_setup_context)
@@ -165,16 +189,17 @@ def _epilogue_shape(a, b, bias, activation, kernel, precision) -> tuple:
     return _out_shape(a, b)
 
 
-def _epilogue_gemm(name: str, a, b, bias, activation, kernel, precision):
-    """act(a @ b + bias) by gemmlab on CUDA tensors, after ``_epilogue_shape``'s checks (``name``:
-    the operator, for the error on other devices)."""
+def _epilogue_gemm(name: str, a, b, bias, activation, kernel, precision, out_dtype=None):
+    """act(a @ b + bias) by gemmlab on CUDA tensors, of ``out_dtype`` (None: the operands'), after
+    ``_epilogue_shape``'s checks (``name``: the operator, for the error on other devices)."""
     _epilogue_shape(a, b, bias, activation, kernel, precision)
+    check_out_dtype(a, out_dtype)
     if a.device.type != "cuda":
         raise TypeError(f"{name} computes on the GPU: got tensors on {a.device}; move them to a CUDA device first "
                         "(x.cuda())")
     with torch.cuda.device(a.device):
         return _gemmlab_matmul(_gemmlab_layout(a), _gemmlab_layout(b), bias=None if bias is None else bias.contiguous(),
-                               activation=activation, kernel=kernel, precision=precision)
+                               activation=activation, kernel=kernel, precision=precision, out_dtype=out_dtype)
 
 
 def _linear_grads(ctx, a, b, bias, grad_z) -> tuple:
@@ -184,24 +209,26 @@ def _linear_grads(ctx, a, b, bias, grad_z) -> tuple:
     grad_bias = None
     if bias is not None and ctx.needs_input_grad[2]:
         grad_bias = grad_z.reshape(-1, grad_z.shape[-1]).sum(0, dtype=torch.float32).to(bias.dtype)
-    return grad_a, grad_b, grad_bias, None, None, None
+    return grad_a, grad_b, grad_bias, None, None, None, None
 
 
 @torch.library.custom_op(EPILOGUE_OP_NAME, mutates_args=())
 def _epilogue_op(a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor], activation: Optional[str],
-                 kernel: str, precision: Optional[str] = None) -> torch.Tensor:
-    return _epilogue_gemm(EPILOGUE_OP_NAME, a, b, bias, activation, kernel, precision)
+                 kernel: str, precision: Optional[str] = None, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    return _epilogue_gemm(EPILOGUE_OP_NAME, a, b, bias, activation, kernel, precision, out_dtype)
 
 
 @_epilogue_op.register_fake
-def _epilogue_fake(a, b, bias, activation, kernel, precision=None):
-    return a.new_empty(_epilogue_shape(a, b, bias, activation, kernel, precision))
+def _epilogue_fake(a, b, bias, activation, kernel, precision=None, out_dtype=None):
+    shape = _epilogue_shape(a, b, bias, activation, kernel, precision)
+    check_out_dtype(a, out_dtype)
+    return a.new_empty(shape, dtype=out_dtype or a.dtype)
 
 
 def _epilogue_setup(ctx, inputs, output):
-    a, b, bias, activation, kernel, precision = inputs
+    a, b, bias, activation, kernel, precision, out_dtype = inputs
     ctx.save_for_backward(a, b, bias)
-    ctx.activation, ctx.kernel, ctx.precision = activation, kernel, precision
+    ctx.activation, ctx.kernel, ctx.precision, ctx.out_dtype = activation, kernel, precision, out_dtype
 
 
 def _activation_backward(grad, z, activation):
@@ -221,7 +248,7 @@ def _epilogue_backward(ctx, grad):
     if ctx.activation is None:
         grad_z = grad
     else:
-        z = _epilogue_op(a, b, bias, None, ctx.kernel, ctx.precision)
+        z = _epilogue_op(a, b, bias, None, ctx.kernel, ctx.precision, ctx.out_dtype)
         grad_z = _activation_backward(grad, z, ctx.activation)
     return _linear_grads(ctx, a, b, bias, grad_z)
 
@@ -245,20 +272,23 @@ _ACTIVATIONS = {"relu": torch.relu, "silu": torch.nn.functional.silu, "gelu": to
 
 @torch.library.custom_op(SAVED_OP_NAME, mutates_args=())
 def _saved_op(a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor], activation: str,
-              kernel: str, precision: Optional[str] = None) -> tuple[torch.Tensor, torch.Tensor]:
+              kernel: str, precision: Optional[str] = None,
+              out_dtype: Optional[torch.dtype] = None) -> tuple[torch.Tensor, torch.Tensor]:
     check_epilogue(a, b, bias, activation)   # the activation too, before the GEMM without it
-    z = _epilogue_gemm(SAVED_OP_NAME, a, b, bias, None, kernel, precision)
+    z = _epilogue_gemm(SAVED_OP_NAME, a, b, bias, None, kernel, precision, out_dtype)
     return _ACTIVATIONS[activation](z), z
 
 
 @_saved_op.register_fake
-def _saved_fake(a, b, bias, activation, kernel, precision=None):
+def _saved_fake(a, b, bias, activation, kernel, precision=None, out_dtype=None):
     shape = _epilogue_shape(a, b, bias, activation, kernel, precision)
-    return a.new_empty(shape), a.new_empty(shape)
+    check_out_dtype(a, out_dtype)
+    dtype = out_dtype or a.dtype
+    return a.new_empty(shape, dtype=dtype), a.new_empty(shape, dtype=dtype)
 
 
 def _saved_setup(ctx, inputs, output):
-    a, b, bias, activation, kernel, precision = inputs
+    a, b, bias, activation, kernel, precision, _ = inputs
     ctx.save_for_backward(a, b, bias, output[1])
     ctx.activation, ctx.kernel, ctx.precision = activation, kernel, precision
 
@@ -278,7 +308,8 @@ def _wants_grad(*tensors) -> bool:
     return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
 
 
-def matmul(a, b, kernel: str = "auto", precision: Optional[str] = None, *, bias=None, activation: Optional[str] = None):
+def matmul(a, b, kernel: str = "auto", precision: Optional[str] = None, *, bias=None, activation: Optional[str] = None,
+           out_dtype: Optional[torch.dtype] = None):
     """act(a @ b + bias) for CUDA tensors of 2 or more dimensions (batch dimensions broadcast as
     torch.matmul's) through gemmlab (``torch.ops.gemmlab.matmul``, or
     ``torch.ops.gemmlab.matmul_epilogue`` with a bias or an activation, fused into the GEMM's stores):
@@ -287,12 +318,15 @@ def matmul(a, b, kernel: str = "auto", precision: Optional[str] = None, *, bias=
     the gradients use it too); ``activation``: "relu", "gelu", "gelu_tanh", "silu" or None. With an
     activation and an operand or the bias requiring a gradient, the forward keeps the pre-activation
     for the backward (``torch.ops.gemmlab.matmul_epilogue_saved``: the GEMM with its bias, then
-    PyTorch's activation) instead of fusing the activation and recomputing the GEMM later."""
+    PyTorch's activation) instead of fusing the activation and recomputing the GEMM later.
+    ``out_dtype``: the result's dtype where it is not the operands' (``torch.float32`` from float16
+    or bfloat16 operands, or the other 16-bit type; ``gemmlab.matmul``'s): the FP32 sums rounded once
+    to it; the gradients' GEMMs take the result's gradient rounded to the operands' dtype."""
     if bias is None and activation is None:
-        return torch.ops.gemmlab.matmul(a, b, kernel, precision)
+        return torch.ops.gemmlab.matmul(a, b, kernel, precision, out_dtype)
     if activation is not None and _wants_grad(a, b, bias):
-        return torch.ops.gemmlab.matmul_epilogue_saved(a, b, bias, activation, kernel, precision)[0]
-    return torch.ops.gemmlab.matmul_epilogue(a, b, bias, activation, kernel, precision)
+        return torch.ops.gemmlab.matmul_epilogue_saved(a, b, bias, activation, kernel, precision, out_dtype)[0]
+    return torch.ops.gemmlab.matmul_epilogue(a, b, bias, activation, kernel, precision, out_dtype)
 
 
 op = torch.ops.gemmlab.matmul.default
