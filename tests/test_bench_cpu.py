@@ -8,7 +8,7 @@ import json
 import pytest
 from rich.console import Console
 
-from gemmlab.measure import arrays, timing
+from gemmlab.measure import arrays, gpu_timing, timing
 
 from gemmlab.bench import results, runner, stats, table
 from gemmlab.bench import schedule as sched
@@ -432,7 +432,7 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(launch, "current_stream", lambda lib, ordinal: 0)
     monkeypatch.setattr(arrays, "available_libs", lambda: ["cupy"])
     monkeypatch.setattr(arrays, "Lib", _FakeLib)
-    monkeypatch.setattr(timing, "CudaDevice", _WallDevice)
+    monkeypatch.setattr(gpu_timing, "CudaDevice", _WallDevice)
     monkeypatch.setattr(envinfo, "max_sm_clock_mhz", lambda ordinal=0: None)  # no NVML: no clock thread
 
     def plan(a, b, c, *, alpha=1.0, beta=0.0, kernel="auto", config=None, precision=None):
@@ -495,14 +495,14 @@ def test_a_run_with_a_preset_config_writes_strict_json_naming_it(fake_gpu, tmp_p
 
 def test_cold_l2_flushes_and_spins_before_every_timed_launch_and_hot_l2_only_spins(fake_gpu):
     devices = []
-    orig = timing.CudaDevice
+    orig = gpu_timing.CudaDevice
 
     class Recording(orig):
         def __init__(self, *a, **k):
             super().__init__(*a, **k)
             devices.append(self)
 
-    timing.CudaDevice = Recording
+    gpu_timing.CudaDevice = Recording
     try:
         runner.run_bench(rungs=["tile_2d"], shapes="32x32x32", timing_settings=FAST, progress=False, verify=False)
         cold = devices[-1]
@@ -510,7 +510,7 @@ def test_cold_l2_flushes_and_spins_before_every_timed_launch_and_hot_l2_only_spi
                          timing_settings=timing.Settings(min_samples=6, max_samples=6, warmup=0, l2="hot"))
         hot = devices[-1]
     finally:
-        timing.CudaDevice = orig
+        gpu_timing.CudaDevice = orig
     timed = 2 * 6 + 6                      # cuBLAS and tile_2d interleaved, then cuBLAS alone
     assert cold.spins == timed and cold.flushes == timed + 2 * FAST.warmup
     assert hot.spins == timed and hot.flushes == 0

@@ -17,7 +17,8 @@ def setup():
     from gemmlab.core import api
     from gemmlab.core.driver import device_info
     from gemmlab.measure.arrays import Lib, TrueFP32, available_libs, choose_lib, make_operands
-    from gemmlab.measure.timing import Candidate, CudaDevice
+    from gemmlab.measure.gpu_timing import CudaDevice
+    from gemmlab.measure.timing import Candidate
 
     L = Lib(choose_lib(None, "fp32", available_libs()))
     info = device_info(0)
@@ -66,7 +67,7 @@ def test_the_cold_l2_flush_reads_its_whole_buffer_and_writes_nothing_else():
     from gemmlab.core.compile import compile_source
     from gemmlab.core.driver import device_info
     from gemmlab.core.launch import current_stream, load_compiled
-    from gemmlab.measure.timing import launch_l2_flush
+    from gemmlab.measure.gpu_timing import launch_l2_flush
 
     info = device_info(0)
     fn = load_compiled(compile_source("spin.cu", "flush_read", info.arch), 0, "spin.cu")
@@ -93,7 +94,8 @@ def test_sustained_blocks_time_the_same_calls_and_read_the_boards_energy(setup):
     energy counter (~100 ms steps) gives each block a board power between idle and the cap and an
     energy per call."""
     from gemmlab.analysis import environment
-    from gemmlab.measure.timing import Engine, NvmlClocks, NvmlEnergy, Settings
+    from gemmlab.measure.gpu_timing import NvmlClocks, NvmlEnergy
+    from gemmlab.measure.timing import Engine, Settings
 
     if environment.total_energy_mj(0) is None:
         pytest.skip("NVML reports no energy counter on this GPU or driver")

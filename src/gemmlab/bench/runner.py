@@ -58,7 +58,7 @@ from ..core.config import ConfigSpec
 from ..core.dtypes import get as get_dtype
 from ..core.registry import Rung
 from ..core.shapes import Shape, fmt_shape
-from ..measure import arrays, peers as peer_lib, timing
+from ..measure import arrays, gpu_timing, peers as peer_lib, timing
 from ..core.progress import Progress
 from ..measure.ceilings import measure_bandwidth
 from ..measure.verify import check as verify_check
@@ -113,7 +113,7 @@ class _Run:
     peak: float | None
     prog: Progress
     engine: timing.Engine
-    device: timing.CudaDevice
+    device: gpu_timing.CudaDevice
     peers: dict = field(default_factory=dict)      # name -> measure.peers.Peer
     precision: str = ""                            # what the rungs compute in (core.precision)
     cublas_mode: arrays.Fp32Mode | None = None     # set once entered, around the groups
@@ -133,9 +133,9 @@ def _start(*, dtype: str, verify: bool, config, lib: str | None, settings: timin
     env = envinfo.collect(ordinal)
     peak = peak_for_dtype(env["peaks"], dtype, precision)
     flush = settings.l2 == "cold" and not settings.sustained    # sustained blocks run back to back, unflushed
-    device = timing.CudaDevice(L, ordinal, info.l2_bytes, flush=flush, spin=settings.spin)
-    clocks = timing.NvmlClocks(ordinal) if envinfo.max_sm_clock_mhz(ordinal) else None
-    energy = timing.NvmlEnergy(ordinal) if settings.sustained and envinfo.total_energy_mj(ordinal) is not None else None
+    device = gpu_timing.CudaDevice(L, ordinal, info.l2_bytes, flush=flush, spin=settings.spin)
+    clocks = gpu_timing.NvmlClocks(ordinal) if envinfo.max_sm_clock_mhz(ordinal) else None
+    energy = gpu_timing.NvmlEnergy(ordinal) if settings.sustained and envinfo.total_energy_mj(ordinal) is not None else None
     engine = timing.Engine(device, settings, clocks, energy)
     peers = {p.name: p for p in peer_lib.peers(peer_names, dtype, L.name, precision)}
     prog = Progress(0, enabled=progress, label="bench")

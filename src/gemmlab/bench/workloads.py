@@ -29,7 +29,7 @@ from ..analysis import environment as envinfo
 from ..core import driver
 from ..core.deps import require
 from ..core.shapes import BATCHED_SUITE, EPILOGUE_ACTIVATION, EPILOGUE_SUITE, OUT_DTYPE_SUITE
-from ..measure import timing
+from ..measure import gpu_timing, timing
 from ..measure.arrays import Lib
 from ..measure.verify import tolerance
 
@@ -42,8 +42,8 @@ def engine(ordinal: int, settings: timing.Settings) -> timing.Engine:
     unless ``settings.l2`` is "hot", the SM clock sampled where NVML reads it), as the workload
     suites and the tools beside them (tools/batched_sweep.py, tools/epilogue_autograd.py) time."""
     info = driver.device_info(ordinal)
-    device = timing.CudaDevice(Lib("torch"), ordinal, info.l2_bytes, flush=settings.l2 == "cold", spin=settings.spin)
-    clocks = timing.NvmlClocks(ordinal) if envinfo.max_sm_clock_mhz(ordinal) else None
+    device = gpu_timing.CudaDevice(Lib("torch"), ordinal, info.l2_bytes, flush=settings.l2 == "cold", spin=settings.spin)
+    clocks = gpu_timing.NvmlClocks(ordinal) if envinfo.max_sm_clock_mhz(ordinal) else None
     return timing.Engine(device, settings, clocks)
 
 

@@ -9,7 +9,8 @@ from typing import Callable
 from ..core.driver import device_info
 from ..core.shapes import CEILING_SHAPE
 from .arrays import Lib, TrueFP32, choose_lib, make_operands
-from .timing import Candidate, CudaDevice, Engine, Settings
+from .gpu_timing import CudaDevice
+from .timing import Candidate, Engine, Settings
 
 
 def _median_ms(L: Lib, name: str, fn: Callable[[], object], l2: str) -> float:

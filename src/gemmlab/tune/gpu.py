@@ -20,7 +20,7 @@ from ..core.precompile import CompilePool
 from ..core.problem import make_problem
 from ..core.registry import get
 from ..core.variant import SpillError, Variant, resolve
-from ..measure import arrays, peers as peer_lib, timing
+from ..measure import arrays, gpu_timing, peers as peer_lib, timing
 from ..measure.verify import check as verify_check
 from .evaluate import Outcome
 
@@ -70,8 +70,8 @@ class GpuEvaluator:
                                         beta_nonzero=False)
         self.kv = make_problem(self.ops.a, self.ops.b, self.ops.c).kernel_view()
         st = f.settings
-        self.dev = timing.CudaDevice(self.L, device, self.info.l2_bytes, flush=st.l2 == "cold", spin=st.spin)
-        clocks = timing.NvmlClocks(device) if environment.max_sm_clock_mhz(device) else None
+        self.dev = gpu_timing.CudaDevice(self.L, device, self.info.l2_bytes, flush=st.l2 == "cold", spin=st.spin)
+        clocks = gpu_timing.NvmlClocks(device) if environment.max_sm_clock_mhz(device) else None
         self.engine = timing.Engine(self.dev, st, clocks)
         # the 3x rule's short estimate: three samples, no noise target
         self.quick = timing.Engine(self.dev, replace(st, min_samples=3, max_samples=3, warmup=0), None)

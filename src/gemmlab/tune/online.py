@@ -21,7 +21,7 @@ from ..core import dispatch
 from ..core.launch import Plan
 from ..core.precision import label
 from ..core.problem import make_problem
-from ..measure import arrays, timing
+from ..measure import arrays, gpu_timing, timing
 from .export import online_path, read_table, slot, write_table
 
 TIMING = timing.Settings(l2="hot", spin_us=20.0, spin="idle", warmup=2, min_samples=3, max_samples=20,
@@ -57,7 +57,7 @@ def tune_problem(problem, device, precision, operands, settings):
     scratch = _scratch_c(problem, c)
     prob = problem if scratch is c else make_problem(a, b, scratch, problem.alpha, problem.beta)
     L = arrays.Lib(problem.c.lib)
-    dev = timing.CudaDevice(L, problem.c.device, device.l2_bytes, flush=False, spin=TIMING.spin)
+    dev = gpu_timing.CudaDevice(L, problem.c.device, device.l2_bytes, flush=False, spin=TIMING.spin)
     runnable, skipped = [], []
     for i, choice in enumerate(cands):
         if i and time.perf_counter() - start > settings.budget_s:

@@ -34,7 +34,7 @@ from ..core.problem import ArrayInfo, GemmProblem, make_problem
 from ..core.progress import Progress
 from ..core.shapes import SUITES, random_shapes
 from ..core.variant import resolve
-from ..measure import arrays, timing
+from ..measure import arrays, gpu_timing, timing
 from ..measure.verify import check as verify_check
 
 SUITES_FOR = {"16bit": ("llm", "decode"), "fp32": ("fp32",)}
@@ -161,8 +161,8 @@ def collect(dtype: str, items, *, settings: timing.Settings = SETTINGS, lib: str
     t0 = time.perf_counter()
     compile_errors = compile_ahead(items, dtype, info, processes, progress)
     compiled_s = time.perf_counter() - t0
-    dev = timing.CudaDevice(L, ordinal, info.l2_bytes, flush=settings.l2 == "cold", spin=settings.spin)
-    engine = timing.Engine(dev, settings, timing.NvmlClocks(ordinal) if envinfo.max_sm_clock_mhz(ordinal) else None)
+    dev = gpu_timing.CudaDevice(L, ordinal, info.l2_bytes, flush=settings.l2 == "cold", spin=settings.spin)
+    engine = timing.Engine(dev, settings, gpu_timing.NvmlClocks(ordinal) if envinfo.max_sm_clock_mhz(ordinal) else None)
     records = []
     bar = Progress(len(items), enabled=progress, label=f"tune auto {dtype}")
     with bar, arrays.Fp32Mode(L, tf32=False):
