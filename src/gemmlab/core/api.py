@@ -197,7 +197,7 @@ def matmul(a, b, *, bias=None, activation: str | None = None, out_dtype=None, ke
 
     Operands of three or more dimensions, (..., M, K) @ (..., K, N), multiply as ``torch.matmul``
     does: the batch dimensions broadcast, any strides (core/batched.py says how it runs)."""
-    out_name = _epilogue.out_dtype_name(out_dtype)
+    out_name = None if out_dtype is None else _epilogue.out_dtype_name(out_dtype)   # the common call: no lookup
     if _ndim(a) > 2 or _ndim(b) > 2:
         return _batched_matmul(a, b, bias, activation, kernel, out, config, precision, out_name)
     if out is not None and out_name is not None and describe_array("out", out).dtype != out_name:
