@@ -6,6 +6,7 @@ NaN-poisoned C, bias and activation, batches, against the float64 reference of
 gemmlab.measure.verify)."""
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -14,8 +15,9 @@ import gemmlab
 from gemmlab.core import dispatch, epilogue
 from gemmlab.core.epilogue import Epilogue, out_dtype_name
 from gemmlab.core.problem import make_problem
-from gemmlab.core.registry import get
+from gemmlab.core.registry import LADDER, get
 from gemmlab.core.rules import choose
+from gemmlab.core.shapes import random_shapes
 from gemmlab.measure.verify import verify
 from test_bad_input import FakeDeviceArray, fake_devices  # noqa: F401  (the fixture is autouse)
 
@@ -71,22 +73,44 @@ def test_auto_gives_an_fp32_output_to_the_rung_that_writes_it():
 
 def test_a_gpu_without_a_rung_that_writes_the_output_type_is_refused_naming_the_ones_that_do():
     p = make_problem(arr(40, 50), arr(50, 30), arr(40, 30, typestr=F32))
-    with pytest.raises(ValueError, match=r"no rung supports fp16 writing a fp32 C \(rungs that do: wgmma_ws \(sm_90 to "
-                                         r"sm_90\), decode \(sm_80\+, a side of at most 32\)\) on sm_80"):
-        choose(p, "auto", "sm_80")
+    with pytest.raises(ValueError, match=r"no rung supports fp16 writing a fp32 C \(rungs that do: wmma \(sm_80\+\), "
+                                         r"mma_sync \(sm_80\+\), wgmma_tma \(sm_90 to sm_90\), wgmma_ws \(sm_90 to "
+                                         r"sm_90\), decode \(sm_80\+, a side of at most 32\)\) on sm_75"):
+        choose(p, "auto", "sm_75")
+
+
+def test_every_16_bit_rung_writes_fp32_and_the_other_16_bit_type():
+    """Their stores round FP32 sums once, to whatever C is (gl_store_c8, the Hopper epilogue parts,
+    rung 24's scalar stores): an output dtype never takes a plan the operands' own C would not."""
+    for r in LADDER:
+        if "fp16" in r.dtypes:
+            assert set(r.outputs) == {"fp32", "fp16", "bf16"}, r.slug
 
 
 def test_a_named_rung_that_writes_its_operands_dtype_only_is_refused_naming_the_ones_that_do():
-    p = make_problem(arr(40, 50), arr(50, 30), arr(40, 30, typestr=F32))
+    only_own = replace(get("mma_sync"), outputs=())
     with pytest.raises(ValueError, match="kernel 'mma_sync' writes a C of its operands' dtype only .fp16.; a fp32 C "
-                                         "from fp16 operands is written by wgmma_ws, decode"):
-        choose(p, "mma_sync")
+                                         "from fp16 operands is written by wmma, mma_sync, wgmma_tma, wgmma_ws, decode"):
+        only_own.require("fp16", out="fp32")
+
+
+def test_auto_gives_an_fp32_output_the_plan_of_the_16_bit_one():
+    """Held-out shapes (a seed nothing was tuned on): the plan for an fp16 C serves an FP32 C, except
+    where C's 16-byte access differs (the selection model weighs it)."""
+    from test_dispatch import H100
+
+    for M, N, K in random_shapes(24, 28):
+        own = dispatch.decide(make_problem(arr(M, K), arr(K, N), arr(M, N)), "auto", None, H100)
+        if (N * 2) % 16 != 0:
+            continue
+        fp32 = dispatch.decide(make_problem(arr(M, K), arr(K, N), arr(M, N, typestr=F32)), "auto", None, H100)
+        assert (fp32.rung, fp32.config) == (own.rung, own.config), (M, N, K)
 
 
 @pytest.mark.parametrize("M,slug", [(1, "decode"), (16, "decode"), (2000, "wgmma_ws"), (4096, "wgmma_ws")])
 def test_auto_writes_an_fp32_c_with_the_rungs_that_write_it(M, slug):
-    """A decoding step's few rows go to the decode rung (its scalar stores write any type), the
-    rest to rung 21 (its FP32 epilogue part); the entries of rungs that write 16 bits only are passed over."""
+    """A decoding step's few rows go to the decode rung (its scalar stores write any type), large
+    problems to rung 21 (its FP32 epilogue part)."""
     from test_dispatch import H100
 
     p = make_problem(arr(M, 4096), arr(4096, 4096), arr(M, 4096, typestr=F32))

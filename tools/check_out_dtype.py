@@ -1,10 +1,11 @@
-"""The Hopper epilogue parts on each of their paths, checked against float64: rung 21 writing FP32 from
+"""The epilogue parts on each of their paths, checked against float64: rung 21 writing FP32 from
 16-bit operands (kernels/ws_epi32.cuh: the TMA store from its chunk buffers, the direct 8-byte stores
 where beta != 0 or no TMA store is built, rows that are not whole 16-byte pieces, a stream-K tail, a
 batch through a 3-D map, a fused bias and activation), writing the other 16-bit type
 (kernels/ws_epi16.cuh: the deferred TMA store, the staged stores), its own type as before, and rung
-22's TF32 TMA store (the same FP32 part), and rung 24 writing FP32 (its scalar stores, its cluster
-split, its workspace split's reduction). Small shapes, so that it runs under compute-sanitizer
+22's TF32 TMA store (the same FP32 part), rungs 19, 17 and 16 writing FP32 or the other 16-bit type
+(their staged 16-byte stores, gl_store_c8, ragged edges, split-K's reduction, packed copies), and rung
+24 writing FP32 (its scalar stores, its cluster split, its workspace split's reduction). Small shapes, so that it runs under compute-sanitizer
 (tools/gpu_suite.sh, stage sanitize-out-dtype); exits 1 when a result is wrong.
 
     python tools/check_out_dtype.py
@@ -42,6 +43,15 @@ CASES = [  # name, operands, C, (batch,) M, N, K, kernel, config, beta, bias, ac
      None, None),
     ("rung 21 bf16, deferred TMA store", "bf16", "bf16", (), 300, 520, 200, "wgmma_ws", None, 0.0, None, None, None),
     ("rung 22 tf32, TMA store", "fp32", "fp32", (), 300, 264, 200, "wgmma_tf32", None, 0.0, None, None, "tf32"),
+    ("rung 19 -> fp32, staged 16-byte stores", "bf16", "fp32", (), 300, 264, 200, "wgmma_tma", None, 0.0, None, None,
+     None),
+    ("rung 19 -> fp32, ragged, beta, scalar stores", "fp16", "fp32", (), 131, 67, 45, "wgmma_tma", None, 0.5, "fp32",
+     "gelu", None),
+    ("rung 19 -> fp16 from bf16, split-K and its reduction", "bf16", "fp16", (), 64, 200, 2048, "wgmma_tma",
+     {"SPLITK": 4}, 0.0, "same", "relu", None),
+    ("rung 17 -> fp32, packed copies of an unaligned B", "fp16", "fp32", (), 200, 131, 96, "mma_sync",
+     {"PACK": 1}, -0.75, None, "silu", None),
+    ("rung 16 -> fp32, 32x32 tiles", "bf16", "fp32", (), 77, 100, 50, "wmma", "32x32", 0.0, None, None, None),
     ("rung 24 -> fp32, M-thin (auto)", "bf16", "fp32", (), 8, 1000, 700, "auto", None, 0.0, "same", "silu", None),
     ("rung 24 -> fp32, cluster split", "fp16", "fp32", (), 5, 600, 2000, "decode", "m8,SPLITK=4,SKCLUSTER=1", 0.5,
      None, None, None),

@@ -192,8 +192,8 @@ def matmul(a, b, *, bias=None, activation: str | None = None, out_dtype=None, ke
     ``out_dtype``: the result's dtype where it is not the operands' (float32, float16 or bfloat16,
     as a name or the library's dtype; ``out``'s dtype where out is given, which it must then match):
     from float16 or bfloat16 operands any of the three, the FP32 sums rounded once to it in the
-    GEMM's own stores (no second pass); float32 operands give float32 only. Rung 21 (sm_90) and,
-    for a side of at most 32, rung 24 write it (``Rung.outputs``); elsewhere it is refused.
+    GEMM's own stores (no second pass); float32 operands give float32 only. Every 16-bit rung
+    writes it (``Rung.outputs``), so ``auto`` plans it as it plans the operands' own type.
 
     Operands of three or more dimensions, (..., M, K) @ (..., K, N), multiply as ``torch.matmul``
     does: the batch dimensions broadcast, any strides (core/batched.py says how it runs)."""

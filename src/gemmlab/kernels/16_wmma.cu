@@ -21,7 +21,8 @@
 // A/B combinations take the vector path.
 // Epilogue: each warp stores 16 x WN of its accumulators at a time as FP32 to a per-warp staging
 // tile in shared memory (reusing the A/B buffers), then every lane takes 8 consecutive outputs,
-// applies alpha/beta (C not read when beta == 0), converts to T and writes one 16-byte store
+// applies alpha/beta (C not read when beta == 0), converts to C's type TC (T, or an output dtype:
+// FP32 or the other 16-bit type) and writes one 16-byte store per 8 16-bit outputs, two per 8 FP32
 // (or guarded scalar stores at the edges / without GL_VEC_C).
 // Seed: 002 v07 left its WMMA kernel's performance, well short of cuBLAS, as "future work".
 // This rung on the H100 beside cuBLAS and Triton, measured in one run: benchmarks/results/
@@ -151,7 +152,7 @@ constexpr int MIN_BLOCKS = (WM * WN / 32 <= 64 && THREADS <= 512) ? 512 / THREAD
 #endif
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
-gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc GL_EPI_PARAMS)
+gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, TC* C, int ldc GL_EPI_PARAMS)
 {
     // One raw buffer, two views: the 2-stage A/B tiles during the main loop, then the FP32
     // per-warp staging tiles of the epilogue (after the loop's last barrier).

@@ -45,7 +45,8 @@
 // benchmark's figures: benchmarks/results/h100_fp16_wmma_mma_sync.json and docs/journal/ladder.md).
 // Epilogue: each warp stages 16 rows x WN of its FP32 accumulators in shared memory (reusing the
 // pipeline buffers), then every lane takes 8 consecutive outputs, applies alpha/beta (C not read
-// when beta == 0), converts to T and writes one 16-byte store (GL_VEC_C) or guarded scalar stores.
+// when beta == 0), converts to C's type TC (T, or an output dtype) and writes 16-byte stores
+// (GL_VEC_C) or guarded scalar stores.
 // Without 16-byte legality of A or B (GL_VEC_A/B = 0: unaligned base or leading dimension not a
 // multiple of 8), that operand's copies are guarded 16-bit loads stored into the SAME swizzled
 // tile, so the main loop is the same code for any alignment.
@@ -201,7 +202,7 @@ struct GlTileCopy {
 };
 
 extern "C" __global__ void __launch_bounds__(THREADS)
-gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc GL_EPI_PARAMS)
+gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, TC* C, int ldc GL_EPI_PARAMS)
 {
     gl_pdl_wait();   // after an operand copy launched programmatically: the copy done (pack.cu)
     // One raw buffer, two views: the STAGES A tiles then the STAGES B tiles during the main loop,
@@ -335,7 +336,7 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
         }
     }
 
-    // ---- epilogue: accumulators -> FP32 staging (per warp, 16 rows at a time) -> alpha/beta -> T
+    // ---- epilogue: accumulators -> FP32 staging (per warp, 16 rows at a time) -> alpha/beta -> TC
     // -> C. The last iteration's fragment load read a stage this staging overlays: wait for every
     // copy and every warp first. -------------------------------------------------------------------
     gl_cp_async_wait<0>();

@@ -40,7 +40,8 @@
 // arrive on the full barrier; the main loop is the same code. That path is bound by the loads.
 // Epilogue: each consumer warp stages its 16-row slices of accumulators in shared memory (reusing
 // the pipeline buffers once all consumer warps are done with them) and writes 8 outputs per lane,
-// alpha/beta applied (C never read when beta == 0), 16-byte stores where legal (gl_store_warp16).
+// alpha/beta applied (C never read when beta == 0), rounded to C's type TC (T, or an output dtype:
+// FP32 or the other 16-bit type), 16-byte stores where legal (gl_store_warp16).
 // The tensor cores are fed without ldmatrix, but every block still pays its prologue and epilogue
 // alone (no persistence) and the producer shares the consumers' register budget. The first version,
 // blocks in plain row order, did well at 4096^3 and lost at 8192^3 to L2 misses
@@ -144,7 +145,7 @@ __device__ __forceinline__ int2 gl_grouped_tile() {
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
-gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, T* C, int ldc,
+gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, TC* C, int ldc,
      const __grid_constant__ GlTensorMap tmA, const __grid_constant__ GlTensorMap tmB GL_EPI_PARAMS)
 {
     gl_pdl_wait();   // after an operand copy launched programmatically: the copy done (pack.cu)
@@ -285,7 +286,7 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     gl_pdl_trigger();   // the reduction may be scheduled now; it waits for this grid's partials
 #endif
 
-    // ---- epilogue: accumulators -> FP32 staging (per warp, 16 rows at a time) -> alpha/beta -> T
+    // ---- epilogue: accumulators -> FP32 staging (per warp, 16 rows at a time) -> alpha/beta -> TC
     // -> C. The staging overlays the stages: every consumer warp must be done reading them (the
     // producer has nothing left in flight: every tile it loaded was waited for). ---------------------
     asm volatile("bar.sync 1, %0;\n" :: "n"(CONSUMERS) : "memory");
@@ -293,7 +294,7 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
 #if GL_SPLITK
     float* const out = W;                      // the FP32 partial tile, as it is
 #else
-    T* const out = C;                          // alpha * acc + beta * C, converted
+    TC* const out = C;                         // alpha * acc + beta * C, rounded to C's type
 #endif
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)

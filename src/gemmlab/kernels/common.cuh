@@ -17,7 +17,7 @@
 // Defines given by the host (gemmlab/core/variant.py, Variant.defines) at compile time:
 //   GL_DTYPE   0 = fp32, 1 = fp16, 2 = bf16          (element type T of A and B, and of C)
 //   GL_C_DTYPE the same codes: C's element type TC where it is not T (an output dtype other than the
-//              operands'; only rung 21 is built so, its epilogue part chosen by TC)
+//              operands': the rungs whose Rung.outputs name it, and the split-K reduction)
 //   GL_A_COL   0: A(i,k) = A[i*lda + k]   1: A(i,k) = A[k*lda + i]
 //   GL_B_COL   0: B(k,j) = B[k*ldb + j]   1: B(k,j) = B[j*ldb + k]
 //   GL_VEC_A / GL_VEC_B / GL_VEC_C   1 when 16-byte vector access of that operand is legal:

@@ -61,7 +61,7 @@ __device__ __forceinline__ uint4 gl_load8(const T* __restrict__ P, int ld, int o
     return r;
 }
 
-#if GL_C_DTYPE != 0   // C's 16-bit outputs, eight at a time (an FP32 C is stored by other helpers)
+#if GL_C_DTYPE != 0   // C's 16-bit outputs, eight at a time (an FP32 C: the branch below)
 // Eight outputs C(i, j..j+7) from FP32 values v[0..7]: one 128-bit store when legal (GL_VEC_C,
 // j % 8 == 0 holds) and all eight are inside; else guarded scalar stores. beta == 0: C not read.
 __device__ __forceinline__ void gl_store_c8(TC* C, int ldc, int M, int N, int i, int j, const float* v, const GlEpi& ep) {
@@ -132,7 +132,36 @@ __device__ __forceinline__ void gl_store_c8_rounded(TC* C, int ldc, int M, int N
         }
     }
 }
-#endif  // GL_C_DTYPE != 0
+#else   // an FP32 C (an output dtype of 16-bit operands: rungs 17 and 19 stage through gl_store_rows16)
+// Eight FP32 outputs C(i, j..j+7) from v[0..7]: two 128-bit stores when legal (GL_VEC_C: C's rows
+// start 16-byte aligned; j % 8 == 0 holds) and all eight are inside; else guarded scalar stores.
+// beta == 0: C is not read.
+__device__ __forceinline__ void gl_store_c8(float* C, int ldc, int M, int N, int i, int j, const float* v, const GlEpi& ep) {
+    if (i >= M) return;
+#if GL_VEC_C
+    if (N - j >= 8) {
+        float4* p = reinterpret_cast<float4*>(C + gl_c_off(i, j, ldc));
+        float o[8];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) o[e] = ep.alpha * v[e];
+        if (ep.beta != 0.0f) {
+            const float4 c0 = p[0], c1 = p[1];
+            const float c[8] = {c0.x, c0.y, c0.z, c0.w, c1.x, c1.y, c1.z, c1.w};
+#pragma unroll
+            for (int e = 0; e < 8; ++e) o[e] = fmaf(ep.beta, c[e], o[e]);
+        }
+#pragma unroll
+        for (int e = 0; e < 8; ++e) o[e] = ep.finish(o[e], i, j + e);
+        p[0] = make_float4(o[0], o[1], o[2], o[3]);
+        p[1] = make_float4(o[4], o[5], o[6], o[7]);
+        return;
+    }
+#endif
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+        if (j + e < N) gl_store_c(C, ldc, i, j + e, v[e], ep);
+}
+#endif  // GL_C_DTYPE
 
 #if GL_SPLITK
 // Eight FP32 partial sums W(i, j..j+7) of the split-K variant (no alpha/beta, no conversion): two

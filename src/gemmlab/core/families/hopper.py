@@ -186,7 +186,7 @@ RUNGS: tuple[Rung, ...] = (
                  "256x128": {"BM": 256, "BN": 128, "BK": 64, "WM": 128, "STAGES": 4}},
         threads=wgmma_threads, constraints=lambda c: wgmma_constraints(c) + splitk_constraints(c), smem=wgmma_smem,
         sass_claims=("HGMMA", "UTMALDG", "SYNCS"), min_arch=90, max_arch=90, tensor_maps=True,
-        packs=True,
+        packs=True, outputs=("fp32", "fp16", "bf16"),   # its staged stores round to C's type (gl_store_c8)
         space={"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (64, 128), "WM": (64, 128), "STAGES": (2, 3, 4, 5, 6),
                "SPLITK": SPLITK_SPACE},
     ),

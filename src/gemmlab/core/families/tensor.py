@@ -129,6 +129,7 @@ RUNGS: tuple[Rung, ...] = (
         threads=wmma_threads, constraints=wmma_constraints, smem=wmma_smem,
         space={"BM": p2(5, 8), "BN": p2(5, 8), "BK": p2(4, 5), "WM": p2(4, 6), "WN": p2(4, 6)},
         sass_claims=("HMMA",), min_arch=80,
+        outputs=("fp32", "fp16", "bf16"),   # its staged stores round to C's type (gl_store_c8)
     ),
     Rung(
         17, "mma_sync", "Tensor cores through mma.sync, ldmatrix and cp.async",
@@ -141,7 +142,7 @@ RUNGS: tuple[Rung, ...] = (
                  "64x64": {"BM": 64, "BN": 64, "BK": 32, "WM": 32, "WN": 32, "STAGES": 3}},
         threads=mma_threads, constraints=lambda c: mma_constraints(c) + splitk_constraints(c), smem=mma_smem,
         sass_claims=("HMMA.16816", "LDSM", "LDGSTS"), min_arch=80,
-        packs=True,
+        packs=True, outputs=("fp32", "fp16", "bf16"),   # its staged stores round to C's type (gl_store_c8)
         space={"BM": p2(6, 8), "BN": p2(6, 8), "BK": (32, 64), "WM": p2(5, 7), "WN": p2(5, 7), "STAGES": (2, 3, 4, 5),
                "SPLITK": SPLITK_SPACE},
     ),
