@@ -20,6 +20,7 @@ import torch
 import gemmlab.torch  # noqa: F401  (registers the operators)
 from gemmlab.analysis import environment
 from gemmlab.bench import workloads
+from gemmlab.core import activations
 from gemmlab.core.shapes import EPILOGUE_ACTIVATION, EPILOGUE_SUITE
 from gemmlab.measure import timing
 from gemmlab.measure.verify import tolerance
@@ -29,9 +30,7 @@ TORCH = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
 def step_fns(x, w, b, g, activation: str):
     ops = torch.ops.gemmlab
-    F = torch.nn.functional
-    act = {"gelu_tanh": lambda z: F.gelu(z, approximate="tanh"), "gelu": F.gelu, "relu": torch.relu,
-           "silu": F.silu}[activation]
+    act = activations.get(activation).forward_torch
     inputs = (x, w, b)
     return {
         "saved": lambda: torch.autograd.grad(ops.matmul_epilogue_saved(x, w, b, activation, "auto", None)[0], inputs, g),

@@ -7,7 +7,7 @@ and the PTX that ``gemmlab inspect`` shows.
 Disk cache
 ----------
 An entry is keyed by the SHA-256 of: the kernel source, every header it may include (all ``.cuh``
-of the kernels folder), the options, the architecture and the NVRTC version. It is one file::
+of the kernels folder and the generated ``activations.cuh``), the options, the architecture and the NVRTC version. It is one file::
 
     MAGIC (8 bytes) | sha256(payload) (32 bytes) | payload
 
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import toolchain
+from . import activations, toolchain
 from .arch import arch_number, normalize_arch
 
 KERNEL_DIR = Path(__file__).resolve().parent.parent / "kernels"
@@ -104,7 +104,11 @@ def cache_dir() -> Path | None:
 
 
 def _headers() -> dict[str, str]:
-    return {p.name: p.read_text() for p in sorted(KERNEL_DIR.glob("*.cuh"))}
+    """The headers a kernel may include: the kernel folder's, and the ones generated from Python
+    definitions (activations.cuh: core/activations.py), all part of the cache key."""
+    out = {p.name: p.read_text() for p in sorted(KERNEL_DIR.glob("*.cuh"))}
+    out[activations.HEADER] = activations.cuda_header()
+    return out
 
 
 def build_options(arch: str, defines: dict[str, object] | None = None, extra: list[str] | tuple[str, ...] = ()) -> list[str]:

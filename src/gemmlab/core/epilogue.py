@@ -1,21 +1,20 @@
 """The fused epilogue: ``c = act(alpha * a @ b + beta * c + bias)`` in the GEMM's own stores.
 
-Every rung applies one functor to its outputs (kernels/epilogue.cuh); this module names its
-activations, checks a call's bias and activation, and gives the defines that select them. An
-activation is one entry of ``ACTIVATIONS`` here and one case of ``gl_act`` there; the reference
-formulas (``reference``) are what the verification compares against.
+Every rung applies one functor to its outputs (kernels/epilogue.cuh); this module checks a
+call's bias and activation and gives the defines that select them. The activations themselves are
+defined in core/activations.py (their CUDA, reference and derivative, each in one place).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
+from . import activations as _activations
 from .dtypes import from_array_name, get as get_dtype
 from .problem import ArrayInfo, describe_array
 
-# name -> GL_ACT code of kernels/epilogue.cuh (0 is no activation)
-ACTIVATIONS = {"relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4}
+# name -> GL_ACT code (0 is no activation)
+ACTIVATIONS = {a.name: a.code for a in _activations.ALL}
 BIAS_CODES = {"same": 1, "fp32": 2}   # GL_BIAS: a vector of the operands' type, or of float
 
 
@@ -66,9 +65,7 @@ def check_activation(activation) -> str | None:
     if not isinstance(activation, str):
         raise TypeError(f"activation must be a string ({', '.join(ACTIVATIONS)}) or None, "
                         f"got {type(activation).__name__}")
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"unknown activation {activation!r}; gemmlab fuses {', '.join(ACTIVATIONS)}")
-    return activation
+    return _activations.get(activation).name
 
 
 def check_bias(bias, n: int, dtype: str, device: int, lib: str) -> ArrayInfo | None:
@@ -126,31 +123,5 @@ def out_dtype_name(out_dtype) -> str | None:
 
 # ---- the reference: float64, what verification compares against -------------------------------
 def reference(x, activation: str | None, xp):
-    """``activation`` applied to the float64 array ``x`` of the array module ``xp`` (NumPy or CuPy)."""
-    if activation is None:
-        return x
-    if activation == "relu":
-        return xp.where(x < 0, 0.0, x)
-    if activation == "gelu":
-        erf = _erf(xp)
-        return 0.5 * x * (1.0 + erf(x / math.sqrt(2.0)))
-    if activation == "gelu_tanh":
-        return 0.5 * x * (1.0 + xp.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
-    if activation == "silu":
-        return x / (1.0 + xp.exp(-x))
-    raise ValueError(f"unknown activation {activation!r}")
-
-
-def _erf(xp):
-    """erf of the array module: torch.erf, cupyx's, SciPy's for NumPy (math.erf without SciPy)."""
-    if xp.__name__ == "torch":
-        return xp.erf
-    if xp.__name__ == "numpy":
-        try:
-            from scipy.special import erf
-        except ImportError:
-            import numpy as np
-
-            return np.vectorize(math.erf, otypes=[np.float64])
-        return erf
-    return __import__("cupyx.scipy.special", fromlist=["erf"]).erf
+    """``activation`` applied to the float64 array ``x`` of the array module ``xp`` (NumPy, CuPy or torch)."""
+    return x if activation is None else _activations.get(activation).reference(x, xp)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from . import activations
 from .api import matmul as _gemmlab_matmul
 from .deps import MissingDependencyError, require
 from .dtypes import from_array_name
@@ -232,12 +233,8 @@ def _epilogue_setup(ctx, inputs, output):
 
 
 def _activation_backward(grad, z, activation):
-    """d act(z) / dz * grad, by PyTorch's own backward kernels of the same activations."""
-    if activation == "relu":
-        return torch.ops.aten.threshold_backward(grad, z, 0)
-    if activation in ("gelu", "gelu_tanh"):
-        return torch.ops.aten.gelu_backward(grad, z, approximate="tanh" if activation == "gelu_tanh" else "none")
-    return torch.ops.aten.silu_backward(grad, z)
+    """d act(z) / dz * grad (core/activations.py: PyTorch's own backward kernel where it has one)."""
+    return activations.get(activation).backward_torch(grad, z)
 
 
 def _epilogue_backward(ctx, grad):
@@ -264,10 +261,6 @@ _epilogue_op.register_autograd(_epilogue_backward, setup_context=_epilogue_setup
 # the epilogue suite (benchmarks/results/h200_epilogue_autograd_bf16.json), so ``matmul`` takes this
 # operator whenever an operand or the bias requires a gradient.
 SAVED_OP_NAME = "gemmlab::matmul_epilogue_saved"
-# the forward of each activation (core/epilogue.py names them) as PyTorch computes it, beside its
-# backward in _activation_backward
-_ACTIVATIONS = {"relu": torch.relu, "silu": torch.nn.functional.silu, "gelu": torch.nn.functional.gelu,
-                "gelu_tanh": lambda z: torch.nn.functional.gelu(z, approximate="tanh")}
 
 
 @torch.library.custom_op(SAVED_OP_NAME, mutates_args=())
@@ -276,7 +269,7 @@ def _saved_op(a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor], ac
               out_dtype: Optional[torch.dtype] = None) -> tuple[torch.Tensor, torch.Tensor]:
     check_epilogue(a, b, bias, activation)   # the activation too, before the GEMM without it
     z = _epilogue_gemm(SAVED_OP_NAME, a, b, bias, None, kernel, precision, out_dtype)
-    return _ACTIVATIONS[activation](z), z
+    return activations.get(activation).forward_torch(z), z
 
 
 @_saved_op.register_fake

@@ -3,10 +3,10 @@
 //   C(i, j) <- act(alpha * acc + beta * C(i, j) + bias)        (beta == 0: C is not read)
 //
 // One definition of each activation and of where the bias comes from, so that a rung's stores
-// (common.cuh's gl_store_c*, rung 21's staging, the split-K reduction) all compute the same thing,
-// and adding an activation is one case of gl_act (and its name in core/epilogue.py).
+// (common.cuh's gl_store_c*, rung 21's staging, the split-K reduction) all compute the same thing;
+// adding an activation is one entry of core/activations.py, which generates gl_act.
 // Defines given by the host (core/variant.py, from core/epilogue.py's Epilogue):
-//   GL_ACT       0 none, 1 relu, 2 gelu (erf), 3 gelu_tanh, 4 silu
+//   GL_ACT       0 none, else the code of an activation of core/activations.py
 //   GL_BIAS      0 none, 1 a vector of T, 2 a vector of float; the kernel then takes one argument
 //                more, last: the vector's pointer (GL_EPI_PARAMS)
 //   GL_BIAS_ROW  1 when the bias runs along the rows C is stored in: a column-major C, which the
@@ -28,37 +28,9 @@
 // 0: the bias and the activation wait for the reduction (splitk_reduce.cu), which applies them once.
 #define GL_EPI_PLAIN (GL_SPLITK || (GL_ACT == 0 && GL_BIAS == 0))
 
-// The activation of a pre-activation value x, in FP32. The 16-bit outputs take the hardware's
-// approximate tanh and exponential (their error, ~2^-11 relative, is below half an output ulp of
-// fp16 and bf16); FP32 outputs take the library's accurate functions. relu keeps a NaN a NaN (as
-// torch.relu does; fmaxf would turn it into 0).
-__device__ __forceinline__ float gl_act(float x) {
-#if GL_ACT == 1
-    return x < 0.0f ? 0.0f : x;
-#elif GL_ACT == 2
-    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-#elif GL_ACT == 3
-    // u = sqrt(2/pi) (x + 0.044715 x^3) = x (k + k c x^2): two multiplies and one FMA; h + h t
-    // with h = x / 2: one more multiply and FMA
-    const float u = x * fmaf(0.79788456080286536f * 0.044715f, x * x, 0.79788456080286536f);
-#if GL_DTYPE == 0
-    const float t = tanhf(u);
-#else
-    float t;
-    asm("tanh.approx.f32 %0, %1;\n" : "=f"(t) : "f"(u));
-#endif
-    const float h = 0.5f * x;
-    return fmaf(h, t, h);
-#elif GL_ACT == 4
-#if GL_DTYPE == 0
-    return x / (1.0f + expf(-x));
-#else
-    return __fdividef(x, 1.0f + __expf(-x));
-#endif
-#else
-    return x;
-#endif
-}
+// gl_act(x): the activation GL_ACT names, generated from core/activations.py (one definition of each
+// activation, its CUDA beside its reference and derivative); core/compile.py supplies the header.
+#include "activations.cuh"
 
 #if GL_BIAS == 2
 typedef float GlBiasT;

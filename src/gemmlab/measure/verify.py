@@ -24,6 +24,7 @@ import itertools
 import math
 from dataclasses import dataclass, field
 
+from ..core.activations import MAX_SLOPE
 from ..core.dtypes import get as get_dtype
 from ..core.epilogue import reference as activation_reference
 from ..core.precision import get as get_precision
@@ -48,8 +49,8 @@ def _u(dtype: str) -> float:
 # split 2^-22) perturbs each product by at most 2 u_in relative (one rounding per operand): we add
 # 2 u_in to both measures, as for the output type. 3xtf32 thus keeps the FP32 tolerance plus its
 # split's 2^-21, which the K-terms exceed from K = 2 on.
-# max |act'(x)|: relu 1, gelu 1.129 (at x = 1.414), gelu_tanh 1.129, silu 1.100 (at x = 2.40)
-ACTIVATION_SLOPE = 1.13
+# the largest |act'(x)| of any activation (core/activations.py: each one's max_slope)
+ACTIVATION_SLOPE = MAX_SLOPE
 
 
 def _rounding_terms(dtype: str, precision: str | None) -> float:
