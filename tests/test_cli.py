@@ -15,7 +15,7 @@ def _no_gpu(monkeypatch):
 
 
 @pytest.mark.parametrize("argv", [["verify", "wmma", "--dtype", "fp32"], ["verify", "naive", "--dtype", "fp16"],
-                                  ["verify", "mma_sync", "--out-dtype", "fp32"],
+                                  ["verify", "async_simt", "--out-dtype", "fp16"],
                                   ["verify", "wgmma_ws", "--dtype", "fp16", "--out-dtype", "fp16", "--precision", "fp32"]])
 def test_a_verify_that_would_check_nothing_fails_and_says_why(argv, capsys, monkeypatch):
     _no_gpu(monkeypatch)  # the refusal comes before any GPU question
@@ -26,9 +26,9 @@ def test_a_verify_that_would_check_nothing_fails_and_says_why(argv, capsys, monk
 
 def test_verify_with_an_output_dtype_names_the_rungs_that_write_it(capsys, monkeypatch):
     _no_gpu(monkeypatch)
-    assert main(["verify", "mma_sync", "wgmma_ws", "--out-dtype", "fp32"]) == 3   # wgmma_ws writes it: a GPU is asked for
-    assert main(["verify", "mma_sync", "--out-dtype", "fp32"]) == 1
-    assert "writing fp32" in capsys.readouterr().err
+    assert main(["verify", "mma_sync", "wgmma_ws", "--out-dtype", "fp32"]) == 3   # both write it: a GPU is asked for
+    assert main(["verify", "naive", "--dtype", "fp32", "--out-dtype", "bf16"]) == 1
+    assert "writing bf16" in capsys.readouterr().err
 
 
 def test_every_gpu_command_without_a_gpu_exits_3_the_same_way(capsys, monkeypatch):

@@ -135,7 +135,8 @@ def test_the_plan_splits_only_a_partial_last_wave():
     assert p.variant.cfg["STREAMK"] == int(tail)
     assert ("stream-K last wave" in repr(p)) == tail
     if tail:
-        assert p.workspace_bytes >= registry.streamk_workspace(p.variant.cfg, p.geometry.grid[0],
+        assert p.mode.name == "staged"
+        assert p.mode.workspace_bytes >= registry.streamk_workspace(p.variant.cfg, p.geometry.grid[0],
                                                                 p.rung.streamk_warps(p.variant.cfg))[1]
     q, _ = _plan(torch, 512, 512, 264, "STREAMK=1,CLUSTER=1")
     assert q.variant.cfg["STREAMK"] == 0 and "stream-K" not in repr(q)

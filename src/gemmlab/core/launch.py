@@ -10,39 +10,31 @@ times plans.
 
 from __future__ import annotations
 
-import functools
 import os
-import struct
 import threading
 from dataclasses import replace
 
-from .arch import arch_number
-from . import packing, tensormaps, textures
+from . import launch_modes, packing, tensormaps, textures
 from .driver import check, context, cuda, device_info
 from .dtypes import get as get_dtype
-from .problem import GemmProblem, KernelProblem
-from .registry import MAX_GRID_Y, Rung, streamk_workspace, workspace_split
 from .epilogue import PLAIN, Epilogue
-from .variant import REDUCE_THREADS, SpillError, fused_configs, resolve
-from . import workspace
-from .loading import (CAI_LEGACY, SPECIAL_STREAMS, compile_for_launch, current_context_is, current_stream,  # noqa: F401
-                      load_compiled, load_function, load_pack, load_reduce, stream_capturing, stream_reader)
-from .params import REDUCE_BIAS_AT, Params, fill, f32, pack_params, reduce_params
+from .launch_modes import CHECKED
+from .loading import (CAI_LEGACY, compile_for_launch, current_stream, load_compiled,  # noqa: F401 (re-exported)
+                      load_function, stream_capturing, stream_reader)
+from .params import Params
+from .problem import GemmProblem, KernelProblem
+from .registry import Rung, workspace_split
+from .variant import SpillError, fused_configs, resolve
 
-
-# GEMMLAB_CHECK=1: synchronize after every launch and raise on asynchronous errors (read once)
-CHECKED = os.environ.get("GEMMLAB_CHECK", "") not in ("", "0")
 
 # GEMMLAB_PDL=0: launch the split-K reduction after its partial products, and a plan's second copy
 # and its rung's kernel after operand copies, the ordinary way instead of with programmatic stream
 # serialization (sm_90+; read once)
 PDL = os.environ.get("GEMMLAB_PDL", "") != "0"
-PDL_ARCH = 90   # programmatic dependent launch (griddepcontrol): sm_90 and newer
+
 
 def _same_stream(producer: int, launch: int) -> bool:
     return producer == launch or {producer, launch} == {0, CAI_LEGACY}
-
-
 
 
 class Plan:
@@ -53,9 +45,12 @@ class Plan:
     launch more per such operand, its copy into the workspace, before the rung's kernel; a cluster
     split, SKCLUSTER=1: one cuLaunchKernelEx with the cluster scheduling policy, no workspace).
 
-    Everything is resolved once: the variant, its function, the geometry and a persistent
-    parameter block. ``launch(a_ptr, b_ptr, c_ptr, alpha, beta)`` reuses the plan for other
-    operands of the same shapes, strides, dtype and alignment class (gemmlab.gemm's fast path).
+    Everything is resolved once: the variant, its function, the geometry, a persistent parameter
+    block and the launch mode (``mode``: core/launch_modes.py, one class per way of launching).
+    ``launch(a_ptr, b_ptr, c_ptr, alpha, beta, stream=None, bias=0)``, the mode's, reuses the plan
+    for other operands of the same shapes, strides, dtype and alignment class (gemmlab.gemm's fast
+    path); it returns False, launching nothing, where a texture rung would need another variant
+    for them (the caller then makes a new plan).
     ``twin``: the variant's store twin (``Variant.store_twin``; rung 21, a single-launch plan whose
     every call with beta == 0 stores by TMA), launched for those calls, or None. Loading it adds
     a second, smaller NVRTC compile to the plan's first one (cached like every variant).
@@ -66,9 +61,6 @@ class Plan:
     """
 
     operands = None
-    # cuLaunchKernelEx configurations with programmatic stream serialization (_init_staged), or None:
-    # split-K's reduction, the rung's kernel after operand copies
-    _reduce_ex = _gemm_ex = None
 
     def __init__(self, problem: GemmProblem, rung: Rung, config=None, stream: int | None = None, choice=None,
                  precision: str | None = None, epilogue: Epilogue = PLAIN, bias_ptr: int = 0):
@@ -141,15 +133,9 @@ class Plan:
         self._tail_head = self._streamk_tail(info.limits) if self._streamk and self.geometry.streamk else None
         self._cu = cu
         self._ex = self._cluster_config() if self._cluster_split else None
-        if split or self.packs or self._streamk:
-            self._init_staged(kp, split, capturing)
-        elif self._ex is not None:
-            self.launch = self._launch_clustered
-        # the kernel computes C^T = B^T A^T (packing.for_kernel): a launch's A and B trade places,
-        # so its callers keep passing the kernel view's (fastpath.py)
-        self._swapped = kp.c_col
-        if self._swapped:
-            self.launch = functools.partial(_swap_ab, self.launch)
+        # how its kernels go out (core/launch_modes.py), chosen once; ``launch`` is the mode's
+        self.mode = launch_modes.choose(self, PDL, capturing)
+        self.launch = self.mode.launch
 
     def _fused_fallback(self, res, rung, kp, config, precision, info, vec_a, vec_b, capturing):
         """``res`` (a ``resolve`` with a fused epilogue or a batch), or where its build spills the first
@@ -236,51 +222,15 @@ class Plan:
         lc.attrs, lc.numAttrs = [attribute], 1
         return lc
 
-    def _init_staged(self, kp: KernelProblem, split: bool, capturing) -> None:
-        """A plan that uses a workspace (core/workspace.py; each call takes its own at launch): the
-        copies of the packed operands, then, split-K, the partial products (the kernel writes them
-        with ld N), the helper kernels and their parameter blocks; ``launch`` becomes the staged
-        launch."""
-        dtype = self.problem.dtype
-        self._pack_heads = [(load_pack(dtype, self.ordinal, capturing, p.kernel, p.planes > 1, p.batch > 1), *p.grid(),
-                             p.threads, 1, 1, 0) for p in self.packs]
-        self._pack_blocks = [pack_params(p) for p in self.packs]
-        # sm_90: a second copy, and the rung's kernel right after a copy, programmatically serialized
-        # (_pdl_config): each waits for the kernel before it in its first instruction (gl_pdl_wait);
-        # not after stream-K's memset of its flags, nor with a cluster split's own launch
-        self._pdl = PDL and arch_number(device_info(self.ordinal).arch) >= PDL_ARCH
-        self._pack_ex = [None] + [self._pdl_config(h) if self._pdl else None for h in self._pack_heads[1:]]
-        self._gemm_ex = (self._pdl_config(self._launch_head) if self._pdl and self.packs and self._ex is None
-                         and not self._streamk else None)
-        # after the copies: split-K's partial products, or stream-K's pieces and flags
-        self._sk_flags = None
-        extra = self.splits * kp.M * kp.N * 4 if split else 0
-        if self._streamk:
-            self._sk_flags, extra = streamk_workspace(self.variant.cfg, self.geometry.grid[0],
-                                                      self.rung.streamk_warps(self.variant.cfg))
-            self._sk_count = (extra - self._sk_flags) // 4     # the flags: 4-byte ints
-        self._split_offset, self.workspace_bytes = packing.layout(self.packs, extra)
-        if split:
-            self._params.ldc(kp.N)
-            fn = load_reduce(dtype, self.ordinal, capturing, self.epilogue)
-            self._reduce = reduce_params(kp.M, kp.N, self.splits, kp.ldc, self._bias)
-            grid = (-(-kp.N // REDUCE_THREADS), min(kp.M, MAX_GRID_Y), 1)
-            self._reduce_head = (fn, *grid, REDUCE_THREADS, 1, 1, 0)
-            self._reduce_ex = self._pdl_config(self._reduce_head) if self._pdl else None
-        self.launch = self._launch_staged
-
     def __repr__(self) -> str:
         p = self.problem
         why = f"; {self.choice.source}: {self.choice.reason}" if self.choice is not None else ""
         batch = f"batch of {p.batch} x " if p.batch > 1 else ""
-        split = (f", split-K {self.splits} slices" + (" summed in a cluster" if self._cluster_split else "")
-                 + (", their reduction launched programmatically after them" if self._reduce_ex is not None else "")
-                 if self.splits > 1 else "")
+        mode = self.mode.inner if isinstance(self.mode, launch_modes.Swapped) else self.mode
+        split = f", split-K {self.splits} slices" + mode.describe() if self.splits > 1 else ""
         if self._streamk:
             split += ", stream-K last wave"
-        packs = (f", {packing.describe(self.packs)}"
-                 + (", the kernel after them launched programmatically" if self._gemm_ex is not None else "")
-                 if self.packs else "")
+        packs = (f", {packing.describe(self.packs)}" + mode.describe_packs() if self.packs else "")
         return f"Plan({p.dtype} {batch}{p.M}x{p.N}x{p.K}: {self.variant.describe()}{split}{packs}{why})"
 
     @staticmethod
@@ -333,41 +283,9 @@ class Plan:
         """Launch on ``stream`` (default: the current stream of C's library) with the plan's own
         operands."""
         kp = self.kp
-        a_ptr, b_ptr = (kp.b_ptr, kp.a_ptr) if self._swapped else (kp.a_ptr, kp.b_ptr)   # the kernel view's
+        a_ptr, b_ptr = (kp.b_ptr, kp.a_ptr) if kp.c_col else (kp.a_ptr, kp.b_ptr)   # the kernel view's (Swapped)
         if not self.launch(a_ptr, b_ptr, kp.c_ptr, kp.alpha, kp.beta, stream, self._bias_ptr):
             raise RuntimeError(f"{self.variant.describe()}: the operands' texture extent changed since the plan was made")
-
-    def launch(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float,
-               stream: int | None = None, bias: int = 0) -> bool:
-        """Launch on other operands (the kernel's view: A, B, C after any transposition) of the
-        plan's shapes, strides and alignment class; ``bias``: the bias vector's pointer of a plan
-        whose epilogue has one. False, launching nothing, when a texture rung would need another
-        variant for them (the caller then makes a new plan).
-        The path of gemmlab.gemm's every call: kept flat (each Python call costs time on the host)."""
-        if stream is None:
-            stream = self._stream_of(self.ordinal)
-        if self._producers:
-            self._wait_for_producers(stream)
-        if self.rung.textures:
-            with textures.LOCK:
-                return self._launch_textured(a_ptr, b_ptr, c_ptr, alpha, beta, stream, bias)
-        params = self._params
-        with self._lock:
-            try:
-                params.pack(params.buffer, 0, a_ptr, b_ptr, c_ptr, alpha, beta)
-            except OverflowError:
-                params.pack(params.buffer, 0, a_ptr, b_ptr, c_ptr, f32(alpha), f32(beta))
-            if self._bias:
-                params.bias(bias)
-            if self._maps is not None and (a_ptr != self._mapped[0] or b_ptr != self._mapped[1]
-                                           or (self._map_c and c_ptr != self._mapped[2])):
-                self._remap(a_ptr, b_ptr, c_ptr)
-            # beta == 0 (and -0.0) on a plan with a store twin: the twin (its kernel stores only by TMA)
-            head = self._launch_head if beta or self._twin_head is None else self._twin_head
-            err = self._cu.cuLaunchKernel(*head, stream, params.address, 0)[0]
-            if err or CHECKED:
-                self._after_launch(err, stream, head, params.address, self._ex)
-        return True
 
     def _remap(self, a_ptr: int, b_ptr: int, c_ptr: int) -> None:
         """The tensor maps of new operand pointers into the parameter block (call with the plan's
@@ -378,58 +296,6 @@ class Plan:
         self._params.tensor_maps(*(None if args is None else cache.acquire(ordinal, ptr, args)
                                    for args, ptr in zip(self._maps, (a_ptr, b_ptr, c_ptr))))
         self._mapped = (a_ptr, b_ptr, c_ptr)
-
-    def _launch_staged(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float,
-                       stream: int | None = None, bias: int = 0) -> bool:
-        """``launch`` of a plan that uses a workspace (core/workspace.py), taken for this call on its
-        stream and given back after its last kernel: the copy of each packed operand into it, the
-        rung's kernel on the copies (split-K: into its partial products, ignoring alpha and beta),
-        then split-K's reduction into C. A default-stream handle names the current context's
-        stream: while another context is current, all of it runs in the plan's."""
-        if stream is None:
-            stream = self._stream_of(self.ordinal)
-        if self._producers:
-            self._wait_for_producers(stream)
-        if stream in SPECIAL_STREAMS and not current_context_is(self.ordinal):
-            with context(self.ordinal):
-                self._staged(a_ptr, b_ptr, c_ptr, alpha, beta, stream, bias)
-        else:
-            self._staged(a_ptr, b_ptr, c_ptr, alpha, beta, stream, bias)
-        return True
-
-    def _staged(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float, stream: int, bias: int) -> None:
-        ws = workspace.acquire(self.ordinal, stream, self.workspace_bytes)
-        try:
-            region = packing.base(ws) if self.packs else ws
-            with self._lock:
-                for p, head, block, ex in zip(self.packs, self._pack_heads, self._pack_blocks, self._pack_ex):
-                    block.pack(block.buffer, 0, a_ptr if p.operand == "A" else b_ptr, region + p.offset)
-                    self._launch_ex(stream, ex, head, block.address)
-                    if p.operand == "A":
-                        a_ptr = region + p.offset
-                    else:
-                        b_ptr = region + p.offset
-                split = self._split
-                fill(self._params, a_ptr, b_ptr, region + self._split_offset if split else c_ptr, alpha, beta)
-                if self._bias:
-                    self._params.bias(bias)
-                if self._sk_flags is not None:   # stream-K: the workspace, its flags zeroed before the kernel
-                    self._params.workspace(region + self._split_offset)
-                    self._zero_flags(region + self._split_offset + self._sk_flags, stream)
-                if self._maps is not None and (a_ptr != self._mapped[0] or b_ptr != self._mapped[1]
-                                               or (self._map_c and c_ptr != self._mapped[2])):
-                    self._remap(a_ptr, b_ptr, c_ptr)   # the maps of these operands (a packed one's: of its copy)
-                self._launch_ex(stream, self._ex if self._gemm_ex is None else self._gemm_ex, self._launch_head,
-                                self._params.address)
-                if self._tail_head is not None:   # rung 18's stream-K tail, after its whole tiles
-                    self._launch(stream, self._tail_head, self._params.address)
-                if split:
-                    fill(self._reduce, region + self._split_offset, c_ptr, alpha, beta)
-                    if self._bias:
-                        struct.pack_into("<Q", self._reduce.buffer, REDUCE_BIAS_AT, bias)
-                    self._launch_ex(stream, self._reduce_ex, self._reduce_head, self._reduce.address)
-        finally:
-            workspace.release(self.ordinal, stream, ws)
 
     def _pdl_config(self, head):
         """The cuLaunchKernelEx configuration of a launch ``head`` (function, grid, block, shared
@@ -452,43 +318,6 @@ class Plan:
             err = self._cu.cuLaunchKernelEx(config, head[0], address, 0)[0]
         if err or CHECKED:
             self._after_launch(err, stream, head, address, config)
-
-    def _zero_flags(self, ptr: int, stream: int) -> None:
-        """cuMemsetD32Async of the stream-K flags (one int per block and consumer warp) on ``stream``
-        (a memset node when the stream captures); in the plan's context when none is current."""
-        err = self._cu.cuMemsetD32Async(ptr, 0, self._sk_count, stream)[0]
-        if err:
-            with context(self.ordinal):
-                check(self._cu.cuMemsetD32Async(ptr, 0, self._sk_count, stream), "cuMemsetD32Async of the stream-K flags")
-
-    def _launch_clustered(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float,
-                          stream: int | None = None, bias: int = 0) -> bool:
-        """``launch`` of a cluster split without packed operands: one cuLaunchKernelEx (``_launch``)."""
-        if stream is None:
-            stream = self._stream_of(self.ordinal)
-        if self._producers:
-            self._wait_for_producers(stream)
-        with self._lock:
-            fill(self._params, a_ptr, b_ptr, c_ptr, alpha, beta)
-            if self._bias:
-                self._params.bias(bias)
-            self._launch(stream)
-        return True
-
-    def _launch_textured(self, a_ptr, b_ptr, c_ptr, alpha, beta, stream, bias=0) -> bool:
-        ta = textures.acquire(a_ptr, self._spans[0], self._want[0], self.ordinal)
-        tb = textures.acquire(b_ptr, self._spans[1], self._want[1], self.ordinal)
-        if (ta.channels, tb.channels) != self._channels:
-            return False
-        params = self._params
-        with self._lock:
-            params.pack(params.buffer, 0, a_ptr, b_ptr, c_ptr, f32(alpha), f32(beta))
-            params.textures(ta.handle, ta.offset, tb.handle, tb.offset)
-            if self._bias:
-                params.bias(bias)
-            self._launch(stream)
-        textures.used((ta, tb), stream, self.ordinal, stream_capturing(stream, self.ordinal))
-        return True
 
     def _launch(self, stream: int, head=None, address=None) -> None:
         """One launch: the plan's kernel (a cluster split's with its scheduling policy), or ``head``
@@ -527,12 +356,6 @@ class Plan:
                 ev = _sync_event(self.ordinal)
                 check(cu.cuEventRecord(ev, producer), "cuEventRecord on the operand's stream")
                 check(cu.cuStreamWaitEvent(stream, ev, 0), "cuStreamWaitEvent")
-
-
-def _swap_ab(launch, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float, stream: int | None = None,
-             bias: int = 0) -> bool:
-    """``launch`` of a plan whose kernel computes the transposed problem: its A is the view's B."""
-    return launch(b_ptr, a_ptr, c_ptr, alpha, beta, stream, bias)
 
 
 _events: dict[int, object] = {}

@@ -108,7 +108,7 @@ class Rung:
                                        # problems whose M or N (kernel view) is at most this, and never
                                        # takes it as the top rung of its dtype; 0: an ordinary rung
     outputs: tuple[str, ...] = ()      # C dtypes it writes beside its operands' own (an output dtype,
-                                       # ``out_dtype``; GL_C_DTYPE): rung 21's epilogue parts write fp16,
+                                       # ``out_dtype``; GL_C_DTYPE): the 16-bit rungs' stores write fp16,
                                        # bf16 or FP32 from either 16-bit operand type
     batched: bool = False              # its kernel runs a batch of problems in one launch (GL_BATCHED,
                                        # core/batched.py): a persistent rung's schedule walks batch x units
