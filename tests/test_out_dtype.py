@@ -15,6 +15,7 @@ import gemmlab
 from gemmlab.core import dispatch, epilogue
 from gemmlab.core.epilogue import Epilogue, out_dtype_name
 from gemmlab.core.problem import make_problem
+from gemmlab.core.parts import Stores
 from gemmlab.core.registry import LADDER, get
 from gemmlab.core.rules import choose
 from gemmlab.core.shapes import random_shapes
@@ -88,7 +89,7 @@ def test_every_16_bit_rung_writes_fp32_and_the_other_16_bit_type():
 
 
 def test_a_named_rung_that_writes_its_operands_dtype_only_is_refused_naming_the_ones_that_do():
-    only_own = replace(get("mma_sync"), outputs=())
+    only_own = replace(get("mma_sync"), stores=Stores())
     with pytest.raises(ValueError, match="kernel 'mma_sync' writes a C of its operands' dtype only .fp16.; a fp32 C "
                                          "from fp16 operands is written by wmma, mma_sync, wgmma_tma, wgmma_ws, decode"):
         only_own.require("fp16", out="fp32")

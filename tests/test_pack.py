@@ -448,7 +448,7 @@ def test_the_wgmma_tf32_variants_the_plan_can_run_are_the_k_major_aligned_ones_a
 def test_no_other_rung_reads_a_from_registers_or_writes_a_column_major_c():
     for r in registry.RUNGS:
         if r.slug != "wgmma_tf32":
-            assert not r.register_a and not r.compiles(False, False, True, True, None, True), r.slug
+            assert not r.reads.register_a and not r.compiles(False, False, True, True, None, True), r.slug
 
 
 def test_a_tf32_plan_computes_row_major_a_and_b_transposed_and_copies_nothing():

@@ -87,13 +87,13 @@ def inspect_rung(rung: Rung | str, dtype: str | None = None, arch: str = "sm_90a
     variant = Variant.make(rung, dtype, a_col=a_col, b_col=b_col, config=config, c_col=c_col)
     cfg = variant.cfg
     lim = limits(arch)
-    rung.check_resources(cfg, lim)
+    rung.check_resources(cfg, lim, variant.precision)
     ck = variant.compile(arch)
     res = disasm.resource_usage(ck.cubin, ck.log)
     listing = disasm.sass_listing(ck.cubin)
     analysis = analyze_sass(listing, rung.kernel)
     threads = rung.threads(cfg)
-    dyn = rung.smem(cfg)
+    dyn = rung.smem_bytes(cfg, variant.precision)   # a 3xTF32 stage holds two planes
     out = {
         "rung": rung.slug,
         "number": rung.number,

@@ -4,7 +4,9 @@ The CLI, the benchmark, the report, the docs table and the tests all read ``RUNG
 lists the rungs by hand. An entry (``schema.Rung``) says what the rung is (number, slug, title,
 one-line summary, the seed kernels it reproduces), where its source is, which dtypes it takes, its
 tunable parameters with defaults, the constraints on them, its search space, the launch geometry,
-and the static claims its SASS must satisfy (checked in CI by ``tests/test_static_guards.py``).
+the static claims its SASS must satisfy (checked in CI by ``tests/test_static_guards.py``), and
+its features as parts (core/parts.py: what it reads, how it stores C, how its blocks walk the
+tiles, what changes per precision, a thin rung's rule).
 The entries are defined by kernel family beside the family's thread counts, shared memory and
 constraints (core/families/: simt, tensor, hopper, thin; rung 24's geometry in core/decode.py);
 the schema, the launch geometry and the split arithmetic are core/schema.py's. This module puts

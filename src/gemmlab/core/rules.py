@@ -3,7 +3,7 @@ the decisions every source shares (core/dispatch.py says in which order the sour
 
 * ``choose``: the top rung for the dtype and precision on the architecture (never a thin one).
 * ``rule_config``: its tile, split-K and clusters from the problem's shape and the SM count.
-* ``rule`` / ``thin_choice``: the whole rule, a thin rung for thin problems (its own ``Rung.thin_rule``
+* ``rule`` / ``thin_choice``: the whole rule, a thin rung for thin problems (its own ``Rung.thin_rule.choose``
   or ``registry.thin_rule_config``), a rung that can split K where the top one cannot and would
   leave more than half of the SMs idle, the rung below a split pass that costs more than it saves.
 * ``with_packing``: whether a rung copies its unaligned operands first (``pack_estimate``).
@@ -172,13 +172,13 @@ def _computed_dims(rung: Rung, kp, precision: str | None) -> tuple[int, int]:
 
 def thin_choice(kp, dtype: str, arch, sm_count: int, precision: str | None, out: str | None = None) -> Choice | None:
     """The thin rung for a kernel-view problem with M or N at most its ``Rung.thin`` (None when
-    there is none or the problem is not thin): its own ``Rung.thin_rule`` (rung 24's tile and K
+    there is none or the problem is not thin): its own ``Rung.thin_rule.choose`` (rung 24's tile and K
     split, core/decode.py), else ``thin_rule_config``'s tile, split in K like any rung (``split_for``)
     where its blocks would leave more than half of the SMs idle."""
     side = min(kp.M, kp.N)
     for rung in reversed(for_dtype(dtype, arch, precision, thin=True, out=out)):
-        if side <= rung.thin and rung.thin_rule is not None:   # its own rule (rung 24: tile and split), or None
-            ruled = rung.thin_rule(kp.M, kp.N, kp.K, sm_count, arch, kp.a_col, kp.b_col, kp.vec_a, kp.vec_b)
+        if side <= rung.thin and rung.thin_rule.choose is not None:   # its own rule (rung 24: tile and split), or None
+            ruled = rung.thin_rule.choose(kp.M, kp.N, kp.K, sm_count, arch, kp.a_col, kp.b_col, kp.vec_a, kp.vec_b)
             if ruled is None:
                 continue
             return Choice(rung, rung.config(ruled[0], precision), "rule", ruled[1])

@@ -21,6 +21,7 @@ from typing import Callable, Mapping
 
 from .arch import ArchLimits, arch_number
 from .config import ConfigLike, ConfigSpec, parse_config
+from .parts import PrecisionPart, Reads, Stores, ThinRule, Walk
 from .dtypes import get as get_dtype
 from .precision import applies, resolve as resolve_precision
 from .tensormaps import L2_PROMOTION, L2_PROMOTION_DEFAULT
@@ -62,65 +63,34 @@ class Rung:
     params: Mapping[str, int] = field(default_factory=dict)        # tunables and their defaults
     presets: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # named configs
     threads: Callable[[Mapping[str, int]], int] = _threads_given   # block size from the config
-    constraints: Callable[[Mapping[str, int]], list[str]] = lambda cfg: []
-    textures: int = 0                  # A and B read through texture objects: texel width in floats
-                                       # when 16-byte access is legal (1: float, 4: float4); 0: no textures
+    # problems with a configuration, and its dynamic shared memory in bytes: each (cfg) or, for a
+    # rung with per-precision parts, (cfg, planes); the Rung keeps both as (cfg, planes)
+    constraints: Callable[..., list[str]] = lambda cfg: []
     sass_claims: tuple[str, ...] = ()  # SASS opcodes (prefixes) the rung's fast path must contain
-    smem: Callable[[Mapping[str, int]], int] = _no_dynamic_smem  # dynamic shared memory, bytes
+    smem: Callable[..., int] = _no_dynamic_smem
     landmark: bool = False             # a landmark of the ladder: the report's size sweep plots it
     kernel: str = "gemm"               # extern "C" entry point
-    tail_kernel: str = ""              # a non-persistent rung's stream-K tail, a second entry point that
-                                       # its STREAMK=1 variant launches after ``kernel`` (Launch.streamk)
     min_arch: int = 75
     max_arch: int | None = None        # the newest architecture it runs on (None: any newer one)
-    tensor_maps: bool = False          # A and B also passed as TMA tensor maps (core/tensormaps.py),
-                                       # for each operand whose 16-byte access is legal
-    store_map: bool = False            # and C as a third one (its EPI_TMA switch: 1 = store C through
-                                       # TMA where C has 16-byte access and beta == 0, 0 = never)
-    store_twin: bool = False           # a second build of each EPI_TMA=1 variant with only the TMA store's
-                                       # epilogue (Variant.tma_store_only, GL_TMA_STORE_ONLY), which a plan
-                                       # launches for the calls the TMA store serves (beta == 0, rows of
-                                       # whole 16-byte chunks, C with a map)
-    persistent: bool = False           # one block per SM (up to the tiles), looping over the tiles:
-                                       # launch() needs the SM count; CLUSTER blocks per cluster
     space: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # what `gemmlab tune` searches:
                                        # values per parameter (the others stay at their defaults)
     precisions: tuple[str, ...] = ()   # core.precision names it computes in, its default first;
                                        # () means the exact precision of each of its dtypes
-    packs: bool = False                # it has 16-byte fast paths, and so a PACK parameter (0 or 1,
-                                       # default 0): copy an operand they cannot read first (core/packing.py)
-    k_major: bool = False              # its kernel reads K-major, 16-byte-legal A and B only (row-major A,
-                                       # column-major B): the plan always copies the others first,
-                                       # transposing an MN-major one (core/packing.py)
-    register_a: tuple[str, ...] = ()   # precisions in which its kernel also reads a column-major (MN-major)
-                                       # A, into registers (rung 22, tf32: wgmma's register-A form); the
-                                       # plan then computes a row-major-A-and-B problem transposed instead
-                                       # of copying B (core/packing.py, for_kernel)
-    planes: Mapping[str, int] = field(default_factory=dict)   # precision -> planes per operand its kernel
-                                       # reads (rung 22, 3xtf32: 2, the big and small TF32 parts the plan's
-                                       # split pack writes); 1 for any other. A rung with this table has
-                                       # smem and constraints callables taking (cfg, planes)
-    precision_params: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # precision -> the
-                                       # defaults that differ in it (a stage holding two planes needs a smaller tile)
-    precision_presets: Mapping[str, Mapping[str, Mapping[str, int]]] = field(default_factory=dict)  # precision
-                                       # -> its presets, instead of ``presets``
-    thin: int = 0                      # a rung for thin problems only (rung 23): the rule gives it the
-                                       # problems whose M or N (kernel view) is at most this, and never
-                                       # takes it as the top rung of its dtype; 0: an ordinary rung
-    outputs: tuple[str, ...] = ()      # C dtypes it writes beside its operands' own (an output dtype,
-                                       # ``out_dtype``; GL_C_DTYPE): the 16-bit rungs' stores write fp16,
-                                       # bf16 or FP32 from either 16-bit operand type
-    batched: bool = False              # its kernel runs a batch of problems in one launch (GL_BATCHED,
-                                       # core/batched.py): a persistent rung's schedule walks batch x units
-                                       # (rung 21), another's grid.z holds the elements (rung 18)
-    thin_rule: Callable[..., tuple[dict, str] | None] | None = None   # a thin rung's own choice of configuration,
-                                       # (M, N, K, sm_count, arch, a_col, b_col, vec_a, vec_b) -> (overrides, why)
-                                       # in the kernel view, or None where it declines the problem; None:
-                                       # thin_rule_config
+    # its features, as parts (core/parts.py): what it reads, how it writes C, how its blocks walk
+    # the tiles, what changes per precision, and its rule where it serves thin problems only
+    reads: Reads = Reads()
+    stores: Stores = Stores()
+    walk: Walk = Walk()
+    per_precision: Mapping[str, PrecisionPart] = field(default_factory=dict)
+    thin_rule: ThinRule | None = None
 
     def __post_init__(self):
         if not self.precisions:
             object.__setattr__(self, "precisions", tuple(self.dtypes))
+        if not self.per_precision:   # one signature for every rung: (cfg, planes), the planes 1 here
+            smem, constraints = self.smem, self.constraints
+            object.__setattr__(self, "smem", lambda cfg, planes=1: smem(cfg))
+            object.__setattr__(self, "constraints", lambda cfg, planes=1: constraints(cfg))
         if self.packs:   # a host-side switch like SPLITK, last among the parameters
             object.__setattr__(self, "params", {**self.params, "PACK": 0})
         if self.tensor_maps:   # host-side too: the L2 promotion of the tensor maps (core/tensormaps.py)
@@ -130,6 +100,19 @@ class Rung:
     def name(self) -> str:
         """The stable slug (``gemmlab.gemm(..., kernel=rung.name)``)."""
         return self.slug
+
+    # ---- its parts' features, read by name (core/parts.py says what each means) --------------------
+    tensor_maps = property(lambda self: self.reads.tensor_maps)
+    textures = property(lambda self: self.reads.textures)
+    packs = property(lambda self: self.reads.packs)
+    k_major = property(lambda self: self.reads.k_major)
+    outputs = property(lambda self: self.stores.outputs)
+    store_map = property(lambda self: self.stores.store_map)
+    store_twin = property(lambda self: self.stores.store_twin)
+    persistent = property(lambda self: self.walk.persistent)
+    batched = property(lambda self: self.walk.batched)
+    tail_kernel = property(lambda self: self.walk.tail_kernel)
+    thin = property(lambda self: self.thin_rule.max_side if self.thin_rule else 0)
 
     # ---- what it runs on ------------------------------------------------------------------
     def supports(self, dtype: str) -> bool:
@@ -194,29 +177,32 @@ class Rung:
     def reads_register_a(self, precision: str | None = None) -> bool:
         """Whether the kernel reads a column-major A into registers in ``precision`` (None: the
         rung's default; rung 22 in tf32)."""
-        return self._own(precision) in self.register_a
+        return self._own(precision) in self.reads.register_a
 
     # ---- precision-dependent sizes -------------------------------------------------------
     def planes_for(self, precision: str | None = None) -> int:
         """Planes per operand the kernel reads in ``precision`` (None: the rung's default): 1, or
         2 where the plan splits the operands (rung 22, 3xtf32)."""
-        return self.planes.get(self._own(precision), 1)
+        part = self.per_precision.get(self._own(precision))
+        return part.planes if part else 1
 
     def defaults_for(self, precision: str | None = None) -> dict[str, int]:
         """The default configuration in ``precision`` (None: the rung's default one): ``params``
         with the precision's own defaults on top (rung 22's 3xtf32: BN 128, 2 stages)."""
-        return {**self.params, **self.precision_params.get(self._own(precision), {})}
+        part = self.per_precision.get(self._own(precision))
+        return {**self.params, **(part.params if part else {})}
 
     def presets_for(self, precision: str | None = None) -> Mapping[str, Mapping[str, int]]:
         """The presets of the rung in ``precision`` (None: its default one)."""
-        return self.precision_presets.get(self._own(precision), self.presets)
+        part = self.per_precision.get(self._own(precision))
+        return part.presets if part and part.presets is not None else self.presets
 
     def _own(self, precision: str | None) -> str:
         return self.precisions[0] if precision is None else precision
 
     def smem_bytes(self, cfg: Mapping[str, int], precision: str | None = None) -> int:
         """Dynamic shared memory of a block of ``cfg`` computing in ``precision``."""
-        return self.smem(cfg, self.planes_for(precision)) if self.planes else self.smem(cfg)
+        return self.smem(cfg, self.planes_for(precision))
 
     # ---- configuration -------------------------------------------------------------------
     def config(self, overrides: ConfigLike = None, precision: str | None = None) -> dict[str, int]:
@@ -253,7 +239,7 @@ class Rung:
         return cfg
 
     def check_config(self, cfg: Mapping[str, int], precision: str | None = None) -> list[str]:
-        problems = list(self.constraints(cfg, self.planes_for(precision)) if self.planes else self.constraints(cfg))
+        problems = list(self.constraints(cfg, self.planes_for(precision)))
         if cfg.get("L2PROMO", L2_PROMOTION_DEFAULT) not in L2_PROMOTION:
             problems.append(f"L2PROMO={cfg['L2PROMO']} must be one of {', '.join(map(str, L2_PROMOTION))} "
                             f"(bytes the L2 fetches for each 128-byte row a tensor map reads)")

@@ -3,6 +3,7 @@ and 22 (TF32 WGMMA in rung 21's structure): thread counts, shared memory and con
 
 from __future__ import annotations
 
+from ..parts import ANY_16BIT_OUTPUT, TMA_READS, PrecisionPart, Reads, Stores, Walk
 from ..schema import SPLITK_SPACE, Rung
 from .common import (BALANCE_SWITCH, KREV_SWITCH, STREAMK_SWITCH, MAX_SMEM_PER_BLOCK, cluster_reasons,
                      splitk_constraints, switch_reasons)
@@ -185,8 +186,8 @@ RUNGS: tuple[Rung, ...] = (
                  "128x128": {"BM": 128, "BN": 128, "BK": 64, "WM": 64, "STAGES": 6},
                  "256x128": {"BM": 256, "BN": 128, "BK": 64, "WM": 128, "STAGES": 4}},
         threads=wgmma_threads, constraints=lambda c: wgmma_constraints(c) + splitk_constraints(c), smem=wgmma_smem,
-        sass_claims=("HGMMA", "UTMALDG", "SYNCS"), min_arch=90, max_arch=90, tensor_maps=True,
-        packs=True, outputs=("fp32", "fp16", "bf16"),   # its staged stores round to C's type (gl_store_c8)
+        sass_claims=("HGMMA", "UTMALDG", "SYNCS"), min_arch=90, max_arch=90,
+        reads=TMA_READS, stores=ANY_16BIT_OUTPUT,   # its staged stores round to C's type (gl_store_c8)
         space={"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (64, 128), "WM": (64, 128), "STAGES": (2, 3, 4, 5, 6),
                "SPLITK": SPLITK_SPACE},
     ),
@@ -212,9 +213,8 @@ RUNGS: tuple[Rung, ...] = (
                  "256x128": {"BM": 256, "BN": 128, "BK": 64, "WM": 128, "STAGES": 4, "CLUSTER": 2}},
         threads=wgmma_threads, constraints=ws_constraints, smem=ws_smem,
         sass_claims=("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG"), min_arch=90, max_arch=90,
-        tensor_maps=True, store_map=True, store_twin=True,
-        persistent=True, batched=True, outputs=("fp32", "fp16", "bf16"),
-        packs=True,
+        reads=TMA_READS, stores=Stores(outputs=("fp32", "fp16", "bf16"), store_map=True, store_twin=True),
+        walk=Walk(persistent=True, batched=True),
         space={"BN": (128, 256), "BK": (64, 128), "STAGES": (2, 3, 4, 5, 6), "CLUSTER": (1, 2), "EPI_TMA": (0, 1),
                "GROUP": (8, 16), "STREAMK": (0, 1), "DEFER": (0, 1), "KREV": (0, 1), "BALANCE": (0, 1)},
     ),
@@ -245,19 +245,19 @@ RUNGS: tuple[Rung, ...] = (
         # 3xtf32: a stage holds both TF32 planes of A and B, and the warps hold a k tile's partial
         # sums beside the sums: 128x128 tiles (BN 256 would need 256 accumulators), 2 stages of 64 KB
         # (3 stages met the power cap at 8192^3 and ran slower than 2: h100_wgmma_3xtf32_*.json)
-        planes={"3xtf32": 2},
-        precision_params={"3xtf32": {"BN": 128, "STAGES": 2, "CLUSTER": 2, "GROUP": 8}},
-        precision_presets={"3xtf32": {
-            "128x128": {"BM": 128, "BN": 128, "BK": 32, "WM": 64, "STAGES": 3, "CLUSTER": 2},
-            "128x128_nocluster": {"BM": 128, "BN": 128, "BK": 32, "WM": 64, "STAGES": 3, "CLUSTER": 1},
-            "128x64": {"BM": 128, "BN": 64, "BK": 32, "WM": 64, "STAGES": 4, "CLUSTER": 2}}},
+        per_precision={"3xtf32": PrecisionPart(
+            planes=2, params={"BN": 128, "STAGES": 2, "CLUSTER": 2, "GROUP": 8},
+            presets={"128x128": {"BM": 128, "BN": 128, "BK": 32, "WM": 64, "STAGES": 3, "CLUSTER": 2},
+                     "128x128_nocluster": {"BM": 128, "BN": 128, "BK": 32, "WM": 64, "STAGES": 3, "CLUSTER": 1},
+                     "128x64": {"BM": 128, "BN": 64, "BK": 32, "WM": 64, "STAGES": 4, "CLUSTER": 2}})},
         presets={"128x256": {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "STAGES": 4, "CLUSTER": 2},
                  "128x256_nocluster": {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "STAGES": 4, "CLUSTER": 1},
                  "128x128": {"BM": 128, "BN": 128, "BK": 32, "WM": 64, "STAGES": 6, "CLUSTER": 2},
                  "256x128": {"BM": 256, "BN": 128, "BK": 32, "WM": 128, "STAGES": 4, "CLUSTER": 2}},
         threads=wgmma_threads, constraints=wstf32_constraints, smem=wstf32_smem,
         sass_claims=("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG"), min_arch=90, max_arch=90,
-        tensor_maps=True, store_map=True, persistent=True, k_major=True, register_a=("tf32",),
+        reads=Reads(tensor_maps=True, k_major=True, register_a=("tf32",)), stores=Stores(store_map=True),
+        walk=Walk(persistent=True),
         space={"BN": (128, 256), "BK": (32, 64), "STAGES": (2, 3, 4, 5, 6), "CLUSTER": (1, 2), "GROUP": (8, 16),
                "STREAMK": (0, 1), "EPI_TMA": (0, 1), "KREV": (0, 1), "BALANCE": (0, 1)},
     ),

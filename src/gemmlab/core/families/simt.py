@@ -4,6 +4,7 @@ kernels were written for."""
 
 from __future__ import annotations
 
+from ..parts import Reads, Walk
 from ..schema import SPLITK_SPACE, Rung
 from .common import (MAX_SMEM_PER_BLOCK, STREAMK_SWITCH, divides, float4_split, mult, p2, registers, scalar_split,
                      splitk_constraints, switch_reasons, warp_threads)
@@ -244,7 +245,7 @@ RUNGS: tuple[Rung, ...] = (
         7, "texture", "Texture objects (tex1Dfetch<float>)",
         "A and B are read through 1-D texture objects over linear memory, the pre-Kepler way to the read-only cache.",
         ("003 texture",), "07_texture.cu",
-        params=_SMEM32, constraints=square_tile, textures=1, sass_claims=("TLD",),
+        params=_SMEM32, constraints=square_tile, reads=Reads(textures=1), sass_claims=("TLD",),
         space=_SPACE_SQUARE,
     ),
     Rung(
@@ -291,7 +292,7 @@ RUNGS: tuple[Rung, ...] = (
         "The float4 loads of the vectorized rung go through tex1Dfetch<float4> texture objects instead of LDG.",
         ("003 texture<float4>",), "12_vec_texture.cu",
         params={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
-        threads=thread_tile_threads, constraints=thread_tile_constraints, textures=4,
+        threads=thread_tile_threads, constraints=thread_tile_constraints, reads=Reads(textures=4),
         space=_SPACE_VEC,
         sass_claims=("TLD", "LDS.128"),  # tex1Dfetch on linear memory compiles to TLD.LZ (seed 003's SASS too), not TEX
     ),
@@ -341,8 +342,8 @@ RUNGS: tuple[Rung, ...] = (
             "tall": {"BM": 128, "BN": 32, "BK": 16, "WM": 32, "WN": 32, "TM": 8, "TN": 4, "STAGES": 3},   # N ~ 16
         },
         threads=warp_threads, constraints=lambda c: simt_constraints(c) + splitk_constraints(c), smem=simt_smem,
-        sass_claims=("LDGSTS", "LDS.128", "FFMA"), min_arch=80, tail_kernel="gemm_sk_tail",
-        packs=True, batched=True,
+        sass_claims=("LDGSTS", "LDS.128", "FFMA"), min_arch=80,
+        reads=Reads(packs=True), walk=Walk(batched=True, tail_kernel="gemm_sk_tail"),
         space={"BM": p2(6, 8), "BN": p2(6, 8), "BK": (8, 16, 32), "WM": p2(5, 7), "WN": p2(5, 7),
                "TM": (4, 8, 16), "TN": (4, 8, 16), "STAGES": (2, 3, 4), "SPLITK": SPLITK_SPACE,
                "SKCLUSTER": (0, 1), "SPREAD": (0, 1), "SNAKE": (0, 1), "STREAMK": (0, 1)},

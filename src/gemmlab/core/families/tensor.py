@@ -4,6 +4,7 @@ constraints."""
 
 from __future__ import annotations
 
+from ..parts import ANY_16BIT_OUTPUT, Reads
 from ..schema import SPLITK_SPACE, Rung
 from .common import MAX_SMEM_PER_BLOCK, divides, mult, p2, pow2, splitk_constraints, warp_threads
 
@@ -129,7 +130,7 @@ RUNGS: tuple[Rung, ...] = (
         threads=wmma_threads, constraints=wmma_constraints, smem=wmma_smem,
         space={"BM": p2(5, 8), "BN": p2(5, 8), "BK": p2(4, 5), "WM": p2(4, 6), "WN": p2(4, 6)},
         sass_claims=("HMMA",), min_arch=80,
-        outputs=("fp32", "fp16", "bf16"),   # its staged stores round to C's type (gl_store_c8)
+        stores=ANY_16BIT_OUTPUT,   # its staged stores round to C's type (gl_store_c8)
     ),
     Rung(
         17, "mma_sync", "Tensor cores through mma.sync, ldmatrix and cp.async",
@@ -142,7 +143,7 @@ RUNGS: tuple[Rung, ...] = (
                  "64x64": {"BM": 64, "BN": 64, "BK": 32, "WM": 32, "WN": 32, "STAGES": 3}},
         threads=mma_threads, constraints=lambda c: mma_constraints(c) + splitk_constraints(c), smem=mma_smem,
         sass_claims=("HMMA.16816", "LDSM", "LDGSTS"), min_arch=80,
-        packs=True, outputs=("fp32", "fp16", "bf16"),   # its staged stores round to C's type (gl_store_c8)
+        reads=Reads(packs=True), stores=ANY_16BIT_OUTPUT,   # its staged stores round to C's type (gl_store_c8)
         space={"BM": p2(6, 8), "BN": p2(6, 8), "BK": (32, 64), "WM": p2(5, 7), "WN": p2(5, 7), "STAGES": (2, 3, 4, 5),
                "SPLITK": SPLITK_SPACE},
     ),
@@ -157,7 +158,7 @@ RUNGS: tuple[Rung, ...] = (
                  "64x64": {"BM": 64, "BN": 64, "BK": 32, "WM": 32, "WN": 32, "STAGES": 4}},
         threads=warp_threads, constraints=tf32_constraints, smem=tf32_smem,
         sass_claims=("HMMA.1688.F32.TF32", "LDSM", "LDGSTS"), min_arch=80,
-        packs=True,
+        reads=Reads(packs=True),
         space={"BM": p2(6, 8), "BN": p2(6, 8), "BK": (32, 64), "WM": (32, 64), "WN": (32, 64), "STAGES": (2, 3, 4)},
     ),
 )

@@ -5,6 +5,7 @@ geometry, constraints and rule in core/decode.py)."""
 from __future__ import annotations
 
 from .. import decode as _decode
+from ..parts import ANY_16BIT_OUTPUT, ThinRule
 from ..schema import SPLITK_SPACE, Rung
 from .common import MAX_SMEM_PER_BLOCK, splitk_constraints
 
@@ -80,7 +81,7 @@ RUNGS: tuple[Rung, ...] = (
                  "tall8": {"BM": 32, "BN": 8, "BK": 128, "THREADS": 128, "STAGES": 3},
                  "wide8": {"BM": 8, "BN": 32, "BK": 128, "THREADS": 128, "STAGES": 3}},
         constraints=lambda c: thin_constraints(c) + splitk_constraints(c), smem=thin_smem,
-        sass_claims=("LDGSTS", "LDS.128", "FFMA"), min_arch=80, thin=16,
+        sass_claims=("LDGSTS", "LDS.128", "FFMA"), min_arch=80, thin_rule=ThinRule(16),
         space={"BM": (4, 8, 16, 32), "BN": (4, 8, 16, 32), "BK": (64, 128, 256),
                "THREADS": (64, 128, 256), "STAGES": (2, 3, 4, 6), "SPLITK": SPLITK_SPACE},
     ),
@@ -98,8 +99,8 @@ RUNGS: tuple[Rung, ...] = (
                  "n32": {"BM": 64, "BN": 32, "BK": 128, "WK": 4, "DEPTH": 2},
                  "m8_deep": {"BM": 8, "BN": 64, "BK": 256, "WK": 8, "DEPTH": 4}},
         threads=_decode.threads, constraints=lambda c: _decode.constraints(c) + splitk_constraints(c), smem=_decode.smem,
-        sass_claims=("HMMA.16816", "LDG.E.128"), min_arch=80, thin=_decode.THIN16_MAX, thin_rule=_decode.rule,
-        outputs=("fp32", "fp16", "bf16"),   # its scalar stores round each output to C's type
+        sass_claims=("HMMA.16816", "LDG.E.128"), min_arch=80, thin_rule=ThinRule(_decode.THIN16_MAX, _decode.rule),
+        stores=ANY_16BIT_OUTPUT,   # its scalar stores round each output to C's type
         space={"BM": (8, 16, 32, 64, 128), "BN": (8, 16, 32, 64, 128), "BK": (128, 256, 512), "WK": (1, 2, 4, 8),
                "DEPTH": (2, 3, 4, 5), "L2PF": (0, 1), "SPLITK": SPLITK_SPACE, "SKCLUSTER": (0, 1)},
     ),
