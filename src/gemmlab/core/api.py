@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 import threading
 from collections import OrderedDict
 
@@ -26,10 +27,11 @@ def _scale_in_place(c, beta: float) -> None:
         c.mul_(beta) if hasattr(c, "mul_") else c.__imul__(beta)
 
 
-def _epilogue_in_place(c, beta: float, bias, activation) -> None:
+def _epilogue_in_place(c, beta: float, bias, activation, aux=None) -> None:
     """c <- act(beta * c + bias) without a product (K == 0): the epilogue alone, computed by c's
     array library in float64 with the verification's formulas (core/epilogue.py, reference) and
-    rounded once to c's type; beta == 0 reads nothing of c (NaN never leaks)."""
+    rounded once to c's type, the pre-activation into ``aux`` where given; beta == 0 reads nothing
+    of c (NaN never leaks)."""
     torch_c = hasattr(c, "mul_")
     xp = require("torch") if torch_c else require("cupy")
     if not torch_c:
@@ -38,6 +40,11 @@ def _epilogue_in_place(c, beta: float, bias, activation) -> None:
     x = wide(c) * beta if beta != 0.0 else xp.zeros_like(c, dtype=xp.float64)
     if bias is not None:
         x = x + wide(bias)
+    if aux is not None:
+        if torch_c:
+            aux.copy_(x)
+        else:
+            xp.asarray(aux)[...] = x.astype(c.dtype)
     x = _epilogue.reference(x, activation, xp)
     if torch_c:
         c.copy_(x)
@@ -87,24 +94,41 @@ def _epilogue_of(problem, bias, activation):
             info.ptr if info is not None else 0)
 
 
-def plan(a, b, c, *, alpha=1.0, beta=0.0, bias=None, activation: str | None = None, kernel: str = "auto",
+def _aux_of(problem, aux, activation, bias) -> int:
+    """The auxiliary output's pointer (0 without one) after its checks (core/epilogue.py,
+    check_aux): an output beside c, so it must not overlap c or any input."""
+    info = _epilogue.check_aux(aux, activation, problem.c, problem.batch)
+    if info is None:
+        return 0
+    inputs = [problem.a, problem.b, problem.c] + ([describe_array("bias", bias, vector=True)] if bias is not None else [])
+    for name, x in zip(("a", "b", "c", "bias"), inputs):
+        if overlaps(info, x):
+            raise ValueError(f"aux overlaps {name} in memory; the outputs must not alias each other or an input")
+    return info.ptr
+
+
+def plan(a, b, c, *, alpha=1.0, beta=0.0, bias=None, activation: str | None = None, aux=None, kernel: str = "auto",
          config=None, precision: str | None = None) -> Plan:
     """A prepared launch of one rung on these operands; ``plan(...).run()`` launches it. Its repr
     (and ``.choice``) says which rung and configuration run, and why (``core.dispatch``);
-    ``precision``, ``bias`` and ``activation`` as for ``gemm``. The plan holds a, b, c and the bias
-    (``.operands``) while you hold it: ``run()`` launches on them."""
+    ``precision``, ``bias``, ``activation`` and ``aux`` as for ``gemm``. The plan holds a, b, c,
+    the bias and aux (``.operands``) while you hold it: ``run()`` launches on them."""
     problem = make_problem(a, b, c, alpha, beta)
     epi, bias_ptr = _epilogue_of(problem, bias, activation)
+    aux_ptr = _aux_of(problem, aux, activation, bias)
+    if aux is not None:
+        epi = replace(epi, aux=True)
     if 0 in (problem.M, problem.N, problem.K):
         dispatch.decide(problem, kernel, config, _device_for(problem, kernel), precision)   # its refusals first
         raise ValueError(f"empty problem {problem.M}x{problem.N}x{problem.K}: nothing to launch")
     choice = _choose(problem, kernel, config, precision, (a, b, c))
-    p = Plan(problem, choice.rung, choice.config, choice=choice, precision=precision, epilogue=epi, bias_ptr=bias_ptr)
-    p.operands = (a, b, c) if bias is None else (a, b, c, bias)
+    p = Plan(problem, choice.rung, choice.config, choice=choice, precision=precision, epilogue=epi, bias_ptr=bias_ptr,
+             aux_ptr=aux_ptr)
+    p.operands = (a, b, c) + tuple(x for x in (bias, aux) if x is not None)
     return p
 
 
-def gemm(a, b, c, *, alpha=1.0, beta=0.0, bias=None, activation: str | None = None, kernel: str = "auto",
+def gemm(a, b, c, *, alpha=1.0, beta=0.0, bias=None, activation: str | None = None, aux=None, kernel: str = "auto",
          config=None, precision: str | None = None):
     """c <- act(alpha * (a @ b) + beta * c + bias), in place; returns c.
 
@@ -121,30 +145,37 @@ def gemm(a, b, c, *, alpha=1.0, beta=0.0, bias=None, activation: str | None = No
     operands' dtype or float32, added before the activation; ``activation``: None, "relu",
     "gelu" (erf), "gelu_tanh" or "silu". Both run inside the GEMM's own stores (every rung
     fuses them; core/epilogue.py), in FP32, with one rounding to c's type (also an output dtype).
+    ``aux``: None or an array like c (shape, dtype, strides) that receives the pre-activation
+    alpha * (a @ b) + beta * c + bias from the same stores (the saved input of the activation's
+    backward, as cuBLASLt's GELU_AUX epilogue); only with an activation, for one matrix product.
     A call whose operands match an earlier call's (shapes, strides, dtype, device, alignment),
     with the same kernel, config and precision, reuses that call's plan: microseconds of host time.
     What gemmlab remembers of a call holds no reference to a, b or c: their memory is freed when
     you drop them, as after ``torch.matmul``.
     """
-    fused = bias is not None or activation is not None
-    if (fastpath.run_fused(a, b, c, bias, activation, kernel, config, precision, alpha, beta) if fused
+    fused = bias is not None or activation is not None or aux is not None
+    if (fastpath.run_fused(a, b, c, bias, activation, kernel, config, precision, alpha, beta, aux) if fused
             else fastpath.run(a, b, c, kernel, config, precision, alpha, beta)):
         return c
     problem = make_problem(a, b, c, alpha, beta)
     epi, bias_ptr = _epilogue_of(problem, bias, activation)
+    aux_ptr = _aux_of(problem, aux, activation, bias)
+    if aux is not None:
+        epi = replace(epi, aux=True)
     if 0 in (problem.M, problem.N, problem.K):
         dispatch.choose(problem, kernel, None, precision)   # rejects unknown names, dtypes and precisions first
         if problem.M and problem.N:
             if epi.plain:
                 _scale_in_place(c, problem.beta)
             else:
-                _epilogue_in_place(c, problem.beta, bias, activation)
+                _epilogue_in_place(c, problem.beta, bias, activation, aux)
         return c
     choice = _choose(problem, kernel, config, precision, (a, b, c))
     plan = Plan(problem, choice.rung, choice.config, choice=choice, precision=precision, epilogue=epi,
-                bias_ptr=bias_ptr)
+                bias_ptr=bias_ptr, aux_ptr=aux_ptr)
     plan.run()
-    fastpath.remember((a, b, c), kernel, config, plan, problem, precision, (activation, bias) if fused else None)
+    fastpath.remember((a, b, c), kernel, config, plan, problem, precision,
+                      (activation, bias, aux) if fused else None)
     return c
 
 
@@ -183,7 +214,7 @@ def _empty_fn(lib: str, dtype: str, device: int, shape: tuple):
 
 
 def matmul(a, b, *, bias=None, activation: str | None = None, out_dtype=None, kernel: str = "auto", out=None,
-           config=None, precision: str | None = None):
+           aux=None, config=None, precision: str | None = None):
     """act(a @ b + bias) as a new array of the inputs' library (or into ``out``); ``precision``,
     ``bias`` and ``activation`` as for ``gemm``. A call like an earlier one (shapes, strides,
     dtype, device, alignment, kernel, config, precision) allocates and launches without
@@ -195,20 +226,25 @@ def matmul(a, b, *, bias=None, activation: str | None = None, out_dtype=None, ke
     GEMM's own stores (no second pass); float32 operands give float32 only. Every 16-bit rung
     writes it (``Rung.outputs``), so ``auto`` plans it as it plans the operands' own type.
 
+    ``aux``: as for ``gemm``, an array like the result that receives the pre-activation (2-D
+    operands only).
+
     Operands of three or more dimensions, (..., M, K) @ (..., K, N), multiply as ``torch.matmul``
     does: the batch dimensions broadcast, any strides (core/batched.py says how it runs)."""
     out_name = None if out_dtype is None else _epilogue.out_dtype_name(out_dtype)   # the common call: no lookup
+    if aux is not None and (_ndim(a) > 2 or _ndim(b) > 2):
+        raise ValueError("aux is written for a single matrix product; a batch does not take one")
     if _ndim(a) > 2 or _ndim(b) > 2:
         return _batched_matmul(a, b, bias, activation, kernel, out, config, precision, out_name)
     if out is not None and out_name is not None and describe_array("out", out).dtype != out_name:
         raise TypeError(f"out is {describe_array('out', out).dtype} but out_dtype is {out_name}; pass one or make "
                         f"them agree")
-    if out is not None or bias is not None or activation is not None:
+    if out is not None or bias is not None or activation is not None or aux is not None:
         if out is None:
             allocate, _ = _allocator(a, b, out_name)
             out = allocate()
-        return gemm(a, b, out, alpha=1.0, beta=0.0, bias=bias, activation=activation, kernel=kernel, config=config,
-                    precision=precision)
+        return gemm(a, b, out, alpha=1.0, beta=0.0, bias=bias, activation=activation, aux=aux, kernel=kernel,
+                    config=config, precision=precision)
     c = fastpath.product(a, b, kernel, config, precision, out_name)
     if c is not None:
         return c

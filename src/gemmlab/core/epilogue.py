@@ -24,12 +24,15 @@ class Epilogue:
     ``ACTIVATIONS`` or None), a bias (None, "same": the operands' dtype, or "fp32"), whether the
     bias runs along the rows C is stored in (a column-major C, stored as the row-major C^T), and
     the type the outputs are rounded to where it is not the operands' (``out``: a dtype name, the
-    kernels' GL_C_DTYPE; None: the operands' own)."""
+    kernels' GL_C_DTYPE; None: the operands' own), and whether the stores also write the
+    pre-activation to an auxiliary output of C's type and layout (``aux``: GL_AUX; with an
+    activation only)."""
 
     activation: str | None = None
     bias: str | None = None
     bias_rows: bool = False
     out: str | None = None
+    aux: bool = False
 
     @property
     def plain(self) -> bool:
@@ -48,11 +51,13 @@ class Epilogue:
                 d["GL_BIAS_ROW"] = 1
         if self.out is not None:
             d["GL_C_DTYPE"] = get_dtype(self.out).code
+        if self.aux:
+            d["GL_AUX"] = 1
         return d
 
     def describe(self) -> str:
         parts = ([f"bias ({self.bias})"] if self.bias else []) + ([self.activation] if self.activation else [])
-        return " + ".join(parts + ([f"{self.out} out"] if self.out else []))
+        return " + ".join(parts + ([f"{self.out} out"] if self.out else []) + (["aux"] if self.aux else []))
 
 
 PLAIN = Epilogue()
@@ -88,14 +93,44 @@ def check_bias(bias, n: int, dtype: str, device: int, lib: str) -> ArrayInfo | N
     return info
 
 
-def make(activation, bias_info: ArrayInfo | None, dtype: str, c_col_major: bool, out: str | None = None) -> Epilogue:
-    """The Epilogue of a checked call (``check_activation``, ``check_bias``) whose C is of ``out``
-    (None or ``dtype``: the operands' own)."""
+def make(activation, bias_info: ArrayInfo | None, dtype: str, c_col_major: bool, out: str | None = None,
+         aux: bool = False) -> Epilogue:
+    """The Epilogue of a checked call (``check_activation``, ``check_bias``, ``check_aux``) whose C
+    is of ``out`` (None or ``dtype``: the operands' own)."""
     out = None if out == dtype else out
     if activation is None and bias_info is None and out is None:
         return PLAIN
     kind = None if bias_info is None else ("same" if bias_info.dtype == dtype else "fp32")
-    return Epilogue(activation, kind, bool(kind and c_col_major), out)
+    return Epilogue(activation, kind, bool(kind and c_col_major), out, aux)
+
+
+def check_aux(aux, activation: str | None, c: ArrayInfo, batch: int = 1) -> ArrayInfo | None:
+    """The auxiliary output's description after the checks its stores rely on: it gets the
+    pre-activation at C's own offsets, so it is an array like C (shape, dtype, strides, device,
+    library), 16-byte aligned where C is, and not C; only with an activation (without one it would
+    be C again) and for one problem (not a batch in one launch). Errors name the problem."""
+    if aux is None:
+        return None
+    if activation is None:
+        raise ValueError("aux (the pre-activation) needs an activation; without one it equals the result")
+    if batch > 1:
+        raise ValueError("aux is written for a single matrix product; a batch does not take one")
+    info = describe_array("aux", aux)
+    if (info.rows, info.cols) != (c.rows, c.cols):
+        raise ValueError(f"aux is {info.rows}x{info.cols} but the result is {c.rows}x{c.cols}; they must match")
+    if info.dtype != c.dtype:
+        raise TypeError(f"aux is {info.dtype} but the result is {c.dtype}; they must match")
+    if info.device != c.device:
+        raise ValueError(f"aux is on device {info.device} but the result is on device {c.device}; all must be on one device")
+    if c.lib != "cai" and info.lib not in (c.lib, "cai"):
+        raise TypeError(f"aux is a {info.lib} array but the result is a {c.lib} array; pass one library's arrays")
+    if (info.col_major, info.ld) != (c.col_major, c.ld):
+        raise ValueError(f"aux must have the result's layout and strides ({'column' if c.col_major else 'row'}-major, "
+                         f"leading dimension {c.ld}); got {'column' if info.col_major else 'row'}-major with {info.ld}; "
+                         f"pass an array of the result's strides")
+    if c.vec_ok() and not info.vec_ok():
+        raise ValueError("aux must be 16-byte aligned like the result (its stores are 16 bytes wide where the result's are)")
+    return info
 
 
 def out_dtype_name(out_dtype) -> str | None:

@@ -64,8 +64,8 @@ def _generic_call(a, b, c):
 
 class _Entry:
     """A remembered plan and what a hit checks: the operands' byte spans (for the overlap test;
-    the bias's, of a fused call) and whether the kernel computes C^T = B^T A^T (a column-major C
-    swaps A and B)."""
+    the bias's, of a fused call; an auxiliary output spans C's bytes) and whether the kernel
+    computes C^T = B^T A^T (a column-major C swaps A and B)."""
 
     __slots__ = ("plan", "swap", "span_a", "span_b", "span_c", "span_bias")
 
@@ -74,6 +74,10 @@ class _Entry:
         self.swap = problem.c.col_major
         self.span_a, self.span_b, self.span_c = (x.span_elements * x.itemsize for x in (problem.a, problem.b, problem.c))
         self.span_bias = span_bias
+
+
+def _overlap(p: int, span: int, q: int, span_q: int) -> bool:
+    return p < q + span_q and q < p + span
 
 
 _entries: dict[tuple, _Entry] = {}
@@ -145,14 +149,15 @@ def run(a, b, c, kernel, config, precision, alpha, beta) -> bool:
     return entry.plan.launch(pa, pb, pc, alpha, beta)
 
 
-def run_fused(a, b, c, bias, activation, kernel, config, precision, alpha, beta) -> bool:
+def run_fused(a, b, c, bias, activation, kernel, config, precision, alpha, beta, aux=None) -> bool:
     """``run`` for a call with a fused epilogue: the signature also holds the activation and the
-    bias's (shape, strides, dtype, device, alignment), and a hit checks that the bias does not
-    overlap C either."""
+    bias's and the auxiliary output's (shape, strides, dtype, device, alignment), and a hit checks
+    that neither the bias nor the auxiliary output overlaps C, nor the auxiliary output an input."""
     try:
         flat, pa, pb, pc = _call_of_types[type(a), type(b), type(c)](a, b, c)
         bkey, pbias = _signature_of_type[type(bias)](bias) if bias is not None else (None, 0)
-        entry = _entries.get((flat, kernel, _config_key(config), precision, activation, bkey))
+        xkey, paux = _signature_of_type[type(aux)](aux) if aux is not None else (None, 0)
+        entry = _entries.get((flat, kernel, _config_key(config), precision, activation, bkey, xkey))
     except (KeyError, TypeError, AttributeError):
         return False
     if entry is None or (alpha.__class__ is not float and alpha.__class__ is not int) or \
@@ -162,9 +167,13 @@ def run_fused(a, b, c, bias, activation, kernel, config, precision, alpha, beta)
     if (pc < pa + entry.span_a and pa < end_c) or (pc < pb + entry.span_b and pb < end_c) or \
             (bias is not None and pc < pbias + entry.span_bias and pbias < end_c):
         return False
+    if aux is not None and (_overlap(paux, entry.span_c, pa, entry.span_a) or _overlap(paux, entry.span_c, pb, entry.span_b)
+                            or _overlap(paux, entry.span_c, pc, entry.span_c)
+                            or (bias is not None and _overlap(paux, entry.span_c, pbias, entry.span_bias))):
+        return False
     if entry.swap:
-        return entry.plan.launch(pb, pa, pc, alpha, beta, None, pbias)
-    return entry.plan.launch(pa, pb, pc, alpha, beta, None, pbias)
+        return entry.plan.launch(pb, pa, pc, alpha, beta, None, pbias, paux)
+    return entry.plan.launch(pa, pb, pc, alpha, beta, None, pbias, paux)
 
 
 def register(x, lib: str) -> None:
@@ -177,8 +186,8 @@ def register(x, lib: str) -> None:
 
 def remember(arrays, kernel, config, plan: Plan, problem: GemmProblem, precision=None, fused=None) -> None:
     """Remember the full path's plan for this call's signature (registering the array types
-    first, so the very first call of a type is remembered too). ``fused``: (activation, bias) of
-    a call with a fused epilogue (``run_fused`` looks it up), None for a plain call."""
+    first, so the very first call of a type is remembered too). ``fused``: (activation, bias, aux)
+    of a call with a fused epilogue (``run_fused`` looks it up), None for a plain call."""
     for x, info in zip(arrays, (problem.a, problem.b, problem.c)):
         register(x, info.lib)
     call = signature(*arrays, kernel, config, precision)
@@ -186,17 +195,20 @@ def remember(arrays, kernel, config, plan: Plan, problem: GemmProblem, precision
         return
     key, span_bias = call[0], 0
     if fused is not None:
-        activation, bias = fused
-        if bias is not None:
-            register(bias, problem.c.lib)
-            sig = _signature_of_type.get(type(bias))
+        activation, bias, aux = fused
+        keys = []
+        for x in (bias, aux):
+            if x is None:
+                keys.append(None)
+                continue
+            register(x, problem.c.lib)
+            sig = _signature_of_type.get(type(x))
             if sig is None:
                 return
-            bkey, _ = sig(bias)
+            keys.append(sig(x)[0])
+        if bias is not None:
             span_bias = bias.shape[0] * bias.itemsize
-        else:
-            bkey = None
-        key = key + (activation, bkey)
+        key = key + (activation, *keys)
     if len(_entries) >= CAPACITY:   # forget the oldest (another thread may be doing the same)
         _entries.pop(next(iter(_entries), None), None)
     _entries[key] = _Entry(plan, problem, span_bias)

@@ -47,7 +47,7 @@ class Plan:
 
     Everything is resolved once: the variant, its function, the geometry, a persistent parameter
     block and the launch mode (``mode``: core/launch_modes.py, one class per way of launching).
-    ``launch(a_ptr, b_ptr, c_ptr, alpha, beta, stream=None, bias=0)``, the mode's, reuses the plan
+    ``launch(a_ptr, b_ptr, c_ptr, alpha, beta, stream=None, bias=0, aux=0)``, the mode's, reuses the plan
     for other operands of the same shapes, strides, dtype and alignment class (gemmlab.gemm's fast
     path); it returns False, launching nothing, where a texture rung would need another variant
     for them (the caller then makes a new plan).
@@ -63,7 +63,7 @@ class Plan:
     operands = None
 
     def __init__(self, problem: GemmProblem, rung: Rung, config=None, stream: int | None = None, choice=None,
-                 precision: str | None = None, epilogue: Epilogue = PLAIN, bias_ptr: int = 0):
+                 precision: str | None = None, epilogue: Epilogue = PLAIN, bias_ptr: int = 0, aux_ptr: int = 0):
         self.problem = problem
         # the fused epilogue (core/epilogue.py); with a bias, each launch passes its pointer (``bias``);
         # its output type is always C's (a rung then rounds to the type C has)
@@ -72,6 +72,8 @@ class Plan:
         self.epilogue = epilogue
         self._bias = epilogue.bias is not None
         self._bias_ptr = bias_ptr   # run()'s
+        # an auxiliary output (Epilogue.aux: the pre-activation), its pointer passed like the bias's
+        self._aux, self._aux_ptr = epilogue.aux, aux_ptr
         self.rung = rung
         self.choice = choice    # core.dispatch's Choice: rung, configuration, source and why
         kp: KernelProblem = problem.kernel_view()
@@ -120,7 +122,7 @@ class Plan:
         cu = cuda()
         self._opt_in_smem(self.function, info.limits)
         self._params = Params(kp, bool(tex_args), (3 if rung.store_map else 2) if rung.tensor_maps else 0,
-                               self._streamk, self._bias, bool(self.variant.batch))
+                               self._streamk, self._bias, bool(self.variant.batch), self._aux)
         if tex_args:
             self._params.textures(*tex_args)
         self._maps = self._map_args(problem.dtype, problem.c.dtype) if rung.tensor_maps else None
@@ -284,7 +286,7 @@ class Plan:
         operands."""
         kp = self.kp
         a_ptr, b_ptr = (kp.b_ptr, kp.a_ptr) if kp.c_col else (kp.a_ptr, kp.b_ptr)   # the kernel view's (Swapped)
-        if not self.launch(a_ptr, b_ptr, kp.c_ptr, kp.alpha, kp.beta, stream, self._bias_ptr):
+        if not self.launch(a_ptr, b_ptr, kp.c_ptr, kp.alpha, kp.beta, stream, self._bias_ptr, self._aux_ptr):
             raise RuntimeError(f"{self.variant.describe()}: the operands' texture extent changed since the plan was made")
 
     def _remap(self, a_ptr: int, b_ptr: int, c_ptr: int) -> None:

@@ -1,5 +1,5 @@
 """How a plan's kernels go out: one small class per launch mode, chosen once when the plan is made
-(``choose``). A mode's ``launch(a_ptr, b_ptr, c_ptr, alpha, beta, stream=None, bias=0) -> bool`` is
+(``choose``). A mode's ``launch(a_ptr, b_ptr, c_ptr, alpha, beta, stream=None, bias=0, aux=0) -> bool`` is
 the plan's ``launch`` (the plan binds it, so a call costs one Python call, as gemmlab.gemm's fast
 path wants); the plan (core/launch.py) keeps what every mode shares: the parameter block, the tensor
 maps, the launch heads and the helpers that launch one kernel.
@@ -22,7 +22,7 @@ from . import packing, workspace
 from .arch import arch_number
 from .driver import check, context, device_info
 from .loading import SPECIAL_STREAMS, current_context_is, load_pack, load_reduce, stream_capturing
-from .params import REDUCE_BIAS_AT, f32, fill, pack_params, reduce_params
+from .params import REDUCE_BIAS_AT, f32, fill, pack_params, reduce_aux_at, reduce_params
 from .registry import MAX_GRID_Y, streamk_workspace
 from .variant import REDUCE_THREADS
 from . import textures
@@ -42,7 +42,7 @@ class LaunchMode:
         self.plan = plan
 
     def launch(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float,
-               stream: int | None = None, bias: int = 0) -> bool:
+               stream: int | None = None, bias: int = 0, aux: int = 0) -> bool:
         raise NotImplementedError
 
     def describe(self) -> str:
@@ -61,7 +61,7 @@ class Direct(LaunchMode):
     name = "direct"
 
     def launch(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float,
-               stream: int | None = None, bias: int = 0) -> bool:
+               stream: int | None = None, bias: int = 0, aux: int = 0) -> bool:
         p = self.plan
         if stream is None:
             stream = p._stream_of(p.ordinal)
@@ -75,6 +75,8 @@ class Direct(LaunchMode):
                 params.pack(params.buffer, 0, a_ptr, b_ptr, c_ptr, f32(alpha), f32(beta))
             if p._bias:
                 params.bias(bias)
+            if p._aux:
+                params.aux(aux)
             if p._maps is not None and (a_ptr != p._mapped[0] or b_ptr != p._mapped[1]
                                         or (p._map_c and c_ptr != p._mapped[2])):
                 p._remap(a_ptr, b_ptr, c_ptr)
@@ -94,7 +96,7 @@ class Textured(LaunchMode):
     name = "textured"
 
     def launch(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float,
-               stream: int | None = None, bias: int = 0) -> bool:
+               stream: int | None = None, bias: int = 0, aux: int = 0) -> bool:
         p = self.plan
         if stream is None:
             stream = p._stream_of(p.ordinal)
@@ -111,6 +113,8 @@ class Textured(LaunchMode):
                 params.textures(ta.handle, ta.offset, tb.handle, tb.offset)
                 if p._bias:
                     params.bias(bias)
+                if p._aux:
+                    params.aux(aux)
                 p._launch(stream)
             textures.used((ta, tb), stream, p.ordinal, stream_capturing(stream, p.ordinal))
         return True
@@ -123,7 +127,7 @@ class Clustered(LaunchMode):
     name = "clustered"
 
     def launch(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float,
-               stream: int | None = None, bias: int = 0) -> bool:
+               stream: int | None = None, bias: int = 0, aux: int = 0) -> bool:
         p = self.plan
         if stream is None:
             stream = p._stream_of(p.ordinal)
@@ -133,6 +137,8 @@ class Clustered(LaunchMode):
             fill(p._params, a_ptr, b_ptr, c_ptr, alpha, beta)
             if p._bias:
                 p._params.bias(bias)
+            if p._aux:
+                p._params.aux(aux)
             p._launch(stream)
         return True
 
@@ -173,7 +179,7 @@ class Staged(LaunchMode):
         if p._split:
             p._params.ldc(kp.N)
             fn = load_reduce(dtype, p.ordinal, capturing, p.epilogue)
-            self._reduce = reduce_params(kp.M, kp.N, p.splits, kp.ldc, p._bias)
+            self._reduce = reduce_params(kp.M, kp.N, p.splits, kp.ldc, p._bias, p._aux)
             grid = (-(-kp.N // REDUCE_THREADS), min(kp.M, MAX_GRID_Y), 1)
             self._reduce_head = (fn, *grid, REDUCE_THREADS, 1, 1, 0)
             self.reduce_ex = p._pdl_config(self._reduce_head) if self._pdl else None
@@ -191,7 +197,7 @@ class Staged(LaunchMode):
         return ", the kernel after them launched programmatically" if self.gemm_ex is not None else ""
 
     def launch(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float,
-               stream: int | None = None, bias: int = 0) -> bool:
+               stream: int | None = None, bias: int = 0, aux: int = 0) -> bool:
         """A default-stream handle names the current context's stream: while another context is
         current, all of the call runs in the plan's."""
         p = self.plan
@@ -201,12 +207,13 @@ class Staged(LaunchMode):
             p._wait_for_producers(stream)
         if stream in SPECIAL_STREAMS and not current_context_is(p.ordinal):
             with context(p.ordinal):
-                self._staged(a_ptr, b_ptr, c_ptr, alpha, beta, stream, bias)
+                self._staged(a_ptr, b_ptr, c_ptr, alpha, beta, stream, bias, aux)
         else:
-            self._staged(a_ptr, b_ptr, c_ptr, alpha, beta, stream, bias)
+            self._staged(a_ptr, b_ptr, c_ptr, alpha, beta, stream, bias, aux)
         return True
 
-    def _staged(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float, stream: int, bias: int) -> None:
+    def _staged(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float, stream: int, bias: int,
+                aux: int) -> None:
         p = self.plan
         ws = workspace.acquire(p.ordinal, stream, self.workspace_bytes)
         try:
@@ -223,6 +230,8 @@ class Staged(LaunchMode):
                 fill(p._params, a_ptr, b_ptr, region + self._split_offset if split else c_ptr, alpha, beta)
                 if p._bias:
                     p._params.bias(bias)
+                if p._aux:
+                    p._params.aux(aux)
                 if self._sk_flags is not None:   # stream-K: the workspace, its flags zeroed before the kernel
                     p._params.workspace(region + self._split_offset)
                     self._zero_flags(region + self._split_offset + self._sk_flags, stream)
@@ -237,6 +246,8 @@ class Staged(LaunchMode):
                     fill(self._reduce, region + self._split_offset, c_ptr, alpha, beta)
                     if p._bias:
                         struct.pack_into("<Q", self._reduce.buffer, REDUCE_BIAS_AT, bias)
+                    if p._aux:
+                        struct.pack_into("<Q", self._reduce.buffer, reduce_aux_at(p._bias), aux)
                     p._launch_ex(stream, self.reduce_ex, self._reduce_head, self._reduce.address)
         finally:
             workspace.release(p.ordinal, stream, ws)
@@ -262,8 +273,8 @@ class Swapped(LaunchMode):
         self._inner_launch = inner.launch
 
     def launch(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float,
-               stream: int | None = None, bias: int = 0) -> bool:
-        return self._inner_launch(b_ptr, a_ptr, c_ptr, alpha, beta, stream, bias)
+               stream: int | None = None, bias: int = 0, aux: int = 0) -> bool:
+        return self._inner_launch(b_ptr, a_ptr, c_ptr, alpha, beta, stream, bias, aux)
 
     def describe(self) -> str:
         return self.inner.describe()

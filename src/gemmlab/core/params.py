@@ -19,7 +19,8 @@ class Params:
     rungs), or two or three 128-byte tensor maps (the TMA rungs: A and B, and C for a rung with a
     store map; the driver copies them by value); then a stream-K kernel's workspace pointer, a
     batched kernel's batch count and its operands' batch strides (GL_BATCH_PARAMS, fixed for the
-    plan), and last the bias pointer of a fused bias (kernels/epilogue.cuh, GL_EPI_PARAMS)."""
+    plan), and last the bias pointer of a fused bias and the auxiliary output's pointer
+    (kernels/epilogue.cuh, GL_EPI_PARAMS)."""
 
     # byte offsets in the buffer, in the kernel's argument order
     _ORDER = (32, 36, 40, 24, 0, 44, 8, 48, 28, 16, 52)   # M N K alpha A lda B ldb beta C ldc
@@ -30,10 +31,10 @@ class Params:
     _CALL = struct.Struct("<QQQff")                        # A B C alpha beta at byte 0
     _TEX = struct.Struct("<QqQq")                          # at byte 56
 
-    __slots__ = ("buffer", "array", "address", "pack", "_ws_at", "bias_at")
+    __slots__ = ("buffer", "array", "address", "pack", "_ws_at", "bias_at", "aux_at")
 
     def __init__(self, kp: KernelProblem, textured: bool, maps: int = 0, workspace: bool = False, bias: bool = False,
-                 batched: bool = False):
+                 batched: bool = False, aux: bool = False):
         order = self._ORDER + (self._TEX_ORDER if textured else ()) + self._TMAP_ORDER[:maps]
         size = 128 + 128 * maps if maps else 88
         self._ws_at = size if workspace else None
@@ -44,6 +45,9 @@ class Params:
             order, size = order + (size, size + 8, size + 16, size + 24), size + 32
         self.bias_at = size if bias else None
         if bias:
+            order, size = order + (size,), size + 8
+        self.aux_at = size if aux else None
+        if aux:
             order, size = order + (size,), size + 8
         self.buffer = ctypes.create_string_buffer(size)
         base = ctypes.addressof(self.buffer)
@@ -75,6 +79,10 @@ class Params:
         """The bias pointer (a block made with ``bias=True``)."""
         struct.pack_into("<Q", self.buffer, self.bias_at, ptr)
 
+    def aux(self, ptr: int) -> None:
+        """The auxiliary output's pointer (a block made with ``aux=True``)."""
+        struct.pack_into("<Q", self.buffer, self.aux_at, ptr)
+
     def ldc(self, value: int) -> None:
         """The leading dimension of what the kernel writes (split-K: the workspace's row length)."""
         struct.pack_into("<i", self.buffer, 52, value)
@@ -103,12 +111,18 @@ class HelperParams:
 REDUCE_BIAS_AT = 40
 
 
-def reduce_params(M: int, N: int, splits: int, ldc: int, bias: bool = False) -> HelperParams:
-    """kernels/splitk_reduce.cu (M N S W alpha beta C ldc [bias]); per call W C alpha beta [bias]."""
-    if bias:   # its pointer after the ints, at byte 40 (two zero ints make its 8 bytes): REDUCE_BIAS_AT
-        return HelperParams(struct.Struct("<QQff"), (24, 28, 32, 0, 16, 20, 8, 36, REDUCE_BIAS_AT),
-                             (M, N, splits, ldc, 0, 0))
-    return HelperParams(struct.Struct("<QQff"), (24, 28, 32, 0, 16, 20, 8, 36), (M, N, splits, ldc))
+def reduce_aux_at(bias: bool) -> int:
+    """The auxiliary output's pointer in a reduction's block: after the bias's, where there is one."""
+    return REDUCE_BIAS_AT + 8 * bias
+
+
+def reduce_params(M: int, N: int, splits: int, ldc: int, bias: bool = False, aux: bool = False) -> HelperParams:
+    """kernels/splitk_reduce.cu (M N S W alpha beta C ldc [bias] [aux]); per call W C alpha beta
+    [bias] [aux]. The pointers follow the ints, from byte 40 (REDUCE_BIAS_AT; pairs of zero ints
+    make their 8 bytes each)."""
+    extra = (REDUCE_BIAS_AT,) * bias + (reduce_aux_at(bias),) * aux
+    return HelperParams(struct.Struct("<QQff"), (24, 28, 32, 0, 16, 20, 8, 36) + extra,
+                        (M, N, splits, ldc) + (0, 0) * len(extra))
 
 
 def pack_params(p: packing.Pack) -> HelperParams:

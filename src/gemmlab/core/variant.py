@@ -126,9 +126,10 @@ class Variant:
     def store_twin(self, N: int) -> "Variant | None":
         """The build of this variant with only the TMA store's epilogue (``Rung.store_twin``), for a
         kernel view of ``N`` columns, or None where it would never run: EPI_TMA=0, a C without 16-byte
-        access, or rows that are not whole 16-byte chunks (the kernel's tma_store_now; beta is the
-        launch's). The full build stays for the other calls (beta != 0)."""
-        if not (self.rung.store_twin and self.cfg.get("EPI_TMA") and self.vec_c
+        access, rows that are not whole 16-byte chunks (the kernel's tma_store_now; beta is the
+        launch's), or an auxiliary output (stored by rows). The full build stays for the other calls
+        (beta != 0)."""
+        if not (self.rung.store_twin and self.cfg.get("EPI_TMA") and self.vec_c and not self.epilogue.aux
                 and N % get_dtype(self.epilogue.out or self.dtype).vector_elements == 0):
             return None
         return replace(self, tma_store_only=True)

@@ -278,7 +278,10 @@ __device__ __forceinline__ TC gl_c_from_float(float x) {
 #endif
 }
 
-#include "epilogue.cuh"   // the epilogue functor: alpha, beta, bias, activation
+#include "epilogue.cuh"   // the epilogue functor: alpha, beta, bias, activation, auxiliary output
+#if GL_AUX && GL_BATCHED
+#error "an auxiliary output (GL_AUX) is written for one problem: a batch in one launch takes none"
+#endif
 
 // ---- layout-aware element offsets (64-bit: matrices may exceed 2^31 elements) ---------------
 __device__ __forceinline__ size_t gl_a_off(int i, int k, int lda) {
@@ -305,7 +308,7 @@ __device__ __forceinline__ void gl_store_c(TC* C, int ldc, int i, int j, float a
     const size_t o = gl_c_off(i, j, ldc);
     float v = ep.alpha * acc;
     if (ep.beta != 0.0f) v = fmaf(ep.beta, gl_to_float(C[o]), v);
-    C[o] = gl_c_from_float(ep.finish(v, i, j));
+    C[o] = gl_c_from_float(ep.finish_at(v, i, j, o));
 }
 __device__ __forceinline__ void gl_store_c_checked(TC* C, int ldc, int M, int N, int i, int j, float acc, const GlEpi& ep) {
     if (i < M && j < N) gl_store_c(C, ldc, i, j, acc, ep);

@@ -11,6 +11,10 @@
 //                more, last: the vector's pointer (GL_EPI_PARAMS)
 //   GL_BIAS_ROW  1 when the bias runs along the rows C is stored in: a column-major C, which the
 //                kernels store as the row-major C^T, so the user's columns are its rows
+//   GL_AUX       1: the stores also write the pre-activation z = alpha * acc + beta * C + bias to
+//                an auxiliary output of C's type, layout and leading dimension (the saved input of
+//                the activation's backward, as cuBLASLt's GELU_AUX); its pointer is the kernel's
+//                last argument, after the bias's. Only with an activation (the host's check).
 // Without bias and activation GlEpi is alpha and beta, and every rung compiles to the code it had
 // before the functor existed (the SASS guards hold it to that).
 #pragma once
@@ -24,9 +28,14 @@
 #ifndef GL_BIAS_ROW
 #define GL_BIAS_ROW 0
 #endif
+#ifndef GL_AUX
+#define GL_AUX 0
+#endif
 // The split-K variant (GL_SPLITK) writes FP32 partial sums to its workspace with alpha 1 and beta
 // 0: the bias and the activation wait for the reduction (splitk_reduce.cu), which applies them once.
 #define GL_EPI_PLAIN (GL_SPLITK || (GL_ACT == 0 && GL_BIAS == 0))
+// The stores that write the auxiliary output: not the split-K partial kernel's (the reduction's)
+#define GL_EPI_AUX (GL_AUX && !GL_SPLITK)
 
 // gl_act(x): the activation GL_ACT names, generated from core/activations.py (one definition of each
 // activation, its CUDA beside its reference and derivative); core/compile.py supplies the header.
@@ -46,6 +55,9 @@ struct GlEpi {
     const GlBiasT* __restrict__ bias;
     int bias_n;
 #endif
+#if GL_AUX
+    TC* __restrict__ aux;   // the pre-activation, at C's own offsets
+#endif
     // The bias at stored position (i, j) (0 without one).
     __device__ __forceinline__ float bias_at(int i, int j) const {
 #if GL_BIAS
@@ -61,6 +73,33 @@ struct GlEpi {
         return v;
 #else
         return gl_act(v + bias_at(i, j));
+#endif
+    }
+    // finish(v, i, j) for the output at offset o of C (inside C): with GL_AUX the pre-activation
+    // v + bias goes to the auxiliary output's offset o first, rounded to C's type.
+    __device__ __forceinline__ float finish_at(float v, int i, int j, size_t o) const {
+#if GL_EPI_AUX
+        const float z = v + bias_at(i, j);
+        aux[o] = gl_c_from_float(z);
+        return gl_act(z);
+#else
+        return finish(v, i, j);
+#endif
+    }
+    // The two halves of finish for the stores that write several outputs at once (and their
+    // pre-activations with one vector store): pre(v, i, j) = v + bias, then post(z) = act(z).
+    __device__ __forceinline__ float pre(float v, int i, int j) const {
+#if GL_EPI_PLAIN
+        return v;
+#else
+        return v + bias_at(i, j);
+#endif
+    }
+    __device__ __forceinline__ float post(float z) const {
+#if GL_EPI_PLAIN
+        return z;
+#else
+        return gl_act(z);
 #endif
     }
     // A caller that stores several rows of the same columns, or several columns of the same rows,
@@ -102,11 +141,19 @@ struct GlEpi {
 // Kernel side: the extra parameter (last in every rung's list) and the functor from the kernel's
 // arguments (M and N name the stored C's rows and columns in every rung's entry).
 #if GL_BIAS
-#define GL_EPI_PARAMS , const void* __restrict__ gl_bias_arg
-#define GL_EPI_MAKE(alpha, beta, rows, cols) \
-    GlEpi{(alpha), (beta), static_cast<const GlBiasT*>(gl_bias_arg), GL_BIAS_ROW ? (rows) : (cols)}
+#define GL_EPI_BIAS_PARAM , const void* __restrict__ gl_bias_arg
+#define GL_EPI_BIAS_INIT(rows, cols) , static_cast<const GlBiasT*>(gl_bias_arg), GL_BIAS_ROW ? (rows) : (cols)
 #else
-#define GL_EPI_PARAMS
-#define GL_EPI_MAKE(alpha, beta, rows, cols) GlEpi{(alpha), (beta)}
+#define GL_EPI_BIAS_PARAM
+#define GL_EPI_BIAS_INIT(rows, cols)
 #endif
+#if GL_AUX
+#define GL_EPI_AUX_PARAM , void* __restrict__ gl_aux_arg
+#define GL_EPI_AUX_INIT , static_cast<TC*>(gl_aux_arg)
+#else
+#define GL_EPI_AUX_PARAM
+#define GL_EPI_AUX_INIT
+#endif
+#define GL_EPI_PARAMS GL_EPI_BIAS_PARAM GL_EPI_AUX_PARAM
+#define GL_EPI_MAKE(alpha, beta, rows, cols) GlEpi{(alpha), (beta) GL_EPI_BIAS_INIT(rows, cols) GL_EPI_AUX_INIT}
 #define GL_EPI(alpha, beta) GL_EPI_MAKE(alpha, beta, M, N)

@@ -18,8 +18,14 @@ __device__ __forceinline__ void gl_store_c4(T* C, int ldc, int M, int N, int i, 
             v.x = fmaf(beta, c.x, v.x); v.y = fmaf(beta, c.y, v.y);
             v.z = fmaf(beta, c.z, v.z); v.w = fmaf(beta, c.w, v.w);
         }
+#if GL_EPI_AUX
+        v.x = ep.pre(v.x, i, j); v.y = ep.pre(v.y, i, j + 1); v.z = ep.pre(v.z, i, j + 2); v.w = ep.pre(v.w, i, j + 3);
+        *reinterpret_cast<float4*>(ep.aux + gl_c_off(i, j, ldc)) = v;   // the pre-activations, one 16-byte store
+        v.x = ep.post(v.x); v.y = ep.post(v.y); v.z = ep.post(v.z); v.w = ep.post(v.w);
+#else
         v.x = ep.finish(v.x, i, j); v.y = ep.finish(v.y, i, j + 1);
         v.z = ep.finish(v.z, i, j + 2); v.w = ep.finish(v.w, i, j + 3);
+#endif
         *p = v;
         return;
     }

@@ -81,8 +81,17 @@ __device__ __forceinline__ void gl_store_c8(TC* C, int ldc, int M, int N, int i,
             o[4] = fmaf(beta, c2.x, o[4]); o[5] = fmaf(beta, c2.y, o[5]);
             o[6] = fmaf(beta, c3.x, o[6]); o[7] = fmaf(beta, c3.y, o[7]);
         }
+#if GL_EPI_AUX   // the pre-activations first, one 16-byte store at C's offset
+#pragma unroll
+        for (int e = 0; e < 8; ++e) o[e] = ep.pre(o[e], i, j + e);
+        *reinterpret_cast<uint4*>(ep.aux + gl_c_off(i, j, ldc)) =
+            make_uint4(gl_pack2(o[0], o[1]), gl_pack2(o[2], o[3]), gl_pack2(o[4], o[5]), gl_pack2(o[6], o[7]));
+#pragma unroll
+        for (int e = 0; e < 8; ++e) o[e] = ep.post(o[e]);
+#else
 #pragma unroll
         for (int e = 0; e < 8; ++e) o[e] = ep.finish(o[e], i, j + e);
+#endif
         *p = make_uint4(gl_pack2(o[0], o[1]), gl_pack2(o[2], o[3]), gl_pack2(o[4], o[5]), gl_pack2(o[6], o[7]));
         return;
     }
@@ -94,9 +103,10 @@ __device__ __forceinline__ void gl_store_c8(TC* C, int ldc, int M, int N, int i,
 
 // Eight outputs C(i, j..j+7) staged in shared memory rounded to T (h: four packed pairs, low half
 // first). With beta == 0 the staging holds the finished outputs (the stager applied the whole
-// functor) and the bits go out as they are (C not read); else it holds alpha * acc, and beta * C,
-// the bias and the activation are applied here in FP32 and rounded again (two roundings;
-// measure/verify.py's element tolerance allows two). One 128-bit load and store when legal
+// functor) and the bits go out as they are (C not read); else, and always with GL_AUX, it holds
+// alpha * acc, and beta * C, the bias and the activation are applied here in FP32 and rounded
+// again (two roundings; measure/verify.py's element tolerance allows two), the pre-activations
+// going to the auxiliary output beside. One 128-bit load and store when legal
 // (GL_VEC_C, j % 8 == 0 holds) and all eight are inside; else guarded scalar accesses.
 __device__ __forceinline__ void gl_store_c8_rounded(TC* C, int ldc, int M, int N, int i, int j, uint4 h, const GlEpi& ep) {
     if (i >= M) return;
@@ -105,15 +115,32 @@ __device__ __forceinline__ void gl_store_c8_rounded(TC* C, int ldc, int M, int N
 #if GL_VEC_C
     if (N - j >= 8) {
         uint4* p = reinterpret_cast<uint4*>(C + gl_c_off(i, j, ldc));
-        if (beta != 0.0f) {
+        if (beta != 0.0f || GL_EPI_AUX) {   // with GL_AUX the stager left the functor's rest here
+#if GL_EPI_AUX
+            const uint4 c = beta != 0.0f ? *p : make_uint4(0u, 0u, 0u, 0u);   // beta == 0: C not read
+#else
             const uint4 c = *p;
+#endif
             const unsigned cw[4] = {c.x, c.y, c.z, c.w};
+#if GL_EPI_AUX
+            unsigned zw[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const float2 a = gl_unpack2(w[e]), b = gl_unpack2(cw[e]);
+                const float z0 = ep.pre(fmaf(beta, b.x, a.x), i, j + 2 * e);
+                const float z1 = ep.pre(fmaf(beta, b.y, a.y), i, j + 2 * e + 1);
+                zw[e] = gl_pack2(z0, z1);
+                w[e] = gl_pack2(ep.post(z0), ep.post(z1));
+            }
+            *reinterpret_cast<uint4*>(ep.aux + gl_c_off(i, j, ldc)) = make_uint4(zw[0], zw[1], zw[2], zw[3]);
+#else
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
                 const float2 a = gl_unpack2(w[e]), b = gl_unpack2(cw[e]);
                 w[e] = gl_pack2(ep.finish(fmaf(beta, b.x, a.x), i, j + 2 * e),
                                 ep.finish(fmaf(beta, b.y, a.y), i, j + 2 * e + 1));
             }
+#endif
         }
         *p = make_uint4(w[0], w[1], w[2], w[3]);
         return;
@@ -124,9 +151,14 @@ __device__ __forceinline__ void gl_store_c8_rounded(TC* C, int ldc, int M, int N
         const float2 a = gl_unpack2(w[e / 2]);
         const float x = e % 2 ? a.y : a.x;
         if (j + e >= N) continue;
-        if (beta != 0.0f) {
+        if (beta != 0.0f || GL_EPI_AUX) {
             const size_t o = gl_c_off(i, j + e, ldc);
-            C[o] = gl_c_from_float(ep.finish(fmaf(beta, gl_to_float(C[o]), x), i, j + e));
+#if GL_EPI_AUX
+            const float c = beta != 0.0f ? gl_to_float(C[o]) : 0.0f;
+#else
+            const float c = gl_to_float(C[o]);
+#endif
+            C[o] = gl_c_from_float(ep.finish_at(fmaf(beta, c, x), i, j + e, o));
         } else {
             C[gl_c_off(i, j + e, ldc)] = gl_c_from_float(x);
         }
@@ -150,8 +182,18 @@ __device__ __forceinline__ void gl_store_c8(float* C, int ldc, int M, int N, int
 #pragma unroll
             for (int e = 0; e < 8; ++e) o[e] = fmaf(ep.beta, c[e], o[e]);
         }
+#if GL_EPI_AUX   // the pre-activations first, two 16-byte stores at C's offset
+#pragma unroll
+        for (int e = 0; e < 8; ++e) o[e] = ep.pre(o[e], i, j + e);
+        float4* x = reinterpret_cast<float4*>(ep.aux + gl_c_off(i, j, ldc));
+        x[0] = make_float4(o[0], o[1], o[2], o[3]);
+        x[1] = make_float4(o[4], o[5], o[6], o[7]);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) o[e] = ep.post(o[e]);
+#else
 #pragma unroll
         for (int e = 0; e < 8; ++e) o[e] = ep.finish(o[e], i, j + e);
+#endif
         p[0] = make_float4(o[0], o[1], o[2], o[3]);
         p[1] = make_float4(o[4], o[5], o[6], o[7]);
         return;

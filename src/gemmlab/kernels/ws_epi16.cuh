@@ -48,9 +48,11 @@ static_assert(EPI_WARP_B % BOX_B == 0 && BN % BOX_N == 0,
 // the memory after it); the last two are the launch's (tma_store_now), the host's map follows them.
 constexpr bool TMA_STORE = EPI_TMA && GL_VEC_C;
 constexpr int STORE_CHUNK = 16 / (int)sizeof(TC);    // outputs per 16-byte chunk
+// With an auxiliary output (GL_AUX) every store goes by rows: gl_store_c8_rounded writes both.
 __device__ __forceinline__ bool tma_store_now(int M, int N, float beta) {
-    return GL_TMA_STORE_ONLY || (TMA_STORE && beta == 0.0f && N % STORE_CHUNK == 0);
+    return !GL_AUX && (GL_TMA_STORE_ONLY || (TMA_STORE && beta == 0.0f && N % STORE_CHUNK == 0));
 }
+static_assert(!(GL_AUX && GL_TMA_STORE_ONLY), "the store twin stores by TMA only: no auxiliary output");
 static_assert(!GL_TMA_STORE_ONLY || TMA_STORE, "the store twin is built only where the TMA store is (EPI_TMA=1, GL_VEC_C)");
 // warp % 4 owns 16 rows of each m64 block of its warpgroup's WM (the C-fragment layout), and its own staging
 __device__ __forceinline__ int epi_row(int wg, int warp) { return wg * WM + 16 * (warp % 4); }
@@ -141,7 +143,7 @@ __device__ __forceinline__ void store_tile(const float (&acc)[MI][BN / 8][4], un
     // stmatrix (stage_cols): lane l names row l % 16 of the pass's staging
     const unsigned st_at = stage + (lane % 16) * ROW_B;
     const int st_x = (lane / 16) ^ (lane % 8);
-    const bool fin = ep.beta == 0.0f;
+    const bool fin = ep.beta == 0.0f && !GL_EPI_AUX;   // GL_AUX: the rest where the rows are stored
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
 #pragma unroll

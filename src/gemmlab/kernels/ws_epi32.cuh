@@ -56,7 +56,13 @@ __device__ __forceinline__ void store_pair(TC* C, int ldc, int n_outer, int n_in
             v.x = fmaf(ep.beta, c.x, v.x);
             v.y = fmaf(ep.beta, c.y, v.y);
         }
+#if GL_EPI_AUX
+        v = make_float2(ep.pre(v.x, o, in), ep.pre(v.y, o, in + 1));
+        *reinterpret_cast<float2*>(ep.aux + gl_c_off(o, in, ldc)) = v;   // the pre-activations, one 8-byte store
+        *p = make_float2(ep.post(v.x), ep.post(v.y));
+#else
         *p = make_float2(ep.finish(v.x, o, in), ep.finish(v.y, o, in + 1));
+#endif
         return;
     }
 #endif
@@ -130,9 +136,11 @@ __device__ __forceinline__ void gl_wg_sync(int wg) {     // the named barrier of
 __device__ __forceinline__ void gl_sts64(unsigned addr, float x, float y) {
     asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" :: "r"(addr), "f"(x), "f"(y) : "memory");
 }
+// With an auxiliary output (GL_AUX) every store is a direct pair (store_pair writes both).
 __device__ __forceinline__ bool tma_store_now(int M, int N, float beta) {
-    return GL_TMA_STORE_ONLY || (TMA_STORE && beta == 0.0f && (GL_C_COL ? M : N) % 4 == 0);   // rows of whole 16-byte pieces
+    return !GL_AUX && (GL_TMA_STORE_ONLY || (TMA_STORE && beta == 0.0f && (GL_C_COL ? M : N) % 4 == 0));   // rows of whole 16-byte pieces
 }
+static_assert(!(GL_AUX && GL_TMA_STORE_ONLY), "the store twin stores by TMA only: no auxiliary output");
 __device__ __forceinline__ void store_tile_tma(const float (&acc)[MI][BN / 8][4], unsigned stage, int wg, int warp,
                                                int lane, const GlTensorMap* tmC, int M, int N, int row0, int col0, int z,
                                                const GlEpi& ep) {
