@@ -182,7 +182,7 @@ def test_empty_k_writes_beta_c_plus_bias_to_aux():
 
 
 @pytest.mark.gpu
-def test_the_saving_torch_operator_writes_y_and_z_in_one_gemm():
+def test_the_saving_torch_operator_returns_y_and_its_pre_activation():
     torch = pytest.importorskip("torch")
     import gemmlab.torch  # noqa: F401  (registers the operators)
 

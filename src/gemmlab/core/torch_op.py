@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Optional
 
 from . import activations
-from .api import gemm as _gemmlab_gemm, matmul as _gemmlab_matmul
+from .api import matmul as _gemmlab_matmul
 from .deps import MissingDependencyError, require
 from .dtypes import from_array_name
 from .epilogue import check_activation
@@ -255,14 +255,14 @@ _epilogue_op.register_autograd(_epilogue_backward, setup_context=_epilogue_setup
 
 # ---- the same for training: the pre-activation saved for the backward --------------------------------
 # Where gradients are wanted, recomputing z = a @ b + bias in the backward costs a GEMM; saving it
-# (as cuBLASLt's GELU_AUX epilogue does) costs a second output instead: the forward's GEMM writes y
-# and, from the same stores, z (``gemm``'s aux), and the backward starts from the saved z. Operands
-# that are no single matrix product (b batched, a not viewable as rows) write z alone, and
-# PyTorch's activation makes y from it.
-# Saving z made the training step of a linear layer with bias and GELU faster than recomputing it at
-# every shape of the epilogue suite on an H200, even with y made by PyTorch from z then
-# (benchmarks/results/h200_epilogue_autograd_bf16.json), so ``matmul`` takes this operator whenever
-# an operand or the bias requires a gradient.
+# (as cuBLASLt's GELU_AUX epilogue does) costs one elementwise pass instead: the forward's GEMM writes
+# z (its bias fused), PyTorch's activation makes y from it, and the backward starts from the saved z.
+# Saving made the training step of a linear layer with bias and GELU faster than recomputing at every
+# shape of the epilogue suite on an H200 (benchmarks/results/h200_epilogue_autograd_bf16.json), so
+# ``matmul`` takes this operator whenever an operand or the bias requires a gradient. The GEMM's own
+# auxiliary output (``gemm(..., aux=z)``: y and z from one kernel) measured slower there at the
+# suite's large shapes, where it stores by rows and the GEMM writing z alone stores by TMA (the
+# same JSON's forwards), so the operator keeps the elementwise pass.
 SAVED_OP_NAME = "gemmlab::matmul_epilogue_saved"
 
 
@@ -271,31 +271,8 @@ def _saved_op(a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor], ac
               kernel: str, precision: Optional[str] = None,
               out_dtype: Optional[torch.dtype] = None) -> tuple[torch.Tensor, torch.Tensor]:
     check_epilogue(a, b, bias, activation)   # the activation too, before the GEMM without it
-    rows = _as_rows(a, b)
-    if rows is None:
-        z = _epilogue_gemm(SAVED_OP_NAME, a, b, bias, None, kernel, precision, out_dtype)
-        return activations.get(activation).forward_torch(z), z
-    _epilogue_shape(a, b, bias, activation, kernel, precision)
-    check_out_dtype(a, out_dtype)
-    shape, dtype = _out_shape(a, b), out_dtype or a.dtype
-    y = torch.empty((rows.shape[0], b.shape[-1]), dtype=dtype, device=a.device)
-    z = torch.empty_like(y)
-    with torch.cuda.device(a.device):
-        _gemmlab_gemm(rows, _gemmlab_layout(b), y, bias=None if bias is None else bias.contiguous(),
-                      activation=activation, aux=z, kernel=kernel, precision=precision)
-    return y.view(shape), z.view(shape)
-
-
-def _as_rows(a, b):
-    """a as one (M, K) matrix of a product with a 2-D b (its batch dimensions folded into M, a
-    view), or None where the product is no single matrix product or a is not on a CUDA device."""
-    if b.dim() != 2 or a.dim() < 2 or a.device.type != "cuda" or 0 in a.shape or b.shape[-1] == 0:
-        return None
-    try:
-        rows = a.view(-1, a.shape[-1]) if a.dim() > 2 else a
-    except RuntimeError:
-        return None
-    return _gemmlab_layout(rows)
+    z = _epilogue_gemm(SAVED_OP_NAME, a, b, bias, None, kernel, precision, out_dtype)
+    return activations.get(activation).forward_torch(z), z
 
 
 @_saved_op.register_fake
