@@ -49,6 +49,16 @@ class LaunchMode:
         """What the plan's repr adds to its split-K slices."""
         return ""
 
+    def _stream(self, stream: int | None) -> int:
+        """The launch's stream (None: the current stream of C's library), once the operands'
+        producer streams' pending work is ordered before it (``Direct`` has this inline)."""
+        p = self.plan
+        if stream is None:
+            stream = p._stream_of(p.ordinal)
+        if p._producers:
+            p._wait_for_producers(stream)
+        return stream
+
     def describe_packs(self) -> str:
         """What the plan's repr adds to its operand copies."""
         return ""
@@ -98,10 +108,7 @@ class Textured(LaunchMode):
     def launch(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float,
                stream: int | None = None, bias: int = 0, aux: int = 0) -> bool:
         p = self.plan
-        if stream is None:
-            stream = p._stream_of(p.ordinal)
-        if p._producers:
-            p._wait_for_producers(stream)
+        stream = self._stream(stream)
         with textures.LOCK:
             ta = textures.acquire(a_ptr, p._spans[0], p._want[0], p.ordinal)
             tb = textures.acquire(b_ptr, p._spans[1], p._want[1], p.ordinal)
@@ -129,10 +136,7 @@ class Clustered(LaunchMode):
     def launch(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float,
                stream: int | None = None, bias: int = 0, aux: int = 0) -> bool:
         p = self.plan
-        if stream is None:
-            stream = p._stream_of(p.ordinal)
-        if p._producers:
-            p._wait_for_producers(stream)
+        stream = self._stream(stream)
         with p._lock:
             fill(p._params, a_ptr, b_ptr, c_ptr, alpha, beta)
             if p._bias:
@@ -201,10 +205,7 @@ class Staged(LaunchMode):
         """A default-stream handle names the current context's stream: while another context is
         current, all of the call runs in the plan's."""
         p = self.plan
-        if stream is None:
-            stream = p._stream_of(p.ordinal)
-        if p._producers:
-            p._wait_for_producers(stream)
+        stream = self._stream(stream)
         if stream in SPECIAL_STREAMS and not current_context_is(p.ordinal):
             with context(p.ordinal):
                 self._staged(a_ptr, b_ptr, c_ptr, alpha, beta, stream, bias, aux)

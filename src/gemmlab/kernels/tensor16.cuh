@@ -61,38 +61,59 @@ __device__ __forceinline__ uint4 gl_load8(const T* __restrict__ P, int ld, int o
     return r;
 }
 
-#if GL_C_DTYPE != 0   // C's 16-bit outputs, eight at a time (an FP32 C: the branch below)
-// Eight outputs C(i, j..j+7) from FP32 values v[0..7]: one 128-bit store when legal (GL_VEC_C,
-// j % 8 == 0 holds) and all eight are inside; else guarded scalar stores. beta == 0: C not read.
+// Eight consecutive outputs of C's type at p (16-byte aligned), read as FP32 and written from FP32
+// (rounded once): one 128-bit access for a 16-bit C, two for an FP32 one.
+#if GL_C_DTYPE != 0
+__device__ __forceinline__ void gl_load8_c(const TC* p, float (&o)[8]) {
+    const uint4 c = *reinterpret_cast<const uint4*>(p);
+    const float2 c0 = gl_unpack2(c.x), c1 = gl_unpack2(c.y), c2 = gl_unpack2(c.z), c3 = gl_unpack2(c.w);
+    o[0] = c0.x; o[1] = c0.y; o[2] = c1.x; o[3] = c1.y; o[4] = c2.x; o[5] = c2.y; o[6] = c3.x; o[7] = c3.y;
+}
+__device__ __forceinline__ void gl_store8_c(TC* p, const float (&o)[8]) {
+    *reinterpret_cast<uint4*>(p) = make_uint4(gl_pack2(o[0], o[1]), gl_pack2(o[2], o[3]), gl_pack2(o[4], o[5]),
+                                              gl_pack2(o[6], o[7]));
+}
+#else
+__device__ __forceinline__ void gl_load8_c(const float* p, float (&o)[8]) {
+    const float4 c0 = reinterpret_cast<const float4*>(p)[0], c1 = reinterpret_cast<const float4*>(p)[1];
+    o[0] = c0.x; o[1] = c0.y; o[2] = c0.z; o[3] = c0.w; o[4] = c1.x; o[5] = c1.y; o[6] = c1.z; o[7] = c1.w;
+}
+__device__ __forceinline__ void gl_store8_c(float* p, const float (&o)[8]) {
+    reinterpret_cast<float4*>(p)[0] = make_float4(o[0], o[1], o[2], o[3]);
+    reinterpret_cast<float4*>(p)[1] = make_float4(o[4], o[5], o[6], o[7]);
+}
+#endif
+
+// Eight outputs C(i, j..j+7) from FP32 values v[0..7] (C of any type: an FP32 C is an output dtype
+// of 16-bit operands), with GL_AUX their pre-activations beside: 16-byte stores when legal
+// (GL_VEC_C, j % 8 == 0 holds) and all eight are inside; else guarded scalar stores. beta == 0: C
+// not read.
 __device__ __forceinline__ void gl_store_c8(TC* C, int ldc, int M, int N, int i, int j, const float* v, const GlEpi& ep) {
     if (i >= M) return;
 #if GL_VEC_C
     if (N - j >= 8) {
-        uint4* p = reinterpret_cast<uint4*>(C + gl_c_off(i, j, ldc));
+        const size_t off = gl_c_off(i, j, ldc);
         const float alpha = ep.alpha, beta = ep.beta;
         float o[8];
 #pragma unroll
         for (int e = 0; e < 8; ++e) o[e] = alpha * v[e];
         if (beta != 0.0f) {
-            const uint4 c = *p;
-            const float2 c0 = gl_unpack2(c.x), c1 = gl_unpack2(c.y), c2 = gl_unpack2(c.z), c3 = gl_unpack2(c.w);
-            o[0] = fmaf(beta, c0.x, o[0]); o[1] = fmaf(beta, c0.y, o[1]);
-            o[2] = fmaf(beta, c1.x, o[2]); o[3] = fmaf(beta, c1.y, o[3]);
-            o[4] = fmaf(beta, c2.x, o[4]); o[5] = fmaf(beta, c2.y, o[5]);
-            o[6] = fmaf(beta, c3.x, o[6]); o[7] = fmaf(beta, c3.y, o[7]);
+            float c[8];
+            gl_load8_c(C + off, c);
+#pragma unroll
+            for (int e = 0; e < 8; ++e) o[e] = fmaf(beta, c[e], o[e]);
         }
-#if GL_EPI_AUX   // the pre-activations first, one 16-byte store at C's offset
+#if GL_EPI_AUX   // the pre-activations first, at C's offset in the auxiliary output
 #pragma unroll
         for (int e = 0; e < 8; ++e) o[e] = ep.pre(o[e], i, j + e);
-        *reinterpret_cast<uint4*>(ep.aux + gl_c_off(i, j, ldc)) =
-            make_uint4(gl_pack2(o[0], o[1]), gl_pack2(o[2], o[3]), gl_pack2(o[4], o[5]), gl_pack2(o[6], o[7]));
+        gl_store8_c(ep.aux + off, o);
 #pragma unroll
         for (int e = 0; e < 8; ++e) o[e] = ep.post(o[e]);
 #else
 #pragma unroll
         for (int e = 0; e < 8; ++e) o[e] = ep.finish(o[e], i, j + e);
 #endif
-        *p = make_uint4(gl_pack2(o[0], o[1]), gl_pack2(o[2], o[3]), gl_pack2(o[4], o[5]), gl_pack2(o[6], o[7]));
+        gl_store8_c(C + off, o);
         return;
     }
 #endif
@@ -101,6 +122,7 @@ __device__ __forceinline__ void gl_store_c8(TC* C, int ldc, int M, int N, int i,
         if (j + e < N) gl_store_c(C, ldc, i, j + e, v[e], ep);
 }
 
+#if GL_C_DTYPE != 0
 // Eight outputs C(i, j..j+7) staged in shared memory rounded to T (h: four packed pairs, low half
 // first). With beta == 0 the staging holds the finished outputs (the stager applied the whole
 // functor) and the bits go out as they are (C not read); else, and always with GL_AUX, it holds
@@ -164,46 +186,7 @@ __device__ __forceinline__ void gl_store_c8_rounded(TC* C, int ldc, int M, int N
         }
     }
 }
-#else   // an FP32 C (an output dtype of 16-bit operands: rungs 17 and 19 stage through gl_store_rows16)
-// Eight FP32 outputs C(i, j..j+7) from v[0..7]: two 128-bit stores when legal (GL_VEC_C: C's rows
-// start 16-byte aligned; j % 8 == 0 holds) and all eight are inside; else guarded scalar stores.
-// beta == 0: C is not read.
-__device__ __forceinline__ void gl_store_c8(float* C, int ldc, int M, int N, int i, int j, const float* v, const GlEpi& ep) {
-    if (i >= M) return;
-#if GL_VEC_C
-    if (N - j >= 8) {
-        float4* p = reinterpret_cast<float4*>(C + gl_c_off(i, j, ldc));
-        float o[8];
-#pragma unroll
-        for (int e = 0; e < 8; ++e) o[e] = ep.alpha * v[e];
-        if (ep.beta != 0.0f) {
-            const float4 c0 = p[0], c1 = p[1];
-            const float c[8] = {c0.x, c0.y, c0.z, c0.w, c1.x, c1.y, c1.z, c1.w};
-#pragma unroll
-            for (int e = 0; e < 8; ++e) o[e] = fmaf(ep.beta, c[e], o[e]);
-        }
-#if GL_EPI_AUX   // the pre-activations first, two 16-byte stores at C's offset
-#pragma unroll
-        for (int e = 0; e < 8; ++e) o[e] = ep.pre(o[e], i, j + e);
-        float4* x = reinterpret_cast<float4*>(ep.aux + gl_c_off(i, j, ldc));
-        x[0] = make_float4(o[0], o[1], o[2], o[3]);
-        x[1] = make_float4(o[4], o[5], o[6], o[7]);
-#pragma unroll
-        for (int e = 0; e < 8; ++e) o[e] = ep.post(o[e]);
-#else
-#pragma unroll
-        for (int e = 0; e < 8; ++e) o[e] = ep.finish(o[e], i, j + e);
-#endif
-        p[0] = make_float4(o[0], o[1], o[2], o[3]);
-        p[1] = make_float4(o[4], o[5], o[6], o[7]);
-        return;
-    }
-#endif
-#pragma unroll
-    for (int e = 0; e < 8; ++e)
-        if (j + e < N) gl_store_c(C, ldc, i, j + e, v[e], ep);
-}
-#endif  // GL_C_DTYPE
+#endif  // GL_C_DTYPE != 0
 
 #if GL_SPLITK
 // Eight FP32 partial sums W(i, j..j+7) of the split-K variant (no alpha/beta, no conversion): two
