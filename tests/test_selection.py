@@ -133,6 +133,46 @@ def test_the_shipped_tables_answer_before_the_model_at_the_shapes_they_were_tune
     assert c.source == "defaults"
 
 
+H200 = SimpleNamespace(arch="sm_90a", name="NVIDIA H200", sm_count=132)
+
+
+@pytest.fixture
+def tables(tmp_path, monkeypatch):
+    """A data folder of one architecture's selection files: its own (an H100's) and an H200's,
+    which ask for different options at the same shape."""
+    base = tmp_path / "selection_sm90.json"
+    rec = lambda fast: _record((1000, 1000, 1000), {"mma_64": 1.0 if fast == "mma_64" else 9.0,
+                                                    "ws": 1.0 if fast == "ws" else 9.0})
+    base.write_text(json.dumps(_doc([rec("ws"), dict(rec("ws"), shape=[1100, 1000, 1000])])))
+    (tmp_path / "selection_sm90_h200.json").write_text(json.dumps(
+        dict(_doc([rec("mma_64"), dict(rec("mma_64"), shape=[1100, 1000, 1000])]), gpu_name=H200.name)))
+    monkeypatch.setattr(selection, "table_path", lambda arch: base)
+    selection.reload()
+    yield
+    selection.reload()
+
+
+def test_a_gpu_takes_the_measurements_made_on_a_gpu_of_its_name(tables):
+    c = selection.choose(stand_ins.problem(1050, 1000, 1000, "bf16"), H200)
+    assert c.rung.slug == "mma_sync" and "measured on NVIDIA H200" in c.reason
+
+
+def test_a_gpu_without_measurements_of_its_own_takes_the_architectures(tables):
+    c = selection.choose(stand_ins.problem(1050, 1000, 1000, "bf16"), H100)
+    assert c.rung.slug == "wgmma_ws" and f"measured on {H100.name}" in c.reason
+    other = SimpleNamespace(arch="sm_90a", name="NVIDIA H100 NVL", sm_count=132)
+    assert selection.choose(stand_ins.problem(1050, 1000, 1000, "bf16"), other).rung.slug == "wgmma_ws"
+
+
+def test_the_shipped_h200_measurements_come_from_an_h200_and_cover_each_dtype():
+    path = selection.table_path("sm_90a").with_name("selection_sm90_h200.json")
+    doc = json.loads(path.read_text())
+    assert doc["gpu_name"] == H200.name and doc["sm_count"] == 132
+    counts = {dt: sum(r["dtype"] == dt for r in doc["records"]) for dt in ("bf16", "fp16", "fp32")}
+    assert min(counts.values()) >= 300, counts
+    assert all(run.get("git_commit") for run in doc["runs"])
+
+
 def test_the_shipped_measurements_come_from_an_h100_and_cover_each_dtype():
     doc = json.loads(selection.table_path("sm_90a").read_text())
     assert doc["gpu_name"].startswith("NVIDIA H100") and doc["sm_count"] == 132

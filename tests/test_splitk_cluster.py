@@ -1,9 +1,9 @@
-"""The cluster split (rung 18's SKCLUSTER switch, kernels/common.cuh "split-K in a cluster"): the
-SPLITK blocks of a tile form one thread-block cluster and sum their partial tiles through
-distributed shared memory into C, with no workspace and no second kernel. The registry's rules,
-the geometry, spill-free compiles whose SASS has the cluster barrier and the rung's claimed
+"""The cluster split (the SKCLUSTER switch of rungs 18 and 19, kernels/common.cuh "split-K in a
+cluster"): the SPLITK blocks of a tile form one thread-block cluster and sum their partial tiles
+through distributed shared memory into C, with no workspace and no second kernel. The registry's
+rules, the geometry, spill-free compiles whose SASS has the cluster barrier and the rung's claimed
 instructions, and the refusal before sm_90; on the GPU, correctness on odd shapes in every layout
-with alpha and beta, the same bits as the workspace split, and graph capture."""
+with alpha and beta, the fused epilogue, the same bits as the workspace split, and graph capture."""
 
 from __future__ import annotations
 
@@ -22,6 +22,14 @@ RUNG = "async_simt"
 # 1024^3 tile (64x128, 2 warps) and the 127x4097x1023 one (128x64, 16x4 per thread)
 TILES = ("128x256", "BM=64,BN=128,BK=8,WM=64,WN=64,TM=8,TN=16,STAGES=3",
          "BM=128,BN=64,BK=16,WM=64,WN=32,TM=16,TN=4,STAGES=4")
+# rung 19 (bf16): 128x128, the selection's skinny tiles (core/selection.py WGMMA_SKINNY: 128x64 and
+# one consumer warpgroup's 64x128) and 256x128 of two 128-row warpgroups with 2 stages, whose partial
+# tile outgrows them and the epilogue's staging
+WGMMA_TILES = ("128x128", "BM=128,BN=64,BK=64,WM=64,STAGES=8", "BM=64,BN=128,BK=64,WM=64,STAGES=8",
+               "BM=256,BN=128,BK=64,WM=128,STAGES=2")
+# rung -> (dtype, tiles)
+CASES = {RUNG: ("fp32", TILES), "wgmma_tma": ("bf16", WGMMA_TILES)}
+EVERY = [(rung, dtype, tile) for rung, (dtype, tiles) in CASES.items() for tile in tiles]
 
 
 def _cfg(tile: str, splitk: int) -> list[str]:
@@ -29,32 +37,37 @@ def _cfg(tile: str, splitk: int) -> list[str]:
 
 
 # ---- the registry ------------------------------------------------------------------------------
-def test_skcluster_is_a_switch_off_by_default_that_the_tuner_searches():
-    r = get(RUNG)
+@pytest.mark.parametrize("rung", CASES)
+def test_skcluster_is_a_switch_off_by_default_that_the_tuner_searches(rung):
+    r = get(rung)
     assert r.params["SKCLUSTER"] == 0 and r.space["SKCLUSTER"] == (0, 1)
     with pytest.raises(ValueError, match="switch"):
         r.config("SPLITK=4,SKCLUSTER=2")
 
 
+@pytest.mark.parametrize("rung", CASES)
 @pytest.mark.parametrize("splitk", (1, 16))
-def test_skcluster_needs_a_splitk_a_cluster_can_hold(splitk):
+def test_skcluster_needs_a_splitk_a_cluster_can_hold(rung, splitk):
     with pytest.raises(ValueError, match=f"SPLITK={splitk} must be between 2 and {MAX_SPLITK_CLUSTER}"):
-        get(RUNG).config(f"SPLITK={splitk},SKCLUSTER=1")
+        get(rung).config(f"SPLITK={splitk},SKCLUSTER=1")
 
 
-def test_the_cluster_split_compiles_its_slice_count_as_the_cluster_size():
-    r = get(RUNG)
+@pytest.mark.parametrize("rung", CASES)
+def test_the_cluster_split_compiles_its_slice_count_as_the_cluster_size(rung):
+    r = get(rung)
     d = r.defines(r.config("SPLITK=4,SKCLUSTER=1"))
     assert d["GL_SPLITK_CLUSTER"] == 4 and "GL_SPLITK" not in d and "SKCLUSTER" not in d
     assert "GL_SPLITK_CLUSTER" not in r.defines(r.config("SPLITK=4"))
 
 
-def test_the_cluster_split_launches_all_its_slices_even_over_a_short_k():
+@pytest.mark.parametrize("rung", CASES)
+def test_the_cluster_split_launches_all_its_slices_even_over_a_short_k(rung):
     """The cluster's size is compiled in, so grid.z is SPLITK even where K holds fewer BK tiles
     (the workspace split launches only the non-empty slices)."""
-    r = get(RUNG)
-    assert r.launch(256, 256, r.config("SPLITK=8,SKCLUSTER=1"), K=20).grid == (1, 2, 8)
-    assert r.launch(256, 256, r.config("SPLITK=8"), K=20).grid == (1, 2, 3)
+    r = get(rung)
+    bk = r.config(None)["BK"]
+    assert r.launch(256, 256, r.config("SPLITK=8,SKCLUSTER=1"), K=2 * bk + 1).grid == (1, 2, 8)
+    assert r.launch(256, 256, r.config("SPLITK=8"), K=2 * bk + 1).grid == (1, 2, 3)
 
 
 def test_the_cluster_split_has_shared_memory_for_its_partial_tile():
@@ -64,6 +77,13 @@ def test_the_cluster_split_has_shared_memory_for_its_partial_tile():
     assert r.smem_bytes(clustered) == 128 * (256 + 4) * 4              # the partial tile, larger
 
 
+def test_rung_19s_cluster_split_has_shared_memory_for_its_partial_tile():
+    r = get("wgmma_tma")
+    plain, clustered = r.config([WGMMA_TILES[3], "SPLITK=4"]), r.config(_cfg(WGMMA_TILES[3], 4))   # 256x128, 2 stages
+    assert r.smem_bytes(plain) == 1024 + 2 * (256 + 128) * 64 * 2 + 16 * 2          # the stages
+    assert r.smem_bytes(clustered) == 1024 + 256 * (128 + 8) * 4 + 16 * 2           # the partial tile, larger
+
+
 def test_the_cluster_split_is_refused_before_sm_90_with_the_reason():
     r = get(RUNG)
     with pytest.raises(ValueError, match="SKCLUSTER=1 .* sm_90 or newer; this is sm_80"):
@@ -71,18 +91,21 @@ def test_the_cluster_split_is_refused_before_sm_90_with_the_reason():
     r.check_resources(r.config("SPLITK=4,SKCLUSTER=1"), LIMITS[90])
 
 
-def test_the_tuner_space_pairs_skcluster_only_with_splits_a_cluster_holds_and_only_on_sm_90():
-    on90 = Space.of(RUNG, "sm_90a").candidates()
-    clustered = [c for c in on90 if c["SKCLUSTER"]]
+@pytest.mark.parametrize("rung", CASES)
+def test_the_tuner_space_pairs_skcluster_only_with_splits_a_cluster_holds(rung):
+    clustered = [c for c in Space.of(rung, "sm_90a").candidates() if c["SKCLUSTER"]]
     assert clustered and all(2 <= c["SPLITK"] <= MAX_SPLITK_CLUSTER for c in clustered)
     assert {c["SPLITK"] for c in clustered} == {2, 4, 8}
+
+
+def test_the_tuner_space_has_no_cluster_split_before_sm_90():
     assert not [c for c in Space.of(RUNG, "sm_80").candidates() if c["SKCLUSTER"]]
 
 
 # ---- static guards ------------------------------------------------------------------------------
 def _variants():
-    return [Variant.make(RUNG, "fp32", a_col=a_col, b_col=b_col, vec_a=vec, vec_b=vec, vec_c=vec, config=_cfg(tile, 4))
-            for tile in TILES for a_col, b_col, vec in itertools.product((False, True), (False, True), (True, False))]
+    return [Variant.make(rung, dtype, a_col=a_col, b_col=b_col, vec_a=vec, vec_b=vec, vec_c=vec, config=_cfg(tile, 4))
+            for rung, dtype, tile in EVERY for a_col, b_col, vec in itertools.product((False, True), (False, True), (True, False))]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -97,23 +120,28 @@ def test_the_cluster_split_compiles_without_spills_in_every_layout():
         assert res.local == 0 and (res.spill_stores, res.spill_loads) == (0, 0), f"{v.describe()} spills"
 
 
-@pytest.mark.parametrize("tile", TILES)
-def test_the_cluster_split_keeps_the_rungs_instructions_and_syncs_its_cluster(tile):
-    """The fast path is the rung's (LDGSTS, LDS.128, FFMA), the partial tiles meet at the cluster
-    barrier (UCGABAR), and nothing reads a workspace: the only global stores are C's."""
-    r = get(RUNG)
-    sass = disasm.sass(Variant.make(RUNG, "fp32", vec_a=True, vec_b=True, vec_c=True, config=_cfg(tile, 4))
+@pytest.mark.parametrize("rung,dtype,tile", EVERY)
+def test_the_cluster_split_keeps_the_rungs_instructions_and_syncs_its_cluster(rung, dtype, tile):
+    """The fast path is the rung's (rung 18: LDGSTS, LDS.128, FFMA; rung 19: HGMMA, UTMALDG, SYNCS),
+    the partial tiles meet at the cluster barrier (UCGABAR)."""
+    r = get(rung)
+    sass = disasm.sass(Variant.make(rung, dtype, vec_a=True, vec_b=True, vec_c=True, config=_cfg(tile, 4))
                        .compile("sm_90a").cubin)
     missing = [c for c in (*r.sass_claims, "UCGABAR_ARV", "UCGABAR_WAIT") if not disasm.has_opcode(sass, c)]
     assert not missing, f"the cluster split of {tile}: SASS lacks {missing}"
 
 
-def test_only_the_first_cluster_barrier_releases():
+@pytest.mark.parametrize("rung", CASES)
+def test_only_the_first_cluster_barrier_releases(rung):
     """The barrier after the stores of C only keeps the tiles alive for their readers: relaxed, so it
-    does not wait for C's stores (ptxas makes a release a MEMBAR.ALL.GPU)."""
-    sass = disasm.sass(Variant.make(RUNG, "fp32", vec_a=True, vec_b=True, vec_c=True, config=_cfg(TILES[1], 4))
+    does not wait for C's stores (ptxas makes a release a MEMBAR.ALL.GPU). Rung 19 reaches the
+    reduction from three places (the idle producer threads, the TMA thread and the consumers), each
+    with its pair of barriers."""
+    dtype, tiles = CASES[rung]
+    sass = disasm.sass(Variant.make(rung, dtype, vec_a=True, vec_b=True, vec_c=True, config=_cfg(tiles[1], 4))
                        .compile("sm_90a").cubin)
-    assert sass.count("UCGABAR_WAIT") == 2 and sass.count("MEMBAR.ALL.GPU") == 1
+    pairs = sass.count("UCGABAR_WAIT") // 2
+    assert pairs >= 1 and sass.count("UCGABAR_WAIT") == 2 * pairs and sass.count("MEMBAR.ALL.GPU") == pairs
 
 
 # ---- GPU ----------------------------------------------------------------------------------------
@@ -122,8 +150,8 @@ LAYOUTS = list(itertools.product((False, True), repeat=3))   # A, B, C column-ma
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("splitk", (2, 4, 8))
-@pytest.mark.parametrize("tile", TILES)
-def test_the_cluster_split_is_correct_on_odd_shapes_in_every_layout_with_alpha_and_beta(tile, splitk):
+@pytest.mark.parametrize("rung,dtype,tile", EVERY)
+def test_the_cluster_split_is_correct_on_odd_shapes_in_every_layout_with_alpha_and_beta(rung, dtype, tile, splitk):
     from gemmlab.measure.verify import verify
 
     # K not a multiple of BK nor of the slice; K of fewer BK tiles than slices (empty slices); M, N
@@ -132,63 +160,87 @@ def test_the_cluster_split_is_correct_on_odd_shapes_in_every_layout_with_alpha_a
     for (M, N, K), (a_col, b_col, c_col) in itertools.product([(131, 67, 1001), (33, 257, 77), (1, 300, 4099)],
                                                               LAYOUTS):
         for alpha, beta in ((1.5, -0.75), (1.0, 0.0)):   # beta == 0: C is NaN first and must not leak
-            r = verify(RUNG, M, N, K, a_col=a_col, b_col=b_col, c_col=c_col, alpha=alpha, beta=beta,
+            r = verify(rung, M, N, K, dtype, a_col=a_col, b_col=b_col, c_col=c_col, alpha=alpha, beta=beta,
                        config=_cfg(tile, splitk))
             if not r.ok:
                 failures.append(r.message())
     assert not failures, "\n".join(failures)
 
 
-def _operands(M: int, N: int, K: int):
+@pytest.mark.gpu
+@pytest.mark.parametrize("activation", ("gelu_tanh", "silu"))
+@pytest.mark.parametrize("tile", WGMMA_TILES[:3])
+def test_rung_19s_cluster_split_applies_the_fused_epilogue_and_an_output_dtype(tile, activation):
+    """Bias and activation go through the reduction's stores (gl_store_c8): checked against float64
+    with a bias of the operands' dtype and of FP32, and with an FP32 output of bf16 operands."""
+    from gemmlab.measure.verify import verify
+
+    failures = []
+    for (M, N, K), bias, out in itertools.product([(131, 67, 1001), (200, 64, 3000)], ("same", "fp32"), (None, "fp32")):
+        r = verify("wgmma_tma", M, N, K, "bf16", alpha=1.25, beta=0.5, bias=bias, activation=activation, out=out,
+                   config=_cfg(tile, 4))
+        if not r.ok:
+            failures.append(r.message())
+    assert not failures, "\n".join(failures)
+
+
+def _operands(M: int, N: int, K: int, dtype: str):
     torch = pytest.importorskip("torch")
-    a, b = torch.randn(M, K, device="cuda"), torch.randn(K, N, device="cuda")
-    return torch, a, b, torch.randn(M, N, device="cuda")
+    t = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
+    a, b = torch.randn(M, K, device="cuda", dtype=t), torch.randn(K, N, device="cuda", dtype=t)
+    return torch, a, b, torch.randn(M, N, device="cuda", dtype=t)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("tile", TILES)
-def test_the_cluster_split_gives_the_workspace_splits_bits(tile):
+@pytest.mark.parametrize("rung,dtype,tile", EVERY)
+def test_the_cluster_split_gives_the_workspace_splits_bits(rung, dtype, tile):
     """The same slices summed in the same order, then the same alpha/beta: bit for bit the result of
     the workspace split with its reduction kernel."""
     import gemmlab
 
-    torch, a, b, c0 = _operands(517, 389, 2100)
+    torch, a, b, c0 = _operands(517, 389, 2100, dtype)
     out = []
     for cluster in (0, 1):
         c = c0.clone()
-        gemmlab.gemm(a, b, c, alpha=0.75, beta=-1.25, kernel=RUNG, config=[tile, f"SPLITK=4,SKCLUSTER={cluster}"])
+        gemmlab.gemm(a, b, c, alpha=0.75, beta=-1.25, kernel=rung, config=[tile, f"SPLITK=4,SKCLUSTER={cluster}"])
         out.append(c)
     torch.cuda.synchronize()
     assert torch.equal(out[0], out[1])
 
 
 @pytest.mark.gpu
-def test_a_cluster_split_plan_uses_no_workspace_and_says_so():
+@pytest.mark.parametrize("rung", CASES)
+def test_a_cluster_split_plan_uses_no_workspace_and_says_so(rung):
     import gemmlab
 
-    torch, a, b, c = _operands(1024, 1024, 1024)
-    p = gemmlab.plan(a, b, c, kernel=RUNG, config=_cfg(TILES[1], 4))
+    dtype, tiles = CASES[rung]
+    torch, a, b, c = _operands(1024, 1024, 1024, dtype)
+    p = gemmlab.plan(a, b, c, kernel=rung, config=_cfg(tiles[1], 4))
     assert p.splits == 4 and "summed in a cluster" in repr(p) and p.mode.name == "clustered"
     p.run()
     torch.cuda.synchronize()
     ref = a.double() @ b.double()
-    assert float((c.double() - ref).norm() / ref.norm()) < 1e-5
+    tol = 1e-5 if dtype == "fp32" else 1e-2
+    assert float((c.double() - ref).norm() / ref.norm()) < tol
 
 
 @pytest.mark.gpu
-def test_a_cluster_split_call_captures_into_a_cuda_graph():
+@pytest.mark.parametrize("rung", CASES)
+def test_a_cluster_split_call_captures_into_a_cuda_graph(rung):
     import gemmlab
 
-    torch, a, b, c = _operands(200, 300, 2049)
-    config = _cfg(TILES[2], 2)
-    gemmlab.gemm(a, b, c, kernel=RUNG, config=config)
+    dtype, tiles = CASES[rung]
+    torch, a, b, c = _operands(200, 300, 2049, dtype)
+    config = _cfg(tiles[2], 2)
+    gemmlab.gemm(a, b, c, kernel=rung, config=config)
     torch.cuda.synchronize()
     g, stream = torch.cuda.CUDAGraph(), torch.cuda.Stream()
     with torch.cuda.graph(g, stream=stream):
-        gemmlab.gemm(a, b, c, kernel=RUNG, config=config, alpha=2.0)
+        gemmlab.gemm(a, b, c, kernel=rung, config=config, alpha=2.0)
     c.fill_(float("nan"))
     torch.cuda.synchronize()
     g.replay()
     torch.cuda.synchronize()
     ref = a.double() @ b.double()
-    assert float((c.double() - 2.0 * ref).norm() / ref.norm()) < 1e-5
+    tol = 1e-5 if dtype == "fp32" else 1e-2
+    assert float((c.double() - 2.0 * ref).norm() / ref.norm()) < tol

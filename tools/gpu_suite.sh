@@ -105,21 +105,26 @@ for st in "${stages[@]}"; do
           --peers cublas --max-samples 10 --time-cap 0.5 --json "$OUT/tune_online_${TUNE_DTYPE:-bf16}.json"
       cp "$OUT/online-cache/online.json" "$OUT/online_${TUNE_DTYPE:-bf16}.json" 2>/dev/null || true ;;
     tune-auto)  # the selection menu on the tuning sample (SAMPLE=300@0) in each of AUTO_DTYPES, merged into one selection file
+      # (SELECTION: its name; selection_sm90.json is the H100's, another GPU's is selection_sm90_<gpu>.json)
       for dt in ${AUTO_DTYPES:-bf16 fp32}; do
         run tune-auto-$dt $GL tune auto --dtype $dt --sample ${SAMPLE:-300@0} --json "$OUT/tune_auto_$dt.json" \
-          --emit-selection "$OUT/selection_sm90.json"
+          --emit-selection "$OUT/${SELECTION:-selection_sm90.json}"
       done ;;
     menu-heldout)  # every option of the menu on the held-out sample (never emitted): the best any option reaches there
       for dt in ${AUTO_DTYPES:-bf16 fp32}; do
         run menu-heldout-$dt $GL tune auto --dtype $dt --suite ${RANDOM_SUITE:-random:48@1} --json "$OUT/menu_heldout_$dt.json"
       done ;;
     sanitize-menu)  # the selection menu's tiles that no other stage runs: rung 16's 32x32 preset, rung 18's
-      # 32x32 tile (selection.SIMT_TINY) and rung 21 with its stream-K tail, under each SAN_TOOLS tool
+      # 32x32 tile (selection.SIMT_TINY), rung 21 with its stream-K tail and rung 19's cluster split (128x128
+      # and the skinny 128x64 and 64x128 tiles, selection.WGMMA_SKINNY), under each SAN_TOOLS tool
       for tool in ${SAN_TOOLS:-memcheck racecheck}; do
         SAN="compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9"
         run $tool-menu bash -c "$SAN $GL verify wmma --dtype bf16 --config 32x32 --shapes 13x17x9,77x45x263 --alpha 1.5 --beta -0.5 && \
           $SAN $GL verify async_simt --config BM=32,BN=32,BK=16,WM=16,WN=32,TM=4,TN=4,STAGES=3 --shapes 13x17x9,77x45x263 --alpha 1.5 --beta -0.5 && \
-          $SAN $GL verify wgmma_ws --dtype bf16 --config STREAMK=1 --shapes 2888x2104x264 --alpha 1.5 --beta 0"
+          $SAN $GL verify wgmma_ws --dtype bf16 --config STREAMK=1 --shapes 2888x2104x264 --alpha 1.5 --beta 0 && \
+          $SAN $GL verify wgmma_tma --dtype bf16 --config 128x128 --config SPLITK=4,SKCLUSTER=1 --shapes 131x67x1001,1x300x4099 --alpha 1.5 --beta -0.5 && \
+          $SAN $GL verify wgmma_tma --dtype bf16 --config BM=128,BN=64,BK=64,WM=64,STAGES=8,SPLITK=3,SKCLUSTER=1 --shapes 300x40x2000 --alpha 1.5 --beta 0 && \
+          $SAN $GL verify wgmma_tma --dtype fp16 --config BM=64,BN=128,BK=64,WM=64,STAGES=8,SPLITK=2,SKCLUSTER=1 --shapes 40x300x2000 --alpha 1.5 --beta -0.5"
       done ;;
     sanitize-epilogue)  # the fused epilogue (issue 41): rung 21's TMA store, staged store and stream-K finisher,
       # rung 22's chunked TMA store, rung 18's cluster split and stream-K tail, split-K's reduction, rung 24

@@ -6,7 +6,8 @@ The menu
 For each dtype family a short menu of **options** (``MENUS``), each a way to configure one rung
 for any problem: a tile, a split policy (the rule's ``rules.split_for``, one that fills the waves,
 or none), stream-K where the rung has it, and a copy policy (the rule's estimate, never, always).
-For 16-bit: rung 21's tiles, rung 19's, rung 17's 64x64 and 128x128 (no tensor maps, no
+For 16-bit: rung 21's tiles, rung 19's (with a K split through the workspace or summed in a
+cluster, and a 128x64 tile for skinny problems), rung 17's 64x64 and 128x128 (no tensor maps, no
 persistent grid, no copies), rung 16's 32x32 for tiny problems and rung 24's own rule; for FP32
 rung 18's tiles and rung 23's rule. An option that does not apply to a problem (a thin rung for a
 wide one, rung 24 without 16-byte access) gives None.
@@ -14,7 +15,8 @@ wide one, rung 24 without 16-byte access) gives None.
 The measurements
 ----------------
 ``gemmlab tune auto`` (tune/selection.py) times every option on each shape of a tuning sample on
-one GPU and ships them in ``data/selection_sm<NN>.json``: per shape its dtype, kernel-view shape,
+one GPU and ships them in ``data/selection_sm<NN>.json`` (the architecture's reference GPU; other
+GPUs of it in ``data/selection_sm<NN>_<gpu>.json``, ``table_for``): per shape its dtype, kernel-view shape,
 layout, the operands' 16-byte access, each option's median time and tile (BM, BN, split, copies).
 
 The prediction
@@ -85,13 +87,15 @@ def _wave_split(cfg, M: int, N: int, K: int, sm_count: int) -> int:
 SIMT_TINY = {"BM": 32, "BN": 32, "BK": 16, "WM": 16, "WN": 32, "TM": 4, "TN": 4, "STAGES": 3}
 
 
-def _tiled(slug: str, preset: str | dict | None, pack: str, split: str = "rule", **extra: int) -> Callable:
-    """An option of rung ``slug``: its ``preset`` tile (a preset's name or a configuration; None:
-    the rule's tile, half tile and split)
+def _tiled(slug: str, preset: str | dict | Callable | None, pack: str, split: str = "rule", cluster: bool = False,
+           **extra: int) -> Callable:
+    """An option of rung ``slug``: its ``preset`` tile (a preset's name or a configuration, or a
+    function of the kernel-view problem giving one; None: the rule's tile, half tile and split)
     with ``split`` "rule" (rules.split_for: only where the tiles leave more than half of the SMs
-    idle), "waves" (``_wave_split``) or "none", the switches ``extra`` (STREAMK=1), and packing
-    decided by ``pack``: "estimate" (rules.with_packing), "never" (PACK=0) or "always" (PACK=1;
-    the option applies only where an operand lacks 16-byte access)."""
+    idle), "waves" (``_wave_split``) or "none"; ``cluster``: a split's slices summed in a
+    thread-block cluster (SKCLUSTER=1: no workspace, no reduction launch); the switches ``extra``
+    (STREAMK=1); and packing decided by ``pack``: "estimate" (rules.with_packing), "never" (PACK=0)
+    or "always" (PACK=1; the option applies only where an operand lacks 16-byte access)."""
     def build(problem: GemmProblem, device, precision: str | None) -> Choice | None:
         rung = get(slug)
         if rung not in for_dtype(problem.dtype, device.arch, precision, thin=False, out=problem.out_dtype):
@@ -103,13 +107,13 @@ def _tiled(slug: str, preset: str | dict | None, pack: str, split: str = "rule",
         if preset is None and split == "rule":
             cfg, why = rule_config(rung, kp.M, kp.N, kp.K, device.sm_count, own)
         else:
-            cfg = rung.config(preset, own)
+            cfg = rung.config(preset(kp) if callable(preset) else preset, own)
             why = f"{slug} {cfg['BM']}x{cfg['BN']} tiles"
             if "SPLITK" in rung.params and split != "none":
                 s = (split_for if split == "rule" else _wave_split)(cfg, kp.M, kp.N, kp.K, device.sm_count)
                 if s > 1:
-                    cfg = dict(cfg, SPLITK=s)
-                    why += f", split-K {s}"
+                    cfg = dict(cfg, SPLITK=s, **({"SKCLUSTER": 1} if cluster else {}))
+                    why += f", split-K {s}" + (" summed in a cluster" if cluster else "")
             cfg, why = clustered(cfg, why, kp.M)
         if extra:
             cfg = dict(cfg, **extra)
@@ -117,7 +121,7 @@ def _tiled(slug: str, preset: str | dict | None, pack: str, split: str = "rule",
             if rung.check_config(cfg, own):
                 return None
         if -(-kp.M // cfg["BM"]) > MAX_GRID_Y and cfg.get("SPLITK", 1) > 1:
-            cfg = dict(cfg, SPLITK=1)
+            cfg = {k: v for k, v in dict(cfg, SPLITK=1).items() if k != "SKCLUSTER"}
         choice = Choice(rung, cfg, "model", why)
         if "PACK" not in rung.params:
             return choice
@@ -125,6 +129,17 @@ def _tiled(slug: str, preset: str | dict | None, pack: str, split: str = "rule",
             return with_packing(choice, problem, device.sm_count, precision)
         return Choice(rung, dict(cfg, PACK=int(pack == "always")), "model", why)
     return build
+
+
+# rung 19's tiles 64 wide along a skinny C's shorter side (not presets: the rule would weigh them
+# for every skinny problem), 8 stages in the shared memory a 128x128 tile's 6 take
+WGMMA_SKINNY = {"N": {"BM": 128, "BN": 64, "BK": 64, "WM": 64, "STAGES": 8},
+                "M": {"BM": 64, "BN": 128, "BK": 64, "WM": 64, "STAGES": 8}}
+
+
+def _skinny_tile(kp) -> dict:
+    """Rung 19's tile 64 wide along the kernel-view C's shorter side."""
+    return WGMMA_SKINNY["N" if kp.N <= kp.M else "M"]
 
 
 def _thin_option(problem: GemmProblem, device, precision: str | None) -> Choice | None:
@@ -145,6 +160,11 @@ MENUS: dict[str, tuple[Option, ...]] = {
                _tiled("wgmma_tma", "128x256", "estimate", "waves")),
         Option("tma_128_waves", "rung 19, 128x128 tiles, K split to fill the waves, copies by estimate",
                _tiled("wgmma_tma", "128x128", "estimate", "waves")),
+        Option("tma_cluster", "rung 19, 128x128 tiles, K split to fill the waves and summed in a cluster, copies by estimate",
+               _tiled("wgmma_tma", "128x128", "estimate", "waves", cluster=True)),
+        Option("tma_64_cluster", "rung 19, tiles 64 wide along C's shorter side (128x64 or 64x128: a skinny C's "
+               "side of 64 or less fills them), K split to fill the waves and summed in a cluster, copies by estimate",
+               _tiled("wgmma_tma", _skinny_tile, "estimate", "waves", cluster=True)),
         Option("ws_streamk", "rung 21, the rule's tile, the last wave split by k tiles (stream-K)",
                _tiled("wgmma_ws", "128x256", "estimate", "none", STREAMK=1)),
         Option("mma_64", "rung 17, 64x64 tiles and the rule's split, no copies", _tiled("mma_sync", "64x64", "never")),
@@ -226,7 +246,24 @@ _lock = threading.Lock()
 
 
 def table_path(arch) -> Path:
+    """The architecture's selection file, measured on its reference GPU (sm_90: the H100)."""
     return DATA_DIR / f"selection_sm{arch_number(arch)}.json"
+
+
+def table_paths(arch) -> list[Path]:
+    """Every selection file of the architecture: its own first, then those measured on other GPUs
+    of it (``selection_sm90_h200.json``), by name."""
+    base = table_path(arch)
+    return [base, *sorted(base.parent.glob(f"{base.stem}_*.json"))]
+
+
+def table_for(device) -> dict:
+    """The measurements ``device`` takes: those measured on a GPU of its name (an H200 streams
+    memory faster than the H100 with the same SMs, so the options' corrections differ), else the
+    architecture's (``model_for`` still checks the SM count)."""
+    docs = [read(p) for p in table_paths(device.arch)]
+    name = getattr(device, "name", None)
+    return next((d for d in docs if d and d.get("gpu_name") == name), docs[0])
 
 
 def read(path: Path) -> dict:
@@ -352,13 +389,14 @@ def choose(problem: GemmProblem, device, precision: str | None = None, doc: dict
     """The menu's option of the smallest predicted time for ``problem`` on ``device`` (None where
     the dtype has no menu, nothing was measured for it on such a GPU, or no option can be
     predicted); its reason gives the prediction."""
+    doc = table_for(device) if doc is None else doc
     ranked = rank(problem, device, precision, doc)
     if not ranked:
         return None
     (best, p), rest = ranked[0], ranked[1:]
     why = (f"selection model: option {p.option!r} predicted {p.seconds * 1e6:.1f} us (cost model "
-           f"{p.estimate * 1e6:.1f} us, corrected by the {len(p.neighbours)} nearest measured shapes, the nearest "
-           f"{'x'.join(map(str, p.neighbours[0][1]))} at {p.neighbours[0][0]})")
+           f"{p.estimate * 1e6:.1f} us, corrected by the {len(p.neighbours)} nearest shapes measured on "
+           f"{doc.get('gpu_name', 'this GPU')}, the nearest {'x'.join(map(str, p.neighbours[0][1]))} at {p.neighbours[0][0]})")
     if rest:
         why += f"; next {rest[0][1].option!r} {rest[0][1].seconds * 1e6:.1f} us"
     return Choice(best.rung, best.config, "model", f"{why}; {best.reason}")
@@ -368,7 +406,7 @@ def rank(problem: GemmProblem, device, precision: str | None = None, doc: dict |
     """Every predictable option for ``problem``, fastest predicted first."""
     if family(problem.dtype, precision) is None:
         return []
-    model = model_for(read(table_path(device.arch)) if doc is None else doc, problem.dtype, device)
+    model = model_for(table_for(device) if doc is None else doc, problem.dtype, device)
     if model is None:
         return []
     kp = problem.kernel_view()

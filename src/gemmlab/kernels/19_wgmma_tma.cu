@@ -67,6 +67,15 @@
 // launch_dependents, SASS PREEXIT), and the reduction waits in its first instruction for this
 // grid's partials: the reduction's launch latency overlaps the GEMM's tail, a small gain over the
 // ordinary launch of the same plan (h100_pdl_reduce.json).
+// The cluster split (SKCLUSTER = 1, SPLITK = S of 2..8; GL_SPLITK_CLUSTER, kernels/common.cuh): the S
+// blocks of a tile are one thread-block cluster along z. Each leaves its FP32 partial tile in its own
+// shared memory (over the drained stages), and after a cluster barrier every thread of block z,
+// the producer warpgroup's too, sums its share of the z-th S-th of the tile over the S blocks'
+// shared memory (ld.shared::cluster, slices in ascending order) and stores C through the epilogue
+// functor: no workspace, no second kernel. Why: the skinny and small problems the split serves move
+// little data through the tensor cores, so the workspace's round trip of S FP32 copies of C and the
+// reduction's launch are a large share of their time. The producer stays until the cluster's last
+// barrier: a block's shared memory must outlive its peers' reads.
 #include "common.cuh"
 #include "hopper.cuh"
 #if GL_BATCHED
@@ -113,7 +122,14 @@ constexpr int A_STAGE_B = A_PANELS * A_PANEL_B, B_STAGE_B = B_PANELS * B_PANEL_B
 constexpr int PIPE_B = STAGES * (A_STAGE_B + B_STAGE_B);
 constexpr int CS_LD = BN + 8;                          // FP32 staging row (gl_store_warp16)
 constexpr int STAGING_B = CWARPS * 16 * CS_LD * 4;
-constexpr int DATA_B = PIPE_B > STAGING_B ? PIPE_B : STAGING_B;
+#if GL_SPLITK_CLUSTER
+constexpr int PT_LD = BN + 8;                          // the partial tile's FP32 row (the staging's padding)
+constexpr int PARTIAL_B = BM * PT_LD * 4;              // the cluster split's partial tile, over the stages
+#else
+constexpr int PARTIAL_B = 0;
+#endif
+constexpr int DATA_B = PIPE_B > STAGING_B ? (PIPE_B > PARTIAL_B ? PIPE_B : PARTIAL_B)
+                                          : (STAGING_B > PARTIAL_B ? STAGING_B : PARTIAL_B);
 constexpr int SMEM_NEED = 1024 + DATA_B + 2 * STAGES * 8;   // 1024: aligning the base; then full[], empty[]
 static_assert(A_PANEL_B % 1024 == 0 && B_PANEL_B % 1024 == 0, "panels keep the 1024-byte swizzle alignment");
 static_assert(SMEM_NEED <= GL_DYN_SMEM, "the registry's shared-memory size (GL_DYN_SMEM) is too small for this tile");
@@ -144,7 +160,43 @@ __device__ __forceinline__ int2 gl_grouped_tile() {
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS, 1)
+#if GL_SPLITK_CLUSTER
+// The cluster split's reduction (the header): the cluster barrier once every block's partial tile
+// is in its shared memory, then this block's S-th of the tile, 8 outputs per step, summed over the S
+// blocks in ascending order and stored through the functor (gl_store_c8); the second barrier keeps
+// the tile alive until every peer has read it. Called by every thread of the block.
+__device__ __forceinline__ void gl_cluster_split_store(unsigned tile, TC* C, int ldc, int M, int N, int row0, int col0,
+                                                       const GlEpi& ep) {
+    constexpr int S = GL_SPLITK_CLUSTER, Q = BN / 8;  // 8-wide vectors per tile row
+    constexpr int PART = GL_CEIL_DIV(BM * Q, S);
+    gl_cluster_sync();                                 // every block's partial tile written
+    const unsigned rank = gl_cluster_rank();
+    unsigned peer[S];
+#pragma unroll
+    for (int z = 0; z < S; ++z) asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(peer[z]) : "r"(tile), "r"(z));
+    const int first = (int)rank * PART, last = min(BM * Q, first + PART);
+    for (int e = first + (int)threadIdx.x; e < last; e += THREADS) {
+        const int r = e / Q, c = (e % Q) * 8;
+        if (row0 + r >= M || col0 + c >= N) continue;  // padding of an edge tile: nothing to store
+        const unsigned off = 4u * (unsigned)(r * PT_LD + c);
+        float sum[8];
+#pragma unroll
+        for (int z = 0; z < S; ++z) {
+            float v[8];
+            asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                         : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3]) : "r"(peer[z] + off));
+            asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                         : "=f"(v[4]), "=f"(v[5]), "=f"(v[6]), "=f"(v[7]) : "r"(peer[z] + off + 16u));
+#pragma unroll
+            for (int x = 0; x < 8; ++x) sum[x] = z == 0 ? v[x] : sum[x] + v[x];   // fixed order: z ascending
+        }
+        gl_store_c8(C, ldc, M, N, row0 + r, col0 + c, sum, ep);
+    }
+    gl_cluster_sync_relaxed();                         // no block leaves while its tile is read
+}
+#endif
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1) GL_SK_CLUSTER_DIMS
 gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, TC* C, int ldc,
      const __grid_constant__ GlTensorMap tmA, const __grid_constant__ GlTensorMap tmB GL_EPI_PARAMS)
 {
@@ -168,6 +220,11 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     // workspace slice W, with alpha and beta left to the reduction kernel
     int k_first;
     float* const W = gl_splitk_range(K, k_first, C, M, ldc, BK);
+#elif GL_SPLITK_CLUSTER
+    // the cluster split: this block's slice of K is [k_first, K), the cluster's z-th (the header)
+    int k_first;
+    gl_splitk_bounds(K, k_first, BK);
+    auto finish = [&]() { gl_cluster_split_store(base, C, ldc, M, N, row0, col0, GL_EPI(alpha, beta)); };
 #else
     constexpr int k_first = 0;
 #endif
@@ -198,7 +255,11 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
 #else
         const GlOperand<B_PANELS, B_ROWS> opb{B, ldb, K, N, &tmB};    // B(k, n) at B[k*ldb + n]
 #endif
+#if GL_SPLITK_CLUSTER
+        if (FULL_ARRIVALS == 1 && ptid != 0) { finish(); return; }   // TMA only: one thread issues everything
+#else
         if (FULL_ARRIVALS == 1 && ptid != 0) return;   // TMA only: one thread issues everything
+#endif
         if (ptid == 0) {
             if (GL_VEC_A) gl_tma_prefetch(&tmA);
             if (GL_VEC_B) gl_tma_prefetch(&tmB);
@@ -229,6 +290,9 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
             }
             if (++s == STAGES) { s = 0; phase ^= 1u; }
         }
+#if GL_SPLITK_CLUSTER
+        finish();
+#endif
         return;
     }
 
@@ -290,6 +354,23 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     // -> C. The staging overlays the stages: every consumer warp must be done reading them (the
     // producer has nothing left in flight: every tile it loaded was waited for). ---------------------
     asm volatile("bar.sync 1, %0;\n" :: "n"(CONSUMERS) : "memory");
+#if GL_SPLITK_CLUSTER
+    {   // the partial tile [BM][PT_LD] over the stages, from the fragments (gl_store_warp16's layout)
+        float (*pt)[PT_LD] = reinterpret_cast<float (*)[PT_LD]>(smem_raw + (base - raw));
+        const int g = lane / 4, c2 = 2 * (lane % 4);
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi) {
+            const int r = wg * WM + mi * 64 + 16 * (warp % 4) + g;
+#pragma unroll
+            for (int j = 0; j < BN / 8; ++j) {
+                *reinterpret_cast<float2*>(&pt[r][8 * j + c2]) = make_float2(acc[mi][j][0], acc[mi][j][1]);
+                *reinterpret_cast<float2*>(&pt[r + 8][8 * j + c2]) = make_float2(acc[mi][j][2], acc[mi][j][3]);
+            }
+        }
+    }
+    finish();
+    return;
+#endif
     float (*cs)[CS_LD] = reinterpret_cast<float (*)[CS_LD]>(smem_raw + (base - raw) + warp * 16 * CS_LD * 4);
 #if GL_SPLITK
     float* const out = W;                      // the FP32 partial tile, as it is

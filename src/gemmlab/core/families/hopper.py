@@ -16,11 +16,14 @@ def wgmma_threads(cfg) -> int:
 
 def wgmma_smem(cfg) -> int:
     """19_wgmma_tma.cu's dynamic shared memory: 1024 bytes to align the base to the 128-byte
-    swizzle's period, STAGES 16-bit A and B tiles or the FP32 per-warp epilogue staging
-    [warps][16][BN+8] that overlays them (the larger), and a full and an empty mbarrier per stage."""
+    swizzle's period, STAGES 16-bit A and B tiles or what overlays them once they drain (the
+    larger): the FP32 per-warp epilogue staging [warps][16][BN+8], or with the cluster split
+    (SKCLUSTER=1) the block's FP32 partial tile [BM][BN+8]; then a full and an empty mbarrier per
+    stage."""
     pipeline = cfg["STAGES"] * (cfg["BM"] + cfg["BN"]) * cfg["BK"] * 2
     staging = cfg["BM"] // cfg["WM"] * 4 * 16 * (cfg["BN"] + 8) * 4
-    return 1024 + max(pipeline, staging) + 16 * cfg["STAGES"]
+    partial = cfg["BM"] * (cfg["BN"] + 8) * 4 if cfg.get("SKCLUSTER") and cfg.get("SPLITK", 1) > 1 else 0
+    return 1024 + max(pipeline, staging, partial) + 16 * cfg["STAGES"]
 
 
 def wgmma_constraints(cfg, smem=wgmma_smem) -> list[str]:
@@ -181,7 +184,7 @@ RUNGS: tuple[Rung, ...] = (
         19, "wgmma_tma", "Hopper WGMMA fed by TMA",
         "wgmma.mma_async reads A and B from 128-byte-swizzled shared memory through matrix descriptors; one thread's TMA boxes fill a STAGES-deep ring guarded by mbarriers.",
         ("issue 10, section 1.2 (Hopper WGMMA + TMA)",), "19_wgmma_tma.cu", dtypes=("fp16", "bf16"),
-        params={"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "SPLITK": 1},
+        params={"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "SPLITK": 1, "SKCLUSTER": 0},
         presets={"128x256": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4},
                  "128x128": {"BM": 128, "BN": 128, "BK": 64, "WM": 64, "STAGES": 6},
                  "256x128": {"BM": 256, "BN": 128, "BK": 64, "WM": 128, "STAGES": 4}},
@@ -189,7 +192,7 @@ RUNGS: tuple[Rung, ...] = (
         sass_claims=("HGMMA", "UTMALDG", "SYNCS"), min_arch=90, max_arch=90,
         reads=TMA_READS, stores=ANY_16BIT_OUTPUT,   # its staged stores round to C's type (gl_store_c8)
         space={"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (64, 128), "WM": (64, 128), "STAGES": (2, 3, 4, 5, 6),
-               "SPLITK": SPLITK_SPACE},
+               "SPLITK": SPLITK_SPACE, "SKCLUSTER": (0, 1)},
     ),
     Rung(
         21, "wgmma_ws", "Warp-specialized persistent WGMMA: setmaxnreg, tile scheduler, clusters",
