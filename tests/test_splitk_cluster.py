@@ -135,8 +135,8 @@ def test_the_cluster_split_keeps_the_rungs_instructions_and_syncs_its_cluster(ru
 def test_only_the_first_cluster_barrier_releases(rung):
     """The barrier after the stores of C only keeps the tiles alive for their readers: relaxed, so it
     does not wait for C's stores (ptxas makes a release a MEMBAR.ALL.GPU). Rung 19 reaches the
-    reduction from three places (the idle producer threads, the TMA thread and the consumers), each
-    with its pair of barriers."""
+    reduction from two places (its producer warpgroup and its consumers), each with its pair of
+    barriers."""
     dtype, tiles = CASES[rung]
     sass = disasm.sass(Variant.make(rung, dtype, vec_a=True, vec_b=True, vec_c=True, config=_cfg(tiles[1], 4))
                        .compile("sm_90a").cubin)

@@ -74,8 +74,9 @@
 // shared memory (ld.shared::cluster, slices in ascending order) and stores C through the epilogue
 // functor: no workspace, no second kernel. Why: the skinny and small problems the split serves move
 // little data through the tensor cores, so the workspace's round trip of S FP32 copies of C and the
-// reduction's launch are a large share of their time. The producer stays until the cluster's last
-// barrier: a block's shared memory must outlive its peers' reads.
+// reduction's launch are a large share of their time. The producer warpgroup stays until the
+// cluster's last barrier (a block's shared memory must outlive its peers' reads), its idle lanes
+// waiting for the TMA thread's warp to reconverge: the cluster barriers are .aligned.
 #include "common.cuh"
 #include "hopper.cuh"
 #if GL_BATCHED
@@ -192,6 +193,7 @@ __device__ __forceinline__ void gl_cluster_split_store(unsigned tile, TC* C, int
         }
         gl_store_c8(C, ldc, M, N, row0 + r, col0 + c, sum, ep);
     }
+    __syncwarp();                                      // the warp whole again for the .aligned barrier
     gl_cluster_sync_relaxed();                         // no block leaves while its tile is read
 }
 #endif
@@ -256,9 +258,12 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
         const GlOperand<B_PANELS, B_ROWS> opb{B, ldb, K, N, &tmB};    // B(k, n) at B[k*ldb + n]
 #endif
 #if GL_SPLITK_CLUSTER
-        if (FULL_ARRIVALS == 1 && ptid != 0) { finish(); return; }   // TMA only: one thread issues everything
+        // TMA only: one thread issues everything; the others stay for the cluster's reduction, and
+        // meet their lane 0 again before it (the cluster barriers are .aligned: whole warps)
+        const bool issues = FULL_ARRIVALS != 1 || ptid == 0;
 #else
         if (FULL_ARRIVALS == 1 && ptid != 0) return;   // TMA only: one thread issues everything
+        constexpr bool issues = true;
 #endif
         if (ptid == 0) {
             if (GL_VEC_A) gl_tma_prefetch(&tmA);
@@ -266,7 +271,7 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
         }
         int s = 0;
         unsigned phase = 0;
-        for (int t = 0; t < ntiles; ++t) {
+        for (int t = 0; issues && t < ntiles; ++t) {
             const int k0 = k_first + t * BK;
             gl_mbar_wait(empty(s), phase ^ 1u);
             if (ptid == 0 && TX_BYTES) {
@@ -291,6 +296,7 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
             if (++s == STAGES) { s = 0; phase ^= 1u; }
         }
 #if GL_SPLITK_CLUSTER
+        __syncwarp();
         finish();
 #endif
         return;
