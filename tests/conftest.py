@@ -121,7 +121,7 @@ def rule_only(tmp_path, monkeypatch):
 
     monkeypatch.setenv("GEMMLAB_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(dispatch, "defaults_path", lambda arch: tmp_path / "no_defaults.json")
-    monkeypatch.setattr(selection, "table_path", lambda arch: tmp_path / "no_selection.json")
+    monkeypatch.setattr(selection, "table_path", lambda arch: tmp_path / "no_selection.json.gz")
     dispatch.reload()
     selection.reload()
     yield

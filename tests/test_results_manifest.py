@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CITING = ("README.md", "docs", "src", "tests", "tools")
 JOURNAL = "docs/journal/"
 EXAMPLES = (str(Path(__file__).relative_to(ROOT)),)
-# the results' share of the tree's 15 MB (the code, the docs and the shipped tables take about 5)
-RESULTS_BUDGET = 8_000_000
+# the results' share of the tree's 15 MB (the code, the docs and the shipped tables, gzipped, take under 3)
+RESULTS_BUDGET = 9_000_000
 
 
 def _canonical() -> list[str]:

@@ -140,12 +140,12 @@ H200 = SimpleNamespace(arch="sm_90a", name="NVIDIA H200", sm_count=132)
 def tables(tmp_path, monkeypatch):
     """A data folder of one architecture's selection files: its own (an H100's) and an H200's,
     which ask for different options at the same shape."""
-    base = tmp_path / "selection_sm90.json"
+    base = tmp_path / "selection_sm90.json.gz"
     rec = lambda fast: _record((1000, 1000, 1000), {"mma_64": 1.0 if fast == "mma_64" else 9.0,
                                                     "ws": 1.0 if fast == "ws" else 9.0})
-    base.write_text(json.dumps(_doc([rec("ws"), dict(rec("ws"), shape=[1100, 1000, 1000])])))
-    (tmp_path / "selection_sm90_h200.json").write_text(json.dumps(
-        dict(_doc([rec("mma_64"), dict(rec("mma_64"), shape=[1100, 1000, 1000])]), gpu_name=H200.name)))
+    selection.store(base, _doc([rec("ws"), dict(rec("ws"), shape=[1100, 1000, 1000])]))
+    selection.store(tmp_path / "selection_sm90_h200.json.gz",
+                    dict(_doc([rec("mma_64"), dict(rec("mma_64"), shape=[1100, 1000, 1000])]), gpu_name=H200.name))
     monkeypatch.setattr(selection, "table_path", lambda arch: base)
     selection.reload()
     yield
@@ -165,8 +165,7 @@ def test_a_gpu_without_measurements_of_its_own_takes_the_architectures(tables):
 
 
 def test_the_shipped_h200_measurements_come_from_an_h200_and_cover_each_dtype():
-    path = selection.table_path("sm_90a").with_name("selection_sm90_h200.json")
-    doc = json.loads(path.read_text())
+    doc = selection.load(selection.table_path("sm_90a").with_name("selection_sm90_h200.json.gz"))
     assert doc["gpu_name"] == H200.name and doc["sm_count"] == 132
     counts = {dt: sum(r["dtype"] == dt for r in doc["records"]) for dt in ("bf16", "fp16", "fp32")}
     assert min(counts.values()) >= 300, counts
@@ -174,7 +173,7 @@ def test_the_shipped_h200_measurements_come_from_an_h200_and_cover_each_dtype():
 
 
 def test_the_shipped_measurements_come_from_an_h100_and_cover_each_dtype():
-    doc = json.loads(selection.table_path("sm_90a").read_text())
+    doc = selection.load(selection.table_path("sm_90a"))
     assert doc["gpu_name"].startswith("NVIDIA H100") and doc["sm_count"] == 132
     counts = {dt: sum(r["dtype"] == dt for r in doc["records"]) for dt in ("bf16", "fp16", "fp32")}
     assert min(counts.values()) >= 300, counts
@@ -182,7 +181,7 @@ def test_the_shipped_measurements_come_from_an_h100_and_cover_each_dtype():
 
 
 def test_leave_one_out_on_the_shipped_measurements_picks_close_to_the_best_measured():
-    doc = json.loads(selection.table_path("sm_90a").read_text())
+    doc = selection.load(selection.table_path("sm_90a"))
     for dt in ("bf16", "fp32"):
         s = tsel.summary(tsel.replay([r for r in doc["records"] if r["dtype"] == dt], doc["sm_count"]))
         assert s["shapes"] > 200 and s["geomean_regret"] < 1.08, (dt, s)
@@ -204,6 +203,14 @@ def test_merge_replaces_a_shape_measured_again_and_keeps_the_others():
     assert sorted((tuple(r["shape"]), r["ms"]["ws"]) for r in m["records"]) == [((100, 100, 100), 2.0), ((200, 200, 200), 1.0)]
     assert m["runs"] == [{"n": 1}, {"n": 2}]
     assert tsel.merge(dict(old, gpu_name="other"), new)["records"] == new["records"]
+
+
+def test_a_selection_file_stored_gzipped_reads_back_the_same_and_the_same_bytes(tmp_path):
+    doc = _doc([_record((100, 100, 100), {"ws": 1.0})])
+    one, two = tmp_path / "a.json.gz", tmp_path / "b.json.gz"
+    selection.store(one, doc)
+    selection.store(two, doc)
+    assert selection.load(one) == doc and one.read_bytes() == two.read_bytes()
 
 
 def test_tune_auto_replays_a_selection_file_without_a_gpu(capsys):

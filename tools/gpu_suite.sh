@@ -105,10 +105,10 @@ for st in "${stages[@]}"; do
           --peers cublas --max-samples 10 --time-cap 0.5 --json "$OUT/tune_online_${TUNE_DTYPE:-bf16}.json"
       cp "$OUT/online-cache/online.json" "$OUT/online_${TUNE_DTYPE:-bf16}.json" 2>/dev/null || true ;;
     tune-auto)  # the selection menu on the tuning sample (SAMPLE=300@0) in each of AUTO_DTYPES, merged into one selection file
-      # (SELECTION: its name; selection_sm90.json is the H100's, another GPU's is selection_sm90_<gpu>.json)
+      # (SELECTION: its name; selection_sm90.json.gz is the H100's, another GPU's selection_sm90_<gpu>.json.gz)
       for dt in ${AUTO_DTYPES:-bf16 fp32}; do
         run tune-auto-$dt $GL tune auto --dtype $dt --sample ${SAMPLE:-300@0} --json "$OUT/tune_auto_$dt.json" \
-          --emit-selection "$OUT/${SELECTION:-selection_sm90.json}"
+          --emit-selection "$OUT/${SELECTION:-selection_sm90.json.gz}"
       done ;;
     menu-heldout)  # every option of the menu on the held-out sample (never emitted): the best any option reaches there
       for dt in ${AUTO_DTYPES:-bf16 fp32}; do

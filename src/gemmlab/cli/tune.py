@@ -73,7 +73,9 @@ def register(sub) -> None:
     auto.add_argument("--no-suites", dest="suites", action="store_false", help="the random shapes only")
     auto.add_argument("--emit-selection", dest="emit_selection", metavar="FILE", default=None,
                       help="merge the measurements into the selection file FILE (e.g. "
-                           "src/gemmlab/data/selection_sm90.json); records of the same dtype, shape and layout are replaced")
+                           "src/gemmlab/data/selection_sm90.json.gz; another GPU of the architecture: "
+                           "selection_sm90_<gpu>.json.gz; a name ending in .gz is written gzipped); records of the "
+                           "same dtype, shape and layout are replaced")
     auto.add_argument("--replay", metavar="FILE", default=None,
                       help="no GPU: the model's leave-one-out choices over a selection file's records, against the "
                            "best measured option and cuBLAS")

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -42,7 +41,9 @@ def run(args) -> int:
     from ..bench.results import write_json
 
     if args.replay:
-        doc = json.loads(Path(args.replay).read_text())
+        from ..core import selection
+
+        doc = selection.load(Path(args.replay))
         _print_replay(doc, args.dtype)
         return 0
     from ..core import selection
@@ -71,8 +72,8 @@ def run(args) -> int:
         print(f"wrote {write_json(doc, args.json)}")
     if args.emit_selection:
         path = Path(args.emit_selection)
-        old = json.loads(path.read_text()) if path.is_file() else {}
+        old = selection.load(path) if path.is_file() else {}
         merged = tsel.merge(old, doc)
-        path.write_text(json.dumps(merged, separators=(",", ":")) + "\n")
+        selection.store(path, merged)
         print(f"wrote {path} ({len(merged['records'])} records)")
     return 1 if doc["compile_errors"] else 0

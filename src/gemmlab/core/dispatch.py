@@ -14,8 +14,8 @@ A named rung runs with the configuration given (its defaults when none). ``auto`
    entries within ``DEFAULTS_NEAR``.
 3. **model** -- the selection model (core/selection.py): the option of a short menu per dtype
    (rung, tile, split policy, copies) with the smallest time predicted from the measurements of
-   ``gemmlab tune auto`` on a random tuning sample (``data/selection_sm90.json``), for a shape
-   no table holds.
+   ``gemmlab tune auto`` on a random tuning sample (``data/selection_sm90.json.gz``; a GPU with
+   measurements of its own: ``selection_sm90_<gpu>.json.gz``), for a shape no table holds.
 4. **defaults** again, any entry within ``MAX_DISTANCE`` (where the model has no measurements:
    another GPU, a precision without a menu).
 5. **rule** (core/rules.py) -- for a thin problem (its M or N, in the kernel's view, at most a thin

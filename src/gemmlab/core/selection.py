@@ -15,8 +15,8 @@ wide one, rung 24 without 16-byte access) gives None.
 The measurements
 ----------------
 ``gemmlab tune auto`` (tune/selection.py) times every option on each shape of a tuning sample on
-one GPU and ships them in ``data/selection_sm<NN>.json`` (the architecture's reference GPU; other
-GPUs of it in ``data/selection_sm<NN>_<gpu>.json``, ``table_for``): per shape its dtype, kernel-view shape,
+one GPU and ships them in ``data/selection_sm<NN>.json.gz`` (the architecture's reference GPU; other
+GPUs of it in ``data/selection_sm<NN>_<gpu>.json.gz``, ``table_for``): per shape its dtype, kernel-view shape,
 layout, the operands' 16-byte access, each option's median time and tile (BM, BN, split, copies).
 
 The prediction
@@ -36,6 +36,7 @@ prediction, the runner-up and the nearest measured shape. Deterministic for a st
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import threading
@@ -245,16 +246,36 @@ _tables: dict[str, dict] = {}
 _lock = threading.Lock()
 
 
+SUFFIX = ".json.gz"   # the shipped selection files are gzipped JSON (a few MB as text)
+
+
 def table_path(arch) -> Path:
     """The architecture's selection file, measured on its reference GPU (sm_90: the H100)."""
-    return DATA_DIR / f"selection_sm{arch_number(arch)}.json"
+    return DATA_DIR / f"selection_sm{arch_number(arch)}{SUFFIX}"
 
 
 def table_paths(arch) -> list[Path]:
     """Every selection file of the architecture: its own first, then those measured on other GPUs
-    of it (``selection_sm90_h200.json``), by name."""
+    of it (``selection_sm90_h200.json.gz``), by name."""
     base = table_path(arch)
-    return [base, *sorted(base.parent.glob(f"{base.stem}_*.json"))]
+    stem = base.name[:-len(SUFFIX)] if base.name.endswith(SUFFIX) else base.stem
+    return [base, *sorted(base.parent.glob(f"{stem}_*{SUFFIX}"))]
+
+
+def load(path: Path) -> dict:
+    """A selection file's document, gzipped (a name ending in .gz) or not."""
+    with (gzip.open(path, "rt") if path.name.endswith(".gz") else open(path)) as f:
+        return json.load(f)
+
+
+def store(path: Path, doc: dict) -> None:
+    """Write a selection file, gzipped where its name ends in .gz (compact JSON; the gzip header
+    carries no time, so the same measurements give the same bytes)."""
+    text = json.dumps(doc, separators=(",", ":")) + "\n"
+    if path.name.endswith(".gz"):
+        path.write_bytes(gzip.compress(text.encode(), mtime=0))
+    else:
+        path.write_text(text)
 
 
 def table_for(device) -> dict:
@@ -275,10 +296,10 @@ def read(path: Path) -> dict:
     doc: dict = {}
     if path.is_file():
         try:
-            doc = json.loads(path.read_text())
+            doc = load(path)
             if not isinstance(doc.get("records"), list):
                 doc = {}
-        except (OSError, ValueError, AttributeError):
+        except (OSError, ValueError, AttributeError, EOFError):
             doc = {}
     with _lock:
         _tables[key] = doc
