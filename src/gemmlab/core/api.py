@@ -84,23 +84,27 @@ def _choose(problem, kernel, config, precision, operands) -> dispatch.Choice:
 
 
 def _epilogue_of(problem, bias, activation):
-    """(Epilogue, the bias's pointer or 0) of a call, after checking bias and activation against
-    the problem (core/epilogue.py; the errors name the problem)."""
+    """(Epilogue, the bias's description or None) of a call, after checking bias and activation
+    against the problem (core/epilogue.py; the errors name the problem)."""
     act = _epilogue.check_activation(activation)
     info = _epilogue.check_bias(bias, problem.N, problem.dtype, problem.c.device, problem.c.lib)
     if info is not None and overlaps(info, problem.c):
         raise ValueError("bias overlaps c in memory; the output must not alias an input")
-    return (_epilogue.make(act, info, problem.dtype, problem.c.col_major, problem.out_dtype),
-            info.ptr if info is not None else 0)
+    return _epilogue.make(act, info, problem.dtype, problem.c.col_major, problem.out_dtype), info
 
 
-def _aux_of(problem, aux, activation, bias) -> int:
+def _ptr(info) -> int:
+    return info.ptr if info is not None else 0
+
+
+def _aux_of(problem, aux, activation, bias_info) -> int:
     """The auxiliary output's pointer (0 without one) after its checks (core/epilogue.py,
-    check_aux): an output beside c, so it must not overlap c or any input."""
+    check_aux): an output beside c, so it must not overlap c or any input (``bias_info``: the
+    bias's description from ``_epilogue_of``, or None)."""
     info = _epilogue.check_aux(aux, activation, problem.c, problem.batch)
     if info is None:
         return 0
-    inputs = [problem.a, problem.b, problem.c] + ([describe_array("bias", bias, vector=True)] if bias is not None else [])
+    inputs = [problem.a, problem.b, problem.c] + ([bias_info] if bias_info is not None else [])
     for name, x in zip(("a", "b", "c", "bias"), inputs):
         if overlaps(info, x):
             raise ValueError(f"aux overlaps {name} in memory; the outputs must not alias each other or an input")
@@ -114,8 +118,8 @@ def plan(a, b, c, *, alpha=1.0, beta=0.0, bias=None, activation: str | None = No
     ``precision``, ``bias``, ``activation`` and ``aux`` as for ``gemm``. The plan holds a, b, c,
     the bias and aux (``.operands``) while you hold it: ``run()`` launches on them."""
     problem = make_problem(a, b, c, alpha, beta)
-    epi, bias_ptr = _epilogue_of(problem, bias, activation)
-    aux_ptr = _aux_of(problem, aux, activation, bias)
+    epi, bias_info = _epilogue_of(problem, bias, activation)
+    bias_ptr, aux_ptr = _ptr(bias_info), _aux_of(problem, aux, activation, bias_info)
     if aux is not None:
         epi = replace(epi, aux=True)
     if 0 in (problem.M, problem.N, problem.K):
@@ -158,8 +162,8 @@ def gemm(a, b, c, *, alpha=1.0, beta=0.0, bias=None, activation: str | None = No
             else fastpath.run(a, b, c, kernel, config, precision, alpha, beta)):
         return c
     problem = make_problem(a, b, c, alpha, beta)
-    epi, bias_ptr = _epilogue_of(problem, bias, activation)
-    aux_ptr = _aux_of(problem, aux, activation, bias)
+    epi, bias_info = _epilogue_of(problem, bias, activation)
+    bias_ptr, aux_ptr = _ptr(bias_info), _aux_of(problem, aux, activation, bias_info)
     if aux is not None:
         epi = replace(epi, aux=True)
     if 0 in (problem.M, problem.N, problem.K):
@@ -375,7 +379,8 @@ def _batched_matmul(a, b, bias, activation, kernel, out, config, precision, out_
     _warn_per_element(lay, fa.dtype)
     problems = batched.problems(lay, fa, fb, fc, 1.0, 0.0)
     first = next(problems)
-    epi, bias_ptr = _epilogue_of(first, bias, activation)
+    epi, bias_info = _epilogue_of(first, bias, activation)
+    bias_ptr = _ptr(bias_info)
     plans: dict = {}
     swap = first.c.col_major
     itemsize, c_size = first.a.itemsize, first.c.itemsize
