@@ -13,6 +13,7 @@ import pytest
 
 from gemmlab.analysis import disasm
 from gemmlab.core.arch import LIMITS
+from gemmlab.core.epilogue import Epilogue
 from gemmlab.core.registry import MAX_SPLITK_CLUSTER, get
 from gemmlab.core.variant import Variant
 from gemmlab.tune.space import Space
@@ -118,6 +119,17 @@ def test_the_cluster_split_compiles_without_spills_in_every_layout():
         ck = v.compile("sm_90a")
         res = disasm.resource_usage(ck.cubin, ck.log)
         assert res.local == 0 and (res.spill_stores, res.spill_loads) == (0, 0), f"{v.describe()} spills"
+
+
+@pytest.mark.parametrize("epilogue", [Epilogue("gelu_tanh", "same"), Epilogue("silu", "fp32", out="fp32"),
+                                      Epilogue("gelu", "same", aux=True), Epilogue("relu", "fp32", bias_rows=True, out="fp16")],
+                         ids=lambda e: e.describe())
+def test_rung_19s_cluster_split_compiles_every_epilogue_part_without_spills(epilogue):
+    """The reduction's stores apply the functor: bias (either dtype, along rows or columns),
+    activation, an output dtype and the auxiliary output, at the 128x128 tile."""
+    ck = Variant.make("wgmma_tma", "bf16", config=_cfg(WGMMA_TILES[0], 4), epilogue=epilogue).compile("sm_90a")
+    res = disasm.resource_usage(ck.cubin, ck.log)
+    assert res.local == 0 and (res.spill_stores, res.spill_loads) == (0, 0)
 
 
 @pytest.mark.parametrize("rung,dtype,tile", EVERY)
