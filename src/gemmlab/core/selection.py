@@ -7,9 +7,9 @@ For each dtype family a short menu of **options** (``MENUS``), each a way to con
 for any problem: a tile, a split policy (the rule's ``rules.split_for``, one that fills the waves,
 or none), stream-K where the rung has it, and a copy policy (the rule's estimate, never, always).
 For 16-bit: rung 21's tiles, rung 19's (with a K split through the workspace or summed in a
-cluster, and a 128x64 tile for skinny problems), rung 17's 64x64 and 128x128 (no tensor maps, no
-persistent grid, no copies), rung 16's 32x32 for tiny problems and rung 24's own rule; for FP32
-rung 18's tiles and rung 23's rule. An option that does not apply to a problem (a thin rung for a
+cluster, and tiles 64 wide along a skinny C's shorter side), rung 17's 64x64 and 128x128 (no
+tensor maps, no persistent grid, no copies), rung 16's 32x32 for tiny problems and rung 24's own
+rule; for FP32 rung 18's tiles and rung 23's rule. An option that does not apply to a problem (a thin rung for a
 wide one, rung 24 without 16-byte access) gives None.
 
 The measurements
