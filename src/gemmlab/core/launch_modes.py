@@ -118,10 +118,7 @@ class Textured(LaunchMode):
             with p._lock:
                 params.pack(params.buffer, 0, a_ptr, b_ptr, c_ptr, f32(alpha), f32(beta))
                 params.textures(ta.handle, ta.offset, tb.handle, tb.offset)
-                if p._bias:
-                    params.bias(bias)
-                if p._aux:
-                    params.aux(aux)
+                params.epilogue(bias, aux)
                 p._launch(stream)
             textures.used((ta, tb), stream, p.ordinal, stream_capturing(stream, p.ordinal))
         return True
@@ -139,10 +136,7 @@ class Clustered(LaunchMode):
         stream = self._stream(stream)
         with p._lock:
             fill(p._params, a_ptr, b_ptr, c_ptr, alpha, beta)
-            if p._bias:
-                p._params.bias(bias)
-            if p._aux:
-                p._params.aux(aux)
+            p._params.epilogue(bias, aux)
             p._launch(stream)
         return True
 
@@ -229,10 +223,7 @@ class Staged(LaunchMode):
                         b_ptr = region + q.offset
                 split = p._split
                 fill(p._params, a_ptr, b_ptr, region + self._split_offset if split else c_ptr, alpha, beta)
-                if p._bias:
-                    p._params.bias(bias)
-                if p._aux:
-                    p._params.aux(aux)
+                p._params.epilogue(bias, aux)
                 if self._sk_flags is not None:   # stream-K: the workspace, its flags zeroed before the kernel
                     p._params.workspace(region + self._split_offset)
                     self._zero_flags(region + self._split_offset + self._sk_flags, stream)

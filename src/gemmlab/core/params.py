@@ -83,6 +83,13 @@ class Params:
         """The auxiliary output's pointer (a block made with ``aux=True``)."""
         struct.pack_into("<Q", self.buffer, self.aux_at, ptr)
 
+    def epilogue(self, bias: int, aux: int) -> None:
+        """The bias and auxiliary-output pointers of a call, each where the block has its slot."""
+        if self.bias_at is not None:
+            self.bias(bias)
+        if self.aux_at is not None:
+            self.aux(aux)
+
     def ldc(self, value: int) -> None:
         """The leading dimension of what the kernel writes (split-K: the workspace's row length)."""
         struct.pack_into("<i", self.buffer, 52, value)

@@ -254,12 +254,18 @@ def table_path(arch) -> Path:
     return DATA_DIR / f"selection_sm{arch_number(arch)}{SUFFIX}"
 
 
+_paths: dict[str, list[Path]] = {}
+
+
 def table_paths(arch) -> list[Path]:
     """Every selection file of the architecture: its own first, then those measured on other GPUs
-    of it (``selection_sm90_h200.json.gz``), by name."""
+    of it (``selection_sm90_h200.json.gz``), by name; the folder is listed once per process."""
     base = table_path(arch)
-    stem = base.name[:-len(SUFFIX)] if base.name.endswith(SUFFIX) else base.stem
-    return [base, *sorted(base.parent.glob(f"{stem}_*{SUFFIX}"))]
+    hit = _paths.get(str(base))
+    if hit is None:
+        stem = base.name[:-len(SUFFIX)] if base.name.endswith(SUFFIX) else base.stem
+        hit = _paths[str(base)] = [base, *sorted(base.parent.glob(f"{stem}_*{SUFFIX}"))]
+    return hit
 
 
 def load(path: Path) -> dict:
@@ -310,6 +316,7 @@ def reload() -> None:
     with _lock:
         _tables.clear()
         _models.clear()
+        _paths.clear()
 
 
 def _vec3(shape, vec, itemsize: int) -> tuple[bool, bool, bool]:
