@@ -171,10 +171,12 @@ def test_the_wide_operand_row_major_is_read_by_16_byte_loads_and_paired_by_byte_
 
 # ---- GPU -------------------------------------------------------------------------------------------
 # thin M and thin N, ragged wide and thin sides, K below, across and beyond a chunk, unaligned
-# leading dimensions and base pointers (the checked loads), even ones (the 4-byte loads)
+# leading dimensions and base pointers off 8 (the spread pair loads: two words where the pairs are
+# not 4-byte aligned, one where they are), with several interior chunks per warp
 GPU_SHAPES = [(1, 300, 257, 0, 0), (7, 131, 1000, 0, 0), (131, 13, 1000, 0, 0), (32, 64, 64, 0, 0),
               (16, 257, 513, 0, 0), (300, 3, 33, 0, 0), (13, 130, 129, 3, 1), (130, 9, 129, 1, 0), (5, 77, 7, 0, 0),
-              (6, 1170, 486, 0, 0), (300, 5, 262, 2, 0)]     # even leading dimensions off 8: the 4-byte loads
+              (6, 1170, 486, 0, 0), (300, 5, 262, 2, 0), (3, 700, 1537, 0, 0), (517, 11, 2049, 0, 1),
+              (5, 1001, 640, 7, 0)]       # 16-byte access, a lane across the wide edge
 LAYOUTS = list(itertools.product((False, True), repeat=3))
 CONFIGS = ["m8", "m32", "n8", "n32", "m8_deep", {"BM": 16, "BN": 128, "BK": 64, "WK": 2, "DEPTH": 3},
            {"BM": 8, "BN": 64, "BK": 128, "WK": 4, "SPLITK": 3, "SKCLUSTER": 1},

@@ -86,7 +86,7 @@ def constraints(cfg: Mapping[str, int]) -> list[str]:
 
 
 def rule(M: int, N: int, K: int, sm_count: int, arch, a_col: bool = False, b_col: bool = False,
-         vec_a: bool = True, vec_b: bool = True) -> tuple[dict[str, int], str] | None:
+         vec_a: bool = True, vec_b: bool = True, unaligned: bool = False) -> tuple[dict[str, int], str] | None:
     """The configuration for a kernel-view M x N x K problem whose thin side (the smaller of M and
     N) is at most ``THIN16_MAX`` (wider ones take ceil(side / 32) tiles of 32), and why.
 
@@ -102,11 +102,13 @@ def rule(M: int, N: int, K: int, sm_count: int, arch, a_col: bool = False, b_col
     (docs/journal/thin.md).
 
     None (the rung declines, auto's other sources answer) where an operand has no 16-byte access
-    (``vec_a``, ``vec_b``): the kernel is correct there but its narrower loads ran far below the
-    memory's rate (docs/journal/thin.md). Where even 8 slices in a cluster leave the SMs with less
+    (``vec_a``, ``vec_b``) unless ``unaligned``: the kernel's 4-byte pair loads there run from
+    above cuBLAS (large operands) to well below it (small ones, where a copy to aligned operands
+    and a tiled rung win: docs/journal/thin.md), so only the selection model, which has measured
+    them on the GPU, asks for them (core/selection.py). Where even 8 slices in a cluster leave the SMs with less
     than a quarter of ``WARPS_PER_SM`` (a thin problem narrow on both sides: 1x31x11364 is one tile),
     the slices go through the workspace instead, up to ``MAX_SPLITK`` (core/splitk.py)."""
-    if not (vec_a and vec_b):
+    if not (vec_a and vec_b or unaligned):
         return None
     thin, wide = min(M, N), max(M, N)
     ns = next((s for s in THIN_SIDES if s >= thin), THIN16_MAX)

@@ -79,8 +79,9 @@ class PrecisionPart:
 class ThinRule:
     """A rung for thin problems only: the rule gives it the problems whose M or N (kernel view) is
     at most ``max_side``, and never takes it as its dtype's top rung. ``choose``: its own choice of
-    configuration, (M, N, K, sm_count, arch, a_col, b_col, vec_a, vec_b) -> (overrides, why) in the
-    kernel view, or None where it declines the problem; None: registry.thin_rule_config."""
+    configuration, (M, N, K, sm_count, arch, a_col, b_col, vec_a, vec_b, unaligned) -> (overrides, why)
+    in the kernel view, or None where it declines the problem (``unaligned``: the selection model
+    asks for operands without 16-byte access too); None: registry.thin_rule_config."""
 
     max_side: int
     choose: Callable[..., tuple[dict, str] | None] | None = None

@@ -170,7 +170,8 @@ def _computed_dims(rung: Rung, kp, precision: str | None) -> tuple[int, int]:
     return kp.M, kp.N
 
 
-def thin_choice(kp, dtype: str, arch, sm_count: int, precision: str | None, out: str | None = None) -> Choice | None:
+def thin_choice(kp, dtype: str, arch, sm_count: int, precision: str | None, out: str | None = None,
+                unaligned: bool = False) -> Choice | None:
     """The thin rung for a kernel-view problem with M or N at most its ``Rung.thin`` (None when
     there is none or the problem is not thin): its own ``Rung.thin_rule.choose`` (rung 24's tile and K
     split, core/decode.py), else ``thin_rule_config``'s tile, split in K like any rung (``split_for``)
@@ -178,7 +179,8 @@ def thin_choice(kp, dtype: str, arch, sm_count: int, precision: str | None, out:
     side = min(kp.M, kp.N)
     for rung in reversed(for_dtype(dtype, arch, precision, thin=True, out=out)):
         if side <= rung.thin and rung.thin_rule.choose is not None:   # its own rule (rung 24: tile and split), or None
-            ruled = rung.thin_rule.choose(kp.M, kp.N, kp.K, sm_count, arch, kp.a_col, kp.b_col, kp.vec_a, kp.vec_b)
+            ruled = rung.thin_rule.choose(kp.M, kp.N, kp.K, sm_count, arch, kp.a_col, kp.b_col, kp.vec_a, kp.vec_b,
+                                          unaligned)
             if ruled is None:
                 continue
             return Choice(rung, rung.config(ruled[0], precision), "rule", ruled[1])

@@ -9,8 +9,9 @@ or none), stream-K where the rung has it, and a copy policy (the rule's estimate
 For 16-bit: rung 21's tiles, rung 19's (with a K split through the workspace or summed in a
 cluster, and tiles 64 wide along a skinny C's shorter side), rung 17's 64x64 and 128x128 (no
 tensor maps, no persistent grid, no copies), rung 16's 32x32 for tiny problems and rung 24's own
-rule; for FP32 rung 18's tiles and rung 23's rule. An option that does not apply to a problem (a thin rung for a
-wide one, rung 24 without 16-byte access) gives None.
+rule (operands without 16-byte access included: its 4-byte pair loads); for FP32 rung 18's tiles
+and rung 23's rule. An option that does not apply to a problem (a thin rung for a wide one) gives
+None.
 
 The measurements
 ----------------
@@ -27,7 +28,8 @@ and copy) times a **correction** learned from the measured shapes nearest to it:
 geometric mean of measured / estimated over the ``NEIGHBOURS`` nearest shapes where the option
 ran (weights ``WEIGHT_EPS``, ``WEIGHT_POWER``), by ``Model.distances`` (log2 of M, N, K; a
 mismatch of an operand's 16-byte access (A, B, C) or of a layout counts as ``ALIGN_WEIGHT`` or
-``LAYOUT_WEIGHT`` octaves). The model thus carries the wave
+``LAYOUT_WEIGHT`` octaves; the rungs of ``SAME_ACCESS`` only from shapes of the same access). The
+model thus carries the wave
 quantization and tile padding of the new shape itself (the estimate computes them exactly) while
 the neighbours supply what the estimate misses (a rung's speed at that size, an unaligned path's
 cost). The option of the smallest predicted time is chosen; ``Choice.reason`` gives the
@@ -63,6 +65,10 @@ LAYOUT_WEIGHT = 1.0     # octaves a mismatched layout of A or B counts as
 WEIGHT_EPS = 0.05
 WEIGHT_POWER = 2.0
 MAX_FEATURE_DISTANCE = 4.0   # no prediction from shapes farther (two operands' alignment differing: 2.8)
+# rungs whose options are predicted only from shapes measured with the same 16-byte access of A and
+# B: rung 24 streams its operands through another load path without it (16-byte loads, 4-byte
+# pairs, two words per pair), so an aligned shape says nothing of an unaligned one's time
+SAME_ACCESS = frozenset({"decode"})
 LAUNCH_S = 2.5e-6       # a launch's fixed cost on the stream (the estimate's; the neighbours correct it)
 REDUCE_S = 2.5e-6       # a workspace split's reduction launch
 
@@ -144,8 +150,10 @@ def _skinny_tile(kp) -> dict:
 
 
 def _thin_option(problem: GemmProblem, device, precision: str | None) -> Choice | None:
+    """The thin rung's rule, operands without 16-byte access included (rung 24 reads them by 4-byte
+    pairs; its predictions come only from shapes measured with the same access, ``SAME_ACCESS``)."""
     return thin_choice(problem.kernel_view(), problem.dtype, device.arch, device.sm_count, precision,
-                       problem.out_dtype)
+                       problem.out_dtype, unaligned=True)
 
 
 MENUS: dict[str, tuple[Option, ...]] = {
@@ -371,6 +379,8 @@ class Model:
             return None
         d = self.distances(shape, layout, vec) if dist is None else dist
         ok = ~np.isnan(col) & (d <= MAX_FEATURE_DISTANCE)
+        if slug in SAME_ACCESS:
+            ok &= (self.vec[:, :2] == np.asarray(_vec3(shape, vec, self.itemsize)[:2])).all(axis=1)
         if exclude is not None:
             ok[exclude] = False
         idx = np.flatnonzero(ok)

@@ -45,9 +45,13 @@
 //   1/SPLITK of the tile, no workspace, one launch) or through the FP32 workspace and the
 //   reduction kernel (SKCLUSTER=0, up to 64 slices; kernels/common.cuh). Every sum is in a fixed
 //   order (warps then slices, ascending): the result has the same bits on every run.
+// * Without 16-byte access to P (GL_VEC_A/B = 0: a leading dimension off 8, as most shapes drawn at
+//   random have) the loads are 4 bytes, a pair of elements each, spread over the chunk so that each
+//   load instruction of the warp still reads whole runs of memory (SPREAD, below). Pairs that are
+//   not 4-byte aligned (an odd leading dimension) take two words and a byte permute.
 // Edges: a chunk with rows past P's end, k past the slice's end or columns past Q's takes the
-// guarded loads (zeros outside, nothing read there), and so does an operand without 16-byte
-// access (GL_VEC_A/B = 0); the epilogue's stores are bounds-checked; C is not read when beta == 0.
+// guarded loads (zeros outside, nothing read there); the epilogue's stores are bounds-checked; C
+// is not read when beta == 0.
 //
 // The target: B's bytes at close to the device's copy rate where B is large, a little further
 // from it where a launch's few microseconds weigh, and so ahead of cuBLAS, which stays further from
@@ -117,19 +121,85 @@ __device__ __forceinline__ void load_p_fast(Chunk& c, const T* __restrict__ p0, 
 #pragma unroll
     for (int j = 0; j < 8; ++j) c.p[j] = ld_stream(p0 + j * step);
 }
-// The interior of an operand without 16-byte access whose pairs of elements are 4-byte aligned
-// (base 4-byte aligned, even leading dimension: every thread's 8 elements start at an even
-// offset): four 4-byte streamed loads per 16 bytes instead of eight guarded 2-byte ones.
-__device__ __forceinline__ unsigned ld_stream32(const T* __restrict__ p) {
+// P's words without 16-byte access (SPREAD): a load's 4 words (pairs of elements) are spread so
+// that each 4-byte load instruction of the warp reads whole runs of memory: 32 contiguous bytes of
+// each of 4 k rows (WC) or 16 of each of 8 rows (KC). Eight consecutive elements per thread, as
+// the 16-byte path takes them, would scatter every instruction over 4 sectors of each run and
+// fetch each sector four times.
+//   KC: word i of thread t holds k kc + 8i + 2t, +1: the mma's own k order, Q's words follow;
+//   WC: word i of thread g holds the wide indices wbase + 16i + 2g, +1 (the fragment's rows: the
+//       epilogue follows); the k rows stay kc + 8t + j.
+constexpr bool SPREAD = !P_VEC;
+constexpr int ISTEP = P_KC ? 8 : 16;               // elements between a SPREAD thread's words
+
+// 4 bytes (a pair of elements, 4-byte aligned). KEEP: allocate in L1 (Q; P where KC, whose two
+// halves of a sector are read by consecutive instructions); else streamed past it.
+template <bool KEEP>
+__device__ __forceinline__ unsigned ld_word(const T* __restrict__ p) {
     unsigned r;
-    asm("ld.global.nc.L1::no_allocate.u32 %0, [%1];\n" : "=r"(r) : "l"(p));
+    if constexpr (KEEP) asm("ld.global.nc.u32 %0, [%1];\n" : "=r"(r) : "l"(p));
+    else asm("ld.global.nc.L1::no_allocate.u32 %0, [%1];\n" : "=r"(r) : "l"(p));
     return r;
 }
-__device__ __forceinline__ void load_p_pairs(Chunk& c, const T* __restrict__ p0, long long step) {
+// A pair at any 2-byte alignment: the 4-byte word holding its first element and, where that element
+// is the word's upper half, the next word too (elements p[-1] .. p[2] read), byte-permuted.
+template <bool KEEP>
+__device__ __forceinline__ unsigned ld_pair(const T* __restrict__ p) {
+    const size_t a = reinterpret_cast<size_t>(p);
+    const T* w = reinterpret_cast<const T*>(a & ~(size_t)3);
+    const bool odd = (a & 2) != 0;
+    const unsigned lo = ld_word<KEEP>(w);
+    const unsigned hi = odd ? ld_word<KEEP>(w + 2) : 0u;
+    return __byte_perm(lo, hi, odd ? 0x5432 : 0x3210);
+}
+// The interior, SPREAD: load j at p0 + j * ostep, its word i at + i * ISTEP. ALIGNED: every pair
+// 4-byte aligned (P 4-byte aligned, even leading dimension), one LDG.E per word; else ld_pair.
+template <bool ALIGNED>
+__device__ __forceinline__ void load_p_words(Chunk& c, const T* __restrict__ p0, long long ostep) {
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-        const T* p = p0 + j * step;
-        c.p[j] = make_uint4(ld_stream32(p), ld_stream32(p + 2), ld_stream32(p + 4), ld_stream32(p + 6));
+        const T* p = p0 + j * ostep;
+        unsigned w[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) w[i] = ALIGNED ? ld_word<P_KC>(p + i * ISTEP) : ld_pair<P_KC>(p + i * ISTEP);
+        c.p[j] = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+}
+// The same at the wide edge: word i of load j at (row[j], col[i]) of P, positions past P's wide side
+// moved to a readable one (their products feed only outputs past C's edge, never stored).
+template <bool ALIGNED>
+__device__ __forceinline__ void load_p_words_at(Chunk& c, const T* __restrict__ P, int ldp, const int (&row)[8],
+                                                const int (&col)[4]) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        unsigned w[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const T* p = P + (size_t)row[j] * ldp + col[i];
+            w[i] = ALIGNED ? ld_word<P_KC>(p) : ld_pair<P_KC>(p);
+        }
+        c.p[j] = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+}
+// Two elements at (outer, inner) and (outer, inner + 1) of a matrix with leading dimension ld, each
+// outside (outer >= n_outer, inner >= n_inner) read as nothing and given as 0.
+__device__ __forceinline__ unsigned ld_pair_checked(const T* __restrict__ X, int ld, int outer, int inner, int n_outer,
+                                                    int n_inner) {
+    const unsigned short* x = reinterpret_cast<const unsigned short*>(X) + (size_t)outer * ld + inner;
+    const bool in = outer < n_outer;
+    const unsigned h0 = (in && inner < n_inner) ? __ldg(x) : (unsigned short)0;
+    const unsigned h1 = (in && inner + 1 < n_inner) ? __ldg(x + 1) : (unsigned short)0;
+    return h0 | (h1 << 16);
+}
+// Any chunk, SPREAD: load j's outer index o0 + j * so, word i's inner index i0 + i * ISTEP.
+__device__ __forceinline__ void load_p_spread_checked(Chunk& c, const T* __restrict__ P, int ldp, int o0, int so,
+                                                      int n_outer, int i0, int n_inner) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        unsigned w[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) w[i] = ld_pair_checked(P, ldp, o0 + j * so, i0 + i * ISTEP, n_outer, n_inner);
+        c.p[j] = make_uint4(w[0], w[1], w[2], w[3]);
     }
 }
 // Any chunk: rows past n_wide and k past k_end read nothing and give zeros.
@@ -158,6 +228,32 @@ __device__ __forceinline__ void load_q(Chunk& c, const T* __restrict__ Q, int ld
             c.q[n] = make_uint4(h[0] | ((unsigned)h[1] << 16), h[2] | ((unsigned)h[3] << 16),
                                 h[4] | ((unsigned)h[5] << 16), h[6] | ((unsigned)h[7] << 16));
         }
+    }
+}
+
+// Q's words where P is SPREAD and KC: word i of column j0 + 8n holds k kb + 8i, +1 (kb = kc + 2t).
+// FAST (the chunk and the columns inside, one element past the chunk readable): ld_pair from L1
+// where Q is contiguous along k; else, and along the thin index always, checked 16-bit loads.
+template <bool FAST>
+__device__ __forceinline__ void load_q_spread(Chunk& c, const T* __restrict__ Q, int ldq, int j0, int n_thin, int kb,
+                                              int k_end) {
+#pragma unroll
+    for (int n = 0; n < NT; ++n) {
+        const int j = j0 + 8 * n;
+        unsigned w[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int k = kb + 8 * i;
+            if constexpr (Q_KC) w[i] = FAST ? ld_pair<true>(Q + (size_t)j * ldq + k) : ld_pair_checked(Q, ldq, j, k, n_thin, k_end);
+            else {
+                const unsigned short* q = reinterpret_cast<const unsigned short*>(Q) + (size_t)k * ldq + j;
+                const bool in = j < n_thin;
+                const unsigned h0 = (in && k < k_end) ? __ldg(q) : (unsigned short)0;
+                const unsigned h1 = (in && k + 1 < k_end) ? __ldg(q + ldq) : (unsigned short)0;
+                w[i] = h0 | (h1 << 16);
+            }
+        }
+        c.q[n] = make_uint4(w[0], w[1], w[2], w[3]);
     }
 }
 
@@ -250,13 +346,14 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const int wk = warp % WK, wr = warp / WK;
     const int wbase = wide0 + 64 * wr;             // the warp's 64 rows of P
-    // this thread's first load: KC row wbase + g at k 8t; WC k row 8t at rows wbase + 8g
-    const int w0 = P_KC ? wbase + g : wbase + 8 * g;
+    // this thread's first load: KC row wbase + g at k 8t (SPREAD: 2t); WC k row 8t at rows wbase + 8g
+    // (SPREAD: its first pair at wbase + 2g)
+    const int w0 = P_KC ? wbase + g : wbase + (SPREAD ? 2 : 8) * g;
     const int j0 = thin0 + g;                      // its Q column in n-tile 0
     const bool rows_in = wbase + 64 <= n_wide;     // warp-uniform
     const bool thin_in = thin0 + NS <= n_thin;     // block-uniform
     const long long step = P_KC ? 8LL * ldp : (long long)ldp;
-    const bool p_pairs = !P_VEC && ((size_t)P & 3) == 0 && (ldp & 1) == 0;   // 4-byte loads legal
+    const bool p_pairs = SPREAD && ((size_t)P & 3) == 0 && (ldp & 1) == 0;   // every pair 4-byte aligned
 
     float acc[4][NT][4];
 #pragma unroll
@@ -267,31 +364,64 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
             for (int e = 0; e < 4; ++e) acc[i][n][e] = 0.0f;
 
     auto load = [&](Chunk& c, int kc) {
-        const int k0 = kc + 8 * t;
         const bool k_in = kc + CHUNK <= k_end;
-        const T* p0 = P + (P_KC ? (size_t)w0 * ldp + k0 : (size_t)k0 * ldp + w0);
-        if (P_VEC && rows_in && k_in) load_p_fast(c, p0, step);
-        else if (!P_VEC && p_pairs && rows_in && k_in) load_p_pairs(c, p0, step);
-        else load_p_checked(c, P, ldp, w0, n_wide, k0, k_end);
-        if (Q_VEC && thin_in && k_in) load_q<true>(c, Q, ldq, j0, n_thin, k0, k_end);
-        else load_q<false>(c, Q, ldq, j0, n_thin, k0, k_end);
+        // A warp across P's wide edge (rows_in false) keeps its loads whole and unguarded inside K,
+        // its positions past the edge moved to readable ones (wsafe: the warp's first, else P's
+        // first): guarded loads there would hold the whole kernel to that warp's pace.
+        const int wsafe = wbase < n_wide ? wbase : 0;
+        if constexpr (!SPREAD) {
+            const int k0 = kc + 8 * t;
+            const T* p0 = P + (P_KC ? (size_t)w0 * ldp + k0 : (size_t)k0 * ldp + w0);
+            if (rows_in && k_in) load_p_fast(c, p0, step);
+            // WC: a lane across the edge reads its whole 16 bytes (w0 + 8 <= ldp, a multiple of 8)
+            else if (!P_KC && k_in) load_p_fast(c, P + (size_t)k0 * ldp + (w0 < n_wide ? w0 : wsafe), step);
+            else load_p_checked(c, P, ldp, w0, n_wide, k0, k_end);   // KC: whole rows or none, no halves
+        } else {
+            // word 0 of load 0 at (outer o0, inner i0): KC row w0 at k kc + 2t, WC k row kc + 8t at w0
+            const int o0 = P_KC ? w0 : kc + 8 * t, i0 = P_KC ? kc + 2 * t : w0;
+            // ld_pair may read the element after a pair: the one after the chunk must be P's (across
+            // the wide edge, WC: the next k row's)
+            const bool past = P_KC ? kc + CHUNK < K : wbase + 64 < n_wide;
+            const bool edge_ok = k_in && (P_KC ? p_pairs || past : p_pairs || kc + CHUNK < K);
+            if (p_pairs && rows_in && k_in) load_p_words<true>(c, P + (size_t)o0 * ldp + i0, step);
+            else if (rows_in && k_in && past) load_p_words<false>(c, P + (size_t)o0 * ldp + i0, step);
+            else if (!rows_in && edge_ok) {
+                int row[8], col[4];
+#pragma unroll
+                for (int j = 0; j < 8; ++j) row[j] = P_KC ? min(o0 + 8 * j, n_wide - 1) : o0 + j;
+#pragma unroll
+                for (int i = 0; i < 4; ++i) col[i] = P_KC ? i0 + 8 * i : (i0 + 16 * i < n_wide ? i0 + 16 * i : wsafe);
+                if (p_pairs) load_p_words_at<true>(c, P, ldp, row, col);
+                else load_p_words_at<false>(c, P, ldp, row, col);
+            } else load_p_spread_checked(c, P, ldp, o0, P_KC ? 8 : 1, P_KC ? n_wide : k_end, i0, P_KC ? k_end : n_wide);
+        }
+        if constexpr (SPREAD && P_KC) {
+            if (thin_in && k_in && kc + CHUNK < K) load_q_spread<true>(c, Q, ldq, j0, n_thin, kc + 2 * t, k_end);
+            else load_q_spread<false>(c, Q, ldq, j0, n_thin, kc + 2 * t, k_end);
+        } else {
+            if (Q_VEC && thin_in && k_in) load_q<true>(c, Q, ldq, j0, n_thin, kc + 8 * t, k_end);
+            else load_q<false>(c, Q, ldq, j0, n_thin, kc + 8 * t, k_end);
+        }
     };
 
-    // ---- main loop: DEPTH chunks in flight, a ring of register buffers ---------------------------
-    // (unrolled by DEPTH so that every buffer index is a constant: registers, not local memory)
+    // ---- main loop: RING chunks in flight, a ring of register buffers ---------------------------
+    // RING = DEPTH, at most 3 without 16-byte access: a pair that is not 4-byte aligned holds two
+    // words in flight, and at 4 chunks ptxas (NVRTC 13.0) spilled.
+    constexpr int RING = SPREAD && DEPTH > 3 ? 3 : DEPTH;
+    // (unrolled by RING so that every buffer index is a constant: registers, not local memory)
     constexpr int KSTEP = CHUNK * WK;
-    Chunk ring[DEPTH];
+    Chunk ring[RING];
     const int kc0 = k_first + CHUNK * wk;
 #pragma unroll
-    for (int d = 0; d < DEPTH - 1; ++d)
+    for (int d = 0; d < RING - 1; ++d)
         if (kc0 + d * KSTEP < k_end) load(ring[d], kc0 + d * KSTEP);
-    for (int kc = kc0; kc < k_end; kc += DEPTH * KSTEP) {
+    for (int kc = kc0; kc < k_end; kc += RING * KSTEP) {
 #pragma unroll
-        for (int d = 0; d < DEPTH; ++d) {
+        for (int d = 0; d < RING; ++d) {
             const int k = kc + d * KSTEP;
             if (k >= k_end) break;
-            const int kn = k + (DEPTH - 1) * KSTEP;
-            if (kn < k_end) load(ring[(d + DEPTH - 1) % DEPTH], kn);
+            const int kn = k + (RING - 1) * KSTEP;
+            if (kn < k_end) load(ring[(d + RING - 1) % RING], kn);
             multiply(acc, ring[d]);
         }
     }
@@ -301,7 +431,7 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
     for (int i = 0; i < 4; ++i)
 #pragma unroll
         for (int r = 0; r < 2; ++r) {              // the fragment's row g (r = 0) or g + 8
-            const int w = 64 * wr + (P_KC ? 16 * i + 8 * r + g : 8 * g + 2 * i + r);
+            const int w = 64 * wr + (P_KC ? 16 * i + 8 * r + g : SPREAD ? 16 * i + 2 * g + r : 8 * g + 2 * i + r);
 #pragma unroll
             for (int n = 0; n < NT; ++n)
 #pragma unroll
