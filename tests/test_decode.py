@@ -101,6 +101,11 @@ def test_the_rule_declines_operands_without_16_byte_access():
     assert decode.rule(1, 4096, 4096, 132, "sm_90a", vec_a=False) is None
 
 
+def test_the_rule_sizes_operands_without_16_byte_access_when_the_selection_asks():
+    aligned = decode.rule(1, 4094, 4096, 132, "sm_90a")
+    assert decode.rule(1, 4094, 4096, 132, "sm_90a", vec_b=False, unaligned=True) == aligned
+
+
 def test_auto_leaves_an_unaligned_thin_problem_to_the_other_rungs(rule_only):
     p = problem(6, 4094, 4096)          # B's rows of 4094 elements: no 16-byte access
     assert not p.kernel_view().vec_b
@@ -161,6 +166,21 @@ def test_every_tile_the_rule_chooses_compiles_without_spills_in_every_layout_and
         cfg = {"BM": bm, "BN": bn, "BK": bk, "WK": wk, "L2PF": int(a_col != b_col), **split}
         ck = Variant.make("decode", "bf16", a_col=a_col, b_col=b_col, config=cfg).compile("sm_90a")
         assert ck.spill_bytes == 0 and "bytes stack frame" in ck.log and " 0 bytes stack frame" in ck.log, ck.log
+
+
+@pytest.mark.parametrize("bm,bn,bk,wk", RULE_TILES)
+def test_without_16_byte_access_every_rule_tile_reads_by_4_byte_pairs_without_spills(bm, bn, bk, wk):
+    from gemmlab.analysis import disasm
+    for a_col, b_col in itertools.product((False, True), repeat=2):
+        cfg = {"BM": bm, "BN": bn, "BK": bk, "WK": wk, "L2PF": int(a_col != b_col)}
+        ck = Variant.make("decode", "bf16", a_col=a_col, b_col=b_col, vec_a=False, vec_b=False,
+                          config=cfg).compile("sm_90a")
+        assert ck.spill_bytes == 0 and " 0 bytes stack frame" in ck.log, ck.log
+        sass = disasm.sass_nvdisasm(ck.cubin)
+        # the interior's 32 pair loads a chunk (4-byte LDG, no size suffix), the byte permutes of
+        # the pairs that are not 4-byte aligned, and no 16-byte load anywhere
+        assert len(re.findall(r"LDG\.E(?:\.NA)?\.CONSTANT R", sass)) >= 32 and "PRMT" in sass
+        assert "LDG.E.128" not in sass
 
 
 def test_the_wide_operand_row_major_is_read_by_16_byte_loads_and_paired_by_byte_permutes():

@@ -102,6 +102,16 @@ def test_the_model_answers_only_for_the_gpu_it_was_measured_on():
     assert selection.choose(stand_ins.problem(1000, 1000, 1000, "bf16"), H100, None, dict(doc, sm_count=114)) is None
 
 
+def test_the_thin_rung_is_predicted_only_from_shapes_measured_with_the_same_16_byte_access():
+    shapes = [(6, 4096, 4096), (8, 4000, 4096), (4, 4200, 4096)]
+    unaligned = stand_ins.problem(6, 4094, 4096, "bf16")       # B's rows of 4094 elements
+    assert not unaligned.kernel_view().vec_b and "thin" in selection.options(unaligned, H100)
+    aligned_only = _doc([_record(s, {"ws": 0.05, "thin": 0.001}) for s in shapes])
+    assert "thin" not in {p.option for _, p in selection.rank(unaligned, H100, None, aligned_only)}
+    both = _doc(aligned_only["records"] + [_record(s, {"ws": 0.05, "thin": 0.001}, vec=(1, 0)) for s in shapes])
+    assert selection.choose(unaligned, H100, None, both).rung.slug == "decode"
+
+
 def test_fp16_takes_bf16_measurements_where_it_has_none():
     shapes = [(1000, 1000, 1000), (1200, 904, 1096), (800, 1104, 904)]
     doc = _doc([_record(s, {"ws": 0.03, "mma_64": 0.01}) for s in shapes])

@@ -57,7 +57,8 @@
 // from it where a launch's few microseconds weigh, and so ahead of cuBLAS, which stays further from
 // the copy rate (benchmarks/results/h100_decode_bf16.json, h100_decode_fp16.json: GB/s and share of
 // the copy bandwidth per shape; docs/journal/thin.md). No spills at any NS; SASS: 8 LDG.E.128 and
-// 2*4*NS/8 HMMA.16816 per chunk.
+// 2*4*NS/8 HMMA.16816 per chunk (without 16-byte access: 32 4-byte LDG.E, and PRMT for the pairs
+// that are not 4-byte aligned).
 #include "common.cuh"
 
 #if GL_DTYPE == 0
