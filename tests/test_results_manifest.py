@@ -62,6 +62,12 @@ def test_every_entry_says_what_it_shows_how_to_reproduce_it_and_where_and_when_i
     assert bad == []
 
 
+def test_every_entry_names_the_commit_measured_or_says_how_git_inferred_it():
+    bad = [e["path"] for e in entries(ROOT)
+           if e["commit"] == "unknown" or ("inferred" in e and not e["inferred"].startswith("commit"))]
+    assert not bad, f"no commit, or an inference that does not say what it inferred: {bad[:5]}"
+
+
 def test_each_result_has_one_entry():
     paths = _canonical()
     assert sorted(paths) == sorted(set(paths))

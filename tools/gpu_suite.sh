@@ -4,7 +4,7 @@
 # stages: env warm verify pytest pytest-par pytest-profile memcheck racecheck memcheck-configs
 #         suite-decode suite-random tune-online tune-auto menu-heldout (issue 40: decode, held-out random sample,
 #         on-line tuning, the selection model's measurements) sanitize-menu sanitize-epilogue sanitize-batched
-#         sanitize-out-dtype workloads
+#         sanitize-out-dtype sanitize-decode workloads
 #         racecheck-configs sanitize-new bench bench16 bench-bf16 bench-tf32 suite-fp32 suite-llm16
 #         suite-llm-bf16 tune-fp32 strategies plain overhead overhead16 sustained ncu-record report inspect
 #         (default: env warm pytest memcheck racecheck bench bench16 bench-bf16)
@@ -125,6 +125,11 @@ for st in "${stages[@]}"; do
           $SAN $GL verify wgmma_tma --dtype bf16 --config 128x128 --config SPLITK=4,SKCLUSTER=1 --shapes 131x67x1001,1x300x4099 --alpha 1.5 --beta -0.5 && \
           $SAN $GL verify wgmma_tma --dtype bf16 --config BM=128,BN=64,BK=64,WM=64,STAGES=8,SPLITK=3,SKCLUSTER=1 --shapes 300x40x2000 --alpha 1.5 --beta 0 && \
           $SAN $GL verify wgmma_tma --dtype fp16 --config BM=64,BN=128,BK=64,WM=64,STAGES=8,SPLITK=2,SKCLUSTER=1 --shapes 40x300x2000 --alpha 1.5 --beta -0.5"
+      done ;;
+    sanitize-decode)  # rung 24 without 16-byte access: its pair loads, its edge warps, its splits (issue 40)
+      for tool in ${SAN_TOOLS:-memcheck racecheck}; do
+        run $tool-decode compute-sanitizer --tool $tool --kernel-name kne=gemm --report-api-errors no --error-exitcode 9 \
+          $PY tools/check_decode_unaligned.py
       done ;;
     sanitize-epilogue)  # the fused epilogue (issue 41): rung 21's TMA store, staged store and stream-K finisher,
       # rung 22's chunked TMA store, rung 18's cluster split and stream-K tail, split-K's reduction, rung 24

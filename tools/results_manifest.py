@@ -2,6 +2,7 @@
 
     python tools/results_manifest.py add PATH... --shows "what it shows"
     python tools/results_manifest.py refs          # every citation in the tree and what it names
+    python tools/results_manifest.py infer         # git's commit for the files that do not record theirs
 
 ``add`` writes (or rewrites) a result's entry with what the file records about itself: the
 commit, the GPU and the date it was measured, and the command that reproduces it, derived from
@@ -44,6 +45,31 @@ def added_in(path: str) -> str | None:
     """The commit that first brought ``path`` into the tree (None if git does not know it)."""
     out = _git("log", "--diff-filter=A", "--format=%h", "--", path).splitlines()
     return out[-1] if out else None
+
+
+def inferred(path: str, date: str) -> dict:
+    """Where a result does not record the commit it measured, git's best answer, said as such
+    (the ``inferred`` field): the last commit before the file's own time (a date alone: the last of
+    that day), else, with no time either, the parent of the commit that first brought the file
+    (renames followed) and that commit's date as the latest the measurement can be. {} where git
+    knows neither."""
+    if re.match(r"\d{4}-\d{2}-\d{2}", date or ""):
+        until = date if "T" in date else f"{date}T23:59:59+00:00"
+        sha = _git("rev-list", "-1", f"--before={until}", "HEAD")
+        if sha:
+            what = "its time" if "T" in date else "its date (the last commit of that day)"
+            return {"commit": sha[:7], "inferred": f"commit: the last commit before {what}; the file does not record it"}
+        return {}
+    first = _git("log", "--follow", "--diff-filter=A", "--format=%h %cI", "--", path).splitlines()
+    if not first:
+        return {}
+    sha, when = first[-1].split()
+    parent = _git("rev-parse", "--short=7", f"{sha}^")
+    if not parent:
+        return {}
+    return {"commit": parent, "date": f"{when[:10]} or earlier",
+            "inferred": f"commit and date: the file records neither; measured at {parent} or before, added in {sha} on "
+                        f"{when[:10]}"}
 
 
 def _first(*values):
@@ -183,17 +209,39 @@ def add(paths: list[str], shows: str | None, command: str | None) -> None:
             (ROOT / p).unlink()
             p += ".gz"
             print(f"gzipped it: {p}")
-        e = {**by_path.get(p, {}), **derive(p)}
+        e = {**{k: v for k, v in by_path.get(p, {}).items() if k != "inferred"}, **derive(p)}
+        if e["commit"] == "unknown":
+            e.update(inferred(p, e["date"]))
         e["shows"] = shows or by_path.get(p, {}).get("shows") or shows_of(p)
         if command:
             e["command"] = command
         if added_in(p):
             e["added_in"] = added_in(p)
-        by_path[p] = {k: e[k] for k in (*dict.fromkeys(("path", "shows", "command", "commit", "gpu", "date",
-                                                          "added_in")),) if k in e}
+        by_path[p] = {k: e[k] for k in ("path", "shows", "command", "commit", "gpu", "date", "inferred", "added_in")
+                      if k in e}
         print(json.dumps(by_path[p], indent=1))
     man["results"] = sorted(by_path.values(), key=lambda e: e["path"])
     (ROOT / MANIFEST).write_text(json.dumps(man, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def infer() -> int:
+    """``inferred`` for every entry without a recorded commit (its other fields kept)."""
+    man = load(ROOT)
+    done = 0
+    for e in man["results"]:
+        if e.get("commit", "unknown") == "unknown" or "inferred" in e:
+            got = inferred(e["path"], "unknown" if e["date"].endswith(" or earlier") else e["date"])
+            if got:
+                e.update(got)
+                done += 1
+        order = ("path", "shows", "command", "commit", "gpu", "date", "inferred", "added_in")
+        e_sorted = {k: e[k] for k in order if k in e}
+        e.clear()
+        e.update(e_sorted)
+    (ROOT / MANIFEST).write_text(json.dumps(man, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    left = sum(e["commit"] == "unknown" for e in man["results"])
+    print(f"inferred the commit of {done} entries; {left} still unknown")
+    return 0
 
 
 def refs() -> int:
@@ -219,10 +267,13 @@ def main(argv=None) -> int:
     a.add_argument("--shows", default=None, help="what the result shows (one sentence)")
     a.add_argument("--command", default=None, help="the command that reproduces it, where the file does not say")
     sub.add_parser("refs", help="every citation of a result and what it names; exit 1 if one names nothing canonical")
+    sub.add_parser("infer", help="give every entry whose file does not record its commit git's inferred one")
     args = ap.parse_args(argv)
     if args.cmd == "add":
         add(args.paths, args.shows, args.command)
         return 0
+    if args.cmd == "infer":
+        return infer()
     return refs()
 
 

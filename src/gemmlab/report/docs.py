@@ -79,11 +79,13 @@ def _load(root: Path, path: str) -> tuple[dict, dict]:
 
 
 def _commit(e: dict) -> str:
-    """The commit measured, short; where the file does not record it, the commit that added it."""
+    """The commit measured, short; where the file does not record it, git's inference, said so, else
+    the commit that added it."""
     c = e["commit"].split()[0]
     if c == "unknown":
         return f"unknown (added in {e['added_in']})" if e.get("added_in") else c
-    return c[:7] if len(c) == 40 else c
+    c = c[:7] if len(c) == 40 else c
+    return f"{c} (inferred)" if e.get("inferred") else c
 
 
 def _gpu(e: dict) -> str:

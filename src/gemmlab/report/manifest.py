@@ -24,7 +24,8 @@ from pathlib import Path
 MANIFEST = "benchmarks/results/MANIFEST.json"
 RESULT_DIRS = ("benchmarks/results", "benchmarks/profiles")
 # what every entry says ("unknown" where the file does not record it); "added_in", the commit that
-# brought the file into the tree, is added where git knows it
+# brought the file into the tree, is added where git knows it, and "inferred" where the commit is
+# git's answer rather than the file's (tools/results_manifest.py infer)
 FIELDS = ("path", "shows", "command", "commit", "gpu", "date")
 GZIP_OVER = 100_000
 
