@@ -374,16 +374,18 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
             const int k0 = kc + 8 * t;
             const T* p0 = P + (P_KC ? (size_t)w0 * ldp + k0 : (size_t)k0 * ldp + w0);
             if (rows_in && k_in) load_p_fast(c, p0, step);
-            // WC: a lane across the edge reads its whole 16 bytes (w0 + 8 <= ldp, a multiple of 8)
-            else if (!P_KC && k_in) load_p_fast(c, P + (size_t)k0 * ldp + (w0 < n_wide ? w0 : wsafe), step);
+            // WC: a lane across the edge reads its whole 16 bytes (w0 + 8 <= ldp, a multiple of 8), in
+            // the k row's padding, which the next k row bounds: not in the chunk of P's last k row
+            else if (!P_KC && k_in && kc + CHUNK < K)
+                load_p_fast(c, P + (size_t)k0 * ldp + (w0 < n_wide ? w0 : wsafe), step);
             else load_p_checked(c, P, ldp, w0, n_wide, k0, k_end);   // KC: whole rows or none, no halves
         } else {
             // word 0 of load 0 at (outer o0, inner i0): KC row w0 at k kc + 2t, WC k row kc + 8t at w0
             const int o0 = P_KC ? w0 : kc + 8 * t, i0 = P_KC ? kc + 2 * t : w0;
             // ld_pair may read the element after a pair: the one after the chunk must be P's (across
-            // the wide edge, WC: the next k row's)
+            // the wide edge, WC, a pair may also end past the k row: the next k row must follow)
             const bool past = P_KC ? kc + CHUNK < K : wbase + 64 < n_wide;
-            const bool edge_ok = k_in && (P_KC ? p_pairs || past : p_pairs || kc + CHUNK < K);
+            const bool edge_ok = k_in && (P_KC ? p_pairs || past : kc + CHUNK < K);
             if (p_pairs && rows_in && k_in) load_p_words<true>(c, P + (size_t)o0 * ldp + i0, step);
             else if (rows_in && k_in && past) load_p_words<false>(c, P + (size_t)o0 * ldp + i0, step);
             else if (!rows_in && edge_ok) {
