@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from gemmlab.analysis import disasm
+from gemmlab.analysis import disasm, hotpath
 from gemmlab.analysis.inspect import analyze_sass, inspect_rung
 from gemmlab.cli.inspect import register
 from gemmlab.analysis.occupancy import occupancy
@@ -432,7 +432,7 @@ def test_the_interior_path_takes_the_vector_branch_and_skips_the_scalar_fallback
     """
     insns = disasm.parse_sass(sass)
     lp = disasm.find_loops(insns)[0]
-    assert [i.offset for i in disasm.hot_path(insns, lp)] == [0x0, 0x10, 0x50, 0x60, 0x70]
+    assert [i.offset for i in hotpath.hot_path(insns, lp)] == [0x0, 0x10, 0x50, 0x60, 0x70]
 
 
 def test_sass_view_marks_the_interior_path_and_the_loop_bounds(capsys):
@@ -506,7 +506,7 @@ def test_control_codes_give_each_instructions_stall_cycles_and_reuse_flags():
 
 def test_issue_schedule_sums_the_stalls_of_one_trip():
     insns = disasm.parse_sass(CONTROL)
-    s = disasm.issue_schedule(insns)
+    s = hotpath.issue_schedule(insns)
     assert s["issue_cycles"] == 1 + 4 + 13 + 5
     assert s["fixed_stall_cycles"] == 23 - 4
     assert s["stalls_by_opcode"] == {"ISETP": 12, "BRA": 4, "LDS": 3}
@@ -515,7 +515,7 @@ def test_issue_schedule_sums_the_stalls_of_one_trip():
 
 def test_a_listing_without_encodings_has_no_schedule():
     insns = disasm.parse_sass(NVDISASM)
-    assert all(i.control is None for i in insns) and disasm.issue_schedule(insns) is None
+    assert all(i.control is None for i in insns) and hotpath.issue_schedule(insns) is None
 
 
 def test_maxwell_control_words_are_not_read_as_an_instructions_second_word():
@@ -546,7 +546,7 @@ def test_the_interior_path_skips_edge_copies_taken_beside_the_predicated_interio
     """
     insns = disasm.parse_sass(sass)
     lp = disasm.find_loops(insns)[0]
-    assert [i.offset for i in disasm.hot_path(insns, lp)] == [0x0, 0x40, 0x50, 0x60, 0x70]
+    assert [i.offset for i in hotpath.hot_path(insns, lp)] == [0x0, 0x40, 0x50, 0x60, 0x70]
 
 
 def test_the_interior_path_keeps_the_prefetch_the_last_trips_skip():
@@ -559,7 +559,7 @@ def test_the_interior_path_keeps_the_prefetch_the_last_trips_skip():
     """
     insns = disasm.parse_sass(sass)
     lp = disasm.find_loops(insns)[0]
-    assert [i.offset for i in disasm.hot_path(insns, lp)] == [0x0, 0x10, 0x20, 0x30, 0x40]
+    assert [i.offset for i in hotpath.hot_path(insns, lp)] == [0x0, 0x10, 0x20, 0x30, 0x40]
 
 
 def test_inspect_reports_the_issue_cycles_of_the_hot_loop():
@@ -591,5 +591,5 @@ def test_ffma_operand_reads_count_three_register_reads_and_their_bank_collisions
         /*0030*/                   FFMA R3, R4, R62, R8 ;                 /* 0x0000003e04037223 */
                                                                           /* 0x000fe20000000008 */
     """
-    r = disasm.ffma_operand_reads(disasm.parse_sass(sass))
+    r = hotpath.ffma_operand_reads(disasm.parse_sass(sass))
     assert r == {"ffma_three_reads": 2, "ffma_bank_collisions": 1}

@@ -15,7 +15,7 @@ import gzip
 import json
 import sys
 
-from gemmlab.analysis import disasm
+from gemmlab.analysis import disasm, hotpath
 from gemmlab.analysis.ncu.source import SAMPLES, parse_source_csv
 
 
@@ -26,11 +26,11 @@ def _read(path: str) -> str:
 def main(src: str, listing: str, out: str) -> None:
     rows = parse_source_csv(_read(src))["gemm"]
     insns = disasm.parse_sass(_read(listing))
-    path = disasm.hot_path(insns, disasm.hot_loop(insns))
+    path = hotpath.hot_path(insns, disasm.hot_loop(insns))
     base = int(rows[0]["Address"], 16)
     by_off = {int(r["Address"], 16) - base: r for r in rows}
     groups: dict[str, dict] = {}
-    for i, reads, collide in disasm.ffma_register_reads(path):
+    for i, reads, collide in hotpath.ffma_register_reads(path):
         r = by_off[i.offset]
         if r["Source"].strip().split(" ")[0].split(".")[0] != "FFMA":
             raise SystemExit(f"the listing does not match the samples at offset {i.offset:#x}")

@@ -9,7 +9,7 @@ For one rung (dtype, tile configuration, layouts) compiled for a target architec
   targets (``gemmlab.disasm.hot_loop``), and its instruction mix: math share, loads and stores by
   kind and width, barriers, address arithmetic; and from the control codes ptxas wrote into each
   instruction (Volta and newer), the cycles one warp needs to issue a trip and the fixed stalls
-  in them (``gemmlab.disasm.issue_schedule``).
+  in them (``gemmlab.analysis.hotpath.issue_schedule``).
 
 ``inspect_rung`` returns it all as a JSON-able dict; the CLI prints a short table, ``--json``,
 ``--ptx`` or ``--sass``.
@@ -25,7 +25,7 @@ from ..core.config import ConfigLike
 from ..core.packing import kernel_layout
 from ..core.registry import Rung, get
 from ..core.variant import Variant
-from . import disasm
+from . import disasm, hotpath
 from .occupancy import occupancy
 
 
@@ -41,7 +41,7 @@ def analyze_sass(listing: str, function: str | None = None) -> dict:
     hot_info = None
     if hot is not None:
         body = hot.body(insns)
-        path = disasm.hot_path(insns, hot)
+        path = hotpath.hot_path(insns, hot)
         on_path = {i.offset for i in path}
         edge = [i for i in body if i.offset not in on_path]
         hot_info = {"start": hot.start, "end": hot.end, "start_hex": f"0x{hot.start:04x}", "end_hex": f"0x{hot.end:04x}",
@@ -55,7 +55,7 @@ def analyze_sass(listing: str, function: str | None = None) -> dict:
                                                      "store_instructions", "control")}
         hot_info["body_instructions"] = disasm.instruction_mix(body)["n_instructions"]
         # the control codes on that path: one warp's issue cycles per trip, the fixed stalls in them
-        hot_info["schedule"] = disasm.issue_schedule(path)
+        hot_info["schedule"] = hotpath.issue_schedule(path)
     kernel_mix = disasm.instruction_mix(insns)
     return {
         "instructions": kernel_mix["n_instructions"],
