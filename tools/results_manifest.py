@@ -32,6 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 CITING = ("README.md", "docs", "src", "tests", "tools")
 EXAMPLES = ("tests/test_results_manifest.py",)
 JOURNAL = "docs/journal"
+# an entry's keys, in the order the manifest writes them
+ENTRY_KEYS = ("path", "shows", "command", "commit", "gpu", "date", "inferred", "added_in")
 
 
 def _git(*args: str) -> str:
@@ -50,26 +52,25 @@ def added_in(path: str) -> str | None:
 def inferred(path: str, date: str) -> dict:
     """Where a result does not record the commit it measured, git's best answer, said as such
     (the ``inferred`` field): the last commit before the file's own time (a date alone: the last of
-    that day), else, with no time either, the parent of the commit that first brought the file
-    (renames followed) and that commit's date as the latest the measurement can be. {} where git
-    knows neither."""
+    that day) among those before the commit that first brought the file (renames followed: it was
+    measured before it was added), else, with no time either, that commit's parent, and its date
+    as the latest the measurement can be. {} where git knows neither."""
+    first = _git("log", "--follow", "--diff-filter=A", "--format=%h %cI", "--", path).splitlines()
+    added, when = first[-1].split() if first else (None, None)
     if re.match(r"\d{4}-\d{2}-\d{2}", date or ""):
         until = date if "T" in date else f"{date}T23:59:59+00:00"
-        sha = _git("rev-list", "-1", f"--before={until}", "HEAD")
+        sha = _git("rev-list", "-1", f"--before={until}", f"{added}^" if added else "HEAD")
         if sha:
             what = "its time" if "T" in date else "its date (the last commit of that day)"
-            return {"commit": sha[:7], "inferred": f"commit: the last commit before {what}; the file does not record it"}
+            return {"commit": sha[:7], "inferred": f"commit: the last commit before {what} and before the one that "
+                                                   f"added it; the file does not record it"}
         return {}
-    first = _git("log", "--follow", "--diff-filter=A", "--format=%h %cI", "--", path).splitlines()
-    if not first:
-        return {}
-    sha, when = first[-1].split()
-    parent = _git("rev-parse", "--short=7", f"{sha}^")
+    parent = _git("rev-parse", "--short=7", f"{added}^") if added else ""
     if not parent:
         return {}
     return {"commit": parent, "date": f"{when[:10]} or earlier",
-            "inferred": f"commit and date: the file records neither; measured at {parent} or before, added in {sha} on "
-                        f"{when[:10]}"}
+            "inferred": f"commit and date: the file records neither; measured at {parent} or before, added in {added} "
+                        f"on {when[:10]}"}
 
 
 def _first(*values):
@@ -217,8 +218,7 @@ def add(paths: list[str], shows: str | None, command: str | None) -> None:
             e["command"] = command
         if added_in(p):
             e["added_in"] = added_in(p)
-        by_path[p] = {k: e[k] for k in ("path", "shows", "command", "commit", "gpu", "date", "inferred", "added_in")
-                      if k in e}
+        by_path[p] = {k: e[k] for k in ENTRY_KEYS if k in e}
         print(json.dumps(by_path[p], indent=1))
     man["results"] = sorted(by_path.values(), key=lambda e: e["path"])
     (ROOT / MANIFEST).write_text(json.dumps(man, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -234,10 +234,7 @@ def infer() -> int:
             if got:
                 e.update(got)
                 done += 1
-        order = ("path", "shows", "command", "commit", "gpu", "date", "inferred", "added_in")
-        e_sorted = {k: e[k] for k in order if k in e}
-        e.clear()
-        e.update(e_sorted)
+    man["results"] = [{k: e[k] for k in ENTRY_KEYS if k in e} for e in man["results"]]
     (ROOT / MANIFEST).write_text(json.dumps(man, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     left = sum(e["commit"] == "unknown" for e in man["results"])
     print(f"inferred the commit of {done} entries; {left} still unknown")
