@@ -102,8 +102,27 @@ def test_the_rule_declines_operands_without_16_byte_access():
 
 
 def test_the_rule_sizes_operands_without_16_byte_access_when_the_selection_asks():
-    aligned = decode.rule(1, 4094, 4096, 132, "sm_90a")
-    assert decode.rule(1, 4094, 4096, 132, "sm_90a", vec_b=False, unaligned=True) == aligned
+    aligned, _ = decode.rule(1, 4094, 4096, 132, "sm_90a")
+    cfg, _ = decode.rule(1, 4094, 4096, 132, "sm_90a", vec_b=False, unaligned=True)
+    # the same tile and split; the ring in registers (the shared-memory ring needs 16-byte access)
+    assert cfg == dict(aligned, ASYNC=0, DEPTH=decode.DEPTH)
+
+
+@pytest.mark.parametrize("M,N,a_col,b_col,ring", [
+    (1, 4096, False, False, True), (8, 14336, False, True, True),      # M thin, A (Q) row-major: along K
+    (9, 4096, False, False, False), (32, 4096, False, True, False),     # 16 and 32 columns: registers
+    (1, 4096, True, False, False),                                      # Q = A column-major: not along K
+    (4096, 8, False, True, True), (4096, 8, False, False, False)])      # N thin: Q = B, along K when column-major
+def test_the_rule_takes_the_ring_in_shared_memory_for_a_thin_side_of_8_with_q_along_k(M, N, a_col, b_col, ring):
+    cfg, why = decode.rule(M, N, 4096, 132, "sm_90a", a_col=a_col, b_col=b_col)
+    assert cfg["ASYNC"] == int(ring) and ("shared memory" in why) == ring
+    assert cfg["DEPTH"] == (decode.ASYNC_DEPTH if ring else decode.DEPTH)
+    assert DECODE.check_config(DECODE.config(cfg)) == []
+
+
+def test_the_rule_keeps_the_ring_in_registers_without_16_byte_access():
+    for va, vb in ((False, True), (True, False)):
+        assert decode.rule(1, 4096, 4096, 132, "sm_90a", vec_a=va, vec_b=vb, unaligned=True)[0]["ASYNC"] == 0
 
 
 def test_auto_leaves_an_unaligned_thin_problem_to_the_other_rungs(rule_only):
@@ -163,7 +182,9 @@ RULE_TILES = sorted({(c["BM"], c["BN"], c["BK"], c["WK"]) for c in
 def test_every_tile_the_rule_chooses_compiles_without_spills_in_every_layout_and_split(bm, bn, bk, wk):
     for (a_col, b_col), split in itertools.product(itertools.product((False, True), repeat=2),
                                                    ({}, {"SPLITK": 8, "SKCLUSTER": 1}, {"SPLITK": 4})):
-        cfg = {"BM": bm, "BN": bn, "BK": bk, "WK": wk, "L2PF": int(a_col != b_col), **split}
+        M, N = (bm, 4096) if bm < bn else (4096, bn)
+        ring = {k: decode.rule(M, N, 4096, 132, "sm_90a", a_col=a_col, b_col=b_col)[0][k] for k in ("ASYNC", "DEPTH")}
+        cfg = {"BM": bm, "BN": bn, "BK": bk, "WK": wk, "L2PF": int(a_col != b_col), **ring, **split}
         ck = Variant.make("decode", "bf16", a_col=a_col, b_col=b_col, config=cfg).compile("sm_90a")
         assert ck.spill_bytes == 0 and "bytes stack frame" in ck.log and " 0 bytes stack frame" in ck.log, ck.log
 
@@ -189,6 +210,52 @@ def test_the_wide_operand_row_major_is_read_by_16_byte_loads_and_paired_by_byte_
     assert len(re.findall(r"LDG\.E\.128", sass)) >= 9 and "PRMT" in sass and "HMMA.16816.F32.BF16" in sass
 
 
+# ---- the ring in shared memory (ASYNC=1) ------------------------------------------------------------
+def test_the_ring_in_shared_memory_is_counted_in_the_blocks_shared_memory():
+    base = {"BM": 8, "BN": 64, "BK": 128, "WK": 4, "DEPTH": 4}
+    assert decode.smem(dict(base, ASYNC=1)) == decode.smem(base) + 4 * (8 + 1) * 16 * 128
+
+
+def test_the_ring_in_shared_memory_costs_no_registers_per_chunk():
+    deep = {"BM": 32, "BN": 64, "BK": 128, "WK": 4, "DEPTH": 8, "ASYNC": 1}
+    assert decode.registers(deep) == decode.registers(dict(deep, DEPTH=2, ASYNC=0))
+    assert DECODE.check_config(DECODE.config(deep)) == []
+    assert DECODE.check_config(dict(DECODE.config(deep), ASYNC=0))      # 8 register buffers: refused
+
+
+def test_a_ring_in_shared_memory_larger_than_a_block_may_have_is_refused():
+    with pytest.raises(ValueError, match="shared memory"):
+        DECODE.config({"BM": 32, "BN": 128, "BK": 256, "WK": 8, "DEPTH": 8, "ASYNC": 1})
+
+
+# (config, a_col, b_col): the thin operand Q contiguous along k (A row-major where M is thin, B
+# column-major where N is), the wide one in either layout
+ASYNC_CASES = [({"BM": 8, "BN": 64, "BK": 128, "WK": 4, "DEPTH": 8, "ASYNC": 1}, False, False),
+               ({"BM": 32, "BN": 128, "BK": 64, "WK": 2, "DEPTH": 4, "ASYNC": 1, "SPLITK": 4, "SKCLUSTER": 1}, False, True),
+               ({"BM": 64, "BN": 16, "BK": 128, "WK": 4, "DEPTH": 6, "ASYNC": 1, "L2PF": 1}, False, True),
+               ({"BM": 128, "BN": 8, "BK": 64, "WK": 2, "DEPTH": 6, "ASYNC": 1, "SPLITK": 5}, True, True)]
+
+
+@pytest.mark.parametrize("cfg,a_col,b_col", ASYNC_CASES, ids=str)
+def test_the_ring_in_shared_memory_copies_by_cp_async_and_reads_back_by_16_byte_lds_without_spills(cfg, a_col, b_col):
+    from gemmlab.analysis import disasm
+    ck = Variant.make("decode", "bf16", a_col=a_col, b_col=b_col, config=cfg).compile("sm_90a")
+    assert ck.spill_bytes == 0 and " 0 bytes stack frame" in ck.log, ck.log
+    sass = disasm.sass_nvdisasm(ck.cubin)
+    # per chunk (the loop unrolled by DEPTH): P's 8 units and Q's copied, then read back
+    units = cfg["DEPTH"] * (8 + min(cfg["BM"], cfg["BN"]) // 8)
+    assert len(re.findall(r"LDGSTS\.E\.BYPASS(?:\.LTC\d+B)?\.128", sass)) >= cfg["DEPTH"] * 8
+    assert len(re.findall(r"LDS\.128", sass)) >= units
+    assert "LDGDEPBAR" in sass and "DEPBAR.LE" in sass
+
+
+def test_without_16_byte_access_to_both_operands_async_keeps_two_register_buffers():
+    from gemmlab.analysis import disasm
+    cfg = {"BM": 8, "BN": 64, "BK": 128, "WK": 4, "DEPTH": 8, "ASYNC": 1}
+    ck = Variant.make("decode", "bf16", vec_a=False, config=cfg).compile("sm_90a")
+    assert ck.spill_bytes == 0 and "LDGSTS" not in disasm.sass_nvdisasm(ck.cubin)
+
+
 # ---- GPU -------------------------------------------------------------------------------------------
 # thin M and thin N, ragged wide and thin sides, K below, across and beyond a chunk, unaligned
 # leading dimensions and base pointers off 8 (the spread pair loads: two words where the pairs are
@@ -196,12 +263,18 @@ def test_the_wide_operand_row_major_is_read_by_16_byte_loads_and_paired_by_byte_
 GPU_SHAPES = [(1, 300, 257, 0, 0), (7, 131, 1000, 0, 0), (131, 13, 1000, 0, 0), (32, 64, 64, 0, 0),
               (16, 257, 513, 0, 0), (300, 3, 33, 0, 0), (13, 130, 129, 3, 1), (130, 9, 129, 1, 0), (5, 77, 7, 0, 0),
               (6, 1170, 486, 0, 0), (300, 5, 262, 2, 0), (3, 700, 1537, 0, 0), (517, 11, 2049, 0, 1),
-              (5, 1001, 640, 7, 0)]       # 16-byte access, a lane across the wide edge
+              (5, 1001, 640, 7, 0),       # 16-byte access, a lane across the wide edge
+              # 16-byte access where the layout allows, K ending inside a 16-byte unit, a lane
+              # across the wide edge in P's last k row (the ring in shared memory's guarded units)
+              (5, 1004, 300, 4, 0), (1004, 5, 300, 4, 0), (1, 2048, 1024, 0, 0)]
 LAYOUTS = list(itertools.product((False, True), repeat=3))
 CONFIGS = ["m8", "m32", "n8", "n32", "m8_deep", {"BM": 16, "BN": 128, "BK": 64, "WK": 2, "DEPTH": 3},
            {"BM": 8, "BN": 64, "BK": 128, "WK": 4, "SPLITK": 3, "SKCLUSTER": 1},
            {"BM": 32, "BN": 64, "BK": 32, "WK": 1, "SPLITK": 8, "SKCLUSTER": 1},
-           {"BM": 64, "BN": 16, "BK": 128, "WK": 4, "SPLITK": 5}]
+           {"BM": 64, "BN": 16, "BK": 128, "WK": 4, "SPLITK": 5},
+           {"BM": 8, "BN": 64, "BK": 128, "WK": 4, "DEPTH": 4, "ASYNC": 1},
+           {"BM": 32, "BN": 128, "BK": 64, "WK": 2, "DEPTH": 6, "ASYNC": 1, "SPLITK": 3, "SKCLUSTER": 1},
+           {"BM": 64, "BN": 16, "BK": 128, "WK": 4, "DEPTH": 8, "ASYNC": 1, "L2PF": 1, "SPLITK": 4}]
 
 
 @pytest.mark.gpu
@@ -230,7 +303,8 @@ def test_auto_on_decode_shapes_matches_the_float64_reference(M, N, K):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("config", [{"SPLITK": 8, "SKCLUSTER": 1}, {"SPLITK": 6}, "m8_deep"])
+@pytest.mark.parametrize("config", [{"SPLITK": 8, "SKCLUSTER": 1}, {"SPLITK": 6}, "m8_deep",
+                                    {"DEPTH": 6, "ASYNC": 1, "SPLITK": 4, "SKCLUSTER": 1}])
 def test_decode_gives_the_same_bits_on_every_run(config):
     import cupy as cp
 

@@ -126,10 +126,10 @@ for st in "${stages[@]}"; do
           $SAN $GL verify wgmma_tma --dtype bf16 --config BM=128,BN=64,BK=64,WM=64,STAGES=8,SPLITK=3,SKCLUSTER=1 --shapes 300x40x2000 --alpha 1.5 --beta 0 && \
           $SAN $GL verify wgmma_tma --dtype fp16 --config BM=64,BN=128,BK=64,WM=64,STAGES=8,SPLITK=2,SKCLUSTER=1 --shapes 40x300x2000 --alpha 1.5 --beta -0.5"
       done ;;
-    sanitize-decode)  # rung 24 without 16-byte access: its pair loads, its edge warps, its splits (issue 40)
+    sanitize-decode)  # rung 24 at its edges: its pair loads, its edge warps, its ring in shared memory, its splits (issue 40)
       for tool in ${SAN_TOOLS:-memcheck racecheck}; do
         run $tool-decode compute-sanitizer --tool $tool --kernel-name kne=gemm --report-api-errors no --error-exitcode 9 \
-          $PY tools/check_decode_unaligned.py
+          $PY tools/check_decode.py
       done ;;
     sanitize-epilogue)  # the fused epilogue (issue 41): rung 21's TMA store, staged store and stream-K finisher,
       # rung 22's chunked TMA store, rung 18's cluster split and stream-K tail, split-K's reduction, rung 24

@@ -23,6 +23,7 @@ MAX_WK = 8
 MAX_WIDE = 256           # 4 warps along the rows: more adds nothing a second block would not
 
 MAX_DEPTH = 6
+MAX_DEPTH_ASYNC = 8      # the ring in shared memory (ASYNC=1): its depth costs no registers
 
 
 def registers(cfg: Mapping[str, int]) -> int:
@@ -30,9 +31,11 @@ def registers(cfg: Mapping[str, int]) -> int:
     (P's 8 x 16 bytes, Q's, their addresses), 24 per n-tile for the accumulators and the
     fragments, 40 for the rest; fitted to ptxas (NVRTC 13.0 and 13.5, sm_90a, every layout with
     and without 16-byte access: 160, 202 and 254 at NS 8 and DEPTH 2-4, 234 at NS 16 and DEPTH 3,
-    255 at NS 32 and DEPTH 2; NS 8 at DEPTH 5, 16 at 4 and 32 at 3 spilled)."""
+    255 at NS 32 and DEPTH 2; NS 8 at DEPTH 5, 16 at 4 and 32 at 3 spilled). ASYNC=1 holds one
+    chunk in registers where its ring applies and a ring of 2 where it does not: counted as 2."""
     nt = sides(cfg)[0] // 8
-    return 40 + 24 * nt + cfg["DEPTH"] * (44 + 4 * nt)
+    depth = 2 if cfg.get("ASYNC") else cfg["DEPTH"]
+    return 40 + 24 * nt + depth * (44 + 4 * nt)
 
 
 # The rule's sizing, from a sweep of WK x DEPTH x slices on the H100 (M = 1-32 against 4096-14336
@@ -44,6 +47,13 @@ WARPS_K = 4
 DEPTH = 2
 WARPS_PER_SM = 8
 MIN_CHUNKS = 2
+# A thin side of 8 with 16-byte access to both operands and Q contiguous along K (the kernel's
+# condition for its ring in shared memory) takes that ring, ASYNC_DEPTH chunks deep: on the H200 it
+# kept more of B in flight than two register buffers and ran ahead of them at every decode shape
+# with M <= 8; at 16 and 32 columns it did not (h200_decode_async_sweep.json.gz, docs/journal/thin.md).
+# Deeper rings took the shared memory of a third block per SM.
+ASYNC_SIDE = 8
+ASYNC_DEPTH = 3
 
 
 def sides(cfg: Mapping[str, int]) -> tuple[int, int]:
@@ -57,15 +67,18 @@ def threads(cfg: Mapping[str, int]) -> int:
 
 
 def smem(cfg: Mapping[str, int]) -> int:
-    """The WK k-warps' FP32 partial tiles, wide x thin each (the first is also the cluster's)."""
+    """The WK k-warps' FP32 partial tiles, wide x thin each (the first is also the cluster's), and
+    with ASYNC=1 the ring: DEPTH chunks of (8 + thin/8) 16-byte units per thread."""
     ns, br = sides(cfg)
-    return cfg["WK"] * ns * br * 4
+    ring = cfg["DEPTH"] * (8 + ns // 8) * 16 * threads(cfg) if cfg.get("ASYNC") else 0
+    return cfg["WK"] * ns * br * 4 + ring
 
 
-def constraints(cfg: Mapping[str, int]) -> list[str]:
+def constraints(cfg: Mapping[str, int], max_smem: int) -> list[str]:
     """What 24_decode.cu static_asserts: a thin side of 8, 16 or 32, a wide side of whole 64-row
-    warps up to 256, WK of 1 to 8, BK whole block steps (32 x WK), DEPTH of 2 to 6, and the
-    registers within what a block of its threads gets."""
+    warps up to 256, WK of 1 to 8, BK whole block steps (32 x WK), DEPTH of 2 to 6 (8 with the
+    ring in shared memory), the registers within what a block of its threads gets and the shared
+    memory within ``max_smem``."""
     ns, br = sides(cfg)
     out = []
     if ns not in THIN_SIDES:
@@ -77,8 +90,13 @@ def constraints(cfg: Mapping[str, int]) -> list[str]:
     elif cfg["BK"] % (CHUNK * cfg["WK"]):
         out.append(f"BK={cfg['BK']} must be a multiple of 32*WK={CHUNK * cfg['WK']} (a K slice holds whole steps "
                    f"of the block's warps)")
-    if not 2 <= cfg["DEPTH"] <= MAX_DEPTH:
-        out.append(f"DEPTH={cfg['DEPTH']} must be between 2 and {MAX_DEPTH} (chunks in flight per thread)")
+    most = MAX_DEPTH_ASYNC if cfg.get("ASYNC") else MAX_DEPTH
+    if not 2 <= cfg["DEPTH"] <= most:
+        out.append(f"DEPTH={cfg['DEPTH']} must be between 2 and {most} (chunks in flight per thread"
+                   f"{', ASYNC=1' if cfg.get('ASYNC') else ''})")
+    elif not out and smem(cfg) > max_smem:
+        out.append(f"the partial tiles and the ring need {smem(cfg)} B of shared memory; a block may have at most "
+                   f"{max_smem} B (a shallower DEPTH, fewer warps)")
     elif not out and (registers(cfg) > 256 or threads(cfg) * min(255, registers(cfg)) > 65536):
         out.append(f"a thin side of {ns} with DEPTH={cfg['DEPTH']} needs about {registers(cfg)} registers per thread; "
                    f"{threads(cfg)} threads allow {min(255, 65536 // threads(cfg))} (fewer warps, a shallower DEPTH)")
@@ -96,6 +114,8 @@ def rule(M: int, N: int, K: int, sm_count: int, arch, a_col: bool = False, b_col
     slices of K, at most 8 (one cluster, summed in distributed shared memory: no workspace, one
     launch; on GPUs without clusters the workspace's reduction), at most what leaves each warp
     ``MIN_CHUNKS`` chunks, and as many as the K tiles divide into evenly (``splitk_slices``).
+    A thin side of at most ``ASYNC_SIDE`` with 16-byte access to both operands and the thin one
+    contiguous along K takes the ring in shared memory (ASYNC=1, ``ASYNC_DEPTH`` chunks).
     L2PF=1 where the wide operand is contiguous along K (``a_col``, ``b_col``: the kernel view's
     layouts): its rows are long runs the L2's 256-byte fetches read ahead in, where the runs of a
     row-major B are 128 bytes of one k row each and the larger fetches were slower
@@ -122,9 +142,14 @@ def rule(M: int, N: int, K: int, sm_count: int, arch, a_col: bool = False, b_col
     ktiles = max(1, -(-K // bk))
     split = -(-ktiles // -(-ktiles // split))          # no slice left empty or short by a tile
     kc = (not a_col) if N <= M else b_col          # the wide operand (A when N is thin) contiguous along K
-    cfg = {"BM": bm, "BN": bn, "BK": bk, "WK": WARPS_K, "DEPTH": DEPTH, "L2PF": int(kc), "SPLITK": split, "SKCLUSTER": 0}
+    q_kc = b_col if N <= M else not a_col          # the thin one contiguous along K
+    ring = ns <= ASYNC_SIDE and vec_a and vec_b and q_kc
+    cfg = {"BM": bm, "BN": bn, "BK": bk, "WK": WARPS_K, "DEPTH": ASYNC_DEPTH if ring else DEPTH, "L2PF": int(kc),
+           "ASYNC": int(ring), "SPLITK": split, "SKCLUSTER": 0}
     side = "N" if N <= M else "M"
     why = f"thin 16-bit problem ({side}={thin} <= {THIN16_MAX}): {bm}x{bn} tiles, {WARPS_K} warps along K"
+    if ring:
+        why += f", a ring of {ASYNC_DEPTH} chunks in shared memory (cp.async)"
     if kc:
         why += ", 256-byte L2 fetches along the K-contiguous rows"
     if split > 1:

@@ -38,6 +38,14 @@
 //   are issued before the mmas of chunk c, from a ring of DEPTH register buffers. A block's slice
 //   is only a few chunks per warp at decode's sizes, so its time is a chain of memory latencies:
 //   the deeper the ring, the fewer links.
+// * ASYNC=1 moves the ring into shared memory: each thread's 16-byte units of P and Q go there by
+//   cp.async (LDGSTS), each to a slot only that thread reads back (LDS.128), so no barrier is
+//   needed, only cp.async.wait_group. The register ring holds DEPTH x (8 + NT) x 16 bytes per
+//   thread and its registers bound DEPTH (and the warps an SM keeps); in shared memory a deeper
+//   ring costs no registers, so more of P is in flight per SM where the memory's latency times its
+//   rate asks for more than the register ring holds (a GPU with faster memory, the same latency).
+//   It applies where P and Q both have 16-byte access (Q contiguous along k); elsewhere the kernel
+//   keeps a ring of 2 register buffers.
 // * K is split twice. The WK warps of a block that share the block's rows take interleaved
 //   chunks (the block reads 32*WK contiguous k of each row at a time). The SPLITK blocks of one
 //   row tile take slices of K, either as one thread-block cluster (SKCLUSTER=1, up to 8 slices:
@@ -83,13 +91,20 @@ constexpr bool P_VEC = (THIN_N ? GL_VEC_A : GL_VEC_B) != 0;
 constexpr bool Q_KC = THIN_N ? (GL_B_COL != 0) : (GL_A_COL == 0);   // Q contiguous along k
 constexpr bool Q_VEC = (THIN_N ? GL_VEC_B : GL_VEC_A) != 0 && Q_KC;
 constexpr int CHUNK = 32;                          // k per warp step: two k16-mmas
+#ifndef ASYNC
+#define ASYNC 0
+#endif
+constexpr bool SRING = ASYNC && P_VEC && Q_VEC;    // the ring in shared memory, filled by cp.async
+constexpr int UNITS = 8 + NT;                      // a thread's 16-byte units of a chunk: P's 8, Q's NT
+constexpr int RING_SMEM = ASYNC ? DEPTH * UNITS * 16 * THREADS : 0;   // bytes (the registry's smem counts them)
 constexpr int TILE = BR * NS;                      // outputs of a block
 static_assert(NS == 8 || NS == 16 || NS == 32, "the thin side min(BM, BN) must be 8, 16 or 32");
 static_assert(BR % 64 == 0 && BR >= 64, "the wide side max(BM, BN) must be a multiple of 64 (64 rows per warp)");
 static_assert(WARPS == WR * WK, "THREADS must be 32 * (max(BM, BN) / 64) * WK");
-static_assert(DEPTH >= 2 && DEPTH <= 6, "DEPTH (chunks in flight per thread) must be 2 to 6");
+static_assert(DEPTH >= 2 && DEPTH <= (ASYNC ? 8 : 6), "DEPTH (chunks in flight per thread) must be 2 to 6 (8 with ASYNC)");
 static_assert(BK % (CHUNK * WK) == 0, "BK must be a multiple of 32 * WK: a slice holds whole steps of the block");
-static_assert(WK * TILE * 4 <= GL_DYN_SMEM, "the registry's shared-memory size (GL_DYN_SMEM) is too small for the partial tiles");
+static_assert(WK * TILE * 4 + RING_SMEM <= GL_DYN_SMEM,
+              "the registry's shared-memory size (GL_DYN_SMEM) is too small for the partial tiles and the ring");
 
 // One thread's operands of a chunk: P's 8 loads and Q's NT.
 struct Chunk {
@@ -258,6 +273,26 @@ __device__ __forceinline__ void load_q_spread(Chunk& c, const T* __restrict__ Q,
     }
 }
 
+// ---- the ring in shared memory (ASYNC) -------------------------------------------------------
+// One 16-byte unit to shared memory, `bytes` 16 (read) or 0 (zeros, nothing read): P's streamed
+// (.cg: through L2 only; L2PF its 256-byte fetch), Q's kept in L1 (.ca: the warps along the rows
+// of a block read the same Q).
+template <bool STREAM>
+__device__ __forceinline__ void cp16(unsigned dst, const T* src, int bytes) {
+    if constexpr (STREAM) {
+#if L2PF
+        asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
+#else
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
+#endif
+    } else {
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
+    }
+}
+__device__ __forceinline__ void st16(unsigned dst, const uint4& v) {
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" :: "r"(dst), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
+
 __device__ __forceinline__ unsigned word(const uint4& v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
 
 // The chunk's 2 x 4 x NT mmas: k half h takes k 8t+4h .. 8t+4h+3 of each thread's 8.
@@ -407,25 +442,129 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
         }
     };
 
-    // ---- main loop: RING chunks in flight, a ring of register buffers ---------------------------
+    // ASYNC: chunk kc's units to ring slot d; unit u of a warp's 32 lanes at slots + (d * UNITS +
+    // u) * THREADS + 32 * warp (a warp's LDS.128 of one unit reads 512 contiguous bytes, 8 lanes
+    // to a bank-free 128). A unit is copied whole or zero-filled; one that straddles an edge (KC:
+    // the slice's end inside its 8 k; WC: P's wide end inside its 8 rows in P's last k row, whose
+    // padding no next row bounds) is loaded by guarded loads and stored by the thread, which waits.
+    //   Which lane copies which unit matters to the copies as it does not to loads into registers:
+    //   cp.async serves a warp's 16-byte copies 8 lanes at a time, each 8 a request of their own
+    //   lines, so WC's lanes, whose 4 consecutive lanes are 4 k rows, made every 8 lanes 4 requests
+    //   of 32 bytes (exploration under Nsight Compute: 7x the L2 requests of the register ring and
+    //   1.8x its sectors, half the speed). In the interior of a WC chunk lane 8t' + g' copies the
+    //   unit of lane (g', t'): each 8 lanes one 128-byte run of one k row; the warp then shares its
+    //   slots (__syncwarp), and lane (g, t) finds its unit at position 8t + (g + 2t) % 8, a
+    //   rotation that keeps each 8 lanes of the LDS on distinct 16-byte banks. KC's 4 consecutive
+    //   lanes are a row's 64 contiguous bytes, the chunk's whole width: they copy their own units.
+    constexpr bool SWAP = !P_KC;
+    uint4* const slots = reinterpret_cast<uint4*>(red + WK * TILE) + 32 * warp;
+    const int mine = SWAP ? 8 * t + ((g + 2 * t) & 7) : lane;          // where this lane's P units are
+    const int lg = lane % 8, lt = lane / 8;                               // SWAP: the unit this lane copies
+    const unsigned own = (unsigned)__cvta_generic_to_shared(slots + mine);
+    const unsigned copy = SWAP ? (unsigned)__cvta_generic_to_shared(slots + 8 * lt + ((lg + 2 * lt) & 7)) : own;
+    const unsigned qown = (unsigned)__cvta_generic_to_shared(slots + lane);
+    auto load_async = [&](int d, int kc) {
+        constexpr unsigned U = THREADS * 16u;      // bytes between a lane's units
+        const unsigned dd = (unsigned)d * UNITS * U;
+        const int k0 = kc + 8 * t;
+        const bool k_in = kc + CHUNK <= k_end;
+        const bool kw = k0 + 8 <= k_end, kn = k0 >= k_end;   // the thread's 8 k all inside, none
+        if (rows_in && k_in) {                     // the interior (warp-uniform): every unit whole
+            const T* p0 = P + (P_KC ? (size_t)w0 * ldp + k0 : (size_t)(kc + 8 * lt) * ldp + wbase + 8 * lg);
+#pragma unroll
+            for (int j = 0; j < 8; ++j) cp16<true>(copy + dd + j * U, p0 + j * step, 16);
+        } else if constexpr (P_KC) {
+            if (kw || kn) {
+#pragma unroll
+                for (int j = 0; j < 8; ++j) {
+                    const int r = w0 + 8 * j;
+                    const bool in = kw && r < n_wide;
+                    cp16<true>(own + dd + j * U, in ? P + (size_t)r * ldp + k0 : P, in ? 16 : 0);
+                }
+            } else {
+#pragma unroll
+                for (int j = 0; j < 8; ++j) st16(own + dd + j * U, gl_load8<true>(P, ldp, w0 + 8 * j, k0, n_wide, k_end));
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < 8; ++j) {
+                const int k = k0 + j;
+                const bool in = k < k_end && w0 < n_wide;
+                // a lane across the wide edge reads its whole 16 bytes in the k row's padding
+                // (w0 + 8 <= ldp, a multiple of 8), which the next k row bounds
+                const bool whole = w0 + 8 <= n_wide || k + 1 < K;
+                if (!in || whole) cp16<true>(own + dd + j * U, in ? P + (size_t)k * ldp + w0 : P, in ? 16 : 0);
+                else st16(own + dd + j * U, gl_load8<true>(P, ldp, k, w0, k_end, n_wide));
+            }
+        }
+#pragma unroll
+        for (int n = 0; n < NT; ++n) {             // Q: contiguous along k, 16-byte access (SRING)
+            const int j = j0 + 8 * n;
+            const unsigned q = qown + dd + (8 + n) * U;
+            if (thin_in && k_in) {
+                cp16<false>(q, Q + (size_t)j * ldq + k0, 16);
+            } else if (kw || kn || j >= n_thin) {
+                const bool in = kw && j < n_thin;
+                cp16<false>(q, in ? Q + (size_t)j * ldq + k0 : Q, in ? 16 : 0);
+            } else {
+                st16(q, gl_load8<true>(Q, ldq, j, k0, n_thin, k_end));
+            }
+        }
+    };
+    auto take = [&](Chunk& c, int d) {            // this lane's units of slot d
+        const uint4* s = slots + d * UNITS * THREADS;
+#pragma unroll
+        for (int u = 0; u < 8; ++u) c.p[u] = s[u * THREADS + mine];
+#pragma unroll
+        for (int n = 0; n < NT; ++n) c.q[n] = s[(8 + n) * THREADS + lane];
+    };
+
+    // ---- main loop: RING chunks in flight, in registers or (SRING) in shared memory -------------
     // RING = DEPTH, at most 3 without 16-byte access: a pair that is not 4-byte aligned holds two
-    // words in flight, and at 4 chunks ptxas (NVRTC 13.0) spilled.
-    constexpr int RING = SPREAD && DEPTH > 3 ? 3 : DEPTH;
+    // words in flight, and at 4 chunks ptxas (NVRTC 13.0) spilled. ASYNC where its ring does not
+    // apply: 2, the depth its registers were counted at (core/decode.py).
+    constexpr int RING = SRING ? DEPTH : ASYNC ? 2 : SPREAD && DEPTH > 3 ? 3 : DEPTH;
     // (unrolled by RING so that every buffer index is a constant: registers, not local memory)
     constexpr int KSTEP = CHUNK * WK;
-    Chunk ring[RING];
     const int kc0 = k_first + CHUNK * wk;
-#pragma unroll
-    for (int d = 0; d < RING - 1; ++d)
-        if (kc0 + d * KSTEP < k_end) load(ring[d], kc0 + d * KSTEP);
-    for (int kc = kc0; kc < k_end; kc += RING * KSTEP) {
+    if constexpr (SRING) {
+        // every slot filled ahead; a slot is filled again right after its chunk's mmas. The slots
+        // are the warp's own: a warp barrier orders the copies of other lanes before a lane reads
+        // them (SWAP), and a lane's reads before other lanes copy over them; KC needs neither.
 #pragma unroll
         for (int d = 0; d < RING; ++d) {
-            const int k = kc + d * KSTEP;
-            if (k >= k_end) break;
-            const int kn = k + (RING - 1) * KSTEP;
-            if (kn < k_end) load(ring[(d + RING - 1) % RING], kn);
-            multiply(acc, ring[d]);
+            if (kc0 + d * KSTEP < k_end) load_async(d, kc0 + d * KSTEP);
+            gl_cp_commit();                        // one group per chunk, empty or not: the wait counts them
+        }
+        for (int kc = kc0; kc < k_end; kc += RING * KSTEP) {
+#pragma unroll
+            for (int d = 0; d < RING; ++d) {
+                const int k = kc + d * KSTEP;
+                if (k >= k_end) break;
+                gl_cp_wait<RING - 1>();            // chunk k's group is the oldest of RING
+                if constexpr (SWAP) __syncwarp();
+                Chunk c;
+                take(c, d);
+                multiply(acc, c);
+                if constexpr (SWAP) __syncwarp();
+                if (k + RING * KSTEP < k_end) load_async(d, k + RING * KSTEP);
+                gl_cp_commit();
+            }
+        }
+    } else {
+        Chunk ring[RING];
+#pragma unroll
+        for (int d = 0; d < RING - 1; ++d)
+            if (kc0 + d * KSTEP < k_end) load(ring[d], kc0 + d * KSTEP);
+        for (int kc = kc0; kc < k_end; kc += RING * KSTEP) {
+#pragma unroll
+            for (int d = 0; d < RING; ++d) {
+                const int k = kc + d * KSTEP;
+                if (k >= k_end) break;
+                const int kn = k + (RING - 1) * KSTEP;
+                if (kn < k_end) load(ring[(d + RING - 1) % RING], kn);
+                multiply(acc, ring[d]);
+            }
         }
     }
 

@@ -92,16 +92,18 @@ RUNGS: tuple[Rung, ...] = (
         "24_decode.cu", dtypes=("fp16", "bf16"),
         # the default tile: N thin (16), as the bench's thin shape 4096x16x4096 is; decode's M-thin
         # tiles are the presets m8 and m32 (auto's rule sizes both, core/decode.py)
-        params={"BM": 64, "BN": 16, "BK": 128, "WK": 4, "DEPTH": 2, "L2PF": 0, "SPLITK": 1, "SKCLUSTER": 0},
+        params={"BM": 64, "BN": 16, "BK": 128, "WK": 4, "DEPTH": 2, "L2PF": 0, "ASYNC": 0, "SPLITK": 1, "SKCLUSTER": 0},
         presets={"m8": {"BM": 8, "BN": 64, "BK": 128, "WK": 4, "DEPTH": 2},
                  "m32": {"BM": 32, "BN": 64, "BK": 128, "WK": 4, "DEPTH": 2},
                  "n8": {"BM": 64, "BN": 8, "BK": 128, "WK": 4, "DEPTH": 2},
                  "n32": {"BM": 64, "BN": 32, "BK": 128, "WK": 4, "DEPTH": 2},
                  "m8_deep": {"BM": 8, "BN": 64, "BK": 256, "WK": 8, "DEPTH": 4}},
-        threads=_decode.threads, constraints=lambda c: _decode.constraints(c) + splitk_constraints(c), smem=_decode.smem,
+        threads=_decode.threads, constraints=lambda c: _decode.constraints(c, MAX_SMEM_PER_BLOCK) + splitk_constraints(c),
+        smem=_decode.smem,
         sass_claims=("HMMA.16816", "LDG.E.128"), min_arch=80, thin_rule=ThinRule(_decode.THIN16_MAX, _decode.rule),
         stores=ANY_16BIT_OUTPUT,   # its scalar stores round each output to C's type
         space={"BM": (8, 16, 32, 64, 128), "BN": (8, 16, 32, 64, 128), "BK": (128, 256, 512), "WK": (1, 2, 4, 8),
-               "DEPTH": (2, 3, 4, 5), "L2PF": (0, 1), "SPLITK": SPLITK_SPACE, "SKCLUSTER": (0, 1)},
+               "DEPTH": (2, 3, 4, 5, 6, 8), "L2PF": (0, 1), "ASYNC": (0, 1), "SPLITK": SPLITK_SPACE,
+               "SKCLUSTER": (0, 1)},
     ),
 )
