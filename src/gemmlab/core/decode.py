@@ -50,8 +50,9 @@ MIN_CHUNKS = 2
 # A thin side of 8 with 16-byte access to both operands and Q contiguous along K (the kernel's
 # condition for its ring in shared memory) takes that ring, ASYNC_DEPTH chunks deep: on the H200 it
 # kept more of B in flight than two register buffers and ran ahead of them at every decode shape
-# with M <= 8; at 16 and 32 columns it did not (h200_decode_async_sweep.json.gz, docs/journal/thin.md).
-# Deeper rings took the shared memory of a third block per SM.
+# with M <= 8; at 16 and 32 columns it did not (docs/journal/thin.md,
+# benchmarks/results/h200_decode_ring_sweep.json.gz). Deeper rings took the shared memory of a
+# third block per SM.
 ASYNC_SIDE = 8
 ASYNC_DEPTH = 3
 

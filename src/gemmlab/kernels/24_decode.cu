@@ -450,8 +450,8 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
     //   Which lane copies which unit matters to the copies as it does not to loads into registers:
     //   cp.async serves a warp's 16-byte copies 8 lanes at a time, each 8 a request of their own
     //   lines, so WC's lanes, whose 4 consecutive lanes are 4 k rows, made every 8 lanes 4 requests
-    //   of 32 bytes (exploration under Nsight Compute: 7x the L2 requests of the register ring and
-    //   1.8x its sectors, half the speed). In the interior of a WC chunk lane 8t' + g' copies the
+    //   of 32 bytes, several times the L2 requests and sectors of the register ring, at half its
+    //   speed (docs/journal/thin.md). In the interior of a WC chunk lane 8t' + g' copies the
     //   unit of lane (g', t'): each 8 lanes one 128-byte run of one k row; the warp then shares its
     //   slots (__syncwarp), and lane (g, t) finds its unit at position 8t + (g + 2t) % 8, a
     //   rotation that keeps each 8 lanes of the LDS on distinct 16-byte banks. KC's 4 consecutive
