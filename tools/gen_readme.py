@@ -40,6 +40,8 @@ BLOCKS = {
         "ladder": lambda: docs.ladder_markdown(ROOT),
         "decode": lambda: docs.suite_markdown(ROOT, (R + "h100_decode_bf16.json.gz", R + "h100_decode_fp16.json.gz"),
                                               bandwidth=True),
+        "decode_h200": lambda: docs.suite_markdown(ROOT, (R + "h200_decode_bf16.json.gz", R + "h200_decode_fp16.json.gz"),
+                                                   bandwidth=True),
         "runs": lambda: docs.runs_markdown(ROOT, (R + "h100_fp32.json", R + "h100_fp16_tmastore.json",
                                                   R + "h100_bf16_tmastore.json")),
     },

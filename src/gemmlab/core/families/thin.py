@@ -87,7 +87,7 @@ RUNGS: tuple[Rung, ...] = (
     ),
     Rung(
         24, "decode", "Decode: thin 16-bit GEMM streaming the wide operand into mma.sync fragments",
-        "For 16-bit C with a side of at most 32 (LLM decoding): each thread's 16-byte loads of the wide operand are its mma.sync fragments (the k order permuted to match, byte permutes where it is contiguous along its wide side), no shared memory in the K loop, K split over the warps of a block and the blocks of a cluster, the partial sums added in a fixed order.",
+        "For 16-bit C with a side of at most 32 (LLM decoding): each thread's 16-byte loads of the wide operand are its mma.sync fragments (the k order permuted to match, byte permutes where it is contiguous along its wide side), the chunks in flight in a ring of registers or (ASYNC) of shared memory filled by cp.async, K split over the warps of a block and the blocks of a cluster, the partial sums added in a fixed order.",
         ("beyond the seeds: issue 40's decode shapes (M of 1 to 32 against 4096-14336 x 4096-14336 weights)",),
         "24_decode.cu", dtypes=("fp16", "bf16"),
         # the default tile: N thin (16), as the bench's thin shape 4096x16x4096 is; decode's M-thin
