@@ -242,11 +242,21 @@ def test_the_ring_in_shared_memory_copies_by_cp_async_and_reads_back_by_16_byte_
     ck = Variant.make("decode", "bf16", a_col=a_col, b_col=b_col, config=cfg).compile("sm_90a")
     assert ck.spill_bytes == 0 and " 0 bytes stack frame" in ck.log, ck.log
     sass = disasm.sass_nvdisasm(ck.cubin)
-    # per chunk (the loop unrolled by DEPTH): P's 8 units and Q's copied, then read back
-    units = cfg["DEPTH"] * (8 + min(cfg["BM"], cfg["BN"]) // 8)
-    assert len(re.findall(r"LDGSTS\.E\.BYPASS(?:\.LTC\d+B)?\.128", sass)) >= cfg["DEPTH"] * 8
+    # a chunk's P units copied past L1 (.cg), Q's kept in it (.ca), all read back by 16-byte LDS;
+    # the wait leaves DEPTH - 1 chunks in flight
+    units = 8 + min(cfg["BM"], cfg["BN"]) // 8
+    assert len(re.findall(r"LDGSTS\.E\.BYPASS(?:\.LTC\d+B)?\.128", sass)) >= 8
+    assert len(re.findall(r"LDGSTS\.E(?:\.LTC\d+B)?\.128", sass)) >= units - 8
     assert len(re.findall(r"LDS\.128", sass)) >= units
-    assert "LDGDEPBAR" in sass and "DEPBAR.LE" in sass
+    assert "LDGDEPBAR" in sass and f"DEPBAR.LE SB0, 0x{cfg['DEPTH'] - 1:x}" in sass
+
+
+@pytest.mark.parametrize("cfg,a_col,b_col", ASYNC_CASES[:2], ids=str)
+def test_the_ring_in_shared_memory_keeps_one_copy_of_its_loop(cfg, a_col, b_col):
+    # not unrolled by DEPTH: as many HMMA as one chunk asks (2 k halves x 4 m-tiles x the n-tiles)
+    from gemmlab.analysis import disasm
+    sass = disasm.sass_nvdisasm(Variant.make("decode", "bf16", a_col=a_col, b_col=b_col, config=cfg).compile("sm_90a").cubin)
+    assert len(re.findall(r"HMMA\.16816", sass)) == 2 * 4 * min(cfg["BM"], cfg["BN"]) // 8
 
 
 def test_without_16_byte_access_to_both_operands_async_keeps_two_register_buffers():

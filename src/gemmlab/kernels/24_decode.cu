@@ -531,25 +531,26 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
         // every slot filled ahead; a slot is filled again right after its chunk's mmas. The slots
         // are the warp's own: a warp barrier orders the copies of other lanes before a lane reads
         // them (SWAP), and a lane's reads before other lanes copy over them; KC needs neither.
-#pragma unroll
+        // Not unrolled: a slot is an address, not a register, and one copy of the loop's loads,
+        // edges included, keeps it within the instruction cache (unrolled by RING it was not:
+        // no-instruction stalls, docs/journal/thin.md).
+#pragma unroll 1
         for (int d = 0; d < RING; ++d) {
             if (kc0 + d * KSTEP < k_end) load_async(d, kc0 + d * KSTEP);
             gl_cp_commit();                        // one group per chunk, empty or not: the wait counts them
         }
-        for (int kc = kc0; kc < k_end; kc += RING * KSTEP) {
-#pragma unroll
-            for (int d = 0; d < RING; ++d) {
-                const int k = kc + d * KSTEP;
-                if (k >= k_end) break;
-                gl_cp_wait<RING - 1>();            // chunk k's group is the oldest of RING
-                if constexpr (SWAP) __syncwarp();
-                Chunk c;
-                take(c, d);
-                multiply(acc, c);
-                if constexpr (SWAP) __syncwarp();
-                if (k + RING * KSTEP < k_end) load_async(d, k + RING * KSTEP);
-                gl_cp_commit();
-            }
+        int d = 0;
+#pragma unroll 1
+        for (int k = kc0; k < k_end; k += KSTEP) {
+            gl_cp_wait<RING - 1>();                // chunk k's group is the oldest of RING
+            if constexpr (SWAP) __syncwarp();
+            Chunk c;
+            take(c, d);
+            multiply(acc, c);
+            if constexpr (SWAP) __syncwarp();
+            if (k + RING * KSTEP < k_end) load_async(d, k + RING * KSTEP);
+            gl_cp_commit();
+            d = d + 1 == RING ? 0 : d + 1;
         }
     } else {
         Chunk ring[RING];
