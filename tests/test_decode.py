@@ -110,10 +110,10 @@ def test_the_rule_sizes_operands_without_16_byte_access_when_the_selection_asks(
 
 @pytest.mark.parametrize("M,N,a_col,b_col,ring", [
     (1, 4096, False, False, True), (8, 14336, False, True, True),      # M thin, A (Q) row-major: along K
-    (9, 4096, False, False, False), (32, 4096, False, True, False),     # 16 and 32 columns: registers
+    (9, 4096, False, False, True), (32, 4096, False, True, True),       # 16 and 32 columns too
     (1, 4096, True, False, False),                                      # Q = A column-major: not along K
     (4096, 8, False, True, True), (4096, 8, False, False, False)])      # N thin: Q = B, along K when column-major
-def test_the_rule_takes_the_ring_in_shared_memory_for_a_thin_side_of_8_with_q_along_k(M, N, a_col, b_col, ring):
+def test_the_rule_takes_the_ring_in_shared_memory_where_q_runs_along_k(M, N, a_col, b_col, ring):
     cfg, why = decode.rule(M, N, 4096, 132, "sm_90a", a_col=a_col, b_col=b_col)
     assert cfg["ASYNC"] == int(ring) and ("shared memory" in why) == ring
     assert cfg["DEPTH"] == (decode.ASYNC_DEPTH if ring else decode.DEPTH)

@@ -4,7 +4,7 @@
 # a cluster; torch.matmul and auto in the same loop. Times are CUDA events around one call after a
 # read of 512 MB (cold L2), medians of 30; every configuration's product is checked against float64
 # (rows with a relative error above 1e-2 are counted as bad). Writes $OUT/decode_ring_sweep.json
-# (benchmarks/results/h200_decode_ring_sweep.json.gz).
+# (benchmarks/results/h200_decode_ring_sweep.json.gz; SHAPES=MxNxK,... for other shapes).
 #   python tools/probes/decode_ring_sweep.py
 import itertools
 import json
@@ -12,7 +12,8 @@ import os
 import time
 from multiprocessing import Pool
 
-SHAPES = [(m, *nk) for m in (1, 4, 16, 32) for nk in ((4096, 4096), (14336, 4096), (4096, 14336), (6144, 4096))]
+SHAPES = ([tuple(int(v) for v in s.split("x")) for s in os.environ["SHAPES"].split(",")] if "SHAPES" in os.environ
+          else [(m, *nk) for m in (1, 4, 16, 32) for nk in ((4096, 4096), (14336, 4096), (4096, 14336), (6144, 4096))])
 
 
 def configs(M: int, bcol: bool) -> list[dict]:

@@ -47,13 +47,12 @@ WARPS_K = 4
 DEPTH = 2
 WARPS_PER_SM = 8
 MIN_CHUNKS = 2
-# A thin side of 8 with 16-byte access to both operands and Q contiguous along K (the kernel's
-# condition for its ring in shared memory) takes that ring, ASYNC_DEPTH chunks deep: on the H200 it
-# kept more of B in flight than two register buffers and ran ahead of them at every decode shape
-# with M <= 8; at 16 and 32 columns it did not (docs/journal/thin.md,
-# benchmarks/results/h200_decode_ring_sweep.json.gz). Deeper rings took the shared memory of a
-# third block per SM.
-ASYNC_SIDE = 8
+# Operands with 16-byte access and Q contiguous along K (the kernel's condition for its ring in
+# shared memory) take that ring, ASYNC_DEPTH chunks deep: on the H200 it kept more of B in flight
+# than two register buffers and ran ahead of them at every decode shape measured, at thin sides of
+# 8, 16 and 32 once its loop was no longer unrolled (docs/journal/thin.md,
+# benchmarks/results/h200_decode_ring_sweep.json.gz, h200_decode_ring_sweep_rolled.json.gz).
+# Deeper rings took the shared memory of a third block per SM.
 ASYNC_DEPTH = 3
 
 
@@ -115,8 +114,8 @@ def rule(M: int, N: int, K: int, sm_count: int, arch, a_col: bool = False, b_col
     slices of K, at most 8 (one cluster, summed in distributed shared memory: no workspace, one
     launch; on GPUs without clusters the workspace's reduction), at most what leaves each warp
     ``MIN_CHUNKS`` chunks, and as many as the K tiles divide into evenly (``splitk_slices``).
-    A thin side of at most ``ASYNC_SIDE`` with 16-byte access to both operands and the thin one
-    contiguous along K takes the ring in shared memory (ASYNC=1, ``ASYNC_DEPTH`` chunks).
+    Operands with 16-byte access and the thin one contiguous along K take the ring in shared memory
+    (ASYNC=1, ``ASYNC_DEPTH`` chunks).
     L2PF=1 where the wide operand is contiguous along K (``a_col``, ``b_col``: the kernel view's
     layouts): its rows are long runs the L2's 256-byte fetches read ahead in, where the runs of a
     row-major B are 128 bytes of one k row each and the larger fetches were slower
@@ -144,7 +143,7 @@ def rule(M: int, N: int, K: int, sm_count: int, arch, a_col: bool = False, b_col
     split = -(-ktiles // -(-ktiles // split))          # no slice left empty or short by a tile
     kc = (not a_col) if N <= M else b_col          # the wide operand (A when N is thin) contiguous along K
     q_kc = b_col if N <= M else not a_col          # the thin one contiguous along K
-    ring = ns <= ASYNC_SIDE and vec_a and vec_b and q_kc
+    ring = vec_a and vec_b and q_kc
     cfg = {"BM": bm, "BN": bn, "BK": bk, "WK": WARPS_K, "DEPTH": ASYNC_DEPTH if ring else DEPTH, "L2PF": int(kc),
            "ASYNC": int(ring), "SPLITK": split, "SKCLUSTER": 0}
     side = "N" if N <= M else "M"
