@@ -69,9 +69,10 @@ def test_every_rung_space_is_a_few_hundred_tile_configurations_at_most():
     """A few hundred tile configurations; a split-K rung tries each with every SPLITK value (and
     rung 18 with both ways of summing the slices, SKCLUSTER, both main loops, SPREAD, both FFMA
     orders, SNAKE, and with and without its stream-K tail, STREAMK; the persistent rungs with both
-    grids, BALANCE)."""
+    grids, BALANCE; rung 24 with both rings, ASYNC)."""
+    switches = ("SPLITK", "SKCLUSTER", "SPREAD", "SNAKE", "STREAMK", "BALANCE", "ASYNC")
     for r in [r for r in RUNGS if r.space]:     # a rung without a space is refused by the tuner, by name
-        tiles = {tuple(v for k, v in c.items() if k not in ("SPLITK", "SKCLUSTER", "SPREAD", "SNAKE", "STREAMK", "BALANCE"))
+        tiles = {tuple(v for k, v in c.items() if k not in switches)
                  for c in Space.of(r, "sm_90a").candidates()}
         assert 1 <= len(tiles) <= 600, (r.slug, len(tiles))
 

@@ -66,7 +66,8 @@
 // the copy rate (benchmarks/results/h100_decode_bf16.json, h100_decode_fp16.json: GB/s and share of
 // the copy bandwidth per shape; docs/journal/thin.md). No spills at any NS; SASS: 8 LDG.E.128 and
 // 2*4*NS/8 HMMA.16816 per chunk (without 16-byte access: 32 4-byte LDG.E, and PRMT for the pairs
-// that are not 4-byte aligned).
+// that are not 4-byte aligned; with ASYNC: 8 + NS/8 LDGSTS.128 and as many LDS.128, the loop not
+// unrolled).
 #include "common.cuh"
 
 #if GL_DTYPE == 0
@@ -524,7 +525,6 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
     // words in flight, and at 4 chunks ptxas (NVRTC 13.0) spilled. ASYNC where its ring does not
     // apply: 2, the depth its registers were counted at (core/decode.py).
     constexpr int RING = SRING ? DEPTH : ASYNC ? 2 : SPREAD && DEPTH > 3 ? 3 : DEPTH;
-    // (unrolled by RING so that every buffer index is a constant: registers, not local memory)
     constexpr int KSTEP = CHUNK * WK;
     const int kc0 = k_first + CHUNK * wk;
     if constexpr (SRING) {
@@ -553,6 +553,7 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
             d = d + 1 == RING ? 0 : d + 1;
         }
     } else {
+        // unrolled by RING so that every buffer index is a constant: registers, not local memory
         Chunk ring[RING];
 #pragma unroll
         for (int d = 0; d < RING - 1; ++d)

@@ -102,8 +102,8 @@ RUNGS: tuple[Rung, ...] = (
         smem=_decode.smem,
         sass_claims=("HMMA.16816", "LDG.E.128"), min_arch=80, thin_rule=ThinRule(_decode.THIN16_MAX, _decode.rule),
         stores=ANY_16BIT_OUTPUT,   # its scalar stores round each output to C's type
-        space={"BM": (8, 16, 32, 64, 128), "BN": (8, 16, 32, 64, 128), "BK": (128, 256, 512), "WK": (1, 2, 4, 8),
-               "DEPTH": (2, 3, 4, 5, 6, 8), "L2PF": (0, 1), "ASYNC": (0, 1), "SPLITK": SPLITK_SPACE,
+        space={"BM": (8, 16, 32, 64, 128), "BN": (8, 16, 32, 64, 128), "BK": (128, 256), "WK": (1, 2, 4, 8),
+               "DEPTH": (2, 3, 4), "L2PF": (0, 1), "ASYNC": (0, 1), "SPLITK": SPLITK_SPACE,
                "SKCLUSTER": (0, 1)},
     ),
 )
