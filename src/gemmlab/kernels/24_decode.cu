@@ -39,11 +39,12 @@
 //   is only a few chunks per warp at decode's sizes, so its time is a chain of memory latencies:
 //   the deeper the ring, the fewer links.
 // * ASYNC=1 moves the ring into shared memory: each thread's 16-byte units of P and Q go there by
-//   cp.async (LDGSTS), each to a slot only that thread reads back (LDS.128), so no barrier is
-//   needed, only cp.async.wait_group. The register ring holds DEPTH x (8 + NT) x 16 bytes per
-//   thread and its registers bound DEPTH (and the warps an SM keeps); in shared memory a deeper
-//   ring costs no registers, so more of P is in flight per SM where the memory's latency times its
-//   rate asks for more than the register ring holds (a GPU with faster memory, the same latency).
+//   cp.async (LDGSTS), to slots of its own warp, and the lane whose fragments they are reads them
+//   back (LDS.128): cp.async.wait_group and at most a warp barrier, no block barrier. The
+//   register ring holds DEPTH x (8 + NT) x 16 bytes per thread and its registers bound DEPTH (and
+//   the warps an SM keeps); in shared memory a deeper ring costs no registers, so more of P is in
+//   flight per SM where the memory's latency times its rate asks for more than the register ring
+//   holds (a GPU with faster memory, the same latency).
 //   It applies where P and Q both have 16-byte access (Q contiguous along k); elsewhere the kernel
 //   keeps a ring of 2 register buffers.
 // * K is split twice. The WK warps of a block that share the block's rows take interleaved
