@@ -2,9 +2,10 @@
 persistent grid takes the fewest clusters that need no more waves, so every cluster walks the same
 number of units or one fewer. The kernel is the one compiled for BALANCE=0 (it reads gridDim); what
 changes is which block computes which tile, never how: each tile's k loop is the same, so C is the
-same bit for bit as with one block per SM. With a stream-K tail the balanced grid still splits a
-last wave that is one unit short (207 tiles on 104 blocks), and the pieces meet as before. The
-grid's arithmetic is test_registry.py's; the stream-K and KREV tests pin or describe their grids."""
+same bit for bit as with one block per SM. With STREAMK=1 the grid stays one block per SM
+whatever BALANCE says (test_registry.py), so a configuration with both runs the stream-K tail on
+the full grid. The grid's arithmetic is test_registry.py's; the stream-K and KREV tests pin or
+describe their grids."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from gemmlab.measure.verify import ALL_LAYOUTS, verify_all
 pytestmark = pytest.mark.gpu
 
 # 2888 x 2104 in 128 x 256 tiles: 23 x 9 = 207 tiles; on the H100's 132 SMs the full grid is 132
-# blocks (a wave of 132 and one of 75), the balanced one 104 (104 and 103). K = 2001: a ragged last k tile.
+# blocks (a wave of 132 and one of 75), the balanced one 104 (104 and 103); with STREAMK=1 it stays
+# 132, the 75 split by k tiles. K = 2001: a ragged last k tile.
 SHAPE = (2888, 2104, 2001)
 AB = [(1.0, 0.0), (1.5, -0.75)]
 STREAMK = {"wgmma_ws": ("fp16", None), "wgmma_tf32": ("fp32", "tf32")}
@@ -59,7 +61,7 @@ def test_a_balanced_grid_gives_the_same_bits_as_one_block_per_sm(kernel, dtype, 
 
 
 @pytest.mark.parametrize("rung", sorted(STREAMK))
-def test_a_balanced_grid_with_a_stream_k_tail_matches_cublas_in_every_layout(rung):
+def test_balance_with_a_stream_k_tail_matches_cublas_in_every_layout(rung):
     dtype, precision = STREAMK[rung]
     results = verify_all(rung, dtype, [SHAPE, (2888, 2104, 264)], ALL_LAYOUTS, AB, config=CONFIG, precision=precision)
     failures = [r.message() for r in results if not r.ok]

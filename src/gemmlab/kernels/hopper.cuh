@@ -156,6 +156,11 @@ __device__ __forceinline__ uint4 gl_lds128(unsigned addr) {
     asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr) : "memory");
     return v;
 }
+__device__ __forceinline__ unsigned short gl_lds16(unsigned addr) {
+    unsigned short v;
+    asm volatile("ld.shared.b16 %0, [%1];\n" : "=h"(v) : "r"(addr) : "memory");
+    return v;
+}
 
 // A shared-memory matrix descriptor with the 128-byte swizzle: start address, leading- and
 // stride-dimension byte offsets (all in 16-byte units), swizzle mode 1 in bits 62-63. The start

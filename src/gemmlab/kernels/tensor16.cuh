@@ -123,6 +123,23 @@ __device__ __forceinline__ void gl_store_c8(TC* C, int ldc, int M, int N, int i,
 }
 
 #if GL_C_DTYPE != 0
+// One output C(i, j) (inside C) staged rounded to T (h: its bits), finished as gl_store_c8_rounded
+// finishes eight.
+__device__ __forceinline__ void gl_store_c1_rounded(TC* C, int ldc, int i, int j, unsigned short h, const GlEpi& ep) {
+    const size_t o = gl_c_off(i, j, ldc);
+    if (ep.beta != 0.0f || GL_EPI_AUX) {
+        const float x = gl_unpack2(h).x;
+#if GL_EPI_AUX
+        const float c = ep.beta != 0.0f ? gl_to_float(C[o]) : 0.0f;
+#else
+        const float c = gl_to_float(C[o]);
+#endif
+        C[o] = gl_c_from_float(ep.finish_at(fmaf(ep.beta, c, x), i, j, o));
+    } else {
+        reinterpret_cast<unsigned short*>(C)[o] = h;
+    }
+}
+
 // Eight outputs C(i, j..j+7) staged in shared memory rounded to T (h: four packed pairs, low half
 // first). With beta == 0 the staging holds the finished outputs (the stager applied the whole
 // functor) and the bits go out as they are (C not read); else, and always with GL_AUX, it holds
@@ -169,22 +186,8 @@ __device__ __forceinline__ void gl_store_c8_rounded(TC* C, int ldc, int M, int N
     }
 #endif
 #pragma unroll
-    for (int e = 0; e < 8; ++e) {
-        const float2 a = gl_unpack2(w[e / 2]);
-        const float x = e % 2 ? a.y : a.x;
-        if (j + e >= N) continue;
-        if (beta != 0.0f || GL_EPI_AUX) {
-            const size_t o = gl_c_off(i, j + e, ldc);
-#if GL_EPI_AUX
-            const float c = beta != 0.0f ? gl_to_float(C[o]) : 0.0f;
-#else
-            const float c = gl_to_float(C[o]);
-#endif
-            C[o] = gl_c_from_float(ep.finish_at(fmaf(beta, c, x), i, j + e, o));
-        } else {
-            C[gl_c_off(i, j + e, ldc)] = gl_c_from_float(x);
-        }
-    }
+    for (int e = 0; e < 8; ++e)
+        if (j + e < N) gl_store_c1_rounded(C, ldc, i, j + e, (unsigned short)(w[e / 2] >> (16 * (e % 2))), ep);
 }
 #endif  // GL_C_DTYPE != 0
 
@@ -210,7 +213,8 @@ __device__ __forceinline__ void gl_store_w8(float* W, int ldw, int M, int N, int
 
 // A warp's 16 staged rows of TWN FP32 outputs, cs[16][LD] in shared memory, -> C rows i0..i0+15,
 // columns j0..j0+TWN-1: each lane takes 8 consecutive outputs of a row, one 16-byte store where
-// legal (gl_store_c8), and a warp writes whole rows (coalesced). Ends with __syncwarp: the caller
+// legal (gl_store_c8), and a warp writes whole rows (coalesced); a C without 16-byte access
+// (GL_VEC_C = 0) is written by scalar stores, consecutive lanes on consecutive outputs. Ends with __syncwarp: the caller
 // may overwrite the staging next. In a split-K variant (GL_SPLITK) the output is the slice's FP32
 // workspace W (Out = float): the partial sums go there as they are (gl_store_w8), alpha and beta
 // are the reduction's.
@@ -218,6 +222,22 @@ template <int TWN, int LD, typename Out>
 __device__ __forceinline__ void gl_store_rows16(const float (*cs)[LD], Out* C, int ldc, int M, int N, int i0, int j0,
                                                 const GlEpi& ep, int lane) {
     static_assert(TWN % 16 == 0, "a warp's 16 rows of TWN outputs split into whole 8-wide vectors per lane");
+#if !GL_VEC_C
+    // C without 16-byte access: consecutive lanes take consecutive outputs of a row, so a warp's
+    // scalar store covers 32 neighbours (64 or 128 contiguous bytes). Eight outputs per lane, as
+    // below, spread one store instruction over eight times as many 32-byte sectors, and the
+    // epilogue of a short-K problem is most of its time.
+#pragma unroll 8
+    for (int p = 0; p < TWN / 2; ++p) {
+        const int v = lane + 32 * p, r = v / TWN, c = v % TWN, i = i0 + r, j = j0 + c;
+        if (i >= M || j >= N) continue;
+#if GL_SPLITK
+        C[gl_c_off(i, j, ldc)] = cs[r][c];
+#else
+        gl_store_c(C, ldc, i, j, cs[r][c], ep);
+#endif
+    }
+#else
     constexpr int VPR = TWN / 8;                        // 8-wide output vectors per staged row
     constexpr int VPL = 16 * VPR / 32;                  // vectors per lane
 #pragma unroll
@@ -233,6 +253,7 @@ __device__ __forceinline__ void gl_store_rows16(const float (*cs)[LD], Out* C, i
         gl_store_c8(C, ldc, M, N, i0 + r, j0 + c, o, ep);
 #endif
     }
+#endif
     __syncwarp();                                       // staging read before the caller overwrites it
 }
 

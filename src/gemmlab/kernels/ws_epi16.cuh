@@ -126,8 +126,9 @@ __device__ __forceinline__ void stage_cols(const float (&acc)[BN / 8][4], int f0
 // ---- epilogue: one consumer warp's 16 rows of each m64 block --------------------------------------
 // Per pass of EPI_N columns: alpha * acc rounded to T goes into the warp's staging by stmatrix
 // (stage_cols), then each lane reads 16-byte chunks of whole rows back and writes them to C, 8 outputs
-// per store (gl_store_c8_rounded: beta, ragged edges, unaligned C); a warp's store covers two rows
-// of 256 contiguous bytes. The staging is swizzled like the operand panels, 16-byte chunk c of row
+// per store (gl_store_c8_rounded: beta, ragged edges); a warp's store covers two rows of 256
+// contiguous bytes. A C without 16-byte access (GL_VEC_C = 0) takes scalar stores instead, lane l
+// on output l of 32 neighbours (gl_store_c1_rounded). The staging is swizzled like the operand panels, 16-byte chunk c of row
 // r at chunk c ^ (r % 8): the 8 rows of one stmatrix matrix, and the 8 chunks a quarter-warp reads,
 // fall on 8 distinct 16-byte bank groups (no conflicts, no padding). Only __syncwarp: the staging
 // is the warp's own. Against storing from the fragments (rung 21 before: 64 4-byte stores per
@@ -151,6 +152,18 @@ __device__ __forceinline__ void store_tile(const float (&acc)[MI][BN / 8][4], un
             const EpiBias<PASS_N / 8> bias = epi_bias<PASS_N / 8>(ep, i0 + mi * 64, j0, p * PASS_N / 8, lane);
             stage_cols<PASS_N>(acc[mi], p * PASS_N / 8, st_at, st_x, ep, fin, bias);
             __syncwarp();                             // the staged pass visible to the whole warp
+#if !GL_VEC_C
+            // C without 16-byte access: scalar stores, consecutive lanes on consecutive outputs of
+            // a row (one store instruction covers 64 contiguous bytes, not 32 chunks 16 bytes apart)
+#pragma unroll 8
+            for (int q = 0; q < PASS_N / 2; ++q) {
+                const int v = lane + 32 * q, r = v / PASS_N, c = v % PASS_N;
+                const int i = i0 + mi * 64 + r, j = j0 + p * PASS_N + c;
+                const unsigned short h = gl_lds16(stage + r * ROW_B + (((c / 8) ^ (r % 8)) << 4) + 2 * (c % 8));
+                if (i < M && j < N) gl_store_c1_rounded(C, ldc, i, j, h, ep);
+            }
+            __syncwarp();                             // read before the next pass overwrites it
+#else
             constexpr int PER = 16 * CHUNKS / 32;     // chunks per lane
             uint4 h[PER];
 #pragma unroll
@@ -164,6 +177,7 @@ __device__ __forceinline__ void store_tile(const float (&acc)[MI][BN / 8][4], un
                 const int v = lane + 32 * q, r = v / CHUNKS, c = v % CHUNKS;
                 gl_store_c8_rounded(C, ldc, M, N, i0 + mi * 64 + r, j0 + p * PASS_N + 8 * c, h[q], ep);
             }
+#endif
         }
 }
 
