@@ -157,9 +157,11 @@ typedef float TC;
 #endif
 #if GL_SPLITK || GL_SPLITK_CLUSTER
 // This block's slice of K: k_first becomes its start (>= K: empty), K its end.
+// The divisions are 32-bit (K's tiles and gridDim.z fit): a 64-bit one by gridDim.z is a call
+// (__cuda_sm20_div_s64), and ptxas spilled registers live across it in some split variants.
 __device__ __forceinline__ void gl_splitk_bounds(int& K, int& k_first, int bk) {
-    const long long tiles = GL_CEIL_DIV((long long)K, (long long)bk);
-    const long long per = GL_CEIL_DIV(tiles, (long long)gridDim.z) * bk;
+    const unsigned tiles = (unsigned)K / (unsigned)bk + ((unsigned)K % (unsigned)bk != 0u);
+    const long long per = (long long)GL_CEIL_DIV(tiles, gridDim.z) * bk;
     const long long k0 = per * blockIdx.z;
     k_first = (int)(k0 < K ? k0 : K);
     K = (int)(k0 + per < K ? k0 + per : K);

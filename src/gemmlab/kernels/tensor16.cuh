@@ -149,10 +149,10 @@ __device__ __forceinline__ void gl_store_c1_rounded(TC* C, int ldc, int i, int j
 // (GL_VEC_C, j % 8 == 0 holds) and all eight are inside; else guarded scalar accesses.
 __device__ __forceinline__ void gl_store_c8_rounded(TC* C, int ldc, int M, int N, int i, int j, uint4 h, const GlEpi& ep) {
     if (i >= M) return;
-    const float beta = ep.beta;
     unsigned w[4] = {h.x, h.y, h.z, h.w};
 #if GL_VEC_C
     if (N - j >= 8) {
+        const float beta = ep.beta;
         uint4* p = reinterpret_cast<uint4*>(C + gl_c_off(i, j, ldc));
         if (beta != 0.0f || GL_EPI_AUX) {   // with GL_AUX the stager left the functor's rest here
 #if GL_EPI_AUX
@@ -224,18 +224,25 @@ __device__ __forceinline__ void gl_store_rows16(const float (*cs)[LD], Out* C, i
     static_assert(TWN % 16 == 0, "a warp's 16 rows of TWN outputs split into whole 8-wide vectors per lane");
 #if !GL_VEC_C
     // C without 16-byte access: consecutive lanes take consecutive outputs of a row, so a warp's
-    // scalar store covers 32 neighbours (64 or 128 contiguous bytes). Eight outputs per lane, as
-    // below, spread one store instruction over eight times as many 32-byte sectors, and the
-    // epilogue of a short-K problem is most of its time.
-#pragma unroll 8
-    for (int p = 0; p < TWN / 2; ++p) {
-        const int v = lane + 32 * p, r = v / TWN, c = v % TWN, i = i0 + r, j = j0 + c;
-        if (i >= M || j >= N) continue;
+    // scalar store covers 32 neighbours (64 or 128 contiguous bytes; two rows of 16 where TWN is
+    // 16). Eight outputs per lane, as below, spread one store instruction over eight times as many
+    // 32-byte sectors, and the epilogue of a short-K problem is most of its time. The row loop is
+    // not unrolled: its stores need no more registers than one row's.
+    constexpr int ROW_LANES = TWN < 32 ? TWN : 32;
+    const int cl = lane % ROW_LANES;
+#pragma unroll 1
+    for (int r = lane / ROW_LANES; r < 16; r += 32 / ROW_LANES) {
+        const int i = i0 + r;
+        if (i >= M) break;
+#pragma unroll
+        for (int c = cl; c < TWN; c += ROW_LANES) {
+            if (j0 + c >= N) break;
 #if GL_SPLITK
-        C[gl_c_off(i, j, ldc)] = cs[r][c];
+            C[gl_c_off(i, j0 + c, ldc)] = cs[r][c];
 #else
-        gl_store_c(C, ldc, i, j, cs[r][c], ep);
+            gl_store_c(C, ldc, i, j0 + c, cs[r][c], ep);
 #endif
+        }
     }
 #else
     constexpr int VPR = TWN / 8;                        // 8-wide output vectors per staged row
