@@ -2,10 +2,10 @@
 persistent grid takes the fewest clusters that need no more waves, so every cluster walks the same
 number of units or one fewer. The kernel is the one compiled for BALANCE=0 (it reads gridDim); what
 changes is which block computes which tile, never how: each tile's k loop is the same, so C is the
-same bit for bit as with one block per SM. With STREAMK=1 the grid stays one block per SM
-whatever BALANCE says (test_registry.py), so a configuration with both runs the stream-K tail on
-the full grid. The grid's arithmetic is test_registry.py's; the stream-K and KREV tests pin or
-describe their grids."""
+same bit for bit as with one block per SM. With STREAMK=1 the grid is balanced only where that
+drops few SMs (test_registry.py), so here (207 units) a configuration with both runs the stream-K
+tail on the full grid. The grid's arithmetic is test_registry.py's; the stream-K and KREV tests pin
+or describe their grids."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.gpu
 
 # 2888 x 2104 in 128 x 256 tiles: 23 x 9 = 207 tiles; on the H100's 132 SMs the full grid is 132
 # blocks (a wave of 132 and one of 75), the balanced one 104 (104 and 103); with STREAMK=1 it stays
-# 132, the 75 split by k tiles. K = 2001: a ragged last k tile.
+# 132 (the balanced grid would drop 28), the 75 split by k tiles. K = 2001: a ragged last k tile.
 SHAPE = (2888, 2104, 2001)
 AB = [(1.0, 0.0), (1.5, -0.75)]
 STREAMK = {"wgmma_ws": ("fp16", None), "wgmma_tf32": ("fp32", "tf32")}

@@ -179,16 +179,19 @@ def test_a_balanced_persistent_grid_takes_the_fewest_clusters_that_need_no_more_
     assert ws.launch(2888, 2104, two, 264, sm_count=132).grid == (108, 1, 1)   # 12 x 9 = 108 pairs: one wave
 
 
-def test_a_stream_k_tail_keeps_one_cluster_per_sm_whatever_balance_says():
-    """STREAMK=1 splits the last wave over every cluster; BALANCE=1 would drop clusters that the
-    tail then cannot use (169 units of 1654 x 3296 on 85 blocks instead of 132)."""
+def test_a_stream_k_tail_takes_the_balanced_grid_only_where_it_drops_few_clusters():
+    """STREAMK=1 splits the last wave over every cluster; a balanced grid that drops more than a
+    sixteenth of them would leave those idle (169 units of 1654 x 3296 on 85 blocks instead of
+    132), one that drops fewer needs no tail (1024 units of 8192 x 4096 on 128)."""
     ws = registry.get("wgmma_ws")
     for balance in (0, 1):
         cfg = ws.config(f"128x256_nocluster,STREAMK=1,BALANCE={balance}")
         assert ws.launch(1654, 3296, cfg, 9496, sm_count=132).grid == (132, 1, 1)
         assert ws.launch(2888, 2104, cfg, 264, sm_count=132).grid == (132, 1, 1)
         assert registry.streamk_tail(1654, 3296, 9496, cfg, 132)
+        assert ws.launch(8192, 4096, cfg, 14336, sm_count=132).grid == ((128 if balance else 132), 1, 1)
     assert ws.launch(1654, 3296, ws.config("128x256_nocluster,BALANCE=1"), 9496, sm_count=132).grid == (85, 1, 1)
+    assert not registry.streamk_tail(8192, 4096, 14336, ws.config("128x256_nocluster,STREAMK=1"), 128)
 
 
 def test_the_balanced_grid_is_the_hosts_choice_and_leaves_the_kernel_as_it_is():

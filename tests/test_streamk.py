@@ -6,8 +6,7 @@ C: verify poisons it), K both a few k tiles (pieces that span several units) and
 same bit for bit at every launch; the plan choosing the STREAMK=0 kernel where no wave is partial;
 graph capture (the flags' memset is a node of the graph). The CPU side (the rule for when the tail
 is split, the workspace's size, the variant a geometry runs) is in test_registry.py. The WGMMA rungs
-run here with one block per SM, the grid these shapes were chosen for, which STREAMK=1 keeps
-whatever BALANCE says (test_registry.py)."""
+run here with one block per SM (BALANCE=0), the grid these shapes were chosen for."""
 
 from __future__ import annotations
 

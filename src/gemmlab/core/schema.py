@@ -341,18 +341,22 @@ class Rung:
         every block is resident at once and loops over its share of the units (the kernel's
         Schedule, kernels/ws.cuh). BALANCE=1: the fewest clusters that take no more waves (every
         cluster then walks the same number of units, or one fewer): 2048 units on 132 SMs are 16
-        waves of 128 instead of 15 of 132 and one of 68. Not with STREAMK=1: its tail spreads the
-        last wave's k tiles over every cluster, and on a balanced grid the clusters it drops would
-        idle through the whole launch (169 units of 1654 x 3296 on 85 of 132 SMs) while the tail
-        split the same work over fewer. ``batch``: the units of that many problems."""
+        waves of 128 instead of 15 of 132 and one of 68. With STREAMK=1 only where the balanced
+        grid keeps all but a sixteenth of the clusters: the stream-K tail spreads the last wave's
+        k tiles over every cluster, and on a balanced grid the clusters it drops idle through the
+        whole launch (169 units of 1654 x 3296 would run on 85 of 132 SMs); where few are dropped,
+        whole waves need no tail (8192 x 4096: 1024 units on 128). ``batch``: the units of that
+        many problems."""
         if not sm_count or sm_count < 1:
             raise ValueError(f"rung {self.slug!r} is persistent (one block per SM, each looping over tiles): "
                              f"its launch needs the device's SM count, got {sm_count!r}")
         cluster = cfg.get("CLUSTER", 1)
         units = work_units(M, N, cfg, batch)
         clusters = max(1, min(units, sm_count // cluster))
-        if cfg.get("BALANCE") and not cfg.get("STREAMK"):
-            clusters = _cdiv(units, _cdiv(units, clusters))
+        if cfg.get("BALANCE"):
+            balanced = _cdiv(units, _cdiv(units, clusters))
+            if not cfg.get("STREAMK") or 16 * balanced >= 15 * clusters:
+                clusters = balanced
         return clusters * cluster
 
 

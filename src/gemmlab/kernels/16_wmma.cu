@@ -144,8 +144,10 @@ __device__ __forceinline__ void gl_load_frag(wmma::fragment<Use, 16, 16, 16, T, 
 // (the floor's gain was measured on the H100 only; sm_80 trades it for never spilling).
 // sm_90a keeps 126-128 registers, no spills, two blocks per SM under 12.9 and 13.5.
 // A fused bias or activation (epilogue.cuh) does not fit the floor either: 20 bytes spilled with a
-// bias and silu where C has no 16-byte access (the scalar stores' bias loads).
-#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900) || GL_TALL || !GL_EPI_PLAIN
+// bias and silu where C has no 16-byte access (the scalar stores' bias loads). Nor does a C without
+// 16-byte access at all since its stores go row by row (gl_store_rows16): 20 bytes spilled under
+// the H200 test machine's NVRTC 13.0 in fp16 with B column-major (13.5 fitted 128).
+#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900) || GL_TALL || !GL_EPI_PLAIN || !GL_VEC_C
 constexpr int MIN_BLOCKS = 1;   // (GL_TALL: the grid.z term's register does not fit the floor)
 #else
 constexpr int MIN_BLOCKS = (WM * WN / 32 <= 64 && THREADS <= 512) ? 512 / THREADS : 1;   // 65536 / (THREADS * 128)
