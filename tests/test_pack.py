@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from gemmlab.analysis import disasm
-from gemmlab.core import dispatch, packing, registry, rules
+from gemmlab.core import dispatch, packing, registry, rules, selection
 from gemmlab.core.problem import ArrayInfo, GemmProblem
 from gemmlab.core.variant import Variant
 
@@ -226,8 +226,11 @@ def test_auto_does_not_pack_where_the_copy_costs_more_than_it_saves(rule_only):
 
 def test_auto_does_not_take_more_workspace_for_copies_than_its_limit(no_tuned, monkeypatch):
     monkeypatch.setattr(rules, "PACK_MAX_BYTES", 1 << 20)
-    c = dispatch.decide(problem(4093, 4093, 4093, "bf16"), "auto", None, H100)
-    assert c.config["PACK"] == 0 and f"more than {1 << 20}" in c.reason
+    p = problem(4093, 4093, 4093, "bf16")
+    assert dispatch.decide(p, "auto", None, H100).config["PACK"] == 0
+    opts = selection.options(p, H100)
+    assert "tma_copy" not in opts                  # the option that always copies does not apply
+    assert opts["ws"].config["PACK"] == 0 and f"more than {1 << 20}" in opts["ws"].reason
 
 
 def test_a_named_rung_packs_only_when_its_config_says_so(no_tuned):

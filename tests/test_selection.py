@@ -267,3 +267,58 @@ def test_every_configuration_of_the_menu_is_correct_on_odd_shapes(dtype, name, c
     assert r.ok, (name, r.message())
     r = verify(choice.rung.slug, 131, 67, 45, dtype, config=cfg)   # beta 0: C poisoned with NaN first
     assert r.ok, (name, r.message())
+
+
+def test_the_cost_model_charges_a_rung_its_unaligned_speed_where_it_reads_such_an_operand_itself():
+    """An option copies by an estimate, so its neighbours ran it copied at some shapes and not at
+    others: the estimate of a tile without copies on an operand lacking 16-byte access is its
+    rung's unaligned speed (rules.UNALIGNED_SLOWDOWN), the same tile with copies its aligned one."""
+    from gemmlab.core import rules
+    shape = (4093, 4093, 4093)          # compute-bound: the work term is the estimate
+    for slug in ("wgmma_tma", "wgmma_ws", "mma_sync"):
+        aligned = selection.estimate(slug, [128, 128, 1, 0, 0], shape, (True, True), 2, 132)
+        reads = selection.estimate(slug, [128, 128, 1, 0, 0], shape, (False, True), 2, 132)
+        copied = selection.estimate(slug, [128, 128, 1, 1, 0], shape, (False, True), 2, 132)
+        fixed = selection.LAUNCH_S
+        assert (reads - fixed) / (aligned - fixed) == pytest.approx(rules.UNALIGNED_SLOWDOWN[slug])
+        assert copied < reads and copied > aligned   # the copies' bytes and launch, at the aligned speed
+    # a rung without a measured slowdown (rung 24 reads by pairs; its options see only shapes of
+    # the same access) keeps its speed
+    assert selection.estimate("decode", [8, 64, 1, 0, 0], (8, 4096, 4096), (False, False), 2, 132) == \
+        selection.estimate("decode", [8, 64, 1, 0, 0], (8, 4096, 4096), (True, True), 2, 132)
+
+
+def _replay_files(tmp_path):
+    """A selection file where mma_64 is fastest everywhere, and a held-out run on other shapes
+    where ws is: the model, predicting from the file alone, picks mma_64 there."""
+    train = _doc([_record(s, {"ws": 0.050, "mma_64": 0.020, "tma": 0.040})
+                  for s in ((512, 512, 512), (640, 512, 768), (768, 640, 512), (1024, 768, 640))])
+    held = _doc([_record(s, {"ws": 0.010, "mma_64": 0.020, "tma": 0.040}) for s in ((600, 600, 600), (700, 560, 620))])
+    for doc, name in ((train, "sel.json"), (held, "held.json")):
+        (tmp_path / name).write_text(json.dumps(doc))
+    return tmp_path / "sel.json", tmp_path / "held.json"
+
+
+def test_replay_prints_the_leave_one_out_of_a_selection_file_without_a_gpu(tmp_path, capsys):
+    from gemmlab.cli import main
+    sel, _ = _replay_files(tmp_path)
+    assert main(["tune", "auto", "--replay", str(sel)]) == 0
+    out = capsys.readouterr().out
+    # each shape predicted from the other three; cuBLAS's 1 ms against the best option's 20 us
+    assert "bf16: 4 shapes, leave-one-out: the model's pick" in out and "the best measured option 50.000x" in out
+
+
+def test_replay_with_a_held_out_run_chooses_for_its_shapes_from_the_selection_file_alone(tmp_path, capsys):
+    from gemmlab.cli import main
+    sel, held = _replay_files(tmp_path)
+    assert main(["tune", "auto", "--replay", str(sel), "--heldout", str(held)]) == 0
+    out = capsys.readouterr().out
+    # the file says mma_64; the held-out run measured ws twice as fast: the pick is mma_64 (regret 2)
+    assert "bf16: 2 shapes, held out (predicted from the selection file alone)" in out and "regret 2.000" in out
+    assert "pick mma_64" in out and "best ws" in out
+
+
+def test_heldout_without_replay_is_a_usage_error(tmp_path):
+    from gemmlab.cli import main
+    _, held = _replay_files(tmp_path)
+    assert main(["tune", "auto", "--heldout", str(held)]) == 2      # a usage error, as argparse's

@@ -79,6 +79,9 @@ def register(sub) -> None:
     auto.add_argument("--replay", metavar="FILE", default=None,
                       help="no GPU: the model's leave-one-out choices over a selection file's records, against the "
                            "best measured option and cuBLAS")
+    auto.add_argument("--heldout", metavar="FILE", default=None,
+                      help="with --replay: instead, its choices for the shapes of FILE (a tune auto run's JSON, "
+                           "e.g. of --suite random:48@1), predicted from the selection file's records alone")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar on stderr")
     p.set_defaults(func=run)
 

@@ -1,5 +1,6 @@
 """``gemmlab tune auto``: the selection menu measured on a tuning sample (tune/selection.py), or
-``--replay``: the model's leave-one-out choices over a stored selection file, without a GPU."""
+``--replay``: the model's leave-one-out choices over a stored selection file, without a GPU (with
+``--heldout``: its choices for another run's shapes, every option of which was measured there)."""
 
 from __future__ import annotations
 
@@ -18,17 +19,24 @@ def _sample(text: str) -> tuple[int, int]:
     return int(n), int(seed or 0)
 
 
-def _print_replay(doc: dict, dtype: str | None) -> dict:
+def _print_replay(doc: dict, dtype: str | None, heldout: dict | None = None) -> dict:
     from ..tune.selection import replay, summary
 
     recs = [r for r in doc.get("records", []) if dtype is None or r["dtype"] == dtype]
     if not recs:
         raise ValueError(f"no records{' of ' + dtype if dtype else ''} to replay")
+    test = None if heldout is None else [r for r in heldout.get("records", []) if dtype is None or r["dtype"] == dtype]
+    if test is not None and not test:
+        raise ValueError(f"--heldout: no records{' of ' + dtype if dtype else ''} to choose for")
     out = {}
-    for dt in sorted({r["dtype"] for r in recs}):
-        rows = replay([r for r in recs if r["dtype"] == dt], doc["sm_count"])
+    for dt in sorted({r["dtype"] for r in (recs if test is None else test)}):
+        train = [r for r in recs if r["dtype"] == dt]
+        if not train:
+            raise ValueError(f"--heldout has {dt} shapes, the selection file no {dt} records to predict them from")
+        rows = replay(train, doc["sm_count"], None if test is None else [r for r in test if r["dtype"] == dt])
         s = out[dt] = summary(rows)
-        print(f"{dt}: {s['shapes']} shapes, leave-one-out: the model's pick {s['geomean_vs_cublas']:.3f}x cuBLAS "
+        how = "leave-one-out" if test is None else "held out (predicted from the selection file alone)"
+        print(f"{dt}: {s['shapes']} shapes, {how}: the model's pick {s['geomean_vs_cublas']:.3f}x cuBLAS "
               f"(geomean), the best measured option {s['oracle_vs_cublas']:.3f}x, regret {s['geomean_regret']:.3f}, "
               f"{s['below_0_9']} below 0.9x")
         for r in sorted(rows, key=lambda r: r["vs_cublas"])[:10]:
@@ -44,8 +52,10 @@ def run(args) -> int:
         from ..core import selection
 
         doc = selection.load(Path(args.replay))
-        _print_replay(doc, args.dtype)
+        _print_replay(doc, args.dtype, selection.load(Path(args.heldout)) if args.heldout else None)
         return 0
+    if args.heldout:
+        raise UsageError("--heldout goes with --replay (the choices it replays)")
     from ..core import selection
     from ..tune import selection as tsel
 

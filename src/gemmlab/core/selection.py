@@ -23,8 +23,8 @@ layout, the operands' 16-byte access, each option's median time and tile (BM, BN
 The prediction
 --------------
 An option's time at a new shape is its **cost model** (``estimate``: waves of output tiles at the
-rung's aligned speed per SM, the bytes at the copy rate, fixed costs per launch, split reduction
-and copy) times a **correction** learned from the measured shapes nearest to it: the weighted
+rung's speed per SM, aligned or, where it reads an operand without 16-byte access itself,
+unaligned; the bytes at the copy rate; fixed costs per launch, split reduction and copy) times a **correction** learned from the measured shapes nearest to it: the weighted
 geometric mean of measured / estimated over the ``NEIGHBOURS`` nearest shapes where the option
 ran (weights ``WEIGHT_EPS``, ``WEIGHT_POWER``), by ``Model.distances`` (log2 of M, N, K; a
 mismatch of an operand's 16-byte access (A, B, C) or of a layout counts as ``ALIGN_WEIGHT`` or
@@ -48,12 +48,12 @@ from typing import Callable
 
 import numpy as np
 
-from . import dtypes
+from . import dtypes, packing, rules
 from .arch import arch_number
 from .problem import GemmProblem
 from .registry import MAX_GRID_Y, for_dtype, get
-from .rules import (ALIGNED_TFLOPS, COPY_BYTES_PER_S, MIN_SLICE_K, PACK_LAUNCH_S, Choice, clustered, own_precision,
-                    rule_config, split_for, thin_choice, with_packing)
+from .rules import (ALIGNED_TFLOPS, COPY_BYTES_PER_S, MIN_SLICE_K, PACK_LAUNCH_S, UNALIGNED_SLOWDOWN, Choice, clustered,
+                    own_precision, rule_config, split_for, thin_choice, with_packing)
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 NEIGHBOURS = 8          # measured shapes that correct an option's estimate
@@ -108,7 +108,7 @@ def _tiled(slug: str, preset: str | dict | Callable | None, pack: str, split: st
         if rung not in for_dtype(problem.dtype, device.arch, precision, thin=False, out=problem.out_dtype):
             return None
         kp = problem.kernel_view()
-        if pack == "always" and kp.vec_a and kp.vec_b:
+        if pack == "always" and (kp.vec_a and kp.vec_b or not _copies_fit(kp, problem.dtype)):
             return None
         own = own_precision(rung, problem.dtype, precision)
         if preset is None and split == "rule":
@@ -136,6 +136,15 @@ def _tiled(slug: str, preset: str | dict | Callable | None, pack: str, split: st
             return with_packing(choice, problem, device.sm_count, precision)
         return Choice(rung, dict(cfg, PACK=int(pack == "always")), "model", why)
     return build
+
+
+def _copies_fit(kp, dtype: str) -> bool:
+    """Whether the copies of ``kp``'s operands without 16-byte access fit the workspace auto may
+    take (``rules.PACK_MAX_BYTES``, as ``rules.with_packing`` weighs them)."""
+    try:
+        return sum(p.nbytes for p in packing.plan_packs(kp, dtype)) <= rules.PACK_MAX_BYTES
+    except ValueError:
+        return False
 
 
 # rung 19's tiles 64 wide along a skinny C's shorter side (not presets: the rule would weigh them
@@ -229,11 +238,17 @@ def estimate(slug: str, tile, shape, vec, itemsize: int, sm_count: int) -> float
     """Seconds for rung ``slug`` with ``tile`` ([BM, BN, split, copies, cluster split]) on the
     kernel-view ``shape`` (M, N, K) whose operands have 16-byte access ``vec`` (A, B): the larger of
     the tensor work (waves of blocks, one per SM, each BM x BN x K/split at the rung's aligned
-    speed per SM) and the bytes (A, B and C once, the split's FP32 partials twice, the copies' read
-    and write) at the copy rate, plus a launch, the split's reduction and the copies' launches."""
+    speed per SM, or its unaligned speed, ``rules.UNALIGNED_SLOWDOWN``, where it reads an operand
+    without 16-byte access itself) and the bytes (A, B and C once, the split's FP32 partials
+    twice, the copies' read and write) at the copy rate, plus a launch, the split's reduction and
+    the copies' launches. Why the unaligned speed: an option copies by an estimate, so its
+    neighbours ran it copied at some shapes and not at others; with the aligned speed for both,
+    their corrections mixed a factor of up to 8 (rungs 19 and 21) into one mean."""
     BM, BN, split, copies, cluster = tile
     M, N, K = shape
     rate = ALIGNED_TFLOPS.get(slug, ALIGNED_TFLOPS["mma_sync" if itemsize == 2 else "async_simt"]) * 1e12 / sm_count
+    if not copies and not (vec[0] and vec[1]):
+        rate /= UNALIGNED_SLOWDOWN.get(slug, 1.0)
     blocks = -(-M // BM) * -(-N // BN) * split
     work = -(-blocks // sm_count) * 2.0 * BM * BN * -(-K // split) / rate
     nbytes = itemsize * (M * K + K * N + M * N)
