@@ -57,9 +57,8 @@ BLOCKS = {
             R + "h100_sustained_tf32_8192_run1.json", R + "h100_sustained_tf32_8192_run2.json")),
     },
     "docs/tuning.md": {
-        "heldout": lambda: docs.heldout_markdown(ROOT, (R + "h100_random_heldout_bf16.json.gz",
-                                                        R + "h100_random_heldout_fp16.json.gz",
-                                                        R + "h100_random_heldout_fp32.json.gz")),
+        "heldout": lambda: docs.heldout_markdown(ROOT, tuple(R + f"{gpu}_random_heldout_{dt}.json.gz"
+                                                             for gpu in ("h100", "h200") for dt in ("bf16", "fp16", "fp32"))),
         "strategies": lambda: docs.strategies_markdown(ROOT, R + "tune_strategies_h100.json.gz"),
     },
     "docs/usage.md": {

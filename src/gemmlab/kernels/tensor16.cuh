@@ -214,8 +214,8 @@ __device__ __forceinline__ void gl_store_w8(float* W, int ldw, int M, int N, int
 // A warp's 16 staged rows of TWN FP32 outputs, cs[16][LD] in shared memory, -> C rows i0..i0+15,
 // columns j0..j0+TWN-1: each lane takes 8 consecutive outputs of a row, one 16-byte store where
 // legal (gl_store_c8), and a warp writes whole rows (coalesced); a C without 16-byte access
-// (GL_VEC_C = 0) is written by scalar stores, consecutive lanes on consecutive outputs. Ends with __syncwarp: the caller
-// may overwrite the staging next. In a split-K variant (GL_SPLITK) the output is the slice's FP32
+// (GL_VEC_C = 0) is written by scalar stores, consecutive lanes on consecutive outputs. Ends with
+// __syncwarp: the caller may overwrite the staging next. In a split-K variant (GL_SPLITK) the output is the slice's FP32
 // workspace W (Out = float): the partial sums go there as they are (gl_store_w8), alpha and beta
 // are the reduction's.
 template <int TWN, int LD, typename Out>

@@ -128,8 +128,8 @@ __device__ __forceinline__ void stage_cols(const float (&acc)[BN / 8][4], int f0
 // (stage_cols), then each lane reads 16-byte chunks of whole rows back and writes them to C, 8 outputs
 // per store (gl_store_c8_rounded: beta, ragged edges); a warp's store covers two rows of 256
 // contiguous bytes. A C without 16-byte access (GL_VEC_C = 0) takes scalar stores instead, lane l
-// on output l of 32 neighbours (gl_store_c1_rounded). The staging is swizzled like the operand panels, 16-byte chunk c of row
-// r at chunk c ^ (r % 8): the 8 rows of one stmatrix matrix, and the 8 chunks a quarter-warp reads,
+// on output l of 32 neighbours (gl_store_c1_rounded). The staging is swizzled like the operand
+// panels, 16-byte chunk c of row r at chunk c ^ (r % 8): the 8 rows of one stmatrix matrix, and the 8 chunks a quarter-warp reads,
 // fall on 8 distinct 16-byte bank groups (no conflicts, no padding). Only __syncwarp: the staging
 // is the warp's own. Against storing from the fragments (rung 21 before: 64 4-byte stores per
 // thread at BN = 256, each instruction touching 8 rows): 16 stores of 16 bytes, 16 stmatrix, 16
