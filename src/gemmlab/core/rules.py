@@ -270,6 +270,11 @@ def pack_estimate(rung: Rung, cfg: dict, kp, packs, sm_count: int, precision: st
     return copies, (UNALIGNED_SLOWDOWN.get(rung.slug, DEFAULT_SLOWDOWN) - 1.0) * gemm
 
 
+def copies_fit(packs) -> bool:
+    """Whether the copies ``packs`` (packing.plan_packs) fit the workspace auto may take for them."""
+    return sum(p.nbytes for p in packs) <= PACK_MAX_BYTES
+
+
 def with_packing(choice: Choice, problem: GemmProblem, sm_count: int, precision: str | None = None) -> Choice:
     """``choice`` with its rung's PACK decided by ``pack_estimate`` (unchanged when the rung has no
     PACK or both operands take the 16-byte path); the reason says what is packed, or why not."""
@@ -284,11 +289,11 @@ def with_packing(choice: Choice, problem: GemmProblem, sm_count: int, precision:
         return Choice(rung, dict(cfg, PACK=0), choice.source, f"{choice.reason}; no packing: {exc}", choice.entry)
     copies, saved = pack_estimate(rung, cfg, kp, packs, sm_count, rung.precision_for(problem.dtype, precision))
     cost = f"copies ~{copies * 1e6:.0f} us, the 16-byte path saves ~{saved * 1e6:.0f} us"
-    space = sum(p.nbytes for p in packs)
-    if copies <= saved / 2 and space <= PACK_MAX_BYTES:
+    fit = copies_fit(packs)
+    if copies <= saved / 2 and fit:
         return Choice(rung, dict(cfg, PACK=1), choice.source, f"{choice.reason}; {packing.describe(packs)} ({cost})",
                       choice.entry)
-    why = f"{cost}" if space <= PACK_MAX_BYTES else f"the copies need {space} B of workspace, more than {PACK_MAX_BYTES}"
+    why = f"{cost}" if fit else f"the copies need {sum(p.nbytes for p in packs)} B of workspace, more than {PACK_MAX_BYTES}"
     return Choice(rung, dict(cfg, PACK=0), choice.source, f"{choice.reason}; no packing ({why})", choice.entry)
 
 

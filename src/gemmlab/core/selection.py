@@ -140,9 +140,9 @@ def _tiled(slug: str, preset: str | dict | Callable | None, pack: str, split: st
 
 def _copies_fit(kp, dtype: str) -> bool:
     """Whether the copies of ``kp``'s operands without 16-byte access fit the workspace auto may
-    take (``rules.PACK_MAX_BYTES``, as ``rules.with_packing`` weighs them)."""
+    take (``rules.copies_fit``, as ``rules.with_packing`` weighs them)."""
     try:
-        return sum(p.nbytes for p in packing.plan_packs(kp, dtype)) <= rules.PACK_MAX_BYTES
+        return rules.copies_fit(packing.plan_packs(kp, dtype))
     except ValueError:
         return False
 

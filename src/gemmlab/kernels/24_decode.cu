@@ -277,22 +277,16 @@ __device__ __forceinline__ void load_q_spread(Chunk& c, const T* __restrict__ Q,
 
 // ---- the ring in shared memory (ASYNC) -------------------------------------------------------
 // One 16-byte unit to shared memory, `bytes` 16 (read) or 0 (zeros, nothing read): P's streamed
-// (.cg: through L2 only; L2PF its 256-byte fetch), Q's kept in L1 (.ca: the warps along the rows
-// of a block read the same Q).
+// (.cg, common.cuh's gl_cp; L2PF with the L2's 256-byte fetch), Q's kept in L1 (.ca: the warps
+// along the rows of a block read the same Q). Units that need guarded loads go by gl_sts128.
 template <bool STREAM>
 __device__ __forceinline__ void cp16(unsigned dst, const T* src, int bytes) {
-    if constexpr (STREAM) {
-#if L2PF
-        asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
-#else
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
-#endif
-    } else {
+    if constexpr (!STREAM)
         asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
-    }
-}
-__device__ __forceinline__ void st16(unsigned dst, const uint4& v) {
-    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" :: "r"(dst), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+    else if constexpr (L2PF)
+        asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
+    else
+        gl_cp<16>(dst, src, bytes);
 }
 
 __device__ __forceinline__ unsigned word(const uint4& v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
@@ -485,7 +479,7 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
                 }
             } else {
 #pragma unroll
-                for (int j = 0; j < 8; ++j) st16(own + dd + j * U, gl_load8<true>(P, ldp, w0 + 8 * j, k0, n_wide, k_end));
+                for (int j = 0; j < 8; ++j) gl_sts128(own + dd + j * U, gl_load8<true>(P, ldp, w0 + 8 * j, k0, n_wide, k_end));
             }
         } else {
 #pragma unroll
@@ -496,7 +490,7 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
                 // (w0 + 8 <= ldp, a multiple of 8), which the next k row bounds
                 const bool whole = w0 + 8 <= n_wide || k + 1 < K;
                 if (!in || whole) cp16<true>(own + dd + j * U, in ? P + (size_t)k * ldp + w0 : P, in ? 16 : 0);
-                else st16(own + dd + j * U, gl_load8<true>(P, ldp, k, w0, k_end, n_wide));
+                else gl_sts128(own + dd + j * U, gl_load8<true>(P, ldp, k, w0, k_end, n_wide));
             }
         }
 #pragma unroll
@@ -509,7 +503,7 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
                 const bool in = kw && j < n_thin;
                 cp16<false>(q, in ? Q + (size_t)j * ldq + k0 : Q, in ? 16 : 0);
             } else {
-                st16(q, gl_load8<true>(Q, ldq, j, k0, n_thin, k_end));
+                gl_sts128(q, gl_load8<true>(Q, ldq, j, k0, n_thin, k_end));
             }
         }
     };

@@ -320,12 +320,17 @@ __device__ __forceinline__ void gl_store_c_checked(TC* C, int ldc, int M, int N,
 
 #include "tensor16.cuh"   // 16-bit operands: packing, mma.sync, 8-wide loads and stores
 
-// ---- cp.async (sm_80+): global -> shared without registers (rungs 18, 20 and 23) -------------
+// 16 bytes from registers to shared memory (where a copy's source needed guarded loads: rung 24)
+__device__ __forceinline__ void gl_sts128(unsigned dst, const uint4& v) {
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" :: "r"(dst), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
+
+// ---- cp.async (sm_80+): global -> shared without registers (rungs 18, 20, 23 and 24) ---------
 // One copy of BYTES = 16 (.cg: through L2 only, the one size .cg takes) or 4 (.ca): `bytes` of them
 // are read from global memory, the rest of the destination is zero.
 #if __CUDA_ARCH__ >= 800 || !defined(__CUDA_ARCH__)
 template <int BYTES>
-__device__ __forceinline__ void gl_cp(unsigned dst, const float* src, int bytes) {
+__device__ __forceinline__ void gl_cp(unsigned dst, const void* src, int bytes) {
     static_assert(BYTES == 16 || BYTES == 4, "cp.async copies 16 bytes (.cg) or 4 (.ca) here");
     if constexpr (BYTES == 16)
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
