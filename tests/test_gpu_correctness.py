@@ -101,6 +101,19 @@ def test_wgmma_tf32_3xtf32_presets_are_correct_across_tile_edges(preset):
         assert r.ok, r.message()
 
 
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("preset", sorted(registry.get("mma_sync").presets))
+def test_mma_sync_presets_read_operands_without_16_byte_access_at_any_parity(dtype, preset):
+    """Rung 17 copies such an operand by 4-byte words into staging and shifts each chunk into its
+    tile: odd and even leading dimensions, an odd base, ragged K and rows, a K split, many k tiles."""
+    cases = [(300, 173, 229, 0, 0), (67, 130, 1001, 1, 1), (129, 65, 66, 2, 0), (33, 257, 517, 3, 1)]
+    for (M, N, K, pad, off), (a_col, b_col), split in itertools.product(
+            cases, itertools.product((False, True), repeat=2), (1, 3)):
+        r = verify("mma_sync", M, N, K, dtype, lib=_lib(dtype), a_col=a_col, b_col=b_col, alpha=1.5, beta=-0.75,
+                   ld_pad=pad, offset=off, config=f"{preset},SPLITK={split}")
+        assert r.ok, r.message()
+
+
 def test_larger_problem_with_many_k_tiles_is_accurate():
     r = verify("auto", 1000, 1100, 2049, "fp32", alpha=1.0, beta=1.0)
     assert r.ok, r.message()

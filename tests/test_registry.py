@@ -416,3 +416,39 @@ def test_stream_k_is_for_the_tma_path_only():
 
     v = replace(Variant.make("wgmma_ws", "fp16", config="STREAMK=1,CLUSTER=1"), vec_a=False)
     assert v.for_geometry(Launch((132, 1, 1), (384, 1, 1)), 4096, 4096, 4096).cfg["STREAMK"] == 0
+
+
+def test_mma_sync_declares_the_staging_of_operands_without_16_byte_access():
+    """Rung 17 stages such an operand's 4-byte words after its tiles: 5 words per 16-byte chunk a
+    thread copies, STAGES deep. The variant's shared memory, its GL_DYN_SMEM and the geometry a
+    plan launches all include them; an aligned variant's stay the rung's."""
+    from gemmlab.core.problem import KernelProblem
+    from gemmlab.core.variant import Variant, resolve
+
+    rung = registry.get("mma_sync")
+    cfg = rung.config("64x64")   # 128 threads; A 64x32 and B 32x64: 2 chunks each per thread
+    plain = rung.smem_bytes(cfg)
+    words = cfg["STAGES"] * 5 * 2 * 128 * 4
+    assert Variant.make(rung, "fp16", config=cfg).smem == plain
+    a_only = Variant.make(rung, "fp16", vec_a=False, config=cfg)
+    both = Variant.make(rung, "fp16", vec_a=False, vec_b=False, config=cfg)
+    assert a_only.smem == plain + words and both.smem == plain + 2 * words
+    assert both.defines()["GL_DYN_SMEM"] == both.smem
+    assert Variant.make(rung, "fp16", config=cfg).defines()["GL_DYN_SMEM"] == plain
+    # 300 x 173 x 229, row-major: odd K and N, neither operand has 16-byte access
+    kp = KernelProblem(300, 173, 229, 1 << 20, 229, False, False, 2 << 20, 173, False, False, 3 << 20, 173, False,
+                       1.0, 0.0)
+    res = resolve(rung, "fp16", kp, cfg, None, 132)
+    assert res.geometry.smem == res.variant.smem == plain + 2 * words
+
+
+def test_a_staging_that_overflows_shared_memory_is_refused_by_name():
+    """128x128 tiles of BK 64 in 5 stages fit a block aligned (160 KB); the staging of two operands
+    without 16-byte access would add 200 KB: refused before any launch, saying why."""
+    from gemmlab.core.arch import LIMITS
+
+    rung = registry.get("mma_sync")
+    cfg = rung.config("BM=128,BN=128,BK=64,WM=64,WN=32,STAGES=5")
+    rung.check_resources(cfg, LIMITS[90])
+    with pytest.raises(ValueError, match="staging of its operands without 16-byte access"):
+        rung.check_resources(cfg, LIMITS[90], vec_a=False, vec_b=False)

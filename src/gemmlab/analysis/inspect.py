@@ -93,7 +93,7 @@ def inspect_rung(rung: Rung | str, dtype: str | None = None, arch: str = "sm_90a
     listing = disasm.sass_listing(ck.cubin)
     analysis = analyze_sass(listing, rung.kernel)
     threads = rung.threads(cfg)
-    dyn = rung.smem_bytes(cfg, variant.precision)   # a 3xTF32 stage holds two planes
+    dyn = variant.smem   # a 3xTF32 stage holds two planes
     out = {
         "rung": rung.slug,
         "number": rung.number,

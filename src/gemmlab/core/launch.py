@@ -106,7 +106,7 @@ class Plan:
         self.packs, self.kp, self.geometry = res.packs, res.kp, res.geometry
         self.variant = res.variant   # the split-K, tall-grid or stream-K build of the geometry
         kp = self.kp
-        rung.check_resources(self.variant.cfg, info.limits, self.variant.precision)
+        rung.check_resources(self.variant.cfg, info.limits, self.variant.precision, self.variant.vec_a, self.variant.vec_b)
         # split-K is the configuration's, not the slice count's: SPLITK=4 over a K of one BK tile
         # is ONE slice, and still the split variant (FP32 partials into the workspace, then the
         # reduction applies alpha and beta); launching it as a plain kernel wrote FP32 partials

@@ -24,13 +24,16 @@ class Reads:
     column-major B): the plan always copies the others first, transposing an MN-major one.
     ``register_a``: the precisions in which it also reads a column-major (MN-major) A into
     registers (wgmma's register-A form); the plan then computes a row-major-A-and-B problem
-    transposed instead of copying B (core/packing.py, for_kernel)."""
+    transposed instead of copying B (core/packing.py, for_kernel). ``staging``: the dynamic shared
+    memory its kernel adds, after its own (``Rung.smem``), for the operands it reads without 16-byte
+    access, as bytes of (cfg, vec_a, vec_b); None: none (``Rung.smem_for`` sums them)."""
 
     tensor_maps: bool = False
     textures: int = 0
     packs: bool = False
     k_major: bool = False
     register_a: tuple[str, ...] = ()
+    staging: Callable[[Mapping[str, int], bool, bool], int] | None = None
 
 
 @dataclass(frozen=True)

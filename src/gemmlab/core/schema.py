@@ -204,6 +204,13 @@ class Rung:
         """Dynamic shared memory of a block of ``cfg`` computing in ``precision``."""
         return self.smem(cfg, self.planes_for(precision))
 
+    def smem_for(self, cfg: Mapping[str, int], precision: str | None = None, vec_a: bool = True,
+                 vec_b: bool = True) -> int:
+        """The same for operands with 16-byte access ``vec_a``, ``vec_b``: with the staging its kernel
+        adds for those without (``Reads.staging``)."""
+        extra = self.reads.staging(cfg, vec_a, vec_b) if self.reads.staging else 0
+        return self.smem_bytes(cfg, precision) + extra
+
     # ---- configuration -------------------------------------------------------------------
     def config(self, overrides: ConfigLike = None, precision: str | None = None) -> dict[str, int]:
         """Defaults (of ``precision``; None: the rung's default one) merged with a configuration in
@@ -248,12 +255,15 @@ class Rung:
             problems.append(f"the block would have {t} threads; it must be a multiple of 32 between 32 and 1024")
         return problems
 
-    def check_resources(self, cfg: Mapping[str, int], limits: ArchLimits, precision: str | None = None) -> None:
-        """ValueError when a block of this configuration (in ``precision``) needs more shared memory
-        than ``limits`` (a device's, or an architecture's from the table) allow one block."""
-        need = self.smem_bytes(cfg, precision)
+    def check_resources(self, cfg: Mapping[str, int], limits: ArchLimits, precision: str | None = None,
+                        vec_a: bool = True, vec_b: bool = True) -> None:
+        """ValueError when a block of this configuration (in ``precision``, on operands of 16-byte
+        access ``vec_a``, ``vec_b``) needs more shared memory than ``limits`` (a device's, or an
+        architecture's from the table) allow one block."""
+        need = self.smem_for(cfg, precision, vec_a, vec_b)
         if need > limits.max_smem_per_block:
-            raise ValueError(f"rung {self.slug!r} with {cfg} needs {need} B of shared memory per block; "
+            staged = " (with the staging of its operands without 16-byte access)" if need > self.smem_bytes(cfg, precision) else ""
+            raise ValueError(f"rung {self.slug!r} with {cfg} needs {need} B of shared memory per block{staged}; "
                              f"{limits.arch} allows at most {limits.max_smem_per_block} B")
         if cfg.get("SKCLUSTER") and arch_number(limits.arch) < CLUSTER_ARCH:
             raise ValueError(f"rung {self.slug!r} with SKCLUSTER=1 sums its K slices in a thread-block cluster, "

@@ -67,8 +67,16 @@ class Variant:
     def cfg(self) -> dict[str, int]:
         return dict(self.config)
 
+    @property
+    def smem(self) -> int:
+        """Its block's dynamic shared memory: the rung's for the configuration, with the staging of
+        the operands it reads without 16-byte access (``Rung.smem_for``)."""
+        return self.rung.smem_for(self.cfg, self.precision, self.vec_a, self.vec_b)
+
     def defines(self) -> dict[str, int]:
         d = self.rung.defines(self.cfg, self.precision)
+        if self.rung.reads.staging and self.smem:   # only then: the other variants' cache keys stay
+            d["GL_DYN_SMEM"] = self.smem
         d.update(
             GL_DTYPE=get_dtype(self.dtype).code,
             GL_A_COL=int(self.a_col), GL_B_COL=int(self.b_col),
@@ -180,6 +188,8 @@ def resolve(rung: Rung, dtype: str, kp, config: ConfigLike, precision: str | Non
         _check_batch(rung, v, kp)
         v = replace(v, batch=(kp.batch_a != 0, kp.batch_b != 0))
     geometry = rung.launch(kp.M, kp.N, v.cfg, kp.K, sm_count, v.precision, kp.batch)
+    if v.smem != geometry.smem:   # the staging of operands without 16-byte access (Reads.staging)
+        geometry = replace(geometry, smem=v.smem)
     return Resolved(v.for_geometry(geometry, kp.M, kp.N, kp.K, kp.batch), packs, kp, geometry)
 
 

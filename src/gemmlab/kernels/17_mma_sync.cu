@@ -48,8 +48,10 @@
 // when beta == 0), converts to C's type TC (T, or an output dtype) and writes 16-byte stores
 // (GL_VEC_C) or guarded scalar stores.
 // Without 16-byte legality of A or B (GL_VEC_A/B = 0: unaligned base or leading dimension not a
-// multiple of 8), that operand's copies are guarded 16-bit loads stored into the SAME swizzled
-// tile, so the main loop is the same code for any alignment.
+// multiple of 8), that operand's copies are cp.async copies of the aligned 4-byte words its chunks
+// lie in, into staging words after the tiles; each thread shifts its own chunks into the SAME
+// swizzled tile before the barrier that publishes it (GlTileCopy::fixup), so the pipeline and the
+// main loop are the same for any alignment.
 // Split-K (SPLITK > 1, kernels/common.cuh): blockIdx.z takes a slice of K (A and B advance to it,
 // K becomes its length) and the epilogue writes the FP32 partial tile to the workspace (gl_store_w8)
 // instead of alpha/beta into C; splitk_reduce.cu sums the slices in a fixed order and converts.
@@ -123,16 +125,6 @@ typedef GlSwz<A_INNER> SwA;
 typedef GlSwz<B_INNER> SwB;
 
 // ---- PTX wrappers ---------------------------------------------------------------------------
-// cp.async.cg: 16 bytes global -> shared, L1 bypassed (each element is used once per block, from
-// shared memory). src_bytes < 16 copies that many bytes and zero-fills the rest: 0 at a row past
-// the matrix edge, 2 * (elements left) at a ragged end of the contiguous dimension.
-__device__ __forceinline__ void gl_cp_async16(unsigned dst, const void* src, int src_bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
-__device__ __forceinline__ void gl_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void gl_cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }
-
 // ldmatrix.x4: lane l gives the address of row l % 8 of matrix l / 8; register j receives matrix
 // j's elements (row lane/4, columns 2*(lane%4), +1), or with .trans its transpose's.
 template <bool TRANS>
@@ -153,13 +145,25 @@ __device__ __forceinline__ void gl_ldsm_x4(unsigned (&r)[4], unsigned addr) {
 // threads copy consecutive 16-byte pieces of a row (coalesced), 8 consecutive threads write 8
 // distinct bank groups, and all of a thread's chunks share one column (c) and step RSTEP rows.
 // Everything that does not change along k is computed once; a tile costs one 64-bit multiply.
+//
+// Without 16-byte access (VEC = 0) the copies stay asynchronous: a chunk of 8 elements at any
+// 2-byte alignment lies in 5 aligned 4-byte words (4 where it starts on a word), which cp.async
+// copies 4 bytes at a time into this thread's STAGING words, zero-filling what lies past the row's
+// end; once its group has landed (`fixup`, before the barrier that publishes the tile) the thread
+// byte-permutes its own words into the 16-byte chunk of the swizzled tile. So the STAGES-deep
+// pipeline holds here too: a copy that loaded through registers and stored at once waited a whole
+// memory latency per chunk, which bounded small problems (the selection's tuning sample: a 64x64
+// tile spent several times the aligned tile's time on a K of a few hundred).
 template <int VEC, int OUTER, int INNER, bool K_INNER>
 struct GlTileCopy {
     typedef GlSwz<INNER> Sw;
     static constexpr int CHUNKS = OUTER * INNER / 8;
     static constexpr int PER = (CHUNKS + THREADS - 1) / THREADS;
     static constexpr int RSTEP = THREADS / Sw::CPR;
+    static constexpr int WORDS = 5;                                       // aligned words a chunk spans
+    static constexpr int STAGING_B = VEC ? 0 : WORDS * PER * THREADS * 4;   // staging bytes per stage
     static_assert(THREADS % Sw::CPR == 0, "a row's chunks split evenly over the threads");
+    static_assert(VEC || RSTEP % 2 == 0, "a thread's chunks share one 4-byte parity: an even row step");
 
     const T* first;       // this thread's first chunk in tile 0 (not dereferenced unless inside the matrix)
     size_t rstride;       // RSTEP rows, in elements
@@ -176,32 +180,90 @@ struct GlTileCopy {
         outer_left = n_outer - (outer0 + r0);
         inner_left = n_inner - (inner0 + 8 * c);
     }
+    // VEC = 0: whether its chunks start in the upper half of a 4-byte word (the same for all of
+    // them: BK and RSTEP are even)
+    __device__ __forceinline__ int odd() const { return (int)((reinterpret_cast<size_t>(first) >> 1) & 1); }
 
-    // Block tile number kt into the stage at shared address `stage`: cp.async when VEC, else
-    // guarded 16-bit loads and one 16-byte shared store per chunk (gl_load8's zero fill).
-    __device__ __forceinline__ void copy(unsigned stage, int kt) const {
+    // Block tile number kt into the stage at shared address `stage` (its staging words at `staging`):
+    // cp.async of 16 bytes when VEC, else of the chunk's aligned words. A copy that reads nothing
+    // (0 bytes) may name an address past the matrix.
+    __device__ __forceinline__ void copy(unsigned stage, unsigned staging, int kt) const {
         const T* base = first + kt * kstride;
         const int ol = K_INNER ? outer_left : outer_left - kt * BK;
         const int il = K_INNER ? inner_left - kt * BK : inner_left;
+        if constexpr (VEC) {
 #pragma unroll
-        for (int p = 0; p < PER; ++p) {
-            if (CHUNKS % THREADS == 0 || r0 + p * RSTEP < OUTER) {
-                const unsigned dst = stage + (unsigned)(Sw::off(r0 + p * RSTEP, c) * (int)sizeof(T));
-                const bool in = ol > p * RSTEP && il > 0;
-                if (VEC) {
-                    // a copy that reads nothing (0 bytes) may name an address past the matrix
-                    gl_cp_async16(dst, base + p * rstride, in ? (il >= 8 ? 16 : 2 * il) : 0);
-                } else {
-                    const uint4 x = in ? gl_load8<0>(base + p * rstride, 0, 0, 0, 1, il) : make_uint4(0u, 0u, 0u, 0u);
-                    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n"
-                                 :: "r"(dst), "r"(x.x), "r"(x.y), "r"(x.z), "r"(x.w) : "memory");
+            for (int p = 0; p < PER; ++p) {
+                if (CHUNKS % THREADS == 0 || r0 + p * RSTEP < OUTER) {
+                    const bool in = ol > p * RSTEP && il > 0;
+                    const unsigned dst = stage + (unsigned)(Sw::off(r0 + p * RSTEP, c) * (int)sizeof(T));
+                    gl_cp<16>(dst, base + p * rstride, in ? (il >= 8 ? 16 : 2 * il) : 0);
+                }
+            }
+        } else {
+            // word i holds elements 2i - odd and 2i - odd + 1 of the chunk; element -1 (odd) is the
+            // one before it in memory, read and dropped (the word is 4-byte aligned inside P's
+            // allocation); an element at or past the row's end is not read. Word i's bytes:
+            // 2 * (left - (2i - odd)), clamped to 0..4. One chunk at a time: the loop's registers
+            // stay few beside the accumulators of the larger tiles.
+            const int odd = this->odd();
+#pragma unroll 1
+            for (int p = 0; p < PER; ++p) {
+                if (CHUNKS % THREADS == 0 || r0 + p * RSTEP < OUTER) {
+                    const int twice = ol > p * RSTEP && il > 0 ? 2 * (il + odd) : 0;
+                    const char* w = reinterpret_cast<const char*>(reinterpret_cast<size_t>(base + p * rstride) & ~(size_t)3);
+                    const unsigned at = staging + (unsigned)((p * THREADS + (int)threadIdx.x) * 4);
+#pragma unroll
+                    for (int i = 0; i < WORDS; ++i)
+                        gl_cp<4>(at + i * (PER * THREADS * 4), w + 4 * i,
+                                 i == WORDS - 1 && !odd ? 0 : min(max(twice - 4 * i, 0), 4));
+                }
+            }
+        }
+    }
+
+    // VEC = 0: this thread's chunks of the tile whose staging words are at `staging` (its copies'
+    // group waited for) into the stage at `stage`, shifted by one element where `odd`.
+    __device__ __forceinline__ void fixup(unsigned stage, unsigned staging) const {
+        if constexpr (!VEC) {
+            const int odd = this->odd();
+#pragma unroll
+            for (int p = 0; p < PER; ++p) {
+                if (CHUNKS % THREADS == 0 || r0 + p * RSTEP < OUTER) {
+                    unsigned w[WORDS];
+#pragma unroll
+                    for (int i = 0; i < WORDS; ++i)
+                        asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(w[i])
+                                     : "r"(staging + (unsigned)(((i * PER + p) * THREADS + (int)threadIdx.x) * 4)));
+                    uint4 x;
+                    x.x = odd ? __byte_perm(w[0], w[1], 0x5432) : w[0];
+                    x.y = odd ? __byte_perm(w[1], w[2], 0x5432) : w[1];
+                    x.z = odd ? __byte_perm(w[2], w[3], 0x5432) : w[2];
+                    x.w = odd ? __byte_perm(w[3], w[4], 0x5432) : w[3];
+                    gl_sts128(stage + (unsigned)(Sw::off(r0 + p * RSTEP, c) * (int)sizeof(T)), x);
                 }
             }
         }
     }
 };
 
-extern "C" __global__ void __launch_bounds__(THREADS)
+// The two operands' copies, and after the block's tiles (and its epilogue's staging) the staging
+// words of those without 16-byte access: STAGES of them each (the registry's mma_staging).
+#if GL_A_COL
+typedef GlTileCopy<GL_VEC_A, BK, BM, false> CopyA;   // A(m, k) at A[k*lda + m]
+#else
+typedef GlTileCopy<GL_VEC_A, BM, BK, true> CopyA;    // A(m, k) at A[m*lda + k]
+#endif
+#if GL_B_COL
+typedef GlTileCopy<GL_VEC_B, BN, BK, true> CopyB;    // B(k, n) at B[n*ldb + k]
+#else
+typedef GlTileCopy<GL_VEC_B, BK, BN, false> CopyB;   // B(k, n) at B[k*ldb + n]
+#endif
+constexpr int STAGING_BYTES = STAGES * (CopyA::STAGING_B + CopyB::STAGING_B);
+static_assert(SMEM_BYTES + STAGING_BYTES <= GL_DYN_SMEM,
+              "the registry's shared-memory size (GL_DYN_SMEM) has no room for the unaligned operands' staging words");
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
 gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, TC* C, int ldc GL_EPI_PARAMS)
 {
     gl_pdl_wait();   // after an operand copy launched programmatically: the copy done (pack.cu)
@@ -226,18 +288,25 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
 
     // ---- load: the copies of both operands ----------------------------------------------------
 #if GL_A_COL
-    const GlTileCopy<GL_VEC_A, BK, BM, false> copy_a(A, lda, 0, row0, K, M, tid);   // A(m, k) at A[k*lda + m]
+    const CopyA copy_a(A, lda, 0, row0, K, M, tid);
 #else
-    const GlTileCopy<GL_VEC_A, BM, BK, true> copy_a(A, lda, row0, 0, M, K, tid);    // A(m, k) at A[m*lda + k]
+    const CopyA copy_a(A, lda, row0, 0, M, K, tid);
 #endif
 #if GL_B_COL
-    const GlTileCopy<GL_VEC_B, BN, BK, true> copy_b(B, ldb, col0, 0, N, K, tid);    // B(k, n) at B[n*ldb + k]
+    const CopyB copy_b(B, ldb, col0, 0, N, K, tid);
 #else
-    const GlTileCopy<GL_VEC_B, BK, BN, false> copy_b(B, ldb, 0, col0, K, N, tid);   // B(k, n) at B[k*ldb + n]
+    const CopyB copy_b(B, ldb, 0, col0, K, N, tid);
 #endif
+    const unsigned a_staging = a_base + SMEM_BYTES;                                  // [STAGES][words] (VEC_A = 0)
+    const unsigned b_staging = a_staging + STAGES * CopyA::STAGING_B;                // [STAGES][words] (VEC_B = 0)
     auto load_tiles = [&](int s, int kt) {
-        copy_a.copy(a_base + s * A_STAGE_B, kt);
-        copy_b.copy(b_base + s * B_STAGE_B, kt);
+        copy_a.copy(a_base + s * A_STAGE_B, a_staging + s * CopyA::STAGING_B, kt);
+        copy_b.copy(b_base + s * B_STAGE_B, b_staging + s * CopyB::STAGING_B, kt);
+    };
+    // the staged words of tile s's copies (waited for) into its stage, by the threads that copied them
+    auto fixup_tiles = [&](int s) {
+        copy_a.fixup(a_base + s * A_STAGE_B, a_staging + s * CopyA::STAGING_B);
+        copy_b.fixup(b_base + s * B_STAGE_B, b_staging + s * CopyB::STAGING_B);
     };
 
     // ---- fragment addresses (the PTX ISA's mma.m16n8k16 fragment layouts) ----------------------
@@ -299,9 +368,10 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         load_tiles(s, s);
-        gl_cp_async_commit();
+        gl_cp_commit();
     }
-    gl_cp_async_wait<STAGES - 2>();
+    gl_cp_wait<STAGES - 2>();
+    fixup_tiles(0);
     __syncthreads();
     load_frags(0, 0, 0);
 
@@ -316,9 +386,10 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
 #pragma unroll
         for (int kk = 0; kk < KSTEPS; ++kk) {
             if (kk == KSTEPS - 1) {
-                gl_cp_async_wait<STAGES - 2>();
-                __syncthreads();
+                gl_cp_wait<STAGES - 2>();
                 rd = rd + 1 == STAGES ? 0 : rd + 1;
+                fixup_tiles(rd);     // (operands without 16-byte access; past K it writes zeros nobody reads)
+                __syncthreads();
             }
             load_frags((kk + 1) % 2, rd, (kk + 1) % KSTEPS);    // next k-step's fragments (next tile's at the last)
             if (kk == 0) {
@@ -326,7 +397,7 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
                 // k and zero-fills a stage nobody reads: no branch in the loop, and the commit
                 // group still stands for tile t + STAGES - 1.
                 load_tiles(wr, t + STAGES - 1);
-                gl_cp_async_commit();
+                gl_cp_commit();
                 wr = wr + 1 == STAGES ? 0 : wr + 1;
             }
 #pragma unroll
@@ -339,7 +410,7 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     // ---- epilogue: accumulators -> FP32 staging (per warp, 16 rows at a time) -> alpha/beta -> TC
     // -> C. The last iteration's fragment load read a stage this staging overlays: wait for every
     // copy and every warp first. -------------------------------------------------------------------
-    gl_cp_async_wait<0>();
+    gl_cp_wait<0>();
     __syncthreads();
 #pragma unroll
     for (int i = 0; i < FM; ++i)

@@ -39,6 +39,16 @@ def mma_smem(cfg) -> int:
     return max(pipeline, staging)
 
 
+def mma_staging(cfg, vec_a: bool, vec_b: bool) -> int:
+    """The staging words 17_mma_sync.cu adds after its shared memory for each operand without
+    16-byte access (GlTileCopy::STAGING_B): per stage, 5 aligned 4-byte words for each 16-byte
+    chunk of its tile a thread copies (the chunks split evenly over the threads, rounded up)."""
+    threads = mma_threads(cfg)
+    per = lambda rows, cols: -(-rows * cols // 8 // threads)
+    words = per(cfg["BM"], cfg["BK"]) * (not vec_a) + per(cfg["BK"], cfg["BN"]) * (not vec_b)
+    return cfg["STAGES"] * 5 * words * threads * 4
+
+
 def mma_regs(cfg) -> list[str]:
     """A warp tile must fit a thread's registers (255, or 65536 / THREADS for bigger blocks): its
     WM*WN/32 FP32 accumulators, two sets of fragments (WM/16 x 4 + WN/8 x 2 registers each), about
@@ -143,7 +153,7 @@ RUNGS: tuple[Rung, ...] = (
                  "64x64": {"BM": 64, "BN": 64, "BK": 32, "WM": 32, "WN": 32, "STAGES": 3}},
         threads=mma_threads, constraints=lambda c: mma_constraints(c) + splitk_constraints(c), smem=mma_smem,
         sass_claims=("HMMA.16816", "LDSM", "LDGSTS"), min_arch=80,
-        reads=Reads(packs=True), stores=ANY_16BIT_OUTPUT,   # its staged stores round to C's type (gl_store_c8)
+        reads=Reads(packs=True, staging=mma_staging), stores=ANY_16BIT_OUTPUT,   # its staged stores round to C's type (gl_store_c8)
         space={"BM": p2(6, 8), "BN": p2(6, 8), "BK": (32, 64), "WM": p2(5, 7), "WN": p2(5, 7), "STAGES": (2, 3, 4, 5),
                "SPLITK": SPLITK_SPACE},
     ),
