@@ -7,7 +7,7 @@ For each dtype family a short menu of **options** (``MENUS``), each a way to con
 for any problem: a tile, a split policy (the rule's ``rules.split_for``, one that fills the waves,
 or none), stream-K where the rung has it, and a copy policy (the rule's estimate, never, always).
 For 16-bit: rung 21's tiles, rung 19's (with a K split through the workspace or summed in a
-cluster, and tiles 64 wide along a skinny C's shorter side), rung 17's 64x64 and 128x128 (no
+cluster, and tiles 64 wide along a skinny C's shorter side), rung 17's 64x64 (also 6 stages deep) and 128x128 (no
 tensor maps, no persistent grid, no copies), rung 16's 32x32 for tiny problems and rung 24's own
 rule (operands without 16-byte access included: its 4-byte pair loads); for FP32 rung 18's tiles
 and rung 23's rule. An option that does not apply to a problem (a thin rung for a wide one) gives
@@ -147,6 +147,10 @@ def _copies_fit(kp, dtype: str) -> bool:
         return False
 
 
+# rung 17's 64x64 tile with 6 stages (not a preset: the rule would weigh it for every problem)
+MMA_DEEP = {"BM": 64, "BN": 64, "BK": 32, "WM": 32, "WN": 32, "STAGES": 6}
+
+
 # rung 19's tiles 64 wide along a skinny C's shorter side (not presets: the rule would weigh them
 # for every skinny problem), 8 stages in the shared memory a 128x128 tile's 6 take
 WGMMA_SKINNY = {"N": {"BM": 128, "BN": 64, "BK": 64, "WM": 64, "STAGES": 8},
@@ -186,6 +190,8 @@ MENUS: dict[str, tuple[Option, ...]] = {
         Option("ws_streamk", "rung 21, the rule's tile, the last wave split by k tiles (stream-K)",
                _tiled("wgmma_ws", "128x256", "estimate", "none", STREAMK=1)),
         Option("mma_64", "rung 17, 64x64 tiles and the rule's split, no copies", _tiled("mma_sync", "64x64", "never")),
+        Option("mma_64_deep", "rung 17, 64x64 tiles 6 stages deep and the rule's split, no copies: five k tiles in "
+               "flight for small problems, whose time is the memory's latency per k tile", _tiled("mma_sync", MMA_DEEP, "never")),
         Option("mma_128", "rung 17, 128x128 tiles and the rule's split, no copies",
                _tiled("mma_sync", "128x128", "never")),
         Option("wmma_32", "rung 16, 32x32 tiles of four 16x16 warps: many small blocks for tiny problems",
