@@ -204,34 +204,19 @@ struct GlTileCopy {
             // word i holds elements 2i - odd and 2i - odd + 1 of the chunk; element -1 (odd) is the
             // one before it in memory, read and dropped (the word is 4-byte aligned inside P's
             // allocation); an element at or past the row's end is not read. Word i's bytes:
-            // 2 * (left - (2i - odd)), clamped to 0..4; inside the matrix (every chunk's row, and
-            // along the row a whole chunk and the element after it) simply 4, the last word's 4 or
-            // 0 by the parity. The copies of a tile are most of a small problem's instructions,
-            // where each SM runs one block of four warps: they are kept few.
+            // 2 * (left - (2i - odd)), clamped to 0..4. One chunk at a time: the loop's registers
+            // stay few beside the accumulators of the larger tiles.
             const int odd = this->odd();
-            const unsigned at = staging + (unsigned)(threadIdx.x * 4);
-            if (ol > (PER - 1) * RSTEP && il > 8) {
-                const int last = odd ? 4 : 0;
-#pragma unroll
-                for (int p = 0; p < PER; ++p) {
-                    if (CHUNKS % THREADS == 0 || r0 + p * RSTEP < OUTER) {
-                        const char* w = reinterpret_cast<const char*>(reinterpret_cast<size_t>(base + p * rstride) & ~(size_t)3);
-#pragma unroll
-                        for (int i = 0; i < WORDS; ++i)
-                            gl_cp<4>(at + (i * PER + p) * (THREADS * 4), w + 4 * i, i == WORDS - 1 ? last : 4);
-                    }
-                }
-            } else {
 #pragma unroll 1
-                for (int p = 0; p < PER; ++p) {
-                    if (CHUNKS % THREADS == 0 || r0 + p * RSTEP < OUTER) {
-                        const int twice = ol > p * RSTEP && il > 0 ? 2 * (il + odd) : 0;
-                        const char* w = reinterpret_cast<const char*>(reinterpret_cast<size_t>(base + p * rstride) & ~(size_t)3);
+            for (int p = 0; p < PER; ++p) {
+                if (CHUNKS % THREADS == 0 || r0 + p * RSTEP < OUTER) {
+                    const int twice = ol > p * RSTEP && il > 0 ? 2 * (il + odd) : 0;
+                    const char* w = reinterpret_cast<const char*>(reinterpret_cast<size_t>(base + p * rstride) & ~(size_t)3);
+                    const unsigned at = staging + (unsigned)((p * THREADS + (int)threadIdx.x) * 4);
 #pragma unroll
-                        for (int i = 0; i < WORDS; ++i)
-                            gl_cp<4>(at + (i * PER + p) * (THREADS * 4), w + 4 * i,
-                                     i == WORDS - 1 && !odd ? 0 : min(max(twice - 4 * i, 0), 4));
-                    }
+                    for (int i = 0; i < WORDS; ++i)
+                        gl_cp<4>(at + i * (PER * THREADS * 4), w + 4 * i,
+                                 i == WORDS - 1 && !odd ? 0 : min(max(twice - 4 * i, 0), 4));
                 }
             }
         }
@@ -241,18 +226,20 @@ struct GlTileCopy {
     // group waited for) into the stage at `stage`, shifted by one element where `odd`.
     __device__ __forceinline__ void fixup(unsigned stage, unsigned staging) const {
         if constexpr (!VEC) {
-            // bytes 2..5 of (w[i], w[i+1]) where odd, bytes 0..3 (w[i] itself) where not: one PRMT
-            const unsigned sel = odd() ? 0x5432u : 0x3210u;
-            const unsigned at = staging + (unsigned)(threadIdx.x * 4);
+            const int odd = this->odd();
 #pragma unroll
             for (int p = 0; p < PER; ++p) {
                 if (CHUNKS % THREADS == 0 || r0 + p * RSTEP < OUTER) {
                     unsigned w[WORDS];
 #pragma unroll
                     for (int i = 0; i < WORDS; ++i)
-                        asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(w[i]) : "r"(at + (i * PER + p) * (THREADS * 4)));
-                    const uint4 x = make_uint4(__byte_perm(w[0], w[1], sel), __byte_perm(w[1], w[2], sel),
-                                               __byte_perm(w[2], w[3], sel), __byte_perm(w[3], w[4], sel));
+                        asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(w[i])
+                                     : "r"(staging + (unsigned)(((i * PER + p) * THREADS + (int)threadIdx.x) * 4)));
+                    uint4 x;
+                    x.x = odd ? __byte_perm(w[0], w[1], 0x5432) : w[0];
+                    x.y = odd ? __byte_perm(w[1], w[2], 0x5432) : w[1];
+                    x.z = odd ? __byte_perm(w[2], w[3], 0x5432) : w[2];
+                    x.w = odd ? __byte_perm(w[3], w[4], 0x5432) : w[3];
                     gl_sts128(stage + (unsigned)(Sw::off(r0 + p * RSTEP, c) * (int)sizeof(T)), x);
                 }
             }
