@@ -263,6 +263,9 @@ constexpr int STAGING_BYTES = STAGES * (CopyA::STAGING_B + CopyB::STAGING_B);
 static_assert(SMEM_BYTES + STAGING_BYTES <= GL_DYN_SMEM,
               "the registry's shared-memory size (GL_DYN_SMEM) has no room for the unaligned operands' staging words");
 
+// One block per SM is all the launch promises ptxas: without the minimum, ptxas (NVRTC 13.5) held the
+// 64x64 tile's split variant with staged copies to 96 registers and spilled in its main loop, where
+// 124 fit without spills.
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, TC* C, int ldc GL_EPI_PARAMS)
 {
