@@ -191,7 +191,7 @@ MENUS: dict[str, tuple[Option, ...]] = {
                _tiled("wgmma_ws", "128x256", "estimate", "none", STREAMK=1)),
         Option("mma_64", "rung 17, 64x64 tiles and the rule's split, no copies", _tiled("mma_sync", "64x64", "never")),
         Option("mma_64_deep", "rung 17, 64x64 tiles 6 stages deep and the rule's split, no copies: five k tiles in "
-               "flight for small problems, whose time is the memory's latency per k tile", _tiled("mma_sync", MMA_DEEP, "never")),
+               "flight for small problems that wait the memory's latency per k tile", _tiled("mma_sync", MMA_DEEP, "never")),
         Option("mma_128", "rung 17, 128x128 tiles and the rule's split, no copies",
                _tiled("mma_sync", "128x128", "never")),
         Option("wmma_32", "rung 16, 32x32 tiles of four 16x16 warps: many small blocks for tiny problems",
