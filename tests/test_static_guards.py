@@ -70,6 +70,22 @@ def _output_variants() -> list[Variant]:
     return out
 
 
+def _staged_variants() -> list[Variant]:
+    """Rung 17 staging the 4-byte words of operands without 16-byte access (both A and B, C without
+    it too) with the tiles the selection menu runs it at beside its default (its presets, the 6-stage
+    64x64 tile), in every layout, whole and with a K split."""
+    from gemmlab.core.selection import MMA_DEEP
+
+    rung = get("mma_sync")
+    out = []
+    for cfg, (a_col, b_col), split in itertools.product(
+            ("64x64", "128x256", MMA_DEEP), itertools.product((False, True), repeat=2), (1, 2)):
+        v = Variant.make(rung, "fp16", a_col=a_col, b_col=b_col, vec_a=False, vec_b=False, vec_c=False,
+                         config=dict(rung.config(cfg), SPLITK=split))
+        out.append(v.for_geometry(rung.launch(1000, 1000, v.cfg, 4000, 132), 1000, 1000, 4000) if split > 1 else v)
+    return out
+
+
 def _guarded_variants() -> dict[str, list[Variant]]:
     """Per architecture, every variant the tests below compile."""
     out: dict[str, list[Variant]] = {arch: [] for arch in ARCHS}
@@ -98,7 +114,7 @@ def _guarded_variants() -> dict[str, list[Variant]]:
     out["sm_90a"] += [Variant.make("wgmma_tf32", "fp32", b_col=True, config="EPI_TMA=0", precision="tf32")]
     out["sm_90a"] += [Variant.make("async_simt", "fp32", a_col=a_col, config=SPREAD_64x256) for a_col in (False, True)]
     out["sm_90a"] += [Variant.make("async_simt", "fp32", config=c) for c in ("SPREAD=0,SNAKE=0", "SNAKE=0")]
-    out["sm_90a"] += _batched_variants() + _output_variants()
+    out["sm_90a"] += _batched_variants() + _output_variants() + _staged_variants()
     return out
 
 
@@ -143,6 +159,14 @@ def test_batched_variant_compiles_without_spills_or_local_memory(variant):
     ck = variant.compile("sm_90a")
     res = disasm.resource_usage(ck.cubin, ck.log)
     assert res.local == 0 and (res.spill_stores, res.spill_loads) == (0, 0), f"{variant.describe()} spills"
+
+
+@pytest.mark.parametrize("variant", _staged_variants(), ids=lambda v: v.describe())
+def test_mma_sync_stages_operands_without_16_byte_access_without_spills_at_the_menus_tiles(variant):
+    ck = variant.compile("sm_90a")
+    res = disasm.resource_usage(ck.cubin, ck.log)
+    assert res.local == 0 and (res.spill_stores, res.spill_loads) == (0, 0), f"{variant.describe()}: spills"
+    assert variant.smem > variant.rung.smem_bytes(variant.cfg), "the staging words are part of its shared memory"
 
 
 @pytest.mark.parametrize("variant", _output_variants(), ids=lambda v: v.describe())
