@@ -589,6 +589,12 @@ def test_a_sustained_run_records_every_block_and_skips_the_self_check(fake_gpu, 
 
     # a counter at 700 W that moves every 5 ms, as NVML's moves in steps
     monkeypatch.setattr(envinfo, "total_energy_mj", lambda ordinal=0: (time.monotonic() // 0.005) * 0.005 * 700e3)
+    # calls of a millisecond: three calls of microseconds, timed on the host to size a block, make it
+    # far shorter than 0.1 s when one scheduling delay falls among them, too short for two steps of
+    # the counter (no energy figure: this test failed so once in CI, on two busy CPUs)
+    slow = lambda f: lambda *a, **k: (time.sleep(0.001), f(*a, **k))[1]
+    monkeypatch.setattr(_FakePlan, "run", slow(_FakePlan.run))
+    monkeypatch.setattr(_FakeLib, "matmul", slow(_FakeLib.matmul))
     res = runner.run_bench(rungs=["tile_2d"], shapes="64x48x32", progress=False,
                            timing_settings=timing.Settings(sustained_s=0.1, sustained_rounds=2))
     by = {r["kernel"]: r for r in res["results"]}
