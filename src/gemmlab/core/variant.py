@@ -75,7 +75,7 @@ class Variant:
 
     def defines(self) -> dict[str, int]:
         d = self.rung.defines(self.cfg, self.precision)
-        if self.rung.reads.staging and self.smem:   # only then: the other variants' cache keys stay
+        if self.smem:   # the rung's for cfg, with the staging of operands without 16-byte access
             d["GL_DYN_SMEM"] = self.smem
         d.update(
             GL_DTYPE=get_dtype(self.dtype).code,
