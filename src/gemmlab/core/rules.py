@@ -258,7 +258,7 @@ ALIGNED_TFLOPS = {"wgmma_tma": 733.2, "wgmma_ws": 733.2, "mma_sync": 443.0, "asy
 # than unpacked (h100_pack_fp32.json; docs/journal/dispatch.md): its 4-byte copies cost little more
 # than its 16-byte ones, far from 5/3. mma_sync (rung 17): 4096^3 against 4093^3 with its word copies
 # through staging, measured on an H200 (h200_mma_sync_4093_fp16.json; the copies through registers
-# it replaced were 443.0 / 66.8 on the H100)
+# it replaced: h200_mma_sync_4093_fp16_register_copies.json)
 UNALIGNED_SLOWDOWN = {"wgmma_tma": 733.2 / 88.3, "wgmma_ws": 733.2 / 88.3, "mma_sync": 438.0 / 109.3,
                       "async_simt": 1.1}
 DEFAULT_SLOWDOWN = 5 / 3
