@@ -22,9 +22,9 @@ LAYOUTS = list(itertools.product((False, True), (False, True)))
 
 
 def _tile(cfg: dict) -> dict:
-    """The parameters the emulation models (SPLITK only picks the K range a block walks; PACK
-    what the host copies before the launch)."""
-    return {k: v for k, v in cfg.items() if k not in ("SPLITK", "PACK")}
+    """The parameters the emulation models (SPLITK and SKCLUSTER only pick the K range a block walks
+    and where its partial tile is summed; PACK what the host copies before the launch)."""
+    return {k: v for k, v in cfg.items() if k not in ("SPLITK", "SKCLUSTER", "PACK")}
 
 
 def test_the_emulated_default_and_presets_are_the_registrys():

@@ -67,6 +67,24 @@ def test_every_tile_the_menu_gives_compiles_without_spills():
         assert k.spill_bytes == 0, (rung.slug, dtype, cfg, k.spill_bytes)
 
 
+def test_the_chain_split_cuts_a_small_problems_k_into_a_clusters_slices_of_two_k_tiles_or_more():
+    def split(M, N, K):
+        cfg = selection.options(stand_ins.problem(M, N, K, "fp16"), H100)["mma_64_cluster"].config
+        assert (cfg["BM"], cfg["BN"], cfg["SKCLUSTER"], cfg["PACK"]) == (64, 64, 1, 0)
+        return cfg["SPLITK"]
+    assert split(8, 293, 431) == 6       # 5 tiles; 431 // 64: six slices of two k tiles of 32 or more
+    assert split(64, 64, 4000) == 8      # one tile: as many slices as a portable cluster holds
+    assert split(1, 4127, 284) == 2      # 65 tiles: the 132 SMs take two slices each
+
+
+def test_the_chain_split_option_applies_only_where_it_splits_and_clusters_exist():
+    for shape in ((2, 18, 18), (64, 64, 127), (4096, 4096, 4096)):   # K of one slice; or the SMs full
+        opts = selection.options(stand_ins.problem(*shape, "fp16"), H100)
+        assert "mma_64" in opts and "mma_64_cluster" not in opts, shape
+    opts = selection.options(stand_ins.problem(8, 293, 431, "fp16"), A100)
+    assert "mma_64" in opts and "mma_64_cluster" not in opts
+
+
 def test_the_model_picks_the_option_measured_fastest_near_the_shape():
     shapes = [(1000, 1000, 1000), (1200, 904, 1096), (800, 1104, 904), (1096, 1304, 1000)]
     doc = _doc([_record(s, {"ws": 0.050, "mma_64": 0.020, "tma": 0.040}) for s in shapes])

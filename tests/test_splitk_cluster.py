@@ -1,4 +1,4 @@
-"""The cluster split (the SKCLUSTER switch of rungs 18 and 19, kernels/common.cuh "split-K in a
+"""The cluster split (the SKCLUSTER switch of rungs 17, 18 and 19, kernels/common.cuh "split-K in a
 cluster"): the SPLITK blocks of a tile form one thread-block cluster and sum their partial tiles
 through distributed shared memory into C, with no workspace and no second kernel. The registry's
 rules, the geometry, spill-free compiles whose SASS has the cluster barrier and the rung's claimed
@@ -28,8 +28,11 @@ TILES = ("128x256", "BM=64,BN=128,BK=8,WM=64,WN=64,TM=8,TN=16,STAGES=3",
 # tile outgrows them and the epilogue's staging
 WGMMA_TILES = ("128x128", "BM=128,BN=64,BK=64,WM=64,STAGES=8", "BM=64,BN=128,BK=64,WM=64,STAGES=8",
                "BM=256,BN=128,BK=64,WM=128,STAGES=2")
+# rung 17 (fp16): the selection's 64x64 tile (core/selection.py, option mma_64_cluster), 6 stages of
+# it, and 128x128, whose partial tile (128x136 floats) outgrows its 4 stages
+MMA_TILES = ("64x64", "BM=64,BN=64,BK=32,WM=32,WN=32,STAGES=6", "128x128")
 # rung -> (dtype, tiles)
-CASES = {RUNG: ("fp32", TILES), "wgmma_tma": ("bf16", WGMMA_TILES)}
+CASES = {RUNG: ("fp32", TILES), "wgmma_tma": ("bf16", WGMMA_TILES), "mma_sync": ("fp16", MMA_TILES)}
 EVERY = [(rung, dtype, tile) for rung, (dtype, tiles) in CASES.items() for tile in tiles]
 
 
@@ -66,9 +69,10 @@ def test_the_cluster_split_launches_all_its_slices_even_over_a_short_k(rung):
     """The cluster's size is compiled in, so grid.z is SPLITK even where K holds fewer BK tiles
     (the workspace split launches only the non-empty slices)."""
     r = get(rung)
-    bk = r.config(None)["BK"]
-    assert r.launch(256, 256, r.config("SPLITK=8,SKCLUSTER=1"), K=2 * bk + 1).grid == (1, 2, 8)
-    assert r.launch(256, 256, r.config("SPLITK=8"), K=2 * bk + 1).grid == (1, 2, 3)
+    d = r.config(None)
+    bk, tiles = d["BK"], (256 // d["BN"], 256 // d["BM"])
+    assert r.launch(256, 256, r.config("SPLITK=8,SKCLUSTER=1"), K=2 * bk + 1).grid == (*tiles, 8)
+    assert r.launch(256, 256, r.config("SPLITK=8"), K=2 * bk + 1).grid == (*tiles, 3)
 
 
 def test_the_cluster_split_has_shared_memory_for_its_partial_tile():
@@ -83,6 +87,15 @@ def test_rung_19s_cluster_split_has_shared_memory_for_its_partial_tile():
     plain, clustered = r.config([WGMMA_TILES[3], "SPLITK=4"]), r.config(_cfg(WGMMA_TILES[3], 4))   # 256x128, 2 stages
     assert r.smem_bytes(plain) == 1024 + 2 * (256 + 128) * 64 * 2 + 16 * 2          # the stages
     assert r.smem_bytes(clustered) == 1024 + 256 * (128 + 8) * 4 + 16 * 2           # the partial tile, larger
+
+
+def test_rung_17s_cluster_split_has_shared_memory_for_its_partial_tile():
+    r = get("mma_sync")
+    plain, clustered = r.config([MMA_TILES[2], "SPLITK=4"]), r.config(_cfg(MMA_TILES[2], 4))   # 128x128, 4 stages
+    assert r.smem_bytes(plain) == 4 * (128 + 128) * 32 * 2          # the stages
+    assert r.smem_bytes(clustered) == 128 * (128 + 8) * 4           # the partial tile, larger
+    small = r.config(_cfg(MMA_TILES[0], 4))                          # 64x64, 3 stages: the partial tile fits them
+    assert r.smem_bytes(small) == 3 * (64 + 64) * 32 * 2 > 64 * (64 + 8) * 4
 
 
 def test_the_cluster_split_is_refused_before_sm_90_with_the_reason():
@@ -198,7 +211,7 @@ def test_rung_19s_cluster_split_applies_the_fused_epilogue_and_an_output_dtype(t
 
 def _operands(M: int, N: int, K: int, dtype: str):
     torch = pytest.importorskip("torch")
-    t = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
+    t = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
     a, b = torch.randn(M, K, device="cuda", dtype=t), torch.randn(K, N, device="cuda", dtype=t)
     return torch, a, b, torch.randn(M, N, device="cuda", dtype=t)
 

@@ -7,7 +7,7 @@ For each dtype family a short menu of **options** (``MENUS``), each a way to con
 for any problem: a tile, a split policy (the rule's ``rules.split_for``, one that fills the waves,
 or none), stream-K where the rung has it, and a copy policy (the rule's estimate, never, always).
 For 16-bit: rung 21's tiles, rung 19's (with a K split through the workspace or summed in a
-cluster, and tiles 64 wide along a skinny C's shorter side), rung 17's 64x64 (also 6 stages deep) and 128x128 (no
+cluster, and tiles 64 wide along a skinny C's shorter side), rung 17's 64x64 (also 6 stages deep, or with K split in a cluster) and 128x128 (no
 tensor maps, no persistent grid, no copies), rung 16's 32x32 for tiny problems and rung 24's own
 rule (operands without 16-byte access included: its 4-byte pair loads); for FP32 rung 18's tiles
 and rung 23's rule. An option that does not apply to a problem (a thin rung for a wide one) gives
@@ -52,6 +52,7 @@ from . import dtypes, packing, rules
 from .arch import arch_number
 from .problem import GemmProblem
 from .registry import MAX_GRID_Y, for_dtype, get
+from .splitk import CLUSTER_ARCH, MAX_SPLITK_CLUSTER
 from .rules import (ALIGNED_TFLOPS, COPY_BYTES_PER_S, MIN_SLICE_K, PACK_LAUNCH_S, UNALIGNED_SLOWDOWN, Choice, clustered,
                     own_precision, rule_config, split_for, thin_choice, with_packing)
 
@@ -90,6 +91,20 @@ def _wave_split(cfg, M: int, N: int, K: int, sm_count: int) -> int:
     return min(range(1, top + 1), key=lambda s: (-(-tiles * s // sm_count) / s, s))
 
 
+def _chain_split(cfg, M: int, N: int, K: int, sm_count: int) -> int:
+    """The split of K for a problem of few tiles, summed in a cluster: as many slices as the SMs
+    the tiles leave idle take (SMs // tiles), at most ``MAX_SPLITK_CLUSTER`` (the portable cluster
+    size) and each at least ``CHAIN_SLICE_TILES`` k tiles long. Why not ``rules.split_for``'s slices
+    of ``MIN_SLICE_K``: that limit weighs a workspace split's second launch and round trip of C;
+    a cluster's slices meet in shared memory, so a K of a few hundred is worth cutting when each
+    tile's k tiles are one chain of memory latencies on one SM (1 x 57 x 148: five k tiles of 32)."""
+    tiles = -(-M // cfg["BM"]) * -(-N // cfg["BN"])
+    return max(1, min(MAX_SPLITK_CLUSTER, sm_count // max(tiles, 1), K // (CHAIN_SLICE_TILES * cfg["BK"])))
+
+
+CHAIN_SLICE_TILES = 2   # k tiles per slice of a chain split at least: below, the reduction outweighs the slice
+
+
 # rung 18's tile for tiny problems: not one of its presets, which its rule weighs for skinny problems
 SIMT_TINY = {"BM": 32, "BN": 32, "BK": 16, "WM": 16, "WN": 32, "TM": 4, "TN": 4, "STAGES": 3}
 
@@ -99,16 +114,19 @@ def _tiled(slug: str, preset: str | dict | Callable | None, pack: str, split: st
     """An option of rung ``slug``: its ``preset`` tile (a preset's name or a configuration, or a
     function of the kernel-view problem giving one; None: the rule's tile, half tile and split)
     with ``split`` "rule" (rules.split_for: only where the tiles leave more than half of the SMs
-    idle), "waves" (``_wave_split``) or "none"; ``cluster``: a split's slices summed in a
-    thread-block cluster (SKCLUSTER=1: no workspace, no reduction launch); the switches ``extra``
-    (STREAMK=1); and packing decided by ``pack``: "estimate" (rules.with_packing), "never" (PACK=0)
-    or "always" (PACK=1; the option applies only where an operand lacks 16-byte access)."""
+    idle), "waves" (``_wave_split``), "chain" (``_chain_split``; the option applies only where it
+    splits) or "none"; ``cluster``: a split's slices summed in a thread-block cluster (SKCLUSTER=1:
+    no workspace, no reduction launch; sm_90 and newer); the switches ``extra`` (STREAMK=1); and
+    packing decided by ``pack``: "estimate" (rules.with_packing), "never" (PACK=0) or "always"
+    (PACK=1; the option applies only where an operand lacks 16-byte access)."""
     def build(problem: GemmProblem, device, precision: str | None) -> Choice | None:
         rung = get(slug)
         if rung not in for_dtype(problem.dtype, device.arch, precision, thin=False, out=problem.out_dtype):
             return None
         kp = problem.kernel_view()
         if pack == "always" and (kp.vec_a and kp.vec_b or not _copies_fit(kp, problem.dtype)):
+            return None
+        if cluster and arch_number(device.arch) < CLUSTER_ARCH:
             return None
         own = own_precision(rung, problem.dtype, precision)
         if preset is None and split == "rule":
@@ -117,10 +135,13 @@ def _tiled(slug: str, preset: str | dict | Callable | None, pack: str, split: st
             cfg = rung.config(preset(kp) if callable(preset) else preset, own)
             why = f"{slug} {cfg['BM']}x{cfg['BN']} tiles"
             if "SPLITK" in rung.params and split != "none":
-                s = (split_for if split == "rule" else _wave_split)(cfg, kp.M, kp.N, kp.K, device.sm_count)
+                s = {"rule": split_for, "waves": _wave_split, "chain": _chain_split}[split](cfg, kp.M, kp.N, kp.K,
+                                                                                          device.sm_count)
                 if s > 1:
                     cfg = dict(cfg, SPLITK=s, **({"SKCLUSTER": 1} if cluster else {}))
                     why += f", split-K {s}" + (" summed in a cluster" if cluster else "")
+                elif split == "chain":
+                    return None   # nothing to cut: the option would be its tile's unsplit one
             cfg, why = clustered(cfg, why, kp.M)
         if extra:
             cfg = dict(cfg, **extra)
@@ -192,6 +213,9 @@ MENUS: dict[str, tuple[Option, ...]] = {
         Option("mma_64", "rung 17, 64x64 tiles and the rule's split, no copies", _tiled("mma_sync", "64x64", "never")),
         Option("mma_64_deep", "rung 17, 64x64 tiles 6 stages deep and the rule's split, no copies: five k tiles in "
                "flight for small problems that wait the memory's latency per k tile", _tiled("mma_sync", MMA_DEEP, "never")),
+        Option("mma_64_cluster", "rung 17, 64x64 tiles, K split over the SMs the tiles leave idle and summed in a "
+               "cluster, no copies: a small problem's k tiles in several short chains instead of one long one",
+               _tiled("mma_sync", "64x64", "never", "chain", cluster=True)),
         Option("mma_128", "rung 17, 128x128 tiles and the rule's split, no copies",
                _tiled("mma_sync", "128x128", "never")),
         Option("wmma_32", "rung 16, 32x32 tiles of four 16x16 warps: many small blocks for tiny problems",

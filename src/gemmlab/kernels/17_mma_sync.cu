@@ -55,6 +55,13 @@
 // Split-K (SPLITK > 1, kernels/common.cuh): blockIdx.z takes a slice of K (A and B advance to it,
 // K becomes its length) and the epilogue writes the FP32 partial tile to the workspace (gl_store_w8)
 // instead of alpha/beta into C; splitk_reduce.cu sums the slices in a fixed order and converts.
+// The cluster split (SKCLUSTER = 1, SPLITK = S of 2..8, sm_90; GL_SPLITK_CLUSTER, kernels/common.cuh):
+// the S blocks of a tile are one thread-block cluster along z; each leaves its FP32 partial tile in
+// its own shared memory (over the drained stages) and block z sums the z-th S-th of the tile over
+// the S blocks (gl_cluster_split_store, tensor16.cuh) into C, one launch. Why: a small problem of a
+// few tiles runs each tile's whole K as one chain of k tiles on one SM, a memory latency per
+// STAGES-1 tiles, while the other SMs idle; the workspace split cuts the chain but adds a second
+// launch and a round trip of C through memory, about as long again at that size.
 #include "common.cuh"
 
 #if GL_DTYPE == 0
@@ -97,7 +104,14 @@ constexpr int B_STAGE = B_OUTER * B_INNER;        // elements per B stage
 constexpr int AB_BYTES = STAGES * (A_STAGE + B_STAGE) * (int)sizeof(T);
 constexpr int CS_LD = WN + 8;                     // FP32 staging row: +8 floats -> the float2 stores of 4 rows hit 4 distinct 8-bank groups
 constexpr int CS_BYTES = NWARPS * 16 * CS_LD * (int)sizeof(float);
-constexpr int SMEM_BYTES = AB_BYTES > CS_BYTES ? AB_BYTES : CS_BYTES;
+#if GL_SPLITK_CLUSTER
+constexpr int PT_LD = BN + 8;                     // the cluster split's FP32 partial tile row (the staging's padding)
+constexpr int PARTIAL_BYTES = BM * PT_LD * (int)sizeof(float);
+#else
+constexpr int PARTIAL_BYTES = 0;
+#endif
+constexpr int SMEM_BYTES = AB_BYTES > CS_BYTES ? (AB_BYTES > PARTIAL_BYTES ? AB_BYTES : PARTIAL_BYTES)
+                                               : (CS_BYTES > PARTIAL_BYTES ? CS_BYTES : PARTIAL_BYTES);
 static_assert(SMEM_BYTES <= GL_DYN_SMEM, "the registry's shared-memory size (GL_DYN_SMEM) is too small for this tile");
 
 // ---- the XOR swizzle ---------------------------------------------------------------------------
@@ -266,22 +280,23 @@ static_assert(SMEM_BYTES + STAGING_BYTES <= GL_DYN_SMEM,
 // One block per SM is all the launch promises ptxas: without the minimum, ptxas (NVRTC 13.5) held the
 // 64x64 tile's split variant with staged copies to 96 registers and spilled in its main loop, where
 // 124 fit without spills.
-extern "C" __global__ void __launch_bounds__(THREADS, 1)
+extern "C" __global__ void __launch_bounds__(THREADS, 1) GL_SK_CLUSTER_DIMS
 gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, TC* C, int ldc GL_EPI_PARAMS)
 {
     gl_pdl_wait();   // after an operand copy launched programmatically: the copy done (pack.cu)
     // One raw buffer, two views: the STAGES A tiles then the STAGES B tiles during the main loop,
-    // then the FP32 per-warp staging tiles of the epilogue.
+    // then the FP32 per-warp staging tiles of the epilogue (or the cluster split's partial tile).
     extern __shared__ __align__(128) unsigned char smem[];
     constexpr unsigned A_STAGE_B = A_STAGE * sizeof(T), B_STAGE_B = B_STAGE * sizeof(T);   // bytes per stage
     const unsigned a_base = static_cast<unsigned>(__cvta_generic_to_shared(smem));   // [STAGES][A_OUTER][A_INNER] swizzled
     const unsigned b_base = a_base + STAGES * A_STAGE_B;                              // [STAGES][B_OUTER][B_INNER] swizzled
-    float (*Cs)[16][CS_LD] = reinterpret_cast<float (*)[16][CS_LD]>(smem);           // [NWARPS][16][WN+8]
 
 #if GL_SPLITK
     // split-K: this block's slice of K; its FP32 partial tile goes to the workspace slice W, with
     // alpha and beta left to the reduction kernel
     float* const W = gl_splitk_slice(A, lda, B, ldb, K, C, M, ldc, BK);
+#elif GL_SPLITK_CLUSTER
+    gl_splitk_advance(A, lda, B, ldb, K, BK);   // this block's slice of K, summed in the cluster
 #endif
     const int tid = threadIdx.x;
     const int warp = tid / 32, lane = tid % 32;
@@ -415,11 +430,28 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     // copy and every warp first. -------------------------------------------------------------------
     gl_cp_wait<0>();
     __syncthreads();
+#if GL_SPLITK_CLUSTER
+    {   // the partial tile [BM][PT_LD] over the stages, from the fragments (gl_store_warp16's layout)
+        float (*pt)[PT_LD] = reinterpret_cast<float (*)[PT_LD]>(smem);
+        const int g = lane / 4, c2 = 2 * (lane % 4);
+#pragma unroll
+        for (int i = 0; i < FM; ++i)
+#pragma unroll
+            for (int j = 0; j < FN; ++j) {
+                const int r = wm * WM + 16 * i + g, c = wn * WN + 8 * j + c2;
+                *reinterpret_cast<float2*>(&pt[r][c]) = make_float2(acc[i][j][0], acc[i][j][1]);
+                *reinterpret_cast<float2*>(&pt[r + 8][c]) = make_float2(acc[i][j][2], acc[i][j][3]);
+            }
+    }
+    gl_cluster_split_store<BM, BN, PT_LD, THREADS>(a_base, C, ldc, M, N, row0, col0, GL_EPI(alpha, beta));
+#else
+    float (*Cs)[16][CS_LD] = reinterpret_cast<float (*)[16][CS_LD]>(smem);           // [NWARPS][16][WN+8]
 #pragma unroll
     for (int i = 0; i < FM; ++i)
 #if GL_SPLITK
         gl_store_warp16<WN>(Cs[warp], acc[i], W, ldc, M, N, row0 + wm * WM + i * 16, col0 + wn * WN, GL_EPI(alpha, beta), lane);
 #else
         gl_store_warp16<WN>(Cs[warp], acc[i], C, ldc, M, N, row0 + wm * WM + i * 16, col0 + wn * WN, GL_EPI(alpha, beta), lane);
+#endif
 #endif
 }

@@ -72,7 +72,7 @@
 // shared memory (over the drained stages), and after a cluster barrier every thread of block z,
 // the producer warpgroup's too, sums its share of the z-th S-th of the tile over the S blocks'
 // shared memory (ld.shared::cluster, slices in ascending order) and stores C through the epilogue
-// functor: no workspace, no second kernel. Why: the skinny and small problems the split serves move
+// functor (gl_cluster_split_store, tensor16.cuh): no workspace, no second kernel. Why: the skinny and small problems the split serves move
 // little data through the tensor cores, so the workspace's round trip of S FP32 copies of C and the
 // reduction's launch are a large share of their time. The producer warpgroup stays until the
 // cluster's last barrier (a block's shared memory must outlive its peers' reads), its idle lanes
@@ -161,43 +161,6 @@ __device__ __forceinline__ int2 gl_grouped_tile() {
 #endif
 }
 
-#if GL_SPLITK_CLUSTER
-// The cluster split's reduction (the header): the cluster barrier once every block's partial tile
-// is in its shared memory, then this block's S-th of the tile, 8 outputs per step, summed over the S
-// blocks in ascending order and stored through the functor (gl_store_c8); the second barrier keeps
-// the tile alive until every peer has read it. Called by every thread of the block.
-__device__ __forceinline__ void gl_cluster_split_store(unsigned tile, TC* C, int ldc, int M, int N, int row0, int col0,
-                                                       const GlEpi& ep) {
-    constexpr int S = GL_SPLITK_CLUSTER, Q = BN / 8;  // 8-wide vectors per tile row
-    constexpr int PART = GL_CEIL_DIV(BM * Q, S);
-    gl_cluster_sync();                                 // every block's partial tile written
-    const unsigned rank = gl_cluster_rank();
-    unsigned peer[S];
-#pragma unroll
-    for (int z = 0; z < S; ++z) asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(peer[z]) : "r"(tile), "r"(z));
-    const int first = (int)rank * PART, last = min(BM * Q, first + PART);
-    for (int e = first + (int)threadIdx.x; e < last; e += THREADS) {
-        const int r = e / Q, c = (e % Q) * 8;
-        if (row0 + r >= M || col0 + c >= N) continue;  // padding of an edge tile: nothing to store
-        const unsigned off = 4u * (unsigned)(r * PT_LD + c);
-        float sum[8];
-#pragma unroll
-        for (int z = 0; z < S; ++z) {
-            float v[8];
-            asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-                         : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3]) : "r"(peer[z] + off));
-            asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-                         : "=f"(v[4]), "=f"(v[5]), "=f"(v[6]), "=f"(v[7]) : "r"(peer[z] + off + 16u));
-#pragma unroll
-            for (int x = 0; x < 8; ++x) sum[x] = z == 0 ? v[x] : sum[x] + v[x];   // fixed order: z ascending
-        }
-        gl_store_c8(C, ldc, M, N, row0 + r, col0 + c, sum, ep);
-    }
-    __syncwarp();                                      // the warp whole again for the .aligned barrier
-    gl_cluster_sync_relaxed();                         // no block leaves while its tile is read
-}
-#endif
-
 extern "C" __global__ void __launch_bounds__(THREADS, 1) GL_SK_CLUSTER_DIMS
 gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, TC* C, int ldc,
      const __grid_constant__ GlTensorMap tmA, const __grid_constant__ GlTensorMap tmB GL_EPI_PARAMS)
@@ -226,7 +189,7 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     // the cluster split: this block's slice of K is [k_first, K), the cluster's z-th (the header)
     int k_first;
     gl_splitk_bounds(K, k_first, BK);
-    auto finish = [&]() { gl_cluster_split_store(base, C, ldc, M, N, row0, col0, GL_EPI(alpha, beta)); };
+    auto finish = [&]() { gl_cluster_split_store<BM, BN, PT_LD, THREADS>(base, C, ldc, M, N, row0, col0, GL_EPI(alpha, beta)); };
 #else
     constexpr int k_first = 0;
 #endif

@@ -1,6 +1,6 @@
 // tensor16.cuh — common.cuh's part for 16-bit operands (GL_DTYPE 1 or 2, included by common.cuh,
 // which every rung includes): packing to and from C's 16-bit type, mma.sync m16n8k16, the 8-wide
-// operand loads and the 8-wide epilogue stores of the tensor-core rungs.
+// operand loads, the 8-wide epilogue stores of the tensor-core rungs and the cluster split's reduction.
 #pragma once
 
 #if GL_DTYPE != 0
@@ -281,5 +281,45 @@ __device__ __forceinline__ void gl_store_warp16(float (*cs)[TWN + 8], const floa
     __syncwarp();
     gl_store_rows16<TWN, TWN + 8>(cs, C, ldc, M, N, i0, j0, ep, lane);
 }
+
+
+#if GL_SPLITK_CLUSTER
+// The cluster split's reduction (common.cuh, "split-K in a cluster"; rungs 17 and 19): this
+// block's FP32 partial tile [BM_][LD] is at shared address `tile`. The cluster barrier once every
+// block's partial tile is written, then this block's S-th of the tile, 8 outputs per step, summed
+// over the S blocks in ascending order and stored through the functor (gl_store_c8); the second
+// barrier keeps the tile alive until every peer has read it. Called by all NT threads of the block.
+template <int BM_, int BN_, int LD, int NT>
+__device__ __forceinline__ void gl_cluster_split_store(unsigned tile, TC* C, int ldc, int M, int N, int row0, int col0,
+                                                       const GlEpi& ep) {
+    constexpr int S = GL_SPLITK_CLUSTER, Q = BN_ / 8;  // 8-wide vectors per tile row
+    constexpr int PART = GL_CEIL_DIV(BM_ * Q, S);
+    gl_cluster_sync();                                 // every block's partial tile written
+    const unsigned rank = gl_cluster_rank();
+    unsigned peer[S];
+#pragma unroll
+    for (int z = 0; z < S; ++z) asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(peer[z]) : "r"(tile), "r"(z));
+    const int first = (int)rank * PART, last = min(BM_ * Q, first + PART);
+    for (int e = first + (int)threadIdx.x; e < last; e += NT) {
+        const int r = e / Q, c = (e % Q) * 8;
+        if (row0 + r >= M || col0 + c >= N) continue;  // padding of an edge tile: nothing to store
+        const unsigned off = 4u * (unsigned)(r * LD + c);
+        float sum[8];
+#pragma unroll
+        for (int z = 0; z < S; ++z) {
+            float v[8];
+            asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                         : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3]) : "r"(peer[z] + off));
+            asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                         : "=f"(v[4]), "=f"(v[5]), "=f"(v[6]), "=f"(v[7]) : "r"(peer[z] + off + 16u));
+#pragma unroll
+            for (int x = 0; x < 8; ++x) sum[x] = z == 0 ? v[x] : sum[x] + v[x];   // fixed order: z ascending
+        }
+        gl_store_c8(C, ldc, M, N, row0 + r, col0 + c, sum, ep);
+    }
+    __syncwarp();                                      // the warp whole again for the .aligned barrier
+    gl_cluster_sync_relaxed();                         // no block leaves while its tile is read
+}
+#endif
 
 #endif  // GL_DTYPE != 0

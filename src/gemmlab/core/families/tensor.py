@@ -33,10 +33,12 @@ def mma_threads(cfg) -> int:
 
 def mma_smem(cfg) -> int:
     """17_mma_sync.cu's dynamic shared memory: STAGES unpadded (swizzled) 16-bit A and B tiles, or
-    the FP32 per-warp epilogue staging [warps][16][WN+8] that overlays them, whichever is larger."""
+    what overlays them after the main loop if larger: the FP32 per-warp epilogue staging
+    [warps][16][WN+8], or with the cluster split (SKCLUSTER=1) the block's partial tile [BM][BN+8]."""
     pipeline = cfg["STAGES"] * (cfg["BM"] * cfg["BK"] + cfg["BK"] * cfg["BN"]) * 2
     staging = mma_threads(cfg) // 32 * 16 * (cfg["WN"] + 8) * 4
-    return max(pipeline, staging)
+    partial = cfg["BM"] * (cfg["BN"] + 8) * 4 if cfg.get("SKCLUSTER") and cfg.get("SPLITK", 1) > 1 else 0
+    return max(pipeline, staging, partial)
 
 
 def mma_staging(cfg, vec_a: bool, vec_b: bool) -> int:
@@ -146,7 +148,7 @@ RUNGS: tuple[Rung, ...] = (
         17, "mma_sync", "Tensor cores through mma.sync, ldmatrix and cp.async",
         "mma.sync m16n8k16 on ldmatrix fragments from XOR-swizzled (unpadded) shared tiles, filled by a STAGES-deep cp.async pipeline that bypasses the registers.",
         ("002 future work after gemm_v07",), "17_mma_sync.cu", dtypes=("fp16", "bf16"),
-        params={"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4, "SPLITK": 1},   # the faster of the two presets on the H100
+        params={"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4, "SPLITK": 1, "SKCLUSTER": 0},   # the faster of the two presets on the H100
         presets={"128x128": {"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4},
                  "128x256": {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 3},
                  # small problems: 4 warps of 32x32, a light launch (on-line tuning's candidate)
@@ -155,7 +157,7 @@ RUNGS: tuple[Rung, ...] = (
         sass_claims=("HMMA.16816", "LDSM", "LDGSTS"), min_arch=80,
         reads=Reads(packs=True, staging=mma_staging), stores=ANY_16BIT_OUTPUT,   # its staged stores round to C's type (gl_store_c8)
         space={"BM": p2(6, 8), "BN": p2(6, 8), "BK": (32, 64), "WM": p2(5, 7), "WN": p2(5, 7), "STAGES": (2, 3, 4, 5),
-               "SPLITK": SPLITK_SPACE},
+               "SPLITK": SPLITK_SPACE, "SKCLUSTER": (0, 1)},
     ),
     Rung(
         20, "tf32_mma", "FP32 on the tensor cores: TF32 and 3xTF32 through mma.sync",
