@@ -85,16 +85,6 @@ def test_the_chain_split_option_applies_only_where_it_splits_and_clusters_exist(
     assert "mma_64" in opts and "mma_64_cluster" not in opts
 
 
-def test_the_whole_k_option_takes_k_tiles_of_64_or_128_for_a_tiny_problems_k():
-    def bk(M, N, K):
-        c = selection.options(stand_ins.problem(M, N, K, "fp16"), H100).get("wmma_32_k")
-        return c and (c.rung.slug, c.config["BM"], c.config["BN"], c.config["BK"])
-    assert bk(267, 219, 50) == ("wmma", 32, 32, 64)
-    assert bk(9, 74, 68) == bk(96, 171, 159) == bk(64, 64, 1024) == ("wmma", 32, 32, 128)
-    assert bk(76, 110, 18) is None and bk(64, 64, 32) is None   # K in the 32x32 preset's one k tile
-    assert bk(64, 64, 1025) is None                             # past eight k tiles of 128
-
-
 def test_the_model_picks_the_option_measured_fastest_near_the_shape():
     shapes = [(1000, 1000, 1000), (1200, 904, 1096), (800, 1104, 904), (1096, 1304, 1000)]
     doc = _doc([_record(s, {"ws": 0.050, "mma_64": 0.020, "tma": 0.040}) for s in shapes])

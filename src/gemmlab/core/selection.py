@@ -7,11 +7,11 @@ For each dtype family a short menu of **options** (``MENUS``), each a way to con
 for any problem: a tile, a split policy (the rule's ``rules.split_for``, one that fills the waves,
 or none), stream-K where the rung has it, and a copy policy (the rule's estimate, never, always).
 For 16-bit: rung 21's tiles, rung 19's (with a K split through the workspace or summed in a
-cluster, and tiles 64 wide along a skinny C's shorter side), rung 17's 64x64 (also 6 stages deep,
-or with K split in a cluster) and 128x128 (no tensor maps, no persistent grid, no copies), rung
-16's 32x32 for tiny problems (also with k tiles of 64 or 128) and rung 24's own rule (operands
-without 16-byte access included: its 4-byte pair loads); for FP32 rung 18's tiles and rung 23's
-rule. An option that does not apply to a problem (a thin rung for a wide one) gives None.
+cluster, and tiles 64 wide along a skinny C's shorter side), rung 17's 64x64 (also 6 stages deep, or with K split in a cluster) and 128x128 (no
+tensor maps, no persistent grid, no copies), rung 16's 32x32 for tiny problems and rung 24's own
+rule (operands without 16-byte access included: its 4-byte pair loads); for FP32 rung 18's tiles
+and rung 23's rule. An option that does not apply to a problem (a thin rung for a wide one) gives
+None.
 
 The measurements
 ----------------
@@ -112,8 +112,7 @@ SIMT_TINY = {"BM": 32, "BN": 32, "BK": 16, "WM": 16, "WN": 32, "TM": 4, "TN": 4,
 def _tiled(slug: str, preset: str | dict | Callable | None, pack: str, split: str = "rule", cluster: bool = False,
            **extra: int) -> Callable:
     """An option of rung ``slug``: its ``preset`` tile (a preset's name or a configuration, or a
-    function of the kernel-view problem giving one, or None where the option does not apply; None:
-    the rule's tile, half tile and split)
+    function of the kernel-view problem giving one; None: the rule's tile, half tile and split)
     with ``split`` "rule" (rules.split_for: only where the tiles leave more than half of the SMs
     idle), "waves" (``_wave_split``), "chain" (``_chain_split``; the option applies only where it
     splits) or "none"; ``cluster``: a split's slices summed in a thread-block cluster (SKCLUSTER=1:
@@ -133,11 +132,8 @@ def _tiled(slug: str, preset: str | dict | Callable | None, pack: str, split: st
         if preset is None and split == "rule":
             cfg, why = rule_config(rung, kp.M, kp.N, kp.K, device.sm_count, own)
         else:
-            tile = preset(kp) if callable(preset) else preset
-            if tile is None:
-                return None   # the preset function declines the problem
-            cfg = rung.config(tile, own)
-            why = f"{slug} {cfg['BM']}x{cfg['BN']} tiles" + (f", k tiles of {cfg['BK']}" if callable(preset) else "")
+            cfg = rung.config(preset(kp) if callable(preset) else preset, own)
+            why = f"{slug} {cfg['BM']}x{cfg['BN']} tiles"
             if "SPLITK" in rung.params and split != "none":
                 s = {"rule": split_for, "waves": _wave_split, "chain": _chain_split}[split](cfg, kp.M, kp.N, kp.K,
                                                                                           device.sm_count)
@@ -170,22 +166,6 @@ def _copies_fit(kp, dtype: str) -> bool:
         return rules.copies_fit(packing.plan_packs(kp, dtype))
     except ValueError:
         return False
-
-
-WHOLE_K_TILES = 8
-
-
-def _wmma_whole_k(kp) -> dict | None:
-    """Rung 16's 32x32 tile with a k tile of 64 or 128, the smallest that holds K (128 past it);
-    None where K fits the 32x32 preset's k tile of 32, or takes more than ``WHOLE_K_TILES`` k tiles
-    of 128 (the option is for tiny problems; a long K is a loop either way). Why: rung 16 keeps one
-    k tile's loads in flight (two stages through registers), so a tiny problem's time is about one
-    memory latency per k tile; cuBLAS's kernel for such problems (a 32x32 WMMA tile too) takes k
-    tiles of 64 or 128."""
-    tiny = get("wmma").presets["32x32"]
-    if not tiny["BK"] < kp.K <= WHOLE_K_TILES * 128:
-        return None
-    return dict(tiny, BK=64 if kp.K <= 64 else 128)
 
 
 # rung 17's 64x64 tile with 6 stages (not a preset: the rule would weigh it for every problem)
@@ -240,8 +220,6 @@ MENUS: dict[str, tuple[Option, ...]] = {
                _tiled("mma_sync", "128x128", "never")),
         Option("wmma_32", "rung 16, 32x32 tiles of four 16x16 warps: many small blocks for tiny problems",
                _tiled("wmma", "32x32", "never", "none")),
-        Option("wmma_32_k", "rung 16, 32x32 tiles with k tiles of 64 or 128: a tiny problem's K in one or a few "
-               "k tiles, one memory latency each", _tiled("wmma", _wmma_whole_k, "never", "none")),
         Option("thin", "the thin rung's rule (rung 24)", _thin_option),
     ),
     "fp32": (
