@@ -176,6 +176,7 @@ struct GlTileCopy {
     static constexpr int RSTEP = THREADS / Sw::CPR;
     static constexpr int WORDS = 5;                                       // aligned words a chunk spans
     static constexpr int STAGING_B = VEC ? 0 : WORDS * PER * THREADS * 4;   // staging bytes per stage
+    static constexpr unsigned WORD_STEP = PER * THREADS * 4;                // word i to word i + 1 of a chunk
     static_assert(THREADS % Sw::CPR == 0, "a row's chunks split evenly over the threads");
     static_assert(VEC || RSTEP % 2 == 0, "a thread's chunks share one 4-byte parity: an even row step");
 
@@ -193,6 +194,12 @@ struct GlTileCopy {
         kstride = K_INNER ? (size_t)BK : (size_t)BK * ld;
         outer_left = n_outer - (outer0 + r0);
         inner_left = n_inner - (inner0 + 8 * c);
+    }
+    // VEC = 0: the staging address of word 0 of this thread's chunk p (word i is i * WORD_STEP on):
+    // the words of a chunk lie THREADS * PER words apart, so each of a warp's copies and reads of a
+    // word touches 32 consecutive words
+    __device__ __forceinline__ unsigned word0(unsigned staging, int p) const {
+        return staging + (unsigned)((p * THREADS + (int)threadIdx.x) * 4);
     }
     // VEC = 0: whether its chunks start in the upper half of a 4-byte word (the same for all of
     // them: BK and RSTEP are even)
@@ -226,10 +233,10 @@ struct GlTileCopy {
                 if (CHUNKS % THREADS == 0 || r0 + p * RSTEP < OUTER) {
                     const int twice = ol > p * RSTEP && il > 0 ? 2 * (il + odd) : 0;
                     const char* w = reinterpret_cast<const char*>(reinterpret_cast<size_t>(base + p * rstride) & ~(size_t)3);
-                    const unsigned at = staging + (unsigned)((p * THREADS + (int)threadIdx.x) * 4);
+                    const unsigned at = word0(staging, p);
 #pragma unroll
                     for (int i = 0; i < WORDS; ++i)
-                        gl_cp<4>(at + i * (PER * THREADS * 4), w + 4 * i,
+                        gl_cp<4>(at + i * WORD_STEP, w + 4 * i,
                                  i == WORDS - 1 && !odd ? 0 : min(max(twice - 4 * i, 0), 4));
                 }
             }
@@ -247,8 +254,7 @@ struct GlTileCopy {
                     unsigned w[WORDS];
 #pragma unroll
                     for (int i = 0; i < WORDS; ++i)
-                        asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(w[i])
-                                     : "r"(staging + (unsigned)(((i * PER + p) * THREADS + (int)threadIdx.x) * 4)));
+                        asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(w[i]) : "r"(word0(staging, p) + i * WORD_STEP));
                     uint4 x;
                     x.x = odd ? __byte_perm(w[0], w[1], 0x5432) : w[0];
                     x.y = odd ? __byte_perm(w[1], w[2], 0x5432) : w[1];
