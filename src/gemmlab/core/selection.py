@@ -5,13 +5,14 @@ The menu
 --------
 For each dtype family a short menu of **options** (``MENUS``), each a way to configure one rung
 for any problem: a tile, a split policy (the rule's ``rules.split_for``, one that fills the waves,
-or none), stream-K where the rung has it, and a copy policy (the rule's estimate, never, always).
+one that cuts a small problem's K over the SMs its tiles leave idle, or none), stream-K where the
+rung has it, and a copy policy (the rule's estimate, never, always).
 For 16-bit: rung 21's tiles, rung 19's (with a K split through the workspace or summed in a
-cluster, and tiles 64 wide along a skinny C's shorter side), rung 17's 64x64 (also 6 stages deep, or with K split in a cluster) and 128x128 (no
-tensor maps, no persistent grid, no copies), rung 16's 32x32 for tiny problems and rung 24's own
-rule (operands without 16-byte access included: its 4-byte pair loads); for FP32 rung 18's tiles
-and rung 23's rule. An option that does not apply to a problem (a thin rung for a wide one) gives
-None.
+cluster, and tiles 64 wide along a skinny C's shorter side), rung 17's 64x64 (also 6 stages deep,
+or with K split in a cluster) and 128x128 (no tensor maps, no persistent grid, no copies), rung
+16's 32x32 for tiny problems and rung 24's own rule (operands without 16-byte access included: its
+4-byte pair loads); for FP32 rung 18's tiles and rung 23's rule. An option that does not apply to a
+problem (a thin rung for a wide one) gives None.
 
 The measurements
 ----------------
