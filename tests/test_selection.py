@@ -85,6 +85,12 @@ def test_the_chain_split_option_applies_only_where_it_splits_and_clusters_exist(
     assert "mma_64" in opts and "mma_64_cluster" not in opts
 
 
+def test_fp32_takes_the_chain_split_on_rung_18s_32x32_tile():
+    cfg = selection.options(stand_ins.problem(11, 430, 317, "fp32"), H100)["simt_32_cluster"].config
+    assert (cfg["BM"], cfg["BN"], cfg["SPLITK"], cfg["SKCLUSTER"]) == (32, 32, 8, 1)   # 14 tiles, K of 19 k tiles
+    assert "simt_32_cluster" not in selection.options(stand_ins.problem(4096, 4096, 4096, "fp32"), H100)
+
+
 def test_the_model_picks_the_option_measured_fastest_near_the_shape():
     shapes = [(1000, 1000, 1000), (1200, 904, 1096), (800, 1104, 904), (1096, 1304, 1000)]
     doc = _doc([_record(s, {"ws": 0.050, "mma_64": 0.020, "tma": 0.040}) for s in shapes])

@@ -11,7 +11,8 @@ For 16-bit: rung 21's tiles, rung 19's (with a K split through the workspace or 
 cluster, and tiles 64 wide along a skinny C's shorter side), rung 17's 64x64 (also 6 stages deep,
 or with K split in a cluster) and 128x128 (no tensor maps, no persistent grid, no copies), rung
 16's 32x32 for tiny problems and rung 24's own rule (operands without 16-byte access included: its
-4-byte pair loads); for FP32 rung 18's tiles and rung 23's rule. An option that does not apply to a
+4-byte pair loads); for FP32 rung 18's tiles (its 32x32 one also with K split in a cluster) and rung
+23's rule. An option that does not apply to a
 problem (a thin rung for a wide one) gives None.
 
 The measurements
@@ -234,6 +235,9 @@ MENUS: dict[str, tuple[Option, ...]] = {
                _tiled("async_simt", "128x256", "never", "none", STREAMK=1)),
         Option("simt_32", "rung 18, 32x32 tiles of two warps and the rule's split: many small blocks for tiny problems",
                _tiled("async_simt", SIMT_TINY, "never")),
+        Option("simt_32_cluster", "rung 18, 32x32 tiles of two warps, K split over the SMs the tiles leave idle and "
+               "summed in a cluster: a small problem's k tiles in several short chains instead of one long one",
+               _tiled("async_simt", SIMT_TINY, "never", "chain", cluster=True)),
         Option("thin", "the thin rung's rule (rung 23)", _thin_option),
     ),
 }
