@@ -145,6 +145,18 @@ def test_rung_19s_cluster_split_compiles_every_epilogue_part_without_spills(epil
     assert res.local == 0 and (res.spill_stores, res.spill_loads) == (0, 0)
 
 
+@pytest.mark.parametrize("epilogue", [Epilogue("gelu_tanh", "same"), Epilogue("gelu", "same", aux=True),
+                                      Epilogue("relu", "fp32", bias_rows=True, out="fp32")],
+                         ids=lambda e: e.describe())
+def test_rung_17s_cluster_split_compiles_epilogue_parts_without_spills(epilogue):
+    """The same reduction (tensor16.cuh) behind rung 17's 64x64 tile, the selection's mma_64_cluster,
+    on operands without 16-byte access (the staged copies beside it)."""
+    ck = Variant.make("mma_sync", "fp16", vec_a=False, vec_b=False, vec_c=False, config=_cfg(MMA_TILES[0], 4),
+                      epilogue=epilogue).compile("sm_90a")
+    res = disasm.resource_usage(ck.cubin, ck.log)
+    assert res.local == 0 and (res.spill_stores, res.spill_loads) == (0, 0)
+
+
 @pytest.mark.parametrize("rung,dtype,tile", EVERY)
 def test_the_cluster_split_keeps_the_rungs_instructions_and_syncs_its_cluster(rung, dtype, tile):
     """The fast path is the rung's (rung 18: LDGSTS, LDS.128, FFMA; rung 19: HGMMA, UTMALDG, SYNCS),
@@ -194,15 +206,16 @@ def test_the_cluster_split_is_correct_on_odd_shapes_in_every_layout_with_alpha_a
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("activation", ("gelu_tanh", "silu"))
-@pytest.mark.parametrize("tile", WGMMA_TILES[:3])
-def test_rung_19s_cluster_split_applies_the_fused_epilogue_and_an_output_dtype(tile, activation):
-    """Bias and activation go through the reduction's stores (gl_store_c8): checked against float64
-    with a bias of the operands' dtype and of FP32, and with an FP32 output of bf16 operands."""
+@pytest.mark.parametrize("rung,dtype,tile", [("wgmma_tma", "bf16", t) for t in WGMMA_TILES[:3]]
+                         + [("mma_sync", "fp16", MMA_TILES[0])])
+def test_the_16_bit_cluster_split_applies_the_fused_epilogue_and_an_output_dtype(rung, dtype, tile, activation):
+    """Bias and activation go through the reduction's stores (gl_store_c8, rungs 17 and 19): checked
+    against float64 with a bias of the operands' dtype and of FP32, and with an FP32 output."""
     from gemmlab.measure.verify import verify
 
     failures = []
     for (M, N, K), bias, out in itertools.product([(131, 67, 1001), (200, 64, 3000)], ("same", "fp32"), (None, "fp32")):
-        r = verify("wgmma_tma", M, N, K, "bf16", alpha=1.25, beta=0.5, bias=bias, activation=activation, out=out,
+        r = verify(rung, M, N, K, dtype, alpha=1.25, beta=0.5, bias=bias, activation=activation, out=out,
                    config=_cfg(tile, 4))
         if not r.ok:
             failures.append(r.message())
