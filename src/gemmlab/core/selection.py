@@ -12,8 +12,7 @@ cluster, and tiles 64 wide along a skinny C's shorter side), rung 17's 64x64 (al
 or with K split in a cluster) and 128x128 (no tensor maps, no persistent grid, no copies), rung
 16's 32x32 for tiny problems and rung 24's own rule (operands without 16-byte access included: its
 4-byte pair loads); for FP32 rung 18's tiles (its 32x32 one also with K split in a cluster) and rung
-23's rule. An option that does not apply to a
-problem (a thin rung for a wide one) gives None.
+23's rule. An option that does not apply to a problem (a thin rung for a wide one) gives None.
 
 The measurements
 ----------------
@@ -93,6 +92,9 @@ def _wave_split(cfg, M: int, N: int, K: int, sm_count: int) -> int:
     return min(range(1, top + 1), key=lambda s: (-(-tiles * s // sm_count) / s, s))
 
 
+CHAIN_SLICE_TILES = 2   # k tiles per slice of a chain split at least: below, the reduction outweighs the slice
+
+
 def _chain_split(cfg, M: int, N: int, K: int, sm_count: int) -> int:
     """The split of K for a problem of few tiles, summed in a cluster: as many slices as the SMs
     the tiles leave idle take (SMs // tiles), at most ``MAX_SPLITK_CLUSTER`` (the portable cluster
@@ -102,9 +104,6 @@ def _chain_split(cfg, M: int, N: int, K: int, sm_count: int) -> int:
     tile's k tiles are one chain of memory latencies on one SM (1 x 57 x 148: five k tiles of 32)."""
     tiles = -(-M // cfg["BM"]) * -(-N // cfg["BN"])
     return max(1, min(MAX_SPLITK_CLUSTER, sm_count // max(tiles, 1), K // (CHAIN_SLICE_TILES * cfg["BK"])))
-
-
-CHAIN_SLICE_TILES = 2   # k tiles per slice of a chain split at least: below, the reduction outweighs the slice
 
 
 # rung 18's tile for tiny problems: not one of its presets, which its rule weighs for skinny problems

@@ -110,8 +110,8 @@ constexpr int PARTIAL_BYTES = BM * PT_LD * (int)sizeof(float);
 #else
 constexpr int PARTIAL_BYTES = 0;
 #endif
-constexpr int SMEM_BYTES = AB_BYTES > CS_BYTES ? (AB_BYTES > PARTIAL_BYTES ? AB_BYTES : PARTIAL_BYTES)
-                                               : (CS_BYTES > PARTIAL_BYTES ? CS_BYTES : PARTIAL_BYTES);
+constexpr int AFTER_BYTES = CS_BYTES > PARTIAL_BYTES ? CS_BYTES : PARTIAL_BYTES;   // what overlays the stages after the loop
+constexpr int SMEM_BYTES = AB_BYTES > AFTER_BYTES ? AB_BYTES : AFTER_BYTES;
 static_assert(SMEM_BYTES <= GL_DYN_SMEM, "the registry's shared-memory size (GL_DYN_SMEM) is too small for this tile");
 
 // ---- the XOR swizzle ---------------------------------------------------------------------------
