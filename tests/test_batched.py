@@ -433,6 +433,21 @@ def test_every_rung_21_switch_runs_a_batch(config, no_batch_plans):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("config", [{"BALANCE": 0}, {"STREAMK": 1, "BALANCE": 0}], ids=str)
+def test_a_batch_holds_its_fused_tiles_into_the_next_elements_main_loop(config, no_batch_plans):
+    """DEFER=1 with bias + gelu_tanh: a tile is held while the cluster's next unit, often of the next
+    element, runs its main loop, and is written to its own element (25 elements of 6 units of 2
+    tiles on 66 clusters)."""
+    torch = pytest.importorskip("torch")
+    from gemmlab.core.epilogue import reference
+    a, b, bias = _t(25, 333, 192, dtype="float16"), _t(25, 192, 520, dtype="float16"), _t(520, dtype="float16")
+    got = gemmlab.matmul(a, b, bias=bias, activation="gelu_tanh", kernel="wgmma_ws", config=dict(config, DEFER=1))
+    assert _one_plan(25).variant.cfg["DEFER"] == 1
+    want = reference(torch.matmul(a.double(), b.double()) + bias.double(), "gelu_tanh", torch)
+    assert _rel(got, want) < 2 * TOL["float16"]
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("kernel,dtype", [("wgmma_ws", "bfloat16"), ("async_simt", "float32")])
 @pytest.mark.parametrize("shapes,transposed", [(((5, 33, 70), (5, 70, 45)), False), (((70, 33), (5, 33, 45)), False),
                                                (((5, 70, 33), (5, 45, 70)), True)],

@@ -130,6 +130,23 @@ def test_a_spilling_stream_k_build_falls_back_to_storing_at_the_tile_end_then_to
     assert fused_configs(gemmlab.core.registry.get("naive"), None, "fp32") == [None]
 
 
+# Rung 21 defers a fused tile's stores into the next tile's main loop as it does a plain one's (its
+# boxes written between k-tile runs: more TMA stores in the build than the tile has boxes), with the
+# activations that fit beside the held tile, on the default tile and on its stream-K twin.
+@pytest.mark.parametrize("config", [None, "STREAMK=1"])
+def test_rung_21_defers_a_fused_tile_with_bias_and_gelu_tanh(config):
+    from gemmlab.analysis import disasm
+    epi = Epilogue("gelu_tanh", "same")
+
+    def tma_stores(defer):
+        cfg = dict(gemmlab.core.registry.get("wgmma_ws").config(config, "bf16"), DEFER=defer)
+        ck = Variant.make("wgmma_ws", "bf16", epilogue=epi, config=cfg).compile("sm_90a")
+        assert ck.spill_bytes == 0
+        return sum(op.startswith("UTMASTG") for op in disasm.opcodes(disasm.sass(ck.cubin)))
+
+    assert tma_stores(1) > tma_stores(0)
+
+
 # ---- every rung computes it (GPU) ------------------------------------------------------------------
 SHAPES = [(7, 5, 3), (130, 257, 129), (257, 31, 300), (1, 515, 77), (300, 1, 129)]
 GPU_CASES = [(r.slug, dt, p) for r in gemmlab.kernels() for dt in r.dtypes for p in r.precisions if applies(p, dt)]
@@ -160,7 +177,8 @@ def test_rung_fuses_bias_and_each_activation_on_odd_shapes_and_layouts(slug, dty
 
 
 # The launch paths beyond one plain kernel: the split-K reduction applies the epilogue, the cluster
-# split's and stream-K's finishers apply it, the deferred TMA store falls back to the direct one.
+# split's and stream-K's finishers apply it, the deferred TMA store holds it (or, where beta != 0, falls back
+# to the direct one).
 PATH_CASES = [
     ("async_simt", "fp32", "SPLITK=4", (64, 96, 4000)),
     ("async_simt", "fp32", "SPLITK=4,SKCLUSTER=1", (64, 96, 4000)),
@@ -169,6 +187,7 @@ PATH_CASES = [
     ("wgmma_tma", "fp16", "SPLITK=3", (130, 260, 3000)),
     ("wgmma_ws", "bf16", "STREAMK=1", (1500, 1300, 700)),
     ("wgmma_ws", "bf16", "DEFER=1", (300, 520, 200)),
+    ("wgmma_ws", "fp16", "DEFER=1", (2900, 2600, 200)),        # two units a cluster: held into the next
     ("wgmma_ws", "fp16", "EPI_TMA=0", (300, 520, 200)),
     ("decode", "bf16", None, (8, 4096, 4096)),
     ("thin", "fp32", None, (5, 3000, 2000)),

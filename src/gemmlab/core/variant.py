@@ -207,8 +207,9 @@ def _check_batch(rung: Rung, v: Variant, kp) -> None:
 # pass the registers a thread may have where the plain build fits (rung 21's stream-K fixup with a
 # row bias: 8 bytes under NVRTC 13; by activation, bias and NVRTC version; batched with stream-K and
 # DEFER=1: 84 bytes with CLUSTER=1 under NVRTC 13, with both cluster sizes under the H200 machine's):
-# then the same tile storing each tile at its end (a fused tile is never deferred: the same build
-# again, and the next fallback), then without the stream-K tail.
+# then the same tile storing each tile at its end (rung 21's deferred tile held beside the functor's
+# arithmetic: GELU (erf) and SiLU do not fit, ReLU, GELU (tanh) and a bias alone do), then without the
+# stream-K tail.
 FUSED_FALLBACKS = ({"DEFER": 0}, {"STREAMK": 0})
 
 

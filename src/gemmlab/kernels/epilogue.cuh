@@ -129,6 +129,21 @@ struct GlEpi {
         return make_float2(0.0f, 0.0f);
 #endif
     }
+    // The bias lines a tile of `rows` x `cols` stored outputs from (i0, j0) reads, fetched into L2 by
+    // lanes 0, 1, ... (one 128-byte line each; the last lane named takes the range's last element, so
+    // a range that starts inside a line is covered too). A rung calls it as a tile's main loop
+    // starts, so that its epilogue's loads, after the main loop, wait for L2 instead of DRAM: a tile
+    // whose bias comes from DRAM waits for that round trip with the tensor cores idle.
+    __device__ __forceinline__ void prefetch_bias(int i0, int j0, int rows, int cols, int lane) const {
+#if GL_BIAS && !GL_EPI_PLAIN
+        constexpr int LINE = 128 / (int)sizeof(GlBiasT);
+        const int at = GL_BIAS_ROW ? i0 : j0, n = min(GL_BIAS_ROW ? rows : cols, bias_n - at);
+        if (n > 0 && lane <= n / LINE) {
+            const int e = at + min(lane * LINE, n - 1);
+            asm volatile("prefetch.global.L2 [%0];\n" :: "l"(bias + e));
+        }
+#endif
+    }
     __device__ __forceinline__ float apply(float v, float b) const {
 #if GL_EPI_PLAIN
         return v;

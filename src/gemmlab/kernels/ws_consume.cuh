@@ -7,6 +7,14 @@
 // CLUSTER, and includes ws.cuh and one epilogue part.
 #pragma once
 // ---- main loop and epilogue: the consumer warpgroups ------------------------------------------
+// The first row (a warp's, from warp_row), column and batch element of unit u's tile.
+__device__ __forceinline__ void locate_held(const Schedule& sched, int u, int rank, int warp_row, int& row, int& col,
+                                            int& z) {
+    const int2 t = sched.tile(u, rank);
+    row = t.x * BM + warp_row;
+    col = t.y * BN;
+    z = sched.batch_of(u);
+}
 __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, int rank, int warp, int lane,
                                         int M, int N, const GlEpi& ep, TC* C, int ldc, float* sk_ws,
                                         const GlTensorMap* tmC) {
@@ -25,17 +33,23 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
     float acc[MI][BN / 8][4];
     Ring ring;
     // DEFERRED: the held tile, its first row (this warp's), column and batch element, and its next
-    // box to write (NBOX: none held)
+    // box to write (NBOX: none held). A fused epilogue's builds keep the held tile's unit instead and
+    // find the three again before each write (locate_held): that frees the two registers its functor
+    // needs beside the held tile (rung 21's 128x256 stream-K build with a bias spilled 8 bytes
+    // without them). The plain builds keep the three, as they were measured.
+    constexpr bool HELD_BY_UNIT = !GL_EPI_PLAIN;
     unsigned held[NBOX][BOX_F][2];
-    int held_row = 0, held_col = 0, held_z = 0, held_next = NBOX;
+    int held_row = 0, held_col = 0, held_z = 0, held_u = 0, held_next = NBOX;
     // box b of the held tile by TMA, b known at run time only (the registers are named by constants)
     auto write_held = [&](int b) {
+        if constexpr (HELD_BY_UNIT) locate_held(sched, held_u, rank, warp_row, held_row, held_col, held_z);
 #pragma unroll
         for (int c = 0; c < NBOX; ++c)
             if (c == b) write_held_box_tma(c, held[c], stage, lane, tmC, M, N, held_row, held_col, held_z);
     };
     // every box of the held tile not yet written
     auto write_rest = [&]() {
+        if constexpr (HELD_BY_UNIT) locate_held(sched, held_u, rank, warp_row, held_row, held_col, held_z);
 #pragma unroll
         for (int c = 0; c < NBOX; ++c)
             if (c >= held_next) write_held_box_tma(c, held[c], stage, lane, tmC, M, N, held_row, held_col, held_z);
@@ -45,6 +59,7 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
         const int2 t = sched.tile(u, rank);
         const int row0 = t.x * BM, col0 = t.y * BN;
         gl_zero_acc(acc);
+        ep.prefetch_bias(row0, col0, BM, BN, lane);   // the bias the epilogue reads at the tile's end
         // the held tile's boxes go out during this piece, one every `gap` k tiles over its first half,
         // the first not before the second k tile (at the first, every block of the wave starts its
         // next tile's loads together)
@@ -82,10 +97,14 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
         // DEFERRED, a tile for TMA is held until the next piece's main loop (or the end of the walk)
         if (row0 < M) {
             if (DEFERRED && tma) {
-                hold_tile(held, acc, ep.alpha);   // DEFERRED: the plain epilogue (alpha alone)
-                held_row = row0 + warp_row;
-                held_col = col0;
-                held_z = sched.batch_of(u);
+                hold_tile(held, acc, ep, row0 + warp_row, col0, lane);   // the whole functor, applied now
+                if constexpr (HELD_BY_UNIT) {
+                    held_u = u;
+                } else {
+                    held_row = row0 + warp_row;
+                    held_col = col0;
+                    held_z = sched.batch_of(u);
+                }
                 held_next = 0;
             } else if (tma) {
                 store_tile_tma(acc, stage, wg, warp, lane, tmC, M, N, row0 + warp_row, col0, sched.batch_of(u), ep);

@@ -87,24 +87,39 @@ __device__ __forceinline__ uint2 epi_pairs(const float (&a)[4], const GlEpi& ep,
 // epilogue's start, beside the 128 accumulators (rung 21's 256x128 tile spilled 144 bytes), and left
 // beside the stmatrix of their pass (asm volatile with a memory clobber) they waited one L2 round
 // trip each, one after another. Zeros, and no loads, without a bias.
+// The loads (epi_bias_load: this lane's two columns of each 64, and its row of the warp's 16) apart
+// from the shuffles (epi_bias_share), so that a store of several boxes can issue every box's loads
+// before the first box's staging (whose asm statements the loads cannot cross) and wait once.
 template <int F>
-__device__ __forceinline__ EpiBias<F> epi_bias(const GlEpi& ep, int i0, int j0, int f0, int lane) {
-    EpiBias<F> b;
-    constexpr int G = (F + 7) / 8;                    // groups of 64 columns
-    float2 mine[G];
+struct EpiBiasLoad {
+    float2 mine[(F + 7) / 8];
+    float row;
+};
+template <int F>
+__device__ __forceinline__ EpiBiasLoad<F> epi_bias_load(const GlEpi& ep, int i0, int j0, int f0, int lane) {
+    EpiBiasLoad<F> l;
 #pragma unroll
-    for (int g = 0; g < G; ++g) mine[g] = ep.bias_pair(j0 + 8 * f0 + 64 * g + 2 * lane);
+    for (int g = 0; g < (F + 7) / 8; ++g) l.mine[g] = ep.bias_pair(j0 + 8 * f0 + 64 * g + 2 * lane);
+    l.row = ep.bias_row(i0 + lane % 16);   // a row bias: lane l loads row l % 16 of the warp's 16
+    return l;
+}
+template <int F>
+__device__ __forceinline__ EpiBias<F> epi_bias_share(const EpiBiasLoad<F>& l, int lane) {
+    EpiBias<F> b;
 #pragma unroll
     for (int f = 0; f < F; ++f) {
         const int from = 4 * (f % 8) + lane % 4;
-        b.col[f][0] = GL_BIAS && !GL_BIAS_ROW ? __shfl_sync(0xffffffffu, mine[f / 8].x, from) : 0.0f;
-        b.col[f][1] = GL_BIAS && !GL_BIAS_ROW ? __shfl_sync(0xffffffffu, mine[f / 8].y, from) : 0.0f;
+        b.col[f][0] = GL_BIAS && !GL_BIAS_ROW ? __shfl_sync(0xffffffffu, l.mine[f / 8].x, from) : 0.0f;
+        b.col[f][1] = GL_BIAS && !GL_BIAS_ROW ? __shfl_sync(0xffffffffu, l.mine[f / 8].y, from) : 0.0f;
     }
-    // a row bias: lane l loads row l % 16 of the warp's 16; rows g and g + 8 come from lanes g, g + 8
-    const float row = ep.bias_row(i0 + lane % 16);
-    b.row[0] = GL_BIAS && GL_BIAS_ROW ? __shfl_sync(0xffffffffu, row, lane / 4) : 0.0f;
-    b.row[1] = GL_BIAS && GL_BIAS_ROW ? __shfl_sync(0xffffffffu, row, lane / 4 + 8) : 0.0f;
+    // rows g and g + 8 come from lanes g, g + 8
+    b.row[0] = GL_BIAS && GL_BIAS_ROW ? __shfl_sync(0xffffffffu, l.row, lane / 4) : 0.0f;
+    b.row[1] = GL_BIAS && GL_BIAS_ROW ? __shfl_sync(0xffffffffu, l.row, lane / 4 + 8) : 0.0f;
     return b;
+}
+template <int F>
+__device__ __forceinline__ EpiBias<F> epi_bias(const GlEpi& ep, int i0, int j0, int f0, int lane) {
+    return epi_bias_share<F>(epi_bias_load<F>(ep, i0, j0, f0, lane), lane);
 }
 
 // ---- epilogue staging: COLS columns of one warp's 16 rows of an m64 block, rounded (epi_pairs) ---
@@ -197,12 +212,18 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[MI][BN / 8][4]
     // stmatrix (stage_cols): lane l names row l % 16 of a box (one 128-byte row each)
     const unsigned st_row = stage + (lane % 16) * GL_ROW_B;
     const int st_x = (lane / 16) ^ (lane % 8);
+    // every box's bias loaded first: one wait for them all, not one per box
+    EpiBiasLoad<BOX_N / 8> loads[MI][BN / BOX_N];
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int bx = 0; bx < BN / BOX_N; ++bx)
+            loads[mi][bx] = epi_bias_load<BOX_N / 8>(ep, i0 + mi * 64, j0, bx * BOX_N / 8, lane);
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
         for (int bx = 0; bx < BN / BOX_N; ++bx) {
-            // the box's bias, loaded before the wait for its buffer
-            const EpiBias<BOX_N / 8> bias = epi_bias<BOX_N / 8>(ep, i0 + mi * 64, j0, bx * BOX_N / 8, lane);
+            const EpiBias<BOX_N / 8> bias = epi_bias_share<BOX_N / 8>(loads[mi][bx], lane);
             const unsigned buf = (mi * (BN / BOX_N) + bx) % EPI_BUFS * BOX_B;
             if (lane == 0) gl_bulk_wait_read<EPI_BUFS - 1>();   // this buffer's last box read
             __syncwarp();
@@ -237,24 +258,30 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[MI][BN / 8][4]
 // What the build taught: with the write inside the k-tile loop, or the rows path writing from the
 // held registers, ptxas moved the loop's descriptors out of the uniform registers (a longer loop);
 // with 8 loads in flight in store_tile, or the stmatrix addresses hoisted out of the loop, it spilled.
-// A fused bias or activation (epilogue.cuh) is not deferred: applied while holding, beside the 128
-// accumulators and the 64 held registers, it spilled at 128x256 for some activations; applied
-// as each held box was written, it spilled for most (and where it fitted, the plan's
-// fallback to DEFER=0 had taken over under the device's NVRTC anyway).
-constexpr bool DEFERRED = DEFER && TMA_ONLY && TMA_STORE && GL_EPI_PLAIN;
+// A fused bias or activation (epilogue.cuh) is applied while holding, box by box: the box's bias
+// (epi_bias), the functor, then the packing. Beside the 128 accumulators and the 64 held registers
+// that fits for ReLU, GELU (tanh) and a bias alone; GELU (erf) and SiLU spill at 128x256, and their
+// plans take DEFER=0 (core/variant.py, FUSED_FALLBACKS). Why hold them: a fused tile stored at its
+// end keeps the tensor cores waiting for the bias's loads and the stores, as a plain one would.
+// Not with an auxiliary output: that tile is stored by rows (tma_store_now).
+constexpr bool DEFERRED = DEFER && TMA_ONLY && TMA_STORE && !GL_AUX;
 constexpr int NBOX = MI * (BN / BOX_N);       // boxes of a warp's share of a tile
 constexpr int BOX_F = BOX_N / 8;              // accumulator fragments (8 columns) per box row
-// a held box: fragment f's 4 values as 2 packed pairs, (a0, a1) and (a2, a3)
+// a held box: fragment f's 4 values as 2 packed pairs, (a0, a1) and (a2, a3), final (the launch
+// stores by TMA only where beta == 0): the whole functor of the warp's rows from i0, columns from j0
 __device__ __forceinline__ void hold_tile(unsigned (&held)[NBOX][BOX_F][2], const float (&acc)[MI][BN / 8][4],
-                                          float alpha) {
+                                          const GlEpi& ep, int i0, int j0, int lane) {
 #pragma unroll
-    for (int c = 0; c < NBOX; ++c)
+    for (int c = 0; c < NBOX; ++c) {
+        const int mi = c / (BN / BOX_N), f0 = (c % (BN / BOX_N)) * BOX_F;
+        const EpiBias<BOX_F> bias = epi_bias<BOX_F>(ep, i0 + mi * 64, j0, f0, lane);
 #pragma unroll
         for (int f = 0; f < BOX_F; ++f) {
-            const float (&a)[4] = acc[c / (BN / BOX_N)][(c % (BN / BOX_N)) * BOX_F + f];
-            held[c][f][0] = gl_pack2(alpha * a[0], alpha * a[1]);
-            held[c][f][1] = gl_pack2(alpha * a[2], alpha * a[3]);
+            const uint2 p = epi_pairs(acc[mi][f0 + f], ep, true, bias, f);
+            held[c][f][0] = p.x;
+            held[c][f][1] = p.y;
         }
+    }
 }
 // The held registers set to a constant once written: ptxas cannot see that a piece after a stream-K
 // piece that published reads nothing held, so without this it kept the written tile live through

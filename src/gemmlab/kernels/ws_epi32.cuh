@@ -228,7 +228,8 @@ __device__ __forceinline__ void epi_drain(bool tma, int warp, int lane) {
 // This part never defers (DEFERRED is false): the consumers' deferred branches are dead code, and
 // these give them the names ws_epi16.cuh's deferred tile has.
 constexpr int NBOX = 1, BOX_F = 2;
-__device__ __forceinline__ void hold_tile(unsigned (&)[NBOX][BOX_F][2], const float (&)[MI][BN / 8][4], float) {}
+__device__ __forceinline__ void hold_tile(unsigned (&)[NBOX][BOX_F][2], const float (&)[MI][BN / 8][4], const GlEpi&, int,
+                                          int, int) {}
 __device__ __forceinline__ void hold_nothing(unsigned (&)[NBOX][BOX_F][2]) {}
 __device__ __forceinline__ void write_held_box_tma(int, const unsigned (&)[BOX_F][2], unsigned, int, const GlTensorMap*,
                                                    int, int, int, int, int) {}
