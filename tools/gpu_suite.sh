@@ -131,12 +131,14 @@ for st in "${stages[@]}"; do
         run $tool-decode compute-sanitizer --tool $tool --kernel-name kne=gemm --report-api-errors no --error-exitcode 9 \
           $PY tools/check_decode.py
       done ;;
-    sanitize-epilogue)  # the fused epilogue (issue 41): rung 21's TMA store, staged store and stream-K finisher,
+    sanitize-epilogue)  # the fused epilogue (issue 41): rung 21's TMA store, staged store, held tile and stream-K finisher,
       # rung 22's chunked TMA store, rung 18's cluster split and stream-K tail, split-K's reduction, rung 24
       for tool in ${SAN_TOOLS:-memcheck racecheck synccheck}; do
         SAN="compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9"
         run $tool-epilogue bash -c "$SAN $GL verify wgmma_ws --dtype bf16 --bias same --activation gelu_tanh --shapes 200x136x72 --alpha 1.5 --beta -0.5 && \
           $SAN $GL verify wgmma_ws --dtype bf16 --config STREAMK=1 --bias fp32 --activation silu --shapes 2888x2104x264 --alpha 1.5 --beta 0 && \
+          $SAN $GL verify wgmma_ws --dtype fp16 --config DEFER=1 --bias same --activation gelu_tanh --shapes 2900x2600x200 --alpha 1.5 --beta 0 && \
+          $SAN $GL verify wgmma_ws --dtype bf16 --config STREAMK=1,DEFER=1 --bias same --activation relu --shapes 2888x2104x264 --alpha 1.5 --beta 0 && \
           $SAN $GL verify wgmma_tf32 --precision tf32 --bias fp32 --activation gelu --shapes 200x136x72 --alpha 1.5 --beta 0 && \
           $SAN $GL verify async_simt --config SPLITK=4,SKCLUSTER=1 --bias fp32 --activation relu --shapes 70x33x900 --alpha 1.5 --beta -0.5 && \
           $SAN $GL verify mma_sync --dtype fp16 --config SPLITK=4 --bias same --activation gelu --shapes 70x33x900 --alpha 1.5 --beta -0.5 && \
