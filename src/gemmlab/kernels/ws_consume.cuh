@@ -7,13 +7,21 @@
 // CLUSTER, and includes ws.cuh and one epilogue part.
 #pragma once
 // ---- main loop and epilogue: the consumer warpgroups ------------------------------------------
-// The first row (a warp's, from warp_row), column and batch element of unit u's tile.
-__device__ __forceinline__ void locate_held(const Schedule& sched, int u, int rank, int warp_row, int& row, int& col,
+// A tile as one number, (element x row tiles + row tile) x column tiles + column tile (below 2^32: the
+// units, CLUSTER tiles each, are below 2^31), and back: its first row (a warp's, from warp_row),
+// column and batch element. One division back without a batch, where the unit's grouped raster
+// (Schedule::tile) takes two.
+__device__ __forceinline__ unsigned tile_number(const Schedule& sched, int2 t, int z) {
+    return ((unsigned)z * (unsigned)(sched.units_m * CLUSTER) + (unsigned)t.x) * (unsigned)sched.tiles_n + (unsigned)t.y;
+}
+__device__ __forceinline__ void locate_held(const Schedule& sched, unsigned n, int warp_row, int& row, int& col,
                                             int& z) {
-    const int2 t = sched.tile(u, rank);
-    row = t.x * BM + warp_row;
-    col = t.y * BN;
-    z = sched.batch_of(u);
+    const unsigned q = n / (unsigned)sched.tiles_n;
+    col = (int)(n - q * (unsigned)sched.tiles_n) * BN;
+    const unsigned rows = (unsigned)(sched.units_m * CLUSTER);
+    const unsigned e = GL_BATCHED ? q / rows : 0u;
+    z = (int)e;
+    row = (int)(q - e * rows) * BM + warp_row;
 }
 __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, int rank, int warp, int lane,
                                         int M, int N, const GlEpi& ep, TC* C, int ldc, float* sk_ws,
@@ -33,23 +41,24 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
     float acc[MI][BN / 8][4];
     Ring ring;
     // DEFERRED: the held tile, its first row (this warp's), column and batch element, and its next
-    // box to write (NBOX: none held). A fused epilogue's builds keep the held tile's unit instead and
+    // box to write (NBOX: none held). A fused epilogue's builds keep the held tile's number instead and
     // find the three again before each write (locate_held): that frees the two registers its functor
     // needs beside the held tile (rung 21's 128x256 stream-K build with a bias spilled 8 bytes
     // without them). The plain builds keep the three, as they were measured.
-    constexpr bool HELD_BY_UNIT = !GL_EPI_PLAIN;
+    constexpr bool HELD_BY_NUMBER = !GL_EPI_PLAIN;
     unsigned held[NBOX][BOX_F][2];
-    int held_row = 0, held_col = 0, held_z = 0, held_u = 0, held_next = NBOX;
+    int held_row = 0, held_col = 0, held_z = 0, held_next = NBOX;
+    unsigned held_n = 0;
     // box b of the held tile by TMA, b known at run time only (the registers are named by constants)
     auto write_held = [&](int b) {
-        if constexpr (HELD_BY_UNIT) locate_held(sched, held_u, rank, warp_row, held_row, held_col, held_z);
+        if constexpr (HELD_BY_NUMBER) locate_held(sched, held_n, warp_row, held_row, held_col, held_z);
 #pragma unroll
         for (int c = 0; c < NBOX; ++c)
             if (c == b) write_held_box_tma(c, held[c], stage, lane, tmC, M, N, held_row, held_col, held_z);
     };
     // every box of the held tile not yet written
     auto write_rest = [&]() {
-        if constexpr (HELD_BY_UNIT) locate_held(sched, held_u, rank, warp_row, held_row, held_col, held_z);
+        if constexpr (HELD_BY_NUMBER) locate_held(sched, held_n, warp_row, held_row, held_col, held_z);
 #pragma unroll
         for (int c = 0; c < NBOX; ++c)
             if (c >= held_next) write_held_box_tma(c, held[c], stage, lane, tmC, M, N, held_row, held_col, held_z);
@@ -98,8 +107,8 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
         if (row0 < M) {
             if (DEFERRED && tma) {
                 hold_tile(held, acc, ep, row0 + warp_row, col0, lane);   // the whole functor, applied now
-                if constexpr (HELD_BY_UNIT) {
-                    held_u = u;
+                if constexpr (HELD_BY_NUMBER) {
+                    held_n = tile_number(sched, t, sched.batch_of(u));
                 } else {
                     held_row = row0 + warp_row;
                     held_col = col0;

@@ -69,6 +69,10 @@ template <int F>
 struct EpiBias {
     float col[F][2];    // this lane's two columns of each of F fragments, where the bias runs along columns
     float row[2];       // this lane's rows g and g + 8, where it runs along rows
+    // value e of fragment f's bias: the one of the two directions the build has. Not their sum: the
+    // other is a 0.0f that the compiler may not drop (x + 0.0f is not x for x = -0.0f), an add per
+    // output
+    __device__ __forceinline__ float at(int f, int e) const { return GL_BIAS_ROW ? row[e / 2] : col[f][e % 2]; }
 };
 template <int F>
 __device__ __forceinline__ uint2 epi_pairs(const float (&a)[4], const GlEpi& ep, bool fin, const EpiBias<F>& b, int f) {
@@ -76,7 +80,7 @@ __device__ __forceinline__ uint2 epi_pairs(const float (&a)[4], const GlEpi& ep,
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
         v[e] = ep.alpha * a[e];
-        if (!GL_EPI_PLAIN && fin) v[e] = ep.apply(v[e], b.col[f][e % 2] + b.row[e / 2]);
+        if (!GL_EPI_PLAIN && fin) v[e] = GL_BIAS ? ep.apply(v[e], b.at(f, e)) : ep.post(v[e]);
     }
     return make_uint2(gl_pack2(v[0], v[1]), gl_pack2(v[2], v[3]));
 }
