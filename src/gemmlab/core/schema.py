@@ -349,7 +349,7 @@ class Rung:
         """The blocks of a persistent launch: one cluster of CLUSTER blocks per CLUSTER SMs, up to
         the units of work (a unit: CLUSTER vertically adjacent tiles of one column tile), so that
         every block is resident at once and loops over its share of the units (the kernel's
-        Schedule, kernels/ws.cuh). BALANCE=1: the fewest clusters that take no more waves (every
+        schedule, kernels/schedule.cuh). BALANCE=1: the fewest clusters that take no more waves (every
         cluster then walks the same number of units, or one fewer): 2048 units on 132 SMs are 16
         waves of 128 instead of 15 of 132 and one of 68. With STREAMK=1 only where the balanced
         grid keeps all but a sixteenth of the clusters: the stream-K tail spreads the last wave's
@@ -376,10 +376,10 @@ def work_units(M: int, N: int, cfg: Mapping[str, int], batch: int = 1) -> int:
     return _cdiv(_cdiv(M, cfg["BM"]), cfg.get("CLUSTER", 1)) * _cdiv(N, cfg["BN"]) * batch
 
 
-# ---- stream-K (STREAMK=1, rungs 21 and 22: kernels/ws.cuh) -----------------------------------------
+# ---- stream-K (STREAMK=1, rungs 21 and 22: kernels/schedule.cuh) -----------------------------------
 def streamk_tail(M: int, N: int, K: int, cfg: Mapping[str, int], blocks: int, batch: int = 1) -> bool:
     """Whether a persistent launch of ``blocks`` blocks (``Rung.launch``'s grid.x) on an M x N x K
-    problem splits its last, partial wave of units by k tiles (kernels/ws.cuh, Schedule): with
+    problem splits its last, partial wave of units by k tiles (kernels/schedule.cuh): with
     STREAMK=1, when there are more units than clusters and they are not whole waves, and the split
     units' k tiles count below 2^31 (the kernel's step arithmetic is 32-bit). Otherwise the plan
     launches the STREAMK=0 kernel, which needs no workspace. ``batch``: the units of that many problems."""

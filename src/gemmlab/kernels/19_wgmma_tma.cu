@@ -19,8 +19,8 @@
 //   when the copy engine has delivered stage s's bytes (expect_tx), "empty[s]" when every consumer
 //   warp has finished the wgmmas that read it. The producer and the consumer warpgroups never meet
 //   at a block-wide barrier in the main loop.
-// * Blocks start in groups of 8 row tiles (gl_grouped_tile): the blocks resident at once share
-//   their tiles of A and B through L2.
+// * Blocks start in groups of 8 row tiles (schedule.cuh's GlTilePerBlock): the blocks resident at
+//   once share their tiles of A and B through L2.
 // Geometry (default BM=128, BN=256, BK=64, WM=64, STAGES=4): BM/WM consumer warpgroups, each owning
 // WM rows x BN columns (WM/64 wgmma rows; 128 FP32 accumulators per thread at 64 x 256), plus a
 // producer warpgroup: 384 threads, __launch_bounds__(384, 1) -> up to 168 registers per thread;
@@ -79,6 +79,7 @@
 // waiting for the TMA thread's warp to reconverge: the cluster barriers are .aligned.
 #include "common.cuh"
 #include "hopper.cuh"
+#include "schedule.cuh"
 #if GL_BATCHED
 #error "rung 19 (wgmma_tma) launches one problem: a batch in one launch is rung 21's (GL_BATCHED)"
 #endif
@@ -141,25 +142,8 @@ constexpr unsigned TX_BYTES = (GL_VEC_A ? A_STAGE_B : 0) + (GL_VEC_B ? B_STAGE_B
 // of the producer warpgroup when some operand is copied by threads.
 constexpr unsigned FULL_ARRIVALS = (GL_VEC_A && GL_VEC_B) ? 1 : PRODUCERS;
 
-// ---- launch order: groups of GROUP_M row tiles ------------------------------------------------
-// Blocks start in the order of their linear index (x fastest). Read as (column tile, row tile)
-// that order sweeps a whole row of column tiles first: the ~132 blocks resident at once on an
-// H100 then cover 4 row tiles x every column tile of a 8192-wide C, so every wave streams all of
-// B from DRAM. Renumbered in groups of GROUP_M row tiles (the column tiles of one group before the
-// next group), the resident blocks cover an 8 x 16 patch: a tile of A or B is read by many blocks
-// at about the same time and served from L2 (unique bytes per wave: 8 x 128 + 16.5 x 256 rows of K
-// instead of 4 x 128 + 32 x 256). The tall-grid variant (row tiles continued along grid.z) keeps
-// the plain order. Returns (column tile, row tile).
-constexpr int GROUP_M = 8;
-__device__ __forceinline__ int2 gl_grouped_tile() {
-#if GL_TALL
-    return make_int2(blockIdx.x, GL_TILE_ROW);
-#else
-    const long long tiles_n = gridDim.x, lin = (long long)blockIdx.y * tiles_n + blockIdx.x;
-    const int2 t = gl_group_raster<long long>(lin, tiles_n, (int)gridDim.y, GROUP_M);   // (row, column)
-    return make_int2(t.y, t.x);
-#endif
-}
+// ---- launch order: one tile per block, in groups of 8 row tiles (schedule.cuh) ----------------------
+using Schedule = GlTilePerBlock<8, GL_TALL>;
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1) GL_SK_CLUSTER_DIMS
 gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, TC* C, int ldc,
@@ -177,7 +161,7 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     auto empty = [&](int s) { return bars + 8u * (STAGES + s); };
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-    const int2 tile = gl_grouped_tile();     // grid.x and grid.y only: the split's grid.z leaves it as it is
+    const int2 tile = Schedule::tile();      // (column tile, row tile)
     const int row0 = tile.y * BM, col0 = tile.x * BN;
 #if GL_SPLITK
     // split-K: this block's slice of K is [k_first, K) (whole BK tiles, so no box crosses into the

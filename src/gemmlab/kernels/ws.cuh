@@ -1,6 +1,6 @@
 // ws.cuh — what the warp-specialized persistent WGMMA rungs (21 wgmma_ws, 22 wgmma_tf32) share:
-// the static persistent schedule, the mbarrier ring bookkeeping, the shared-memory handles and the
-// producer warpgroup's load loop. Rung 21's header explains the design; this file holds it once.
+// the choice of the persistent schedule (schedule.cuh), the mbarrier ring bookkeeping, the
+// shared-memory handles and the producer warpgroup's load loop. Rung 21's header explains the design; this file holds it once.
 // The includer defines, before including: BM, BN, BK, STAGES, CLUSTER, THREADS (defines), T, and
 // the constants WGS, MI, CWARPS (its consumer warpgroups), A_PANELS, A_ROWS, B_PANELS, B_ROWS,
 // A_STAGE_B, B_STAGE_B (its shared-memory carve-up), TMA_ONLY, MCAST_B, TX_BYTES (how its operands
@@ -9,6 +9,7 @@
 // TMA boxes of both in one stage, counted in A_STAGE_B / B_STAGE_B and TX_BYTES by the includer).
 #pragma once
 #include "hopper.cuh"
+#include "schedule.cuh"
 #ifndef GL_PLANES
 #define GL_PLANES 1
 #endif
@@ -28,56 +29,13 @@ constexpr int PRODUCER_REGS = TMA_ONLY ? 40 : 96;
 constexpr int CONSUMER_REGS = TMA_ONLY ? 232 : 200;
 static_assert(GL_WARPGROUP * (PRODUCER_REGS + WGS * CONSUMER_REGS) <= THREADS * 168,
               "the register split must fit what the block holds at launch, or the consumers' setmaxnreg.inc waits forever");
-// ---- the persistent schedule ------------------------------------------------------------------
-// The grid has min(units, SMs / CLUSTER) clusters (core/registry.py, Rung.persistent_grid), or with
-// BALANCE=1 (the default of both rungs; the host's choice, this code is the same) the fewest that
-// take no more waves: at 8192^3, 2048 units in 16 waves of 128 instead of 15 of 132 and one of 68.
-// Each wave then covers 8 whole column tiles of a group of 16 row tiles, where 132-unit waves
-// straddled columns and groups: fewer DRAM reads and L2 misses, and a little more clock under the
-// power cap (benchmarks/profiles/h100_l2probe_tf32_8192_balance.json; docs/journal/hopper.md). A unit is
-// CLUSTER vertically adjacent output tiles (one per CTA of the cluster) of one column tile. Cluster
-// c takes units c, c + clusters, c + 2 clusters, ...: a static schedule that its producer and its
-// consumers, and both CTAs of a cluster, walk identically, so no atomics are needed and every
-// barrier sees the same sequence of tiles and k tiles. Units are numbered in groups of GROUP_M
-// row tiles, the column tiles of one group before the next (rung 19's launch order): the ~132
-// units in flight at a time cover an 8 x 16 patch of C, whose tiles of A and B are served by L2.
-// A wave reads from DRAM each row panel of A and each column panel of B of its patch once: with
-// 128x256 tiles an 8 x 16.5 patch reads (8 x 128 + 16.5 x 256) rows of K, a 16 x 8.25 one (16 x 128
-// + 8.25 x 256): a fifth less (GROUP = 16, the default of both rungs; 3xTF32 keeps 8).
+// ---- the persistent schedule's parameters (the schedule: schedule.cuh) ---------------------------
 #ifndef GROUP
 #define GROUP 8                                 // the GROUP parameter of rungs 21 and 22
 #endif
 constexpr int GROUP_M = GROUP;
 static_assert(GROUP_M % CLUSTER == 0, "a group is whole units (CLUSTER row tiles each)");
 constexpr int GROUP_U = GROUP_M / CLUSTER;      // unit rows per group
-// ---- stream-K tail (STREAMK=1) -----------------------------------------------------------------
-// Without it the last wave is partial: 512 tiles of 128x256 at 4096^3 on 132 SMs are 3.88 waves
-// that take 4 tile times, 2048 at 8192^3 are 15.52 that take 16. With it,
-// the units past the last whole wave (and one wave more when they would fill less than half of
-// one: each cluster then still gets at least half a unit of k tiles, so a unit has at most three
-// pieces) are cut into a contiguous run of (unit, k tile) steps split evenly over the clusters:
-// cluster c takes steps [c W / G, (c + 1) W / G) of the W = units x ktiles (below 2^31: the host's
-// registry.streamk_tail). A cluster walks its steps BACKWARDS, its pieces in falling order: its
-// share is the same length for every cluster, so each one starts on a unit's first k tiles and
-// then, one share-length later, goes on with the previous unit's last ones at the same offset, and
-// at any time all clusters stand at (nearly) the same k. That keeps the k-synchronous reuse of the
-// whole units' waves, where the CTAs of a row or column of tiles read the same k panel of A or B
-// from L2 together; walked forwards (each cluster on its own k offset) the tail read every panel
-// from DRAM again, and rung 22 at 4096^3 ran well behind its time without stream-K
-// (h100_tune_streamk_fwd_tf32_4096.json). The piece holding a unit's LAST k tile, done last by its
-// cluster, finishes the unit: the others (each its cluster's first piece, so done early) publish
-// their sums to the workspace, and the finisher adds them in falling cluster order, a fixed order,
-// so the sum is the same at every launch. Every CTA publishes at most one piece: the workspace
-// holds one tile of FP32 per CTA (sk_part), and a flag per consumer warp (sk_flag) that the host
-// zeroes before each launch.
-// Why it still loses at 4096^3 (docs/journal/hopper.md): a timeline of one launch (%globaltimer per
-// piece, fp16 4096^3; h100_timeline_wgmma_ws_streamk1_fp16_4096.json) had the last pieces ending
-// together, publishing at the same time, and the finishers of units holding a whole share in their
-// middle (a third piece, ending with the tail) waiting for it. Splitting one whole wave more (shares
-// of 1 to 2 units: at most two pieces a unit, each finisher's partner published first thing) was
-// slower still, in fp16 and more so in tf32 (h100_tune_*_sk2_*.json): with shares longer than a
-// unit the clusters' pieces stand at k offsets that differ by their shares' fractions, and the tail
-// lost the k-synchronous L2 reuse as the forward walk did.
 #ifndef STREAMK
 #define STREAMK 0
 #endif
@@ -101,109 +59,9 @@ constexpr int GROUP_U = GROUP_M / CLUSTER;      // unit rows per group
 #define KREV 0
 #endif
 static_assert(!(KREV && STREAMK), "backward odd waves (KREV) take no stream-K tail");
-// Units and steps are 32-bit: a unit is at least 128 x 64 outputs, so 2^31 of them would need a C of
-// 2^44 elements (the host also keeps a stream-K tail's steps below 2^31), and every int that is not
-// 64-bit is a register the consumers keep beside their 128 accumulators.
-// A batch (GL_BATCHED, hopper.cuh): the units of element 0, then those of element 1, ...; each
-// element's in the grouped order above. A wave of small elements then covers several whole elements.
-struct Schedule {
-    int units_m, tiles_n, ktiles, clusters;
-    int total, dp;           // units; the first dp go whole to one cluster each (data-parallel)
-#if GL_BATCHED
-    int per;                 // units of one batch element
-    long long sa, sb, sc;    // the operands' batch strides, elements
-    __device__ __forceinline__ Schedule(int M, int N, int K, int batch, long long bsa, long long bsb, long long bsc)
-        : Schedule(M, N, K, batch) {
-        per = units_m * tiles_n;
-        sa = bsa, sb = bsb, sc = bsc;
-    }
-#endif
-    __device__ __forceinline__ Schedule(int M, int N, int K, int batch = 1)
-        : units_m(GL_CEIL_DIV(GL_CEIL_DIV(M, BM), CLUSTER)), tiles_n(GL_CEIL_DIV(N, BN)), ktiles(GL_CEIL_DIV(K, BK)),
-          clusters((int)gridDim.x / CLUSTER), total(units_m * tiles_n * batch), dp(total) {
-        if (STREAMK && total > clusters) {
-            const int rem = total % clusters;
-            if (rem) dp = total - rem - (2 * rem >= clusters ? 0 : clusters);
-        }
-    }
-    // The batch element of unit u (0 without a batch).
-    __device__ __forceinline__ int batch_of(int u) const {
-#if GL_BATCHED
-        return u / per;
-#else
-        return 0;
-#endif
-    }
-    __device__ __forceinline__ long long stride_a() const {
-#if GL_BATCHED
-        return sa;
-#else
-        return 0;
-#endif
-    }
-    __device__ __forceinline__ long long stride_b() const {
-#if GL_BATCHED
-        return sb;
-#else
-        return 0;
-#endif
-    }
-    __device__ __forceinline__ long long stride_c() const {
-#if GL_BATCHED
-        return sc;
-#else
-        return 0;
-#endif
-    }
-    // Unit u's tile for the CTA of cluster rank `rank`: (row tile, column tile) in its batch element.
-    // With CLUSTER = 2 and an odd number of row tiles, rank 1's tile of the last unit row lies wholly
-    // below M: it loads zeros (TMA fills, the copy path guards) and stores nothing, and keeps the two
-    // CTAs in step.
-    __device__ __forceinline__ int2 tile(int u, int rank) const {
-#if GL_BATCHED
-        u -= batch_of(u) * per;
-#endif
-        const int2 t = gl_group_raster<int>(u, tiles_n, units_m, GROUP_U);   // (unit row, column tile)
-        return make_int2(t.x * CLUSTER + rank, t.y);
-    }
-    // The first stream-K step of cluster c (steps count k tiles of the units past dp).
-    // floor(W c / G) for the W = (total - dp) ktiles steps and G clusters, in 32 bits: W = q G + r
-    // gives q c + floor(r c / G), r c < G^2. The 64-bit quotient it replaced was a called routine
-    // (CALL __cuda_sm20_div_s64). Removing it did not shorten the k-tile loop: with STREAMK=1 ptxas
-    // still keeps the ring state in vector registers, a longer loop than STREAMK=0's, for a reason
-    // not found (neither the fixup's publish nor its add is it: removing either alone left the loop
-    // as long).
-    __device__ __forceinline__ int sk_begin(int c) const {
-        const int w = (total - dp) * ktiles, q = w / clusters, r = w % clusters;
-        return q * c + r * c / clusters;
-    }
-    // Cluster c's work in order: body(u, k0, k1) for unit u's k tiles [k0, k1), the whole units
-    // first, then its stream-K steps backwards. The producer and the consumers of both CTAs of a
-    // cluster walk the same sequence. One call site of the body (it is the whole main loop and
-    // epilogue, inlined), and one cursor x: the next whole unit while x >= 0, then -1 - the step the
-    // cluster's remaining steps end at (fewer registers live across the main loop).
-    template <typename F>
-    __device__ __forceinline__ void walk(int c, F&& body) const {
-        int x = c;
-        for (;;) {
-            int u = x, k0 = 0, k1 = ktiles;
-            if (x >= 0 && x < dp) {
-                x += clusters;
-            } else {
-                if (!STREAMK) return;
-                if (x >= 0) x = -1 - sk_begin(c + 1);
-                const int end = -1 - x, left = end - sk_begin(c);    // steps not yet walked
-                if (left <= 0) return;
-                u = dp + (end - 1) / ktiles;
-                k1 = (end - 1) % ktiles + 1;
-                k0 = max(0, k1 - left);
-                x += k1 - k0;
-            }
-            body(u, k0, k1);
-        }
-    }
-};
-
+// The tile scheduler part both rungs take: the persistent grouped walk, with a stream-K tail
+// (STREAMK) and over a batch (GL_BATCHED) as the build says.
+using Schedule = GlPersistentSchedule<BM, BN, BK, CLUSTER, GROUP_U, STREAMK, GL_BATCHED>;
 // ---- mbarrier bookkeeping (both roles) ---------------------------------------------------------
 // A block's k tiles are numbered g = 0, 1, 2, ... across ALL the pieces of work it walks (whole
 // units, and with STREAMK=1 parts of them). k tile g lives in stage s = g % STAGES in round r = g / STAGES; each

@@ -1,6 +1,6 @@
 // ws_consume.cuh — the consumer warpgroups of the warp-specialized WGMMA rungs (21 wgmma_ws, 22
-// wgmma_tf32), composed of the rung's parts: the persistent walk (ws.cuh's Schedule: whole units,
-// then stream-K pieces), the rung's mainloop part (``Mainloop``: ws_mainloop.cuh's descriptor loop,
+// wgmma_tf32), composed of the rung's parts: the persistent walk (schedule.cuh's, chosen in ws.cuh:
+// whole units, then stream-K pieces), the rung's mainloop part (``Mainloop``: ws_mainloop.cuh's descriptor loop,
 // or rung 22's register-A loop) over the mbarrier ring, the stream-K fixup (ws.cuh), and the
 // epilogue part of C's type (ws_epi16.cuh or ws_epi32.cuh): direct, staged, TMA or deferred stores.
 // The includer defines, before including: ``Mainloop`` (a mainloop part's type), BM, BN, MI, WM,
@@ -12,7 +12,8 @@
 // column and batch element. One division back without a batch, where the unit's grouped raster
 // (Schedule::tile) takes two.
 __device__ __forceinline__ unsigned tile_number(const Schedule& sched, int2 t, int z) {
-    return ((unsigned)z * (unsigned)(sched.units_m * CLUSTER) + (unsigned)t.x) * (unsigned)sched.tiles_n + (unsigned)t.y;
+    const unsigned rows = (unsigned)(sched.units_m * CLUSTER);
+    return ((unsigned)z * rows + (unsigned)t.x) * (unsigned)sched.tiles_n + (unsigned)t.y;
 }
 __device__ __forceinline__ void locate_held(const Schedule& sched, unsigned n, int warp_row, int& row, int& col,
                                             int& z) {

@@ -1,0 +1,168 @@
+// schedule.cuh — the tile scheduler parts of the Hopper rungs: which output tiles, and which k tiles
+// of them, a block (or a cluster) computes, and in what order.
+//   GlTilePerBlock<GroupM, Tall> (rung 19): one tile per block, the blocks renumbered in groups of
+//     GroupM row tiles; the tall grid (row tiles continued along grid.z) in plain order.
+//   GlPersistentSchedule<TileM, TileN, TileK, Cluster, GroupUnits, StreamK, Batched> (rungs 21 and
+//     22, ws.cuh): each cluster walks units of Cluster tiles in the same grouped order, with a
+//     stream-K tail (StreamK) and over a batch (Batched); built per block, Schedule(M, N, K) or for a
+//     batch Schedule(M, N, K, batch, strides). It gives tile(u, rank), batch_of(u), the batch strides,
+//     walk(c, body) and sk_begin(c) (the stream-K fixup's, ws.cuh).
+#pragma once
+#include "hopper.cuh"
+
+// ---- one tile per block (rung 19) ------------------------------------------------------------------
+// Blocks start in the order of their linear index (x fastest). Read as (column tile, row tile)
+// that order sweeps a whole row of column tiles first: the ~132 blocks resident at once on an
+// H100 then cover 4 row tiles x every column tile of a 8192-wide C, so every wave streams all of
+// B from DRAM. Renumbered in groups of GroupM row tiles (the column tiles of one group before the
+// next group), the resident blocks cover an 8 x 16 patch: a tile of A or B is read by many blocks
+// at about the same time and served from L2 (unique bytes per wave: 8 x 128 + 16.5 x 256 rows of K
+// instead of 4 x 128 + 32 x 256). The tall grid (row tiles continued along grid.z) keeps the plain
+// order. grid.x and grid.y only: a split's grid.z leaves the tile as it is.
+template <int GroupM, bool Tall>
+struct GlTilePerBlock {
+    // this block's (column tile, row tile)
+    static __device__ __forceinline__ int2 tile() {
+        if constexpr (Tall) {
+            return make_int2(blockIdx.x, GL_TILE_ROW);
+        } else {
+            const long long tiles_n = gridDim.x, lin = (long long)blockIdx.y * tiles_n + blockIdx.x;
+            const int2 t = gl_group_raster<long long>(lin, tiles_n, (int)gridDim.y, GroupM);   // (row, column)
+            return make_int2(t.y, t.x);
+        }
+    }
+};
+
+// ---- the persistent schedule (rungs 21 and 22) -----------------------------------------------------
+// The grid has min(units, SMs / CLUSTER) clusters (core/registry.py, Rung.persistent_grid), or with
+// BALANCE=1 (the default of both rungs; the host's choice, this code is the same) the fewest that
+// take no more waves: at 8192^3, 2048 units in 16 waves of 128 instead of 15 of 132 and one of 68.
+// Each wave then covers 8 whole column tiles of a group of 16 row tiles, where 132-unit waves
+// straddled columns and groups: fewer DRAM reads and L2 misses, and a little more clock under the
+// power cap (benchmarks/profiles/h100_l2probe_tf32_8192_balance.json; docs/journal/hopper.md). A unit is
+// CLUSTER vertically adjacent output tiles (one per CTA of the cluster) of one column tile. Cluster
+// c takes units c, c + clusters, c + 2 clusters, ...: a static schedule that its producer and its
+// consumers, and both CTAs of a cluster, walk identically, so no atomics are needed and every
+// barrier sees the same sequence of tiles and k tiles. Units are numbered in groups of GROUP_M
+// row tiles, the column tiles of one group before the next (rung 19's launch order): the ~132
+// units in flight at a time cover an 8 x 16 patch of C, whose tiles of A and B are served by L2.
+// A wave reads from DRAM each row panel of A and each column panel of B of its patch once: with
+// 128x256 tiles an 8 x 16.5 patch reads (8 x 128 + 16.5 x 256) rows of K, a 16 x 8.25 one (16 x 128
+// + 8.25 x 256): a fifth less (GROUP = 16, the default of both rungs; 3xTF32 keeps 8).
+// ---- stream-K tail (STREAMK=1) -----------------------------------------------------------------
+// Without it the last wave is partial: 512 tiles of 128x256 at 4096^3 on 132 SMs are 3.88 waves
+// that take 4 tile times, 2048 at 8192^3 are 15.52 that take 16. With it,
+// the units past the last whole wave (and one wave more when they would fill less than half of
+// one: each cluster then still gets at least half a unit of k tiles, so a unit has at most three
+// pieces) are cut into a contiguous run of (unit, k tile) steps split evenly over the clusters:
+// cluster c takes steps [c W / G, (c + 1) W / G) of the W = units x ktiles (below 2^31: the host's
+// registry.streamk_tail). A cluster walks its steps BACKWARDS, its pieces in falling order: its
+// share is the same length for every cluster, so each one starts on a unit's first k tiles and
+// then, one share-length later, goes on with the previous unit's last ones at the same offset, and
+// at any time all clusters stand at (nearly) the same k. That keeps the k-synchronous reuse of the
+// whole units' waves, where the CTAs of a row or column of tiles read the same k panel of A or B
+// from L2 together; walked forwards (each cluster on its own k offset) the tail read every panel
+// from DRAM again, and rung 22 at 4096^3 ran well behind its time without stream-K
+// (h100_tune_streamk_fwd_tf32_4096.json). The piece holding a unit's LAST k tile, done last by its
+// cluster, finishes the unit: the others (each its cluster's first piece, so done early) publish
+// their sums to the workspace, and the finisher adds them in falling cluster order, a fixed order,
+// so the sum is the same at every launch. Every CTA publishes at most one piece: the workspace
+// holds one tile of FP32 per CTA (sk_part), and a flag per consumer warp (sk_flag) that the host
+// zeroes before each launch.
+// Why it still loses at 4096^3 (docs/journal/hopper.md): a timeline of one launch (%globaltimer per
+// piece, fp16 4096^3; h100_timeline_wgmma_ws_streamk1_fp16_4096.json) had the last pieces ending
+// together, publishing at the same time, and the finishers of units holding a whole share in their
+// middle (a third piece, ending with the tail) waiting for it. Splitting one whole wave more (shares
+// of 1 to 2 units: at most two pieces a unit, each finisher's partner published first thing) was
+// slower still, in fp16 and more so in tf32 (h100_tune_*_sk2_*.json): with shares longer than a
+// unit the clusters' pieces stand at k offsets that differ by their shares' fractions, and the tail
+// lost the k-synchronous L2 reuse as the forward walk did.
+// Units and steps are 32-bit: a unit is at least 128 x 64 outputs, so 2^31 of them would need a C of
+// 2^44 elements (the host also keeps a stream-K tail's steps below 2^31), and every int that is not
+// 64-bit is a register the consumers keep beside their 128 accumulators.
+// A batch (GL_BATCHED, hopper.cuh): the units of element 0, then those of element 1, ...; each
+// element's in the grouped order above. A wave of small elements then covers several whole elements.
+template <int TileM, int TileN, int TileK, int Cluster, int GroupUnits, bool StreamK, bool Batched>
+struct GlPersistentSchedule {
+    int units_m, tiles_n, ktiles, clusters;
+    int total, dp;           // units; the first dp go whole to one cluster each (data-parallel)
+    int per;                 // a batch's: units of one batch element
+    long long sa, sb, sc;    // a batch's: the operands' batch strides, elements
+    __device__ __forceinline__ GlPersistentSchedule(int M, int N, int K, int batch, long long bsa, long long bsb,
+                                                    long long bsc)
+        : GlPersistentSchedule(M, N, K, batch) {
+        per = units_m * tiles_n;
+        sa = bsa, sb = bsb, sc = bsc;
+    }
+    __device__ __forceinline__ GlPersistentSchedule(int M, int N, int K, int batch = 1)
+        : units_m(GL_CEIL_DIV(GL_CEIL_DIV(M, TileM), Cluster)), tiles_n(GL_CEIL_DIV(N, TileN)),
+          ktiles(GL_CEIL_DIV(K, TileK)), clusters((int)gridDim.x / Cluster), total(units_m * tiles_n * batch),
+          dp(total) {
+        if (StreamK && total > clusters) {
+            const int rem = total % clusters;
+            if (rem) dp = total - rem - (2 * rem >= clusters ? 0 : clusters);
+        }
+    }
+    // The batch element of unit u (0 without a batch).
+    __device__ __forceinline__ int batch_of(int u) const {
+        if constexpr (Batched) return u / per;
+        return 0;
+    }
+    __device__ __forceinline__ long long stride_a() const {
+        if constexpr (Batched) return sa;
+        return 0;
+    }
+    __device__ __forceinline__ long long stride_b() const {
+        if constexpr (Batched) return sb;
+        return 0;
+    }
+    __device__ __forceinline__ long long stride_c() const {
+        if constexpr (Batched) return sc;
+        return 0;
+    }
+    // Unit u's tile for the CTA of cluster rank `rank`: (row tile, column tile) in its batch element.
+    // With CLUSTER = 2 and an odd number of row tiles, rank 1's tile of the last unit row lies wholly
+    // below M: it loads zeros (TMA fills, the copy path guards) and stores nothing, and keeps the two
+    // CTAs in step.
+    __device__ __forceinline__ int2 tile(int u, int rank) const {
+        if constexpr (Batched) u -= batch_of(u) * per;
+        const int2 t = gl_group_raster<int>(u, tiles_n, units_m, GroupUnits);   // (unit row, column tile)
+        return make_int2(t.x * Cluster + rank, t.y);
+    }
+    // The first stream-K step of cluster c (steps count k tiles of the units past dp).
+    // floor(W c / G) for the W = (total - dp) ktiles steps and G clusters, in 32 bits: W = q G + r
+    // gives q c + floor(r c / G), r c < G^2. The 64-bit quotient it replaced was a called routine
+    // (CALL __cuda_sm20_div_s64). Removing it did not shorten the k-tile loop: with STREAMK=1 ptxas
+    // still keeps the ring state in vector registers, a longer loop than STREAMK=0's, for a reason
+    // not found (neither the fixup's publish nor its add is it: removing either alone left the loop
+    // as long).
+    __device__ __forceinline__ int sk_begin(int c) const {
+        const int w = (total - dp) * ktiles, q = w / clusters, r = w % clusters;
+        return q * c + r * c / clusters;
+    }
+    // Cluster c's work in order: body(u, k0, k1) for unit u's k tiles [k0, k1), the whole units
+    // first, then its stream-K steps backwards. The producer and the consumers of both CTAs of a
+    // cluster walk the same sequence. One call site of the body (it is the whole main loop and
+    // epilogue, inlined), and one cursor x: the next whole unit while x >= 0, then -1 - the step the
+    // cluster's remaining steps end at (fewer registers live across the main loop).
+    template <typename F>
+    __device__ __forceinline__ void walk(int c, F&& body) const {
+        int x = c;
+        for (;;) {
+            int u = x, k0 = 0, k1 = ktiles;
+            if (x >= 0 && x < dp) {
+                x += clusters;
+            } else {
+                if (!StreamK) return;
+                if (x >= 0) x = -1 - sk_begin(c + 1);
+                const int end = -1 - x, left = end - sk_begin(c);    // steps not yet walked
+                if (left <= 0) return;
+                u = dp + (end - 1) / ktiles;
+                k1 = (end - 1) % ktiles + 1;
+                k0 = max(0, k1 - left);
+                x += k1 - k0;
+            }
+            body(u, k0, k1);
+        }
+    }
+};
