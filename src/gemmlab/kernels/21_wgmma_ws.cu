@@ -183,9 +183,11 @@ constexpr unsigned TX_BYTES = (GL_VEC_A ? A_STAGE_B : 0) + (GL_VEC_B ? B_STAGE_B
 
 #if GL_C_DTYPE == 0
 constexpr bool REG_A = false;   // the accumulators' rows are the wgmma's own (ws_epi32.cuh's acc_row)
-#include "ws_epi32.cuh"   // an FP32 C (16-bit operands, out_dtype float32): direct or TMA stores of FP32
+#include "ws_epi32.cuh"
+using Epilogue = GlWsEpi32;     // an FP32 C (16-bit operands, out_dtype float32): direct or TMA stores of FP32
 #else
-#include "ws_epi16.cuh"   // a 16-bit C: staged, TMA or deferred stores
+#include "ws_epi16.cuh"
+using Epilogue = GlWsEpi16;     // a 16-bit C: staged, TMA or deferred stores
 #endif
 constexpr int SMEM_NEED = 1024 + PIPE_B + EPI_BUDGET_B + 2 * STAGES * 8;   // 1024: aligning the base; then full[], empty[]
 static_assert(A_PANEL_B % 1024 == 0 && B_PANEL_B % 1024 == 0 && PIPE_B % 1024 == 0,

@@ -187,7 +187,8 @@ constexpr unsigned TX_BYTES = A_STAGE_B + B_STAGE_B;
 
 #include "ws.cuh"     // the persistent schedule, the mbarrier ring, the producer's load loop
 constexpr bool REG_A = GL_A_COL;   // an MN-major A is read into registers, its rows in acc_row's order
-#include "ws_epi32.cuh"   // the epilogue part: direct or TMA stores of FP32
+#include "ws_epi32.cuh"
+using Epilogue = GlWsEpi32;     // the epilogue part: direct or TMA stores of FP32
 
 #if GL_A_COL
 // ---- register A: the fragments of an MN-major A from its shared panels -------------------------------
@@ -204,7 +205,7 @@ struct AFrags {
     unsigned lo, hi;     // the thread's offsets in a stage's A tile: k = t and k = t + 4 of step 0, m64 block 0
     __device__ __forceinline__ AFrags(int wg, int w, int lane) {
         const int t = lane % 4;
-        const int m = acc_row(w, lane, 0);                                       // even: rows m, m + 1
+        const int m = Epilogue::acc_row(w, lane, 0);                             // even: rows m, m + 1
         const int panel = wg * (WM / ROW_E) + m / ROW_E, chunk = (m % ROW_E) / 4;
         const unsigned base = panel * A_PANEL_B + 4 * (m % 4);
         lo = base + t * GL_ROW_B + ((chunk ^ t) << 4);

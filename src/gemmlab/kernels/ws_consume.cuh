@@ -3,8 +3,8 @@
 // whole units, then stream-K pieces), the rung's mainloop part (``Mainloop``: ws_mainloop.cuh's descriptor loop,
 // or rung 22's register-A loop) over the mbarrier ring, the stream-K fixup (ws.cuh), and the
 // epilogue part of C's type (ws_epi16.cuh or ws_epi32.cuh): direct, staged, TMA or deferred stores.
-// The includer defines, before including: ``Mainloop`` (a mainloop part's type), BM, BN, MI, WM,
-// CLUSTER, and includes ws.cuh and one epilogue part.
+// The includer defines, before including: the part types ``Mainloop`` (a mainloop part) and
+// ``Epilogue`` (GlWsEpi16 or GlWsEpi32), BM, BN, MI, WM, CLUSTER, and includes ws.cuh.
 #pragma once
 // ---- main loop and epilogue: the consumer warpgroups ------------------------------------------
 // A tile as one number, (element x row tiles + row tile) x column tiles + column tile (below 2^32: the
@@ -34,10 +34,10 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
     Mainloop ml(sm, wg, warp, lane);
     auto release = [&](int s) { sm.release(s, lane, rank); };
     // the first tile row this warp stores, and its staging (the epilogue part's)
-    const int warp_row = epi_row(wg, warp);
-    const unsigned stage = epi_stage(sm.epi, wg, warp);
-    const bool tma = tma_store_now(M, N, ep.beta);
-    epi_prefetch(tma, warp, lane, tmC);
+    const int warp_row = Epilogue::epi_row(wg, warp);
+    const unsigned stage = Epilogue::epi_stage(sm.epi, wg, warp);
+    const bool tma = Epilogue::tma_store_now(M, N, ep.beta);
+    Epilogue::epi_prefetch(tma, warp, lane, tmC);
 
     float acc[MI][BN / 8][4];
     Ring ring;
@@ -47,23 +47,23 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
     // needs beside the held tile (rung 21's 128x256 stream-K build with a bias spilled 8 bytes
     // without them). The plain builds keep the three, as they were measured.
     constexpr bool HELD_BY_NUMBER = !GL_EPI_PLAIN;
-    unsigned held[NBOX][BOX_F][2];
-    int held_row = 0, held_col = 0, held_z = 0, held_next = NBOX;
+    unsigned held[Epilogue::NBOX][Epilogue::BOX_F][2];
+    int held_row = 0, held_col = 0, held_z = 0, held_next = Epilogue::NBOX;
     unsigned held_n = 0;
     // box b of the held tile by TMA, b known at run time only (the registers are named by constants)
     auto write_held = [&](int b) {
         if constexpr (HELD_BY_NUMBER) locate_held(sched, held_n, warp_row, held_row, held_col, held_z);
 #pragma unroll
-        for (int c = 0; c < NBOX; ++c)
-            if (c == b) write_held_box_tma(c, held[c], stage, lane, tmC, M, N, held_row, held_col, held_z);
+        for (int c = 0; c < Epilogue::NBOX; ++c)
+            if (c == b) Epilogue::write_held_box_tma(c, held[c], stage, lane, tmC, M, N, held_row, held_col, held_z);
     };
     // every box of the held tile not yet written
     auto write_rest = [&]() {
         if constexpr (HELD_BY_NUMBER) locate_held(sched, held_n, warp_row, held_row, held_col, held_z);
 #pragma unroll
-        for (int c = 0; c < NBOX; ++c)
-            if (c >= held_next) write_held_box_tma(c, held[c], stage, lane, tmC, M, N, held_row, held_col, held_z);
-        held_next = NBOX;
+        for (int c = 0; c < Epilogue::NBOX; ++c)
+            if (c >= held_next) Epilogue::write_held_box_tma(c, held[c], stage, lane, tmC, M, N, held_row, held_col, held_z);
+        held_next = Epilogue::NBOX;
     };
     sched.walk(blockIdx.x / CLUSTER, [&](int u, int k0, int k1) {
         const int2 t = sched.tile(u, rank);
@@ -73,8 +73,8 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
         // the held tile's boxes go out during this piece, one every `gap` k tiles over its first half,
         // the first not before the second k tile (at the first, every block of the wave starts its
         // next tile's loads together)
-        const int gap = max(1, (k1 - k0) / (2 * NBOX));
-        int write_at = DEFERRED && held_next < NBOX ? k0 + gap / 2 + 1 : -1;
+        const int gap = max(1, (k1 - k0) / (2 * Epilogue::NBOX));
+        int write_at = Epilogue::DEFERRED && held_next < Epilogue::NBOX ? k0 + gap / 2 + 1 : -1;
 
         // k tile kt: wait until its bytes are in, then the mainloop part's wgmmas, which release
         // the stages it is done with (ws_mainloop.cuh).
@@ -90,14 +90,14 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
                 ml.ktile(acc, s, kt > k0, prev, release);
                 ring.next();
             }
-            if (!DEFERRED || kt >= k1) break;
+            if (!Epilogue::DEFERRED || kt >= k1) break;
             write_held(held_next);
-            write_at = ++held_next < NBOX ? write_at + gap : -1;
+            write_at = ++held_next < Epilogue::NBOX ? write_at + gap : -1;
         }
         ml.drain(acc, prev, release);   // the tile's last stage: the producer refills it during the epilogue
-        if (DEFERRED) {         // what a short piece left of the held tile
+        if (Epilogue::DEFERRED) {         // what a short piece left of the held tile
             write_rest();
-            hold_nothing(held);
+            Epilogue::hold_nothing(held);
         }
         // a stream-K piece: published for the CTA that stores the tile, or the others' added to it
         if (!sk_fixup(sched, acc, u, k0, k1, sk_ws)) return;
@@ -106,8 +106,8 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
         // now); a tile wholly below M (rank 1 of a cluster's last unit row) stores nothing; with
         // DEFERRED, a tile for TMA is held until the next piece's main loop (or the end of the walk)
         if (row0 < M) {
-            if (DEFERRED && tma) {
-                hold_tile(held, acc, ep, row0 + warp_row, col0, lane);   // the whole functor, applied now
+            if (Epilogue::DEFERRED && tma) {
+                Epilogue::hold_tile(held, acc, ep, row0 + warp_row, col0, lane);   // the whole functor, applied now
                 if constexpr (HELD_BY_NUMBER) {
                     held_n = tile_number(sched, t, sched.batch_of(u));
                 } else {
@@ -117,16 +117,16 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
                 }
                 held_next = 0;
             } else if (tma) {
-                store_tile_tma(acc, stage, wg, warp, lane, tmC, M, N, row0 + warp_row, col0, sched.batch_of(u), ep);
+                Epilogue::store_tile_tma(acc, stage, wg, warp, lane, tmC, M, N, row0 + warp_row, col0, sched.batch_of(u), ep);
             } else {
 #if !GL_TMA_STORE_ONLY   // the twin: the host launches it only where the TMA store serves
-                store_rows(acc, stage, wg, warp, lane, C + sched.batch_of(u) * sched.stride_c(), ldc, M, N,
+                Epilogue::store_rows(acc, stage, wg, warp, lane, C + sched.batch_of(u) * sched.stride_c(), ldc, M, N,
                            row0 + warp_row, col0, ep);
 #endif
             }
         }
     });
-    if (DEFERRED) write_rest();   // the last tile
-    epi_drain(tma, warp, lane);
+    if (Epilogue::DEFERRED) write_rest();   // the last tile
+    Epilogue::epi_drain(tma, warp, lane);
 }
 

@@ -3,8 +3,9 @@
 // producer warpgroup (setmaxnreg down, ws.cuh's produce) and the consumer warpgroups (setmaxnreg up,
 // ws_consume.cuh's consume of the rung's parts). Included at the END of the rung's file, after it
 // has defined THREADS, CLUSTER, STAGES, A_STAGE_B, PIPE_B, CONSUMERS, CWARPS (ws.cuh adds
-// FULL_ARRIVALS, EMPTY_ARRIVALS, PRODUCER_REGS, CONSUMER_REGS), EPI_B (its epilogue part's staging,
-// ws_epi16.cuh or ws_epi32.cuh; 0 for none) and, through ws_consume.cuh,
+// FULL_ARRIVALS, EMPTY_ARRIVALS, PRODUCER_REGS, CONSUMER_REGS), its epilogue part ``Epilogue``
+// (ws_epi16.cuh's GlWsEpi16 or ws_epi32.cuh's GlWsEpi32; its EPI_B: the staging's bytes, 0 for none)
+// and, through ws_consume.cuh,
 //   consume(sm, sched, rank, warp, lane, M, N, ep, C, ldc, sk_ws[, &tmC]) (C of C's type TC; ep:
 //   epilogue.cuh's functor; with GL_C_COL, rung 22's column-major C of the transposed problem, the
 //   stored rows are the kernel's columns).
@@ -39,7 +40,7 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
      GL_BATCH_PARAMS GL_EPI_PARAMS)
 {
     gl_pdl_wait();   // after an operand copy launched programmatically: the copy done (pack.cu)
-    // One raw buffer: [STAGES A tiles][STAGES B tiles][epilogue staging, EPI_B bytes], then
+    // One raw buffer: [STAGES A tiles][STAGES B tiles][epilogue staging, Epilogue::EPI_B bytes], then
     // full[STAGES] and empty[STAGES]. Its base is rounded up to the swizzle's 1024 bytes (the same
     // offset in every CTA: multicast writes each CTA's copy at the offset the issuing CTA names).
     extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -48,7 +49,7 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     // opaque from here on: ptxas otherwise recomputed the base from the cluster CTA id in every k
     // tile of the consumers' loop (a few instructions per trip) instead of keeping one register
     asm("" : "+r"(base));
-    const Smem sm{base, base + STAGES * A_STAGE_B, base + PIPE_B, base + PIPE_B + EPI_B};
+    const Smem sm{base, base + STAGES * A_STAGE_B, base + PIPE_B, base + PIPE_B + Epilogue::EPI_B};
     const int tid = threadIdx.x, warp = tid / 32;
     const int rank = CLUSTER > 1 ? (int)gl_cluster_rank() : 0;
 #if GL_BATCHED
