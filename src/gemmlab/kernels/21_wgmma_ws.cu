@@ -179,7 +179,10 @@ constexpr bool MCAST_B = CLUSTER > 1 && GL_VEC_B;
 // multicast, part of B comes from the peer's TMA, counted on this CTA's barrier all the same).
 constexpr unsigned TX_BYTES = (GL_VEC_A ? A_STAGE_B : 0) + (GL_VEC_B ? B_STAGE_B : 0);
 
-#include "ws.cuh"     // the persistent schedule, the mbarrier ring, the producer's load loop
+#include "ws.cuh"     // the mbarrier ring, the producer's load loop, the stream-K fixup
+// the tile scheduler part (schedule.cuh): the persistent grouped walk, with a stream-K tail and over a
+// batch as the build says
+using Schedule = GlPersistentSchedule<BM, BN, BK, CLUSTER, GROUP_U, STREAMK, GL_BATCHED>;
 
 #if GL_C_DTYPE == 0
 constexpr bool REG_A = false;   // the accumulators' rows are the wgmma's own (ws_epi32.cuh's acc_row)

@@ -185,7 +185,10 @@ constexpr bool TMA_ONLY = true;
 constexpr bool MCAST_B = CLUSTER > 1;
 constexpr unsigned TX_BYTES = A_STAGE_B + B_STAGE_B;
 
-#include "ws.cuh"     // the persistent schedule, the mbarrier ring, the producer's load loop
+#include "ws.cuh"     // the mbarrier ring, the producer's load loop, the stream-K fixup
+// the tile scheduler part (schedule.cuh): the persistent grouped walk, with a stream-K tail and over a
+// batch as the build says
+using Schedule = GlPersistentSchedule<BM, BN, BK, CLUSTER, GROUP_U, STREAMK, GL_BATCHED>;
 constexpr bool REG_A = GL_A_COL;   // an MN-major A is read into registers, its rows in acc_row's order
 #include "ws_epi32.cuh"
 using Epilogue = GlWsEpi32;     // the epilogue part: direct or TMA stores of FP32

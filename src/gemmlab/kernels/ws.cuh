@@ -59,9 +59,6 @@ constexpr int GROUP_U = GROUP_M / CLUSTER;      // unit rows per group
 #define KREV 0
 #endif
 static_assert(!(KREV && STREAMK), "backward odd waves (KREV) take no stream-K tail");
-// The tile scheduler part both rungs take: the persistent grouped walk, with a stream-K tail
-// (STREAMK) and over a batch (GL_BATCHED) as the build says.
-using Schedule = GlPersistentSchedule<BM, BN, BK, CLUSTER, GROUP_U, STREAMK, GL_BATCHED>;
 // ---- mbarrier bookkeeping (both roles) ---------------------------------------------------------
 // A block's k tiles are numbered g = 0, 1, 2, ... across ALL the pieces of work it walks (whole
 // units, and with STREAMK=1 parts of them). k tile g lives in stage s = g % STAGES in round r = g / STAGES; each
@@ -101,6 +98,7 @@ struct Smem {
 };
 
 // ---- load: the producer warpgroup ------------------------------------------------------------
+template <class Schedule>
 __device__ __forceinline__ void produce(const Smem& sm, const Schedule& sched, int rank, int ptid,
                                         int M, int N, int K, const T* A, int lda, const T* B, int ldb,
                                         const GlTensorMap* tmA, const GlTensorMap* tmB) {
@@ -236,6 +234,7 @@ __device__ __forceinline__ void sk_add(float (&acc)[MI][BN / 8][4], float* ws, i
 // The warp, lane and cluster rank are read again here (a volatile read of %tid.x, which the
 // compiler cannot merge with the kernel's own), not kept live from the kernel's top: ptxas spilled
 // the warp index kept so (8 bytes, rung 22's register-A path).
+template <class Schedule>
 __device__ __forceinline__ bool sk_fixup(const Schedule& sched, float (&acc)[MI][BN / 8][4], int u, int k0, int k1,
                                          float* ws) {
     if (!STREAMK || k1 - k0 == sched.ktiles) return true;

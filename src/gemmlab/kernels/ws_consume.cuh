@@ -3,18 +3,20 @@
 // whole units, then stream-K pieces), the rung's mainloop part (``Mainloop``: ws_mainloop.cuh's descriptor loop,
 // or rung 22's register-A loop) over the mbarrier ring, the stream-K fixup (ws.cuh), and the
 // epilogue part of C's type (ws_epi16.cuh or ws_epi32.cuh): direct, staged, TMA or deferred stores.
-// The includer defines, before including: the part types ``Mainloop`` (a mainloop part) and
-// ``Epilogue`` (GlWsEpi16 or GlWsEpi32), BM, BN, MI, WM, CLUSTER, and includes ws.cuh.
+// consume is a template over the three part types (Schedule, Mainloop, Epilogue: ws_entry.cuh says
+// which); the includer defines BM, BN, MI, WM, CLUSTER and includes ws.cuh first.
 #pragma once
 // ---- main loop and epilogue: the consumer warpgroups ------------------------------------------
 // A tile as one number, (element x row tiles + row tile) x column tiles + column tile (below 2^32: the
 // units, CLUSTER tiles each, are below 2^31), and back: its first row (a warp's, from warp_row),
 // column and batch element. One division back without a batch, where the unit's grouped raster
 // (Schedule::tile) takes two.
+template <class Schedule>
 __device__ __forceinline__ unsigned tile_number(const Schedule& sched, int2 t, int z) {
     const unsigned rows = (unsigned)(sched.units_m * CLUSTER);
     return ((unsigned)z * rows + (unsigned)t.x) * (unsigned)sched.tiles_n + (unsigned)t.y;
 }
+template <class Schedule>
 __device__ __forceinline__ void locate_held(const Schedule& sched, unsigned n, int warp_row, int& row, int& col,
                                             int& z) {
     const unsigned q = n / (unsigned)sched.tiles_n;
@@ -24,6 +26,7 @@ __device__ __forceinline__ void locate_held(const Schedule& sched, unsigned n, i
     z = (int)e;
     row = (int)(q - e * rows) * BM + warp_row;
 }
+template <class Schedule, class Mainloop, class Epilogue>
 __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, int rank, int warp, int lane,
                                         int M, int N, const GlEpi& ep, TC* C, int ldc, float* sk_ws,
                                         const GlTensorMap* tmC) {

@@ -3,12 +3,13 @@
 // producer warpgroup (setmaxnreg down, ws.cuh's produce) and the consumer warpgroups (setmaxnreg up,
 // ws_consume.cuh's consume of the rung's parts). Included at the END of the rung's file, after it
 // has defined THREADS, CLUSTER, STAGES, A_STAGE_B, PIPE_B, CONSUMERS, CWARPS (ws.cuh adds
-// FULL_ARRIVALS, EMPTY_ARRIVALS, PRODUCER_REGS, CONSUMER_REGS), its epilogue part ``Epilogue``
-// (ws_epi16.cuh's GlWsEpi16 or ws_epi32.cuh's GlWsEpi32; its EPI_B: the staging's bytes, 0 for none)
-// and, through ws_consume.cuh,
-//   consume(sm, sched, rank, warp, lane, M, N, ep, C, ldc, sk_ws[, &tmC]) (C of C's type TC; ep:
-//   epilogue.cuh's functor; with GL_C_COL, rung 22's column-major C of the transposed problem, the
-//   stored rows are the kernel's columns).
+// FULL_ARRIVALS, EMPTY_ARRIVALS, PRODUCER_REGS, CONSUMER_REGS) and chosen its parts, the types
+// ``Schedule`` (schedule.cuh), ``Mainloop`` (ws_mainloop.cuh's, or rung 22's register-A one) and
+// ``Epilogue`` (ws_epi16.cuh's GlWsEpi16 or ws_epi32.cuh's GlWsEpi32; its EPI_B: the staging's bytes,
+// 0 for none); ws_consume.cuh gives
+//   consume<Schedule, Mainloop, Epilogue>(sm, sched, rank, warp, lane, M, N, ep, C, ldc, sk_ws[, &tmC])
+//   (C of C's type TC; ep: epilogue.cuh's functor; with GL_C_COL, rung 22's column-major C of the
+//   transposed problem, the stored rows are the kernel's columns).
 // GL_WS_C_MAP 1 (rung 21): the kernel takes a third tensor map, of C, after A's and B's (its TMA
 // store epilogue), and passes it to consume last; the host always passes its 128 bytes.
 // STREAMK 1 (ws.cuh): the next argument is the stream-K workspace (its flags zeroed by the host
@@ -80,8 +81,8 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
         produce(sm, sched, rank, tid - CONSUMERS, M, N, K, A, lda, B, ldb, &tmA, &tmB);
     } else {
         gl_setmaxnreg_inc<CONSUMER_REGS>();
-        consume(sm, sched, rank, warp, tid % 32, M, N, GL_EPI_MAKE(alpha, beta, GL_C_COL ? N : M, GL_C_COL ? M : N), C,
-                ldc, sk_ws
+        consume<Schedule, Mainloop, Epilogue>(sm, sched, rank, warp, tid % 32, M, N,
+                                              GL_EPI_MAKE(alpha, beta, GL_C_COL ? N : M, GL_C_COL ? M : N), C, ldc, sk_ws
 #if GL_WS_C_MAP
                 , &tmC
 #endif
