@@ -9,7 +9,7 @@
 // mbarrier ring, now shared through hopper.cuh):
 // * Persistent: the grid is min(tiles, SMs) blocks (clusters: min(units, SMs/2) pairs; BALANCE=1, the
 //   default: the fewest that take no more waves, ws.cuh), each
-//   looping over output tiles in a static grouped order (Schedule below). Rung 19 launches one
+//   looping over output tiles in a static grouped order (schedule.cuh). Rung 19 launches one
 //   block per tile, 1 block of 384 threads per SM (192 KB of stages): each block fills its
 //   pipeline and writes its epilogue with the tensor cores idle (Nsight Compute showed the tensor
 //   pipe idle for a quarter of the time and barriers as the top stall). Here the mbarrier phases continue across
