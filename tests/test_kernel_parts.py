@@ -1,0 +1,54 @@
+"""The Hopper kernels' shape (issue 41): the warp-specialized rungs are compositions of named part
+types, the tile order is written once, and the consumers reach the epilogue only through the part
+the rung chose. Read from the kernel sources (no compile)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+KERNELS = Path(__file__).resolve().parents[1] / "src" / "gemmlab" / "kernels"
+WS_RUNGS = ("21_wgmma_ws.cu", "22_wgmma_tf32.cu")
+# what an epilogue part gives the consumers (ws_epi16.cuh's list)
+EPILOGUE_MEMBERS = ("epi_row", "epi_stage", "tma_store_now", "epi_prefetch", "store_tile_tma", "store_rows", "hold_tile",
+                    "hold_nothing", "write_held_box_tma", "epi_drain")
+
+
+def _code(name: str) -> str:
+    """The file's text without its comments."""
+    text = (KERNELS / name).read_text()
+    return re.sub(r"//[^\n]*", "", text)
+
+
+@pytest.mark.parametrize("rung", WS_RUNGS)
+def test_each_warp_specialized_rung_chooses_its_schedule_mainloop_and_epilogue_by_type(rung):
+    code = _code(rung)
+    assert re.search(r"using Schedule = GlPersistentSchedule<", code)
+    assert re.search(r"using Mainloop = \w+", code)
+    assert re.search(r"using Epilogue = GlWsEpi(16|32);", code)
+
+
+def test_the_entry_composes_the_three_parts():
+    assert "consume<Schedule, Mainloop, Epilogue>(" in _code("ws_entry.cuh")
+
+
+def test_the_grouped_tile_order_is_called_from_the_schedulers_alone():
+    callers = sorted(p.name for p in KERNELS.glob("*.cu*") if re.search(r"gl_group_raster<\w+>\(", _code(p.name)))
+    assert callers == ["schedule.cuh"]
+
+
+@pytest.mark.parametrize("part,struct", [("ws_epi16.cuh", "GlWsEpi16"), ("ws_epi32.cuh", "GlWsEpi32")])
+def test_each_epilogue_part_is_one_type_giving_the_consumers_interface(part, struct):
+    code = _code(part)
+    assert re.search(rf"\bstruct {struct} \{{", code)
+    for member in EPILOGUE_MEMBERS:
+        assert re.search(rf"static __device__ __forceinline__ \w+ {member}\(", code), member
+
+
+def test_the_consumers_reach_the_epilogue_only_through_the_chosen_part():
+    code = _code("ws_consume.cuh")
+    for member in EPILOGUE_MEMBERS:
+        assert re.search(rf"Epilogue::{member}\(", code), member
+        assert not re.search(rf"(?<![\w:]){member}\(", code), f"{member} called without the part"
