@@ -1,7 +1,7 @@
 // ws_consume.cuh — the consumer warpgroups of the warp-specialized WGMMA rungs (21 wgmma_ws, 22
-// wgmma_tf32), composed of the rung's parts: the persistent walk (schedule.cuh's, chosen in ws.cuh:
-// whole units, then stream-K pieces), the rung's mainloop part (``Mainloop``: ws_mainloop.cuh's descriptor loop,
-// or rung 22's register-A loop) over the mbarrier ring, the stream-K fixup (ws.cuh), and the
+// wgmma_tf32), composed of the rung's parts: the persistent walk (``Schedule``, schedule.cuh's: whole
+// units, then stream-K pieces), the rung's mainloop part (``Mainloop``: ws_mainloop.cuh's descriptor
+// loop, or rung 22's register-A loop) over the mbarrier ring, the stream-K fixup (ws.cuh), and the
 // epilogue part of C's type (ws_epi16.cuh or ws_epi32.cuh): direct, staged, TMA or deferred stores.
 // consume is a template over the three part types (Schedule, Mainloop, Epilogue: ws_entry.cuh says
 // which); the includer defines BM, BN, MI, WM, CLUSTER and includes ws.cuh first.
@@ -58,14 +58,16 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
         if constexpr (HELD_BY_NUMBER) locate_held(sched, held_n, warp_row, held_row, held_col, held_z);
 #pragma unroll
         for (int c = 0; c < Epilogue::NBOX; ++c)
-            if (c == b) Epilogue::write_held_box_tma(c, held[c], stage, lane, tmC, M, N, held_row, held_col, held_z);
+            if (c == b)
+                Epilogue::write_held_box_tma(c, held[c], stage, lane, tmC, M, N, held_row, held_col, held_z);
     };
     // every box of the held tile not yet written
     auto write_rest = [&]() {
         if constexpr (HELD_BY_NUMBER) locate_held(sched, held_n, warp_row, held_row, held_col, held_z);
 #pragma unroll
         for (int c = 0; c < Epilogue::NBOX; ++c)
-            if (c >= held_next) Epilogue::write_held_box_tma(c, held[c], stage, lane, tmC, M, N, held_row, held_col, held_z);
+            if (c >= held_next)
+                Epilogue::write_held_box_tma(c, held[c], stage, lane, tmC, M, N, held_row, held_col, held_z);
         held_next = Epilogue::NBOX;
     };
     sched.walk(blockIdx.x / CLUSTER, [&](int u, int k0, int k1) {
@@ -98,7 +100,7 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
             write_at = ++held_next < Epilogue::NBOX ? write_at + gap : -1;
         }
         ml.drain(acc, prev, release);   // the tile's last stage: the producer refills it during the epilogue
-        if (Epilogue::DEFERRED) {         // what a short piece left of the held tile
+        if (Epilogue::DEFERRED) {   // what a short piece left of the held tile
             write_rest();
             Epilogue::hold_nothing(held);
         }
@@ -120,11 +122,12 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
                 }
                 held_next = 0;
             } else if (tma) {
-                Epilogue::store_tile_tma(acc, stage, wg, warp, lane, tmC, M, N, row0 + warp_row, col0, sched.batch_of(u), ep);
+                Epilogue::store_tile_tma(acc, stage, wg, warp, lane, tmC, M, N, row0 + warp_row, col0,
+                                         sched.batch_of(u), ep);
             } else {
 #if !GL_TMA_STORE_ONLY   // the twin: the host launches it only where the TMA store serves
-                Epilogue::store_rows(acc, stage, wg, warp, lane, C + sched.batch_of(u) * sched.stride_c(), ldc, M, N,
-                           row0 + warp_row, col0, ep);
+                Epilogue::store_rows(acc, stage, wg, warp, lane, C + sched.batch_of(u) * sched.stride_c(), ldc,
+                                     M, N, row0 + warp_row, col0, ep);
 #endif
             }
         }

@@ -82,7 +82,8 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     } else {
         gl_setmaxnreg_inc<CONSUMER_REGS>();
         consume<Schedule, Mainloop, Epilogue>(sm, sched, rank, warp, tid % 32, M, N,
-                                              GL_EPI_MAKE(alpha, beta, GL_C_COL ? N : M, GL_C_COL ? M : N), C, ldc, sk_ws
+                                              GL_EPI_MAKE(alpha, beta, GL_C_COL ? N : M, GL_C_COL ? M : N), C, ldc,
+                                              sk_ws
 #if GL_WS_C_MAP
                 , &tmC
 #endif
