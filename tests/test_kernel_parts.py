@@ -30,6 +30,18 @@ def test_each_warp_specialized_rung_chooses_its_schedule_mainloop_and_epilogue_b
     assert re.search(r"using Epilogue = GlWsEpi(16|32);", code)
 
 
+def test_rung_22s_register_a_mainloop_is_a_part_beside_the_descriptor_one():
+    assert re.search(r"struct GlMainloopRegA \{", _code("ws_mainloop.cuh"))
+
+
+@pytest.mark.parametrize("rung", WS_RUNGS)
+def test_a_warp_specialized_rung_defines_no_part_of_its_own(rung):
+    """Its file is geometry and part choices: no struct and no device function of its own."""
+    code = _code(rung)
+    assert not re.search(r"\bstruct\b", code)
+    assert not re.search(r"__device__", code)
+
+
 def test_the_entry_composes_the_three_parts():
     assert "consume<Schedule, Mainloop, Epilogue>(" in _code("ws_entry.cuh")
 

@@ -10,7 +10,7 @@
 //                                          prev: the stage whose group is still in flight, updated);
 //   drain(acc, prev, release)              after a piece's last k tile: every group done, the last
 //                                          stage released (the producer refills it during the epilogue).
-// Rung 22's register-A mainloop (an MN-major A read into registers) gives the same, in its file.
+// GlMainloopRegA, rung 22's register-A mainloop (an MN-major A read into registers), gives the same.
 // The includer defines, before including: BN, MI, WM (hopper.cuh), KSTEPS, A_PANEL_B, B_PANEL_B,
 // A_STAGE_B, B_STAGE_B (its k step and shared-memory carve-up) and includes ws.cuh (Smem).
 #pragma once
@@ -46,3 +46,105 @@ struct GlMainloopSS {
         }
     }
 };
+
+#if GL_DTYPE == 0
+// ---- the register-A mainloop part (rung 22, an MN-major A): A's fragments read into registers -------
+// TF32 only (wgmma takes A from registers as K-major 32-bit pairs). Epilogue: the rung's epilogue
+// part, whose acc_row names the accumulator rows each thread holds; this part loads A's rows in that
+// order (ws_epi32.cuh says why the order makes the loads conflict-free).
+// Half a k tile (KSTEPS / 2 k8 steps, all MI m64 blocks) per register buffer: a k tile's wgmmas go
+// out as two commit groups, each reading one buffer, so the next half's loads never wait for the
+// wgmmas that read the other. Row m of a [BK][32 m] panel, k row r: byte r * 128 + 16 * (chunk(m) ^
+// (r % 8)) + 4 * (m % 4); r % 8 is t or t + 4 at every step, so each thread's two addresses per
+// step are constants plus 1024 per step (see acc_row for the row map).
+// Half 0 of a k tile, then half 1; each wait leaves the half just issued in flight: after half 0's
+// wgmmas the previous k tile's second half is done (its stage is released), after half 1's this k
+// tile's first half is done (its registers may be loaded again).
+template <class Epilogue>
+struct GlMainloopRegA {
+    static constexpr int ROW_E = GL_ROW_B / 4;   // FP32 per 128-byte swizzle row: 32
+    static constexpr int HALF = KSTEPS / 2;
+    static_assert(KSTEPS % 2 == 0, "a k tile is two halves of k8 steps (BK a multiple of 32)");
+    using Frags = unsigned[HALF][MI][4];
+
+    struct AFrags {
+        unsigned lo, hi;     // the thread's offsets in a stage's A tile: k = t and k = t + 4 of step 0, m64 block 0
+        __device__ __forceinline__ AFrags(int wg, int w, int lane) {
+            const int t = lane % 4;
+            const int m = Epilogue::acc_row(w, lane, 0);                             // even: rows m, m + 1
+            const int panel = wg * (WM / ROW_E) + m / ROW_E, chunk = (m % ROW_E) / 4;
+            const unsigned base = panel * A_PANEL_B + 4 * (m % 4);
+            lo = base + t * GL_ROW_B + ((chunk ^ t) << 4);
+            hi = base + (t + 4) * GL_ROW_B + ((chunk ^ (t + 4)) << 4);
+        }
+        // half `q` of the k tile in the stage at `a_stage` (shared address)
+        __device__ __forceinline__ void load(Frags& f, unsigned a_stage, int q) const {
+#pragma unroll
+            for (int kk = 0; kk < HALF; ++kk)
+#pragma unroll
+                for (int mi = 0; mi < MI; ++mi) {
+                    const unsigned at = a_stage + mi * (64 / ROW_E) * A_PANEL_B + (q * HALF + kk) * 8 * GL_ROW_B;
+                    asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n" : "=r"(f[kk][mi][0]), "=r"(f[kk][mi][1]) : "r"(at + lo) : "memory");
+                    asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n" : "=r"(f[kk][mi][2]), "=r"(f[kk][mi][3]) : "r"(at + hi) : "memory");
+                }
+        }
+    };
+
+    // Keeps a buffer's registers live (and unchanged) up to this point: the wgmmas that read them are
+    // asynchronous, so the compiler must not reuse them before the wait_group that ends those wgmmas.
+    static __device__ __forceinline__ void fence_frags(Frags& f) {
+#pragma unroll
+        for (int kk = 0; kk < HALF; ++kk)
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(f[kk][mi][e]) :: "memory");
+    }
+
+    // One half of a k tile: its fragments' wgmmas (B from the stage's K-major panels), one commit group.
+    template <typename Descs>
+    static __device__ __forceinline__ void wgmma_half(float (&acc)[MI][BN / 8][4], const Frags& f, const Descs& d,
+                                                      unsigned b_stage, int q) {
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
+        gl_wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < HALF; ++kk)
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi) GlWgmmaRS<BN>::mma(acc[mi], f[kk][mi], d.b(b_stage, q * HALF + kk));
+        gl_wgmma_commit();
+    }
+
+    const GlStageDescs<0, 1, A_PANEL_B, B_PANEL_B> descs;   // B's (A's are the fragments)
+    const AFrags frags;
+    const Smem& sm;
+    Frags f0, f1;       // the k tile's first and second half
+    __device__ __forceinline__ GlMainloopRegA(const Smem& sm_, int wg, int warp, int lane)
+        : descs(sm_.a_base, sm_.b_base, wg * WM), frags(wg, warp % 4, lane), sm(sm_) {}
+
+    template <typename Release>
+    __device__ __forceinline__ void ktile(float (&acc)[MI][BN / 8][4], int s, bool later, int& prev,
+                                          const Release& release) {
+        const unsigned a_stage = sm.a_base + s * A_STAGE_B;
+        frags.load(f0, a_stage, 0);
+        wgmma_half(acc, f0, descs, s * B_STAGE_B, 0);
+        gl_wgmma_wait<1>();
+        fence_frags(f1);
+        if (later) release(prev);
+        frags.load(f1, a_stage, 1);
+        wgmma_half(acc, f1, descs, s * B_STAGE_B, 1);
+        gl_wgmma_wait<1>();
+        fence_frags(f0);
+        prev = s;
+    }
+
+    template <typename Release>
+    __device__ __forceinline__ void drain(float (&acc)[MI][BN / 8][4], int prev, const Release& release) {
+        gl_wgmma_wait<0>();
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
+        fence_frags(f1);
+        release(prev);
+    }
+};
+#endif
