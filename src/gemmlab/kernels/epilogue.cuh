@@ -105,7 +105,7 @@ struct GlEpi {
     // A caller that stores several rows of the same columns, or several columns of the same rows,
     // loads the bias once: bias_col(j) is the bias of column j where it runs along the columns,
     // bias_row(i) that of row i where it runs along the rows, each 0 otherwise (no load); apply(v, b)
-    // finishes v with b = bias_col(j) + bias_row(i).
+    // finishes v with b, the one of the two the build has (rung 21's EpiBias::at).
     __device__ __forceinline__ float bias_col(int j) const {
 #if GL_BIAS && !GL_BIAS_ROW && !GL_EPI_PLAIN
         return bias_at(0, j);

@@ -3,10 +3,11 @@
 //   GlTilePerBlock<GroupM, Tall> (rung 19): one tile per block, the blocks renumbered in groups of
 //     GroupM row tiles; the tall grid (row tiles continued along grid.z) in plain order.
 //   GlPersistentSchedule<TileM, TileN, TileK, Cluster, GroupUnits, StreamK, Batched> (rungs 21 and
-//     22, ws.cuh): each cluster walks units of Cluster tiles in the same grouped order, with a
+//     22, chosen by each rung): each cluster walks units of Cluster tiles in the same grouped order, with a
 //     stream-K tail (StreamK) and over a batch (Batched); built per block, Schedule(M, N, K) or for a
 //     batch Schedule(M, N, K, batch, strides). It gives tile(u, rank), batch_of(u), the batch strides,
-//     walk(c, body) and sk_begin(c) (the stream-K fixup's, ws.cuh).
+//     walk(c, body), sk_begin(c) (the stream-K fixup's, ws.cuh), and a tile's number and back
+//     (tile_number, tile_of_number: how the consumers keep a held tile).
 #pragma once
 #include "hopper.cuh"
 
@@ -128,6 +129,22 @@ struct GlPersistentSchedule {
         if constexpr (Batched) u -= batch_of(u) * per;
         const int2 t = gl_group_raster<int>(u, tiles_n, units_m, GroupUnits);   // (unit row, column tile)
         return make_int2(t.x * Cluster + rank, t.y);
+    }
+    // A tile (row tile, column tile) of batch element z as one number, (z x row tiles + row tile) x
+    // column tiles + column tile (below 2^32: the units, Cluster tiles each, are below 2^31), and
+    // back. One division back without a batch, where a unit's grouped raster (tile) takes two: the
+    // consumers keep a held tile so (ws_consume.cuh).
+    __device__ __forceinline__ unsigned tile_number(int2 t, int z) const {
+        const unsigned rows = (unsigned)(units_m * Cluster);
+        return ((unsigned)z * rows + (unsigned)t.x) * (unsigned)tiles_n + (unsigned)t.y;
+    }
+    __device__ __forceinline__ void tile_of_number(unsigned n, int& row_tile, int& col_tile, int& z) const {
+        const unsigned q = n / (unsigned)tiles_n;
+        col_tile = (int)(n - q * (unsigned)tiles_n);
+        const unsigned rows = (unsigned)(units_m * Cluster);
+        const unsigned e = Batched ? q / rows : 0u;
+        z = (int)e;
+        row_tile = (int)(q - e * rows);
     }
     // The first stream-K step of cluster c (steps count k tiles of the units past dp).
     // floor(W c / G) for the W = (total - dp) ktiles steps and G clusters, in 32 bits: W = q G + r

@@ -1,6 +1,7 @@
 // ws.cuh — what the warp-specialized persistent WGMMA rungs (21 wgmma_ws, 22 wgmma_tf32) share:
-// the choice of the persistent schedule (schedule.cuh), the mbarrier ring bookkeeping, the
-// shared-memory handles and the producer warpgroup's load loop. Rung 21's header explains the design; this file holds it once.
+// the persistent schedule's parameters (the schedule itself: schedule.cuh, chosen by the rung), the
+// mbarrier ring bookkeeping, the shared-memory handles, the producer warpgroup's load loop and the
+// stream-K fixup. Rung 21's header explains the design; this file holds it once.
 // The includer defines, before including: BM, BN, BK, STAGES, CLUSTER, THREADS (defines), T, and
 // the constants WGS, MI, CWARPS (its consumer warpgroups), A_PANELS, A_ROWS, B_PANELS, B_ROWS,
 // A_STAGE_B, B_STAGE_B (its shared-memory carve-up), TMA_ONLY, MCAST_B, TX_BYTES (how its operands

@@ -7,24 +7,14 @@
 // which); the includer defines BM, BN, MI, WM, CLUSTER and includes ws.cuh first.
 #pragma once
 // ---- main loop and epilogue: the consumer warpgroups ------------------------------------------
-// A tile as one number, (element x row tiles + row tile) x column tiles + column tile (below 2^32: the
-// units, CLUSTER tiles each, are below 2^31), and back: its first row (a warp's, from warp_row),
-// column and batch element. One division back without a batch, where the unit's grouped raster
-// (Schedule::tile) takes two.
-template <class Schedule>
-__device__ __forceinline__ unsigned tile_number(const Schedule& sched, int2 t, int z) {
-    const unsigned rows = (unsigned)(sched.units_m * CLUSTER);
-    return ((unsigned)z * rows + (unsigned)t.x) * (unsigned)sched.tiles_n + (unsigned)t.y;
-}
+// The first row (a warp's, from warp_row), column and batch element of the tile numbered n.
 template <class Schedule>
 __device__ __forceinline__ void locate_held(const Schedule& sched, unsigned n, int warp_row, int& row, int& col,
                                             int& z) {
-    const unsigned q = n / (unsigned)sched.tiles_n;
-    col = (int)(n - q * (unsigned)sched.tiles_n) * BN;
-    const unsigned rows = (unsigned)(sched.units_m * CLUSTER);
-    const unsigned e = GL_BATCHED ? q / rows : 0u;
-    z = (int)e;
-    row = (int)(q - e * rows) * BM + warp_row;
+    int row_tile, col_tile;
+    sched.tile_of_number(n, row_tile, col_tile, z);
+    row = row_tile * BM + warp_row;
+    col = col_tile * BN;
 }
 template <class Schedule, class Mainloop, class Epilogue>
 __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, int rank, int warp, int lane,
@@ -114,7 +104,7 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
             if (Epilogue::DEFERRED && tma) {
                 Epilogue::hold_tile(held, acc, ep, row0 + warp_row, col0, lane);   // the whole functor, applied now
                 if constexpr (HELD_BY_NUMBER) {
-                    held_n = tile_number(sched, t, sched.batch_of(u));
+                    held_n = sched.tile_number(t, sched.batch_of(u));
                 } else {
                     held_row = row0 + warp_row;
                     held_col = col0;
