@@ -79,7 +79,7 @@ constexpr int FN = WN / 8;                        // n8 mma tiles per warp, acro
 constexpr int KSTEPS = BK / 16;                   // k16 steps per block tile
 
 __host__ __device__ constexpr bool gl_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
-// What the registry's constraints promise (core/registry.py, _mma_constraints), restated.
+// What the registry's constraints promise (core/families/tensor.py, mma_constraints), restated.
 static_assert(NWARPS * 32 == THREADS, "THREADS must be 32 * (BM/WM) * (BN/WN)");
 static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles must divide the block tile");
 static_assert(WM % 16 == 0 && WN % 16 == 0, "a warp tile is m16 x n16 pieces (one ldmatrix.x4 each for A and B)");
@@ -437,17 +437,10 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     gl_cp_wait<0>();
     __syncthreads();
 #if GL_SPLITK_CLUSTER
-    {   // the partial tile [BM][PT_LD] over the stages, from the fragments (gl_store_warp16's layout)
+    {   // the partial tile [BM][PT_LD] over the stages, from the fragments
         float (*pt)[PT_LD] = reinterpret_cast<float (*)[PT_LD]>(smem);
-        const int g = lane / 4, c2 = 2 * (lane % 4);
 #pragma unroll
-        for (int i = 0; i < FM; ++i)
-#pragma unroll
-            for (int j = 0; j < FN; ++j) {
-                const int r = wm * WM + 16 * i + g, c = wn * WN + 8 * j + c2;
-                *reinterpret_cast<float2*>(&pt[r][c]) = make_float2(acc[i][j][0], acc[i][j][1]);
-                *reinterpret_cast<float2*>(&pt[r + 8][c]) = make_float2(acc[i][j][2], acc[i][j][3]);
-            }
+        for (int i = 0; i < FM; ++i) gl_partial_warp16<WN, PT_LD>(pt, acc[i], wm * WM + 16 * i, wn * WN, lane);
     }
     gl_cluster_split_store<BM, BN, PT_LD, THREADS>(a_base, C, ldc, M, N, row0, col0, GL_EPI(alpha, beta));
 #else

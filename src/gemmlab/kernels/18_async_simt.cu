@@ -304,7 +304,7 @@ struct StageCopy {
 // One block per SM (the registry allows STREAMK=1 only for such tiles), and T tiles of C: T / 132
 // waves of whole tiles plus a partial one, which takes a whole tile time with the rest of the SMs
 // idle (4096^3 at 128x256: 512 tiles, 3.88 waves run in 4; 8192^3: 15.52 in 16). With G blocks per
-// wave (registry.Rung.launch: the SM count), the dp tiles of the whole waves run first, one per
+// wave (core/schema.py, Rung.launch: the SM count), the dp tiles of the whole waves run first, one per
 // block (`gemm`, grid (G, dp / G)); then `gemm_sk_tail`, G blocks, shares the k tiles of the T - dp
 // tiles left: all of the partial wave, and one whole wave more when the partial one is under half
 // full (as in ws.cuh: every block then gets at least half a tile's k tiles, so a tile has at most

@@ -42,6 +42,11 @@
 // the pipeline buffers once all consumer warps are done with them) and writes 8 outputs per lane,
 // alpha/beta applied (C never read when beta == 0), rounded to C's type TC (T, or an output dtype:
 // FP32 or the other 16-bit type), 16-byte stores where legal (gl_store_warp16).
+// Parts (docs/hopper.md, "How a Hopper rung is composed"), shared with rungs 21 and 22: the stages'
+// carve-up, the mbarrier ring, the producer's loads (TMA or the thread copy) and the consumers' wait
+// per k tile are ring.cuh's; a k tile's wgmmas are mainloop.cuh's GlMainloopSS; the tile order is
+// schedule.cuh's GlTilePerBlock; the staged epilogue is tensor16.cuh's gl_store_warp16 (rung 17's
+// too). This file is the kernel that composes them: one tile per block, no register split.
 // The tensor cores are fed without ldmatrix, but every block still pays its prologue and epilogue
 // alone (no persistence) and the producer shares the consumers' register budget. The first version,
 // blocks in plain row order, did well at 4096^3 and lost at 8192^3 to L2 misses
@@ -79,7 +84,6 @@
 // waiting for the TMA thread's warp to reconverge: the cluster barriers are .aligned.
 #include "common.cuh"
 #include "hopper.cuh"
-#include "schedule.cuh"
 #if GL_BATCHED
 #error "rung 19 (wgmma_tma) launches one problem: a batch in one launch is rung 21's (GL_BATCHED)"
 #endif
@@ -93,35 +97,26 @@
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "rung 19 (wgmma_tma) needs the sm_90a target (wgmma exists on Hopper only): compile for sm_90a"
 #endif
+#define CLUSTER 1     // each block loads its own tiles (the cluster split's cluster along z shares no loads)
 
 // ---- geometry (the warpgroups, WGS, MI, CONSUMERS and CWARPS: hopper.cuh) ----------------------
-constexpr int PRODUCERS = 128;                // the producer warpgroup (TMA: one thread of it works)
 constexpr int KSTEPS = BK / 16;               // k16 wgmma steps per tile
-constexpr int ROW_B = 128;                    // bytes of one swizzled row: 64 16-bit elements
-// What the registry's constraints promise (core/registry.py, _wgmma_constraints), restated.
-static_assert(THREADS == CONSUMERS + PRODUCERS, "THREADS must be 128 per consumer warpgroup plus a producer warpgroup");
+// What the registry's constraints promise (core/families/hopper.py), restated.
+static_assert(THREADS == CONSUMERS + GL_WARPGROUP, "THREADS must be 128 per consumer warpgroup plus a producer warpgroup");
 static_assert((WM == 64 || WM == 128) && BM % WM == 0 && (WGS == 1 || WGS == 2),
               "one or two consumer warpgroups of 64 or 128 rows each");
 static_assert(BN == 64 || BN == 128 || BN == 256, "a wgmma's N is the block's BN: 64, 128 or 256");
-static_assert(BK % 64 == 0 && BK <= 256, "BK is whole 128-byte swizzle rows (64 elements) and a TMA box side (<= 256)");
 static_assert(STAGES >= 2, "the pipeline needs at least two stages");
 static_assert(MI * BN / 2 <= 128, "at most 128 FP32 accumulators per thread");
 
-// ---- shared-memory carve-up -----------------------------------------------------------------
-// An operand tile is PANELS panels of ROWS swizzled rows of 128 bytes (see the header).
-#if GL_A_COL
-constexpr int A_PANELS = BM / 64, A_ROWS = BK;        // MN-major: [BK][64 m] per 64 rows of the tile
-#else
-constexpr int A_PANELS = BK / 64, A_ROWS = BM;        // K-major: [BM][64 k] per 64 k
-#endif
-#if GL_B_COL
-constexpr int B_PANELS = BK / 64, B_ROWS = BN;        // K-major: [BN][64 k] per 64 k
-#else
-constexpr int B_PANELS = BN / 64, B_ROWS = BK;        // MN-major: [BK][64 n] per 64 columns
-#endif
-constexpr int A_PANEL_B = A_ROWS * ROW_B, B_PANEL_B = B_ROWS * ROW_B;
-constexpr int A_STAGE_B = A_PANELS * A_PANEL_B, B_STAGE_B = B_PANELS * B_PANEL_B;
-constexpr int PIPE_B = STAGES * (A_STAGE_B + B_STAGE_B);
+// ---- the parts: the stage ring and its producer (ring.cuh), one tile per block in groups of 8 row
+// tiles (schedule.cuh), both operands by descriptor (mainloop.cuh) -----------------------------------
+#include "ring.cuh"
+using Schedule = GlTilePerBlock<BK, 8, GL_TALL>;
+#include "mainloop.cuh"
+using Mainloop = GlMainloopSS<GL_A_COL, GL_B_COL>;
+
+// ---- shared memory: the stages (ring.cuh), the epilogue's staging over them ----------------------
 constexpr int CS_LD = BN + 8;                          // FP32 staging row (gl_store_warp16)
 constexpr int STAGING_B = CWARPS * 16 * CS_LD * 4;
 #if GL_SPLITK_CLUSTER
@@ -133,17 +128,7 @@ constexpr int PARTIAL_B = 0;
 constexpr int DATA_B = PIPE_B > STAGING_B ? (PIPE_B > PARTIAL_B ? PIPE_B : PARTIAL_B)
                                           : (STAGING_B > PARTIAL_B ? STAGING_B : PARTIAL_B);
 constexpr int SMEM_NEED = 1024 + DATA_B + 2 * STAGES * 8;   // 1024: aligning the base; then full[], empty[]
-static_assert(A_PANEL_B % 1024 == 0 && B_PANEL_B % 1024 == 0, "panels keep the 1024-byte swizzle alignment");
 static_assert(SMEM_NEED <= GL_DYN_SMEM, "the registry's shared-memory size (GL_DYN_SMEM) is too small for this tile");
-
-// Bytes the copy engine delivers per stage (operands without TMA are copied by threads instead).
-constexpr unsigned TX_BYTES = (GL_VEC_A ? A_STAGE_B : 0) + (GL_VEC_B ? B_STAGE_B : 0);
-// Arrivals that complete a full barrier: the one thread that issues the TMA boxes, or every thread
-// of the producer warpgroup when some operand is copied by threads.
-constexpr unsigned FULL_ARRIVALS = (GL_VEC_A && GL_VEC_B) ? 1 : PRODUCERS;
-
-// ---- launch order: one tile per block, in groups of 8 row tiles (schedule.cuh) ----------------------
-using Schedule = GlTilePerBlock<8, GL_TALL>;
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1) GL_SK_CLUSTER_DIMS
 gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, TC* C, int ldc,
@@ -155,14 +140,9 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(smem_raw));
     const unsigned base = (raw + 1023u) & ~1023u;
-    const unsigned a_base = base, b_base = base + STAGES * A_STAGE_B;
-    const unsigned bars = base + DATA_B;
-    auto full = [&](int s) { return bars + 8u * s; };
-    auto empty = [&](int s) { return bars + 8u * (STAGES + s); };
+    const Smem sm{base, base + STAGES * A_STAGE_B, base, base + DATA_B};
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-    const int2 tile = Schedule::tile();      // (column tile, row tile)
-    const int row0 = tile.y * BM, col0 = tile.x * BN;
 #if GL_SPLITK
     // split-K: this block's slice of K is [k_first, K) (whole BK tiles, so no box crosses into the
     // next slice; the tensor maps keep the whole matrix); its FP32 partial tile goes to the
@@ -173,132 +153,50 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     // the cluster split: this block's slice of K is [k_first, K), the cluster's z-th (the header)
     int k_first;
     gl_splitk_bounds(K, k_first, BK);
-    auto finish = [&]() { gl_cluster_split_store<BM, BN, PT_LD, THREADS>(base, C, ldc, M, N, row0, col0, GL_EPI(alpha, beta)); };
 #else
     constexpr int k_first = 0;
 #endif
-    const int ntiles = GL_CEIL_DIV(K - k_first, BK);
+    const Schedule sched(k_first, K);
+    const int2 tile = sched.tile(0, 0);      // (row tile, column tile)
+    const int row0 = tile.x * BM, col0 = tile.y * BN;
+#if GL_SPLITK_CLUSTER
+    auto finish = [&]() { gl_cluster_split_store<BM, BN, PT_LD, THREADS>(base, C, ldc, M, N, row0, col0, GL_EPI(alpha, beta)); };
+#endif
 
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
-            gl_mbar_init(full(s), FULL_ARRIVALS);
-            gl_mbar_init(empty(s), CWARPS);
+            gl_mbar_init(sm.full(s), FULL_ARRIVALS);
+            gl_mbar_init(sm.empty(s), EMPTY_ARRIVALS);
         }
         // the initialized barriers visible to the copy engine (async proxy) before any TMA names them
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
 
-    // ---- load: the producer warpgroup --------------------------------------------------------------
-    // Tile t goes to stage t % STAGES once the consumers released the tile that stage held (t -
-    // STAGES); the first pass waits on parity 1, which a fresh barrier counts as completed.
+    // ---- load: the producer warpgroup (ring.cuh) -------------------------------------------------
     if (warp >= CWARPS) {
-        const int ptid = tid - CONSUMERS;
-#if GL_A_COL
-        const GlOperand<A_PANELS, A_ROWS> opa{A, lda, K, M, &tmA};    // A(m, k) at A[k*lda + m]
-#else
-        const GlOperand<A_PANELS, A_ROWS> opa{A, lda, M, K, &tmA};    // A(m, k) at A[m*lda + k]
-#endif
-#if GL_B_COL
-        const GlOperand<B_PANELS, B_ROWS> opb{B, ldb, N, K, &tmB};    // B(k, n) at B[n*ldb + k]
-#else
-        const GlOperand<B_PANELS, B_ROWS> opb{B, ldb, K, N, &tmB};    // B(k, n) at B[k*ldb + n]
-#endif
+        produce(sm, sched, 0, tid - CONSUMERS, M, N, K, A, lda, B, ldb, &tmA, &tmB);
 #if GL_SPLITK_CLUSTER
-        // TMA only: one thread issues everything; the others stay for the cluster's reduction, and
-        // meet their lane 0 again before it (the cluster barriers are .aligned: whole warps)
-        const bool issues = FULL_ARRIVALS != 1 || ptid == 0;
-#else
-        if (FULL_ARRIVALS == 1 && ptid != 0) return;   // TMA only: one thread issues everything
-        constexpr bool issues = true;
-#endif
-        if (ptid == 0) {
-            if (GL_VEC_A) gl_tma_prefetch(&tmA);
-            if (GL_VEC_B) gl_tma_prefetch(&tmB);
-        }
-        int s = 0;
-        unsigned phase = 0;
-        for (int t = 0; issues && t < ntiles; ++t) {
-            const int k0 = k_first + t * BK;
-            gl_mbar_wait(empty(s), phase ^ 1u);
-            if (ptid == 0 && TX_BYTES) {
-                if (FULL_ARRIVALS == 1) gl_mbar_arrive_tx(full(s), TX_BYTES);
-                else gl_mbar_expect_tx(full(s), TX_BYTES);
-            }
-#if GL_A_COL
-            opa.load<GL_VEC_A>(a_base + s * A_STAGE_B, row0, k0, full(s), ptid);
-#else
-            opa.load<GL_VEC_A>(a_base + s * A_STAGE_B, k0, row0, full(s), ptid);
-#endif
-#if GL_B_COL
-            opb.load<GL_VEC_B>(b_base + s * B_STAGE_B, k0, col0, full(s), ptid);
-#else
-            opb.load<GL_VEC_B>(b_base + s * B_STAGE_B, col0, k0, full(s), ptid);
-#endif
-            if (FULL_ARRIVALS != 1) {
-                // this thread's st.shared visible to wgmma (async proxy), then its arrival
-                asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-                gl_mbar_arrive(full(s));
-            }
-            if (++s == STAGES) { s = 0; phase ^= 1u; }
-        }
-#if GL_SPLITK_CLUSTER
+        // every thread stays for the cluster's reduction; with TMA only the issuing thread's warp
+        // meets its lane 0 again first (the cluster barriers are .aligned: whole warps)
         __syncwarp();
         finish();
 #endif
         return;
     }
 
-    // ---- main loop: the consumer warpgroups ---------------------------------------------------
-    const int wg = warp / 4;                   // this warpgroup's WM rows: wg * WM ..
-    // Matrix descriptors of stage 0 for this warpgroup; per stage, k-step and m64 block a constant
-    // is added (see the header for the panel layouts).
-#if GL_A_COL
-    const unsigned long long da0 = gl_desc(a_base + (wg * WM / 64) * A_PANEL_B, A_PANEL_B, 1024);
-    auto a_off = [](int kk, int mi) { return (unsigned)(mi * A_PANEL_B + kk * 16 * ROW_B) >> 4; };
-#else
-    const unsigned long long da0 = gl_desc(a_base + wg * WM * ROW_B, 16, 1024);
-    auto a_off = [](int kk, int mi) { return (unsigned)((kk / 4) * A_PANEL_B + mi * 64 * ROW_B + (kk % 4) * 32) >> 4; };
-#endif
-#if GL_B_COL
-    const unsigned long long db0 = gl_desc(b_base, 16, 1024);
-    auto b_off = [](int kk) { return (unsigned)((kk / 4) * B_PANEL_B + (kk % 4) * 32) >> 4; };
-#else
-    const unsigned long long db0 = gl_desc(b_base, B_PANEL_B, 1024);
-    auto b_off = [](int kk) { return (unsigned)(kk * 16 * ROW_B) >> 4; };
-#endif
-
+    // ---- main loop: the consumer warpgroups, each k tile waited for (ring.cuh) and multiplied by the
+    // mainloop part, which releases the stage of the k tile before -----------------------------------
+    // this warpgroup (its WM rows: wg * WM ..), the same in every lane for ptxas (a shuffle from lane 0)
+    const int wg = __shfl_sync(0xffffffffu, warp / 4, 0);
+    Mainloop ml(sm, wg, warp, lane);
+    auto release = [&](int s) { sm.release(s, lane, 0); };
     float acc[MI][BN / 8][4];
     gl_zero_acc(acc);
-
-    // Tile t: wait until its bytes are in, issue its KSTEPS x MI wgmmas as one commit group, then
-    // wait for the group of tile t - 1 (so one group stays in flight while the next tile's barrier
-    // is awaited) and release tile t - 1's stage to the producer: one arrival per consumer warp.
-    int s = 0, prev = 0;
-    unsigned phase = 0;
-    for (int t = 0; t < ntiles; ++t) {
-        gl_mbar_wait(full(s), phase);
-        const unsigned long long da = da0 + (unsigned)(s * (A_STAGE_B >> 4));
-        const unsigned long long db = db0 + (unsigned)(s * (B_STAGE_B >> 4));
-#pragma unroll
-        for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
-        gl_wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < KSTEPS; ++kk)
-#pragma unroll
-            for (int mi = 0; mi < MI; ++mi)
-                GlWgmma<BN>::mma<GL_A_COL, 1 - GL_B_COL>(acc[mi], da + a_off(kk, mi), db + b_off(kk));
-        gl_wgmma_commit();
-        gl_wgmma_wait<1>();
-#pragma unroll
-        for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
-        if (t > 0 && lane == 0) gl_mbar_arrive(empty(prev));
-        prev = s;
-        if (++s == STAGES) { s = 0; phase ^= 1u; }
-    }
-    gl_wgmma_wait<0>();
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
+    Ring ring;
+    int prev = 0, kt = sched.k0;
+    consume_ktiles(ml, sm, ring, acc, kt, sched.ktiles, sched.k0, prev, release);
+    ml.drain(acc, prev, release);
 #if GL_SPLITK
     gl_pdl_trigger();   // the reduction may be scheduled now; it waits for this grid's partials
 #endif
@@ -308,18 +206,10 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     // producer has nothing left in flight: every tile it loaded was waited for). ---------------------
     asm volatile("bar.sync 1, %0;\n" :: "n"(CONSUMERS) : "memory");
 #if GL_SPLITK_CLUSTER
-    {   // the partial tile [BM][PT_LD] over the stages, from the fragments (gl_store_warp16's layout)
+    {   // the partial tile [BM][PT_LD] over the stages, from the fragments
         float (*pt)[PT_LD] = reinterpret_cast<float (*)[PT_LD]>(smem_raw + (base - raw));
-        const int g = lane / 4, c2 = 2 * (lane % 4);
 #pragma unroll
-        for (int mi = 0; mi < MI; ++mi) {
-            const int r = wg * WM + mi * 64 + 16 * (warp % 4) + g;
-#pragma unroll
-            for (int j = 0; j < BN / 8; ++j) {
-                *reinterpret_cast<float2*>(&pt[r][8 * j + c2]) = make_float2(acc[mi][j][0], acc[mi][j][1]);
-                *reinterpret_cast<float2*>(&pt[r + 8][8 * j + c2]) = make_float2(acc[mi][j][2], acc[mi][j][3]);
-            }
-        }
+        for (int mi = 0; mi < MI; ++mi) gl_partial_warp16<BN, PT_LD>(pt, acc[mi], wg * WM + mi * 64 + 16 * (warp % 4), 0, lane);
     }
     finish();
     return;

@@ -140,46 +140,22 @@
 
 // ---- geometry (the warpgroups, WGS, MI, CONSUMERS and CWARPS: hopper.cuh) ----------------------
 constexpr int KSTEPS = BK / 16;               // k16 wgmma steps per k tile
-// What the registry's constraints promise (core/registry.py, _ws_constraints), restated.
+// What the registry's constraints promise (core/families/hopper.py, ws_constraints), restated.
 static_assert(THREADS == CONSUMERS + GL_WARPGROUP, "THREADS must be two consumer warpgroups plus a producer warpgroup");
 static_assert((WM == 64 || WM == 128) && BM == 2 * WM, "two consumer warpgroups of 64 or 128 rows each");
 static_assert(BN == 64 || BN == 128 || BN == 256, "a wgmma's N is the block's BN: 64, 128 or 256");
-static_assert(BK % 64 == 0 && BK <= 256, "BK is whole 128-byte swizzle rows (64 elements) and a TMA box side (<= 256)");
 static_assert(STAGES >= 2, "the pipeline needs at least two stages");
 static_assert(MI * BN / 2 <= 128, "at most 128 FP32 accumulators per thread");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of one or two CTAs along M");
 
-// ---- shared-memory carve-up: rung 19's stages, then the epilogue part's own staging ----------------
-#if GL_A_COL
-constexpr int A_PANELS = BM / 64, A_ROWS = BK;        // MN-major: [BK][64 m] per 64 rows of the tile
-#else
-constexpr int A_PANELS = BK / 64, A_ROWS = BM;        // K-major: [BM][64 k] per 64 k
-#endif
-#if GL_B_COL
-constexpr int B_PANELS = BK / 64, B_ROWS = BN;        // K-major: [BN][64 k] per 64 k
-#else
-constexpr int B_PANELS = BN / 64, B_ROWS = BK;        // MN-major: [BK][64 n] per 64 columns
-#endif
-constexpr int A_PANEL_B = A_ROWS * GL_ROW_B, B_PANEL_B = B_ROWS * GL_ROW_B;
-constexpr int A_STAGE_B = A_PANELS * A_PANEL_B, B_STAGE_B = B_PANELS * B_PANEL_B;
-constexpr int PIPE_B = STAGES * (A_STAGE_B + B_STAGE_B);
+// ---- the stages' carve-up, how the operands arrive, the mbarrier ring and the producer's loads
+// (ring.cuh, rung 19's), with the register split and the stream-K fixup of the persistent rungs --------
+#include "ws.cuh"
 // The epilogue's staging, apart from the stages (the producer refills those for the next tile while
 // the consumers store this one): what the registry gives it (core/families/hopper.py, ws_smem),
 // each consumer warp 16 rows x min(BN, 128) 16-bit outputs; the part chosen by C's type uses it.
 constexpr int EPI_BUDGET_B = CWARPS * 16 * (BN < 128 ? BN : 128) * 2;
 
-// ---- how the operands arrive (ws.cuh derives the barriers' counts and the register split) -------
-// TMA_ONLY: both operands come by TMA, issued by one thread; otherwise the producer warpgroup's 128
-// threads copy what TMA cannot describe (GlOperand::copy) and each arrives on the full barrier.
-constexpr bool TMA_ONLY = GL_VEC_A && GL_VEC_B;
-// B multicast: the CLUSTER CTAs of a cluster compute vertically adjacent tiles of one column tile,
-// so they need the same B tile; each loads 1/CLUSTER of it and the copy engine writes it to all.
-constexpr bool MCAST_B = CLUSTER > 1 && GL_VEC_B;
-// Bytes the copy engine delivers to THIS CTA per stage: its A tile and the whole B tile (with
-// multicast, part of B comes from the peer's TMA, counted on this CTA's barrier all the same).
-constexpr unsigned TX_BYTES = (GL_VEC_A ? A_STAGE_B : 0) + (GL_VEC_B ? B_STAGE_B : 0);
-
-#include "ws.cuh"     // the mbarrier ring, the producer's load loop, the stream-K fixup
 // the tile scheduler part (schedule.cuh): the persistent grouped walk, with a stream-K tail and over a
 // batch as the build says
 using Schedule = GlPersistentSchedule<BM, BN, BK, CLUSTER, GROUP_U, STREAMK, GL_BATCHED>;
@@ -193,13 +169,11 @@ using Epilogue = GlWsEpi32;     // an FP32 C (16-bit operands, out_dtype float32
 using Epilogue = GlWsEpi16;     // a 16-bit C: staged, TMA or deferred stores
 #endif
 constexpr int SMEM_NEED = 1024 + PIPE_B + EPI_BUDGET_B + 2 * STAGES * 8;   // 1024: aligning the base; then full[], empty[]
-static_assert(A_PANEL_B % 1024 == 0 && B_PANEL_B % 1024 == 0 && PIPE_B % 1024 == 0,
-              "panels and the staging keep the 1024-byte swizzle alignment");
 static_assert(SMEM_NEED <= GL_DYN_SMEM, "the registry's shared-memory size (GL_DYN_SMEM) is too small for this tile");
 
 // ---- main loop and epilogue: the consumer warpgroups (ws_consume.cuh), with both operands read from
-// the stages by descriptor (ws_mainloop.cuh) ------------------------------------------------------
-#include "ws_mainloop.cuh"
+// the stages by descriptor (mainloop.cuh) ------------------------------------------------------
+#include "mainloop.cuh"
 using Mainloop = GlMainloopSS<GL_A_COL, GL_B_COL>;
 #include "ws_consume.cuh"
 

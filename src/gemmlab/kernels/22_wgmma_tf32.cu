@@ -143,49 +143,32 @@
 #define GL_WS_C_MAP 1     // the kernel takes C's tensor map after A's and B's (ws_entry.cuh; used with EPI_TMA)
 
 // ---- geometry (the warpgroups, WGS, MI, CONSUMERS and CWARPS: hopper.cuh) ----------------------
-constexpr int ROW_E = GL_ROW_B / 4;           // FP32 per 128-byte swizzle row: 32
 constexpr int KSTEPS = BK / 8;                // k8 wgmma steps per k tile
 static_assert(THREADS == CONSUMERS + GL_WARPGROUP, "THREADS must be two consumer warpgroups plus a producer warpgroup");
 static_assert((WM == 64 || WM == 128) && BM == 2 * WM, "two consumer warpgroups of 64 or 128 rows each");
 static_assert(BN == 64 || BN == 128 || BN == 256, "a wgmma's N is the block's BN: 64, 128 or 256");
-static_assert(BK % ROW_E == 0 && BK <= 256, "BK is whole 128-byte swizzle rows (32 FP32) and a TMA box side (<= 256)");
 static_assert(STAGES >= 2, "the pipeline needs at least two stages");
 constexpr bool SPLIT = GL_PLANES > 1;          // 3xTF32: the accumulators and a k tile's partial sums
 static_assert((SPLIT ? 2 : 1) * MI * BN / 2 <= 128, "at most 128 FP32 accumulators per thread (3xTF32: sums and partial sums)");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of one or two CTAs along M");
 
-// ---- shared-memory carve-up: K-major operands in panels of [rows][32 k] per 32 k ------------------
+// ---- the stages' carve-up (ring.cuh): K-major operands in panels of [rows][32 k] per 32 k --------
 // 3xTF32: a stage holds each operand's small-part panels (plane 1) right after its big-part ones.
 // Register A (GL_A_COL): A's panels are [BK k][32 m] per 32 rows of the tile, as TMA copies an
-// MN-major operand (rung 19's layout), read into registers by the consumers (see consume).
-#if GL_A_COL
-constexpr int A_PANELS = BM / ROW_E, A_ROWS = BK;
-#else
-constexpr int A_PANELS = BK / ROW_E, A_ROWS = BM;
-#endif
-constexpr int B_PANELS = BK / ROW_E, B_ROWS = BN;
-constexpr int A_PANEL_B = A_ROWS * GL_ROW_B, B_PANEL_B = B_ROWS * GL_ROW_B;
-constexpr int A_PLANE_B = A_PANELS * A_PANEL_B, B_PLANE_B = B_PANELS * B_PANEL_B;
-constexpr int A_STAGE_B = GL_PLANES * A_PLANE_B, B_STAGE_B = GL_PLANES * B_PLANE_B;
+// MN-major operand (rung 19's layout), read into registers by the consumers (mainloop.cuh).
+// Both operands come by TMA (the plan packs the others), B multicast in a cluster (rung 21 says
+// what each means); ring.cuh holds the mbarrier ring and the producer's loads, ws.cuh the register
+// split and the stream-K fixup.
+#include "ws.cuh"
 #if !GL_A_COL
 constexpr int A_LO = GL_PLANES > 1 ? A_PLANE_B : 0, B_LO = GL_PLANES > 1 ? B_PLANE_B : 0;   // small parts' offsets
 #endif
-constexpr int PIPE_B = STAGES * (A_STAGE_B + B_STAGE_B);
 // The epilogue's staging (ws_epi32.cuh), apart from the stages: 32 KB, what the registry gives it
 // (core/families/hopper.py, WSTF32_EPI_B) where it stores by TMA.
 constexpr int EPI_BUDGET_B = EPI_TMA && GL_VEC_C ? 2 * 2 * 64 * 32 * 4 : 0;
 constexpr int SMEM_NEED = 1024 + PIPE_B + EPI_BUDGET_B + 2 * STAGES * 8;   // 1024: aligning the base; then full[], empty[]
-static_assert(A_PANEL_B % 1024 == 0 && B_PANEL_B % 1024 == 0, "panels keep the 1024-byte swizzle alignment");
-static_assert(PIPE_B % 1024 == 0, "the staging on the swizzle's period");
 static_assert(SMEM_NEED <= GL_DYN_SMEM, "the registry's shared-memory size (GL_DYN_SMEM) is too small for this tile");
 
-// ---- how the operands arrive: TMA only (rung 21 says what each means; ws.cuh derives the barriers'
-// counts and the register split) --------------------------------------------------------------------
-constexpr bool TMA_ONLY = true;
-constexpr bool MCAST_B = CLUSTER > 1;
-constexpr unsigned TX_BYTES = A_STAGE_B + B_STAGE_B;
-
-#include "ws.cuh"     // the mbarrier ring, the producer's load loop, the stream-K fixup
 // the tile scheduler part (schedule.cuh): the persistent grouped walk, with a stream-K tail and over a
 // batch as the build says
 using Schedule = GlPersistentSchedule<BM, BN, BK, CLUSTER, GROUP_U, STREAMK, GL_BATCHED>;
@@ -196,8 +179,8 @@ using Epilogue = GlWsEpi32;     // the epilogue part: direct or TMA stores of FP
 
 // ---- main loop and epilogue: the consumer warpgroups (ws_consume.cuh), TF32 k8 steps: K-major
 // operands by descriptor (3xTF32 with each k tile's partial sums), or an MN-major A read into
-// registers, its rows in the epilogue part's acc_row order (ws_mainloop.cuh) -----------------------
-#include "ws_mainloop.cuh"
+// registers, its rows in the epilogue part's acc_row order (mainloop.cuh) -----------------------
+#include "mainloop.cuh"
 #if GL_A_COL
 using Mainloop = GlMainloopRegA<Epilogue>;
 #else

@@ -82,7 +82,7 @@ typedef float TC;
 // ---- grid mapping -----------------------------------------------------------------------------
 // Column tiles run along grid.x (up to 2^31 - 1), row tiles along grid.y. grid.y stops at 65535:
 // a taller problem (more than 65535 row tiles) gets the GL_TALL=1 variant, whose row tiles go on
-// along grid.z (core/registry.py, Rung.launch), so M is never capped at 65535 x BM. In that
+// along grid.z (core/schema.py, Rung.launch), so M is never capped at 65535 x BM. In that
 // variant the last z slice may hold a few (< grid.z) tiles wholly past M; every rung
 // bounds-checks rows against M, so such a tile loads zeros and stores nothing. GL_TALL is a
 // compile-time switch because the two extra terms cost a register, and rung 16 sits exactly at
@@ -100,7 +100,7 @@ typedef float TC;
 // ---- split-K -------------------------------------------------------------------------------
 // A problem with few output tiles and a long K (256x256x65536, 16x4096x4096) leaves most SMs idle
 // when one block owns one tile of C for all of K. The split-K variant (GL_SPLITK = 1, from a
-// rung's SPLITK parameter > 1) launches gridDim.z = S blocks per tile of C (core/registry.py,
+// rung's SPLITK parameter > 1) launches gridDim.z = S blocks per tile of C (core/schema.py,
 // Rung.launch): block z multiplies the z-th slice of K and writes its FP32 partial tile, with
 // alpha and beta NOT applied, to the workspace slice W[z] of W[S][M][N]; a second kernel
 // (splitk_reduce.cu) sums the S slices in the order z = 0 .. S-1 and applies alpha, beta and the
@@ -112,7 +112,7 @@ typedef float TC;
 // and beta are ignored. The slices are whole BK tiles: slice z covers k in [z*per, z*per + per)
 // with per = ceil(ceil(K/BK) / S) * BK, so it starts on a multiple of BK and the 16-byte
 // alignment of A and B (a multiple of BK elements along k) is the same as at k = 0. The host
-// picks S so that no slice is empty (core/registry.py, splitk_slices); an empty one would still
+// picks S so that no slice is empty (core/schema.py, splitk_slices); an empty one would still
 // be correct: its blocks compute nothing and write zeros. The slice count is gridDim.z, not a
 // define: one compiled kernel serves every SPLITK.
 #ifndef GL_SPLITK
@@ -254,7 +254,7 @@ __device__ __forceinline__ void gl_cluster_sync_relaxed() {
 // order, then gl_store_c4's alpha/beta, as splitk_reduce.cu's gl_store_c). The slice count is the
 // cluster's size, a define; a slice past K (K shorter than S tiles) computes nothing and adds
 // zeros. A second cluster barrier keeps every block's shared memory alive until its readers are
-// done. Cluster sizes 2..8 (the portable limit; registry.py _splitk_constraints).
+// done. Cluster sizes 2..8 (the portable limit; core/families/common.py, splitk_constraints).
 #if GL_SPLITK_CLUSTER
 #define GL_SK_CLUSTER_DIMS __cluster_dims__(1, 1, GL_SPLITK_CLUSTER)
 #else

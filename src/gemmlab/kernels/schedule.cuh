@@ -1,7 +1,9 @@
 // schedule.cuh — the tile scheduler parts of the Hopper rungs: which output tiles, and which k tiles
 // of them, a block (or a cluster) computes, and in what order.
-//   GlTilePerBlock<GroupM, Tall> (rung 19): one tile per block, the blocks renumbered in groups of
-//     GroupM row tiles; the tall grid (row tiles continued along grid.z) in plain order.
+//   GlTilePerBlock<TileK, GroupM, Tall> (rung 19): one tile per block, the blocks renumbered in groups
+//     of GroupM row tiles; the tall grid (row tiles continued along grid.z) in plain order. Built
+//     per block, Schedule(k_first, K) (a split's slice of K); it gives what the persistent schedule
+//     gives the producer (tile, batch_of, the batch strides, walk), a walk of one tile.
 //   GlPersistentSchedule<TileM, TileN, TileK, Cluster, GroupUnits, StreamK, Batched> (rungs 21 and
 //     22, chosen by each rung): each cluster walks units of Cluster tiles in the same grouped order, with a
 //     stream-K tail (StreamK) and over a batch (Batched); built per block, Schedule(M, N, K) or for a
@@ -20,22 +22,32 @@
 // at about the same time and served from L2 (unique bytes per wave: 8 x 128 + 16.5 x 256 rows of K
 // instead of 4 x 128 + 32 x 256). The tall grid (row tiles continued along grid.z) keeps the plain
 // order. grid.x and grid.y only: a split's grid.z leaves the tile as it is.
-template <int GroupM, bool Tall>
+// The block's k tiles are [k0, ktiles): all of K, or with a split (common.cuh) its slice, whole
+// tiles of TileK. It gives what the ring's producer (ring.cuh) reads of a schedule: walk, tile,
+// batch_of and the batch strides (none), ktiles; the walk is this block's one tile.
+template <int TileK, int GroupM, bool Tall>
 struct GlTilePerBlock {
-    // this block's (column tile, row tile)
-    static __device__ __forceinline__ int2 tile() {
+    int k0, ktiles;
+    // k_first: the slice's first element of K (a multiple of TileK); K: its end
+    __device__ __forceinline__ GlTilePerBlock(int k_first, int K) : k0(k_first / TileK), ktiles(GL_CEIL_DIV(K, TileK)) {}
+    // this block's (row tile, column tile); u and rank as the persistent schedule's, always 0 here
+    __device__ __forceinline__ int2 tile(int, int) const {
         if constexpr (Tall) {
-            return make_int2(blockIdx.x, GL_TILE_ROW);
+            return make_int2(GL_TILE_ROW, blockIdx.x);
         } else {
             const long long tiles_n = gridDim.x, lin = (long long)blockIdx.y * tiles_n + blockIdx.x;
-            const int2 t = gl_group_raster<long long>(lin, tiles_n, (int)gridDim.y, GroupM);   // (row, column)
-            return make_int2(t.y, t.x);
+            return gl_group_raster<long long>(lin, tiles_n, (int)gridDim.y, GroupM);   // (row, column)
         }
     }
+    __device__ __forceinline__ int batch_of(int) const { return 0; }
+    __device__ __forceinline__ long long stride_a() const { return 0; }
+    __device__ __forceinline__ long long stride_b() const { return 0; }
+    template <typename F>
+    __device__ __forceinline__ void walk(int, F&& body) const { body(0, k0, ktiles); }
 };
 
 // ---- the persistent schedule (rungs 21 and 22) -----------------------------------------------------
-// The grid has min(units, SMs / CLUSTER) clusters (core/registry.py, Rung.persistent_grid), or with
+// The grid has min(units, SMs / CLUSTER) clusters (core/schema.py, Rung.persistent_grid), or with
 // BALANCE=1 (the default of both rungs; the host's choice, this code is the same) the fewest that
 // take no more waves: at 8192^3, 2048 units in 16 waves of 128 instead of 15 of 132 and one of 68.
 // Each wave then covers 8 whole column tiles of a group of 16 row tiles, where 132-unit waves
@@ -57,7 +69,7 @@ struct GlTilePerBlock {
 // one: each cluster then still gets at least half a unit of k tiles, so a unit has at most three
 // pieces) are cut into a contiguous run of (unit, k tile) steps split evenly over the clusters:
 // cluster c takes steps [c W / G, (c + 1) W / G) of the W = units x ktiles (below 2^31: the host's
-// registry.streamk_tail). A cluster walks its steps BACKWARDS, its pieces in falling order: its
+// schema.streamk_tail). A cluster walks its steps BACKWARDS, its pieces in falling order: its
 // share is the same length for every cluster, so each one starts on a unit's first k tiles and
 // then, one share-length later, goes on with the previous unit's last ones at the same offset, and
 // at any time all clusters stand at (nearly) the same k. That keeps the k-synchronous reuse of the

@@ -284,6 +284,19 @@ __device__ __forceinline__ void gl_store_warp16(float (*cs)[TWN + 8], const floa
 
 
 #if GL_SPLITK_CLUSTER
+// One warp's 16 x TWN block of FP32 accumulators (gl_store_warp16's fragment layout) into the
+// cluster split's partial tile pt[..][LD] in shared memory, at rows r0.., columns c0.. (rungs 17 and
+// 19, before gl_cluster_split_store).
+template <int TWN, int LD>
+__device__ __forceinline__ void gl_partial_warp16(float (*pt)[LD], const float (&acc)[TWN / 8][4], int r0, int c0, int lane) {
+    const int r = r0 + lane / 4, c = c0 + 2 * (lane % 4);
+#pragma unroll
+    for (int j = 0; j < TWN / 8; ++j) {
+        *reinterpret_cast<float2*>(&pt[r][8 * j + c]) = make_float2(acc[j][0], acc[j][1]);
+        *reinterpret_cast<float2*>(&pt[r + 8][8 * j + c]) = make_float2(acc[j][2], acc[j][3]);
+    }
+}
+
 // The cluster split's reduction (common.cuh, "split-K in a cluster"; rungs 17 and 19): this
 // block's FP32 partial tile [BM_][LD] is at shared address `tile`. The cluster barrier once every
 // block's partial tile is written, then this block's S-th of the tile, 8 outputs per step, summed

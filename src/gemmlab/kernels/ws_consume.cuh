@@ -1,6 +1,6 @@
 // ws_consume.cuh — the consumer warpgroups of the warp-specialized WGMMA rungs (21 wgmma_ws, 22
 // wgmma_tf32), composed of the rung's parts: the persistent walk (``Schedule``, schedule.cuh's: whole
-// units, then stream-K pieces), the rung's mainloop part (``Mainloop``: ws_mainloop.cuh's descriptor
+// units, then stream-K pieces), the rung's mainloop part (``Mainloop``: mainloop.cuh's descriptor
 // loop, or rung 22's register-A loop) over the mbarrier ring, the stream-K fixup (ws.cuh), and the
 // epilogue part of C's type (ws_epi16.cuh or ws_epi32.cuh): direct, staged, TMA or deferred stores.
 // consume is a template over the three part types (Schedule, Mainloop, Epilogue: ws_entry.cuh says
@@ -71,20 +71,14 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
         const int gap = max(1, (k1 - k0) / (2 * Epilogue::NBOX));
         int write_at = Epilogue::DEFERRED && held_next < Epilogue::NBOX ? k0 + gap / 2 + 1 : -1;
 
-        // k tile kt: wait until its bytes are in, then the mainloop part's wgmmas, which release
-        // the stages it is done with (ws_mainloop.cuh).
-        // DEFERRED: in runs of k tiles up to the next box to write, which is written between the runs
-        // with the run's last wgmmas in flight (inside the loop, the write made ptxas move the loop's
-        // descriptors out of the uniform registers, and the loop grew)
+        // the piece's k tiles (ring.cuh's consume_ktiles: each waited for, then the mainloop part's
+        // wgmmas). DEFERRED: in runs of k tiles up to the next box to write, which is written between
+        // the runs with the run's last wgmmas in flight (inside the loop, the write made ptxas move the
+        // loop's descriptors out of the uniform registers, and the loop grew)
         int prev = 0, kt = k0;
         for (;;) {
             const int stop = write_at >= 0 ? min(k1, write_at + 1) : k1;
-            for (; kt < stop; ++kt) {
-                const int s = ring.s;
-                gl_mbar_wait(sm.full(s), ring.phase);
-                ml.ktile(acc, s, kt > k0, prev, release);
-                ring.next();
-            }
+            consume_ktiles(ml, sm, ring, acc, kt, stop, k0, prev, release);
             if (!Epilogue::DEFERRED || kt >= k1) break;
             write_held(held_next);
             write_at = ++held_next < Epilogue::NBOX ? write_at + gap : -1;

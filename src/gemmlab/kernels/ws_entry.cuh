@@ -4,7 +4,7 @@
 // ws_consume.cuh's consume of the rung's parts). Included at the END of the rung's file, after it
 // has defined THREADS, CLUSTER, STAGES, A_STAGE_B, PIPE_B, CONSUMERS, CWARPS (ws.cuh adds
 // FULL_ARRIVALS, EMPTY_ARRIVALS, PRODUCER_REGS, CONSUMER_REGS) and chosen its parts, the types
-// ``Schedule`` (schedule.cuh), ``Mainloop`` (ws_mainloop.cuh's, or rung 22's register-A one) and
+// ``Schedule`` (schedule.cuh), ``Mainloop`` (mainloop.cuh's, or rung 22's register-A one) and
 // ``Epilogue`` (ws_epi16.cuh's GlWsEpi16 or ws_epi32.cuh's GlWsEpi32; its EPI_B: the staging's bytes,
 // 0 for none); ws_consume.cuh gives
 //   consume<Schedule, Mainloop, Epilogue>(sm, sched, rank, warp, lane, M, N, ep, C, ldc, sk_ws[, &tmC])

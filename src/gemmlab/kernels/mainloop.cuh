@@ -1,18 +1,19 @@
-// ws_mainloop.cuh — the mainloop part of the warp-specialized WGMMA rungs with both operands read from
-// the shared stages by descriptor (rung 21: fp16, bf16; rung 22: TF32 and 3xTF32's planes). One k tile
-// of a consumer warpgroup: its KSTEPS x MI wgmmas as one commit group, after which the previous k
-// tile's group is done and its stage is released (one group stays in flight while the next full
+// mainloop.cuh — the mainloop parts of the WGMMA rungs. GlMainloopSS reads both operands from the
+// shared stages by descriptor (rungs 19 and 21: fp16, bf16; rung 22: TF32 and 3xTF32's planes). One k
+// tile of a consumer warpgroup: its KSTEPS x MI wgmmas as one commit group, after which the previous
+// k tile's group is done and its stage is released (one group stays in flight while the next full
 // barrier is awaited). 3xTF32 (LO_A, LO_B: the small parts' offsets in a stage) sums a k tile's three
 // products into fresh partial sums, waits for them, releases the stage and adds them in FP32.
-// A mainloop part gives ws_consume.cuh (the consumers' loop):
+// A mainloop part gives the consumers (ring.cuh's consume_ktiles, under rung 19's kernel and
+// ws_consume.cuh's persistent walk):
 //   Mainloop(sm, wg, warp, lane)           the warpgroup's descriptors (its WM rows of A, all of B);
 //   ktile(acc, s, later, prev, release)    k tile in stage s (later: not the piece's first k tile;
 //                                          prev: the stage whose group is still in flight, updated);
 //   drain(acc, prev, release)              after a piece's last k tile: every group done, the last
 //                                          stage released (the producer refills it during the epilogue).
 // GlMainloopRegA, rung 22's register-A mainloop (an MN-major A read into registers), gives the same.
-// The includer defines, before including: BN, MI, WM (hopper.cuh), KSTEPS, A_PANEL_B, B_PANEL_B,
-// A_STAGE_B, B_STAGE_B (its k step and shared-memory carve-up) and includes ws.cuh (Smem).
+// The includer defines, before including: BN, MI, WM (hopper.cuh), KSTEPS (its k step) and includes
+// ring.cuh (Smem, the stages' carve-up).
 #pragma once
 
 template <int A_COL, int B_COL, int LO_A = 0, int LO_B = 0>
