@@ -23,13 +23,16 @@
 // instead of 4 x 128 + 32 x 256). The tall grid (row tiles continued along grid.z) keeps the plain
 // order. grid.x and grid.y only: a split's grid.z leaves the tile as it is.
 // The block's k tiles are [k0, ktiles): all of K, or with a split (common.cuh) its slice, whole
-// tiles of TileK. It gives what the ring's producer (ring.cuh) reads of a schedule: walk, tile,
-// batch_of and the batch strides (none), ktiles; the walk is this block's one tile.
+// tiles of TileK, none where the slice is empty (a cluster split's slices past a short K). It gives
+// what the ring's producer (ring.cuh) reads of a schedule: walk, tile, batch_of and the batch
+// strides (none), ktiles; the walk is this block's one tile.
 template <int TileK, int GroupM, bool Tall>
 struct GlTilePerBlock {
     int k0, ktiles;
-    // k_first: the slice's first element of K (a multiple of TileK); K: its end
-    __device__ __forceinline__ GlTilePerBlock(int k_first, int K) : k0(k_first / TileK), ktiles(GL_CEIL_DIV(K, TileK)) {}
+    // k_first: the slice's first element of K (a multiple of TileK, or K itself for an empty slice);
+    // K: its end
+    __device__ __forceinline__ GlTilePerBlock(int k_first, int K)
+        : k0(k_first / TileK), ktiles(k_first / TileK + GL_CEIL_DIV(K - k_first, TileK)) {}
     // this block's (row tile, column tile); u and rank as the persistent schedule's, always 0 here
     __device__ __forceinline__ int2 tile(int, int) const {
         if constexpr (Tall) {
