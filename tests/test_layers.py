@@ -4,6 +4,7 @@ another module's private names. Read from the source with ``ast`` (no imports ex
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,68 @@ def test_no_function_is_longer_than_80_lines():
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 80:
                 long.append(f"{module}.{node.name}: {node.end_lineno - node.lineno + 1} lines")
     assert long == []
+
+
+def _module_of(target: str) -> str | None:
+    """The module an import names (a package's __init__ included), or None outside gemmlab."""
+    while target and target not in MODULES:
+        target = target.rpartition(".")[0]
+    return target or None
+
+
+def _graph() -> dict[str, set[str]]:
+    return {m: {u for t, _n, _l in _imports(m, p) if (u := _module_of(t)) and u != m} for m, p in MODULES.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_cycle_between_modules():
+    """Lazy imports included, and the package root with them (it imports the layers, so a layer
+    importing it back closes a cycle): a cycle would make its modules one in all but name."""
+    assert _cycles(_graph()) == []
+
+
+def test_the_cycle_check_sees_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _layer(m)))
+def test_no_module_starts_a_higher_layers_module(module):
+    """A module named as a string (python -m gemmlab.x.y, importlib) counts as an import."""
+    mine = _layer(module)
+    bad = []
+    for node in ast.walk(ast.parse(MODULES[module].read_text())):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and re.fullmatch(r"gemmlab(\.\w+)+", node.value):
+            theirs = _layer(node.value)
+            if theirs and LAYERS.index(theirs) < LAYERS.index(mine):
+                bad.append(f"line {node.lineno}: {node.value!r} ({theirs} is above {mine})")
+    assert bad == []

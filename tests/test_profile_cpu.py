@@ -19,6 +19,7 @@ import pytest
 
 from gemmlab.analysis import ncu as P
 from gemmlab.analysis.ncu import run as ncu_run
+from gemmlab.measure import ncu_profile
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 SHAPE = (2048, 2048, 2048)
@@ -343,7 +344,7 @@ def test_a_call_of_two_kernels_is_profiled_whole_and_kernel_by_kernel(fake_ncu, 
     two.write_text(out.getvalue())
     monkeypatch.setenv("FAKE_NCU_CSV", str(two))
     monkeypatch.setattr(gemmlab.core.driver, "require_gpu", lambda: None)
-    res = P.profile_rung("smem", SHAPE, "fp32", ncu=fake_ncu)
+    res = ncu_profile.profile_rung("smem", SHAPE, "fp32", ncu=fake_ncu)
     per = res["per_kernel"]
     assert [k["kernel"] for k in per] == res["kernels"] and per[1]["kernel"] == "gemm_sk_tail"
     assert per[1]["duration_s"] == pytest.approx(per[0]["duration_s"] / 4)
@@ -355,7 +356,7 @@ def test_a_call_of_one_kernel_has_no_per_kernel_breakdown(fake_ncu, monkeypatch)
     import gemmlab.core.driver
 
     monkeypatch.setattr(gemmlab.core.driver, "require_gpu", lambda: None)
-    assert "per_kernel" not in P.profile_rung("smem", SHAPE, "fp32", ncu=fake_ncu)
+    assert "per_kernel" not in ncu_profile.profile_rung("smem", SHAPE, "fp32", ncu=fake_ncu)
 
 
 def test_the_profiled_target_imports_this_very_gemmlab(fake_ncu, monkeypatch, tmp_path):
@@ -365,7 +366,7 @@ def test_the_profiled_target_imports_this_very_gemmlab(fake_ncu, monkeypatch, tm
 
     monkeypatch.setattr(gemmlab.core.driver, "require_gpu", lambda: None)
     monkeypatch.setenv("FAKE_NCU_ENV", str(tmp_path / "env.txt"))
-    P.profile_rung("smem", SHAPE, "fp32", ncu=fake_ncu)
+    ncu_profile.profile_rung("smem", SHAPE, "fp32", ncu=fake_ncu)
     first = (tmp_path / "env.txt").read_text().splitlines()[0].split(os.pathsep)[0]
     import gemmlab
 
@@ -375,7 +376,7 @@ def test_the_profiled_target_imports_this_very_gemmlab(fake_ncu, monkeypatch, tm
 
 def test_profile_rejects_a_dtype_the_rung_lacks(fake_ncu):
     with pytest.raises(ValueError, match="does not support dtype"):
-        P.profile_rung("wmma", SHAPE, "fp32", ncu=fake_ncu)
+        ncu_profile.profile_rung("wmma", SHAPE, "fp32", ncu=fake_ncu)
 
 
 def test_profile_target_needs_a_rung_or_cublas(capsys):
@@ -403,7 +404,7 @@ def test_profile_of_fp32_on_the_tensor_cores_runs_the_rung_and_cublas_in_that_pr
 
 def test_profile_refuses_a_precision_the_rung_cannot_compute(fake_ncu):
     with pytest.raises(ValueError, match="precision"):
-        P.profile_rung("smem", SHAPE, "fp32", ncu=fake_ncu, precision="tf32")
+        ncu_profile.profile_rung("smem", SHAPE, "fp32", ncu=fake_ncu, precision="tf32")
 
 
 def test_the_l2_partitions_counters_and_the_sm_clock_reach_the_summary_and_the_table():

@@ -9,6 +9,7 @@ import os
 import pytest
 
 from gemmlab.analysis import ncu as P
+from gemmlab.measure import ncu_profile
 
 pytestmark = pytest.mark.gpu
 
@@ -27,7 +28,7 @@ def ncu():
 
 def _profile(*args, **kw):
     try:
-        return P.profile_rung(*args, **kw)
+        return ncu_profile.profile_rung(*args, **kw)
     except P.NcuPermissionError as exc:
         pytest.skip(f"the GPU counters are restricted on this machine: {exc}")
 
@@ -103,7 +104,7 @@ def test_profile_source_puts_most_of_the_samples_of_a_simt_rung_at_its_ffmas(ncu
     from gemmlab.analysis.ncu import reason_by_opcode
 
     try:
-        res = P.profile_source("async_simt", SHAPE, "fp32", ncu=ncu, top=5)
+        res = ncu_profile.profile_source("async_simt", SHAPE, "fp32", ncu=ncu, top=5)
     except P.NcuPermissionError as exc:
         pytest.skip(f"the GPU counters are restricted on this machine: {exc}")
     (s,) = res["kernels"].values()

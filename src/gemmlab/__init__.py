@@ -23,7 +23,7 @@ The package is layered; each folder is one layer and imports only from the layer
     kernels   the CUDA sources, one file per rung (data, not Python)
 """
 
-__version__ = "0.1.0"
+from .core.version import __version__  # noqa: E402
 
 from .core import autotune as _autotune  # noqa: E402
 from .core.api import (empty_cache, gemm, matmul, memory_reserved, plan, set_workspace_limit,  # noqa: E402

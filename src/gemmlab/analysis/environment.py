@@ -249,7 +249,7 @@ def collect(ordinal: int = 0) -> dict:
     peak_tflops {fp32, fp16, bf16} (the peak each dtype is compared with), and cuda_error /
     nvml_error when those parts are unavailable.
     """
-    from .. import __version__
+    from ..core.version import __version__
 
     env: dict = {"gpu_name": None, "ordinal": ordinal, "pci_bus_id": None, "uuid": None, "sm_count": None,
                  "compute_capability": None, "arch": None, "max_sm_clock_mhz": None, "max_sm_clock_mhz_cuda": None,

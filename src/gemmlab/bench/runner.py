@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable
 
-from .. import __version__
+from ..core.version import __version__
 from ..analysis import environment as envinfo
 from ..core import api, driver
 from ..core.arch import peak_for_dtype, peak_kind

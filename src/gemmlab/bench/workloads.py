@@ -24,7 +24,7 @@ import math
 import time
 from datetime import datetime, timezone
 
-from .. import __version__
+from ..core.version import __version__
 from ..analysis import environment as envinfo
 from ..core import activations, driver
 from ..core.deps import require

@@ -54,7 +54,7 @@ class _EpilogAsWritten(argparse.HelpFormatter):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .. import __version__
+    from ..core.version import __version__
 
     p = argparse.ArgumentParser(
         prog="gemmlab",

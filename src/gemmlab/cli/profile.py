@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from ..analysis.ncu import STALL_LABEL, STALL_MEANING, profile_rung, profile_source, reason_by_opcode
+from ..analysis.ncu import STALL_LABEL, STALL_MEANING, reason_by_opcode
+from ..measure.ncu_profile import profile_rung, profile_source
 from ..core.config import parse_config
 from ..core.registry import get
 from ..core.shapes import PROFILE_SHAPE, fmt_shape, parse_shape

@@ -9,10 +9,10 @@ import datetime as _dt
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from .. import __version__
+from ..core.version import __version__
 from ..analysis import environment
 from ..analysis.inspect import inspect_rung
-from ..analysis.ncu import profile_cublas, profile_rung
+from ..measure.ncu_profile import profile_cublas, profile_rung
 from ..bench.runner import run_bench
 from ..core import driver
 from ..core.deps import require_all

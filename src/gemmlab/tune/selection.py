@@ -24,7 +24,7 @@ import statistics
 import time
 from datetime import datetime, timezone
 
-from .. import __version__
+from ..core.version import __version__
 from ..analysis import environment as envinfo
 from ..core import driver, selection
 from ..core.dtypes import get as get_dtype

@@ -1,5 +1,6 @@
-"""Nsight Compute for ``gemmlab profile`` and the report: one rung (and cuBLAS) under ncu, read
-by metric name.
+"""Nsight Compute for ``gemmlab profile`` and the report: running ncu on a target program and reading
+its counters by metric name. What profiles one rung (and cuBLAS) is the measure layer's
+(measure/ncu_profile.py: profile_rung, profile_cublas, profile_source), since its target program is.
 
 How a measurement is made
 -------------------------
@@ -28,7 +29,7 @@ The package:
 
     metrics  the metric table and the stall reasons
     parse    ncu's raw CSV -> values in base units, aggregation over kernels, our summary
-    run      finding and running ncu, profiling a rung or cuBLAS
+    run      finding and running ncu on a target program
     source   per-instruction warp-state sampling (SourceCounters): where the stalls sit
 """
 
@@ -36,7 +37,7 @@ from .metrics import METRIC_BY_KEY, METRICS, STALL_LABEL, STALL_MEANING, STALL_R
 from .parse import (KernelRecord, NcuError, aggregate, normalize, parse_ncu_csv, parse_ncu_rows, parse_value,
                     summarize)
 from .run import (PERMISSION_HELP, NcuPermissionError, check_permission, find_ncu, ncu_command, ncu_version,
-                  profile_cublas, profile_rung, profile_source, run_ncu, target_argv, unknown_metrics)
+                  run_ncu, unknown_metrics)
 from .source import SOURCE_STALLS, parse_source_csv, reason_by_opcode, summarize_source
 
 __all__ = [
@@ -44,6 +45,6 @@ __all__ = [
     "KernelRecord", "NcuError", "parse_value", "normalize", "parse_ncu_rows", "parse_ncu_csv", "aggregate",
     "summarize",
     "NcuPermissionError", "PERMISSION_HELP", "find_ncu", "ncu_version", "ncu_command", "unknown_metrics",
-    "check_permission", "run_ncu", "target_argv", "profile_rung", "profile_cublas", "profile_source",
+    "check_permission", "run_ncu",
     "SOURCE_STALLS", "parse_source_csv", "summarize_source", "reason_by_opcode",
 ]

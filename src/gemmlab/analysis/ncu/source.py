@@ -24,6 +24,7 @@ import tempfile
 from typing import Mapping, Sequence
 
 from .parse import NcuError
+from .run import check_permission
 
 # ncu's source-page column suffix -> our stall reason (metrics.STALL_REASONS)
 SOURCE_STALLS: dict[str, str] = {
@@ -135,8 +136,6 @@ def reason_by_opcode(summary: dict, reason: str) -> dict[str, float]:
 def record_source(ncu: str, target: Sequence[str], *, timeout: float = 900,
                   env: Mapping[str, str] | None = None) -> dict[str, list[dict]]:
     """Run ``target`` under ncu with SourceCounters and export the source page: {kernel: rows}."""
-    from .run import check_permission
-
     with tempfile.TemporaryDirectory(prefix="gemmlab-ncu-src-") as tmp:
         report = os.path.join(tmp, "source")
         cmd = record_command(ncu, target, report)
