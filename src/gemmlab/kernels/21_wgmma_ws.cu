@@ -8,7 +8,7 @@
 // What it changes against rung 19 (wgmma_tma; the same wgmma, TMA boxes, swizzled panels and
 // mbarrier ring, now shared through hopper.cuh):
 // * Persistent: the grid is min(tiles, SMs) blocks (clusters: min(units, SMs/2) pairs; BALANCE=1, the
-//   default: the fewest that take no more waves, ws.cuh), each
+//   default: the fewest that take no more waves, schedule.cuh), each
 //   looping over output tiles in a static grouped order (schedule.cuh). Rung 19 launches one
 //   block per tile, 1 block of 384 threads per SM (192 KB of stages): each block fills its
 //   pipeline and writes its epilogue with the tensor cores idle (Nsight Compute showed the tensor
@@ -107,7 +107,7 @@
 // saves a fixed fraction of a microsecond a launch at every shape
 // (h100_store_twin_wgmma_ws_{bf16,fp16}.json.gz).
 // A batch in one launch (GL_BATCHED=1; core/batched.py): the schedule numbers the units of every
-// element of the batch, element after element (ws.cuh), and each unit's loads and stores carry its
+// element of the batch, element after element (schedule.cuh), and each unit's loads and stores carry its
 // element: the third coordinate of 3-D tensor maps, or a pointer offset for the thread copy and the
 // staged stores. One launch for a batch of small products instead of one per element: the
 // persistent blocks go from one element's tiles to the next's with the pipeline full, as they go

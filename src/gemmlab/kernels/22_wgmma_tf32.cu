@@ -6,7 +6,7 @@
 // What it changes against rung 20 (tf32_mma: mma.sync m16n8k8 from ldmatrix fragments): the warps
 // no longer load, round and feed fragments. wgmma reads both operands straight from 128-byte-
 // swizzled shared memory through descriptors, TMA fills the stages (one producer thread), and
-// rung 21's machinery is reused as is (ws.cuh: persistent static schedule, mbarrier ring,
+// rung 21's machinery is reused as is (schedule.cuh, ring.cuh, ws.cuh: persistent static schedule, mbarrier ring,
 // setmaxnreg split, 2-CTA clusters with B multicast). Rung 20 stays far below cuBLAS with TF32
 // (benchmarks/results/h100_tf32.json): its warps spend most of their instructions on fragments and
 // rounding, many per HMMA. Here a consumer warpgroup issues BK / 8 x MI wgmmas per k

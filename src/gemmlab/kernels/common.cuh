@@ -130,7 +130,7 @@ typedef float TC;
 // ---- a batch of problems in one launch (GL_BATCHED=1: rungs 18 and 21, Rung.batched) ---------------
 // The kernel computes C_b = A_b B_b for b < gl_batch, element b of each operand gl_bs* elements after
 // element 0 (core/batched.py). Rung 18 takes element blockIdx.z (its grid's z is the batch); rung
-// 21's persistent schedule walks batch x units (ws.cuh), an operand that varies over the batch
+// 21's persistent schedule walks batch x units (schedule.cuh), an operand that varies over the batch
 // (GL_BATCH_A / GL_BATCH_B; 0: broadcast, stride 0) read through a 3-D tensor map whose third
 // coordinate is the element, so the copy engine clips each box at the element's own rows and
 // columns (a tile at an edge loads zeros, not the next element's data). The arguments come after a

@@ -1,9 +1,9 @@
 // ws_entry.cuh — the kernel entry of the warp-specialized persistent WGMMA rungs (21 wgmma_ws,
 // 22 wgmma_tf32): the shared-memory carve-up, the mbarriers' initialization, and the split into the
-// producer warpgroup (setmaxnreg down, ws.cuh's produce) and the consumer warpgroups (setmaxnreg up,
+// producer warpgroup (setmaxnreg down, ring.cuh's produce) and the consumer warpgroups (setmaxnreg up,
 // ws_consume.cuh's consume of the rung's parts). Included at the END of the rung's file, after it
-// has defined THREADS, CLUSTER, STAGES, A_STAGE_B, PIPE_B, CONSUMERS, CWARPS (ws.cuh adds
-// FULL_ARRIVALS, EMPTY_ARRIVALS, PRODUCER_REGS, CONSUMER_REGS) and chosen its parts, the types
+// has defined THREADS, CLUSTER, STAGES, A_STAGE_B, PIPE_B, CONSUMERS, CWARPS (ring.cuh adds
+// FULL_ARRIVALS, EMPTY_ARRIVALS, ws.cuh PRODUCER_REGS, CONSUMER_REGS) and chosen its parts, the types
 // ``Schedule`` (schedule.cuh), ``Mainloop`` (mainloop.cuh's, or rung 22's register-A one) and
 // ``Epilogue`` (ws_epi16.cuh's GlWsEpi16 or ws_epi32.cuh's GlWsEpi32; its EPI_B: the staging's bytes,
 // 0 for none); ws_consume.cuh gives
