@@ -97,6 +97,9 @@
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "rung 19 (wgmma_tma) needs the sm_90a target (wgmma exists on Hopper only): compile for sm_90a"
 #endif
+#ifdef CLUSTER
+#error "rung 19 (wgmma_tma) takes no CLUSTER: its blocks load their own tiles (rung 21 multicasts B in a cluster)"
+#endif
 #define CLUSTER 1     // each block loads its own tiles (the cluster split's cluster along z shares no loads)
 
 // ---- geometry (the warpgroups, WGS, MI, CONSUMERS and CWARPS: hopper.cuh) ----------------------
@@ -112,6 +115,7 @@ static_assert(MI * BN / 2 <= 128, "at most 128 FP32 accumulators per thread");
 // ---- the parts: the stage ring and its producer (ring.cuh), one tile per block in groups of 8 row
 // tiles (schedule.cuh), both operands by descriptor (mainloop.cuh) -----------------------------------
 #include "ring.cuh"
+static_assert(!KREV, "rung 19 walks its k tiles forward: backward odd waves (KREV) are the persistent rungs'");
 using Schedule = GlTilePerBlock<BK, 8, GL_TALL>;
 #include "mainloop.cuh"
 using Mainloop = GlMainloopSS<GL_A_COL, GL_B_COL>;
