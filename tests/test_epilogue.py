@@ -307,5 +307,6 @@ def test_every_gemm_entry_point_ends_its_parameters_with_the_epilogues(source):
         text += (KERNEL_DIR / "ws_entry.cuh").read_text()
     lists = _entry_parameter_lists(text)
     assert lists, f"{source}: no entry point found"
-    for params in lists:
-        assert params.rstrip().endswith("GL_EPI_PARAMS"), f"{source}: an entry point does not end with GL_EPI_PARAMS"
+    for params in lists:   # a scaled matmul's scale pointers come after them (kernels/scales.cuh), last
+        assert params.rstrip().removesuffix("GL_SCALE_PARAMS").rstrip().endswith("GL_EPI_PARAMS"), \
+            f"{source}: an entry point does not end with GL_EPI_PARAMS (GL_SCALE_PARAMS after it)"

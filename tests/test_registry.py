@@ -37,7 +37,7 @@ def test_slugs_are_unique_and_stable_identifiers():
 def test_every_rung_has_name_summary_dtypes_and_seeds():
     for r in gemmlab.kernels():
         assert r.summary and "\n" not in r.summary
-        assert r.dtypes and set(r.dtypes) <= {"fp32", "fp16", "bf16"}
+        assert r.dtypes and set(r.dtypes) <= {"fp32", "fp16", "bf16", "fp8"}
         assert r.seeds
 
 

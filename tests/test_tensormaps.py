@@ -84,7 +84,7 @@ def test_every_accepted_configuration_gives_boxes_tma_can_copy():
 
 @pytest.mark.parametrize("args, reason", [
     (("C", 8, 8, 8, False, "fp16", CFG), "operand must be 'A' or 'B'"),
-    (("A", 8, 8, 8, False, "fp64", CFG), "fp16, bf16 and fp32"),
+    (("A", 8, 8, 8, False, "fp64", CFG), "fp16, bf16, fp32 and fp8"),
     (("A", 0, 8, 8, False, "fp16", CFG), "at least one element"),
     (("A", 8, 16, 8, False, "fp16", CFG), "shorter than its contiguous extent 16"),
 ])

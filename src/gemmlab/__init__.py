@@ -8,6 +8,8 @@ cuBLAS, timed honestly, and explained.
 >>> gemmlab.precompile(kernels=["tile_2d"], dtypes=["fp32"])   # build ahead of time, in parallel
 >>> gemmlab.empty_cache()          # return the split-K / copy workspaces gemmlab keeps (<= workspace_limit())
 >>> gemmlab.autotune(True)         # auto measures a few candidates at each new shape's first call
+>>> a8, sa = gemmlab.quantize_fp8(x, "row")        # FP8 codes and scales (x ~= a8 * sa)
+>>> y = gemmlab.scaled_mm(a8, w8.t(), sa, sw.t())  # torch._scaled_mm's call, on rung 25 (sm_90a)
 
 ``gemmlab.torch.matmul(a, b)`` is the PyTorch operator ``gemmlab::matmul`` (autograd and
 ``torch.compile``); it is imported on first use, so ``import gemmlab`` does not import PyTorch.
@@ -32,11 +34,13 @@ from .core.compile import CompileError  # noqa: E402
 from .core.deps import MissingDependencyError  # noqa: E402
 from .core.driver import NoGPUError  # noqa: E402
 from .core.precompile import precompile  # noqa: E402
+from .core.quantize import quantize_fp8  # noqa: E402
 from .core.registry import Rung, kernels  # noqa: E402
+from .core.scaled import scaled_mm  # noqa: E402
 
-__all__ = ["gemm", "matmul", "plan", "precompile", "empty_cache", "memory_reserved", "workspace_limit",
-           "set_workspace_limit", "autotune", "kernels", "Rung", "CompileError", "NoGPUError", "MissingDependencyError",
-           "__version__"]
+__all__ = ["gemm", "matmul", "plan", "scaled_mm", "quantize_fp8", "precompile", "empty_cache", "memory_reserved",
+           "workspace_limit", "set_workspace_limit", "autotune", "kernels", "Rung", "CompileError", "NoGPUError",
+           "MissingDependencyError", "__version__"]
 
 
 def _tune_online(*args):

@@ -87,7 +87,7 @@ def _epilogue_of(problem, bias, activation):
     """(Epilogue, the bias's description or None) of a call, after checking bias and activation
     against the problem (core/epilogue.py; the errors name the problem)."""
     act = _epilogue.check_activation(activation)
-    info = _epilogue.check_bias(bias, problem.N, problem.dtype, problem.c.device, problem.c.lib)
+    info = _epilogue.check_bias(bias, problem.N, problem.dtype, problem.c.device, problem.c.lib, problem.c.dtype)
     if info is not None and overlaps(info, problem.c):
         raise ValueError("bias overlaps c in memory; the output must not alias an input")
     return _epilogue.make(act, info, problem.dtype, problem.c.col_major, problem.out_dtype), info

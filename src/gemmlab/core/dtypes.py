@@ -41,11 +41,23 @@ _TABLE = (
     DType("fp16", "float16", 2, 1, "<f2", 2.0**-11, 2.0**-14, True, stand_in="bf16"),
     DType("bf16", "bfloat16", 2, 2, "<V2", 2.0**-8, 2.0**-126, True, stand_in="fp16"),
 )
+# FP8 (rung 25, gemmlab.scaled_mm): one dtype of bytes whose format, e4m3 or e5m2, each operand carries
+# beside it (``ArrayInfo.fmt``; the kernel's GL_FP8_A / GL_FP8_B), since wgmma multiplies either format
+# by either. Its numbers are e4m3's, the finer of the two. Not among ``DTYPES``, the dtypes a GEMM
+# writes and the suites sweep: FP8 operands write a C of fp32, fp16 or bf16.
+FP8 = DType("fp8", "float8_e4m3fn", 1, 3, "|V1", 2.0**-4, 2.0**-6, True)
+FP8_FORMATS: dict[str, str] = {"e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2"}   # format -> array dtype name
 
 DTYPES: tuple[str, ...] = tuple(d.name for d in _TABLE)
-BY_NAME: dict[str, DType] = {d.name: d for d in _TABLE}
-BY_ARRAY_NAME: dict[str, DType] = {d.array_name: d for d in _TABLE}
+ALL_DTYPES: tuple[str, ...] = DTYPES + (FP8.name,)
+BY_NAME: dict[str, DType] = {d.name: d for d in _TABLE + (FP8,)}
+BY_ARRAY_NAME: dict[str, DType] = {**{d.array_name: d for d in _TABLE}, **{n: FP8 for n in FP8_FORMATS.values()}}
 BY_TYPESTR: dict[str, DType] = {d.typestr: d for d in _TABLE}
+
+
+def fp8_format(array_name: str) -> str:
+    """The FP8 format (``e4m3``, ``e5m2``) of an array library's dtype name, "" for any other."""
+    return next((f for f, n in FP8_FORMATS.items() if n == array_name), "")
 
 
 def get(name: str) -> DType:
@@ -53,7 +65,7 @@ def get(name: str) -> DType:
     try:
         return BY_NAME[name]
     except (KeyError, TypeError):
-        raise ValueError(f"unknown dtype {name!r}; choose one of {', '.join(DTYPES)}") from None
+        raise ValueError(f"unknown dtype {name!r}; choose one of {', '.join(ALL_DTYPES)}") from None
 
 
 def from_array_name(name: str) -> DType:
@@ -61,5 +73,5 @@ def from_array_name(name: str) -> DType:
     d = BY_ARRAY_NAME.get(name)
     if d is None:
         raise TypeError(f"unsupported dtype {name}; gemmlab supports "
-                        f"{', '.join(x.array_name for x in _TABLE)}")
+                        f"{', '.join(x.array_name for x in _TABLE)} and, as FP8, {', '.join(FP8_FORMATS.values())}")
     return d

@@ -15,7 +15,9 @@ from .problem import ArrayInfo, describe_array
 
 # name -> GL_ACT code (0 is no activation)
 ACTIVATIONS = {a.name: a.code for a in _activations.ALL}
-BIAS_CODES = {"same": 1, "fp32": 2}   # GL_BIAS: a vector of the operands' type, or of float
+BIAS_CODES = {"same": 1, "fp32": 2, "out": 3}   # GL_BIAS: a vector of the operands' type, of float, or
+                                                 # of the output's type (FP8 operands)
+SCALE_CODES = {"tensor": 1, "row": 2}   # GL_SCALE (kernels/scales.cuh): a scaled matmul's scales
 
 
 @dataclass(frozen=True)
@@ -26,13 +28,15 @@ class Epilogue:
     the type the outputs are rounded to where it is not the operands' (``out``: a dtype name, the
     kernels' GL_C_DTYPE; None: the operands' own), and whether the stores also write the
     pre-activation to an auxiliary output of C's type and layout (``aux``: GL_AUX; with an
-    activation only)."""
+    activation only), and a scaled matmul's scales (``scale``: a key of ``SCALE_CODES``, GL_SCALE:
+    "tensor" or "row", two device pointers each launch passes last; None: none)."""
 
     activation: str | None = None
     bias: str | None = None
     bias_rows: bool = False
     out: str | None = None
     aux: bool = False
+    scale: str | None = None
 
     @property
     def plain(self) -> bool:
@@ -53,10 +57,13 @@ class Epilogue:
             d["GL_C_DTYPE"] = get_dtype(self.out).code
         if self.aux:
             d["GL_AUX"] = 1
+        if self.scale is not None:
+            d["GL_SCALE"] = SCALE_CODES[self.scale]
         return d
 
     def describe(self) -> str:
-        parts = ([f"bias ({self.bias})"] if self.bias else []) + ([self.activation] if self.activation else [])
+        parts = ([f"{self.scale}-wise scales"] if self.scale else []) + ([f"bias ({self.bias})"] if self.bias else [])
+        parts += [self.activation] if self.activation else []
         return " + ".join(parts + ([f"{self.out} out"] if self.out else []) + (["aux"] if self.aux else []))
 
 
@@ -73,16 +80,20 @@ def check_activation(activation) -> str | None:
     return _activations.get(activation).name
 
 
-def check_bias(bias, n: int, dtype: str, device: int, lib: str) -> ArrayInfo | None:
+def check_bias(bias, n: int, dtype: str, device: int, lib: str, out: str | None = None) -> ArrayInfo | None:
     """The bias's description after the checks a launch relies on: one dimension of length ``n``
-    (C's columns), contiguous, in the operands' dtype or float32, on C's device, of C's library
-    (or an ``__cuda_array_interface__`` array). Errors name the problem."""
+    (C's columns), contiguous, in the operands' dtype or float32 (FP8 operands: the output's dtype
+    ``out`` or float32), on C's device, of C's library (or an ``__cuda_array_interface__`` array).
+    Errors name the problem."""
     if bias is None:
         return None
     info = describe_array("bias", bias, vector=True)
     if info.cols != n:
         raise ValueError(f"bias has length {info.cols} but c has N = {n} columns; the bias needs one value per column")
-    if info.dtype not in (dtype, "fp32"):
+    if dtype == "fp8":
+        if info.dtype not in (out, "fp32"):
+            raise TypeError(f"bias is {info.dtype}; with FP8 operands it must be {out} (the output's dtype) or float32")
+    elif info.dtype not in (dtype, "fp32"):
         raise TypeError(f"bias is {info.dtype}; it must be {dtype} (the operands' dtype) or float32")
     if info.device != device:
         raise ValueError(f"bias is on device {info.device} but c is on device {device}; all must be on one device")
@@ -100,7 +111,8 @@ def make(activation, bias_info: ArrayInfo | None, dtype: str, c_col_major: bool,
     out = None if out == dtype else out
     if activation is None and bias_info is None and out is None:
         return PLAIN
-    kind = None if bias_info is None else ("same" if bias_info.dtype == dtype else "fp32")
+    kind = None if bias_info is None else ("same" if bias_info.dtype == dtype else "fp32" if bias_info.dtype == "fp32"
+                                           else "out")
     return Epilogue(activation, kind, bool(kind and c_col_major), out, aux)
 
 

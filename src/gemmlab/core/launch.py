@@ -37,6 +37,26 @@ def _same_stream(producer: int, launch: int) -> bool:
     return producer == launch or {producer, launch} == {0, CAI_LEGACY}
 
 
+def _formats(problem: GemmProblem) -> tuple:
+    """FP8 operands' formats in the kernel's order (a column-major C's kernel computes C^T = B^T A^T);
+    () for the other dtypes."""
+    if problem.dtype != "fp8":
+        return ()
+    return (problem.b.fmt, problem.a.fmt) if problem.c.col_major else (problem.a.fmt, problem.b.fmt)
+
+
+def _scale_ptrs(problem: GemmProblem, epilogue: Epilogue, ptrs: tuple[int, int] | None):
+    """A scaled matmul's scale pointers (Epilogue.scale: kernels/scales.cuh), passed at each launch like
+    the bias's; its C row-major (the scales run along C's rows and columns as stored)."""
+    if epilogue.scale is None:
+        return None
+    if ptrs is None:
+        raise ValueError(f"a plan with {epilogue.scale}-wise scales needs their pointers (scale_ptrs)")
+    if problem.c.col_major and problem.M > 1 and problem.N > 1:
+        raise ValueError("a plan with scales writes a row-major C")
+    return ptrs
+
+
 class Plan:
     """One rung on one problem, ready to launch: ``run()`` is a single cuLaunchKernel (split-K:
     two, the rung's kernel writing FP32 partial products to a workspace, then the
@@ -63,7 +83,8 @@ class Plan:
     operands = None
 
     def __init__(self, problem: GemmProblem, rung: Rung, config=None, stream: int | None = None, choice=None,
-                 precision: str | None = None, epilogue: Epilogue = PLAIN, bias_ptr: int = 0, aux_ptr: int = 0):
+                 precision: str | None = None, epilogue: Epilogue = PLAIN, bias_ptr: int = 0, aux_ptr: int = 0,
+                 scale_ptrs: tuple[int, int] | None = None):
         self.problem = problem
         # the fused epilogue (core/epilogue.py); with a bias, each launch passes its pointer (``bias``);
         # its output type is always C's (a rung then rounds to the type C has)
@@ -74,6 +95,7 @@ class Plan:
         self._bias_ptr = bias_ptr   # run()'s
         # an auxiliary output (Epilogue.aux: the pre-activation), its pointer passed like the bias's
         self._aux, self._aux_ptr = epilogue.aux, aux_ptr
+        self._scale_ptrs = _scale_ptrs(problem, epilogue, scale_ptrs)
         self.rung = rung
         self.choice = choice    # core.dispatch's Choice: rung, configuration, source and why
         kp: KernelProblem = problem.kernel_view()
@@ -100,7 +122,8 @@ class Plan:
         def capturing() -> bool:  # asked only when the variant needs a real compile
             return stream_capturing(self._stream_of(self.ordinal) if stream is None else stream, self.ordinal)
 
-        res = resolve(rung, problem.dtype, kp, config, precision, info.sm_count, vec_a, vec_b, epilogue)
+        self._formats = _formats(problem)
+        res = resolve(rung, problem.dtype, kp, config, precision, info.sm_count, vec_a, vec_b, epilogue, self._formats)
         if not epilogue.plain or epilogue.out or kp.batch > 1:   # so may another output type, or a batch's arguments
             res = self._fused_fallback(res, rung, kp, config, precision, info, vec_a, vec_b, capturing)
         self.packs, self.kp, self.geometry = res.packs, res.kp, res.geometry
@@ -122,7 +145,8 @@ class Plan:
         cu = cuda()
         self._opt_in_smem(self.function, info.limits)
         self._params = Params(kp, bool(tex_args), (3 if rung.store_map else 2) if rung.tensor_maps else 0,
-                               self._streamk, self._bias, bool(self.variant.batch), self._aux)
+                               self._streamk, self._bias, bool(self.variant.batch), self._aux,
+                               epilogue.scale is not None)
         if tex_args:
             self._params.textures(*tex_args)
         self._maps = self._map_args(problem.dtype, problem.c.dtype) if rung.tensor_maps else None
@@ -146,7 +170,7 @@ class Plan:
         configs = fused_configs(rung, config, res.variant.precision)
         for i, cfg in enumerate(configs):
             r = res if i == 0 else resolve(rung, self.problem.dtype, kp, cfg, precision, info.sm_count, vec_a, vec_b,
-                                           res.variant.epilogue)
+                                           res.variant.epilogue, self._formats)
             try:
                 compile_for_launch(r.variant, info.arch, capturing)
                 return r
@@ -286,7 +310,8 @@ class Plan:
         operands."""
         kp = self.kp
         a_ptr, b_ptr = (kp.b_ptr, kp.a_ptr) if kp.c_col else (kp.a_ptr, kp.b_ptr)   # the kernel view's (Swapped)
-        if not self.launch(a_ptr, b_ptr, kp.c_ptr, kp.alpha, kp.beta, stream, self._bias_ptr, self._aux_ptr):
+        if not self.launch(a_ptr, b_ptr, kp.c_ptr, kp.alpha, kp.beta, stream, self._bias_ptr, self._aux_ptr,
+                           self._scale_ptrs):
             raise RuntimeError(f"{self.variant.describe()}: the operands' texture extent changed since the plan was made")
 
     def _remap(self, a_ptr: int, b_ptr: int, c_ptr: int) -> None:

@@ -42,7 +42,8 @@ class LaunchMode:
         self.plan = plan
 
     def launch(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float,
-               stream: int | None = None, bias: int = 0, aux: int = 0) -> bool:
+               stream: int | None = None, bias: int = 0, aux: int = 0,
+               scales: tuple | None = None) -> bool:
         raise NotImplementedError
 
     def describe(self) -> str:
@@ -71,7 +72,8 @@ class Direct(LaunchMode):
     name = "direct"
 
     def launch(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float,
-               stream: int | None = None, bias: int = 0, aux: int = 0) -> bool:
+               stream: int | None = None, bias: int = 0, aux: int = 0,
+               scales: tuple | None = None) -> bool:
         p = self.plan
         if stream is None:
             stream = p._stream_of(p.ordinal)
@@ -87,6 +89,8 @@ class Direct(LaunchMode):
                 params.bias(bias)
             if p._aux:
                 params.aux(aux)
+            if scales is not None:
+                params.scales(scales)
             if p._maps is not None and (a_ptr != p._mapped[0] or b_ptr != p._mapped[1]
                                         or (p._map_c and c_ptr != p._mapped[2])):
                 p._remap(a_ptr, b_ptr, c_ptr)
@@ -106,7 +110,8 @@ class Textured(LaunchMode):
     name = "textured"
 
     def launch(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float,
-               stream: int | None = None, bias: int = 0, aux: int = 0) -> bool:
+               stream: int | None = None, bias: int = 0, aux: int = 0,
+               scales: tuple | None = None) -> bool:
         p = self.plan
         stream = self._stream(stream)
         with textures.LOCK:
@@ -118,7 +123,7 @@ class Textured(LaunchMode):
             with p._lock:
                 params.pack(params.buffer, 0, a_ptr, b_ptr, c_ptr, f32(alpha), f32(beta))
                 params.textures(ta.handle, ta.offset, tb.handle, tb.offset)
-                params.epilogue(bias, aux)
+                params.epilogue(bias, aux, scales)
                 p._launch(stream)
             textures.used((ta, tb), stream, p.ordinal, stream_capturing(stream, p.ordinal))
         return True
@@ -131,12 +136,13 @@ class Clustered(LaunchMode):
     name = "clustered"
 
     def launch(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float,
-               stream: int | None = None, bias: int = 0, aux: int = 0) -> bool:
+               stream: int | None = None, bias: int = 0, aux: int = 0,
+               scales: tuple | None = None) -> bool:
         p = self.plan
         stream = self._stream(stream)
         with p._lock:
             fill(p._params, a_ptr, b_ptr, c_ptr, alpha, beta)
-            p._params.epilogue(bias, aux)
+            p._params.epilogue(bias, aux, scales)
             p._launch(stream)
         return True
 
@@ -195,20 +201,21 @@ class Staged(LaunchMode):
         return ", the kernel after them launched programmatically" if self.gemm_ex is not None else ""
 
     def launch(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float,
-               stream: int | None = None, bias: int = 0, aux: int = 0) -> bool:
+               stream: int | None = None, bias: int = 0, aux: int = 0,
+               scales: tuple | None = None) -> bool:
         """A default-stream handle names the current context's stream: while another context is
         current, all of the call runs in the plan's."""
         p = self.plan
         stream = self._stream(stream)
         if stream in SPECIAL_STREAMS and not current_context_is(p.ordinal):
             with context(p.ordinal):
-                self._staged(a_ptr, b_ptr, c_ptr, alpha, beta, stream, bias, aux)
+                self._staged(a_ptr, b_ptr, c_ptr, alpha, beta, stream, bias, aux, scales)
         else:
-            self._staged(a_ptr, b_ptr, c_ptr, alpha, beta, stream, bias, aux)
+            self._staged(a_ptr, b_ptr, c_ptr, alpha, beta, stream, bias, aux, scales)
         return True
 
     def _staged(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float, stream: int, bias: int,
-                aux: int) -> None:
+                aux: int, scales: tuple | None = None) -> None:
         p = self.plan
         ws = workspace.acquire(p.ordinal, stream, self.workspace_bytes)
         try:
@@ -223,7 +230,7 @@ class Staged(LaunchMode):
                         b_ptr = region + q.offset
                 split = p._split
                 fill(p._params, a_ptr, b_ptr, region + self._split_offset if split else c_ptr, alpha, beta)
-                p._params.epilogue(bias, aux)
+                p._params.epilogue(bias, aux, scales)
                 if self._sk_flags is not None:   # stream-K: the workspace, its flags zeroed before the kernel
                     p._params.workspace(region + self._split_offset)
                     self._zero_flags(region + self._split_offset + self._sk_flags, stream)
@@ -265,8 +272,11 @@ class Swapped(LaunchMode):
         self._inner_launch = inner.launch
 
     def launch(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float,
-               stream: int | None = None, bias: int = 0, aux: int = 0) -> bool:
-        return self._inner_launch(b_ptr, a_ptr, c_ptr, alpha, beta, stream, bias, aux)
+               stream: int | None = None, bias: int = 0, aux: int = 0,
+               scales: tuple | None = None) -> bool:
+        # row-wise scales trade places with their operands (A's rows are C^T's columns)
+        return self._inner_launch(b_ptr, a_ptr, c_ptr, alpha, beta, stream, bias, aux,
+                                  scales[::-1] if scales is not None else None)
 
     def describe(self) -> str:
         return self.inner.describe()

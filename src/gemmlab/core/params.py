@@ -19,8 +19,9 @@ class Params:
     rungs), or two or three 128-byte tensor maps (the TMA rungs: A and B, and C for a rung with a
     store map; the driver copies them by value); then a stream-K kernel's workspace pointer, a
     batched kernel's batch count and its operands' batch strides (GL_BATCH_PARAMS, fixed for the
-    plan), and last the bias pointer of a fused bias and the auxiliary output's pointer
-    (kernels/epilogue.cuh, GL_EPI_PARAMS)."""
+    plan), then the bias pointer of a fused bias and the auxiliary output's pointer
+    (kernels/epilogue.cuh, GL_EPI_PARAMS), and last a scaled matmul's two scale pointers
+    (kernels/scales.cuh, GL_SCALE_PARAMS)."""
 
     # byte offsets in the buffer, in the kernel's argument order
     _ORDER = (32, 36, 40, 24, 0, 44, 8, 48, 28, 16, 52)   # M N K alpha A lda B ldb beta C ldc
@@ -31,10 +32,10 @@ class Params:
     _CALL = struct.Struct("<QQQff")                        # A B C alpha beta at byte 0
     _TEX = struct.Struct("<QqQq")                          # at byte 56
 
-    __slots__ = ("buffer", "array", "address", "pack", "_ws_at", "bias_at", "aux_at")
+    __slots__ = ("buffer", "array", "address", "pack", "_ws_at", "bias_at", "aux_at", "scales_at")
 
     def __init__(self, kp: KernelProblem, textured: bool, maps: int = 0, workspace: bool = False, bias: bool = False,
-                 batched: bool = False, aux: bool = False):
+                 batched: bool = False, aux: bool = False, scales: bool = False):
         order = self._ORDER + (self._TEX_ORDER if textured else ()) + self._TMAP_ORDER[:maps]
         size = 128 + 128 * maps if maps else 88
         self._ws_at = size if workspace else None
@@ -49,6 +50,9 @@ class Params:
         self.aux_at = size if aux else None
         if aux:
             order, size = order + (size,), size + 8
+        self.scales_at = size if scales else None
+        if scales:
+            order, size = order + (size, size + 8), size + 16
         self.buffer = ctypes.create_string_buffer(size)
         base = ctypes.addressof(self.buffer)
         self.array = (ctypes.c_void_p * len(order))(*[base + off for off in order])
@@ -83,12 +87,19 @@ class Params:
         """The auxiliary output's pointer (a block made with ``aux=True``)."""
         struct.pack_into("<Q", self.buffer, self.aux_at, ptr)
 
-    def epilogue(self, bias: int, aux: int) -> None:
-        """The bias and auxiliary-output pointers of a call, each where the block has its slot."""
+    def epilogue(self, bias: int, aux: int, scales: tuple[int, int] | None = None) -> None:
+        """The bias, auxiliary-output and scale pointers of a call, each where the block has its slot."""
         if self.bias_at is not None:
             self.bias(bias)
         if self.aux_at is not None:
             self.aux(aux)
+        if scales is not None:
+            self.scales(scales)
+
+    def scales(self, scales: tuple[int, int]) -> None:
+        """A scaled matmul's scale pointers (scale_a's, scale_b's), where the block has their slot."""
+        if self.scales_at is not None:
+            struct.pack_into("<QQ", self.buffer, self.scales_at, *scales)
 
     def ldc(self, value: int) -> None:
         """The leading dimension of what the kernel writes (split-K: the workspace's row length)."""

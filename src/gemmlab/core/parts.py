@@ -70,12 +70,15 @@ class Walk:
 class PrecisionPart:
     """What differs when the rung computes in one precision: the ``planes`` per operand its kernel
     reads (3xTF32: 2, the big and small TF32 parts of the plan's split pack), the defaults that
-    differ (``params``: a stage of two planes needs a smaller tile) and its own ``presets`` (None:
-    the rung's). The rung's ``smem`` and ``constraints`` take the planes as their second argument."""
+    differ (``params``: a stage of two planes needs a smaller tile), its own ``presets`` (None:
+    the rung's) and the problems with a configuration in this precision beyond the rung's own
+    (``constraints``, cfg -> messages: FP8's promotion holds a second set of accumulators). The
+    rung's ``smem`` and ``constraints`` take the planes as their second argument."""
 
     planes: int = 1
     params: Mapping[str, int] = field(default_factory=dict)
     presets: Mapping[str, Mapping[str, int]] | None = None
+    constraints: Callable[[Mapping[str, int]], list[str]] | None = None
 
 
 @dataclass(frozen=True)

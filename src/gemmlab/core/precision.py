@@ -12,8 +12,11 @@ may also go to the tensor cores:
 * ``3xtf32``: each operand split into x = big + small, both TF32 (exact within 2^-22 |x|), and
   three products per multiply-add (small*big + big*small + big*big): FP32-level accuracy.
 
+FP8 operands (rung 25) have two: ``fp8``, whose tensor-core sums are promoted into FP32 every k tile,
+and ``fp8_fast``, summed in the tensor cores over all of K (faster, less accurate over a long K).
+
 ``kernel_code`` is the kernels' ``GL_PRECISION`` define (the number of products per multiply-add;
-0: not defined, the exact path). ``input_roundoff`` is the relative error the operands may carry
+for FP8, 1 is the fast accumulation; 0: not defined, the exact or promoted path). ``input_roundoff`` is the relative error the operands may carry
 into each product beyond the dtype's own values: verification adds ``2 * input_roundoff`` (one
 per operand) to the dtype's tolerance (``measure.verify``), as it adds the output type's roundoff.
 """
@@ -33,6 +36,11 @@ class Precision:
     tensor_cores: bool      # the products run on the tensor cores
     tensor_share: float     # its peak in useful flop/s, as a share of the dense 16-bit tensor peak
     summary: str
+    # FP8: the tensor cores add products with fewer fraction bits than FP32; the relative error an
+    # addition there may make, and over how many of K's terms it runs before the sum is promoted
+    # into FP32 (0: the whole K). Verification adds it as it adds an FP32 accumulation's.
+    accumulation_roundoff: float = 0.0
+    accumulation_run: int = 0
 
     @property
     def exact(self) -> bool:
@@ -47,6 +55,17 @@ _TABLE = (
               "operands split into two TF32 parts, three tensor-core products: FP32-level accuracy"),
     Precision("fp16", "fp16", 10, 0.0, 0, True, 1.0, "FP16 operands on the tensor cores, FP32 accumulation"),
     Precision("bf16", "bf16", 7, 0.0, 0, True, 1.0, "BF16 operands on the tensor cores, FP32 accumulation"),
+    # FP8 runs at twice the 16-bit rate. The tensor cores sum FP8 products with fewer fraction bits
+    # than FP32: "fp8" adds each k tile's sum (128 of K) into FP32 registers, "fp8_fast"
+    # (GL_PRECISION 1, torch's use_fast_accum) leaves the whole K to them (kernels/25_wgmma_fp8.cu)
+    # (DeepSeek-V3's report measures about 14 bits kept in Hopper's FP8
+    # accumulation; a step of 2^-13 allows truncation where it does not round)
+    Precision("fp8", "fp8", 3, 0.0, 0, True, 2.0,
+              "FP8 operands (e4m3 or e5m2) on the tensor cores, each k tile's sum promoted into FP32",
+              accumulation_roundoff=2.0**-13, accumulation_run=128),
+    Precision("fp8_fast", "fp8", 3, 0.0, 1, True, 2.0,
+              "FP8 operands on the tensor cores, summed over the whole K in the tensor cores' accumulators",
+              accumulation_roundoff=2.0**-13),
 )
 
 PRECISIONS: tuple[str, ...] = tuple(p.name for p in _TABLE)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .dtypes import BY_TYPESTR, VECTOR_BYTES, from_array_name, get as get_dtype
+from .dtypes import BY_TYPESTR, FP8_FORMATS, VECTOR_BYTES, fp8_format, from_array_name, get as get_dtype
 
 
 @dataclass(frozen=True)
@@ -27,10 +27,11 @@ class ArrayInfo:
     cols: int
     ld: int            # leading dimension in elements
     col_major: bool
-    dtype: str         # "fp32" | "fp16" | "bf16"
+    dtype: str         # "fp32" | "fp16" | "bf16" | "fp8"
     device: int
     lib: str           # "cupy" | "torch" | "cai"
     stream: int | None = None  # CUDA Array Interface v3: the producer's stream to order after
+    fmt: str = ""      # an fp8 array's format, "e4m3" or "e5m2" (core/dtypes.py, FP8_FORMATS)
     # No reference to the array itself: problems live on in remembered plans (the fast path), and
     # a library call must not keep a caller's memory alive.
 
@@ -94,15 +95,17 @@ class ArrayFacts:
     ptr: int
     shape: tuple
     strides: tuple     # in elements
-    dtype: str         # "fp32" | "fp16" | "bf16"
+    dtype: str         # "fp32" | "fp16" | "bf16" | "fp8"
     device: int
     lib: str
     stream: int | None = None
+    fmt: str = ""      # an fp8 array's format
 
 
-def array_facts(name: str, x) -> ArrayFacts:
+def array_facts(name: str, x, raw_fp8: str = "") -> ArrayFacts:
     """The facts of a CuPy array, a PyTorch CUDA tensor or a ``__cuda_array_interface__`` object;
-    errors name ``name`` and the problem."""
+    errors name ``name`` and the problem. ``raw_fp8`` (a format of core/dtypes.py's FP8_FORMATS): an
+    array of uint8 holds FP8 bytes of that format (CuPy has no FP8 dtype)."""
     lib = _lib_of(x)
     stream = None
     if lib == "torch":  # x is a torch.Tensor: torch is imported already
@@ -133,17 +136,20 @@ def array_facts(name: str, x) -> ArrayFacts:
             strides = tuple(s // itemsize for s in strides)
         stream = _cai_stream(name, cai)
         ptr, dev = cai["data"][0], _device_of_pointer(cai["data"][0])
+    if raw_fp8 and dt in ("uint8", "|u1", "<u1"):   # CuPy's name, or a __cuda_array_interface__ typestr
+        dt = FP8_FORMATS[raw_fp8]
     try:
         dtype = from_array_name(dt).name
     except TypeError as exc:
         raise TypeError(f"{name} has {exc}") from None
     return ArrayFacts(int(ptr), tuple(int(n) for n in shape), tuple(int(v) for v in strides), dtype, int(dev), lib,
-                      stream)
+                      stream, fp8_format(dt))
 
 
-def describe_array(name: str, x, vector: bool = False) -> ArrayInfo:
-    """The facts of a 2-D device array (``vector``: of a 1-D one, described as its one row)."""
-    f = array_facts(name, x)
+def describe_array(name: str, x, vector: bool = False, raw_fp8: str = "") -> ArrayInfo:
+    """The facts of a 2-D device array (``vector``: of a 1-D one, described as its one row;
+    ``raw_fp8``: as for ``array_facts``)."""
+    f = array_facts(name, x, raw_fp8)
     shape, strides = f.shape, f.strides
     if vector:
         if len(shape) != 1:
@@ -151,13 +157,14 @@ def describe_array(name: str, x, vector: bool = False) -> ArrayInfo:
         shape, strides = (1, shape[0]), (shape[0] * strides[0], strides[0])
     if len(shape) != 2:
         raise ValueError(f"{name} must be 2-D, got {len(shape)}-D with shape {shape}")
-    return info_2d(name, f.ptr, shape, strides, f.dtype, f.device, f.lib, f.stream)
+    return info_2d(name, f.ptr, shape, strides, f.dtype, f.device, f.lib, f.stream, f.fmt)
 
 
-def info_2d(name: str, ptr: int, shape, strides, dtype: str, device: int, lib: str, stream=None) -> ArrayInfo:
+def info_2d(name: str, ptr: int, shape, strides, dtype: str, device: int, lib: str, stream=None,
+            fmt: str = "") -> ArrayInfo:
     """The ArrayInfo of a 2-D view (rows, cols) with these element strides at ``ptr``."""
     col_major, ld = _layout(name, shape, strides)
-    return ArrayInfo(int(ptr), int(shape[0]), int(shape[1]), int(ld), col_major, dtype, int(device), lib, stream)
+    return ArrayInfo(int(ptr), int(shape[0]), int(shape[1]), int(ld), col_major, dtype, int(device), lib, stream, fmt)
 
 
 def _cai_stream(name: str, cai: dict) -> int | None:
@@ -284,16 +291,24 @@ def overlaps(x: ArrayInfo, y: ArrayInfo) -> bool:
 
 
 def check_output_dtype(dtype: str, out: str, name: str = "c") -> None:
-    """An output of ``out`` from ``dtype`` operands: any of fp32, fp16 and bf16 from 16-bit operands
-    (their products are summed in FP32 and rounded once to the output's type), fp32 only from fp32
-    operands (TypeError naming the problem otherwise). Which rungs write it is the dispatch's."""
+    """An output of ``out`` from ``dtype`` operands: any of fp32, fp16 and bf16 from 16-bit and FP8
+    operands (their products are summed in FP32 and rounded once to the output's type), fp32 only
+    from fp32 operands, never FP8 (TypeError naming the problem otherwise). Which rungs write it is
+    the dispatch's."""
     if dtype == "fp32" and out != "fp32":
         raise TypeError(f"{name} is {out} but a and b are fp32; float32 operands write a float32 result only")
+    if out == "fp8":
+        raise TypeError(f"{name} is fp8; gemmlab writes results in float32, float16 or bfloat16 "
+                        f"(FP8 operands: pass a {name} of one of those, or out_dtype=)")
 
 
 def make_problem(a, b, c, alpha=1.0, beta=0.0) -> GemmProblem:
     """Validate a, b, c and build the problem; every error names what is wrong."""
-    ai, bi, ci = describe_array("a", a), describe_array("b", b), describe_array("c", c)
+    return problem_of(describe_array("a", a), describe_array("b", b), describe_array("c", c), alpha, beta)
+
+
+def problem_of(ai: ArrayInfo, bi: ArrayInfo, ci: ArrayInfo, alpha=1.0, beta=0.0) -> GemmProblem:
+    """``make_problem`` of arrays already described (core/scaled.py describes CuPy's FP8 bytes)."""
     if ai.dtype != bi.dtype:
         raise TypeError(f"mixed dtypes: a is {ai.dtype}, b is {bi.dtype}, c is {ci.dtype}; a and b must match")
     check_output_dtype(ai.dtype, ci.dtype, "c")

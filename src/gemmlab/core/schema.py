@@ -247,6 +247,9 @@ class Rung:
 
     def check_config(self, cfg: Mapping[str, int], precision: str | None = None) -> list[str]:
         problems = list(self.constraints(cfg, self.planes_for(precision)))
+        part = self.per_precision.get(self._own(precision))
+        if part is not None and part.constraints is not None and not problems:
+            problems += part.constraints(cfg)
         if cfg.get("L2PROMO", L2_PROMOTION_DEFAULT) not in L2_PROMOTION:
             problems.append(f"L2PROMO={cfg['L2PROMO']} must be one of {', '.join(map(str, L2_PROMOTION))} "
                             f"(bytes the L2 fetches for each 128-byte row a tensor map reads)")

@@ -32,7 +32,8 @@ SWIZZLE_BYTES = 128     # the 128-byte swizzle: a box's inner side is one swizzl
 MAP_BYTES = 128         # sizeof(CUtensorMap)
 CAPACITY = 256          # cached maps; past it the least recently used is forgotten
 _TENSOR_MAP_TYPE = {"fp16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
-                    "fp32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32"}   # fp32: rung 22 (TF32 wgmma)
+                    "fp32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32",   # fp32: rung 22 (TF32 wgmma)
+                    "fp8": "CU_TENSOR_MAP_DATA_TYPE_UINT8"}      # fp8: rung 25 (bytes; wgmma reads their format)
 # The L2 promotion an operand map is encoded with (the L2PROMO parameter of the rungs with maps), in
 # bytes: a box row of 128 bytes is fetched into L2 as an aligned 128 or 256 bytes (64: no wider than
 # asked for, our rows being 128 bytes). 256 is what the rungs were built and tuned with; CUTLASS
@@ -46,7 +47,7 @@ L2_PROMOTION_DEFAULT = 256
 class MapArgs:
     """cuTensorMapEncodeTiled's arguments for one operand, less the base pointer."""
 
-    dtype: str                      # "fp16" | "bf16" | "fp32"
+    dtype: str                      # "fp16" | "bf16" | "fp32" | "fp8"
     dims: tuple[int, ...]           # elements: (inner = contiguous, outer[, planes])
     strides: tuple[int, ...]        # bytes from one outer index to the next[, from one plane to the next]
     box: tuple[int, ...]            # elements per TMA box: (inner, outer[, 1])
@@ -72,7 +73,7 @@ def operand_map(operand: str, rows: int, cols: int, ld: int, col_major: bool, dt
     if operand not in ("A", "B"):
         raise ValueError(f"operand must be 'A' or 'B', got {operand!r}")
     if dtype not in _TENSOR_MAP_TYPE:
-        raise ValueError(f"tensor maps are built for fp16, bf16 and fp32 operands, not {dtype}")
+        raise ValueError(f"tensor maps are built for fp16, bf16, fp32 and fp8 operands, not {dtype}")
     if min(rows, cols) < 1:
         raise ValueError(f"operand {operand} is {rows}x{cols}; a tensor map needs at least one element")
     itemsize = get_dtype(dtype).itemsize

@@ -18,6 +18,9 @@ from .schema import work_units
 from . import packing
 
 
+FP8_DEFAULT_OUT = "bf16"   # C's dtype for FP8 operands where none is named (torch._scaled_mm's usual)
+
+
 class SpillError(ValueError):
     """A configuration the registry's rules accept needs more registers than a thread may have."""
 
@@ -39,10 +42,13 @@ class Variant:
     epilogue: Epilogue = PLAIN     # bias and activation fused into the stores (core/epilogue.py)
     batch: tuple = ()     # a batch in one launch (Rung.batched, GL_BATCHED): (A varies, B varies) over
                           # it, each True or False (a broadcast operand: its 2-D map); () one problem
+    formats: tuple = ()   # FP8 operands' formats (A's, B's), "e4m3" or "e5m2" (GL_FP8_A, GL_FP8_B); () e4m3
 
     def __post_init__(self):
         if not self.precision:
             object.__setattr__(self, "precision", self.rung.precision_for(self.dtype))
+        if self.dtype == "fp8" and self.epilogue.out is None:   # FP8 operands write bf16 unless told otherwise
+            object.__setattr__(self, "epilogue", replace(self.epilogue, out=FP8_DEFAULT_OUT))
 
     @classmethod
     def make(cls, rung: Rung | str, dtype: str = "fp32", *, a_col=False, b_col=False,
@@ -94,6 +100,9 @@ class Variant:
         d.update(self.epilogue.defines())   # likewise: the plain epilogue defines nothing
         if self.batch:   # likewise
             d.update(GL_BATCHED=1, GL_BATCH_A=int(self.batch[0]), GL_BATCH_B=int(self.batch[1]))
+        for name, fmt in zip(("GL_FP8_A", "GL_FP8_B"), self.formats):   # e4m3 (the default) defines nothing
+            if fmt == "e5m2":
+                d[name] = 1
         return d
 
     def compile(self, arch: str, before_compile=None) -> _compile.CompiledKernel:
@@ -156,6 +165,8 @@ class Variant:
         if self.batch:
             tall += ", batched" + "".join(f" ({n} broadcast)" for n, v in zip("AB", self.batch) if not v)
         dt = self.dtype if self.precision == self.dtype else f"{self.dtype} as {self.precision}"
+        if self.formats:
+            dt += " " + "x".join(self.formats)
         return f"{self.rung.slug}[{dt}, A/B {lay}, vec {vec}, {cfg}{tall}]"
 
 
@@ -171,15 +182,19 @@ class Resolved:
 
 
 def resolve(rung: Rung, dtype: str, kp, config: ConfigLike, precision: str | None, sm_count: int,
-            vec_a: bool | None = None, vec_b: bool | None = None, epilogue: Epilogue = PLAIN) -> Resolved:
+            vec_a: bool | None = None, vec_b: bool | None = None, epilogue: Epilogue = PLAIN,
+            formats: tuple = ()) -> Resolved:
     """The variant a plan runs (``core.launch.Plan``; the tuner and the selection's collection
     compile it ahead from here, so they build what the plan will load): the operands it copies
     first (PACK=1, a k_major rung; core.packing.for_kernel), the geometry on ``sm_count`` SMs and
     the split-K, tall-grid or stream-K build that geometry takes. ``vec_a``/``vec_b``: the vector
-    flags where the launch decides them itself (a texture rung), else the problem's."""
+    flags where the launch decides them itself (a texture rung), else the problem's. ``formats``:
+    FP8 operands' formats in the kernel's order (``Variant.formats``)."""
     v = Variant.make(rung, dtype, a_col=kp.a_col, b_col=kp.b_col, vec_a=kp.vec_a if vec_a is None else vec_a,
                      vec_b=kp.vec_b if vec_b is None else vec_b, vec_c=kp.vec_c, config=config, precision=precision,
                      epilogue=epilogue)
+    if formats and formats != ("e4m3", "e4m3"):
+        v = replace(v, formats=tuple(formats))
     packs, kp2 = packing.for_kernel(kp, dtype, bool(v.cfg.get("PACK")), rung.k_major, rung.planes_for(v.precision),
                                     rung.reads_register_a(v.precision))
     if kp2 is not kp:

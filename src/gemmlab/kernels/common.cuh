@@ -16,6 +16,8 @@
 //
 // Defines given by the host (gemmlab/core/variant.py, Variant.defines) at compile time:
 //   GL_DTYPE   0 = fp32, 1 = fp16, 2 = bf16          (element type T of A and B, and of C)
+//              3 = fp8: A and B are bytes of FP8 (T the raw byte; GL_FP8_A / GL_FP8_B say each one's
+//              format, 0 e4m3, 1 e5m2), read only by the tensor cores (rung 25); C is GL_C_DTYPE
 //   GL_C_DTYPE the same codes: C's element type TC where it is not T (an output dtype other than the
 //              operands': the rungs whose Rung.outputs name it, and the split-K reduction)
 //   GL_A_COL   0: A(i,k) = A[i*lda + k]   1: A(i,k) = A[k*lda + i]
@@ -54,7 +56,11 @@
 #endif
 
 #ifndef GL_C_DTYPE
+#if GL_DTYPE == 3
+#define GL_C_DTYPE 2   // FP8 operands write bf16 unless told otherwise (core/variant.py, FP8_DEFAULT_OUT)
+#else
 #define GL_C_DTYPE GL_DTYPE
+#endif
 #endif
 #if GL_DTYPE == 1 || GL_C_DTYPE == 1
 #include <cuda_fp16.h>
@@ -66,6 +72,8 @@
 typedef __half T;
 #elif GL_DTYPE == 2
 typedef __nv_bfloat16 T;
+#elif GL_DTYPE == 3
+typedef unsigned char T;   // FP8 bits: only copied (TMA) and read by wgmma, never converted here
 #else
 typedef float T;
 #endif

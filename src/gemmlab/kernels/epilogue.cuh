@@ -7,7 +7,8 @@
 // adding an activation is one entry of core/activations.py, which generates gl_act.
 // Defines given by the host (core/variant.py, from core/epilogue.py's Epilogue):
 //   GL_ACT       0 none, else the code of an activation of core/activations.py
-//   GL_BIAS      0 none, 1 a vector of T, 2 a vector of float; the kernel then takes one argument
+//   GL_BIAS      0 none, 1 a vector of T, 2 a vector of float, 3 a vector of TC (FP8 operands, whose
+//                bias is of the output's type); the kernel then takes one argument
 //                more, last: the vector's pointer (GL_EPI_PARAMS)
 //   GL_BIAS_ROW  1 when the bias runs along the rows C is stored in: a column-major C, which the
 //                kernels store as the row-major C^T, so the user's columns are its rows
@@ -43,6 +44,8 @@
 
 #if GL_BIAS == 2
 typedef float GlBiasT;
+#elif GL_BIAS == 3
+typedef TC GlBiasT;
 #else
 typedef T GlBiasT;
 #endif

@@ -227,11 +227,26 @@ __device__ __forceinline__ void gl_fence_acc(float (&d)[R][4]) {
 #elif GL_DTYPE == 1
 #define GL_WGMMA_AB "k16.f32.f16.f16"
 #define GL_WGMMA_TRANS(ta, tb) ", %" #ta ", %" #tb
-#else
+#elif GL_DTYPE == 2
 #define GL_WGMMA_AB "k16.f32.bf16.bf16"
 #define GL_WGMMA_TRANS(ta, tb) ", %" #ta ", %" #tb
+#else
+// FP8 (rung 25): k32 per instruction, each operand e4m3 or e5m2 (GL_FP8_A, GL_FP8_B), and like TF32
+// no transpose operands (PTX ISA: imm-trans-a and imm-trans-b exist for .f16/.bf16 only): both K-major
+#if GL_FP8_A
+#define GL_WGMMA_FP8_A ".e5m2"
+#else
+#define GL_WGMMA_FP8_A ".e4m3"
 #endif
-#define GL_WGMMA_K_MAJOR_ONLY (GL_DTYPE == 0)
+#if GL_FP8_B
+#define GL_WGMMA_FP8_B ".e5m2"
+#else
+#define GL_WGMMA_FP8_B ".e4m3"
+#endif
+#define GL_WGMMA_AB "k32.f32" GL_WGMMA_FP8_A GL_WGMMA_FP8_B
+#define GL_WGMMA_TRANS(ta, tb) ""
+#endif
+#define GL_WGMMA_K_MAJOR_ONLY (GL_DTYPE == 0 || GL_DTYPE == 3)
 // The accumulator operands of m64nNk16: N/2 FP32 registers per thread, d[j][e] = register 4j + e.
 #define GL_WGMMA_D64 \
     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
@@ -247,7 +262,8 @@ __device__ __forceinline__ void gl_fence_acc(float (&d)[R][4]) {
 #define GL_ACC4(d, j) "+f"(d[j][0]), "+f"(d[j][1]), "+f"(d[j][2]), "+f"(d[j][3])
 #define GL_ACC32(d, j) GL_ACC4(d, j), GL_ACC4(d, j + 1), GL_ACC4(d, j + 2), GL_ACC4(d, j + 3), \
                        GL_ACC4(d, j + 4), GL_ACC4(d, j + 5), GL_ACC4(d, j + 6), GL_ACC4(d, j + 7)
-// d += A (64 x 16, descriptor da) * B (16 x N, descriptor db) (TF32: 64 x 8 and 8 x N); TA / TB = 1:
+// d += A (64 x 16, descriptor da) * B (16 x N, descriptor db) (TF32: 64 x 8 and 8 x N; FP8: 64 x 32 and
+// 32 x N); TA / TB = 1:
 // that operand is MN-major in shared memory. scale_d = 0: d = A * B instead, the old d ignored (rung
 // 22's 3xTF32 starts each k tile's partial sums so); the other rungs accumulate from zeros.
 
@@ -256,7 +272,7 @@ template <> struct GlWgmma<64> {
     template <int TA, int TB>
     static __device__ __forceinline__ void mma(float (&d)[8][4], unsigned long long da, unsigned long long db,
                                                int scale_d = 1) {
-        static_assert(!GL_WGMMA_K_MAJOR_ONLY || (TA == 0 && TB == 0), "TF32 wgmma reads K-major operands only");
+        static_assert(!GL_WGMMA_K_MAJOR_ONLY || (TA == 0 && TB == 0), "TF32 and FP8 wgmma read K-major operands only");
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n64" GL_WGMMA_AB " {" GL_WGMMA_D64 "}, %32, %33, p, 1, 1"
                      GL_WGMMA_TRANS(35, 36) ";\n}\n"
@@ -267,7 +283,7 @@ template <> struct GlWgmma<128> {
     template <int TA, int TB>
     static __device__ __forceinline__ void mma(float (&d)[16][4], unsigned long long da, unsigned long long db,
                                                int scale_d = 1) {
-        static_assert(!GL_WGMMA_K_MAJOR_ONLY || (TA == 0 && TB == 0), "TF32 wgmma reads K-major operands only");
+        static_assert(!GL_WGMMA_K_MAJOR_ONLY || (TA == 0 && TB == 0), "TF32 and FP8 wgmma read K-major operands only");
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n128" GL_WGMMA_AB " {" GL_WGMMA_D128 "}, %64, %65, p, 1, 1"
                      GL_WGMMA_TRANS(67, 68) ";\n}\n"
@@ -278,7 +294,7 @@ template <> struct GlWgmma<256> {
     template <int TA, int TB>
     static __device__ __forceinline__ void mma(float (&d)[32][4], unsigned long long da, unsigned long long db,
                                                int scale_d = 1) {
-        static_assert(!GL_WGMMA_K_MAJOR_ONLY || (TA == 0 && TB == 0), "TF32 wgmma reads K-major operands only");
+        static_assert(!GL_WGMMA_K_MAJOR_ONLY || (TA == 0 && TB == 0), "TF32 and FP8 wgmma read K-major operands only");
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n256" GL_WGMMA_AB " {" GL_WGMMA_D256 "}, %128, %129, p, 1, 1"
                      GL_WGMMA_TRANS(131, 132) ";\n}\n"
@@ -352,10 +368,12 @@ struct GlStageDescs {
 // same accumulators (the small terms first: they are added while the sum is still small), the
 // tile's first wgmma with scale-d 0 (the accumulators are the tile's fresh partial sums), and the
 // wait lets no group stay in flight (PENDING 0): the caller adds the partial sums at once.
-template <int N, int MI, int KSTEPS, int A_COL, int B_COL, int LO_A = 0, int LO_B = 0, typename Descs>
+// FRESH (FP8's promotion, rung 25): the same fresh partial sums and wait, of the one product.
+template <int N, int MI, int KSTEPS, int A_COL, int B_COL, int LO_A = 0, int LO_B = 0, bool FRESH = false,
+          typename Descs>
 __device__ __forceinline__ void gl_wgmma_ktile(float (&acc)[MI][N / 8][4], const Descs& d, unsigned a_stage, unsigned b_stage) {
     static_assert((LO_A == 0) == (LO_B == 0), "both operands have small parts, or neither");
-    constexpr bool SPLIT = LO_A > 0;
+    constexpr bool SPLIT = LO_A > 0 || FRESH;
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
     gl_wgmma_fence();
@@ -363,11 +381,15 @@ __device__ __forceinline__ void gl_wgmma_ktile(float (&acc)[MI][N / 8][4], const
     for (int kk = 0; kk < KSTEPS; ++kk)
 #pragma unroll
         for (int mi = 0; mi < MI; ++mi) {
-            if constexpr (SPLIT) {
-                GlWgmma<N>::template mma<A_COL, 1 - B_COL>(acc[mi], d.a(a_stage + LO_A, kk, mi), d.b(b_stage, kk), kk > 0);
-                GlWgmma<N>::template mma<A_COL, 1 - B_COL>(acc[mi], d.a(a_stage, kk, mi), d.b(b_stage + LO_B, kk));
+            if constexpr (FRESH) {
+                GlWgmma<N>::template mma<A_COL, 1 - B_COL>(acc[mi], d.a(a_stage, kk, mi), d.b(b_stage, kk), kk > 0);
+            } else {
+                if constexpr (SPLIT) {
+                    GlWgmma<N>::template mma<A_COL, 1 - B_COL>(acc[mi], d.a(a_stage + LO_A, kk, mi), d.b(b_stage, kk), kk > 0);
+                    GlWgmma<N>::template mma<A_COL, 1 - B_COL>(acc[mi], d.a(a_stage, kk, mi), d.b(b_stage + LO_B, kk));
+                }
+                GlWgmma<N>::template mma<A_COL, 1 - B_COL>(acc[mi], d.a(a_stage, kk, mi), d.b(b_stage, kk));
             }
-            GlWgmma<N>::template mma<A_COL, 1 - B_COL>(acc[mi], d.a(a_stage, kk, mi), d.b(b_stage, kk));
         }
     gl_wgmma_commit();
     gl_wgmma_wait<SPLIT ? 0 : 1>();

@@ -1,9 +1,12 @@
 // mainloop.cuh — the mainloop parts of the WGMMA rungs. GlMainloopSS reads both operands from the
-// shared stages by descriptor (rungs 19 and 21: fp16, bf16; rung 22: TF32 and 3xTF32's planes). One k
+// shared stages by descriptor (rungs 19 and 21: fp16, bf16; rung 22: TF32 and 3xTF32's planes; rung 25: FP8). One k
 // tile of a consumer warpgroup: its KSTEPS x MI wgmmas as one commit group, after which the previous
 // k tile's group is done and its stage is released (one group stays in flight while the next full
 // barrier is awaited). 3xTF32 (LO_A, LO_B: the small parts' offsets in a stage) sums a k tile's three
 // products into fresh partial sums, waits for them, releases the stage and adds them in FP32.
+// PROMOTE (rung 25, FP8): the same with the one product: the tensor cores keep fewer fraction bits
+// than FP32 in an FP8 accumulation, so a k tile's sum is formed there and promoted into FP32
+// registers once per k tile (128 of K), as DeepGEMM does.
 // A mainloop part gives the consumers (ring.cuh's consume_ktiles, under rung 19's kernel and
 // ws_consume.cuh's persistent walk):
 //   Mainloop(sm, wg, warp, lane)           the warpgroup's descriptors (its WM rows of A, all of B);
@@ -16,9 +19,9 @@
 // ring.cuh (Smem, the stages' carve-up).
 #pragma once
 
-template <int A_COL, int B_COL, int LO_A = 0, int LO_B = 0>
+template <int A_COL, int B_COL, int LO_A = 0, int LO_B = 0, bool PROMOTE = false>
 struct GlMainloopSS {
-    static constexpr bool SPLIT = LO_A > 0;    // 3xTF32: partial sums per k tile
+    static constexpr bool SPLIT = LO_A > 0 || PROMOTE;    // 3xTF32, FP8's promotion: partial sums per k tile
     const GlStageDescs<A_COL, B_COL, A_PANEL_B, B_PANEL_B> descs;
     __device__ __forceinline__ GlMainloopSS(const Smem& sm, int wg, int, int) : descs(sm.a_base, sm.b_base, wg * WM) {}
 
@@ -27,7 +30,7 @@ struct GlMainloopSS {
                                           const Release& release) const {
         if constexpr (SPLIT) {   // the k tile's three products into fresh partial sums, then an FP32 add
             float part[MI][BN / 8][4];
-            gl_wgmma_ktile<BN, MI, KSTEPS, A_COL, B_COL, LO_A, LO_B>(part, descs, s * A_STAGE_B, s * B_STAGE_B);
+            gl_wgmma_ktile<BN, MI, KSTEPS, A_COL, B_COL, LO_A, LO_B, PROMOTE>(part, descs, s * A_STAGE_B, s * B_STAGE_B);
             release(s);          // its wgmmas are done: the stage is free while the sums are added
             gl_add_acc(acc, part);
         } else {

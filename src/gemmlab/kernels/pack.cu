@@ -58,6 +58,9 @@ __device__ __forceinline__ void gl_pack_put(E* dst, size_t at, size_t plane, E x
 #if GL_DTYPE == 0
 typedef unsigned int GlBits;                         // an element's bits
 #define GL_PER_WORD 1
+#elif GL_DTYPE == 3
+typedef unsigned char GlBits;                        // FP8 (rung 25): bytes of either format
+#define GL_PER_WORD 4
 #else
 typedef unsigned short GlBits;
 #define GL_PER_WORD 2
@@ -69,7 +72,7 @@ __device__ __forceinline__ unsigned int gl_pack_word(const GlBits* __restrict__ 
     unsigned int w = 0;
 #pragma unroll
     for (int e = 0; e < GL_PER_WORD; ++e)
-        if (j + e < inner) w |= (unsigned int)__ldg(row + j + e) << (16 * e);
+        if (j + e < inner) w |= (unsigned int)__ldg(row + j + e) << (8 * (int)sizeof(GlBits) * e);
     return w;
 }
 
@@ -115,7 +118,7 @@ pack(int outer, int inner, const T* __restrict__ src, int ld, T* __restrict__ ds
     }
 }
 
-// ---- the transposing pack (rungs whose kernel reads K-major operands only: 22 wgmma_tf32) ---------
+// ---- the transposing pack (rungs whose kernel reads K-major operands only: 22 wgmma_tf32, 25 wgmma_fp8) -
 // src is `outer` rows of `inner` contiguous elements (row i at src + i*ld); dst is its transpose,
 // `inner` rows of `outer` elements (dst row c at dst + c*ldp, ldp >= outer a multiple of 16 bytes;
 // the padding past `outer` is written with zeros). TF32 wgmma has no transpose bit, so an MN-major

@@ -2,10 +2,12 @@
 // wgmma_tf32), composed of the rung's parts: the persistent walk (``Schedule``, schedule.cuh's: whole
 // units, then stream-K pieces), the rung's mainloop part (``Mainloop``: mainloop.cuh's descriptor
 // loop, or rung 22's register-A loop) over the mbarrier ring, the stream-K fixup (ws.cuh), and the
-// epilogue part of C's type (ws_epi16.cuh or ws_epi32.cuh): direct, staged, TMA or deferred stores.
+// epilogue part of C's type (ws_epi16.cuh or ws_epi32.cuh): direct, staged, TMA or deferred stores,
+// after a scaled matmul's row-wise scales (scales.cuh).
 // consume is a template over the three part types (Schedule, Mainloop, Epilogue: ws_entry.cuh says
 // which); the includer defines BM, BN, MI, WM, CLUSTER and includes ws.cuh first.
 #pragma once
+#include "scales.cuh"   // a scaled matmul's scales (rung 25; the identity elsewhere)
 // ---- main loop and epilogue: the consumer warpgroups ------------------------------------------
 // The first row (a warp's, from warp_row), column and batch element of the tile numbered n.
 template <class Schedule>
@@ -18,8 +20,8 @@ __device__ __forceinline__ void locate_held(const Schedule& sched, unsigned n, i
 }
 template <class Schedule, class Mainloop, class Epilogue>
 __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, int rank, int warp, int lane,
-                                        int M, int N, const GlEpi& ep, TC* C, int ldc, float* sk_ws,
-                                        const GlTensorMap* tmC) {
+                                        int M, int N, const GlEpi& ep, const GlScales& sc, TC* C, int ldc,
+                                        float* sk_ws, const GlTensorMap* tmC) {
     // this warpgroup (its WM rows: wg * WM ..), through a shuffle from lane 0, so that ptxas sees it is
     // the same in every lane (CUTLASS does the same) and keeps the descriptors in uniform registers
     const int wg = __shfl_sync(0xffffffffu, warp / 4, 0);
@@ -90,6 +92,7 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
         }
         // a stream-K piece: published for the CTA that stores the tile, or the others' added to it
         if (!sk_fixup(sched, acc, u, k0, k1, sk_ws)) return;
+        sc.rows(acc, row0 + wg * WM, col0, warp, lane, M, N);   // row-wise scales (GL_SCALE 2), once per tile
 
         // ---- epilogue: through the warp's own staging (the stages belong to the next tile by
         // now); a tile wholly below M (rank 1 of a cluster's last unit row) stores nothing; with

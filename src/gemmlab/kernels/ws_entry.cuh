@@ -7,7 +7,7 @@
 // ``Schedule`` (schedule.cuh), ``Mainloop`` (mainloop.cuh's, or rung 22's register-A one) and
 // ``Epilogue`` (ws_epi16.cuh's GlWsEpi16 or ws_epi32.cuh's GlWsEpi32; its EPI_B: the staging's bytes,
 // 0 for none); ws_consume.cuh gives
-//   consume<Schedule, Mainloop, Epilogue>(sm, sched, rank, warp, lane, M, N, ep, C, ldc, sk_ws[, &tmC])
+//   consume<Schedule, Mainloop, Epilogue>(sm, sched, rank, warp, lane, M, N, ep, sc, C, ldc, sk_ws[, &tmC])
 //   (C of C's type TC; ep: epilogue.cuh's functor; with GL_C_COL, rung 22's column-major C of the
 //   transposed problem, the stored rows are the kernel's columns).
 // GL_WS_C_MAP 1 (rung 21): the kernel takes a third tensor map, of C, after A's and B's (its TMA
@@ -15,7 +15,8 @@
 // STREAMK 1 (ws.cuh): the next argument is the stream-K workspace (its flags zeroed by the host
 // before the launch); without it consume gets a null pointer it never reads.
 // GL_BATCHED 1 (hopper.cuh, rung 21): then the batch's count and strides (GL_BATCH_PARAMS), which
-// the Schedule holds; last the epilogue's (GL_EPI_PARAMS).
+// the Schedule holds; then the epilogue's (GL_EPI_PARAMS); last a scaled matmul's two scale pointers
+// (GL_SCALE_PARAMS, scales.cuh: rung 25).
 #pragma once
 #ifndef GL_WS_C_MAP
 #define GL_WS_C_MAP 0
@@ -38,7 +39,7 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
 #if STREAMK
      , float* __restrict__ sk_ws
 #endif
-     GL_BATCH_PARAMS GL_EPI_PARAMS)
+     GL_BATCH_PARAMS GL_EPI_PARAMS GL_SCALE_PARAMS)
 {
     gl_pdl_wait();   // after an operand copy launched programmatically: the copy done (pack.cu)
     // One raw buffer: [STAGES A tiles][STAGES B tiles][epilogue staging, Epilogue::EPI_B bytes], then
@@ -81,9 +82,10 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
         produce(sm, sched, rank, tid - CONSUMERS, M, N, K, A, lda, B, ldb, &tmA, &tmB);
     } else {
         gl_setmaxnreg_inc<CONSUMER_REGS>();
+        const GlScales sc{GL_SCALE_ARGS};
         consume<Schedule, Mainloop, Epilogue>(sm, sched, rank, warp, tid % 32, M, N,
-                                              GL_EPI_MAKE(alpha, beta, GL_C_COL ? N : M, GL_C_COL ? M : N), C, ldc,
-                                              sk_ws
+                                              GL_EPI_MAKE(sc.alpha(alpha), beta, GL_C_COL ? N : M, GL_C_COL ? M : N),
+                                              sc, C, ldc, sk_ws
 #if GL_WS_C_MAP
                 , &tmC
 #endif

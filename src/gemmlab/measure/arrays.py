@@ -47,13 +47,15 @@ def _installed(name: str) -> bool:
 
 def choose_lib(lib: str | None, dtype: str, available=None, prefer: tuple[str, ...] = LIBS) -> str:
     """The array library for operands and cuBLAS: ``lib`` if given and usable, else the first of
-    ``prefer`` that is available (CuPy has no bfloat16 arrays: bf16 needs PyTorch)."""
+    ``prefer`` that is available (CuPy has no bfloat16 or FP8 arrays: bf16 and fp8 need PyTorch)."""
     available = available_libs() if available is None else available
+    if dtype == "fp8":
+        prefer = ("torch",)
     if lib is not None:
         if lib not in LIBS:
             raise ValueError(f"unknown library {lib!r}; use one of {', '.join(LIBS)}")
-        if lib == "cupy" and dtype == "bf16":
-            raise ValueError("CuPy has no bfloat16 arrays: bf16 needs --lib torch")
+        if lib == "cupy" and dtype in ("bf16", "fp8"):
+            raise ValueError(f"CuPy has no {'bfloat16' if dtype == 'bf16' else 'FP8'} arrays: {dtype} needs --lib torch")
         if lib not in available:
             raise RuntimeError(f"--lib {lib}: not usable here (GPU array libraries found: "
                                f"{', '.join(available) or 'none'})")
@@ -136,8 +138,8 @@ class Lib:
             raise ValueError(f"unknown array library {name!r}; use 'cupy' or 'torch'")
 
     def dtype(self, dtype: str):
-        if self.name == "cupy" and dtype == "bf16":
-            raise TypeError("CuPy has no bfloat16 arrays; use lib='torch' for bf16")
+        if self.name == "cupy" and dtype in ("bf16", "fp8"):
+            raise TypeError(f"CuPy has no {dtype} arrays; use lib='torch' for {dtype}")
         return getattr(self.xp, get_dtype(dtype).array_name)
 
     def randn(self, rows: int, cols: int, dtype: str, *, col_major=False, ld_pad=0, offset=0, seed=None):

@@ -127,6 +127,11 @@ def _check_operands(ops: Operands, dtype: str) -> tuple[int, int, int]:
 
 # ---- the abstraction ---------------------------------------------------------------------------
 
+# FP8 products take scales: neither torch.matmul nor the plain Triton matmul multiplies FP8 operands
+# (PyTorch's FP8 GEMM is torch._scaled_mm, called by gemmlab.scaled_mm's tests with the same scales)
+FP8_NO_PEER = "no plain-GEMM peer multiplies FP8 operands (torch.matmul does not; its FP8 GEMM is torch._scaled_mm)"
+
+
 class Peer(ABC):
     """A GEMM C = A @ B that the rungs are measured against, on one array library."""
 
@@ -170,6 +175,8 @@ class CublasPeer(Peer):
             get_dtype(dtype)
         except ValueError as exc:
             return False, str(exc)
+        if dtype == "fp8":
+            return False, FP8_NO_PEER
         if self.lib == "cupy" and dtype == "bf16":
             return False, "CuPy has no bfloat16 arrays: cuBLAS bf16 needs PyTorch (--lib torch)"
         try:
@@ -228,6 +235,8 @@ class TritonPeer(Peer):
             get_dtype(dtype)
         except ValueError as exc:
             return False, str(exc)
+        if dtype == "fp8":
+            return False, FP8_NO_PEER
         if self.lib != "torch":
             return False, (f"the Triton peer needs PyTorch operands (--lib torch); "
                            f"the operands are {self.lib} arrays")

@@ -60,15 +60,28 @@ def _rounding_terms(dtype: str, precision: str | None) -> float:
     return tol
 
 
+def _accumulation(K: int, precision: str | None) -> tuple[float, int]:
+    """(the tensor cores' relative error per addition, the terms it runs over) of an FP8 precision's
+    accumulation (core.precision), (0, 0) for the others."""
+    p = get_precision(precision) if precision is not None else None
+    if p is None or not p.accumulation_roundoff:
+        return 0.0, 0
+    return p.accumulation_roundoff, min(max(K, 1), p.accumulation_run or max(K, 1))
+
+
 def tolerance(dtype: str, K: int, precision: str | None = None) -> float:
     """Allowed relative Frobenius error for a problem of inner dimension K (``precision`` None:
-    the dtype's exact one)."""
-    return 16.0 * _U32 * math.sqrt(max(K, 1)) + _rounding_terms(dtype, precision)
+    the dtype's exact one). FP8's tensor-core accumulation adds its own random walk over the terms
+    it sums before a promotion."""
+    u_acc, run = _accumulation(K, precision)
+    return 16.0 * _U32 * math.sqrt(max(K, 1)) + 16.0 * u_acc * math.sqrt(run) + _rounding_terms(dtype, precision)
 
 
 def elementwise_tolerance(dtype: str, K: int, precision: str | None = None) -> float:
-    """Allowed element error relative to |alpha| (|A| @ |B|) + |beta| |C0|."""
-    return 2.0 * (max(K, 1) + 2) * _U32 + _rounding_terms(dtype, precision)
+    """Allowed element error relative to |alpha| (|A| @ |B|) + |beta| |C0| (FP8: plus the classical
+    bound of its tensor-core accumulation over the terms it sums before a promotion)."""
+    u_acc, run = _accumulation(K, precision)
+    return 2.0 * (max(K, 1) + 2) * _U32 + 2.0 * (run + 2) * u_acc * (run > 0) + _rounding_terms(dtype, precision)
 
 
 @dataclass
@@ -158,7 +171,10 @@ def verify(kernel: str, M: int, N: int, K: int, dtype: str = "fp32", *, lib: str
     from ..core.api import gemm
     from ..core.registry import get as get_rung
 
-    # CuPy first (gemmlab's own array library), PyTorch for a bf16 operand or output
+    # CuPy first (gemmlab's own array library), PyTorch for a bf16 or FP8 operand or a bf16 output;
+    # FP8 operands write a bf16 C unless ``out`` says otherwise
+    if dtype == "fp8" and out is None:
+        out = "bf16"
     L = Lib(choose_lib(lib, "bf16" if "bf16" in (dtype, out) else dtype, prefer=("cupy", "torch")))
     ops = make_operands(L, M, N, K, dtype, a_col=a_col, b_col=b_col, c_col=c_col, ld_pad=ld_pad,
                         offset=offset, seed=seed, beta_nonzero=beta != 0.0, out=out)

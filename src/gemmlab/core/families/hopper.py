@@ -1,5 +1,6 @@
-"""The Hopper family: rungs 19 (WGMMA fed by TMA), 21 (warp-specialized, persistent, clustered)
-and 22 (TF32 WGMMA in rung 21's structure): thread counts, shared memory and constraints."""
+"""The Hopper family: rungs 19 (WGMMA fed by TMA), 21 (warp-specialized, persistent, clustered),
+22 (TF32 WGMMA in rung 21's structure) and 25 (FP8 WGMMA in rung 21's structure): thread counts,
+shared memory and constraints."""
 
 from __future__ import annotations
 
@@ -141,6 +142,57 @@ def wstf32_constraints(cfg, planes: int = 1) -> list[str]:
     return out
 
 
+def fp8_smem(cfg, planes: int = 1) -> int:
+    """25_wgmma_fp8.cu's dynamic shared memory: rung 21's carve-up (``ws_smem``) with one-byte
+    operands: 1024 bytes of alignment, STAGES FP8 A and B tiles, the epilogue's 16-bit staging and a
+    full and an empty mbarrier per stage."""
+    staging = cfg["BM"] // cfg["WM"] * 4 * 16 * min(cfg["BN"], 128) * 2
+    return 1024 + cfg["STAGES"] * (cfg["BM"] + cfg["BN"]) * cfg["BK"] + staging + 16 * cfg["STAGES"]
+
+
+def fp8_constraints(cfg, planes: int = 1) -> list[str]:
+    """What 25_wgmma_fp8.cu static_asserts in either precision: rung 21's structure (two consumer
+    warpgroups of 64 or 128 rows, BN a wgmma N, clusters of 1 or 2, the persistent rungs' switches),
+    a k tile of 128 or 256 (one or two 128-byte swizzle rows of FP8), at most 128 accumulators per
+    thread, and shared memory within a block's."""
+    out = []
+    if cfg["WM"] not in (64, 128) or cfg["BM"] != 2 * cfg["WM"]:
+        out.append(f"BM={cfg['BM']} must be 2 x WM, WM={cfg['WM']} 64 or 128 (two consumer warpgroups)")
+    if cfg["BN"] not in (64, 128, 256):
+        out.append(f"BN={cfg['BN']} must be 64, 128 or 256 (the N of one wgmma)")
+    if cfg["BK"] not in (128, 256):
+        out.append(f"BK={cfg['BK']} must be 128 or 256 (one or two 128-byte swizzle rows of FP8)")
+    if cfg["STAGES"] < 2:
+        out.append(f"STAGES={cfg['STAGES']}: the pipeline needs at least 2 stages")
+    out += cluster_reasons(cfg) + group_reasons(cfg) + krev_reasons(cfg)
+    out += switch_reasons(cfg, STREAMK=STREAMK_SWITCH, KREV=KREV_SWITCH, BALANCE=BALANCE_SWITCH,
+                           EPI_TMA=("staged 16-byte stores", "TMA stores where C allows"),
+                           DEFER=("each tile stored at its end",
+                                  "held in registers and stored during the next tile's main loop"))
+    if out:
+        return out
+    if cfg["WM"] // 64 * cfg["BN"] // 2 > 128:
+        out.append(f"a {cfg['WM']}x{cfg['BN']} warpgroup tile needs more than 128 FP32 accumulators per thread")
+    if fp8_smem(cfg) > MAX_SMEM_PER_BLOCK:
+        out.append(f"{cfg['STAGES']} stages of {cfg['BM']}x{cfg['BK']} + {cfg['BK']}x{cfg['BN']} FP8 and the "
+                   f"epilogue's staging need {fp8_smem(cfg)} B of shared memory; a block may have at most "
+                   f"{MAX_SMEM_PER_BLOCK} B")
+    return out
+
+
+def fp8_promoted_constraints(cfg) -> list[str]:
+    """Precision fp8 (promoted): a k tile is the promotion's interval of 128, and a thread holds a k
+    tile's partial sums beside its FP32 sums, so a warpgroup tile of at most 64 accumulators (64x128)."""
+    out = []
+    if cfg["BK"] != 128:
+        out.append(f"BK={cfg['BK']}: in precision fp8 a k tile is the promotion's interval, 128 of K "
+                   f"(BK 256 is for fp8_fast)")
+    if cfg["WM"] // 64 * cfg["BN"] // 2 > 64:
+        out.append(f"a {cfg['WM']}x{cfg['BN']} warpgroup tile in precision fp8 holds more than 64 sums and 64 "
+                   f"partial sums per thread; at most 64x128 (fp8_fast takes 64x256)")
+    return out
+
+
 # ---- a batch in one launch (rung 21, GL_BATCHED): its configuration ---------------------------------
 # Measured on an H200 against torch.bmm (benchmarks/results/h200_batched_bf16.json; the tile and
 # switch sweeps in docs/journal/batched.md): a persistent block's first loads and last stores are not
@@ -263,5 +315,33 @@ RUNGS: tuple[Rung, ...] = (
         walk=Walk(persistent=True),
         space={"BN": (128, 256), "BK": (32, 64), "STAGES": (2, 3, 4, 5, 6), "CLUSTER": (1, 2), "GROUP": (8, 16),
                "STREAMK": (0, 1), "EPI_TMA": (0, 1), "KREV": (0, 1), "BALANCE": (0, 1)},
+    ),
+    Rung(
+        25, "wgmma_fp8", "FP8 on Hopper's wgmma: scaled e4m3/e5m2 products, promoted into FP32",
+        "wgmma.mma_async m64nNk32 .e4m3/.e5m2 reads K-major FP8 tiles in rung 21's persistent, warp-specialized, clustered loop at twice the 16-bit rate; each k tile of 128 is summed in fresh accumulators and promoted into FP32 registers (precision fp8; fp8_fast sums the whole K in the tensor cores), and tensor-wise or row-wise scales multiply the accumulators before the epilogue (gemmlab.scaled_mm).",
+        ("DeepGEMM FP8 GEMM (FP32 promotion every 128 of K)", "cuBLASLt FP8 matmul (scaled e4m3/e5m2)"),
+        "25_wgmma_fp8.cu", dtypes=("fp8",), precisions=("fp8", "fp8_fast"),
+        # promoted: 128x128 tiles (the k tile's partial sums beside the sums), 6 stages of 32 KB
+        params={"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6, "CLUSTER": 2, "EPI_TMA": 1, "GROUP": 16,
+                "STREAMK": 0, "DEFER": 0, "KREV": 0, "BALANCE": 1},
+        per_precision={
+            "fp8": PrecisionPart(constraints=fp8_promoted_constraints,
+                                 presets={"128x128": {"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6, "CLUSTER": 2},
+                                          "128x128_nocluster": {"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6,
+                                                                "CLUSTER": 1},
+                                          "128x64": {"BM": 128, "BN": 64, "BK": 128, "WM": 64, "STAGES": 8, "CLUSTER": 2}}),
+            # summed in the tensor cores: one set of accumulators, so rung 21's 128x256 tile and deferred stores
+            "fp8_fast": PrecisionPart(params={"BN": 256, "STAGES": 4, "DEFER": 1},
+                                      presets={"128x256": {"BM": 128, "BN": 256, "BK": 128, "WM": 64, "STAGES": 4, "CLUSTER": 2},
+                                               "128x128": {"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6, "CLUSTER": 2,
+                                                           "DEFER": 0},
+                                               "256x128": {"BM": 256, "BN": 128, "BK": 128, "WM": 128, "STAGES": 4, "CLUSTER": 2}})},
+        threads=wgmma_threads, constraints=fp8_constraints, smem=fp8_smem,
+        sass_claims=("QGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG"), min_arch=90, max_arch=90,
+        reads=Reads(tensor_maps=True, k_major=True), stores=Stores(outputs=("fp32", "fp16", "bf16"), store_map=True,
+                                                                   store_twin=True),
+        walk=Walk(persistent=True),
+        space={"BN": (64, 128, 256), "BK": (128, 256), "STAGES": (2, 3, 4, 5, 6, 8), "CLUSTER": (1, 2), "EPI_TMA": (0, 1),
+               "GROUP": (8, 16), "STREAMK": (0, 1), "DEFER": (0, 1), "KREV": (0, 1), "BALANCE": (0, 1)},
     ),
 )

@@ -1,0 +1,231 @@
+"""``gemmlab.scaled_mm``: FP8 matrix products with scales, as ``torch._scaled_mm`` takes them.
+
+    out = (scale_a * a) @ (scale_b * b) * scale_result + bias
+
+a (M, K) and b (K, N) hold FP8 codes, e4m3 or e5m2 each (PyTorch's ``float8_e4m3fn`` and
+``float8_e5m2``; CuPy, which has no FP8 dtype, passes ``uint8`` arrays of the codes and names their
+formats with ``a_format=`` / ``b_format=``). The scales are float32 arrays on the device:
+
+* tensor-wise: one value each (shape (), (1,) or (1, 1));
+* row-wise: ``scale_a`` one per row of a (M, 1), ``scale_b`` one per column of b (1, N).
+
+They stay on the device (the kernel reads them: kernels/scales.cuh), so a call needs no host
+synchronization and a CUDA graph captures it, except for the check that every scale is finite
+(``check_finite``, on by default), which reads one flag back; it is skipped while the stream
+captures a graph. The product runs on rung 25 (kernels/25_wgmma_fp8.cu; sm_90a): its partial sums
+promoted into FP32 every 128 of K, or with ``use_fast_accum`` summed in the tensor cores over the
+whole K (precision ``fp8_fast``). The kernel reads K-major operands, a row-major a and a
+column-major b (``b = w.t()`` of a row-major (N, K) weight, as torch requires); any other layout,
+or a leading dimension that is not a multiple of 16 bytes, is copied first (the plan's repr says
+so: a read and a write of that operand).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+
+from . import dispatch, epilogue as _epilogue
+from .deps import require
+from .driver import device_info
+from .dtypes import FP8_FORMATS
+from .launch import Plan, current_stream, stream_capturing
+from .problem import ArrayInfo, array_facts, describe_array, info_2d, overlaps, problem_of
+
+SCALINGS = ("tensor", "row")
+PLAN_CACHE = 64   # plans kept per process (each holds pointers and shapes, never arrays)
+
+
+@dataclass(frozen=True)
+class Scales:
+    """A call's scales after their checks: the scaling (a key of ``SCALINGS``) and the two device
+    pointers the kernel reads (float32, contiguous)."""
+
+    mode: str
+    a_ptr: int
+    b_ptr: int
+
+
+def _fp8_operand(name: str, x, fmt: str | None) -> ArrayInfo:
+    """An FP8 operand's description: a torch FP8 tensor (its format its dtype's; ``fmt`` must agree
+    or be None) or an array of uint8 codes of format ``fmt`` (default e4m3)."""
+    if fmt is not None and fmt not in FP8_FORMATS:
+        raise ValueError(f"{name}_format must be one of {', '.join(FP8_FORMATS)}, got {fmt!r}")
+    info = describe_array(name, x, raw_fp8=fmt or "e4m3")
+    if info.dtype != "fp8":
+        raise TypeError(f"{name} is {info.dtype}; scaled_mm multiplies FP8 operands: torch.float8_e4m3fn or "
+                        f"torch.float8_e5m2, or uint8 arrays of FP8 codes with {name}_format= "
+                        f"(gemmlab.quantize_fp8 makes them)")
+    if fmt is not None and info.fmt != fmt:
+        raise TypeError(f"{name} is {FP8_FORMATS[info.fmt]} but {name}_format is {fmt!r}")
+    return info
+
+
+def _scale_facts(name: str, s, device: int, lib: str):
+    if s is None:
+        raise TypeError(f"{name} is None; scaled_mm needs both scales (float32 arrays on the device)")
+    f = array_facts(name, s)
+    if f.dtype != "fp32":
+        raise TypeError(f"{name} is {f.dtype}; scales must be float32")
+    if f.device != device:
+        raise ValueError(f"{name} is on device {f.device} but a is on device {device}; all must be on one device")
+    if lib != "cai" and f.lib not in (lib, "cai"):
+        raise TypeError(f"{name} is a {f.lib} array but a is a {lib} array; pass one library's arrays")
+    return f
+
+
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _vector_ptr(name: str, f, n: int) -> int:
+    """The pointer of a scale holding ``n`` values one element apart (ValueError otherwise)."""
+    steps = [st for d, st in zip(f.shape, f.strides) if d != 1]
+    if n > 1 and steps != [1]:
+        raise ValueError(f"{name} must be contiguous (its {n} values one element apart), got strides {f.strides}; "
+                         f"pass {name}.contiguous()")
+    return f.ptr
+
+
+def check_scales(scale_a, scale_b, M: int, N: int, K: int, device: int, lib: str) -> Scales:
+    """The scaling of a call from its scales' shapes (errors name the scale and what it should be):
+    both of one value (tensor-wise), or scale_a (M, 1) and scale_b (1, N) (row-wise)."""
+    fa = _scale_facts("scale_a", scale_a, device, lib)
+    fb = _scale_facts("scale_b", scale_b, device, lib)
+    na, nb = _numel(fa.shape), _numel(fb.shape)
+    if len(fa.shape) > 2 or len(fb.shape) > 2:
+        raise ValueError(f"scales are at most 2-D; got scale_a {fa.shape}, scale_b {fb.shape}")
+    if na == 1 and nb == 1:
+        return Scales("tensor", fa.ptr, fb.ptr)
+    row_a = fa.shape in ((M, 1), (M,))
+    row_b = fb.shape in ((1, N), (N,))
+    if row_a and row_b:
+        return Scales("row", _vector_ptr("scale_a", fa, M), _vector_ptr("scale_b", fb, N))
+    blocks = -(-K // 128)
+    raise ValueError(
+        f"scale_a {fa.shape} and scale_b {fb.shape} name no scaling of a {M}x{K} @ {K}x{N} product: pass one "
+        f"value each (tensor-wise) or scale_a ({M}, 1) and scale_b (1, {N}) (row-wise); block-wise "
+        f"({M}, {blocks}) and ({blocks}, {-(-N // 128)}) scales are not taken by this version")
+
+
+def _finite(x, lib: str) -> bool:
+    if lib == "torch":
+        return bool(require("torch").isfinite(x).all().item())
+    cp = require("cupy")
+    return bool(cp.isfinite(cp.asarray(x)).all().item())
+
+
+def _out_dtype(out_dtype, lib: str) -> str:
+    if out_dtype is None:
+        return "bf16" if lib == "torch" else "fp16"
+    name = _epilogue.out_dtype_name(out_dtype)
+    if name not in ("fp32", "fp16", "bf16"):
+        raise TypeError(f"out_dtype {out_dtype!r}: scaled_mm writes float32, float16 or bfloat16")
+    return name
+
+
+def _empty(lib: str, M: int, N: int, dtype: str, device: int):
+    if lib == "torch":
+        torch = require("torch")
+        dt = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
+        return torch.empty((M, N), dtype=dt, device=f"cuda:{device}")
+    cp = require("cupy")
+    if dtype == "bf16":
+        raise TypeError("CuPy has no bfloat16: pass out_dtype float16 or float32, or an out= array")
+    with cp.cuda.Device(device):
+        return cp.empty((M, N), dtype=cp.float16 if dtype == "fp16" else cp.float32)
+
+
+_PLANS: OrderedDict = OrderedDict()
+_LOCK = threading.Lock()
+
+
+def _plan(problem, scales: Scales, epi, kernel: str, config, precision: str, bias_ptr: int) -> Plan:
+    """The plan of this call's signature (shapes, layouts, alignment classes, formats, scaling,
+    output, bias, precision, kernel), made once and remembered; each call passes its pointers."""
+    kp = problem.kernel_view()
+    key = (problem.M, problem.N, problem.K, kp.lda, kp.ldb, kp.ldc, kp.a_col, kp.b_col, kp.vec_a, kp.vec_b, kp.vec_c,
+           problem.a.fmt, problem.b.fmt, problem.c.dtype, problem.c.device, epi, kernel, str(config), precision)
+    with _LOCK:
+        p = _PLANS.get(key)
+        if p is not None:
+            _PLANS.move_to_end(key)
+            return p
+    choice = dispatch.decide(problem, kernel, config, device_info(problem.c.device), precision)
+    p = Plan(problem, choice.rung, choice.config, choice=choice, precision=precision, epilogue=epi, bias_ptr=bias_ptr,
+             scale_ptrs=(scales.a_ptr, scales.b_ptr))
+    with _LOCK:
+        _PLANS[key] = p
+        while len(_PLANS) > PLAN_CACHE:
+            _PLANS.popitem(last=False)
+    return p
+
+
+def scaled_mm(a, b, scale_a, scale_b, *, bias=None, out_dtype=None, scale_result=None, use_fast_accum: bool = False,
+              out=None, a_format: str | None = None, b_format: str | None = None, check_finite: bool = True,
+              kernel: str = "auto", config=None, return_plan: bool = False):
+    """``(scale_a * a) @ (scale_b * b) * scale_result + bias`` of FP8 a (M, K) and b (K, N), returned in
+    ``out_dtype`` (None: bfloat16 for PyTorch, float16 for CuPy; or float32), or written into ``out``
+    (M, N, row-major). The module docstring gives the scales and layouts. ``bias``: (N,) of the output's
+    dtype or float32. ``scale_result``: a float32 device scalar multiplying the result (folded into
+    scale_a on the device). ``kernel``/``config``: rung 25 (``"auto"``: its rule) and a configuration.
+    ``return_plan``: also return the plan (its repr says which tile ran and which operands were copied).
+    Every check of shapes, dtypes and devices comes before anything runs on the GPU."""
+    ai = _fp8_operand("a", a, a_format)
+    bi = _fp8_operand("b", b, b_format)
+    if ai.device != bi.device:
+        raise ValueError(f"a is on device {ai.device} but b is on device {bi.device}; all must be on one device")
+    M, K, N = ai.rows, ai.cols, bi.cols
+    if bi.rows != K:
+        raise ValueError(f"shape mismatch: a is {M}x{K} but b is {bi.rows}x{bi.cols}; a.shape[1] must equal b.shape[0]")
+    if min(M, N, K) < 1:
+        raise ValueError(f"empty product {M}x{N}x{K}: scaled_mm needs M, N and K of at least 1")
+    ordinal, lib = ai.device, ai.lib if ai.lib != "cai" else bi.lib
+    scales = check_scales(scale_a, scale_b, M, N, K, ordinal, lib)
+    if scale_result is not None and _numel(_scale_facts("scale_result", scale_result, ordinal, lib).shape) != 1:
+        raise ValueError(f"scale_result must hold one value, got shape {array_facts('scale_result', scale_result).shape}")
+    want = _out_dtype(out_dtype, lib) if out is None or out_dtype is not None else None
+    ci = describe_array("out", out) if out is not None else None
+    if ci is not None:
+        _check_out(ci, M, N, want, ordinal)
+    bias_info = _epilogue.check_bias(bias, N, "fp8", ordinal, lib, ci.dtype if ci is not None else want)
+    if out is None:
+        out = _empty(lib, M, N, want, ordinal)
+        ci = describe_array("out", out)
+    if bias_info is not None and overlaps(bias_info, ci):
+        raise ValueError("bias overlaps out in memory; the output must not alias an input")
+    if ci.col_major:   # a single row or column (_check_out): the same memory as a row-major one
+        ci = info_2d("out", ci.ptr, (M, N), (max(N, 1), 1), ci.dtype, ci.device, ci.lib, ci.stream)
+    stream = current_stream(lib if lib != "cai" else "cupy", ordinal)
+    if check_finite and not stream_capturing(stream, ordinal):
+        for name, x in (("scale_a", scale_a), ("scale_b", scale_b), ("scale_result", scale_result)):
+            if x is not None and not _finite(x, lib):
+                raise ValueError(f"{name} holds a value that is not finite (inf or NaN); every scale must be finite")
+    if scale_result is not None:
+        scale_a = (scale_a.reshape(-1) if hasattr(scale_a, "reshape") else scale_a) * scale_result.reshape(-1)
+        scales = replace(scales, a_ptr=array_facts("scale_a", scale_a).ptr)
+    problem = problem_of(ai, bi, ci)
+    epi = replace(_epilogue.make(None, bias_info, "fp8", False, ci.dtype), scale=scales.mode)
+    bias_ptr = bias_info.ptr if bias_info is not None else 0
+    plan = _plan(problem, scales, epi, kernel, config, "fp8_fast" if use_fast_accum else "fp8", bias_ptr)
+    kp = problem.kernel_view()
+    plan.launch(kp.a_ptr, kp.b_ptr, kp.c_ptr, 1.0, 0.0, stream, bias_ptr, 0, (scales.a_ptr, scales.b_ptr))
+    return (out, plan) if return_plan else out
+
+
+def _check_out(ci: ArrayInfo, M: int, N: int, want: str | None, ordinal: int) -> None:
+    """``out``'s checks: M x N, of ``want`` where given, fp32/fp16/bf16, on a's device, row-major."""
+    if (ci.rows, ci.cols) != (M, N):
+        raise ValueError(f"out is {ci.rows}x{ci.cols} but a @ b is {M}x{N}")
+    if ci.dtype not in ("fp32", "fp16", "bf16"):
+        raise TypeError(f"out is {ci.dtype}; scaled_mm writes float32, float16 or bfloat16")
+    if want is not None and ci.dtype != want:
+        raise TypeError(f"out is {ci.dtype} but out_dtype is {want}; they must match")
+    if ci.device != ordinal:
+        raise ValueError(f"out is on device {ci.device} but a is on device {ordinal}; all must be on one device")
+    if ci.col_major and M > 1 and N > 1:
+        raise ValueError("out must be row-major (the scales run along its rows and columns)")

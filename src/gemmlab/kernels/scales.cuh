@@ -1,0 +1,72 @@
+// scales.cuh — the scales of a scaled matmul (rung 25, FP8): the persistent consumers' part that
+// turns a tile's accumulated products of FP8 codes into products of the values they stand for,
+//
+//   C(i, j) <- act(alpha * s(i, j) * acc(i, j) + beta * C(i, j) + bias)
+//
+//   GL_SCALE 1 (tensor-wise): s = scale_a[0] * scale_b[0], folded into alpha as the kernel starts;
+//   GL_SCALE 2 (row-wise):    s = scale_a[i] * scale_b[j], scale_a one float per row of A (M),
+//                             scale_b one per column of B (N), applied to a tile's accumulators after
+//                             its main loop (and its stream-K fixup), before the epilogue part.
+// The scales are device pointers, the kernel's last two arguments (GL_SCALE_PARAMS): a launch never
+// reads them on the host, so a call needs no synchronization and a CUDA graph captures it, as
+// cuBLASLt's scale pointers do. GL_SCALE 0 (every other rung): no arguments, GlScales is empty and
+// its members are the identity.
+#pragma once
+#ifndef GL_SCALE
+#define GL_SCALE 0
+#endif
+#if GL_SCALE
+#define GL_SCALE_PARAMS , const float* __restrict__ gl_scale_a, const float* __restrict__ gl_scale_b
+#define GL_SCALE_ARGS gl_scale_a, gl_scale_b
+#else
+#define GL_SCALE_PARAMS
+#define GL_SCALE_ARGS
+#endif
+#if GL_SCALE < 0 || GL_SCALE > 2
+#error "GL_SCALE: 0 none, 1 tensor-wise, 2 row-wise"
+#endif
+
+struct GlScales {
+#if GL_SCALE
+    const float* __restrict__ sa;
+    const float* __restrict__ sb;
+#endif
+    // alpha with the tensor-wise scales folded in
+    __device__ __forceinline__ float alpha(float a) const {
+#if GL_SCALE == 1
+        return a * __ldg(sa) * __ldg(sb);
+#else
+        return a;
+#endif
+    }
+    // Row-wise: a consumer warp's accumulators of the tile at rows row0 + .. (row0: its warpgroup's
+    // first row) and columns col0 + .., in wgmma's accumulator layout (warp w = warp % 4 of the
+    // warpgroup, g = lane / 4): d[mi][j][e] at row row0 + 64 mi + 16 w + g + 8 (e / 2), column
+    // col0 + 8 j + 2 (lane % 4) + e % 2, times scale_a of its row and scale_b of its column (0 past
+    // M or N: those outputs are never stored). Each column's scale is loaded once per tile and
+    // used for all of the thread's rows.
+    template <int MI, int R>
+    __device__ __forceinline__ void rows(float (&acc)[MI][R][4], int row0, int col0, int warp, int lane, int M,
+                                         int N) const {
+#if GL_SCALE == 2
+        const int r = row0 + 16 * (warp % 4) + lane / 4, c = col0 + 2 * (lane % 4);
+        float s[MI][2];
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) s[mi][h] = r + 64 * mi + 8 * h < M ? __ldg(sa + r + 64 * mi + 8 * h) : 0.0f;
+#pragma unroll
+        for (int j = 0; j < R; ++j) {
+            const float b0 = c + 8 * j < N ? __ldg(sb + c + 8 * j) : 0.0f;
+            const float b1 = c + 8 * j + 1 < N ? __ldg(sb + c + 8 * j + 1) : 0.0f;
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi) {
+                acc[mi][j][0] *= s[mi][0] * b0;
+                acc[mi][j][1] *= s[mi][0] * b1;
+                acc[mi][j][2] *= s[mi][1] * b0;
+                acc[mi][j][3] *= s[mi][1] * b1;
+            }
+        }
+#endif
+    }
+};

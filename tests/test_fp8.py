@@ -1,0 +1,346 @@
+"""FP8: rung 25 (wgmma_fp8), ``gemmlab.scaled_mm`` and ``gemmlab.quantize_fp8``.
+
+CPU: the scale-shape and dtype contract and its refusals (stand-in device arrays, as
+tests/test_bad_input.py), the rung's registry, defines and parameter block, and its builds for
+sm_90a (no spills; the FP8 HGMMA, QGMMA, in the SASS; the promotion's FADDs). GPU: scaled_mm against
+a float64 product of the dequantized operands over odd shapes, both layouts of each operand, the
+two scalings, both formats, the three output dtypes, bias and fast accumulation; its accuracy beside
+torch._scaled_mm's on the same data; quantize_fp8's codes and scales; a CUDA graph; refusals of
+non-finite scales. The rung's generic verification (every layout, alpha/beta, NaN-poisoned C) is
+tests/test_gpu_correctness.py's, which covers every rung and precision.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import pytest
+
+import gemmlab
+from gemmlab.core import problem
+from gemmlab.core.epilogue import Epilogue
+from gemmlab.core.params import Params
+from gemmlab.core.registry import get
+from gemmlab.core.variant import Variant
+
+from test_bad_input import FakeDeviceArray
+
+
+@pytest.fixture()
+def fakes(monkeypatch):
+    registry = {}
+    monkeypatch.setattr(problem, "_device_of_pointer", lambda ptr: registry.get(ptr, 0))
+
+    def make(*shape, typestr="|u1", device=0, strides=None):
+        x = FakeDeviceArray(shape, typestr=typestr, device=device, strides=strides)
+        registry[x.__cuda_array_interface__["data"][0]] = device
+        return x
+    return make
+
+
+def _call(fakes, M=8, N=16, K=32, sa=(1,), sb=(1,), **kw):
+    a, b = fakes(M, K), fakes(N, K).T
+    return gemmlab.scaled_mm(a, b, fakes(*sa, typestr="<f4"), fakes(*sb, typestr="<f4"),
+                             out=kw.pop("out", fakes(M, N, typestr="<f2")), **kw)
+
+
+# ---- the contract, checked before the GPU is touched ------------------------------------------------
+def test_tensor_wise_and_row_wise_scales_are_told_apart_by_their_shapes(fakes):
+    from gemmlab.core.scaled import check_scales
+    f = lambda *s: fakes(*s, typestr="<f4")   # noqa: E731
+    assert check_scales(f(1), f(1, 1), 8, 16, 32, 0, "cai").mode == "tensor"
+    assert check_scales(f(8, 1), f(1, 16), 8, 16, 32, 0, "cai").mode == "row"
+    assert check_scales(f(8), f(16), 8, 16, 32, 0, "cai").mode == "row"
+
+
+def test_scales_of_no_known_scaling_are_refused_naming_both_shapes_and_the_choices(fakes):
+    with pytest.raises(ValueError, match=r"scale_a \(8, 2\) and scale_b \(1, 16\).*tensor-wise.*row-wise"):
+        _call(fakes, sa=(8, 2), sb=(1, 16))
+    with pytest.raises(ValueError, match=r"\(8, 1\) and \(1, 1\)|no scaling"):
+        _call(fakes, sa=(8, 1), sb=(1, 1))
+
+
+def test_block_wise_scale_shapes_are_refused_plainly(fakes):
+    with pytest.raises(ValueError, match="block-wise .* not taken by this version"):
+        _call(fakes, K=300, sa=(8, 3), sb=(3, 1))
+
+
+def test_scales_must_be_float32_on_the_operands_device(fakes):
+    with pytest.raises(TypeError, match="scale_a is fp16; scales must be float32"):
+        gemmlab.scaled_mm(fakes(8, 32), fakes(16, 32).T, fakes(1, typestr="<f2"), fakes(1, typestr="<f4"),
+                          out=fakes(8, 16, typestr="<f2"))
+    with pytest.raises(ValueError, match="scale_b is on device 1 but a is on device 0"):
+        gemmlab.scaled_mm(fakes(8, 32), fakes(16, 32).T, fakes(1, typestr="<f4"), fakes(1, typestr="<f4", device=1),
+                          out=fakes(8, 16, typestr="<f2"))
+
+
+def test_a_strided_row_wise_scale_is_refused_with_the_fix(fakes):
+    with pytest.raises(ValueError, match=r"scale_a must be contiguous.*scale_a.contiguous\(\)"):
+        gemmlab.scaled_mm(fakes(8, 32), fakes(16, 32).T, fakes(8, 1, typestr="<f4", strides=(2, 1)),
+                          fakes(1, 16, typestr="<f4"), out=fakes(8, 16, typestr="<f2"))
+
+
+def test_operands_that_are_not_fp8_are_refused_naming_what_it_takes(fakes):
+    with pytest.raises(TypeError, match="a is fp16; scaled_mm multiplies FP8 operands"):
+        gemmlab.scaled_mm(fakes(8, 32, typestr="<f2"), fakes(16, 32).T, fakes(1, typestr="<f4"),
+                          fakes(1, typestr="<f4"), out=fakes(8, 16, typestr="<f2"))
+
+
+def test_an_unknown_fp8_format_is_refused(fakes):
+    with pytest.raises(ValueError, match="a_format must be one of e4m3, e5m2"):
+        _call(fakes, a_format="e3m4")
+
+
+def test_inner_dimensions_must_match(fakes):
+    with pytest.raises(ValueError, match="shape mismatch: a is 8x32 but b is 31x16"):
+        gemmlab.scaled_mm(fakes(8, 32), fakes(16, 31).T, fakes(1, typestr="<f4"), fakes(1, typestr="<f4"),
+                          out=fakes(8, 16, typestr="<f2"))
+
+
+def test_out_must_match_the_product_and_be_row_major(fakes):
+    with pytest.raises(ValueError, match="out is 8x15 but a @ b is 8x16"):
+        _call(fakes, out=fakes(8, 15, typestr="<f2"))
+    with pytest.raises(ValueError, match="out must be row-major"):
+        _call(fakes, out=fakes(16, 8, typestr="<f2").T)
+    with pytest.raises(TypeError, match="out is fp16 but out_dtype is fp32"):
+        _call(fakes, out_dtype="float32")
+
+
+def test_a_bias_is_of_the_output_dtype_or_float32(fakes):
+    with pytest.raises(TypeError, match="with FP8 operands it must be fp16 .* or float32"):
+        _call(fakes, bias=fakes(16, typestr="<V2"))
+    with pytest.raises(ValueError, match="bias has length 15"):
+        _call(fakes, bias=fakes(15, typestr="<f4"))
+
+
+def test_quantize_refuses_an_unknown_scaling_or_format():
+    with pytest.raises(ValueError, match="scaling must be one of tensor, row"):
+        gemmlab.quantize_fp8(None, scaling="column")
+    with pytest.raises(ValueError, match="not an FP8 format"):
+        gemmlab.quantize_fp8(None, dtype="int8")
+
+
+# ---- the rung ---------------------------------------------------------------------------------------
+def test_the_promoted_precision_refuses_a_tile_its_registers_cannot_hold():
+    r = get("wgmma_fp8")
+    with pytest.raises(ValueError, match="in precision fp8 holds more than 64 sums"):
+        r.config({"BN": 256, "STAGES": 4}, "fp8")
+    with pytest.raises(ValueError, match="BK=256: in precision fp8 a k tile is the promotion's interval"):
+        r.config({"BK": 256, "STAGES": 3}, "fp8")
+    assert r.config(None, "fp8_fast")["BN"] == 256
+
+
+def test_fp8_variants_write_bf16_by_default_and_define_their_formats_and_scales():
+    r = get("wgmma_fp8")
+    v = Variant.make(r, "fp8", b_col=True, epilogue=Epilogue(scale="row"))
+    d = v.defines()
+    assert d["GL_DTYPE"] == 3 and d["GL_C_DTYPE"] == 2 and d["GL_SCALE"] == 2 and "GL_FP8_A" not in d
+    from dataclasses import replace
+    d = replace(v, formats=("e4m3", "e5m2")).defines()
+    assert d["GL_FP8_B"] == 1 and "GL_FP8_A" not in d
+    assert "GL_PRECISION" not in d and Variant.make(r, "fp8", b_col=True, precision="fp8_fast").defines()["GL_PRECISION"] == 1
+
+
+def test_the_parameter_block_ends_with_the_two_scale_pointers():
+    import struct
+    kp = problem.KernelProblem(8, 16, 32, 0, 32, False, True, 0, 32, True, True, 0, 16, True, 1.0, 0.0)
+    p = Params(kp, False, 3, bias=True, scales=True)
+    assert p.scales_at == p.bias_at + 8
+    p.epilogue(0x10, 0, (0x20, 0x30))
+    assert struct.unpack_from("<QQQ", p.buffer, p.bias_at) == (0x10, 0x20, 0x30)
+    assert len(p.array) == 11 + 3 + 1 + 2
+
+
+def test_fp8_operand_maps_take_128_elements_per_swizzle_row():
+    from gemmlab.core import tensormaps
+    m = tensormaps.operand_map("B", 300, 200, 304, True, "fp8", {"BM": 128, "BN": 128, "BK": 128, "CLUSTER": 2})
+    assert m.box == (128, 64) and m.strides == (304,) and m.k_major
+
+
+def _sass(precision, **epi):
+    r = get("wgmma_fp8")
+    v = Variant.make(r, "fp8", b_col=True, precision=precision, epilogue=Epilogue(**epi))
+    ck = v.compile("sm_90a")
+    from gemmlab.analysis import disasm
+    return ck, disasm.sass_listing(ck.cubin)
+
+
+@pytest.mark.parametrize("precision", ["fp8", "fp8_fast"])
+def test_the_rung_builds_without_spills_with_scales_bias_and_an_activation(precision):
+    ck, sass = _sass(precision, scale="row", bias="fp32", activation="gelu", out="bf16")
+    assert ck.spill_bytes == 0
+    assert re.search(r"QGMMA\.64x\d+x32\.F32\.E4M3\.E4M3", sass)
+
+
+def test_an_e5m2_operand_builds_the_mixed_format_instruction():
+    r = get("wgmma_fp8")
+    from dataclasses import replace
+    from gemmlab.analysis import disasm
+    v = replace(Variant.make(r, "fp8", b_col=True), formats=("e5m2", "e4m3"))
+    assert "QGMMA.64x128x32.F32.E5M2.E4M3" in disasm.sass_listing(v.compile("sm_90a").cubin)
+
+
+def test_promotion_adds_each_k_tiles_partial_sums_in_fp32_and_fast_accumulation_does_not():
+    _, promoted = _sass("fp8")
+    _, fast = _sass("fp8_fast")
+    fadd = lambda s: len(re.findall(r"\bFADD\b", s))   # noqa: E731
+    # a consumer thread's 64 sums (128x128 tile) take one FADD each per k tile
+    assert fadd(promoted) >= 64 and fadd(fast) < 8
+    assert "RZ, !UPT" in promoted   # a k tile's first QGMMA starts fresh sums (scale-d 0)
+
+
+@pytest.mark.parametrize("kernel", ["pack", "pack_t"])
+def test_the_operand_copies_build_for_fp8(kernel):
+    from gemmlab.core import packing
+    assert packing.compile_pack("fp8", "sm_90a", kernel=kernel).spill_bytes == 0
+
+
+# ---- on the GPU ------------------------------------------------------------------------------------
+SHAPES = [(1, 1, 1), (7, 5, 3), (37, 93, 211), (130, 257, 129), (257, 129, 1000), (128, 256, 4096)]
+
+
+def _torch():
+    return pytest.importorskip("torch")
+
+
+def _operands(M, N, K, fmt_a="e4m3", fmt_b="e4m3", b_layout="col", seed=0):
+    torch = _torch()
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    fa = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
+    a = (torch.randn(M, K, device="cuda", generator=g) * 2).to(fa[fmt_a])
+    w = (torch.randn(N, K, device="cuda", generator=g) * 2).to(fa[fmt_b])
+    b = w.t() if b_layout == "col" else w.t().contiguous()
+    return a, b
+
+
+def _scales(M, N, mode, seed=1):
+    torch = _torch()
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    if mode == "tensor":
+        return (torch.rand((), device="cuda", generator=g) + 0.5), (torch.rand((), device="cuda", generator=g) + 0.5)
+    return (torch.rand(M, 1, device="cuda", generator=g) + 0.5), (torch.rand(1, N, device="cuda", generator=g) + 0.5)
+
+
+def _reference(a, b, sa, sb, bias=None):
+    torch = _torch()
+    ref = (a.double() * sa.double()) @ (b.double() * sb.double())
+    return ref + bias.double() if bias is not None else ref
+
+
+def _rel(x, ref):
+    return float((x.double() - ref).norm() / ref.norm().clamp(min=1e-300))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["tensor", "row"])
+@pytest.mark.parametrize("fast", [False, True], ids=["promoted", "fast"])
+def test_scaled_mm_matches_the_float64_product_of_the_dequantized_operands(mode, fast):
+    torch = _torch()
+    failures = []
+    for (M, N, K), b_layout, (fa, fb) in itertools.product(SHAPES, ("col", "row"),
+                                                          (("e4m3", "e4m3"), ("e5m2", "e4m3"), ("e4m3", "e5m2"))):
+        a, b = _operands(M, N, K, fa, fb, b_layout)
+        sa, sb = _scales(M, N, mode)
+        out = gemmlab.scaled_mm(a, b, sa, sb, use_fast_accum=fast)
+        assert out.dtype == torch.bfloat16 and out.shape == (M, N)
+        ref = _reference(a, b, sa, sb)
+        err = _rel(out, ref)
+        scale = (a.double().abs() * sa.double()) @ (b.double().abs() * sb.double())
+        worst = float(((out.double() - ref).abs() / scale.clamp(min=1e-30)).max())
+        if not (torch.isfinite(out).all() and err < 1e-2 and worst < 2e-2):
+            failures.append(f"{M}x{N}x{K} b {b_layout} {fa}x{fb}: rel {err:.2e}, worst scaled {worst:.2e}")
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("out_dtype", ["float32", "float16", "bfloat16"])
+def test_scaled_mm_writes_each_output_dtype_with_a_bias(out_dtype):
+    torch = _torch()
+    M, N, K = 200, 300, 520
+    a, b = _operands(M, N, K)
+    sa, sb = _scales(M, N, "row")
+    dt = getattr(torch, out_dtype)
+    for bias in (torch.randn(N, device="cuda", dtype=dt), torch.randn(N, device="cuda")):
+        out = gemmlab.scaled_mm(a, b, sa, sb, bias=bias, out_dtype=dt)
+        assert out.dtype == dt
+        ref = _reference(a, b, sa, sb, bias)
+        assert _rel(out, ref) < (2e-3 if out_dtype == "float32" else 1e-2)
+
+
+@pytest.mark.gpu
+def test_scale_result_multiplies_the_result():
+    torch = _torch()
+    a, b = _operands(64, 96, 256)
+    sa, sb = _scales(64, 96, "row")
+    sr = torch.tensor(0.25, device="cuda")
+    out = gemmlab.scaled_mm(a, b, sa, sb, scale_result=sr, out_dtype=torch.float32)
+    assert _rel(out, _reference(a, b, sa, sb) * 0.25) < 2e-3
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["tensor", "row"])
+def test_promoted_accuracy_is_no_worse_than_torch_scaled_mm_on_the_same_data(mode):
+    torch = _torch()
+    M, N, K = 512, 512, 8192
+    a, b = _operands(M, N, K)
+    sa, sb = _scales(M, N, mode)
+    ref = _reference(a, b, sa, sb)
+    ours = _rel(gemmlab.scaled_mm(a, b, sa, sb, out_dtype=torch.float32), ref)
+    theirs = _rel(torch._scaled_mm(a, b, sa.reshape(-1, 1) if mode == "row" else sa,
+                                   sb.reshape(1, -1) if mode == "row" else sb, out_dtype=torch.float32), ref)
+    assert ours <= 1.1 * theirs + 1e-7, f"gemmlab {ours:.3e} against torch._scaled_mm {theirs:.3e}"
+
+
+@pytest.mark.gpu
+def test_a_non_finite_scale_is_refused_naming_it():
+    torch = _torch()
+    a, b = _operands(8, 16, 32)
+    sa, sb = _scales(8, 16, "row")
+    sb[0, 3] = float("inf")
+    with pytest.raises(ValueError, match="scale_b holds a value that is not finite"):
+        gemmlab.scaled_mm(a, b, sa, sb)
+
+
+@pytest.mark.gpu
+def test_a_cuda_graph_captures_scaled_mm_and_replays_it_on_new_scales():
+    torch = _torch()
+    a, b = _operands(256, 384, 512)
+    sa, sb = _scales(256, 384, "row")
+    gemmlab.scaled_mm(a, b, sa, sb)   # plan and compile outside the capture
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = gemmlab.scaled_mm(a, b, sa, sb)
+    sa.mul_(2.0)
+    g.replay()
+    torch.cuda.synchronize()
+    assert _rel(out, _reference(a, b, sa, sb)) < 1e-2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("src", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("fmt", ["e4m3", "e5m2"])
+def test_quantize_gives_the_codes_of_x_over_its_scale(src, fmt):
+    torch = _torch()
+    fmax = {"e4m3": 448.0, "e5m2": 57344.0}[fmt]
+    x = (torch.randn(67, 301, device="cuda") * 3).to(getattr(torch, src))
+    x[5].zero_()
+    for scaling in ("tensor", "row"):
+        q, s = gemmlab.quantize_fp8(x, scaling, dtype=fmt)
+        amax = x.float().abs().amax() if scaling == "tensor" else x.float().abs().amax(dim=1, keepdim=True)
+        big = torch.full_like(amax, fmax)   # tensor / tensor: an IEEE division (torch multiplies by 1/scalar)
+        want_s = torch.where(amax > 0, amax / big, torch.ones_like(amax))
+        assert s.shape == (() if scaling == "tensor" else (67, 1)) and torch.equal(s, want_s)
+        inv = torch.where(amax > 0, big / amax, torch.ones_like(amax))
+        want = (x.float() * inv).to(q.dtype)
+        assert torch.equal(q.view(torch.uint8), want.view(torch.uint8))
+
+
+@pytest.mark.gpu
+def test_quantized_operands_round_trip_through_scaled_mm():
+    torch = _torch()
+    x, w = torch.randn(300, 700, device="cuda"), torch.randn(500, 700, device="cuda") * 0.1
+    x8, sx = gemmlab.quantize_fp8(x, "row")
+    w8, sw = gemmlab.quantize_fp8(w, "row")
+    y = gemmlab.scaled_mm(x8, w8.t(), sx, sw.t(), out_dtype=torch.float32)
+    assert _rel(y, x.double() @ w.double().t()) < 0.08   # e4m3's 3 fraction bits on both operands
