@@ -7,6 +7,8 @@ kept busy before each launch, candidates interleaved in balanced rounds, clocks 
 * ``--suite epilogue`` (EPILOGUE_SUITE): act(a @ b + bias) fused into the GEMM's stores against the
   plain gemmlab GEMM, ``torch._addmm_activation`` (cuBLASLt's fused bias + GELU or ReLU epilogue),
   ``torch.matmul`` and the unfused PyTorch sequence (matmul, + bias, activation).
+* ``--suite fp8`` (FP8_SUITE; bench/fp8.py): ``gemmlab.scaled_mm`` against ``torch._scaled_mm`` with
+  tensor-wise and row-wise scales, promoted and fast accumulation, beside bf16 ``torch.matmul``.
 * ``--suite out_dtype`` (OUT_DTYPE_SUITE): an FP32 result of 16-bit operands,
   ``gemmlab.matmul(a, b, out_dtype=float32)``, against ``torch.mm(a, b, out_dtype=float32)``
   (cuBLAS writing FP32 itself), the unfused ``torch.matmul(a, b).float()`` and gemmlab's own 16-bit
@@ -32,8 +34,9 @@ from ..core.shapes import BATCHED_SUITE, EPILOGUE_ACTIVATION, EPILOGUE_SUITE, OU
 from ..measure import gpu_timing, timing
 from ..measure.arrays import Lib
 from ..measure.verify import tolerance
+from . import fp8 as _fp8
 
-WORKLOADS = ("batched", "epilogue", "out_dtype")
+WORKLOADS = ("batched", "epilogue", "out_dtype", "fp8")
 TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
 
@@ -164,8 +167,11 @@ def run_workload(name: str, dtype: str, settings: timing.Settings | None = None,
     peers) and a GPU (driver.NoGPUError without one); ValueError for an unknown name or dtype."""
     if name not in WORKLOADS:
         raise ValueError(f"unknown workload suite {name!r}; workload suites: {', '.join(WORKLOADS)}")
-    if dtype not in TORCH_DTYPES:
-        raise ValueError(f"dtype {dtype!r}: the workload suites run fp32, fp16 and bf16")
+    if name == "fp8":
+        dtype = "fp8"
+    elif dtype not in TORCH_DTYPES:
+        raise ValueError(f"dtype {dtype!r}: the batched, epilogue and out_dtype suites run fp32, fp16 and bf16 "
+                         f"(fp8: --suite fp8)")
     if name == "out_dtype" and dtype == "fp32":
         raise ValueError("the out_dtype suite writes FP32 from 16-bit operands: --dtype fp16 or bf16")
     activation = activation or EPILOGUE_ACTIVATION
@@ -179,19 +185,28 @@ def run_workload(name: str, dtype: str, settings: timing.Settings | None = None,
     env = envinfo.collect(ordinal)
     env["clocks_before"] = envinfo.clocks(ordinal)
     eng = engine(ordinal, settings)
-    shapes = list(shapes or {"batched": BATCHED_SUITE, "epilogue": EPILOGUE_SUITE, "out_dtype": OUT_DTYPE_SUITE}[name])
+    shapes = list(shapes or {"batched": BATCHED_SUITE, "epilogue": EPILOGUE_SUITE, "out_dtype": OUT_DTYPE_SUITE,
+                             "fp8": _fp8.SHAPES}[name])
     records = []
     torch.manual_seed(0)
     for i, shape in enumerate(shapes):
-        rec = (_batched_record(torch, eng, shape, dtype) if name == "batched"
-               else _epilogue_record(torch, eng, shape, dtype, activation) if name == "epilogue"
-               else _out_dtype_record(torch, eng, shape, dtype))
-        records.append(rec)
+        recs = (_fp8.fp8_records(torch, eng, shape) if name == "fp8"
+                else [_batched_record(torch, eng, shape, dtype)] if name == "batched"
+                else [_epilogue_record(torch, eng, shape, dtype, activation)] if name == "epilogue"
+                else [_out_dtype_record(torch, eng, shape, dtype)])
+        records += recs
         if progress:
-            print(f"  [{i + 1}/{len(shapes)}] {describe(rec)}", flush=True)
+            for rec in recs:
+                print(f"  [{i + 1}/{len(shapes)}] {describe(rec)}", flush=True)
     env["clocks_after"] = envinfo.clocks(ordinal)
-    key = {"batched": "vs_torch_bmm", "epilogue": "fused_vs_plain", "out_dtype": "vs_torch_mm"}[name]
+    key = {"batched": "vs_torch_bmm", "epilogue": "fused_vs_plain", "out_dtype": "vs_torch_mm", "fp8": "vs_scaled_mm"}[name]
     summary = {"verified": all(r["verified"] for r in records), f"geomean_{key}": _geomean(r.get(key) for r in records)}
+    if name == "fp8":
+        for scaling in _fp8.SCALINGS:
+            for k in ("vs_scaled_mm", "vs_scaled_mm_fast"):
+                summary[f"geomean_{k}_{scaling}"] = _geomean(r.get(k) for r in records if r["scaling"] == scaling)
+                summary[f"min_{k}_{scaling}"] = min((r[k] for r in records if r["scaling"] == scaling and k in r),
+                                                    default=None)
     if name == "epilogue":
         summary["geomean_addmm_activation_vs_fused"] = _geomean(r.get("addmm_activation_vs_fused") for r in records)
         summary["geomean_unfused_torch_vs_fused"] = _geomean(r.get("unfused_torch_vs_fused") for r in records)
@@ -211,6 +226,8 @@ def _shape(rec: dict) -> str:
 
 def describe(rec: dict) -> str:
     """One line of a record: the shape, the verification and the ratios."""
+    if rec["dtype"] == "fp8":
+        return _fp8.describe(rec)
     shape = _shape(rec)
     if not rec["verified"]:
         return f"{shape} {rec['dtype']}: FAILED verification, rel. error {rec['rel_error']:.2e} > {rec['tol']:.1e}"
@@ -231,6 +248,8 @@ def describe(rec: dict) -> str:
 
 def _row(r: dict) -> list[str]:
     """A verified record's cells in its suite's table (``_COLUMNS``)."""
+    if r["dtype"] == "fp8":
+        return _fp8.row(r)
     m = r["median_ms"]
     if "B" in r:
         return [f"{m['gemmlab'] * 1e3:.1f}", f"{m['torch.bmm'] * 1e3:.1f}", f"{r['vs_torch_bmm']:.3f}x",
@@ -248,7 +267,8 @@ _COLUMNS = {"batched": ["B x M x N x K", "gemmlab us", "torch.bmm us", "vs torch
             "epilogue": ["M x N x K", "plain us", "fused us", "fused / plain", "_addmm_activation / fused",
                          "unfused torch / fused"],
             "out_dtype": ["M x N x K", "gemmlab -> fp32 us", "torch.mm out_dtype us", "vs torch.mm",
-                          "unfused torch / gemmlab", "fp32 / 16-bit output"]}
+                          "unfused torch / gemmlab", "fp32 / 16-bit output"],
+            "fp8": _fp8.COLUMNS}
 
 
 def render(result: dict) -> None:
@@ -258,7 +278,7 @@ def render(result: dict) -> None:
 
     kind, dtype = result["kind"], result["settings"]["dtype"]
     what = {"batched": dtype, "epilogue": f"{dtype}, bias + {result['settings']['activation']}",
-            "out_dtype": f"{dtype} -> fp32"}[kind]
+            "out_dtype": f"{dtype} -> fp32", "fp8": "e4m3 -> bf16"}[kind]
     t = Table(title=f"gemmlab bench --suite {kind} ({what}) on {result['env'].get('gpu_name') or 'this GPU'}")
     cols = _COLUMNS[kind]
     for col in cols:

@@ -41,7 +41,9 @@ def register(sub) -> None:
                         "call against PyTorch's (bench/workloads.py; --dtype, --activation, timing options): batched "
                         "(matmul of (B, M, K) @ (B, K, N) against torch.bmm), epilogue (bias + activation fused, "
                         "against the plain GEMM, torch._addmm_activation and unfused PyTorch) and out_dtype (an "
-                        "FP32 result of fp16/bf16 operands against torch.mm(out_dtype=float32))")
+                        "FP32 result of fp16/bf16 operands against torch.mm(out_dtype=float32)) and fp8 "
+                        "(gemmlab.scaled_mm against torch._scaled_mm, tensor-wise and row-wise scales, promoted "
+                        "and fast accumulation; also --dtype fp8 without a RUNG)")
     p.add_argument("--activation", default=None, choices=list(ACTIVATIONS),
                    help=f"the epilogue suite's activation (default {EPILOGUE_ACTIVATION})")
     p.add_argument("--bandwidth", action="store_true",
@@ -89,8 +91,9 @@ def _suite_or_workload(text: str) -> str:
 
 
 def run_workload(args, settings: Settings) -> int:
-    """``--suite batched`` / ``epilogue`` / ``out_dtype``: bench/workloads.py, on the suite's shapes or
-    those of ``--shape`` (BxMxNxK for batched, MxNxK for the others)."""
+    """``--suite batched`` / ``epilogue`` / ``out_dtype`` / ``fp8`` (also ``--dtype fp8`` without a RUNG):
+    bench/workloads.py, on the suite's shapes or those of ``--shape`` (BxMxNxK for batched, MxNxK for
+    the others)."""
     for flag, given in (("RUNG", args.rungs), ("--config", args.config), ("--peers", args.peers),
                         ("--precision", args.precision), ("--sustained", args.sustained)):
         if given:
@@ -141,6 +144,8 @@ def run(args) -> int:
     settings = bench_settings(args)
     if args.overhead:
         return run_overhead(args)
+    if args.dtype == "fp8" and args.suite in (None, "fp8") and not args.rungs:   # FP8 takes scales: scaled_mm
+        args.suite = "fp8"
     if args.suite in workloads.WORKLOADS:
         return run_workload(args, settings)
     if args.activation:

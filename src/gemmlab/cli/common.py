@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..core.dtypes import DTYPES
+from ..core.dtypes import ALL_DTYPES
 from ..core.precision import PRECISIONS
 from ..measure.arrays import LIBS
 
@@ -59,7 +59,7 @@ def suite_name(text: str) -> str:
 
 def add_dtype(p, default: str | None, help_default: str | None = None, repeatable: bool = False) -> None:
     text = help_default or (f"default {default}" if default else "default: every dtype a rung supports")
-    p.add_argument("--dtype", default=default, choices=list(DTYPES), action="append" if repeatable else "store",
+    p.add_argument("--dtype", default=default, choices=list(ALL_DTYPES), action="append" if repeatable else "store",
                    help=f"element type{'; repeatable' if repeatable else ''} ({text})")
 
 

@@ -26,6 +26,10 @@ from .schema import MAX_GRID_Z
 SKINNY_PAD = 0.75     # a preset replaces the default tile when it pads to at most 3/4 of the area
 MIN_SLICE_K = 256     # split-K slices at least this long along K
 HALF_TILE_TIME = 0.8  # the half-BN preset replaces the tile when predicted at most this fraction of its time
+# Persistent rungs without split-K whose half tile the rule weighs too: rung 25 in fp8_fast, whose
+# 128x128 tile ran ahead of its 128x256 one where that left SMs idle (128x14336x4096: 112 tiles of
+# 128x128 against 56 of 128x256), and behind it elsewhere (benchmarks/results/h200_fp8_tiles.json)
+HALF_TILE_RUNGS = ("wgmma_fp8",)
 
 
 @dataclass(frozen=True)
@@ -107,12 +111,13 @@ def rule_config(rung: Rung, M: int, N: int, K: int, sm_count: int, precision: st
     # a rung without split-K keeps its tile: the half tile is weighed only where it was measured,
     # rung 19's (rung 21's 128x128 at 1024x6144x4096 ran far behind rung 19's 128x256,
     # h100_splitk19_bf16.json; rung 21 has been changed since, not measured there)
-    if "SPLITK" not in rung.params:
+    if "SPLITK" not in rung.params and rung.slug not in HALF_TILE_RUNGS:
         return clustered(cfg, why, M)
-    split = split_for(cfg, M, N, K, sm_count)
+    splits = "SPLITK" in rung.params   # else (HALF_TILE_RUNGS) the tiles are weighed unsplit
+    split = split_for(cfg, M, N, K, sm_count) if splits else 1
     half = _half_tile(rung, cfg, precision)
     if half is not None:
-        hsplit = split_for(half[1], M, N, K, sm_count)
+        hsplit = split_for(half[1], M, N, K, sm_count) if splits else 1
         t, ht = _launch_time(cfg, split, M, N, sm_count), _launch_time(half[1], hsplit, M, N, sm_count)
         if ht <= HALF_TILE_TIME * t or (ht <= t and hsplit == 1 < split):
             cfg, split = half[1], hsplit

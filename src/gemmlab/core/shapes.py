@@ -59,6 +59,10 @@ EPILOGUE_ACTIVATION = "gelu_tanh"   # the one cuBLASLt fuses too (torch._addmm_a
 # tokens, and two cubes.
 OUT_DTYPE_SUITE: tuple[Shape, ...] = ((4096, 4096, 4096), (8192, 8192, 8192), (4096, 32000, 4096),
                                       (1024, 14336, 4096), (128, 32000, 4096), (4096, 64, 4096), (16, 32000, 4096))
+# FP8 (issue 42's shapes): two cubes, an MLP's up projection at 4096 and 128 tokens, its down
+# projection at 1024 tokens, and DeepGEMM's published 4096x7168x16384.
+FP8_SUITE: tuple[Shape, ...] = ((4096, 4096, 4096), (8192, 8192, 8192), (4096, 14336, 4096), (128, 14336, 4096),
+                                (1024, 4096, 14336), (4096, 7168, 16384))
 SUITE_DTYPES: dict[str, tuple[str, ...]] = {"fp32": ("fp32",), "llm": ("fp16", "bf16"), "decode": ("fp16", "bf16"),
                                             "random": ("fp32", "fp16", "bf16")}   # what each is for
 BANDWIDTH_SUITES = ("decode",)   # bench shows GB/s and % of the copy bandwidth for these

@@ -39,6 +39,18 @@ struct GlScales {
         return a;
 #endif
     }
+    // Row-wise: the lines of the scales a consumer warp's part of the tile at (row0: its warpgroup's
+    // first row, col0) reads, fetched into L1 as the tile's main loop starts (lanes 0.. take scale_b's
+    // lines, lanes 31, 30, .. scale_a's of each m64 block), so that rows() after the main loop waits
+    // for L1 instead of L2 or DRAM with the tensor cores idle.
+    template <int MI, int BN_>
+    __device__ __forceinline__ void prefetch(int row0, int col0, int warp, int lane, int M, int N) const {
+#if GL_SCALE == 2
+        const int c = col0 + 32 * lane, r = row0 + 16 * (warp % 4) + 64 * (31 - lane);
+        if (lane < BN_ / 32 && c < N) asm volatile("prefetch.global.L1 [%0];\n" :: "l"(sb + c));
+        if (lane >= 32 - MI && r < M) asm volatile("prefetch.global.L1 [%0];\n" :: "l"(sa + r));
+#endif
+    }
     // Row-wise: a consumer warp's accumulators of the tile at rows row0 + .. (row0: its warpgroup's
     // first row) and columns col0 + .., in wgmma's accumulator layout (warp w = warp % 4 of the
     // warpgroup, g = lane / 4): d[mi][j][e] at row row0 + 64 mi + 16 w + g + 8 (e / 2), column

@@ -321,21 +321,23 @@ RUNGS: tuple[Rung, ...] = (
         "wgmma.mma_async m64nNk32 .e4m3/.e5m2 reads K-major FP8 tiles in rung 21's persistent, warp-specialized, clustered loop at twice the 16-bit rate; each k tile of 128 is summed in fresh accumulators and promoted into FP32 registers (precision fp8; fp8_fast sums the whole K in the tensor cores), and tensor-wise or row-wise scales multiply the accumulators before the epilogue (gemmlab.scaled_mm).",
         ("DeepGEMM FP8 GEMM (FP32 promotion every 128 of K)", "cuBLASLt FP8 matmul (scaled e4m3/e5m2)"),
         "25_wgmma_fp8.cu", dtypes=("fp8",), precisions=("fp8", "fp8_fast"),
-        # promoted: 128x128 tiles (the k tile's partial sums beside the sums), 6 stages of 32 KB
-        params={"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6, "CLUSTER": 2, "EPI_TMA": 1, "GROUP": 16,
+        # promoted: 128x128 tiles (the k tile's partial sums beside the sums), 6 stages of 32 KB.
+        # CLUSTER 1: without B's multicast rung 25 ran faster than with it at each of the FP8 issue's
+        # shapes, in both precisions (benchmarks/results/h200_fp8_tiles.json)
+        params={"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6, "CLUSTER": 1, "EPI_TMA": 1, "GROUP": 16,
                 "STREAMK": 0, "DEFER": 0, "KREV": 0, "BALANCE": 1},
         per_precision={
             "fp8": PrecisionPart(constraints=fp8_promoted_constraints,
-                                 presets={"128x128": {"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6, "CLUSTER": 2},
-                                          "128x128_nocluster": {"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6,
-                                                                "CLUSTER": 1},
-                                          "128x64": {"BM": 128, "BN": 64, "BK": 128, "WM": 64, "STAGES": 8, "CLUSTER": 2}}),
-            # summed in the tensor cores: one set of accumulators, so rung 21's 128x256 tile and deferred stores
+                                 presets={"128x128": {"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6, "CLUSTER": 1},
+                                          "128x128_cluster": {"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6,
+                                                              "CLUSTER": 2}}),
+            # summed in the tensor cores: one set of accumulators, so rung 21's 128x256 tile and deferred
+            # stores; its 128x128 preset is the rule's half tile where 128x256 tiles leave SMs idle
             "fp8_fast": PrecisionPart(params={"BN": 256, "STAGES": 4, "DEFER": 1},
-                                      presets={"128x256": {"BM": 128, "BN": 256, "BK": 128, "WM": 64, "STAGES": 4, "CLUSTER": 2},
-                                               "128x128": {"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6, "CLUSTER": 2,
+                                      presets={"128x256": {"BM": 128, "BN": 256, "BK": 128, "WM": 64, "STAGES": 4, "CLUSTER": 1},
+                                               "128x128": {"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6, "CLUSTER": 1,
                                                            "DEFER": 0},
-                                               "256x128": {"BM": 256, "BN": 128, "BK": 128, "WM": 128, "STAGES": 4, "CLUSTER": 2}})},
+                                               "256x128": {"BM": 256, "BN": 128, "BK": 128, "WM": 128, "STAGES": 4, "CLUSTER": 1}})},
         threads=wgmma_threads, constraints=fp8_constraints, smem=fp8_smem,
         sass_claims=("QGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG"), min_arch=90, max_arch=90,
         reads=Reads(tensor_maps=True, k_major=True), stores=Stores(outputs=("fp32", "fp16", "bf16"), store_map=True,
