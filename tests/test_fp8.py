@@ -57,13 +57,22 @@ def test_tensor_wise_and_row_wise_scales_are_told_apart_by_their_shapes(fakes):
 def test_scales_of_no_known_scaling_are_refused_naming_both_shapes_and_the_choices(fakes):
     with pytest.raises(ValueError, match=r"scale_a \(8, 2\) and scale_b \(1, 16\).*tensor-wise.*row-wise"):
         _call(fakes, sa=(8, 2), sb=(1, 16))
-    with pytest.raises(ValueError, match=r"\(8, 1\) and \(1, 1\)|no scaling"):
-        _call(fakes, sa=(8, 1), sb=(1, 1))
+    with pytest.raises(ValueError, match=r"scale_a \(8, 1\) and scale_b \(1, 2\) name no scaling.*block-wise"):
+        _call(fakes, sa=(8, 1), sb=(1, 2))
 
 
-def test_block_wise_scale_shapes_are_refused_plainly(fakes):
-    with pytest.raises(ValueError, match="block-wise .* not taken by this version"):
-        _call(fakes, K=300, sa=(8, 3), sb=(3, 1))
+def test_block_wise_scales_are_told_apart_by_their_shapes_in_either_layout(fakes):
+    from gemmlab.core.scaled import check_scales
+    f = lambda *s, **k: fakes(*s, typestr="<f4", **k)   # noqa: E731
+    sc = check_scales(f(8, 3), f(3, 2), 8, 200, 300, 0, "cai")
+    assert sc.mode == "block" and sc.strides == (3, 1, 2, 1)
+    sc = check_scales(f(8, 3, strides=(1, 8)), f(3, 2, strides=(1, 3)), 8, 200, 300, 0, "cai")   # M-major, transposed
+    assert sc.strides == (1, 8, 1, 3)
+
+
+def test_block_scales_take_no_fast_accumulation(fakes):
+    with pytest.raises(ValueError, match="use_fast_accum .* does not apply"):
+        _call(fakes, K=300, sa=(8, 3), sb=(3, 1), use_fast_accum=True)
 
 
 def test_scales_must_be_float32_on_the_operands_device(fakes):
@@ -114,9 +123,11 @@ def test_a_bias_is_of_the_output_dtype_or_float32(fakes):
         _call(fakes, bias=fakes(15, typestr="<f4"))
 
 
-def test_quantize_refuses_an_unknown_scaling_or_format():
-    with pytest.raises(ValueError, match="scaling must be one of tensor, row"):
+def test_quantize_refuses_an_unknown_scaling_block_or_format():
+    with pytest.raises(ValueError, match="scaling must be one of tensor, row, block"):
         gemmlab.quantize_fp8(None, scaling="column")
+    with pytest.raises(ValueError, match=r"block must be one of \(1, 128\), \(128, 128\)"):
+        gemmlab.quantize_fp8(None, scaling="block", block=(64, 64))
     with pytest.raises(ValueError, match="not an FP8 format"):
         gemmlab.quantize_fp8(None, dtype="int8")
 
@@ -179,6 +190,12 @@ def test_an_e5m2_operand_builds_the_mixed_format_instruction():
     from gemmlab.analysis import disasm
     v = replace(Variant.make(r, "fp8", b_col=True), formats=("e5m2", "e4m3"))
     assert "QGMMA.64x128x32.F32.E5M2.E4M3" in disasm.sass_listing(v.compile("sm_90a").cubin)
+
+
+def test_block_scales_multiply_each_k_tiles_partial_sums_as_they_are_added():
+    ck, sass = _sass("fp8", scale="block", out="bf16")
+    assert ck.spill_bytes == 0
+    assert len(re.findall(r"\bFFMA\b", sass)) >= 64   # 64 partial sums times their scales, added, per k tile
 
 
 def test_promotion_adds_each_k_tiles_partial_sums_in_fp32_and_fast_accumulation_does_not():
@@ -344,3 +361,52 @@ def test_quantized_operands_round_trip_through_scaled_mm():
     w8, sw = gemmlab.quantize_fp8(w, "row")
     y = gemmlab.scaled_mm(x8, w8.t(), sx, sw.t(), out_dtype=torch.float32)
     assert _rel(y, x.double() @ w.double().t()) < 0.08   # e4m3's 3 fraction bits on both operands
+
+
+def _block_scales(M, N, K, sa_m_major=False, sb_t=False, seed=2):
+    torch = _torch()
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    kb, nb = -(-K // 128), -(-N // 128)
+    sa = torch.rand(kb, M, device="cuda", generator=g).t() if sa_m_major else torch.rand(M, kb, device="cuda", generator=g)
+    sb = torch.rand(nb, kb, device="cuda", generator=g).t() if sb_t else torch.rand(kb, nb, device="cuda", generator=g)
+    return sa + 0.5, sb + 0.5
+
+
+def _block_reference(a, b, sa, sb):
+    """float64 (a times its 1x128 scales) @ (b times its 128x128 scales)."""
+    M, K = a.shape
+    N = b.shape[1]
+    ea = sa.double().repeat_interleave(128, dim=1)[:, :K]
+    eb = sb.double().repeat_interleave(128, dim=0)[:K].repeat_interleave(128, dim=1)[:, :N]
+    return (a.double() * ea) @ (b.double() * eb)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layouts", [(False, False), (True, True)], ids=["row-major scales", "M-major a, transposed b"])
+def test_block_scaled_mm_matches_the_float64_product_of_the_dequantized_operands(layouts):
+    torch = _torch()
+    failures = []
+    for (M, N, K), b_layout, (fa, fb) in itertools.product(SHAPES + [(300, 200, 1000)], ("col", "row"),
+                                                          (("e4m3", "e4m3"), ("e5m2", "e4m3"))):
+        a, b = _operands(M, N, K, fa, fb, b_layout)
+        sa, sb = _block_scales(M, N, K, *layouts)
+        for out_dtype in (torch.bfloat16, torch.float32):
+            out = gemmlab.scaled_mm(a, b, sa, sb, out_dtype=out_dtype)
+            ref = _block_reference(a, b, sa, sb)
+            err = _rel(out, ref)
+            if not (torch.isfinite(out).all() and err < (1e-2 if out_dtype == torch.bfloat16 else 2e-3)):
+                failures.append(f"{M}x{N}x{K} b {b_layout} {fa}x{fb} {out_dtype}: rel {err:.2e}")
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.gpu
+def test_block_quantized_operands_round_trip_through_scaled_mm():
+    torch = _torch()
+    x, w = torch.randn(300, 1000, device="cuda"), torch.randn(500, 1000, device="cuda") * 0.1
+    x8, sx = gemmlab.quantize_fp8(x, "block")
+    w8, sw = gemmlab.quantize_fp8(w, "block", block=(128, 128))
+    assert sx.shape == (300, 8) and sw.shape == (4, 8)
+    assert torch.equal(sx[:, 0], x[:, :128].abs().amax(dim=1) / torch.full((300,), 448.0, device="cuda"))
+    y = gemmlab.scaled_mm(x8, w8.t(), sx, sw.t(), out_dtype=torch.float32)
+    assert _rel(y, x.double() @ w.double().t()) < 0.08
+    assert _rel(y, _block_reference(x8, w8.t(), sx, sw.t())) < 2e-3

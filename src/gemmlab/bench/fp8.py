@@ -1,7 +1,9 @@
 """``gemmlab bench --suite fp8``: ``gemmlab.scaled_mm`` against ``torch._scaled_mm`` (cuBLASLt) on e4m3
 operands with tensor-wise and row-wise scales, in both accumulations (promoted into FP32 every 128
-of K, and PyTorch's ``use_fast_accum``), with bf16 ``torch.matmul`` of the same values beside them:
-one record per shape and scaling (bench/workloads.py's suites and engine).
+of K, and PyTorch's ``use_fast_accum``), and with block-wise scales (1x128 of a, 128x128 of b;
+promoted only), with bf16 ``torch.matmul`` of the same values beside them: one record per shape and
+scaling (bench/workloads.py's suites and engine). Where this PyTorch's ``torch._scaled_mm`` refuses
+block scales, the record says why and times gemmlab alone beside the bf16 matmul.
 
 Before timing, each FP8 result is compared with the float64 product of the dequantized operands:
 gemmlab's relative error must be within 10% of cuBLASLt's (or below the bf16 output's rounding), the
@@ -15,7 +17,7 @@ from ..measure import timing
 
 ACCURACY_MARGIN = 1.1     # gemmlab's relative error may be at most this times cuBLASLt's ...
 ACCURACY_FLOOR = 2.0**-8  # ... or below a bf16 output's rounding
-SCALINGS = ("tensor", "row")
+SCALINGS = ("tensor", "row", "block")
 
 
 def _rel(x, ref) -> float:
@@ -33,58 +35,87 @@ def fp8_records(torch, eng, shape) -> list[dict]:
     ours, c16 = torch.empty(M, N, device="cuda", dtype=torch.bfloat16), torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
     out = []
     for scaling in SCALINGS:
-        if scaling == "tensor":
-            sa, sb = torch.tensor(0.7, device="cuda"), torch.tensor(1.3, device="cuda")
-        else:
-            sa, sb = torch.rand(M, 1, device="cuda") + 0.5, torch.rand(1, N, device="cuda") + 0.5
+        sa, sb = _scales(torch, scaling, M, N, K)
         rec = {"M": M, "N": N, "K": K, "dtype": "fp8", "scaling": scaling, "flops": 2 * M * N * K, "plans": {},
                "rel_error": {}}
-        ref = (a.double() * sa.double()) @ (b.double() * sb.double())
-        cands = []
-        for fast in (False, True):
-            tag = "_fast" if fast else ""
+        ref = _reference(a, b, sa, sb, scaling)
+        cands, tags = [], ("", "_fast") if scaling != "block" else ("",)
+        for tag in tags:
+            fast = bool(tag)
             _, plan = gemmlab.scaled_mm(a, b, sa, sb, use_fast_accum=fast, out=ours, return_plan=True)
             rec["rel_error"]["gemmlab" + tag] = _rel(ours, ref)
             rec["plans"]["gemmlab" + tag] = repr(plan)
-            rec["rel_error"]["torch._scaled_mm" + tag] = _rel(
-                torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=fast), ref)
-            cands += [timing.Candidate("gemmlab" + tag, lambda fast=fast: gemmlab.scaled_mm(
-                          a, b, sa, sb, use_fast_accum=fast, out=ours, check_finite=False)),
-                      timing.Candidate("torch._scaled_mm" + tag, lambda fast=fast: torch._scaled_mm(
-                          a, b, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=fast))]
+            cands.append(timing.Candidate("gemmlab" + tag, lambda fast=fast: gemmlab.scaled_mm(
+                a, b, sa, sb, use_fast_accum=fast, out=ours, check_finite=False)))
+            try:
+                theirs = torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=fast)
+            except (RuntimeError, ValueError) as exc:   # block scales where this PyTorch has none
+                rec["peer_refused"] = f"torch._scaled_mm: {str(exc).splitlines()[0][:200]}"
+                continue
+            rec["rel_error"]["torch._scaled_mm" + tag] = _rel(theirs, ref)
+            cands.append(timing.Candidate("torch._scaled_mm" + tag, lambda fast=fast: torch._scaled_mm(
+                a, b, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=fast)))
         del ref
         err = rec["rel_error"]
-        rec["verified"] = all(err["gemmlab" + t] <= max(ACCURACY_MARGIN * err["torch._scaled_mm" + t], ACCURACY_FLOOR)
-                              for t in ("", "_fast"))
+        rec["verified"] = all(err["gemmlab" + t] <= max(ACCURACY_MARGIN * err.get("torch._scaled_mm" + t, 0.0),
+                                                         ACCURACY_FLOOR) for t in tags)
         if rec["verified"]:
             cands.append(timing.Candidate("torch.matmul bf16", lambda: torch.matmul(a16, b16, out=c16)))
             run = eng.measure(cands)
             med = {name: s.median for name, s in run.samples.items()}
             rec["median_ms"] = med
             rec["tflops"] = {k: rec["flops"] / (v * 1e-3) / 1e12 for k, v in med.items()}
-            rec["vs_scaled_mm"] = med["torch._scaled_mm"] / med["gemmlab"]
-            rec["vs_scaled_mm_fast"] = med["torch._scaled_mm_fast"] / med["gemmlab_fast"]
+            for tag in tags:
+                if "torch._scaled_mm" + tag in med:
+                    rec["vs_scaled_mm" + tag] = med["torch._scaled_mm" + tag] / med["gemmlab" + tag]
             rec["vs_bf16_matmul"] = med["torch.matmul bf16"] / med["gemmlab"]
             rec["samples"] = {k: s.as_dict() for k, s in run.samples.items()}
         out.append(rec)
     return out
 
 
+def _scales(torch, scaling: str, M: int, N: int, K: int):
+    if scaling == "tensor":
+        return torch.tensor(0.7, device="cuda"), torch.tensor(1.3, device="cuda")
+    if scaling == "row":
+        return torch.rand(M, 1, device="cuda") + 0.5, torch.rand(1, N, device="cuda") + 0.5
+    kb, nb = -(-K // 128), -(-N // 128)   # DeepGEMM's layouts: a's scales M-major, b's per 128x128 block
+    return torch.rand(kb, M, device="cuda").t() + 0.5, torch.rand(kb, nb, device="cuda") + 0.5
+
+
+def _reference(a, b, sa, sb, scaling: str):
+    """The float64 product of the dequantized operands (block scales: expanded over their blocks)."""
+    if scaling != "block":
+        return (a.double() * sa.double()) @ (b.double() * sb.double())
+    K, N = b.shape
+    ea = sa.double().repeat_interleave(128, dim=1)[:, :K]
+    eb = sb.double().repeat_interleave(128, dim=0)[:K].repeat_interleave(128, dim=1)[:, :N]
+    return (a.double() * ea) @ (b.double() * eb)
+
+
 def describe(rec: dict) -> str:
     shape = f"{rec['M']}x{rec['N']}x{rec['K']} fp8 {rec['scaling']}-wise"
     err = rec["rel_error"]
     if not rec["verified"]:
-        return (f"{shape}: FAILED accuracy: gemmlab {err['gemmlab']:.2e} / fast {err['gemmlab_fast']:.2e} against "
-                f"torch._scaled_mm {err['torch._scaled_mm']:.2e} / {err['torch._scaled_mm_fast']:.2e}")
-    t = rec["tflops"]
-    return (f"{shape}: gemmlab {t['gemmlab']:.0f} TFLOP/s, {rec['vs_scaled_mm']:.3f}x torch._scaled_mm; fast "
-            f"{t['gemmlab_fast']:.0f}, {rec['vs_scaled_mm_fast']:.3f}x; {rec['vs_bf16_matmul']:.2f}x bf16 matmul")
+        return f"{shape}: FAILED accuracy: " + ", ".join(f"{k} {v:.2e}" for k, v in err.items())
+    t, text = rec["tflops"], f"{shape}: "
+    for tag in ("", "_fast"):
+        if "gemmlab" + tag in t:
+            text += f"gemmlab{tag} {t['gemmlab' + tag]:.0f} TFLOP/s"
+            ratio = rec.get("vs_scaled_mm" + tag)
+            text += f" ({ratio:.3f}x torch._scaled_mm{tag}); " if ratio else " (torch._scaled_mm refused); "
+    return text + f"{rec['vs_bf16_matmul']:.2f}x bf16 matmul"
+
+
+def _cell(x, fmt: str) -> str:
+    return "" if x is None else format(x, fmt)
 
 
 def row(r: dict) -> list[str]:
     t = r["tflops"]
-    return [r["scaling"], f"{t['gemmlab']:.0f}", f"{t['torch._scaled_mm']:.0f}", f"{r['vs_scaled_mm']:.3f}x",
-            f"{t['gemmlab_fast']:.0f}", f"{t['torch._scaled_mm_fast']:.0f}", f"{r['vs_scaled_mm_fast']:.3f}x",
+    return [r["scaling"], _cell(t.get("gemmlab"), ".0f"), _cell(t.get("torch._scaled_mm"), ".0f"),
+            _cell(r.get("vs_scaled_mm"), ".3f"), _cell(t.get("gemmlab_fast"), ".0f"),
+            _cell(t.get("torch._scaled_mm_fast"), ".0f"), _cell(r.get("vs_scaled_mm_fast"), ".3f"),
             f"{r['vs_bf16_matmul']:.2f}x"]
 
 

@@ -17,7 +17,7 @@ from .problem import ArrayInfo, describe_array
 ACTIVATIONS = {a.name: a.code for a in _activations.ALL}
 BIAS_CODES = {"same": 1, "fp32": 2, "out": 3}   # GL_BIAS: a vector of the operands' type, of float, or
                                                  # of the output's type (FP8 operands)
-SCALE_CODES = {"tensor": 1, "row": 2}   # GL_SCALE (kernels/scales.cuh): a scaled matmul's scales
+SCALE_CODES = {"tensor": 1, "row": 2, "block": 3}   # GL_SCALE (kernels/scales.cuh): a scaled matmul's scales
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,8 @@ class Epilogue:
     kernels' GL_C_DTYPE; None: the operands' own), and whether the stores also write the
     pre-activation to an auxiliary output of C's type and layout (``aux``: GL_AUX; with an
     activation only), and a scaled matmul's scales (``scale``: a key of ``SCALE_CODES``, GL_SCALE:
-    "tensor" or "row", two device pointers each launch passes last; None: none)."""
+    "tensor", "row" or "block", two device pointers each launch passes last, the block scales'
+    strides after them; None: none)."""
 
     activation: str | None = None
     bias: str | None = None

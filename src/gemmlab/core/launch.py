@@ -45,13 +45,15 @@ def _formats(problem: GemmProblem) -> tuple:
     return (problem.b.fmt, problem.a.fmt) if problem.c.col_major else (problem.a.fmt, problem.b.fmt)
 
 
-def _scale_ptrs(problem: GemmProblem, epilogue: Epilogue, ptrs: tuple[int, int] | None):
+def _scale_ptrs(problem: GemmProblem, epilogue: Epilogue, ptrs: tuple[int, int] | None, strides):
     """A scaled matmul's scale pointers (Epilogue.scale: kernels/scales.cuh), passed at each launch like
-    the bias's; its C row-major (the scales run along C's rows and columns as stored)."""
+    the bias's (block scales: with their strides, fixed for the plan); its C row-major (the scales run
+    along C's rows and columns as stored)."""
     if epilogue.scale is None:
         return None
-    if ptrs is None:
-        raise ValueError(f"a plan with {epilogue.scale}-wise scales needs their pointers (scale_ptrs)")
+    if ptrs is None or (epilogue.scale == "block" and strides is None):
+        raise ValueError(f"a plan with {epilogue.scale}-wise scales needs their pointers (scale_ptrs)"
+                         + (" and strides (scale_strides)" if epilogue.scale == "block" else ""))
     if problem.c.col_major and problem.M > 1 and problem.N > 1:
         raise ValueError("a plan with scales writes a row-major C")
     return ptrs
@@ -84,7 +86,7 @@ class Plan:
 
     def __init__(self, problem: GemmProblem, rung: Rung, config=None, stream: int | None = None, choice=None,
                  precision: str | None = None, epilogue: Epilogue = PLAIN, bias_ptr: int = 0, aux_ptr: int = 0,
-                 scale_ptrs: tuple[int, int] | None = None):
+                 scale_ptrs: tuple[int, int] | None = None, scale_strides: tuple[int, int, int, int] | None = None):
         self.problem = problem
         # the fused epilogue (core/epilogue.py); with a bias, each launch passes its pointer (``bias``);
         # its output type is always C's (a rung then rounds to the type C has)
@@ -95,7 +97,7 @@ class Plan:
         self._bias_ptr = bias_ptr   # run()'s
         # an auxiliary output (Epilogue.aux: the pre-activation), its pointer passed like the bias's
         self._aux, self._aux_ptr = epilogue.aux, aux_ptr
-        self._scale_ptrs = _scale_ptrs(problem, epilogue, scale_ptrs)
+        self._scale_ptrs = _scale_ptrs(problem, epilogue, scale_ptrs, scale_strides)
         self.rung = rung
         self.choice = choice    # core.dispatch's Choice: rung, configuration, source and why
         kp: KernelProblem = problem.kernel_view()
@@ -146,7 +148,7 @@ class Plan:
         self._opt_in_smem(self.function, info.limits)
         self._params = Params(kp, bool(tex_args), (3 if rung.store_map else 2) if rung.tensor_maps else 0,
                                self._streamk, self._bias, bool(self.variant.batch), self._aux,
-                               epilogue.scale is not None)
+                               epilogue.scale is not None, scale_strides if epilogue.scale == "block" else None)
         if tex_args:
             self._params.textures(*tex_args)
         self._maps = self._map_args(problem.dtype, problem.c.dtype) if rung.tensor_maps else None

@@ -20,8 +20,8 @@ class Params:
     store map; the driver copies them by value); then a stream-K kernel's workspace pointer, a
     batched kernel's batch count and its operands' batch strides (GL_BATCH_PARAMS, fixed for the
     plan), then the bias pointer of a fused bias and the auxiliary output's pointer
-    (kernels/epilogue.cuh, GL_EPI_PARAMS), and last a scaled matmul's two scale pointers
-    (kernels/scales.cuh, GL_SCALE_PARAMS)."""
+    (kernels/epilogue.cuh, GL_EPI_PARAMS), and last a scaled matmul's two scale pointers, with
+    block scales their four strides (kernels/scales.cuh, GL_SCALE_PARAMS)."""
 
     # byte offsets in the buffer, in the kernel's argument order
     _ORDER = (32, 36, 40, 24, 0, 44, 8, 48, 28, 16, 52)   # M N K alpha A lda B ldb beta C ldc
@@ -35,7 +35,8 @@ class Params:
     __slots__ = ("buffer", "array", "address", "pack", "_ws_at", "bias_at", "aux_at", "scales_at")
 
     def __init__(self, kp: KernelProblem, textured: bool, maps: int = 0, workspace: bool = False, bias: bool = False,
-                 batched: bool = False, aux: bool = False, scales: bool = False):
+                 batched: bool = False, aux: bool = False, scales: bool = False,
+                 scale_strides: tuple[int, int, int, int] | None = None):
         order = self._ORDER + (self._TEX_ORDER if textured else ()) + self._TMAP_ORDER[:maps]
         size = 128 + 128 * maps if maps else 88
         self._ws_at = size if workspace else None
@@ -53,6 +54,9 @@ class Params:
         self.scales_at = size if scales else None
         if scales:
             order, size = order + (size, size + 8), size + 16
+        strides_at = size
+        if scale_strides is not None:   # block scales: four ints, fixed for the plan
+            order, size = order + tuple(size + 4 * i for i in range(4)), size + 16
         self.buffer = ctypes.create_string_buffer(size)
         base = ctypes.addressof(self.buffer)
         self.array = (ctypes.c_void_p * len(order))(*[base + off for off in order])
@@ -60,6 +64,8 @@ class Params:
         self._SHAPE.pack_into(self.buffer, 32, kp.M, kp.N, kp.K, kp.lda, kp.ldb, kp.ldc)
         if batched:
             struct.pack_into("<iiqqq", self.buffer, batch_at, kp.batch, 0, kp.batch_a, kp.batch_b, kp.batch_c)
+        if scale_strides is not None:
+            struct.pack_into("<4i", self.buffer, strides_at, *scale_strides)
         self.pack = self._CALL.pack_into
 
     def textures(self, ta, oa, tb, ob) -> None:

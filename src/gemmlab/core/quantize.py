@@ -5,10 +5,13 @@ bf16, in one fused kernel per scaling (kernels/quantize.cu): each value's code i
 
 * ``scaling="tensor"``: one scale for all of x, ``amax(|x|) / FP8_MAX`` (a 0-d array);
 * ``scaling="row"``: one per row, shape (rows, 1): ``scale_a`` for an activation a (M, K), and for a
-  weight w (N, K) whose transpose is scaled_mm's b, ``scale_b = scale.t()`` (1, N).
+  weight w (N, K) whose transpose is scaled_mm's b, ``scale_b = scale.t()`` (1, N);
+* ``scaling="block"``: one per block of ``block`` = (1, 128) (an activation's: scale (rows,
+  ceil(cols/128)), scaled_mm's block-wise ``scale_a``) or (128, 128) (a weight's: scale
+  (ceil(rows/128), ceil(cols/128)); for w (N, K), ``scale_b = scale.t()``).
 
-The maximum is taken in the same kernel as the codes for a row; a tensor's must be known before
-its first code, so that scaling reads x twice (two launches).
+The maximum is taken in the same kernel as the codes for a row or block; a tensor's must be known
+before its first code, so that scaling reads x twice (two launches).
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ SOURCE = "quantize.cu"
 THREADS = 256          # GL_Q_THREADS
 MAX_BLOCKS = 65535     # grid-stride beyond it
 FP8_MAX = {"e4m3": 448.0, "e5m2": 57344.0}
-SCALINGS = ("tensor", "row")
+SCALINGS = ("tensor", "row", "block")
+BLOCKS = ((1, 128), (128, 128))   # block scaling's blocks: an activation's, a weight's
 MIN_ARCH = 89          # cvt ... e4m3x2 / e5m2x2
 
 
@@ -52,13 +56,24 @@ def _launch(fn, grid, stream: int, *values) -> None:
     check(cuda().cuLaunchKernel(fn, *grid, THREADS, 1, 1, 0, stream, ctypes.addressof(array), 0), "cuLaunchKernel")
 
 
-def quantize_fp8(x, scaling: str = "tensor", dtype="e4m3"):
+def _scale_shape(scaling: str, block, rows: int, cols: int) -> tuple:
+    if scaling == "tensor":
+        return ()
+    if scaling == "row":
+        return (rows, 1)
+    return (-(-rows // block[0]), -(-cols // block[1]))
+
+
+def quantize_fp8(x, scaling: str = "tensor", dtype="e4m3", block=(1, 128)):
     """``(codes, scale)`` of a 2-D float32, float16 or bfloat16 array x (CuPy or PyTorch, on the GPU, rows
     with unit stride), per the module docstring. The codes are a torch FP8 tensor of ``dtype``'s
     format, or for CuPy a uint8 array of codes (pass its format to scaled_mm as ``a_format=``);
-    the scale is float32, shape () tensor-wise or (rows, 1) row-wise."""
+    the scale is float32, shape () tensor-wise, (rows, 1) row-wise, one per ``block`` block-wise."""
     if scaling not in SCALINGS:
         raise ValueError(f"scaling must be one of {', '.join(SCALINGS)}, got {scaling!r}")
+    block = tuple(block)
+    if scaling == "block" and block not in BLOCKS:
+        raise ValueError(f"block must be one of {', '.join(map(str, BLOCKS))} (scaled_mm's block scales), got {block}")
     fmt = _format(dtype)
     info = describe_array("x", x)
     if info.dtype not in ("fp32", "fp16", "bf16"):
@@ -74,14 +89,14 @@ def quantize_fp8(x, scaling: str = "tensor", dtype="e4m3"):
     if lib == "torch":
         torch = require("torch")
         q = torch.empty((rows, cols), dtype=getattr(torch, FP8_FORMATS[fmt]), device=f"cuda:{info.device}")
-        scale = torch.empty(() if scaling == "tensor" else (rows, 1), dtype=torch.float32, device=q.device)
+        scale = torch.empty(_scale_shape(scaling, block, rows, cols), dtype=torch.float32, device=q.device)
         amax = torch.zeros((1,), dtype=torch.int32, device=q.device) if scaling == "tensor" else None
         ptr = lambda t: t.data_ptr()   # noqa: E731
     else:
         cp = require("cupy")
         with cp.cuda.Device(info.device):
             q = cp.empty((rows, cols), dtype=cp.uint8)
-            scale = cp.empty(() if scaling == "tensor" else (rows, 1), dtype=cp.float32)
+            scale = cp.empty(_scale_shape(scaling, block, rows, cols), dtype=cp.float32)
             amax = cp.zeros((1,), dtype=cp.uint32) if scaling == "tensor" else None
         ptr = lambda t: t.data.ptr   # noqa: E731
         lib = "cupy"
@@ -92,6 +107,16 @@ def quantize_fp8(x, scaling: str = "tensor", dtype="e4m3"):
     defines = {"GL_DTYPE": get_dtype(info.dtype).code, "GL_FP8_OUT": int(fmt == "e5m2")}
     ck = compile_source(SOURCE, "quantize_rows", dev.arch, defines)
     stream = current_stream(lib, info.device)
+    if scaling == "block":
+        groups = block[0] == 1
+        name = "quantize_groups" if groups else "quantize_tiles"
+        grid = (-(-cols // 128), min(-(-rows // (THREADS // 32)), MAX_BLOCKS) if groups else -(-rows // 128), 1)
+        if grid[1] > MAX_BLOCKS:
+            raise ValueError(f"x has {rows} rows: 128x128 blocks take at most {128 * MAX_BLOCKS}")
+        with context(info.device):
+            fn = load_compiled(ck, info.device, name, name)
+            _launch(fn, grid, stream, rows, cols, (info.ptr,), ldx, (ptr(q),), cols, (ptr(scale),))
+        return q, scale
     with context(info.device):
         rows_fn = load_compiled(ck, info.device, "quantize_rows")
         amax_ptr = 0

@@ -7,7 +7,11 @@ a (M, K) and b (K, N) hold FP8 codes, e4m3 or e5m2 each (PyTorch's ``float8_e4m3
 formats with ``a_format=`` / ``b_format=``). The scales are float32 arrays on the device:
 
 * tensor-wise: one value each (shape (), (1,) or (1, 1));
-* row-wise: ``scale_a`` one per row of a (M, 1), ``scale_b`` one per column of b (1, N).
+* row-wise: ``scale_a`` one per row of a (M, 1), ``scale_b`` one per column of b (1, N);
+* block-wise (DeepSeek-V3's): ``scale_a`` (M, ceil(K/128)) one per 1x128 block of a, ``scale_b``
+  (ceil(K/128), ceil(N/128)) one per 128x128 block of b, each in any layout (an M-contiguous
+  ``scale_a``, DeepGEMM's, is read with the fewest transactions); they multiply each k block's sums
+  as the kernel promotes them into FP32, so they take no ``use_fast_accum``.
 
 They stay on the device (the kernel reads them: kernels/scales.cuh), so a call needs no host
 synchronization and a CUDA graph captures it, except for the check that every scale is finite
@@ -32,8 +36,11 @@ from .driver import device_info
 from .dtypes import FP8_FORMATS
 from .launch import Plan, current_stream, stream_capturing
 from .problem import ArrayInfo, array_facts, describe_array, info_2d, overlaps, problem_of
+from .registry import get as get_rung
 
-SCALINGS = ("tensor", "row")
+SCALINGS = ("tensor", "row", "block")
+RUNG = "wgmma_fp8"
+BLOCK = 128        # block scales: 1 x BLOCK of a, BLOCK x BLOCK of b (DeepSeek-V3's)
 PLAN_CACHE = 64   # plans kept per process (each holds pointers and shapes, never arrays)
 
 
@@ -45,6 +52,7 @@ class Scales:
     mode: str
     a_ptr: int
     b_ptr: int
+    strides: tuple | None = None   # block scales: (scale_a's along M and K, scale_b's along K and N), elements
 
 
 def _fp8_operand(name: str, x, fmt: str | None) -> ArrayInfo:
@@ -93,7 +101,8 @@ def _vector_ptr(name: str, f, n: int) -> int:
 
 def check_scales(scale_a, scale_b, M: int, N: int, K: int, device: int, lib: str) -> Scales:
     """The scaling of a call from its scales' shapes (errors name the scale and what it should be):
-    both of one value (tensor-wise), or scale_a (M, 1) and scale_b (1, N) (row-wise)."""
+    both of one value (tensor-wise), scale_a (M, 1) and scale_b (1, N) (row-wise), or scale_a
+    (M, ceil(K/128)) and scale_b (ceil(K/128), ceil(N/128)) in any layout (block-wise)."""
     fa = _scale_facts("scale_a", scale_a, device, lib)
     fb = _scale_facts("scale_b", scale_b, device, lib)
     na, nb = _numel(fa.shape), _numel(fb.shape)
@@ -105,11 +114,13 @@ def check_scales(scale_a, scale_b, M: int, N: int, K: int, device: int, lib: str
     row_b = fb.shape in ((1, N), (N,))
     if row_a and row_b:
         return Scales("row", _vector_ptr("scale_a", fa, M), _vector_ptr("scale_b", fb, N))
-    blocks = -(-K // 128)
+    kb, nb = -(-K // BLOCK), -(-N // BLOCK)
+    if fa.shape == (M, kb) and fb.shape == (kb, nb):
+        return Scales("block", fa.ptr, fb.ptr, tuple(fa.strides) + tuple(fb.strides))
     raise ValueError(
         f"scale_a {fa.shape} and scale_b {fb.shape} name no scaling of a {M}x{K} @ {K}x{N} product: pass one "
-        f"value each (tensor-wise) or scale_a ({M}, 1) and scale_b (1, {N}) (row-wise); block-wise "
-        f"({M}, {blocks}) and ({blocks}, {-(-N // 128)}) scales are not taken by this version")
+        f"value each (tensor-wise), scale_a ({M}, 1) and scale_b (1, {N}) (row-wise), or scale_a ({M}, {kb}) per "
+        f"1x{BLOCK} block of a and scale_b ({kb}, {nb}) per {BLOCK}x{BLOCK} block of b (block-wise)")
 
 
 def _finite(x, lib: str) -> bool:
@@ -149,7 +160,8 @@ def _plan(problem, scales: Scales, epi, kernel: str, config, precision: str, bia
     output, bias, precision, kernel), made once and remembered; each call passes its pointers."""
     kp = problem.kernel_view()
     key = (problem.M, problem.N, problem.K, kp.lda, kp.ldb, kp.ldc, kp.a_col, kp.b_col, kp.vec_a, kp.vec_b, kp.vec_c,
-           problem.a.fmt, problem.b.fmt, problem.c.dtype, problem.c.device, epi, kernel, str(config), precision)
+           problem.a.fmt, problem.b.fmt, problem.c.dtype, problem.c.device, epi, kernel, str(config), precision,
+           scales.strides)
     with _LOCK:
         p = _PLANS.get(key)
         if p is not None:
@@ -157,7 +169,7 @@ def _plan(problem, scales: Scales, epi, kernel: str, config, precision: str, bia
             return p
     choice = dispatch.decide(problem, kernel, config, device_info(problem.c.device), precision)
     p = Plan(problem, choice.rung, choice.config, choice=choice, precision=precision, epilogue=epi, bias_ptr=bias_ptr,
-             scale_ptrs=(scales.a_ptr, scales.b_ptr))
+             scale_ptrs=(scales.a_ptr, scales.b_ptr), scale_strides=scales.strides)
     with _LOCK:
         _PLANS[key] = p
         while len(_PLANS) > PLAN_CACHE:
@@ -186,6 +198,11 @@ def scaled_mm(a, b, scale_a, scale_b, *, bias=None, out_dtype=None, scale_result
         raise ValueError(f"empty product {M}x{N}x{K}: scaled_mm needs M, N and K of at least 1")
     ordinal, lib = ai.device, ai.lib if ai.lib != "cai" else bi.lib
     scales = check_scales(scale_a, scale_b, M, N, K, ordinal, lib)
+    if scales.mode == "block" and use_fast_accum:
+        raise ValueError("block scales multiply each k block's sums as they are promoted into FP32: "
+                         "use_fast_accum (no promotion) does not apply to them")
+    if scales.mode == "block" and config is not None and get_rung(RUNG).config(config, "fp8").get("KREV"):
+        raise ValueError("block scales are read k block after k block: KREV=1 (backward k tiles) does not apply")
     if scale_result is not None and _numel(_scale_facts("scale_result", scale_result, ordinal, lib).shape) != 1:
         raise ValueError(f"scale_result must hold one value, got shape {array_facts('scale_result', scale_result).shape}")
     want = _out_dtype(out_dtype, lib) if out is None or out_dtype is not None else None
@@ -205,9 +222,11 @@ def scaled_mm(a, b, scale_a, scale_b, *, bias=None, out_dtype=None, scale_result
         for name, x in (("scale_a", scale_a), ("scale_b", scale_b), ("scale_result", scale_result)):
             if x is not None and not _finite(x, lib):
                 raise ValueError(f"{name} holds a value that is not finite (inf or NaN); every scale must be finite")
-    if scale_result is not None:
-        scale_a = (scale_a.reshape(-1) if hasattr(scale_a, "reshape") else scale_a) * scale_result.reshape(-1)
-        scales = replace(scales, a_ptr=array_facts("scale_a", scale_a).ptr)
+    if scale_result is not None:   # folded into scale_a: a new array of its shape (the strides of a contiguous one)
+        scale_a = scale_a * scale_result.reshape((1,) * len(array_facts("scale_a", scale_a).shape) or ())
+        f = array_facts("scale_a", scale_a)
+        scales = replace(scales, a_ptr=f.ptr, strides=None if scales.strides is None else
+                         tuple(f.strides) + scales.strides[2:])
     problem = problem_of(ai, bi, ci)
     epi = replace(_epilogue.make(None, bias_info, "fp8", False, ci.dtype), scale=scales.mode)
     bias_ptr = bias_info.ptr if bias_info is not None else 0

@@ -12,6 +12,8 @@
 //   Mainloop(sm, wg, warp, lane)           the warpgroup's descriptors (its WM rows of A, all of B);
 //   ktile(acc, s, later, prev, release)    k tile in stage s (later: not the piece's first k tile;
 //                                          prev: the stage whose group is still in flight, updated);
+//   begin(sc, row0, col0, k0, kblocks, warp, lane, M, N)
+//                                          a piece's start (the block-scaled part's scale pointers);
 //   drain(acc, prev, release)              after a piece's last k tile: every group done, the last
 //                                          stage released (the producer refills it during the epilogue).
 // GlMainloopRegA, rung 22's register-A mainloop (an MN-major A read into registers), gives the same.
@@ -40,6 +42,10 @@ struct GlMainloopSS {
         }
     }
 
+    // A piece's start (the block-scaled part's hook, GlMainloopBlockScaled): nothing to do here.
+    template <typename Scales>
+    __device__ __forceinline__ void begin(const Scales&, int, int, int, int, int, int, int, int) {}
+
     template <typename Release>
     __device__ __forceinline__ void drain(float (&acc)[MI][BN / 8][4], int prev, const Release& release) const {
         if constexpr (!SPLIT) {
@@ -50,6 +56,76 @@ struct GlMainloopSS {
         }
     }
 };
+
+#if GL_SCALE == 3
+// ---- FP8's block-scaled mainloop part (rung 25, GL_SCALE 3: DeepGEMM's scales) ------------------------
+// scale_a holds one float per row of A and k block of 128 (M x kblocks), scale_b one per k block and
+// block of 128 columns of B (kblocks x nblocks), each in any layout (scales.cuh's strides; an
+// M-contiguous scale_a, DeepGEMM's, makes a warp's loads of it coalesced); a k tile is one k block
+// (BK 128). Each k tile's partial sums (GlMainloopSS's promotion) are multiplied by scale_a of their
+// row times scale_b of the tile's column block before they are added into the FP32 sums: the scales
+// differ per k block, so they cannot wait for the epilogue. A thread's rows (two per m64 block) and
+// the tile's column block are fixed for a piece of k tiles (begin); per k tile it loads 2 MI + 1
+// floats (L1 or L2 hits after the first tile's) while that tile's wgmmas run, then waits for them.
+template <int A_COL, int B_COL>
+struct GlMainloopBlockScaled {
+    static_assert(BK == 128 && BN <= 128, "a k tile is one k block and a tile lies in one column block of 128");
+    const GlStageDescs<A_COL, B_COL, A_PANEL_B, B_PANEL_B> descs;
+    const float* pa[MI][2];     // this thread's rows of scale_a, at the piece's k tile
+    const float* pb;            // the tile's column block of scale_b, at the piece's k tile
+    int pa_step, pb_step;       // the scales' strides along k
+    __device__ __forceinline__ GlMainloopBlockScaled(const Smem& sm, int wg, int, int) : descs(sm.a_base, sm.b_base, wg * WM) {}
+
+    // Piece start: the tile's first row for this warpgroup (row0), first column (col0) and first k tile
+    // (k0); rows past M read row M - 1 (their outputs are never stored).
+    template <typename Scales>
+    __device__ __forceinline__ void begin(const Scales& sc, int row0, int col0, int k0, int kblocks, int warp,
+                                          int lane, int M, int N) {
+        const int r = row0 + 16 * (warp % 4) + lane / 4;
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+                pa[mi][h] = sc.sa + (size_t)min(r + 64 * mi + 8 * h, M - 1) * sc.sa_m + (size_t)k0 * sc.sa_k;
+        pa_step = sc.sa_k;
+        pb_step = sc.sb_k;
+        pb = sc.sb + (size_t)k0 * sc.sb_k + (size_t)(col0 / 128) * sc.sb_n;
+    }
+
+    template <typename Release>
+    __device__ __forceinline__ void ktile(float (&acc)[MI][BN / 8][4], int s, bool, int&, const Release& release) {
+        float part[MI][BN / 8][4];
+        gl_wgmma_ktile<BN, MI, KSTEPS, A_COL, B_COL, 0, 0, true, false>(part, descs, s * A_STAGE_B, s * B_STAGE_B);
+        float f[MI][2];
+        const float b = __ldg(pb);
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) f[mi][h] = __ldg(pa[mi][h]) * b;
+        gl_wgmma_wait<0>();
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi) gl_fence_acc(part[mi]);
+        release(s);          // its wgmmas are done: the stage is free while the sums are added
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+            for (int j = 0; j < BN / 8; ++j) {
+                acc[mi][j][0] = fmaf(part[mi][j][0], f[mi][0], acc[mi][j][0]);
+                acc[mi][j][1] = fmaf(part[mi][j][1], f[mi][0], acc[mi][j][1]);
+                acc[mi][j][2] = fmaf(part[mi][j][2], f[mi][1], acc[mi][j][2]);
+                acc[mi][j][3] = fmaf(part[mi][j][3], f[mi][1], acc[mi][j][3]);
+            }
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) pa[mi][h] += pa_step;
+        pb += pb_step;
+    }
+
+    template <typename Release>
+    __device__ __forceinline__ void drain(float (&)[MI][BN / 8][4], int, const Release&) const {}
+};
+#endif
 
 #if GL_DTYPE == 0
 // ---- the register-A mainloop part (rung 22, an MN-major A): A's fragments read into registers -------
@@ -141,6 +217,9 @@ struct GlMainloopRegA {
         fence_frags(f0);
         prev = s;
     }
+
+    template <typename Scales>
+    __device__ __forceinline__ void begin(const Scales&, int, int, int, int, int, int, int, int) {}
 
     template <typename Release>
     __device__ __forceinline__ void drain(float (&acc)[MI][BN / 8][4], int prev, const Release& release) {

@@ -6,7 +6,13 @@
 //     codes, hits the L1 or L2 that the first left it in;
 //   tensor-wise: gl_amax first (every block's maximum, then an atomic max on the float's bits, which
 //     order as unsigned integers for values >= 0), then quantize_rows with that one maximum (amax):
-//     the maximum must be known before the first code, so x is read twice.
+//     the maximum must be known before the first code, so x is read twice;
+//   block-wise 1 x 128 (quantize_groups; an activation's, DeepSeek-V3's): a warp per group of 128 of a
+//     row, four values per lane held in registers between its maximum and its codes: one read of x;
+//     scale (rows x ceil(cols / 128)), row-major;
+//   block-wise 128 x 128 (quantize_tiles; a weight's): a block per tile, each thread a column's 64
+//     values of it; the tile's second read, for the codes, hits L1; scale (ceil(rows / 128) x
+//     ceil(cols / 128)), row-major.
 // The codes are e4m3 (GL_FP8_OUT 0, largest finite 448) or e5m2 (1, 57344), converted by the hardware
 // (cvt.rn.satfinite, sm_89+): round to nearest even, values beyond the largest finite clamped to it,
 // NaN kept. An all-zero row (or tensor) gets scale 1 and zero codes.
@@ -82,4 +88,59 @@ quantize_rows(int rows, int cols, const T* __restrict__ x, int ldx, unsigned cha
             if (j + 1 < cols) out[j + 1] = (unsigned char)(c >> 8);
         }
     }
+}
+
+#define GL_Q_BLOCK 128   // a block scale's side
+
+// One warp's group of 128 values of a row (lane: its 4 from j0), its scale to *scale and its codes.
+__device__ __forceinline__ void gl_quantize_group(const T* row, unsigned char* out, float* scale, int j0, int cols,
+                                                  int lane) {
+    float v[4], m = 0.0f;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+        v[e] = j0 + e < cols ? gl_to_float(row[j0 + e]) : 0.0f;
+        m = fmaxf(m, fabsf(v[e]));
+    }
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    const float s = m > 0.0f ? m / GL_FP8_MAX : 1.0f, inv = m > 0.0f ? GL_FP8_MAX / m : 1.0f;
+    if (lane == 0) *scale = s;
+#pragma unroll
+    for (int e = 0; e < 4; e += 2) {
+        const unsigned short c = gl_fp8x2(v[e] * inv, v[e + 1] * inv);
+        if (j0 + e < cols) out[j0 + e] = (unsigned char)(c & 0xFF);
+        if (j0 + e + 1 < cols) out[j0 + e + 1] = (unsigned char)(c >> 8);
+    }
+}
+
+// 1 x 128 groups: warp w of the block takes groups (rows blockIdx.y * 8 + w, + 8 gridDim.y, ..; columns
+// blockIdx.x * 128 ..): rows past grid.y's limit by a grid-stride loop, whole warps (the shuffles' unit)
+extern "C" __global__ void __launch_bounds__(GL_Q_THREADS)
+quantize_groups(int rows, int cols, const T* __restrict__ x, int ldx, unsigned char* __restrict__ q, int ldq,
+                float* __restrict__ scale)
+{
+    constexpr int WARPS = GL_Q_THREADS / 32;
+    const int lane = threadIdx.x % 32, j0 = blockIdx.x * GL_Q_BLOCK + 4 * lane;
+    for (int i = blockIdx.y * WARPS + threadIdx.x / 32; i < rows; i += gridDim.y * WARPS)
+        gl_quantize_group(x + (size_t)i * ldx, q + (size_t)i * ldq, scale + (size_t)i * gridDim.x + blockIdx.x, j0, cols,
+                          lane);
+}
+
+// 128 x 128 tiles: block (blockIdx.x, blockIdx.y) takes tile (rows blockIdx.y * 128 .., columns
+// blockIdx.x * 128 ..); thread t its column t % 128 and every second row from t / 128
+extern "C" __global__ void __launch_bounds__(GL_Q_THREADS)
+quantize_tiles(int rows, int cols, const T* __restrict__ x, int ldx, unsigned char* __restrict__ q, int ldq,
+               float* __restrict__ scale)
+{
+    constexpr int STEP = GL_Q_THREADS / GL_Q_BLOCK;
+    const int j = blockIdx.x * GL_Q_BLOCK + threadIdx.x % GL_Q_BLOCK, i0 = blockIdx.y * GL_Q_BLOCK;
+    const int i1 = min(rows, i0 + GL_Q_BLOCK);
+    float m = 0.0f;
+    if (j < cols)
+        for (int i = i0 + threadIdx.x / GL_Q_BLOCK; i < i1; i += STEP) m = fmaxf(m, fabsf(gl_to_float(x[(size_t)i * ldx + j])));
+    m = gl_block_max(m);
+    const float s = m > 0.0f ? m / GL_FP8_MAX : 1.0f, inv = m > 0.0f ? GL_FP8_MAX / m : 1.0f;
+    if (threadIdx.x == 0) scale[(size_t)blockIdx.y * gridDim.x + blockIdx.x] = s;
+    if (j < cols)
+        for (int i = i0 + threadIdx.x / GL_Q_BLOCK; i < i1; i += STEP)
+            q[(size_t)i * ldq + j] = (unsigned char)(gl_fp8x2(gl_to_float(x[(size_t)i * ldx + j]) * inv, 0.0f) & 0xFF);
 }

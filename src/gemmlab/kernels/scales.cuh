@@ -6,7 +6,10 @@
 //   GL_SCALE 1 (tensor-wise): s = scale_a[0] * scale_b[0], folded into alpha as the kernel starts;
 //   GL_SCALE 2 (row-wise):    s = scale_a[i] * scale_b[j], scale_a one float per row of A (M),
 //                             scale_b one per column of B (N), applied to a tile's accumulators after
-//                             its main loop (and its stream-K fixup), before the epilogue part.
+//                             its main loop (and its stream-K fixup), before the epilogue part;
+//   GL_SCALE 3 (block-wise, DeepGEMM's): s = scale_a[i][kb] * scale_b[kb][j / 128] per k block kb of
+//                             128, applied by the mainloop part to each k tile's partial sums
+//                             (mainloop.cuh, GlMainloopBlockScaled): the pointers and strides only, here.
 // The scales are device pointers, the kernel's last two arguments (GL_SCALE_PARAMS): a launch never
 // reads them on the host, so a call needs no synchronization and a CUDA graph captures it, as
 // cuBLASLt's scale pointers do. GL_SCALE 0 (every other rung): no arguments, GlScales is empty and
@@ -15,21 +18,28 @@
 #ifndef GL_SCALE
 #define GL_SCALE 0
 #endif
-#if GL_SCALE
+#if GL_SCALE == 3   // block scales: each one's strides (elements) too, so either layout of each reads in place
+#define GL_SCALE_PARAMS , const float* __restrict__ gl_scale_a, const float* __restrict__ gl_scale_b, \
+                        int gl_sa_m, int gl_sa_k, int gl_sb_k, int gl_sb_n
+#define GL_SCALE_ARGS gl_scale_a, gl_scale_b, gl_sa_m, gl_sa_k, gl_sb_k, gl_sb_n
+#elif GL_SCALE
 #define GL_SCALE_PARAMS , const float* __restrict__ gl_scale_a, const float* __restrict__ gl_scale_b
 #define GL_SCALE_ARGS gl_scale_a, gl_scale_b
 #else
 #define GL_SCALE_PARAMS
 #define GL_SCALE_ARGS
 #endif
-#if GL_SCALE < 0 || GL_SCALE > 2
-#error "GL_SCALE: 0 none, 1 tensor-wise, 2 row-wise"
+#if GL_SCALE < 0 || GL_SCALE > 3
+#error "GL_SCALE: 0 none, 1 tensor-wise, 2 row-wise, 3 block-wise"
 #endif
 
 struct GlScales {
 #if GL_SCALE
     const float* __restrict__ sa;
     const float* __restrict__ sb;
+#endif
+#if GL_SCALE == 3
+    int sa_m, sa_k, sb_k, sb_n;   // scale_a[i][kb] at sa[i sa_m + kb sa_k], scale_b[kb][nb] at sb[kb sb_k + nb sb_n]
 #endif
     // alpha with the tensor-wise scales folded in
     __device__ __forceinline__ float alpha(float a) const {

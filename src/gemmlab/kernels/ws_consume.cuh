@@ -68,6 +68,7 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
         gl_zero_acc(acc);
         ep.prefetch_bias(row0, col0, BM, BN, lane);   // the bias the epilogue reads at the tile's end
         sc.template prefetch<MI, BN>(row0 + wg * WM, col0, warp, lane, M, N);   // and the row-wise scales
+        ml.begin(sc, row0 + wg * WM, col0, k0, sched.ktiles, warp, lane, M, N);   // block scales: the piece's
         // the held tile's boxes go out during this piece, one every `gap` k tiles over its first half,
         // the first not before the second k tile (at the first, every block of the wave starts its
         // next tile's loads together)
