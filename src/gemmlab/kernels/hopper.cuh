@@ -369,10 +369,8 @@ struct GlStageDescs {
 // tile's first wgmma with scale-d 0 (the accumulators are the tile's fresh partial sums), and the
 // wait lets no group stay in flight (PENDING 0): the caller adds the partial sums at once.
 // FRESH (FP8's promotion, rung 25): the same fresh partial sums and wait, of the one product.
-// WAIT false (FP8's block scales): no wait at all; the caller loads the k tile's scales while the
-// wgmmas run, then waits (gl_wgmma_wait<0>) and fences the accumulators itself.
 template <int N, int MI, int KSTEPS, int A_COL, int B_COL, int LO_A = 0, int LO_B = 0, bool FRESH = false,
-          bool WAIT = true, typename Descs>
+          typename Descs>
 __device__ __forceinline__ void gl_wgmma_ktile(float (&acc)[MI][N / 8][4], const Descs& d, unsigned a_stage, unsigned b_stage) {
     static_assert((LO_A == 0) == (LO_B == 0), "both operands have small parts, or neither");
     constexpr bool SPLIT = LO_A > 0 || FRESH;
@@ -394,11 +392,9 @@ __device__ __forceinline__ void gl_wgmma_ktile(float (&acc)[MI][N / 8][4], const
             }
         }
     gl_wgmma_commit();
-    if constexpr (WAIT) {
-        gl_wgmma_wait<SPLIT ? 0 : 1>();
+    gl_wgmma_wait<SPLIT ? 0 : 1>();
 #pragma unroll
-        for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
-    }
+    for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
 }
 
 // ---- one operand's tiles: global -> swizzled shared panels ---------------------------------------

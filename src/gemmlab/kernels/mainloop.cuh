@@ -66,7 +66,7 @@ struct GlMainloopSS {
 // row times scale_b of the tile's column block before they are added into the FP32 sums: the scales
 // differ per k block, so they cannot wait for the epilogue. A thread's rows (two per m64 block) and
 // the tile's column block are fixed for a piece of k tiles (begin); per k tile it loads the next k
-// tile's 2 MI + 1 floats while this one's wgmmas run, then waits for them.
+// tile's 2 MI + 1 floats once it has added its own (begin says why then).
 template <int A_COL, int B_COL>
 struct GlMainloopBlockScaled {
     static_assert(BK == 128 && BN <= 128, "a k tile is one k block and a tile lies in one column block of 128");
@@ -75,26 +75,29 @@ struct GlMainloopBlockScaled {
     const float* pb;            // the tile's column block of scale_b, at the next k tile
     int pa_step, pb_step;       // the scales' strides along k
     int left;                   // k blocks of K after the current one
-    float cur[MI][2];           // the current k tile's scale_a x scale_b, per row
+    float ca[MI][2], cb;        // the current k tile's scales, as loaded (multiplied only where used)
     __device__ __forceinline__ GlMainloopBlockScaled(const Smem& sm, int wg, int, int) : descs(sm.a_base, sm.b_base, wg * WM) {}
 
-    // The next k tile's scales into f, the pointers one k tile on.
-    __device__ __forceinline__ void load(float (&f)[MI][2]) {
-        const float b = __ldg(pb);
+    // The next k tile's scales into ca, cb (raw loads: nothing here waits for them), the pointers one
+    // k tile on.
+    __device__ __forceinline__ void load() {
+        cb = __ldg(pb);
+        pb += pb_step;
 #pragma unroll
         for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
-                f[mi][h] = __ldg(pa[mi][h]) * b;
+                ca[mi][h] = __ldg(pa[mi][h]);
                 pa[mi][h] += pa_step;
             }
-        pb += pb_step;
     }
 
     // Piece start: the tile's first row for this warpgroup (row0), first column (col0) and first k tile
     // (k0) of the kblocks; rows past M read row M - 1 (their outputs are never stored). The first k
-    // tile's scales are loaded here, before its wgmmas, and each k tile loads the next one's while its
-    // wgmmas run (ktile): the loads' latency is never waited for with the tensor cores idle.
+    // tile's scales are loaded here, before its wgmmas; each k tile then loads the next one's once it
+    // has used its own, so a load has a whole k tile of wgmmas to land in (an earlier form that loaded
+    // into other registers and copied them, or multiplied the loads at once, waited for them there:
+    // long-scoreboard stalls, benchmarks/profiles/h200_ncu_fp8_scales_4096.csv.gz).
     template <typename Scales>
     __device__ __forceinline__ void begin(const Scales& sc, int row0, int col0, int k0, int kblocks, int warp,
                                           int lane, int M, int N) {
@@ -108,34 +111,26 @@ struct GlMainloopBlockScaled {
         pb_step = sc.sb_k;
         pb = sc.sb + (size_t)k0 * sc.sb_k + (size_t)(col0 / 128) * sc.sb_n;
         left = kblocks - k0 - 1;
-        load(cur);
+        load();
     }
 
     template <typename Release>
     __device__ __forceinline__ void ktile(float (&acc)[MI][BN / 8][4], int s, bool, int&, const Release& release) {
-        float part[MI][BN / 8][4], next[MI][2];
-        gl_wgmma_ktile<BN, MI, KSTEPS, A_COL, B_COL, 0, 0, true, false>(part, descs, s * A_STAGE_B, s * B_STAGE_B);
-        if (left > 0) load(next);   // within K: the next k tile's, whether or not this piece takes it
-        gl_wgmma_wait<0>();
-#pragma unroll
-        for (int mi = 0; mi < MI; ++mi) gl_fence_acc(part[mi]);
+        float part[MI][BN / 8][4];
+        gl_wgmma_ktile<BN, MI, KSTEPS, A_COL, B_COL, 0, 0, true>(part, descs, s * A_STAGE_B, s * B_STAGE_B);
         release(s);          // its wgmmas are done: the stage is free while the sums are added
 #pragma unroll
-        for (int mi = 0; mi < MI; ++mi)
+        for (int mi = 0; mi < MI; ++mi) {
+            const float f0 = ca[mi][0] * cb, f1 = ca[mi][1] * cb;
 #pragma unroll
             for (int j = 0; j < BN / 8; ++j) {
-                acc[mi][j][0] = fmaf(part[mi][j][0], cur[mi][0], acc[mi][j][0]);
-                acc[mi][j][1] = fmaf(part[mi][j][1], cur[mi][0], acc[mi][j][1]);
-                acc[mi][j][2] = fmaf(part[mi][j][2], cur[mi][1], acc[mi][j][2]);
-                acc[mi][j][3] = fmaf(part[mi][j][3], cur[mi][1], acc[mi][j][3]);
+                acc[mi][j][0] = fmaf(part[mi][j][0], f0, acc[mi][j][0]);
+                acc[mi][j][1] = fmaf(part[mi][j][1], f0, acc[mi][j][1]);
+                acc[mi][j][2] = fmaf(part[mi][j][2], f1, acc[mi][j][2]);
+                acc[mi][j][3] = fmaf(part[mi][j][3], f1, acc[mi][j][3]);
             }
-        if (left > 0) {
-#pragma unroll
-            for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-                for (int h = 0; h < 2; ++h) cur[mi][h] = next[mi][h];
         }
-        --left;
+        if (left-- > 0) load();   // within K: the next k tile's, whether or not this piece takes it
     }
 
     template <typename Release>

@@ -61,6 +61,13 @@ struct GlScales {
         if (lane >= 32 - MI && r < M) asm volatile("prefetch.global.L1 [%0];\n" :: "l"(sa + r));
 #endif
     }
+    // one accumulator fragment: rows (s[0], s[1]) x columns (b0, b1)
+    static __device__ __forceinline__ void scale4(float (&d)[4], const float (&s)[2], float b0, float b1) {
+        d[0] *= s[0] * b0;
+        d[1] *= s[0] * b1;
+        d[2] *= s[1] * b0;
+        d[3] *= s[1] * b1;
+    }
     // Row-wise: a consumer warp's accumulators of the tile at rows row0 + .. (row0: its warpgroup's
     // first row) and columns col0 + .., in wgmma's accumulator layout (warp w = warp % 4 of the
     // warpgroup, g = lane / 4): d[mi][j][e] at row row0 + 64 mi + 16 w + g + 8 (e / 2), column
@@ -77,17 +84,28 @@ struct GlScales {
         for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
             for (int h = 0; h < 2; ++h) s[mi][h] = r + 64 * mi + 8 * h < M ? __ldg(sa + r + 64 * mi + 8 * h) : 0.0f;
+        // a tile wholly inside N (scale_b 8-byte aligned): a column pair per 8-byte load, no bounds, in
+        // groups of 8 (the loads of a group in flight together, few registers beside the accumulators)
+        if (col0 + 8 * R <= N && (reinterpret_cast<size_t>(sb) & 7) == 0) {
+            constexpr int G = R < 8 ? R : 8;
+#pragma unroll
+            for (int j0 = 0; j0 < R; j0 += G) {
+                float2 b[G];
+#pragma unroll
+                for (int j = 0; j < G; ++j) b[j] = __ldg(reinterpret_cast<const float2*>(sb + c + 8 * (j0 + j)));
+#pragma unroll
+                for (int j = 0; j < G; ++j)
+#pragma unroll
+                    for (int mi = 0; mi < MI; ++mi) scale4(acc[mi][j0 + j], s[mi], b[j].x, b[j].y);
+            }
+            return;
+        }
 #pragma unroll
         for (int j = 0; j < R; ++j) {
             const float b0 = c + 8 * j < N ? __ldg(sb + c + 8 * j) : 0.0f;
             const float b1 = c + 8 * j + 1 < N ? __ldg(sb + c + 8 * j + 1) : 0.0f;
 #pragma unroll
-            for (int mi = 0; mi < MI; ++mi) {
-                acc[mi][j][0] *= s[mi][0] * b0;
-                acc[mi][j][1] *= s[mi][0] * b1;
-                acc[mi][j][2] *= s[mi][1] * b0;
-                acc[mi][j][3] *= s[mi][1] * b1;
-            }
+            for (int mi = 0; mi < MI; ++mi) scale4(acc[mi][j], s[mi], b0, b1);
         }
 #endif
     }
