@@ -15,7 +15,8 @@ import argparse
 import sys
 
 from ..core.config import parse_config
-from ..core.dtypes import DTYPES
+from ..core.dtypes import ALL_DTYPES
+from ..core.variant import FP8_DEFAULT_OUT
 from ..core.precision import PRECISIONS
 
 
@@ -38,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     who.add_argument("--rung", help="rung slug or number")
     who.add_argument("--cublas", action="store_true", help="the array library's matmul (cuBLAS) instead of a rung")
     p.add_argument("--shape", required=True, help="N, N^3 or MxNxK")
-    p.add_argument("--dtype", default="fp32", choices=list(DTYPES))
+    p.add_argument("--dtype", default="fp32", choices=list(ALL_DTYPES))
     p.add_argument("--config", default=None, help="preset name, KEY=VALUE,... or JSON")
     p.add_argument("--lib", default=None, choices=["cupy", "torch"])
     p.add_argument("--precision", default=None, choices=list(PRECISIONS),
@@ -53,7 +54,11 @@ def main(argv: list[str] | None = None) -> int:
     L = Lib(choose_lib(args.lib, args.dtype))   # the library the benchmark times: the cuBLAS profiled is the cuBLAS timed
     # fp32 (and 3xtf32) means FP32 math in cuBLAS, tf32 its TF32 mode: the benchmark's baselines
     Fp32Mode(L, tf32=args.precision == "tf32").__enter__()
-    ops = make_operands(L, M, N, K, args.dtype, seed=args.seed, beta_nonzero=False)
+    # FP8 operands (rung 25) write the C a scaled matmul writes by default; cuBLAS has no plain FP8 GEMM
+    fp8 = args.dtype == "fp8"
+    if fp8 and args.cublas:
+        p.error("--cublas multiplies fp32, fp16 or bf16: cuBLAS has no plain FP8 GEMM (torch._scaled_mm is cuBLASLt's)")
+    ops = make_operands(L, M, N, K, args.dtype, seed=args.seed, beta_nonzero=False, out=FP8_DEFAULT_OUT if fp8 else None)
     if args.cublas:
         ordinal = _device_of(ops.c, L)
 
