@@ -410,3 +410,17 @@ def test_block_quantized_operands_round_trip_through_scaled_mm():
     y = gemmlab.scaled_mm(x8, w8.t(), sx, sw.t(), out_dtype=torch.float32)
     assert _rel(y, x.double() @ w.double().t()) < 0.08
     assert _rel(y, _block_reference(x8, w8.t(), sx, sw.t())) < 2e-3
+
+
+@pytest.mark.gpu
+def test_the_torch_operator_runs_eagerly_and_under_torch_compile():
+    torch = _torch()
+    import gemmlab.torch as gt
+    a, b = _operands(200, 300, 512)
+    sa, sb = _scales(200, 300, "row")
+    eager = gt.scaled_mm(a, b, sa, sb, out_dtype=torch.float32)
+    compiled = torch.compile(lambda *x: gt.scaled_mm(*x, out_dtype=torch.float32), fullgraph=True)(a, b, sa, sb)
+    assert torch.equal(eager, compiled)
+    assert _rel(eager, _reference(a, b, sa, sb)) < 2e-3
+    with pytest.raises(TypeError, match="gemmlab::scaled_mm: a is torch.float16"):
+        gt.scaled_mm(a.half(), b, sa, sb)

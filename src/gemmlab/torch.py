@@ -1,9 +1,12 @@
-"""``gemmlab.torch``: the PyTorch operator ``gemmlab::matmul`` (see ``gemmlab.core.torch_op``).
+"""``gemmlab.torch``: the PyTorch operators ``gemmlab::matmul`` (see ``gemmlab.core.torch_op``) and
+``gemmlab::scaled_mm`` (FP8; ``gemmlab.core.torch_scaled``).
 
 A thin public facade, like the package root: importing it imports PyTorch and registers the
 operator; ``import gemmlab`` alone never imports PyTorch.
 """
 
 from .core.torch_op import EPILOGUE_OP_NAME, OP_NAME, SAVED_OP_NAME, check_operands, matmul, op
+from .core.torch_scaled import OP_NAME as SCALED_OP_NAME, scaled_mm
 
-__all__ = ["matmul", "op", "check_operands", "OP_NAME", "EPILOGUE_OP_NAME", "SAVED_OP_NAME"]
+__all__ = ["matmul", "scaled_mm", "op", "check_operands", "OP_NAME", "EPILOGUE_OP_NAME", "SAVED_OP_NAME",
+           "SCALED_OP_NAME"]

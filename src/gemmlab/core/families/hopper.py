@@ -322,8 +322,8 @@ RUNGS: tuple[Rung, ...] = (
         ("DeepGEMM FP8 GEMM (FP32 promotion every 128 of K)", "cuBLASLt FP8 matmul (scaled e4m3/e5m2)"),
         "25_wgmma_fp8.cu", dtypes=("fp8",), precisions=("fp8", "fp8_fast"),
         # promoted: 128x128 tiles (the k tile's partial sums beside the sums), 6 stages of 32 KB.
-        # CLUSTER 1: without B's multicast rung 25 ran faster than with it at each of the FP8 issue's
-        # shapes, in both precisions (benchmarks/results/h200_fp8_tiles.json)
+        # CLUSTER 1: without B's multicast rung 25 ran ahead of or level with CLUSTER 2 at each of the
+        # FP8 issue's shapes, in both precisions (benchmarks/results/h200_fp8_tiles.json)
         params={"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6, "CLUSTER": 1, "EPI_TMA": 1, "GROUP": 16,
                 "STREAMK": 0, "DEFER": 0, "KREV": 0, "BALANCE": 1},
         per_precision={
