@@ -207,6 +207,19 @@ def test_promotion_adds_each_k_tiles_partial_sums_in_fp32_and_fast_accumulation_
     assert "RZ, !UPT" in promoted   # a k tile's first QGMMA starts fresh sums (scale-d 0)
 
 
+def test_precompile_builds_each_scaling_scaled_mm_plans_with_and_their_store_twins():
+    from gemmlab.core import precompile
+    vs = precompile.variants(kernels=["wgmma_fp8"], dtypes=["fp8"], arch="sm_90a")
+    got = {(v.precision, v.epilogue.scale, v.tma_store_only) for v in vs}
+    for prec, scale in (("fp8", "tensor"), ("fp8", "row"), ("fp8", "block"), ("fp8_fast", "tensor"), ("fp8_fast", "row")):
+        assert (prec, scale, False) in got and (prec, scale, True) in got
+    assert ("fp8_fast", "block", False) not in got
+    twin = next(v for v in vs if v.tma_store_only)
+    assert precompile.job_key(twin)[-1] is True and precompile.job_key(twin) != precompile.job_key(
+        next(v for v in vs if not v.tma_store_only and v.epilogue == twin.epilogue and v.precision == twin.precision
+             and v.vec_c == twin.vec_c))
+
+
 @pytest.mark.parametrize("kernel", ["pack", "pack_t"])
 def test_the_operand_copies_build_for_fp8(kernel):
     from gemmlab.core import packing

@@ -11,6 +11,7 @@ needed when ``arch`` is given). The disk cache is safe across processes (see ``c
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 import multiprocessing
 import os
 import time
@@ -25,7 +26,8 @@ from .precision import applies
 from .progress import Progress
 from .registry import RUNGS, Rung, get, workspace_split
 from .packing import KERNEL, KERNEL_T, compile_pack, kernel_layout
-from .variant import Variant, compile_reduce
+from .epilogue import PLAIN, Epilogue
+from .variant import FP8_DEFAULT_OUT, Variant, compile_reduce
 
 LAYOUTS = ("rr", "rc", "cr", "cc")  # A then B: r row-major, c column-major (as the kernel sees them)
 VECTOR_FLAGS = tuple(itertools.product((False, True), repeat=3))  # (vec_a, vec_b, vec_c)
@@ -127,29 +129,42 @@ def variants(kernels=None, dtypes=None, layouts=None, arch: str | None = None, *
                     if r.k_major:   # rung 22: the layouts its plans run, after their copies and transposition
                         a_col, b_col, c_col = kernel_layout(a_col, b_col, True, r.reads_register_a(prec))
                         va = vb = True
-                    v = Variant.make(r, dt, a_col=a_col, b_col=b_col, vec_a=va, vec_b=vb, vec_c=vc,
-                                     config=cfg, precision=prec, c_col=c_col)
-                    # and its store twin, which a plan with rows of whole 16-byte chunks also loads
-                    for w in (v, v.store_twin(get_dtype(dt).vector_elements)):
-                        if w is not None and w not in out:
-                            out.append(w)
+                    for epi in _epilogues(dt, prec):
+                        v = Variant.make(r, dt, a_col=a_col, b_col=b_col, vec_a=va, vec_b=vb, vec_c=vc,
+                                         config=cfg, precision=prec, c_col=c_col, epilogue=epi)
+                        # and its store twin, which a plan with rows of whole 16-byte chunks also loads
+                        for w in (v, v.store_twin(get_dtype(dt).vector_elements)):
+                            if w is not None and w not in out:
+                                out.append(w)
     if not out:
         raise ValueError("nothing to compile: no rung takes the dtypes given on this architecture")
     return out
 
 
+def _epilogues(dtype: str, precision: str) -> tuple:
+    """The epilogues precompile builds for a dtype: the plain one, and for FP8 each scaling
+    ``gemmlab.scaled_mm`` plans with (block scales only promoted), writing bf16, its default."""
+    if dtype != "fp8":
+        return (PLAIN,)
+    scales = ("tensor", "row") + (("block",) if precision == "fp8" else ())
+    return (PLAIN,) + tuple(Epilogue(out=FP8_DEFAULT_OUT, scale=s) for s in scales)
+
+
 def job_key(v: Variant) -> tuple:
     """A variant as plain data a worker process can unpickle (a Rung holds lambdas)."""
-    return (v.rung.slug, v.dtype, v.a_col, v.b_col, v.vec_a, v.vec_b, v.vec_c, v.config, v.tall, v.precision, v.c_col)
+    return (v.rung.slug, v.dtype, v.a_col, v.b_col, v.vec_a, v.vec_b, v.vec_c, v.config, v.tall, v.precision, v.c_col,
+            v.epilogue, v.tma_store_only)
 
 
 def _build(job: tuple, arch: str) -> tuple[bool, str | None]:
     """(served from the disk cache, error message or None): one variant, in a worker process."""
     _compile.clear_memory_cache()  # a forked worker inherits the parent's memory: ask the disk
     try:
-        slug, dtype, a_col, b_col, va, vb, vc, cfg, tall, precision, c_col = job
+        slug, dtype, a_col, b_col, va, vb, vc, cfg, tall, precision, c_col, epi, twin = job
         variant = Variant.make(slug, dtype, a_col=a_col, b_col=b_col, vec_a=va, vec_b=vb, vec_c=vc, config=dict(cfg),
-                               tall=tall, precision=precision, c_col=c_col)
+                               tall=tall, precision=precision, c_col=c_col, epilogue=epi)
+        if twin:
+            variant = replace(variant, tma_store_only=True)
         hit = variant.compile(arch).cache_hit
         helpers_for(variant, arch)
         return hit, None

@@ -26,9 +26,10 @@ from .schema import MAX_GRID_Z
 SKINNY_PAD = 0.75     # a preset replaces the default tile when it pads to at most 3/4 of the area
 MIN_SLICE_K = 256     # split-K slices at least this long along K
 HALF_TILE_TIME = 0.8  # the half-BN preset replaces the tile when predicted at most this fraction of its time
-# Persistent rungs without split-K whose half tile the rule weighs too: rung 25 in fp8_fast, whose
-# 128x128 tile ran ahead of its 128x256 one where that left SMs idle (128x14336x4096: 112 tiles of
-# 128x128 against 56 of 128x256), and behind it elsewhere (benchmarks/results/h200_fp8_tiles.json)
+# Persistent rungs without split-K whose half tile the rule weighs too: rung 25, whose half tiles
+# (fp8_fast's 128x128, fp8's 128x64) ran ahead of its full ones where those left SMs idle
+# (128x14336x4096 in fp8_fast: 112 tiles of 128x128 against 56 of 128x256; 128x4096x4096 in fp8: 64
+# of 128x64 against 32 of 128x128), and behind them elsewhere (benchmarks/results/h200_fp8_tiles.json)
 HALF_TILE_RUNGS = ("wgmma_fp8",)
 
 

@@ -330,7 +330,10 @@ RUNGS: tuple[Rung, ...] = (
             "fp8": PrecisionPart(constraints=fp8_promoted_constraints,
                                  presets={"128x128": {"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6, "CLUSTER": 1},
                                           "128x128_cluster": {"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6,
-                                                              "CLUSTER": 2}}),
+                                                              "CLUSTER": 2},
+                                          # the rule's half tile where 128x128 tiles leave most SMs idle
+                                          "128x64": {"BM": 128, "BN": 64, "BK": 128, "WM": 64, "STAGES": 8,
+                                                     "CLUSTER": 1}}),
             # summed in the tensor cores: one set of accumulators, so rung 21's 128x256 tile and deferred
             # stores; its 128x128 preset is the rule's half tile where 128x256 tiles leave SMs idle
             "fp8_fast": PrecisionPart(params={"BN": 256, "STAGES": 4, "DEFER": 1},
