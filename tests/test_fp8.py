@@ -437,3 +437,18 @@ def test_the_torch_operator_runs_eagerly_and_under_torch_compile():
     assert _rel(eager, _reference(a, b, sa, sb)) < 2e-3
     with pytest.raises(TypeError, match="gemmlab::scaled_mm: a is torch.float16"):
         gt.scaled_mm(a.half(), b, sa, sb)
+
+
+@pytest.mark.gpu
+def test_a_call_seen_before_takes_the_fast_path_with_the_same_result():
+    torch = _torch()
+    from gemmlab.core import scaled
+    a, b = _operands(100, 200, 300)
+    sa, sb = _scales(100, 200, "row")
+    first = gemmlab.scaled_mm(a, b, sa, sb, check_finite=False)
+    key = scaled._fast_key(a, b, sa, sb, None, None, False, "auto", None, None, None)
+    assert key in scaled._FAST
+    a2, _ = _operands(100, 200, 300, seed=5)   # new operands of the same signature
+    again = gemmlab.scaled_mm(a2, b, sa, sb, check_finite=False)
+    assert torch.equal(first, gemmlab.scaled_mm(a, b, sa, sb, check_finite=False))
+    assert _rel(again, _reference(a2, b, sa, sb)) < 1e-2

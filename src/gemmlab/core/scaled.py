@@ -177,6 +177,34 @@ def _plan(problem, scales: Scales, epi, kernel: str, config, precision: str, bia
     return p
 
 
+# ---- the fast path: a call seen before ---------------------------------------------------------------
+# The checks and descriptions of a call cost tens of microseconds of host time (more than the kernel of
+# a small product). A PyTorch call that takes a fresh output, no scale_result and no finite check is
+# remembered by what decides its plan, read cheaply from the tensors: dtype, shape, strides, device
+# and each pointer's alignment class. Such a call again launches the remembered plan on its pointers.
+# A fresh output aliases nothing, and every other check depends only on the signature.
+_FAST: OrderedDict = OrderedDict()
+
+
+def _sig(x) -> tuple | None:
+    return None if x is None else (x.dtype, x.shape, x.stride(), x.data_ptr() & 15, x.device)
+
+
+def _fast_key(a, b, scale_a, scale_b, bias, out_dtype, use_fast_accum, kernel, config, a_format, b_format):
+    if type(a).__module__ != "torch" or type(b).__module__ != "torch" or isinstance(config, (dict, list)):
+        return None
+    return (_sig(a), _sig(b), _sig(scale_a), _sig(scale_b), _sig(bias), out_dtype, use_fast_accum, kernel, config,
+            a_format, b_format)
+
+
+def _fast_call(entry, a, b, scale_a, scale_b, bias):
+    plan, shape, dtype = entry
+    out = require("torch").empty(shape, dtype=dtype, device=a.device)
+    plan.launch(a.data_ptr(), b.data_ptr(), out.data_ptr(), 1.0, 0.0, None, 0 if bias is None else bias.data_ptr(), 0,
+                (scale_a.data_ptr(), scale_b.data_ptr()))
+    return out
+
+
 def scaled_mm(a, b, scale_a, scale_b, *, bias=None, out_dtype=None, scale_result=None, use_fast_accum: bool = False,
               out=None, a_format: str | None = None, b_format: str | None = None, check_finite: bool = True,
               kernel: str = "auto", config=None, return_plan: bool = False):
@@ -186,7 +214,29 @@ def scaled_mm(a, b, scale_a, scale_b, *, bias=None, out_dtype=None, scale_result
     dtype or float32. ``scale_result``: a float32 device scalar multiplying the result (folded into
     scale_a on the device). ``kernel``/``config``: rung 25 (``"auto"``: its rule) and a configuration.
     ``return_plan``: also return the plan (its repr says which tile ran and which operands were copied).
-    Every check of shapes, dtypes and devices comes before anything runs on the GPU."""
+    Every check of shapes, dtypes and devices comes before anything runs on the GPU. A PyTorch call with
+    a fresh output, no scale_result and ``check_finite=False`` is remembered: the same call again
+    (dtypes, shapes, strides, alignment) launches its plan with a few microseconds of host time."""
+    fast = None
+    if out is None and scale_result is None and not check_finite and not return_plan:
+        fast = _fast_key(a, b, scale_a, scale_b, bias, out_dtype, use_fast_accum, kernel, config, a_format, b_format)
+        entry = _FAST.get(fast) if fast is not None else None
+        if entry is not None:
+            return _fast_call(entry, a, b, scale_a, scale_b, bias)
+    out, plan = _scaled_mm(a, b, scale_a, scale_b, bias=bias, out_dtype=out_dtype, scale_result=scale_result,
+                           use_fast_accum=use_fast_accum, out=out, a_format=a_format, b_format=b_format,
+                           check_finite=check_finite, kernel=kernel, config=config)
+    if fast is not None:
+        with _LOCK:
+            _FAST[fast] = (plan, tuple(out.shape), out.dtype)
+            while len(_FAST) > PLAN_CACHE:
+                _FAST.popitem(last=False)
+    return (out, plan) if return_plan else out
+
+
+def _scaled_mm(a, b, scale_a, scale_b, *, bias, out_dtype, scale_result, use_fast_accum: bool, out, a_format, b_format,
+               check_finite: bool, kernel: str, config):
+    """``scaled_mm``'s call, every check made and every array described: (out, plan)."""
     ai = _fp8_operand("a", a, a_format)
     bi = _fp8_operand("b", b, b_format)
     if ai.device != bi.device:
@@ -233,7 +283,7 @@ def scaled_mm(a, b, scale_a, scale_b, *, bias=None, out_dtype=None, scale_result
     plan = _plan(problem, scales, epi, kernel, config, "fp8_fast" if use_fast_accum else "fp8", bias_ptr)
     kp = problem.kernel_view()
     plan.launch(kp.a_ptr, kp.b_ptr, kp.c_ptr, 1.0, 0.0, stream, bias_ptr, 0, (scales.a_ptr, scales.b_ptr))
-    return (out, plan) if return_plan else out
+    return out, plan
 
 
 def _check_out(ci: ArrayInfo, M: int, N: int, want: str | None, ordinal: int) -> None:
