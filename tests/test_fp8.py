@@ -452,3 +452,22 @@ def test_a_call_seen_before_takes_the_fast_path_with_the_same_result():
     again = gemmlab.scaled_mm(a2, b, sa, sb, check_finite=False)
     assert torch.equal(first, gemmlab.scaled_mm(a, b, sa, sb, check_finite=False))
     assert _rel(again, _reference(a2, b, sa, sb)) < 1e-2
+
+
+@pytest.mark.gpu
+def test_cupy_takes_uint8_codes_with_their_formats_and_quantizes_to_them():
+    torch = _torch()
+    cp = pytest.importorskip("cupy")
+    a, b = _operands(70, 90, 300, "e4m3", "e5m2")
+    sa, sb = _scales(70, 90, "row")
+    want = gemmlab.scaled_mm(a, b, sa, sb, out_dtype=torch.float32)
+    ca, cb = cp.asarray(a.view(torch.uint8)), cp.asarray(b.view(torch.uint8))   # b: a column-major view
+    got = gemmlab.scaled_mm(ca, cb, cp.asarray(sa), cp.asarray(sb), a_format="e4m3", b_format="e5m2",
+                            out_dtype=cp.float32)
+    assert isinstance(got, cp.ndarray) and got.dtype == cp.float32
+    assert torch.equal(torch.as_tensor(got, device="cuda"), want)
+    x = cp.random.standard_normal((40, 200), dtype=cp.float32)
+    q, s = gemmlab.quantize_fp8(x, "row")
+    assert q.dtype == cp.uint8 and s.shape == (40, 1)
+    tq, ts = gemmlab.quantize_fp8(torch.as_tensor(x, device="cuda"), "row")
+    assert torch.equal(torch.as_tensor(q, device="cuda"), tq.view(torch.uint8))
