@@ -2,7 +2,8 @@
 operands with tensor-wise and row-wise scales, in both accumulations (promoted into FP32 every 128
 of K, and PyTorch's ``use_fast_accum``), and with block-wise scales (1x128 of a, 128x128 of b;
 promoted only), with bf16 ``torch.matmul`` of the same values beside them: one record per shape and
-scaling (bench/workloads.py's suites and engine). Where this PyTorch's ``torch._scaled_mm`` refuses
+scaling (bench/workloads.py's suites and engine). With tensor-wise and row-wise scales an FP8 Triton
+matmul (measure/triton_fp8.py) is timed beside them where Triton is installed. Where this PyTorch's ``torch._scaled_mm`` refuses
 block scales, the record says why and times gemmlab alone beside the bf16 matmul.
 
 Before timing, each FP8 result is compared with the float64 product of the dequantized operands:
@@ -12,6 +13,7 @@ torch._scaled_mm requires."""
 
 from __future__ import annotations
 
+from ..core.deps import MissingDependencyError
 from ..core.shapes import FP8_SUITE
 from ..measure import timing
 
@@ -55,10 +57,17 @@ def fp8_records(torch, eng, shape) -> list[dict]:
             rec["rel_error"]["torch._scaled_mm" + tag] = _rel(theirs, ref)
             cands.append(timing.Candidate("torch._scaled_mm" + tag, lambda fast=fast: torch._scaled_mm(
                 a, b, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=fast)))
+        if scaling != "block":   # the FP8 Triton peer (tensor-wise and row-wise scales)
+            peer = _triton_fp8(rec)
+            if peer is not None:
+                tout = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+                peer.scaled_mm(a, b, sa, sb, tout)   # its autotuner times its tiles here, untimed
+                rec["rel_error"]["triton"] = _rel(tout, ref)
+                cands.append(timing.Candidate("triton", lambda: peer.scaled_mm(a, b, sa, sb, tout)))
         del ref
         err = rec["rel_error"]
         rec["verified"] = all(err["gemmlab" + t] <= max(ACCURACY_MARGIN * err.get("torch._scaled_mm" + t, 0.0),
-                                                         ACCURACY_FLOOR) for t in tags)
+                                                         ACCURACY_FLOOR) for t in tags)   # the peers' own: recorded
         if rec["verified"]:
             cands.append(timing.Candidate("torch.matmul bf16", lambda: torch.matmul(a16, b16, out=c16)))
             run = eng.measure(cands)
@@ -69,9 +78,21 @@ def fp8_records(torch, eng, shape) -> list[dict]:
                 if "torch._scaled_mm" + tag in med:
                     rec["vs_scaled_mm" + tag] = med["torch._scaled_mm" + tag] / med["gemmlab" + tag]
             rec["vs_bf16_matmul"] = med["torch.matmul bf16"] / med["gemmlab"]
+            if "triton" in med:
+                rec["vs_triton"] = med["triton"] / med["gemmlab"]
             rec["samples"] = {k: s.as_dict() for k, s in run.samples.items()}
         out.append(rec)
     return out
+
+
+def _triton_fp8(rec: dict):
+    """measure/triton_fp8.py where Triton is installed, else None (the record says why)."""
+    try:
+        from ..measure import triton_fp8
+    except (ImportError, MissingDependencyError) as exc:
+        rec["triton_unavailable"] = str(exc).splitlines()[0][:200]
+        return None
+    return triton_fp8
 
 
 def _scales(torch, scaling: str, M: int, N: int, K: int):
@@ -116,9 +137,9 @@ def row(r: dict) -> list[str]:
     return [r["scaling"], _cell(t.get("gemmlab"), ".0f"), _cell(t.get("torch._scaled_mm"), ".0f"),
             _cell(r.get("vs_scaled_mm"), ".3f"), _cell(t.get("gemmlab_fast"), ".0f"),
             _cell(t.get("torch._scaled_mm_fast"), ".0f"), _cell(r.get("vs_scaled_mm_fast"), ".3f"),
-            f"{r['vs_bf16_matmul']:.2f}x"]
+            _cell(r.get("vs_triton"), ".3f"), f"{r['vs_bf16_matmul']:.2f}x"]
 
 
 COLUMNS = ["M x N x K", "scales", "gemmlab TFLOP/s", "_scaled_mm", "vs _scaled_mm", "fast", "_scaled_mm fast",
-           "fast vs fast", "vs bf16 matmul"]
+           "fast vs fast", "vs triton", "vs bf16 matmul"]
 SHAPES = FP8_SUITE

@@ -251,17 +251,18 @@ def fp8_markdown(root: Path, path: str) -> str:
     """``bench --suite fp8``'s result (bench/fp8.py): per shape and scaling, gemmlab.scaled_mm's TFLOP/s
     and its ratio to torch._scaled_mm, promoted and with fast accumulation."""
     doc, e = _load(root, path)
-    rows = ["| shape | scales | gemmlab TFLOP/s | vs torch._scaled_mm | fast TFLOP/s | fast vs fast | vs bf16 matmul |",
-            "| --- | --- | --- | --- | --- | --- | --- |"]
+    rows = ["| shape | scales | gemmlab TFLOP/s | vs torch._scaled_mm | fast TFLOP/s | fast vs fast | vs Triton | "
+            "vs bf16 matmul |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in doc["results"]:
         if not r.get("verified"):
-            rows.append(f"| {r['M']}x{r['N']}x{r['K']} | {r['scaling']} | failed accuracy | | | | |")
+            rows.append(f"| {r['M']}x{r['N']}x{r['K']} | {r['scaling']} | failed accuracy | | | | | |")
             continue
         t = r["tflops"]
         ratio = _x(r["vs_scaled_mm"]) if r.get("vs_scaled_mm") else "refused by torch"
         fast = f"{t['gemmlab_fast']:.0f}" if "gemmlab_fast" in t else "-"
         rows.append(f"| {r['M']}x{r['N']}x{r['K']} | {r['scaling']} | {t['gemmlab']:.0f} | {ratio} | {fast} | "
-                    f"{_x(r['vs_scaled_mm_fast']) if r.get('vs_scaled_mm_fast') else '-'} | {_x(r['vs_bf16_matmul'])} |")
+                    f"{_x(r['vs_scaled_mm_fast']) if r.get('vs_scaled_mm_fast') else '-'} | {_x(r.get('vs_triton'))} | "
+                    f"{_x(r['vs_bf16_matmul'])} |")
     return ("\n".join(rows) + f"\n\nFrom {_name(e)} ({_gpu(e)}, {e['date'][:10]}, commit {_commit(e)}): e4m3 operands, "
             f"a bf16 result, b K-major; torch._scaled_mm timed in the same run.")
 
