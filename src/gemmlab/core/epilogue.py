@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from . import activations as _activations
 from .dtypes import from_array_name, get as get_dtype
-from .problem import ArrayInfo, describe_array
+from .problem import ArrayInfo, check_placement, describe_array
 
 # name -> GL_ACT code (0 is no activation)
 ACTIVATIONS = {a.name: a.code for a in _activations.ALL}
@@ -133,10 +133,7 @@ def check_aux(aux, activation: str | None, c: ArrayInfo, batch: int = 1) -> Arra
         raise ValueError(f"aux is {info.rows}x{info.cols} but the result is {c.rows}x{c.cols}; they must match")
     if info.dtype != c.dtype:
         raise TypeError(f"aux is {info.dtype} but the result is {c.dtype}; they must match")
-    if info.device != c.device:
-        raise ValueError(f"aux is on device {info.device} but the result is on device {c.device}; all must be on one device")
-    if c.lib != "cai" and info.lib not in (c.lib, "cai"):
-        raise TypeError(f"aux is a {info.lib} array but the result is a {c.lib} array; pass one library's arrays")
+    check_placement("aux", info.device, info.lib, "the result", c.device, c.lib)
     if (info.col_major, info.ld) != (c.col_major, c.ld):
         raise ValueError(f"aux must have the result's layout and strides ({'column' if c.col_major else 'row'}-major, "
                          f"leading dimension {c.ld}); got {'column' if info.col_major else 'row'}-major with {info.ld}; "

@@ -274,9 +274,9 @@ class Swapped(LaunchMode):
     def launch(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float,
                stream: int | None = None, bias: int = 0, aux: int = 0,
                scales: tuple | None = None) -> bool:
-        # row-wise scales trade places with their operands (A's rows are C^T's columns)
-        return self._inner_launch(b_ptr, a_ptr, c_ptr, alpha, beta, stream, bias, aux,
-                                  scales[::-1] if scales is not None else None)
+        # scales pass as they are: a scaled plan never runs transposed (its C is row-major, launch._scale_ptrs,
+        # and rung 25 reads no A into registers)
+        return self._inner_launch(b_ptr, a_ptr, c_ptr, alpha, beta, stream, bias, aux, scales)
 
     def describe(self) -> str:
         return self.inner.describe()

@@ -272,6 +272,15 @@ class KernelProblem:
                        batch_a=self.batch_b, batch_b=self.batch_a)
 
 
+def check_placement(name: str, device: int, lib: str, ref: str, ref_device: int, ref_lib: str) -> None:
+    """ValueError when array ``name`` is not on the device of ``ref`` (another array of the call), TypeError
+    when it is of another array library (a ``__cuda_array_interface__`` array goes with either)."""
+    if device != ref_device:
+        raise ValueError(f"{name} is on device {device} but {ref} is on device {ref_device}; all must be on one device")
+    if ref_lib != "cai" and lib not in (ref_lib, "cai"):
+        raise TypeError(f"{name} is a {lib} array but {ref} is a {ref_lib} array; pass one library's arrays")
+
+
 def _check_scalar(name: str, v) -> float:
     if isinstance(v, (bool, complex, str, bytes)):
         raise TypeError(f"{name} must be a real number, got {type(v).__name__}")

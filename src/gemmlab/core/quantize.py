@@ -16,7 +16,7 @@ before its first code, so that scaling reads x twice (two launches).
 
 from __future__ import annotations
 
-import ctypes
+import struct
 
 from .arch import arch_number
 from .compile import compile_source
@@ -24,6 +24,7 @@ from .deps import require
 from .driver import check, context, cuda, device_info
 from .dtypes import FP8_FORMATS, get as get_dtype
 from .loading import current_stream, load_compiled
+from .params import HelperParams
 from .problem import describe_array
 
 SOURCE = "quantize.cu"
@@ -44,16 +45,21 @@ def _format(dtype) -> str:
     raise ValueError(f"dtype {dtype!r} is not an FP8 format; choose e4m3 (float8_e4m3fn) or e5m2 (float8_e5m2)")
 
 
-def _args(*values) -> tuple:
-    """A kernel argument array for cuLaunchKernel: ints as int, pointers as (ptr,) ; kept alive by the caller."""
-    cells = [ctypes.c_void_p(v[0]) if isinstance(v, tuple) else ctypes.c_int(v) for v in values]
-    array = (ctypes.c_void_p * len(cells))(*[ctypes.addressof(c) for c in cells])
-    return cells, array
+# Each kernel's arguments: its pointers (packed per call at byte 0, core/params.py's HelperParams), then
+# its ints; ORDER: the byte offset of each argument in the kernel's order
+_ARGS = {
+    "quantize_rows": (struct.Struct("<QQQQ"), (32, 36, 0, 40, 8, 44, 16, 24)),   # rows cols x ldx q ldq scale amax
+    "gl_amax": (struct.Struct("<QQ"), (16, 20, 0, 24, 8)),                       # rows cols x ldx amax
+    "quantize_groups": (struct.Struct("<QQQ"), (24, 28, 0, 32, 8, 36, 16)),      # rows cols x ldx q ldq scale
+    "quantize_tiles": (struct.Struct("<QQQ"), (24, 28, 0, 32, 8, 36, 16)),
+}
 
 
-def _launch(fn, grid, stream: int, *values) -> None:
-    cells, array = _args(*values)
-    check(cuda().cuLaunchKernel(fn, *grid, THREADS, 1, 1, 0, stream, ctypes.addressof(array), 0), "cuLaunchKernel")
+def _launch(fn, name: str, grid, stream: int, ptrs: tuple, ints: tuple) -> None:
+    call, order = _ARGS[name]
+    block = HelperParams(call, order, ints)
+    block.pack(block.buffer, 0, *ptrs)
+    check(cuda().cuLaunchKernel(fn, *grid, THREADS, 1, 1, 0, stream, block.address, 0), "cuLaunchKernel")
 
 
 def _scale_shape(scaling: str, block, rows: int, cols: int) -> tuple:
@@ -115,7 +121,7 @@ def quantize_fp8(x, scaling: str = "tensor", dtype="e4m3", block=(1, 128)):
             raise ValueError(f"x has {rows} rows: 128x128 blocks take at most {128 * MAX_BLOCKS}")
         with context(info.device):
             fn = load_compiled(ck, info.device, name, name)
-            _launch(fn, grid, stream, rows, cols, (info.ptr,), ldx, (ptr(q),), cols, (ptr(scale),))
+            _launch(fn, name, grid, stream, (info.ptr, ptr(q), ptr(scale)), (rows, cols, ldx, cols))
         return q, scale
     with context(info.device):
         rows_fn = load_compiled(ck, info.device, "quantize_rows")
@@ -125,7 +131,7 @@ def quantize_fp8(x, scaling: str = "tensor", dtype="e4m3", block=(1, 128)):
             gx = min(-(-cols // THREADS), 8)
             gy = min(rows, max(1, 4 * dev.sm_count // gx), MAX_BLOCKS)
             amax_ptr = ptr(amax)
-            _launch(amax_fn, (gx, gy, 1), stream, rows, cols, (info.ptr,), ldx, (amax_ptr,))
-        _launch(rows_fn, (min(rows, MAX_BLOCKS), 1, 1), stream, rows, cols, (info.ptr,), ldx, (ptr(q),), cols,
-                (ptr(scale),), (amax_ptr,))
+            _launch(amax_fn, "gl_amax", (gx, gy, 1), stream, (info.ptr, amax_ptr), (rows, cols, ldx))
+        _launch(rows_fn, "quantize_rows", (min(rows, MAX_BLOCKS), 1, 1), stream, (info.ptr, ptr(q), ptr(scale), amax_ptr),
+                (rows, cols, ldx, cols))
     return q, scale

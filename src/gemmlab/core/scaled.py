@@ -35,7 +35,7 @@ from .deps import require
 from .driver import device_info
 from .dtypes import FP8_FORMATS
 from .launch import Plan, current_stream, stream_capturing
-from .problem import ArrayInfo, array_facts, describe_array, info_2d, overlaps, problem_of
+from .problem import ArrayInfo, array_facts, check_placement, describe_array, info_2d, overlaps, problem_of
 from .registry import get as get_rung
 
 SCALINGS = ("tensor", "row", "block")
@@ -76,10 +76,7 @@ def _scale_facts(name: str, s, device: int, lib: str):
     f = array_facts(name, s)
     if f.dtype != "fp32":
         raise TypeError(f"{name} is {f.dtype}; scales must be float32")
-    if f.device != device:
-        raise ValueError(f"{name} is on device {f.device} but a is on device {device}; all must be on one device")
-    if lib != "cai" and f.lib not in (lib, "cai"):
-        raise TypeError(f"{name} is a {f.lib} array but a is a {lib} array; pass one library's arrays")
+    check_placement(name, f.device, f.lib, "a", device, lib)
     return f
 
 
@@ -155,10 +152,10 @@ _PLANS: OrderedDict = OrderedDict()
 _LOCK = threading.Lock()
 
 
-def _plan(problem, scales: Scales, epi, kernel: str, config, precision: str, bias_ptr: int) -> Plan:
+def _plan(problem, kp, scales: Scales, epi, kernel: str, config, precision: str, bias_ptr: int) -> Plan:
     """The plan of this call's signature (shapes, layouts, alignment classes, formats, scaling,
-    output, bias, precision, kernel), made once and remembered; each call passes its pointers."""
-    kp = problem.kernel_view()
+    output, bias, precision, kernel; ``kp`` the problem's kernel view), made once and remembered;
+    each call passes its pointers."""
     key = (problem.M, problem.N, problem.K, kp.lda, kp.ldb, kp.ldc, kp.a_col, kp.b_col, kp.vec_a, kp.vec_b, kp.vec_c,
            problem.a.fmt, problem.b.fmt, problem.c.dtype, problem.c.device, epi, kernel, str(config), precision,
            scales.strides)
@@ -273,15 +270,15 @@ def _scaled_mm(a, b, scale_a, scale_b, *, bias, out_dtype, scale_result, use_fas
             if x is not None and not _finite(x, lib):
                 raise ValueError(f"{name} holds a value that is not finite (inf or NaN); every scale must be finite")
     if scale_result is not None:   # folded into scale_a: a new array of its shape (the strides of a contiguous one)
-        scale_a = scale_a * scale_result.reshape((1,) * len(array_facts("scale_a", scale_a).shape) or ())
+        scale_a = scale_a * scale_result.reshape((1,) * len(scale_a.shape) or ())
         f = array_facts("scale_a", scale_a)
         scales = replace(scales, a_ptr=f.ptr, strides=None if scales.strides is None else
                          tuple(f.strides) + scales.strides[2:])
     problem = problem_of(ai, bi, ci)
     epi = replace(_epilogue.make(None, bias_info, "fp8", False, ci.dtype), scale=scales.mode)
     bias_ptr = bias_info.ptr if bias_info is not None else 0
-    plan = _plan(problem, scales, epi, kernel, config, "fp8_fast" if use_fast_accum else "fp8", bias_ptr)
     kp = problem.kernel_view()
+    plan = _plan(problem, kp, scales, epi, kernel, config, "fp8_fast" if use_fast_accum else "fp8", bias_ptr)
     plan.launch(kp.a_ptr, kp.b_ptr, kp.c_ptr, 1.0, 0.0, stream, bias_ptr, 0, (scales.a_ptr, scales.b_ptr))
     return out, plan
 

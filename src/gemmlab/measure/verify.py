@@ -170,11 +170,12 @@ def verify(kernel: str, M: int, N: int, K: int, dtype: str = "fp32", *, lib: str
     dtype; the tolerance then rounds to it)."""
     from ..core.api import gemm
     from ..core.registry import get as get_rung
+    from ..core.variant import FP8_DEFAULT_OUT
 
     # CuPy first (gemmlab's own array library), PyTorch for a bf16 or FP8 operand or a bf16 output;
     # FP8 operands write a bf16 C unless ``out`` says otherwise
     if dtype == "fp8" and out is None:
-        out = "bf16"
+        out = FP8_DEFAULT_OUT
     L = Lib(choose_lib(lib, "bf16" if "bf16" in (dtype, out) else dtype, prefer=("cupy", "torch")))
     ops = make_operands(L, M, N, K, dtype, a_col=a_col, b_col=b_col, c_col=c_col, ld_pad=ld_pad,
                         offset=offset, seed=seed, beta_nonzero=beta != 0.0, out=out)
