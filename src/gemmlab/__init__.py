@@ -33,12 +33,13 @@ from .core.api import (empty_cache, gemm, matmul, memory_reserved, plan, set_wor
 from .core.compile import CompileError  # noqa: E402
 from .core.deps import MissingDependencyError  # noqa: E402
 from .core.driver import NoGPUError  # noqa: E402
+from .core.grouped import grouped_mm, grouped_mm_masked  # noqa: E402
 from .core.precompile import precompile  # noqa: E402
 from .core.quantize import quantize_fp8  # noqa: E402
 from .core.registry import Rung, kernels  # noqa: E402
 from .core.scaled import scaled_mm  # noqa: E402
 
-__all__ = ["gemm", "matmul", "plan", "scaled_mm", "quantize_fp8", "precompile", "empty_cache", "memory_reserved",
+__all__ = ["gemm", "matmul", "plan", "scaled_mm", "grouped_mm", "grouped_mm_masked", "quantize_fp8", "precompile", "empty_cache", "memory_reserved",
            "workspace_limit", "set_workspace_limit", "autotune", "kernels", "Rung", "CompileError", "NoGPUError",
            "MissingDependencyError", "__version__"]
 

@@ -9,6 +9,9 @@ kept busy before each launch, candidates interleaved in balanced rounds, clocks 
   ``torch.matmul`` and the unfused PyTorch sequence (matmul, + bias, activation).
 * ``--suite fp8`` (FP8_SUITE; bench/fp8.py): ``gemmlab.scaled_mm`` against ``torch._scaled_mm`` with
   tensor-wise and row-wise scales, promoted and fast accumulation, beside bf16 ``torch.matmul``.
+* ``--suite moe`` (MOE_SUITE; bench/moe.py): ``gemmlab.grouped_mm`` on mixture-of-experts layers
+  against ``torch._grouped_mm``, a loop of ``torch.matmul`` over the experts and a Triton grouped
+  GEMM, with the memory bound and the masked form beside them (bf16 unless --dtype fp16).
 * ``--suite out_dtype`` (OUT_DTYPE_SUITE): an FP32 result of 16-bit operands,
   ``gemmlab.matmul(a, b, out_dtype=float32)``, against ``torch.mm(a, b, out_dtype=float32)``
   (cuBLAS writing FP32 itself), the unfused ``torch.matmul(a, b).float()`` and gemmlab's own 16-bit
@@ -35,8 +38,9 @@ from ..measure import gpu_timing, timing
 from ..measure.arrays import Lib
 from ..measure.verify import tolerance
 from . import fp8 as _fp8
+from . import moe as _moe
 
-WORKLOADS = ("batched", "epilogue", "out_dtype", "fp8")
+WORKLOADS = ("batched", "epilogue", "out_dtype", "fp8", "moe")
 TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
 
@@ -169,6 +173,8 @@ def run_workload(name: str, dtype: str, settings: timing.Settings | None = None,
         raise ValueError(f"unknown workload suite {name!r}; workload suites: {', '.join(WORKLOADS)}")
     if name == "fp8":
         dtype = "fp8"
+    elif name == "moe" and dtype not in ("fp16", "bf16"):
+        dtype = "bf16"   # the suite's 16-bit operands: bf16 unless fp16 is asked for
     elif dtype not in TORCH_DTYPES:
         raise ValueError(f"dtype {dtype!r}: the batched, epilogue and out_dtype suites run fp32, fp16 and bf16 "
                          f"(fp8: --suite fp8)")
@@ -186,11 +192,13 @@ def run_workload(name: str, dtype: str, settings: timing.Settings | None = None,
     env["clocks_before"] = envinfo.clocks(ordinal)
     eng = engine(ordinal, settings)
     shapes = list(shapes or {"batched": BATCHED_SUITE, "epilogue": EPILOGUE_SUITE, "out_dtype": OUT_DTYPE_SUITE,
-                             "fp8": _fp8.SHAPES}[name])
+                             "fp8": _fp8.SHAPES, "moe": _moe.SHAPES}[name])
+    copy = _moe.copy_bandwidth() if name == "moe" else None
     records = []
     torch.manual_seed(0)
     for i, shape in enumerate(shapes):
         recs = (_fp8.fp8_records(torch, eng, shape) if name == "fp8"
+                else _moe.moe_records(torch, eng, shape, dtype, copy["dram_bw_Bps"]) if name == "moe"
                 else [_batched_record(torch, eng, shape, dtype)] if name == "batched"
                 else [_epilogue_record(torch, eng, shape, dtype, activation)] if name == "epilogue"
                 else [_out_dtype_record(torch, eng, shape, dtype)])
@@ -199,7 +207,8 @@ def run_workload(name: str, dtype: str, settings: timing.Settings | None = None,
             for rec in recs:
                 print(f"  [{i + 1}/{len(shapes)}] {describe(rec)}", flush=True)
     env["clocks_after"] = envinfo.clocks(ordinal)
-    key = {"batched": "vs_torch_bmm", "epilogue": "fused_vs_plain", "out_dtype": "vs_torch_mm", "fp8": "vs_scaled_mm"}[name]
+    key = {"batched": "vs_torch_bmm", "epilogue": "fused_vs_plain", "out_dtype": "vs_torch_mm", "fp8": "vs_scaled_mm",
+           "moe": "vs_grouped_mm"}[name]
     summary = {"verified": all(r["verified"] for r in records), f"geomean_{key}": _geomean(r.get(key) for r in records)}
     if name == "fp8":
         for scaling in _fp8.SCALINGS:
@@ -207,6 +216,10 @@ def run_workload(name: str, dtype: str, settings: timing.Settings | None = None,
                 summary[f"geomean_{k}_{scaling}"] = _geomean(r.get(k) for r in records if r["scaling"] == scaling)
                 summary[f"min_{k}_{scaling}"] = min((r[k] for r in records if r["scaling"] == scaling and k in r),
                                                     default=None)
+    if name == "moe":
+        for k in ("vs_loop", "vs_triton", "masked_vs_contiguous"):
+            summary[f"geomean_{k}"] = _geomean(r.get(k) for r in records)
+        summary["min_vs_grouped_mm"] = min((r["vs_grouped_mm"] for r in records if "vs_grouped_mm" in r), default=None)
     if name == "epilogue":
         summary["geomean_addmm_activation_vs_fused"] = _geomean(r.get("addmm_activation_vs_fused") for r in records)
         summary["geomean_unfused_torch_vs_fused"] = _geomean(r.get("unfused_torch_vs_fused") for r in records)
@@ -216,18 +229,20 @@ def run_workload(name: str, dtype: str, settings: timing.Settings | None = None,
     return {"gemmlab_version": __version__, "kind": name, "timestamp": started.isoformat(timespec="seconds"),
             "duration_s": round(time.perf_counter() - t0, 3), "env": env,
             "settings": {"dtype": dtype, "activation": activation if name == "epilogue" else None,
-                         "timing": settings.as_dict()},
+                         "timing": settings.as_dict(), **({"copy_bandwidth": copy} if copy else {})},
             "results": records, "summary": summary}
 
 
 def _shape(rec: dict) -> str:
-    return "x".join(str(rec[k]) for k in ("B", "M", "N", "K") if k in rec)
+    return "x".join(str(rec[k]) for k in ("B", "G", "T", "M", "N", "K") if k in rec)
 
 
 def describe(rec: dict) -> str:
     """One line of a record: the shape, the verification and the ratios."""
     if rec["dtype"] == "fp8":
         return _fp8.describe(rec)
+    if "G" in rec:
+        return _moe.describe(rec)
     shape = _shape(rec)
     if not rec["verified"]:
         return f"{shape} {rec['dtype']}: FAILED verification, rel. error {rec['rel_error']:.2e} > {rec['tol']:.1e}"
@@ -250,6 +265,8 @@ def _row(r: dict) -> list[str]:
     """A verified record's cells in its suite's table (``_COLUMNS``)."""
     if r["dtype"] == "fp8":
         return _fp8.row(r)
+    if "G" in r:
+        return _moe.row(r)
     m = r["median_ms"]
     if "B" in r:
         return [f"{m['gemmlab'] * 1e3:.1f}", f"{m['torch.bmm'] * 1e3:.1f}", f"{r['vs_torch_bmm']:.3f}x",
@@ -268,7 +285,7 @@ _COLUMNS = {"batched": ["B x M x N x K", "gemmlab us", "torch.bmm us", "vs torch
                          "unfused torch / fused"],
             "out_dtype": ["M x N x K", "gemmlab -> fp32 us", "torch.mm out_dtype us", "vs torch.mm",
                           "unfused torch / gemmlab", "fp32 / 16-bit output"],
-            "fp8": _fp8.COLUMNS}
+            "fp8": _fp8.COLUMNS, "moe": _moe.COLUMNS}
 
 
 def render(result: dict) -> None:
@@ -278,7 +295,7 @@ def render(result: dict) -> None:
 
     kind, dtype = result["kind"], result["settings"]["dtype"]
     what = {"batched": dtype, "epilogue": f"{dtype}, bias + {result['settings']['activation']}",
-            "out_dtype": f"{dtype} -> fp32", "fp8": "e4m3 -> bf16"}[kind]
+            "out_dtype": f"{dtype} -> fp32", "fp8": "e4m3 -> bf16", "moe": f"{dtype}, weights K-major"}[kind]
     t = Table(title=f"gemmlab bench --suite {kind} ({what}) on {result['env'].get('gpu_name') or 'this GPU'}")
     cols = _COLUMNS[kind]
     for col in cols:

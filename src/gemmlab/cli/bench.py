@@ -32,7 +32,7 @@ def register(sub) -> None:
                         "(default: every rung that supports --dtype)")
     p.add_argument("--shape", "--shapes", dest="shapes", action="append", metavar="SHAPES", type=checked(_shapes_text),
                    help="N, N^3 or MxNxK, comma-separated; repeatable (default 4096^3, naive rungs 2048^3); "
-                        "BxMxNxK with --suite batched")
+                        "BxMxNxK with --suite batched, GxTxNxK (experts, tokens) with --suite moe")
     p.add_argument("--suite", type=_suite_or_workload, default=None, metavar="SUITE",
                    help=f"the shapes of a benchmark suite (core/shapes.py; with --shape: both): {SUITE_FORMS}; "
                         "random draws N shapes (default 48) from SEED (default 0), the same on every machine; the "
@@ -41,9 +41,11 @@ def register(sub) -> None:
                         "call against PyTorch's (bench/workloads.py; --dtype, --activation, timing options): batched "
                         "(matmul of (B, M, K) @ (B, K, N) against torch.bmm), epilogue (bias + activation fused, "
                         "against the plain GEMM, torch._addmm_activation and unfused PyTorch) and out_dtype (an "
-                        "FP32 result of fp16/bf16 operands against torch.mm(out_dtype=float32)) and fp8 "
+                        "FP32 result of fp16/bf16 operands against torch.mm(out_dtype=float32)), fp8 "
                         "(gemmlab.scaled_mm against torch._scaled_mm, tensor-wise and row-wise scales, promoted "
-                        "and fast accumulation; also --dtype fp8 without a RUNG)")
+                        "and fast accumulation; also --dtype fp8 without a RUNG) and moe (gemmlab.grouped_mm "
+                        "over the experts against torch._grouped_mm, a loop of matmuls and Triton, with the "
+                        "memory bound; bf16 unless --dtype fp16)")
     p.add_argument("--activation", default=None, choices=list(ACTIVATIONS),
                    help=f"the epilogue suite's activation (default {EPILOGUE_ACTIVATION})")
     p.add_argument("--bandwidth", action="store_true",
@@ -91,9 +93,9 @@ def _suite_or_workload(text: str) -> str:
 
 
 def run_workload(args, settings: Settings) -> int:
-    """``--suite batched`` / ``epilogue`` / ``out_dtype`` / ``fp8`` (also ``--dtype fp8`` without a RUNG):
-    bench/workloads.py, on the suite's shapes or those of ``--shape`` (BxMxNxK for batched, MxNxK for
-    the others)."""
+    """``--suite batched`` / ``epilogue`` / ``out_dtype`` / ``fp8`` (also ``--dtype fp8`` without a RUNG) /
+    ``moe``: bench/workloads.py, on the suite's shapes or those of ``--shape`` (BxMxNxK for batched,
+    GxTxNxK for moe, MxNxK for the others)."""
     for flag, given in (("RUNG", args.rungs), ("--config", args.config), ("--peers", args.peers),
                         ("--precision", args.precision), ("--sustained", args.sustained)):
         if given:
@@ -103,7 +105,7 @@ def run_workload(args, settings: Settings) -> int:
     shapes = None
     if args.shapes:
         text = ",".join(args.shapes)
-        shapes = parse_batched_shapes(text) if args.suite == "batched" else parse_shapes(text)
+        shapes = parse_batched_shapes(text) if args.suite in ("batched", "moe") else parse_shapes(text)
     result = workloads.run_workload(args.suite, args.dtype, settings, shapes=shapes, activation=args.activation,
                                     progress=args.progress)
     workloads.render(result)

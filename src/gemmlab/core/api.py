@@ -194,10 +194,10 @@ def _allocator(a, b, out_dtype: str | None = None):
         raise ValueError(f"shape mismatch: a is {ai.rows}x{ai.cols} but b is {bi.rows}x{bi.cols}; a.shape[1] must equal b.shape[0]")
     if out_dtype is not None:
         check_output_dtype(ai.dtype, out_dtype, "out_dtype")
-    return _empty_fn(ai.lib, out_dtype or ai.dtype, ai.device, (ai.rows, bi.cols)), ai.lib
+    return empty_fn(ai.lib, out_dtype or ai.dtype, ai.device, (ai.rows, bi.cols)), ai.lib
 
 
-def _empty_fn(lib: str, dtype: str, device: int, shape: tuple):
+def empty_fn(lib: str, dtype: str, device: int, shape: tuple):
     """A function returning an uninitialized array of ``shape`` in the library ``lib`` (TypeError
     for a bare ``__cuda_array_interface__`` operand: matmul then needs out=)."""
     if lib == "torch":
@@ -345,7 +345,7 @@ def _batched_matmul(a, b, bias, activation, kernel, out, config, precision, out_
     if out_dtype is not None:
         check_output_dtype(fa.dtype, out_dtype, "out_dtype")
     if out is None:
-        out = _empty_fn(fa.lib, out_dtype or fa.dtype, fa.device, shape)()
+        out = empty_fn(fa.lib, out_dtype or fa.dtype, fa.device, shape)()
     fc = array_facts("out", out)
     if fc.shape != shape:
         raise ValueError(f"out has shape {fc.shape} but a @ b is {shape}")

@@ -18,6 +18,7 @@ from . import launch_modes, packing, tensormaps, textures
 from .driver import check, context, cuda, device_info
 from .dtypes import get as get_dtype
 from .epilogue import PLAIN, Epilogue
+from .groups import Groups
 from .launch_modes import CHECKED
 from .loading import (CAI_LEGACY, compile_for_launch, current_stream, load_compiled,  # noqa: F401 (re-exported)
                       load_function, stream_capturing, stream_reader)
@@ -86,7 +87,8 @@ class Plan:
 
     def __init__(self, problem: GemmProblem, rung: Rung, config=None, stream: int | None = None, choice=None,
                  precision: str | None = None, epilogue: Epilogue = PLAIN, bias_ptr: int = 0, aux_ptr: int = 0,
-                 scale_ptrs: tuple[int, int] | None = None, scale_strides: tuple[int, int, int, int] | None = None):
+                 scale_ptrs: tuple[int, int] | None = None, scale_strides: tuple[int, int, int, int] | None = None,
+                 groups: Groups | None = None):
         self.problem = problem
         # the fused epilogue (core/epilogue.py); with a bias, each launch passes its pointer (``bias``);
         # its output type is always C's (a rung then rounds to the type C has)
@@ -98,16 +100,14 @@ class Plan:
         # an auxiliary output (Epilogue.aux: the pre-activation), its pointer passed like the bias's
         self._aux, self._aux_ptr = epilogue.aux, aux_ptr
         self._scale_ptrs = _scale_ptrs(problem, epilogue, scale_ptrs, scale_strides)
-        self.rung = rung
-        self.choice = choice    # core.dispatch's Choice: rung, configuration, source and why
-        kp: KernelProblem = problem.kernel_view()
-        self.kp = kp
+        self.rung, self.choice = rung, choice    # choice: core.dispatch's Choice (rung, configuration, source, why)
+        self.kp = kp = problem.kernel_view()
         self.ordinal = problem.c.device
         info = device_info(self.ordinal)
         rung.require(problem.dtype, info.arch, precision, problem.out_dtype)
         self._stream_of = self._default_stream(problem)
         self._producers = tuple({x.stream for x in (problem.a, problem.b, problem.c) if x.stream is not None})
-        self._lock = threading.Lock()
+        self._lock = threading.RLock() if rung.grouped else threading.Lock()   # launch_groups takes it around launch
         vec_a, vec_b, tex_args = kp.vec_a, kp.vec_b, []
         if rung.textures:
             textures.LOCK.acquire()   # each launch looks the objects up again under the lock
@@ -125,9 +125,8 @@ class Plan:
             return stream_capturing(self._stream_of(self.ordinal) if stream is None else stream, self.ordinal)
 
         self._formats = _formats(problem)
-        res = resolve(rung, problem.dtype, kp, config, precision, info.sm_count, vec_a, vec_b, epilogue, self._formats)
-        if not epilogue.plain or epilogue.out or kp.batch > 1:   # so may another output type, or a batch's arguments
-            res = self._fused_fallback(res, rung, kp, config, precision, info, vec_a, vec_b, capturing)
+        config = self._group(rung, kp, groups, config, precision, epilogue)
+        res = self._resolved(rung, kp, config, precision, info, vec_a, vec_b, epilogue, capturing)
         self.packs, self.kp, self.geometry = res.packs, res.kp, res.geometry
         self.variant = res.variant   # the split-K, tall-grid or stream-K build of the geometry
         kp = self.kp
@@ -148,7 +147,8 @@ class Plan:
         self._opt_in_smem(self.function, info.limits)
         self._params = Params(kp, bool(tex_args), (3 if rung.store_map else 2) if rung.tensor_maps else 0,
                                self._streamk, self._bias, bool(self.variant.batch), self._aux,
-                               epilogue.scale is not None, scale_strides if epilogue.scale == "block" else None)
+                               epilogue.scale is not None, scale_strides if epilogue.scale == "block" else None,
+                               self.groups)
         if tex_args:
             self._params.textures(*tex_args)
         self._maps = self._map_args(problem.dtype, problem.c.dtype) if rung.tensor_maps else None
@@ -164,6 +164,35 @@ class Plan:
         # how its kernels go out (core/launch_modes.py), chosen once; ``launch`` is the mode's
         self.mode = launch_modes.choose(self, PDL, capturing)
         self.launch = self.mode.launch
+
+    def _resolved(self, rung, kp, config, precision, info, vec_a, vec_b, epilogue, capturing):
+        """``resolve``'s operand copies, kernel problem, geometry and variant; with a fused
+        epilogue, another output type or a batch's arguments, the first configuration whose build
+        does not spill (``_fused_fallback``); a grouped plan's grid for the most units any group
+        sizes make (``Groups.grid``)."""
+        res = resolve(rung, self.problem.dtype, kp, config, precision, info.sm_count, vec_a, vec_b, epilogue,
+                      self._formats)
+        if not epilogue.plain or epilogue.out or kp.batch > 1:
+            res = self._fused_fallback(res, rung, kp, config, precision, info, vec_a, vec_b, capturing)
+        if self.groups is not None:
+            grid = self.groups.grid(res.kp.M, res.kp.N, res.variant.cfg, info.sm_count)
+            res = replace(res, geometry=replace(res.geometry, grid=(grid, 1, 1)))
+        return res
+
+    def _group(self, rung, kp, groups, config, precision, epilogue):
+        """A grouped rung's (26) groups (``groups``; a plain call: one group of M rows) as ``groups``,
+        and the configuration with its shared table's capacity; ValueError for groups given to
+        another rung, or a fused epilogue to a rung that fuses none."""
+        self.groups = None
+        if not epilogue.plain and not rung.fuses:
+            raise ValueError(f"rung {rung.slug!r} stores C with the plain epilogue only: no bias, activation or "
+                             f"auxiliary output")
+        if not rung.grouped:
+            if groups is not None:
+                raise ValueError(f"rung {rung.slug!r} computes one product; groups are for the grouped rung")
+            return config
+        self.groups = groups or Groups.single(kp, get_dtype(self.problem.dtype).itemsize)
+        return {**rung.config(config, precision), "GROUP_CAP": self.groups.cap}
 
     def _fused_fallback(self, res, rung, kp, config, precision, info, vec_a, vec_b, capturing):
         """``res`` (a ``resolve`` with a fused epilogue or a batch), or where its build spills the first
@@ -259,6 +288,9 @@ class Plan:
         if self._streamk:
             split += ", stream-K last wave"
         packs = (f", {packing.describe(self.packs)}" + mode.describe_packs() if self.packs else "")
+        if self.groups is not None and self.groups.count > 1:
+            batch = (f"{self.groups.count} groups of {self.groups.rows_per} rows at most (counts on the device), "
+                     if self.groups.rows_per else f"{self.groups.count} groups (ends on the device) over ")
         return f"Plan({p.dtype} {batch}{p.M}x{p.N}x{p.K}: {self.variant.describe()}{split}{packs}{why})"
 
     @staticmethod
@@ -293,12 +325,13 @@ class Plan:
         kp, cfg = self.kp, self.variant.cfg
         split = {p.operand: (p.planes, p.plane_bytes) for p in self.packs if p.planes > 1}   # 3-D maps of two planes
         # a batch in one launch: 3-D maps of the operands that vary over it, and of C
-        varies = self.variant.batch or (False, False)
+        varies = self.variant.batch or (False, self.groups is not None)
+        b_batch = (self.groups.count, self.groups.b_stride) if self.groups is not None else (kp.batch, kp.batch_b)
         a = (tensormaps.operand_map("A", kp.M, kp.K, kp.lda, kp.a_col, dtype, cfg, *split.get("A", (1, 0)),
                                     batch=(kp.batch, kp.batch_a) if varies[0] else None)
              if self.variant.vec_a else None)
         b = (tensormaps.operand_map("B", kp.K, kp.N, kp.ldb, kp.b_col, dtype, cfg, *split.get("B", (1, 0)),
-                                    batch=(kp.batch, kp.batch_b) if varies[1] else None)
+                                    batch=b_batch if varies[1] else None)
              if self.variant.vec_b else None)
         rows, cols = (kp.N, kp.M) if kp.c_col else (kp.M, kp.N)   # a column-major C: its columns are the map's rows
         c = (tensormaps.output_map(rows, cols, kp.ldc, c_dtype, batch=(kp.batch, kp.batch_c) if self.variant.batch else None)
@@ -315,6 +348,13 @@ class Plan:
         if not self.launch(a_ptr, b_ptr, kp.c_ptr, kp.alpha, kp.beta, stream, self._bias_ptr, self._aux_ptr,
                            self._scale_ptrs):
             raise RuntimeError(f"{self.variant.describe()}: the operands' texture extent changed since the plan was made")
+
+    def launch_groups(self, src_ptr: int, a_ptr: int, b_ptr: int, c_ptr: int, stream: int | None = None) -> None:
+        """A grouped plan's launch (alpha 1, beta 0) on the groups' device ints at ``src_ptr``
+        (cumulative ends, or counts; 0: every group full) and these operands."""
+        with self._lock:
+            self._params.group_src(src_ptr)
+            self.launch(a_ptr, b_ptr, c_ptr, 1.0, 0.0, stream)
 
     def _remap(self, a_ptr: int, b_ptr: int, c_ptr: int) -> None:
         """The tensor maps of new operand pointers into the parameter block (call with the plan's

@@ -19,7 +19,8 @@ class Params:
     rungs), or two or three 128-byte tensor maps (the TMA rungs: A and B, and C for a rung with a
     store map; the driver copies them by value); then a stream-K kernel's workspace pointer, a
     batched kernel's batch count and its operands' batch strides (GL_BATCH_PARAMS, fixed for the
-    plan), then the bias pointer of a fused bias and the auxiliary output's pointer
+    plan), or a grouped kernel's groups (GL_GROUP_PARAMS: the count, B's stride, the device ints'
+    pointer, which a call may change, and the rows per group), then the bias pointer of a fused bias and the auxiliary output's pointer
     (kernels/epilogue.cuh, GL_EPI_PARAMS), and last a scaled matmul's two scale pointers, with
     block scales their four strides (kernels/scales.cuh, GL_SCALE_PARAMS)."""
 
@@ -32,11 +33,11 @@ class Params:
     _CALL = struct.Struct("<QQQff")                        # A B C alpha beta at byte 0
     _TEX = struct.Struct("<QqQq")                          # at byte 56
 
-    __slots__ = ("buffer", "array", "address", "pack", "_ws_at", "bias_at", "aux_at", "scales_at")
+    __slots__ = ("buffer", "array", "address", "pack", "_ws_at", "bias_at", "aux_at", "scales_at", "groups_at")
 
     def __init__(self, kp: KernelProblem, textured: bool, maps: int = 0, workspace: bool = False, bias: bool = False,
                  batched: bool = False, aux: bool = False, scales: bool = False,
-                 scale_strides: tuple[int, int, int, int] | None = None):
+                 scale_strides: tuple[int, int, int, int] | None = None, groups=None):
         order = self._ORDER + (self._TEX_ORDER if textured else ()) + self._TMAP_ORDER[:maps]
         size = 128 + 128 * maps if maps else 88
         self._ws_at = size if workspace else None
@@ -44,6 +45,10 @@ class Params:
             order, size = order + (size,), size + 8
         batch_at = size
         if batched:   # int count (padded to 8 bytes), then three 64-bit strides
+            order, size = order + (size, size + 8, size + 16, size + 24), size + 32
+        self.groups_at = size if groups is not None else None
+        if groups is not None:   # a grouped kernel's (GL_GROUP_PARAMS): int count (padded), B's stride, the
+            # device ints' pointer (per call), rows per group (padded)
             order, size = order + (size, size + 8, size + 16, size + 24), size + 32
         self.bias_at = size if bias else None
         if bias:
@@ -66,6 +71,9 @@ class Params:
             struct.pack_into("<iiqqq", self.buffer, batch_at, kp.batch, 0, kp.batch_a, kp.batch_b, kp.batch_c)
         if scale_strides is not None:
             struct.pack_into("<4i", self.buffer, strides_at, *scale_strides)
+        if groups is not None:
+            struct.pack_into("<iiqQii", self.buffer, self.groups_at, groups.count, 0, groups.b_stride, 0,
+                             groups.rows_per, 0)
         self.pack = self._CALL.pack_into
 
     def textures(self, ta, oa, tb, ob) -> None:
@@ -106,6 +114,11 @@ class Params:
         """A scaled matmul's scale pointers (scale_a's, scale_b's), where the block has their slot."""
         if self.scales_at is not None:
             struct.pack_into("<QQ", self.buffer, self.scales_at, *scales)
+
+    def group_src(self, ptr: int) -> None:
+        """A grouped kernel's device ints (cumulative ends or counts; 0: every group full), where the
+        block has the groups' slot."""
+        struct.pack_into("<Q", self.buffer, self.groups_at + 16, ptr)
 
     def ldc(self, value: int) -> None:
         """The leading dimension of what the kernel writes (split-K: the workspace's row length)."""

@@ -44,11 +44,14 @@ class Stores:
     ``store_map``: C passed as a third tensor map (its EPI_TMA switch: 1 stores C through TMA where
     C has 16-byte access and beta == 0, 0 never). ``store_twin``: a second build of each EPI_TMA=1
     variant with only the TMA store's epilogue (Variant.store_twin, GL_TMA_STORE_ONLY), which a plan
-    launches for the calls the TMA store serves."""
+    launches for the calls the TMA store serves. ``fused``: it fuses an epilogue (bias, activation,
+    auxiliary output: core/epilogue.py) into its stores; the grouped rung does not (its plain one
+    only)."""
 
     outputs: tuple[str, ...] = ()
     store_map: bool = False
     store_twin: bool = False
+    fused: bool = True
 
 
 @dataclass(frozen=True)
@@ -58,11 +61,14 @@ class Walk:
     ``persistent``: one block per SM (up to the tiles), each looping over tiles in clusters of
     CLUSTER blocks: its launch needs the SM count. ``batched``: a batch of problems in one launch
     (GL_BATCHED, core/batched.py): a persistent schedule walks batch x units, another grid's z holds
-    the elements. ``tail_kernel``: a non-persistent rung's stream-K tail, a second entry point its
-    STREAMK=1 variant launches after the main one (Launch.streamk)."""
+    the elements. ``grouped``: groups of different M (GL_GROUPED, core/grouped.py), their sizes read
+    on the device; a plain call is one group of M rows. ``tail_kernel``: a non-persistent rung's
+    stream-K tail, a second entry point its STREAMK=1 variant launches after the main one
+    (Launch.streamk)."""
 
     persistent: bool = False
     batched: bool = False
+    grouped: bool = False
     tail_kernel: str = ""
 
 

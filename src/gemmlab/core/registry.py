@@ -40,14 +40,17 @@ def landmarks() -> tuple[Rung, ...]:
 
 
 def for_dtype(dtype: str, arch: str | int | None = None, precision: str | None = None,
-              thin: bool | None = None, out: str | None = None) -> tuple[Rung, ...]:
+              thin: bool | None = None, out: str | None = None, grouped: bool = False) -> tuple[Rung, ...]:
     """The rungs that take ``dtype`` and compute it in ``precision`` (None: the dtype's exact one)
     (and run on ``arch`` when given, and write a C of ``out`` when given: ``Rung.writes``), in ladder
-    order; ``thin`` True / False: only the thin rungs (``Rung.thin``) / only the others, None: all."""
+    order; ``thin`` True / False: only the thin rungs (``Rung.thin``) / only the others, None: all.
+    The grouped rung (``Rung.grouped``: many products of different M in one launch,
+    ``gemmlab.grouped_mm``) only with ``grouped``: a plain product is its one group, which rung 21
+    computes without the group table, so ``auto``, the tuner and the ladder's benchmark leave it out."""
     get_dtype(dtype)
     want = resolve_precision(dtype, precision)
     return tuple(r for r in RUNGS if dtype in r.dtypes and want in r.precisions and (arch is None or r.runs_on(arch))
-                 and (thin is None or bool(r.thin) == thin) and r.writes(dtype, out))
+                 and (thin is None or bool(r.thin) == thin) and r.writes(dtype, out) and (grouped or not r.grouped))
 
 
 def get(name: str) -> Rung:

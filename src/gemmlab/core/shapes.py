@@ -63,6 +63,11 @@ OUT_DTYPE_SUITE: tuple[Shape, ...] = ((4096, 4096, 4096), (8192, 8192, 8192), (4
 # projection at 1024 tokens, and DeepGEMM's published 4096x7168x16384.
 FP8_SUITE: tuple[Shape, ...] = ((4096, 4096, 4096), (8192, 8192, 8192), (4096, 14336, 4096), (128, 14336, 4096),
                                 (1024, 4096, 14336), (4096, 7168, 16384))
+# Mixture-of-experts layers (G experts, T tokens, N, K; bench --suite moe): a Mixtral-like layer's
+# up and down projections (8 experts), a DeepSeek-V3-like one (64 experts of 2048 x 7168) and a
+# fine-grained one (128 small experts); the grouped GEMM issue's anchors.
+MOE_SUITE: tuple[tuple[int, int, int, int], ...] = ((8, 4096, 14336, 4096), (8, 4096, 4096, 14336),
+                                                    (64, 8192, 2048, 7168), (128, 4096, 768, 2048))
 SUITE_DTYPES: dict[str, tuple[str, ...]] = {"fp32": ("fp32",), "llm": ("fp16", "bf16"), "decode": ("fp16", "bf16"),
                                             "random": ("fp32", "fp16", "bf16")}   # what each is for
 BANDWIDTH_SUITES = ("decode",)   # bench shows GB/s and % of the copy bandwidth for these

@@ -173,6 +173,22 @@ def encode(args: MapArgs, ptr: int) -> bytes:
     return ctypes.string_at(tmap.getPtr(), MAP_BYTES)
 
 
+def _in_context(encoder, args: MapArgs, ptr: int, ordinal: int) -> bytes:
+    """``encoder(args, ptr)`` with the device's primary context current: the driver refuses to encode
+    without a current context (CUDA_ERROR_INVALID_CONTEXT), as in a thread that has not touched the
+    device yet (PyTorch's autograd thread running a backward that makes a new plan). Tried as it is
+    first (the context is nearly always current); a failure for any other reason fails again in
+    the context and raises."""
+    from .driver import CudaError, context
+
+    try:
+        return encoder(args, ptr)
+    except CudaError:
+        pass
+    with context(ordinal):
+        return encoder(args, ptr)
+
+
 class MapCache:
     """Encoded maps by (device, pointer, map arguments), least recently used forgotten first.
     ``encoder(args, ptr)`` makes the bytes (``encode``); ``encoded`` counts its calls."""
@@ -191,7 +207,7 @@ class MapCache:
             if hit is not None:
                 self._maps.move_to_end(key)
                 return hit
-        made = self._encoder(args, ptr)
+        made = _in_context(self._encoder, args, ptr, ordinal)
         self.encoded += 1
         if len(made) != MAP_BYTES:
             raise RuntimeError(f"a tensor map is {MAP_BYTES} bytes; the encoder gave {len(made)}")

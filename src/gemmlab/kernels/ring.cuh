@@ -140,7 +140,7 @@ __device__ __forceinline__ void produce(const Smem& sm, const Schedule& sched, i
     bool odd = false;       // KREV: this unit is in an odd wave (a cluster's 2nd, 4th, ...): k tiles last to first
     sched.walk(blockIdx.x / CLUSTER, [&](int u, int k0, int k1) {
         const int2 t = sched.tile(u, rank);
-        const int row0 = t.x * BM, col0 = t.y * BN;
+        const int row0 = sched.row_of(t), col0 = t.y * BN;
         const int element = sched.batch_of(u);      // 0 without a batch: opa, opb are op_a, op_b
         const auto opa = op_a.at(element, sched.stride_a());
         const auto opb = op_b.at(element, sched.stride_b());

@@ -43,6 +43,9 @@ struct GlTilePerBlock {
         }
     }
     __device__ __forceinline__ int batch_of(int) const { return 0; }
+    static constexpr bool GROUPED = false;   // the tile's rows end at M (a grouped schedule's: its group's)
+    // the tile's first row (the includer's BM)
+    __device__ __forceinline__ int row_of(int2 t) const { return t.x * BM; }
     __device__ __forceinline__ long long stride_a() const { return 0; }
     __device__ __forceinline__ long long stride_b() const { return 0; }
     template <typename F>
@@ -136,6 +139,8 @@ struct GlPersistentSchedule {
         if constexpr (Batched) return sc;
         return 0;
     }
+    static constexpr bool GROUPED = false;   // GlTilePerBlock's
+    __device__ __forceinline__ int row_of(int2 t) const { return t.x * TileM; }
     // Unit u's tile for the CTA of cluster rank `rank`: (row tile, column tile) in its batch element.
     // With CLUSTER = 2 and an odd number of row tiles, rank 1's tile of the last unit row lies wholly
     // below M: it loads zeros (TMA fills, the copy path guards) and stores nothing, and keeps the two
@@ -195,6 +200,119 @@ struct GlPersistentSchedule {
                 x += k1 - k0;
             }
             body(u, k0, k1);
+        }
+    }
+};
+
+// ---- the grouped schedule (rung 26, GL_GROUPED) -------------------------------------------------
+// G products that share N and K but not M: group g's rows are [start_g, end_g) of A and C (tokens
+// sorted by expert), its B the g-th element of a batch of weights. The groups' row counts live on
+// the device (the host does not know them: no synchronization, and a CUDA graph replays with new
+// ones), as the cumulative ends an MoE router's counts give (rows_per == 0: start_g = end_{g-1}) or
+// as counts in a padded (G, rows_per, K) buffer (rows_per > 0, the masked form: start_g = g rows_per,
+// end_g = start_g + count_g). Every block reads them at its start into a table in shared memory
+// (``fill``, all threads, before the role split): the units before each group (an exclusive scan of
+// each group's ceil(rows / (TileM Cluster)) x column tiles) and each group's end. Then the walk is
+// the persistent one: cluster c takes units c, c + clusters, ... of the total, and a unit's group is
+// found by a cursor that only moves forward (the units a cluster walks increase), one shared read
+// per group passed; empty groups have no units and are passed over. Within a group the units are in
+// the grouped raster of GlPersistentSchedule. A tile's rows past its group's end belong to the next
+// group (or lie past A's last row: TMA's zeros): their products are computed and never stored, the
+// store bounded at the group's end (ws_consume.cuh's m_end). Values out of range (an end past M, a
+// negative count) are clamped, so a bad table can lose rows but never store outside C.
+template <int TileM, int TileN, int TileK, int Cluster, int GroupUnits>
+struct GlGroupedSchedule {
+    // the table's ints: cum[G + 1] (units before each group; cum[G] the total), then end[G], then a
+    // warp total per warp of the block for fill's scan
+    static __host__ __device__ constexpr int table_ints(int groups, int warps) { return 2 * groups + 1 + warps; }
+    static constexpr bool GROUPED = true;   // a tile's rows end at its group's end (rows_end)
+    int tiles_n, ktiles, clusters, total, dp, groups, rows_per;
+    long long sb;            // B's group stride, elements
+    const int* cum;          // shared: the table
+    const int* ends;
+    // the cursor (each thread's own copy of the schedule): the group of the unit walked now, its
+    // first unit, first and end rows and unit rows
+    mutable int g = 0, ubase = 0, start = 0, end = 0, units_m = 0;
+
+    // All THREADS threads, before a __syncthreads: the table at `table` (table_ints ints) from the
+    // G ints at `src` (cumulative ends, or counts with rows_per > 0) for an M-row A.
+    static __device__ __forceinline__ void fill(int* table, const int* __restrict__ src, int G, int rows_per, int M,
+                                                int N) {
+        int* cum = table;
+        int* ends = table + G + 1;
+        int* warp_total = ends + G;
+        const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, warps = (int)blockDim.x / 32;
+        const int tiles_n = GL_CEIL_DIV(N, TileN);
+        int carry = 0;
+        for (int g0 = 0; g0 < G; g0 += (int)blockDim.x) {
+            const int g = g0 + tid;
+            int units = 0;
+            if (g < G) {
+                int lo, hi;
+                if (rows_per > 0) {
+                    lo = g * rows_per;
+                    hi = lo + min(max(src[g], 0), rows_per);
+                } else {
+                    lo = g ? min(max(src[g - 1], 0), M) : 0;
+                    hi = min(max(src[g], 0), M);
+                }
+                ends[g] = hi;
+                units = hi > lo ? GL_CEIL_DIV(hi - lo, TileM * Cluster) * tiles_n : 0;
+            }
+            int x = units;   // the warp's inclusive scan
+#pragma unroll
+            for (int d = 1; d < 32; d *= 2) {
+                const int y = __shfl_up_sync(0xffffffffu, x, d);
+                if (lane >= d) x += y;
+            }
+            if (lane == 31) warp_total[warp] = x;
+            __syncthreads();
+            int before = carry, chunk = 0;
+            for (int w = 0; w < warps; ++w) {
+                const int t = warp_total[w];
+                if (w < warp) before += t;
+                chunk += t;
+            }
+            if (g < G) cum[g] = before + x - units;
+            carry += chunk;
+            __syncthreads();   // warp_total is the next chunk's
+        }
+        if (tid == 0) cum[G] = carry;
+    }
+
+    __device__ __forceinline__ GlGroupedSchedule(const int* table, int G, int rows_per_group, int N, int K,
+                                                 long long bsb)
+        : tiles_n(GL_CEIL_DIV(N, TileN)), ktiles(GL_CEIL_DIV(K, TileK)), clusters((int)gridDim.x / Cluster),
+          total(table[G]), dp(table[G]), groups(G), rows_per(rows_per_group), sb(bsb), cum(table),
+          ends(table + G + 1) {}
+
+    // the cursor to unit u's group (u at or after the last unit located)
+    __device__ __forceinline__ void locate(int u) const {
+        if (units_m && u < cum[g + 1]) return;
+        while (cum[g + 1] <= u) ++g;
+        ubase = cum[g];
+        start = rows_per > 0 ? g * rows_per : (g ? ends[g - 1] : 0);
+        end = ends[g];
+        units_m = GL_CEIL_DIV(end - start, TileM * Cluster);
+    }
+    __device__ __forceinline__ int batch_of(int) const { return g; }
+    __device__ __forceinline__ long long stride_a() const { return 0; }
+    __device__ __forceinline__ long long stride_b() const { return sb; }
+    __device__ __forceinline__ long long stride_c() const { return 0; }
+    // unit u's tile in its group (after locate(u)): (row tile, column tile) of the group's rows
+    __device__ __forceinline__ int2 tile(int u, int rank) const {
+        const int2 t = gl_group_raster<int>(u - ubase, tiles_n, units_m, GroupUnits);
+        return make_int2(t.x * Cluster + rank, t.y);
+    }
+    __device__ __forceinline__ int row_of(int2 t) const { return start + t.x * TileM; }
+    __device__ __forceinline__ int rows_end(int) const { return end; }
+    __device__ __forceinline__ int sk_begin(int) const { return 0; }   // no stream-K tail (STREAMK=0)
+    // cluster c's units in order, each located before its body runs
+    template <typename F>
+    __device__ __forceinline__ void walk(int c, F&& body) const {
+        for (int u = c; u < total; u += clusters) {
+            locate(u);
+            body(u, 0, ktiles);
         }
     }
 };

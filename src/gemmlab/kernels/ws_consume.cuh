@@ -64,7 +64,7 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
     };
     sched.walk(blockIdx.x / CLUSTER, [&](int u, int k0, int k1) {
         const int2 t = sched.tile(u, rank);
-        const int row0 = t.x * BM, col0 = t.y * BN;
+        const int row0 = sched.row_of(t), col0 = t.y * BN;
         gl_zero_acc(acc);
         ep.prefetch_bias(row0, col0, BM, BN, lane);   // the bias the epilogue reads at the tile's end
         sc.template prefetch<MI, BN>(row0 + wg * WM, col0, warp, lane, M, N);   // and the row-wise scales
@@ -99,8 +99,13 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
         // ---- epilogue: through the warp's own staging (the stages belong to the next tile by
         // now); a tile wholly below M (rank 1 of a cluster's last unit row) stores nothing; with
         // DEFERRED, a tile for TMA is held until the next piece's main loop (or the end of the walk)
-        if (row0 < M) {
-            if (Epilogue::DEFERRED && tma) {
+        // A grouped schedule's tile ends at its group's last row (rows_end): one that reaches past it
+        // (into the next group's rows) is stored by rows, bounded there; TMA clips only at M.
+        int m_end = M;
+        if constexpr (Schedule::GROUPED) m_end = sched.rows_end(M);
+        const bool tma_tile = tma && (!Schedule::GROUPED || m_end == M || row0 + BM <= m_end);
+        if (row0 < m_end) {
+            if (Epilogue::DEFERRED && tma_tile) {
                 Epilogue::hold_tile(held, acc, ep, row0 + warp_row, col0, lane);   // the whole functor, applied now
                 if constexpr (HELD_BY_NUMBER) {
                     held_n = sched.tile_number(t, sched.batch_of(u));
@@ -110,13 +115,13 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
                     held_z = sched.batch_of(u);
                 }
                 held_next = 0;
-            } else if (tma) {
+            } else if (tma_tile) {
                 Epilogue::store_tile_tma(acc, stage, wg, warp, lane, tmC, M, N, row0 + warp_row, col0,
                                          sched.batch_of(u), ep);
             } else {
 #if !GL_TMA_STORE_ONLY   // the twin: the host launches it only where the TMA store serves
                 Epilogue::store_rows(acc, stage, wg, warp, lane, C + sched.batch_of(u) * sched.stride_c(), ldc,
-                                     M, N, row0 + warp_row, col0, ep);
+                                     m_end, N, row0 + warp_row, col0, ep);
 #endif
             }
         }

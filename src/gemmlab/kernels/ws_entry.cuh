@@ -15,7 +15,8 @@
 // STREAMK 1 (ws.cuh): the next argument is the stream-K workspace (its flags zeroed by the host
 // before the launch); without it consume gets a null pointer it never reads.
 // GL_BATCHED 1 (hopper.cuh, rung 21): then the batch's count and strides (GL_BATCH_PARAMS), which
-// the Schedule holds; then the epilogue's (GL_EPI_PARAMS); last a scaled matmul's two scale pointers
+// the Schedule holds; GL_GROUPED 1 (rung 26): the groups' (GL_GROUP_PARAMS), from which every thread
+// fills the grouped schedule's table in shared memory before the barriers' initialization; then the epilogue's (GL_EPI_PARAMS); last a scaled matmul's two scale pointers
 // (GL_SCALE_PARAMS, scales.cuh: rung 25).
 #pragma once
 #ifndef GL_WS_C_MAP
@@ -23,6 +24,12 @@
 #endif
 #ifndef GL_C_COL
 #define GL_C_COL 0
+#endif
+#ifndef GL_GROUPED
+#define GL_GROUPED 0
+#endif
+#ifndef GL_GROUP_PARAMS
+#define GL_GROUP_PARAMS
 #endif
 #if CLUSTER > 1
 #define GL_CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
@@ -39,7 +46,7 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
 #if STREAMK
      , float* __restrict__ sk_ws
 #endif
-     GL_BATCH_PARAMS GL_EPI_PARAMS GL_SCALE_PARAMS)
+     GL_BATCH_PARAMS GL_GROUP_PARAMS GL_EPI_PARAMS GL_SCALE_PARAMS)
 {
     gl_pdl_wait();   // after an operand copy launched programmatically: the copy done (pack.cu)
     // One raw buffer: [STAGES A tiles][STAGES B tiles][epilogue staging, Epilogue::EPI_B bytes], then
@@ -54,7 +61,12 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     const Smem sm{base, base + STAGES * A_STAGE_B, base + PIPE_B, base + PIPE_B + Epilogue::EPI_B};
     const int tid = threadIdx.x, warp = tid / 32;
     const int rank = CLUSTER > 1 ? (int)gl_cluster_rank() : 0;
-#if GL_BATCHED
+#if GL_GROUPED
+    // the group table after the barriers, filled by every thread (its last write is ordered before
+    // any read by the barrier below)
+    int* const group_table = reinterpret_cast<int*>(smem_raw + (sm.bars + 16u * STAGES - raw));
+    Schedule::fill(group_table, gl_group_src, gl_groups, gl_group_rows, M, N);
+#elif GL_BATCHED
     const Schedule sched(M, N, K, gl_batch, gl_bsa, gl_bsb, gl_bsc);
 #else
     const Schedule sched(M, N, K);
@@ -75,6 +87,9 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     // they are initialized
     if (CLUSTER > 1) gl_cluster_sync();
     else __syncthreads();
+#if GL_GROUPED
+    const Schedule sched(group_table, gl_groups, gl_group_rows, N, K, gl_bsb);
+#endif
 
     // One if/else on the warpgroup's role, a setmaxnreg at the top of each branch.
     if (warp >= CWARPS) {

@@ -1,6 +1,6 @@
 """The Hopper family: rungs 19 (WGMMA fed by TMA), 21 (warp-specialized, persistent, clustered),
-22 (TF32 WGMMA in rung 21's structure) and 25 (FP8 WGMMA in rung 21's structure): thread counts,
-shared memory and constraints."""
+22 (TF32 WGMMA in rung 21's structure), 25 (FP8 WGMMA in rung 21's structure) and 26 (grouped
+GEMM on rung 21's parts): thread counts, shared memory and constraints."""
 
 from __future__ import annotations
 
@@ -193,6 +193,36 @@ def fp8_promoted_constraints(cfg) -> list[str]:
     return out
 
 
+# ---- the grouped rung (26, GL_GROUPED) -------------------------------------------------------------
+GROUP_CAPS = tuple(2 ** i for i in range(13))   # the group table's capacities (GROUP_CAP), 1 to 4096
+
+
+def grouped_table_bytes(cfg) -> int:
+    """26_wgmma_grouped.cu's group table (schedule.cuh, GlGroupedSchedule::table_ints): the units
+    before each of GROUP_CAP groups and one more, each group's end, a warp total per warp."""
+    return 4 * (2 * cfg["GROUP_CAP"] + 1 + wgmma_threads(cfg) // 32)
+
+
+def grouped_smem(cfg) -> int:
+    """26_wgmma_grouped.cu's dynamic shared memory: rung 21's carve-up (``ws_smem``) and the group
+    table after the barriers."""
+    return ws_smem(cfg) + grouped_table_bytes(cfg)
+
+
+def grouped_constraints(cfg, planes: int = 1) -> list[str]:
+    """Rung 21's structure and switches (with this rung's shared memory: the table costs a stage
+    where many groups meet a deep ring) and a table capacity, GROUP_CAP, a power of two up to 4096."""
+    out = [m for m in ws_constraints(cfg) if "shared memory" not in m]
+    if cfg["GROUP_CAP"] not in GROUP_CAPS:
+        out.append(f"GROUP_CAP={cfg['GROUP_CAP']} must be a power of two from 1 to {GROUP_CAPS[-1]} (the groups the "
+                   f"shared table holds)")
+    elif not out and grouped_smem(cfg) > MAX_SMEM_PER_BLOCK:
+        out.append(f"{cfg['STAGES']} stages of {cfg['BM']}x{cfg['BK']} + {cfg['BK']}x{cfg['BN']} and a table of "
+                   f"{cfg['GROUP_CAP']} groups need {grouped_smem(cfg)} B of shared memory; a block may have at most "
+                   f"{MAX_SMEM_PER_BLOCK} B")
+    return out
+
+
 # ---- a batch in one launch (rung 21, GL_BATCHED): its configuration ---------------------------------
 # Measured on an H200 against torch.bmm (benchmarks/results/h200_batched_bf16.json; the tile and
 # switch sweeps in docs/journal/batched.md): a persistent block's first loads and last stores are not
@@ -228,6 +258,36 @@ def batched_config(M: int, N: int, K: int, batch: int, sm_count: int) -> tuple[d
     _, cfg, waves = best
     return cfg, (f"a batch of {batch} in one launch: {cfg['BM']}x{cfg['BN']} tiles, {waves} wave(s) of them on "
                  f"{sm_count} SMs (the least predicted time)" + (", stores deferred" if cfg["DEFER"] else ""))
+
+
+GROUPED_MIN_WAVES = 4   # fewer waves of 128x256 units than this: 128x128 tiles, a last wave half as long
+
+
+def grouped_config(rows: int, N: int, K: int, groups: int, sm_count: int) -> tuple[dict, str]:
+    """Rung 26's configuration for ``groups`` groups over ``rows`` rows of N x K, and why: rung 21's
+    128x256 tile, its stores deferred where K is long enough to hide them (``BATCHED_DEFER_K``);
+    128x128 tiles where N is at most 128 or where 128x256 units would make fewer than
+    ``GROUPED_MIN_WAVES`` waves (a partial last wave is then a large share of the time, and half-size
+    units shorten it); 128x64 where N is at most 64. The host does not know the group sizes: a group
+    is taken to end in half a row tile on average, and each to take at least one
+    (benchmarks/results/h200_moe_tiles.json: the tiles at the moe suite's shapes and others). The
+    stages are those that leave room for the group table (GROUP_CAP, the least power of two that
+    holds the groups)."""
+    row_tiles = max(-(-rows // 128) + groups // 2, min(groups, rows))
+    waves = row_tiles * -(-N // 256) / max(sm_count, 1)
+    if N <= 64:
+        cfg, why = {"BN": 64, "STAGES": 8, "DEFER": 0}, f"N={N}: 128x64 tiles"
+    elif N <= 128 or waves < GROUPED_MIN_WAVES:
+        cfg, why = {"BN": 128, "STAGES": 6, "DEFER": 0}, (f"N={N}: 128x128 tiles" if N <= 128 else
+                                                          f"{waves:.1f} waves of 128x256 units: 128x128 tiles")
+    else:
+        cfg, why = {"BN": 256, "STAGES": 4, "DEFER": int(K >= BATCHED_DEFER_K)}, f"{waves:.1f} waves of 128x256 units"
+    cfg = {"BM": 128, "WM": 64, "BK": 64, "CLUSTER": 1, **cfg, "GROUP_CAP": next(c for c in GROUP_CAPS if c >= groups)}
+    while cfg["STAGES"] > 2 and grouped_smem(cfg) > MAX_SMEM_PER_BLOCK:
+        cfg["STAGES"] -= 1
+    return cfg, (f"{groups} groups over {rows} rows, about {row_tiles} row tiles on {sm_count} SMs: {why}"
+                 + (", stores deferred" if cfg["DEFER"] else "")
+                 + f", {cfg['STAGES']} stages beside a table of {cfg['GROUP_CAP']} groups")
 
 
 # ---- the entries (core/registry.py lists every family's in ladder order) --------------------
@@ -348,5 +408,26 @@ RUNGS: tuple[Rung, ...] = (
         walk=Walk(persistent=True),
         space={"BN": (64, 128, 256), "BK": (128, 256), "STAGES": (2, 3, 4, 5, 6, 8), "CLUSTER": (1, 2), "EPI_TMA": (0, 1),
                "GROUP": (8, 16), "STREAMK": (0, 1), "DEFER": (0, 1), "KREV": (0, 1), "BALANCE": (0, 1)},
+    ),
+    Rung(
+        26, "wgmma_grouped", "Grouped GEMM: the experts of a mixture-of-experts layer in one launch",
+        "Rung 21's parts with a tile scheduler over (group, tile) pairs: every block reads the group sizes on the device (cumulative ends, or counts of a padded buffer) into a shared table, then walks its units; A and C one 2-D map over every group's rows, the weights a 3-D map per group, the tile that reaches past its group's end stored by rows (gemmlab.grouped_mm; a plain call is one group).",
+        ("CUTLASS sm90 grouped GEMM (persistent tile scheduler over groups)",
+         "DeepGEMM grouped GEMMs (contiguous and masked layouts)"), "26_wgmma_grouped.cu", dtypes=("fp16", "bf16"),
+        # rung 21's tile and deferred stores; no cluster (B's multicast gained nothing on a batch,
+        # whose units are as short as a group's: docs/journal/batched.md); GROUP_CAP: the plan's, from
+        # the call's group count (core/grouped.py)
+        params={"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 1, "EPI_TMA": 1, "GROUP": 16,
+                "DEFER": 1, "GROUP_CAP": 1},
+        presets={"128x256": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 1, "DEFER": 1},
+                 "128x256_cluster": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 2, "DEFER": 1},
+                 "128x128": {"BM": 128, "BN": 128, "BK": 64, "WM": 64, "STAGES": 6, "CLUSTER": 1, "DEFER": 0},
+                 "128x64": {"BM": 128, "BN": 64, "BK": 64, "WM": 64, "STAGES": 8, "CLUSTER": 1, "DEFER": 0}},
+        threads=wgmma_threads, constraints=grouped_constraints, smem=grouped_smem,
+        sass_claims=("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG"), min_arch=90, max_arch=90,
+        reads=Reads(tensor_maps=True), stores=Stores(outputs=("fp32", "fp16", "bf16"), store_map=True, fused=False),
+        walk=Walk(persistent=True, grouped=True),
+        space={"BN": (64, 128, 256), "BK": (64, 128), "STAGES": (2, 3, 4, 5, 6, 8), "CLUSTER": (1, 2), "EPI_TMA": (0, 1),
+               "GROUP": (8, 16), "DEFER": (0, 1)},
     ),
 )

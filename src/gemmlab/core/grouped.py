@@ -1,0 +1,393 @@
+"""``gemmlab.grouped_mm`` and ``gemmlab.grouped_mm_masked``: the grouped GEMMs of a
+mixture-of-experts layer, with ``torch.nn.functional.grouped_mm``'s semantics.
+
+* **2-D x 3-D** (the experts' forward): a (T, K) holds the tokens sorted by expert, b (G, K, N) the
+  experts' weights (each (K, N) element in either layout: ``w.transpose(-2, -1)`` of (G, N, K)
+  weights is read as it lies), ``offs`` (G,) the int32 cumulative ends of the groups' rows on the
+  device (``offs[-1] == T``; a group may be empty). out (T, N): rows offs[g-1]:offs[g] are
+  a[those rows] @ b[g]. One launch of rung 26 (kernels/26_wgmma_grouped.cu): the kernel reads offs
+  itself, so the call needs no host synchronization and a CUDA graph captures it and replays it with
+  new offsets.
+* **3-D x 3-D** (equal groups): a (G, M, K), b (G, K, N) -> (G, M, N), a batch (``gemmlab.matmul``:
+  one launch of rung 21).
+* **2-D x 2-D, offs over K** (the weight gradient): a (M, T), b (T, N) -> (G, M, N),
+  out[g] = a[:, s:e] @ b[s:e, :] for group g's tokens s:e. Each group is a GEMM of its own K: the
+  host reads offs (one synchronization; not while a graph is being captured) and launches one GEMM
+  per non-empty group, zeros for the empty ones.
+* ``grouped_mm_masked(a, b, counts)`` (the masked form, DeepGEMM's, for graphs that decode): a
+  (G, M_max, K) with counts (G,) int32 on the device: out (G, M_max, N) whose first counts[g] rows
+  of group g are a[g, :counts[g]] @ b[g]. Rows at and past counts[g] are not written (a new out
+  holds what the allocator gave there). One launch of rung 26, the counts read on the device.
+
+Any group sizes and any alignment: a tile that reaches past its group's end is stored by rows and
+bounded there; operands TMA cannot describe are copied by the kernel's producer threads. Inputs are
+fp16 or bf16 (CuPy or PyTorch); out_dtype fp32, fp16 or bf16.
+
+The offsets (or counts) are checked (``check=True``): non-decreasing, within the rows, the last
+equal to T; counts within 0..M_max. Offsets given on the host (a list, a NumPy array, a CPU tensor)
+are checked there and copied to the device; device ones are read back for the check (one
+synchronization), which is skipped while a stream captures a graph or with ``check=False``. The
+kernel clamps what it reads, so unchecked bad offsets may lose rows but never write outside out.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import replace
+
+from .deps import require
+from .driver import device_info
+from .epilogue import out_dtype_name
+from .dtypes import get as get_dtype
+from .families.hopper import grouped_config
+from .groups import Groups
+from .launch import Plan, current_stream, stream_capturing
+from .problem import ArrayFacts, array_facts, check_output_dtype, info_2d, problem_of
+from .registry import get as get_rung
+
+RUNG = "wgmma_grouped"
+PLAN_CACHE = 64   # plans kept per process (each holds pointers and shapes, never arrays)
+_PLANS: "OrderedDict[tuple, Plan]" = OrderedDict()
+_lock = threading.Lock()
+
+
+def plans() -> list:
+    """The grouped plans kept, the most recently made or used last (``repr`` says what each runs)."""
+    with _lock:
+        return list(_PLANS.values())
+
+
+# ---- the group ints ---------------------------------------------------------------------------
+def _host_values(x):
+    """The ints of host offsets (list, tuple, NumPy array, CPU tensor) as a list, or None for a
+    device array."""
+    if isinstance(x, (list, tuple)):
+        return [int(v) for v in x]
+    mod = type(x).__module__.split(".")[0]
+    if mod == "numpy":
+        if x.dtype.kind not in "iu":
+            raise TypeError(f"offsets are {x.dtype}; they must be integers (int32)")
+        return [int(v) for v in x.reshape(-1)]
+    if mod == "torch" and not x.is_cuda:
+        if x.dtype.is_floating_point or x.dtype.is_complex:
+            raise TypeError(f"offsets are {x.dtype}; they must be integers (torch.int32)")
+        return [int(v) for v in x.reshape(-1).tolist()]
+    return None
+
+
+def _upload(values: list, lib: str, device: int):
+    """Host ints as an int32 array of ``lib`` on ``device`` (stream-ordered by the library)."""
+    if lib == "torch":
+        torch = require("torch")
+        return torch.tensor(values, dtype=torch.int32, device=torch.device("cuda", device))
+    if lib != "cupy":
+        raise TypeError("host offsets are copied to the device by the operands' library (CuPy or PyTorch); with "
+                        "other arrays pass them as a device int32 array")
+    cupy = require("cupy")
+    with cupy.cuda.Device(device):
+        return cupy.asarray(values, dtype=cupy.int32)
+
+
+def _readback(x, lib: str) -> list:
+    if lib == "torch":
+        return [int(v) for v in x.tolist()]
+    return [int(v) for v in x.get().tolist()]
+
+
+def _device_ints(name: str, x, G: int, lib: str, device: int):
+    """(array, pointer, host values or None) of a call's group ints: a device int32 array of G
+    contiguous elements on the operands' device (TypeError / ValueError naming the problem), or host
+    ints uploaded."""
+    values = _host_values(x)
+    if values is not None:
+        if len(values) != G:
+            raise ValueError(f"{name} has {len(values)} entries; b has {G} groups")
+        if any(not -2**31 <= v < 2**31 for v in values):
+            raise ValueError(f"{name} holds values outside int32")
+        arr = _upload(values, lib, device)
+        return arr, _int_facts(name, arr).ptr, values
+    f = _int_facts(name, x)
+    if f.shape != (G,):
+        raise ValueError(f"{name} has shape {f.shape}; it must be ({G},), one entry per group of b")
+    if G > 1 and f.strides[0] != 1:
+        raise ValueError(f"{name} has stride {f.strides[0]}; it must be contiguous")
+    if f.device != device:
+        raise ValueError(f"{name} is on device {f.device} but a is on device {device}; all must be on one device")
+    return x, f.ptr, None
+
+
+def _int_facts(name: str, x) -> ArrayFacts:
+    """The facts of a device int32 array (array_facts takes float arrays only)."""
+    mod = type(x).__module__.split(".")[0]
+    if mod == "torch":
+        if str(x.dtype) != "torch.int32":
+            raise TypeError(f"{name} is {x.dtype}; it must be torch.int32")
+        return ArrayFacts(x.data_ptr(), tuple(x.shape), tuple(x.stride()), "int32", x.device.index, "torch")
+    if mod == "cupy":
+        if x.dtype.name != "int32":
+            raise TypeError(f"{name} is {x.dtype.name}; it must be int32")
+        return ArrayFacts(x.data.ptr, tuple(x.shape), tuple(s // 4 for s in x.strides), "int32", x.device.id, "cupy")
+    raise TypeError(f"{name} must be a CuPy or PyTorch int32 array on the device, or host ints; got "
+                    f"{type(x).__module__}.{type(x).__name__}")
+
+
+def _check_offsets(values: list, T: int, name: str = "offs") -> None:
+    prev = 0
+    for g, v in enumerate(values):
+        if v < prev:
+            raise ValueError(f"{name}[{g}] = {v} is below {name}[{g - 1}] = {prev}" if g else
+                             f"{name}[0] = {v} is negative")
+        prev = v
+    if values and values[-1] != T:
+        raise ValueError(f"{name}[-1] = {values[-1]} but a has {T} rows; the last offset must equal the rows "
+                         f"(the cumulative end of the last group)")
+
+
+def _check_counts(values: list, rows: int) -> None:
+    for g, v in enumerate(values):
+        if not 0 <= v <= rows:
+            raise ValueError(f"counts[{g}] = {v} is outside 0..{rows} (a has {rows} rows per group)")
+
+
+def _checked(name, arr, values, lib, device, check, checker) -> None:
+    """Run ``checker`` on the group ints: the host values, or the device array read back unless a
+    graph is being captured on the call's stream."""
+    if not check:
+        return
+    if values is None:
+        if stream_capturing(current_stream(lib, device), device):
+            return
+        values = _readback(arr, lib)
+    checker(values)
+
+
+# ---- the operands -------------------------------------------------------------------------------
+def _operands(a, b, out_dtype):
+    fa, fb = array_facts("a", a), array_facts("b", b)
+    if fa.lib != fb.lib:
+        raise TypeError(f"a is a {fa.lib} array and b a {fb.lib} one; pass both from one library")
+    if fa.dtype != fb.dtype:
+        raise TypeError(f"mixed dtypes: a is {fa.dtype}, b is {fb.dtype}; they must match")
+    if fa.dtype not in ("fp16", "bf16"):
+        raise TypeError(f"grouped_mm multiplies float16 or bfloat16 operands, got {fa.dtype}")
+    if fa.device != fb.device:
+        raise ValueError(f"a is on device {fa.device} but b is on device {fb.device}; all must be on one device")
+    out = fa.dtype if out_dtype is None else out_dtype_name(out_dtype)
+    check_output_dtype(fa.dtype, out, "out_dtype")
+    return fa, fb, out
+
+
+def _empty(lib: str, dtype: str, device: int, shape: tuple):
+    from .api import empty_fn
+    return empty_fn(lib, dtype, device, shape)()
+
+
+def _out(out, lib, dtype, device, shape, a_facts):
+    """The call's out: a new row-major array, or ``out`` after its checks (shape, dtype, device,
+    rows of unit stride: the kernel stores rows)."""
+    if out is None:
+        return _empty(lib, dtype, device, shape), None
+    fo = array_facts("out", out)
+    if fo.shape != shape:
+        raise ValueError(f"out has shape {fo.shape} but the grouped product is {shape}")
+    if fo.dtype != dtype:
+        raise TypeError(f"out is {fo.dtype} but the product is {dtype} (out_dtype); make them agree")
+    if fo.device != device:
+        raise ValueError(f"out is on device {fo.device} but a is on device {device}; all must be on one device")
+    if shape[-1] > 1 and fo.strides[-1] != 1:
+        raise ValueError(f"out has strides {fo.strides}; its rows must be contiguous (unit stride along the last "
+                         f"dimension)")
+    return out, fo
+
+
+def _plan(key, problem, groups: Groups, rows: int, kernel: str, config) -> Plan:
+    with _lock:
+        plan = _PLANS.get(key)
+        if plan is not None:
+            _PLANS.move_to_end(key)
+            return plan
+    rung = get_rung(RUNG if kernel in (None, "auto") else kernel)
+    if not rung.grouped:
+        raise ValueError(f"kernel {kernel!r} computes one product; grouped_mm runs on {RUNG!r} (or 'auto')")
+    info = device_info(problem.c.device)
+    if config is None:
+        config, _ = grouped_config(rows, problem.N, problem.K, groups.count, info.sm_count)
+    plan = Plan(problem, rung, config, groups=groups)
+    with _lock:
+        _PLANS[key] = plan
+        while len(_PLANS) > PLAN_CACHE:
+            _PLANS.popitem(last=False)
+    return plan
+
+
+def _weights(fb: ArrayFacts, G: int, K: int, N: int, itemsize: int) -> int:
+    """B's group stride for its map: its own, or where it is not positive (one group, or expanded
+    weights) the element's span, which is never walked past."""
+    stride = fb.strides[0]
+    if G == 1 or stride <= 0:
+        if stride < 0 or (stride == 0 and G > 1):
+            raise ValueError(f"b has group stride {stride}; each group's weights must lie at their own memory "
+                             f"(pass b.contiguous())")
+        inner_span = (K - 1) * abs(fb.strides[1]) + (N - 1) * abs(fb.strides[2]) + 1
+        return -(-inner_span * itemsize // 16) * 16 // itemsize
+    return stride
+
+
+def _rows_problem(fa, a_shape, a_strides, fb, K, N, fo_ptr, out_shape, out_strides, out_dtype, b_stride):
+    """The kernel's problem: A (rows, K), B group 0's (K, N), C (rows, N), B's group stride as its
+    batch stride (16-byte access of the weights needs whole vectors from group to group)."""
+    ai = info_2d("a", fa.ptr, a_shape, a_strides, fa.dtype, fa.device, fa.lib, fa.stream)
+    bi = info_2d("b", fb.ptr, (K, N), fb.strides[1:], fb.dtype, fb.device, fb.lib, fb.stream)
+    ci = info_2d("out", fo_ptr, out_shape, out_strides, out_dtype, fa.device, fa.lib)
+    if ci.col_major and out_shape[0] > 1 and out_shape[1] > 1:
+        raise ValueError("out must be row-major (the kernel stores each group's rows)")
+    problem = problem_of(ai, bi, ci)
+    return replace(problem, batch_strides=(0, b_stride, 0))
+
+
+def grouped_mm(a, b, offs=None, *, out_dtype=None, out=None, kernel: str = "auto", config=None, check: bool = True):
+    """The grouped product (the module's docstring says the three forms): ``offs`` the groups'
+    int32 cumulative ends (device or host), None for 3-D x 3-D. ``out_dtype`` (default: a's) or
+    ``out``; ``kernel``/``config``: rung 26 and a configuration (``"auto"``: the rule of
+    core/families/hopper.py, ``grouped_config``); ``check``: the offsets checked (one read back of
+    device offsets, skipped while a graph is captured)."""
+    fa, fb, out_name = _operands(a, b, out_dtype)
+    da, db = len(fa.shape), len(fb.shape)
+    if da == 3 and db == 3:
+        if offs is not None:
+            raise ValueError("3-D a and b are groups of equal size: pass no offs")
+        if fa.shape[0] != fb.shape[0]:
+            raise ValueError(f"a has {fa.shape[0]} groups and b {fb.shape[0]}; they must match")
+        from .api import matmul
+        return matmul(a, b, out=out, out_dtype=None if out is not None else out_name)
+    if offs is None:
+        raise ValueError(f"a {da}-D and b {db}-D: pass offs, the groups' int32 cumulative ends")
+    if da == 2 and db == 3:
+        return _tokens_by_group(a, b, offs, fa, fb, out_name, out, kernel, config, check)
+    if da == 2 and db == 2:
+        return _weight_gradient(a, b, offs, fa, fb, out_name, out, check)
+    raise ValueError(f"a is {da}-D and b {db}-D; grouped_mm takes 2-D x 3-D (with offs), 3-D x 3-D, or 2-D x 2-D "
+                     f"(with offs over K)")
+
+
+def _tokens_by_group(a, b, offs, fa, fb, out_name, out, kernel, config, check):
+    (T, K), (G, K2, N) = fa.shape, fb.shape
+    if K2 != K:
+        raise ValueError(f"shape mismatch: a is {fa.shape} and b is {fb.shape}; a.shape[1] must equal b.shape[1]")
+    if G == 0:
+        raise ValueError("b has no groups")
+    arr, ptr, values = _device_ints("offs", offs, G, fa.lib, fa.device)
+    out, fo = _out(out, fa.lib, out_name, fa.device, (T, N), fa)
+    fo = fo or array_facts("out", out)
+    _checked("offs", arr, values, fa.lib, fa.device, check, lambda v: _check_offsets(v, T))
+    if T == 0 or N == 0:
+        return out
+    if K == 0:
+        _zero(out, fa.lib)
+        return out
+    itemsize = get_dtype(fa.dtype).itemsize
+    b_stride = _weights(fb, G, K, N, itemsize)
+    key = (fa.shape, fa.strides, fb.shape, fb.strides, fo.strides, fa.dtype, out_name, fa.device, fa.lib,
+           not fa.ptr & 15, not fb.ptr & 15, not fo.ptr & 15, kernel, repr(config))
+    plan = _PLANS.get(key)
+    if plan is None:
+        problem = _rows_problem(fa, (T, K), fa.strides, fb, K, N, fo.ptr, (T, N), fo.strides, out_name, b_stride)
+        plan = _plan(key, problem, Groups(G, b_stride, 0), T, kernel, config)
+    _no_overlap(fa, fb, fo)
+    plan.launch_groups(ptr, fa.ptr, fb.ptr, fo.ptr)
+    return out
+
+
+def grouped_mm_masked(a, b, counts, *, out_dtype=None, out=None, kernel: str = "auto", config=None,
+                      check: bool = True):
+    """The masked form: a (G, M_max, K) with ``counts`` (G,) int32 rows per group (device or host),
+    b (G, K, N) -> out (G, M_max, N), rows at and past counts[g] not written; one launch that reads
+    the counts on the device (a CUDA graph replays it with new counts). a's groups must lie one
+    after the other (a's rows one run: a (G, M_max, K) with rows of stride K or more, its group
+    stride M_max rows), as must out's (a new one is)."""
+    fa, fb, out_name = _operands(a, b, out_dtype)
+    if len(fa.shape) != 3 or len(fb.shape) != 3:
+        raise ValueError(f"the masked form takes a (G, M_max, K) and b (G, K, N); got {fa.shape} and {fb.shape}")
+    (G, R, K), (G2, K2, N) = fa.shape, fb.shape
+    if G2 != G or K2 != K:
+        raise ValueError(f"shape mismatch: a is {fa.shape} and b is {fb.shape}")
+    if G == 0:
+        raise ValueError("a and b have no groups")
+    arr, ptr, values = _device_ints("counts", counts, G, fa.lib, fa.device)
+    out, fo = _out(out, fa.lib, out_name, fa.device, (G, R, N), fa)
+    fo = fo or array_facts("out", out)
+    _checked("counts", arr, values, fa.lib, fa.device, check, lambda v: _check_counts(v, R))
+    if R == 0 or N == 0:
+        return out
+    if K == 0:
+        _zero(out, fa.lib)
+        return out
+    for name, f, inner in (("a", fa, K), ("out", fo, N)):
+        if G > 1 and R > 0 and f.strides[0] != R * f.strides[1]:
+            raise ValueError(f"{name} has strides {f.strides}: its groups must follow one another (group stride = "
+                             f"{R} rows x the row stride); pass a contiguous array")
+    itemsize = get_dtype(fa.dtype).itemsize
+    b_stride = _weights(fb, G, K, N, itemsize)
+    key = ("masked", fa.shape, fa.strides, fb.shape, fb.strides, fo.strides, fa.dtype, out_name, fa.device, fa.lib,
+           not fa.ptr & 15, not fb.ptr & 15, not fo.ptr & 15, kernel, repr(config))
+    plan = _PLANS.get(key)
+    if plan is None:
+        problem = _rows_problem(fa, (G * R, K), fa.strides[1:], fb, K, N, fo.ptr, (G * R, N), fo.strides[1:],
+                                out_name, b_stride)
+        plan = _plan(key, problem, Groups(G, b_stride, R), G * R, kernel, config)
+    _no_overlap(fa, fb, fo)
+    plan.launch_groups(ptr, fa.ptr, fb.ptr, fo.ptr)
+    return out
+
+
+def _weight_gradient(a, b, offs, fa, fb, out_name, out, check):
+    """2-D x 2-D with offs over K: each group's GEMM on its own tokens (the host reads offs)."""
+    (M, T), (T2, N) = fa.shape, fb.shape
+    if T2 != T:
+        raise ValueError(f"shape mismatch: a is {fa.shape} and b is {fb.shape}; a.shape[1] must equal b.shape[0]")
+    values = _host_values(offs)
+    if values is None:
+        f = _int_facts("offs", offs)
+        if len(f.shape) != 1:
+            raise ValueError(f"offs must be 1-D, got shape {f.shape}")
+        if f.device != fa.device:
+            raise ValueError(f"offs is on device {f.device} but a is on device {fa.device}; all must be on one device")
+        if stream_capturing(current_stream(fa.lib, fa.device), fa.device):
+            raise RuntimeError("grouped_mm over K (2-D x 2-D) reads offs on the host: it cannot be captured in a "
+                               "CUDA graph")
+        values = _readback(offs, fa.lib)
+    G = len(values)
+    out, fo = _out(out, fa.lib, out_name, fa.device, (G, M, N), fa)
+    if check:
+        _check_offsets(values, T)
+    from .api import gemm
+    start = 0
+    for g, end in enumerate(values):
+        end = min(max(end, start), T)
+        if end > start and M and N:
+            gemm(a[:, start:end], b[start:end, :], out[g])
+        elif M and N:
+            _zero(out[g], fa.lib)
+        start = end
+    return out
+
+
+def _zero(x, lib: str) -> None:
+    if lib == "torch":
+        x.zero_()
+    else:
+        x.fill(0)
+
+
+def _no_overlap(fa: ArrayFacts, fb: ArrayFacts, fo: ArrayFacts) -> None:
+    """out must not alias a or any group's weights (the kernel reads them while it writes)."""
+    def span(f):
+        itemsize = get_dtype(f.dtype).itemsize
+        extent = sum((n - 1) * abs(s) for n, s in zip(f.shape, f.strides)) + 1
+        return f.ptr, f.ptr + extent * itemsize
+    o = span(fo)
+    for name, f in (("a", fa), ("b", fb)):
+        lo, hi = span(f)
+        if lo < o[1] and o[0] < hi:
+            raise ValueError(f"out overlaps {name} in memory; the output must not alias an input")
