@@ -120,7 +120,7 @@ def test_a_plain_call_is_one_full_group_with_a_vector_multiple_weight_stride():
     kp = KernelProblem(300, 77, 129, 0, 129, False, False, 0, 77, False, False, 0, 77, False, 1.0, 0.0)
     g = Groups.single(kp, 2)
     assert (g.count, g.rows_per, g.cap) == (1, 300, 1)
-    assert g.b_stride * 2 % 16 == 0 and g.b_stride >= 129 * 77
+    assert g.stride * 2 % 16 == 0 and g.stride >= 129 * 77
 
 
 def test_the_table_capacity_is_the_least_power_of_two_that_holds_the_groups():
@@ -147,10 +147,17 @@ def test_the_registry_refuses_a_table_that_is_not_a_power_of_two_or_does_not_fit
 def test_the_parameter_block_holds_the_groups_after_the_maps():
     kp = KernelProblem(64, 64, 64, 0, 64, False, True, 0, 64, False, True, 0, 64, True, 1.0, 0.0)
     p = Params(kp, False, 3, groups=Groups(5, 4096, 0))
-    assert p.groups_at == 512 and len(p.array) == 11 + 3 + 4
-    p.group_src(0x1234)
+    assert p.groups_at == 512 and len(p.array) == 11 + 3 + 5
+    p.group_src(0x1234, 0x5000)
     import struct
-    assert struct.unpack_from("<iiqQi", p.buffer, 512) == (5, 0, 4096, 0x1234, 0)
+    assert struct.unpack_from("<iiqQiiQ", p.buffer, 512) == (5, 0, 4096, 0x1234, 0, 0, 0x5000)
+
+
+def test_groups_over_k_make_every_group_all_of_m_by_n_and_need_no_table():
+    cfg = {"BM": 128, "BN": 256, "CLUSTER": 1}
+    assert Groups(6, 100, over_k=True).units_bound(300, 600, cfg) == 6 * 3 * 3
+    r = get("wgmma_grouped")
+    assert r.smem_bytes(dict(r.config(None), GROUP_CAP=4096, GROUP_K=1)) <= MAX_SMEM_PER_BLOCK
 
 
 @pytest.mark.parametrize("b_col", [False, True], ids=["b_row", "b_col"])
@@ -163,6 +170,23 @@ def test_the_rung_builds_without_spills_and_holds_its_claimed_instructions(b_col
     assert ck.spill_bytes == 0 and "LDL" not in sass and "STL" not in sass
     for claim in r.sass_claims:
         assert claim in sass, claim
+
+
+@pytest.mark.parametrize("config", [None, "128x128"])
+def test_the_rung_over_k_builds_without_spills_with_its_group_maps_kernel(config):
+    from gemmlab.analysis import disasm
+    r = get("wgmma_grouped")
+    v = Variant.make(r, "bf16", a_col=True, b_col=False, config=dict(r.config(config), GROUP_K=1))
+    ck = v.compile("sm_90a")
+    sass = disasm.sass_listing(ck.cubin)
+    assert ck.spill_bytes == 0 and "group_maps" in sass and "UTMASTG" in sass and "UTMACCTL.IV" in sass
+
+
+def test_the_rung_over_k_refuses_to_build_with_k_contiguous_operands():
+    from gemmlab.core.compile import CompileError
+    r = get("wgmma_grouped")
+    with pytest.raises(CompileError, match="K as A's and B's outer dimension"):
+        Variant.make(r, "bf16", a_col=False, b_col=False, config=dict(r.config(None), GROUP_K=1)).compile("sm_90a")
 
 
 def test_the_rung_builds_its_thread_copy_for_operands_tma_cannot_describe():
@@ -275,6 +299,32 @@ def test_2_d_by_2_d_over_k_gives_each_groups_weight_gradient():
         ref = a[:, start:end].double() @ b[start:end].double()
         assert (end == start and not out[g].any()) or _rel(out[g], ref) < 1e-2
         start = end
+
+
+@pytest.mark.gpu
+def test_the_weight_gradient_is_one_launch_a_cuda_graph_replays_with_new_offsets():
+    torch = _torch()
+    M, T, N, G = 128, 1000, 264, 5
+    a = torch.randn(T, M, device="cuda", dtype=torch.bfloat16).t()   # x^T of the tokens, as the backward has it
+    b = torch.randn(T, N, device="cuda", dtype=torch.bfloat16)
+    offs = torch.tensor(_split(T, G, random.Random(3), empty=False), dtype=torch.int32, device="cuda")
+    out = gemmlab.grouped_mm(a, b, offs, check=False)
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=s):
+            gemmlab.grouped_mm(a, b, offs, out=out, check=False)
+    for seed in (4, 9):
+        new = _split(T, G, random.Random(seed))
+        offs.copy_(torch.tensor(new, dtype=torch.int32))
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        start = 0
+        for g, end in enumerate(new):
+            ref = a[:, start:end].double() @ b[start:end].double()
+            assert (end == start and not out[g].any()) or _rel(out[g], ref) < 1e-2
+            start = end
 
 
 @pytest.mark.gpu

@@ -11,9 +11,10 @@ mixture-of-experts layer, with ``torch.nn.functional.grouped_mm``'s semantics.
 * **3-D x 3-D** (equal groups): a (G, M, K), b (G, K, N) -> (G, M, N), a batch (``gemmlab.matmul``:
   one launch of rung 21).
 * **2-D x 2-D, offs over K** (the weight gradient): a (M, T), b (T, N) -> (G, M, N),
-  out[g] = a[:, s:e] @ b[s:e, :] for group g's tokens s:e. Each group is a GEMM of its own K: the
-  host reads offs (one synchronization; not while a graph is being captured) and launches one GEMM
-  per non-empty group, zeros for the empty ones.
+  out[g] = a[:, s:e] @ b[s:e, :] for group g's tokens s:e (zeros for an empty group). One launch of
+  rung 26 over K (GROUP_K=1), after a small kernel that writes each group's tensor maps of a and b
+  with their K cut at the group's end (so a group's last k tile reads nothing of the next group's):
+  no host synchronization either, and graph-capturable.
 * ``grouped_mm_masked(a, b, counts)`` (the masked form, DeepGEMM's, for graphs that decode): a
   (G, M_max, K) with counts (G,) int32 on the device: out (G, M_max, N) whose first counts[g] rows
   of group g are a[g, :counts[g]] @ b[g]. Rows at and past counts[g] are not written (a new out
@@ -40,7 +41,7 @@ from .deps import require
 from .driver import device_info
 from .epilogue import out_dtype_name
 from .dtypes import get as get_dtype
-from .families.hopper import grouped_config
+from .families.hopper import grouped_config, grouped_k_config
 from .groups import Groups
 from .launch import Plan, current_stream, stream_capturing
 from .problem import ArrayFacts, array_facts, check_output_dtype, info_2d, problem_of
@@ -266,7 +267,7 @@ def grouped_mm(a, b, offs=None, *, out_dtype=None, out=None, kernel: str = "auto
     if da == 2 and db == 3:
         return _tokens_by_group(a, b, offs, fa, fb, out_name, out, kernel, config, check)
     if da == 2 and db == 2:
-        return _weight_gradient(a, b, offs, fa, fb, out_name, out, check)
+        return _weight_gradient(a, b, offs, fa, fb, out_name, out, kernel, config, check)
     raise ValueError(f"a is {da}-D and b {db}-D; grouped_mm takes 2-D x 3-D (with offs), 3-D x 3-D, or 2-D x 2-D "
                      f"(with offs over K)")
 
@@ -341,36 +342,68 @@ def grouped_mm_masked(a, b, counts, *, out_dtype=None, out=None, kernel: str = "
     return out
 
 
-def _weight_gradient(a, b, offs, fa, fb, out_name, out, check):
-    """2-D x 2-D with offs over K: each group's GEMM on its own tokens (the host reads offs)."""
+def _weight_gradient(a, b, offs, fa, fb, out_name, out, kernel, config, check):
+    """2-D x 2-D with offs over K: one launch of rung 26 over K (GROUP_K=1) after its group_maps
+    (each group's maps of a and b cut at its end k); operands the kernel cannot read so are copied
+    first (``_k_outer``)."""
     (M, T), (T2, N) = fa.shape, fb.shape
     if T2 != T:
         raise ValueError(f"shape mismatch: a is {fa.shape} and b is {fb.shape}; a.shape[1] must equal b.shape[0]")
     values = _host_values(offs)
-    if values is None:
-        f = _int_facts("offs", offs)
-        if len(f.shape) != 1:
-            raise ValueError(f"offs must be 1-D, got shape {f.shape}")
-        if f.device != fa.device:
-            raise ValueError(f"offs is on device {f.device} but a is on device {fa.device}; all must be on one device")
-        if stream_capturing(current_stream(fa.lib, fa.device), fa.device):
-            raise RuntimeError("grouped_mm over K (2-D x 2-D) reads offs on the host: it cannot be captured in a "
-                               "CUDA graph")
-        values = _readback(offs, fa.lib)
-    G = len(values)
+    G = len(values) if values is not None else _int_facts("offs", offs).shape[0]
+    if G == 0:
+        raise ValueError("offs has no groups")
+    arr, ptr, values = _device_ints("offs", offs, G, fa.lib, fa.device)
     out, fo = _out(out, fa.lib, out_name, fa.device, (G, M, N), fa)
-    if check:
-        _check_offsets(values, T)
-    from .api import gemm
-    start = 0
-    for g, end in enumerate(values):
-        end = min(max(end, start), T)
-        if end > start and M and N:
-            gemm(a[:, start:end], b[start:end, :], out[g])
-        elif M and N:
-            _zero(out[g], fa.lib)
-        start = end
+    fo = fo or array_facts("out", out)
+    _checked("offs", arr, values, fa.lib, fa.device, check, lambda v: _check_offsets(v, T))
+    if M == 0 or N == 0:
+        return out
+    if T == 0:
+        _zero(out, fa.lib)
+        return out
+    a, fa = _k_outer("a", a, fa, k_axis=1)
+    b, fb = _k_outer("b", b, fb, k_axis=0)
+    key = ("over_k", fa.shape, fa.strides, fb.shape, fb.strides, fo.shape, fo.strides, fa.dtype, out_name, fa.device,
+           fa.lib, not fo.ptr & 15, kernel, repr(config))
+    plan = _PLANS.get(key)
+    if plan is None:
+        ai = info_2d("a", fa.ptr, (M, T), fa.strides, fa.dtype, fa.device, fa.lib, fa.stream)
+        bi = info_2d("b", fb.ptr, (T, N), fb.strides, fb.dtype, fb.device, fb.lib, fb.stream)
+        ci = info_2d("out", fo.ptr, (M, N), fo.strides[1:], out_name, fa.device, fa.lib)
+        if ci.col_major and M > 1 and N > 1:
+            raise ValueError("out must be row-major in each group (the kernel stores rows)")
+        problem = replace(problem_of(ai, bi, ci), batch_strides=(0, 0, fo.strides[0]))
+        groups = Groups(G, max(fo.strides[0], 1), 0, over_k=True)
+        if config is None:
+            config, _ = grouped_k_config(M, N, T, G, device_info(fa.device).sm_count)
+        plan = _plan(key, problem, groups, M, kernel, config)
+    _no_overlap(fa, fb, fo)
+    plan.launch_groups(ptr, fa.ptr, fb.ptr, fo.ptr)
     return out
+
+
+def _k_outer(name: str, x, f: ArrayFacts, k_axis: int):
+    """``x`` as the grouped kernel over K reads it through tensor maps: K its outer dimension (a
+    group's first k is any k, and a TMA box must start 16-byte aligned along the contiguous one: a
+    column-major a, a row-major b, the layouts of x^T and dY in a backward), its base 16-byte
+    aligned and its leading dimension whole 16-byte vectors. As it is where it is so, else copied
+    into such a buffer (one read and one write of it; its rows padded to whole vectors)."""
+    info = info_2d(name, f.ptr, f.shape, f.strides, f.dtype, f.device, f.lib, f.stream)
+    k_outer = info.col_major if k_axis == 1 else not info.col_major
+    if info.vec_ok() and (k_outer or 1 in f.shape):
+        return x, f
+    other = f.shape[1 - k_axis]
+    padded = -(-other // 8) * 8
+    buf = _empty(f.lib, f.dtype, f.device, (f.shape[k_axis], padded))   # rows along K
+    view = buf[:, :other]
+    src = x.t() if k_axis == 1 else x   # (K, other)
+    if f.lib == "torch":
+        view.copy_(src)
+    else:
+        view[...] = src
+    out = view.t() if k_axis == 1 else view
+    return out, array_facts(name, out)
 
 
 def _zero(x, lib: str) -> None:

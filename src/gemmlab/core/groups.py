@@ -22,21 +22,24 @@ def _cdiv(a: int, b: int) -> int:
 
 @dataclass(frozen=True)
 class Groups:
-    """``count`` groups; ``b_stride``: elements from one group's weights to the next (a multiple of
-    16 bytes: the third stride of B's map); ``rows_per``: 0 where the device holds each group's
-    cumulative end row (``offs``), else each group's rows in a padded buffer of ``count`` x
-    ``rows_per`` rows (the masked form, whose device ints are counts; with no ints at all, the kernel
-    takes every group as full)."""
+    """``count`` groups. Groups of rows (``over_k`` False: the experts' tokens): ``stride`` the
+    elements from one group's weights to the next (a multiple of 16 bytes: the third stride of B's
+    map); ``rows_per`` 0 where the device holds each group's cumulative end row (``offs``), else
+    each group's rows in a padded buffer of ``count`` x ``rows_per`` rows (the masked form, whose
+    device ints are counts; with no ints at all, the kernel takes every group as full). Groups over
+    K (``over_k``: the weight gradient, GROUP_K=1): the device holds each group's cumulative end k,
+    and ``stride`` is the elements from one group's C to the next."""
 
     count: int
-    b_stride: int
+    stride: int
     rows_per: int = 0
+    over_k: bool = False
 
     def __post_init__(self):
         if not 1 <= self.count <= GROUP_CAPS[-1]:
             raise ValueError(f"{self.count} groups; the grouped kernel takes 1 to {GROUP_CAPS[-1]}")
-        if self.b_stride <= 0:
-            raise ValueError(f"the weights' group stride is {self.b_stride} elements; it must be positive")
+        if self.stride <= 0:
+            raise ValueError(f"the group stride is {self.stride} elements; it must be positive")
 
     @classmethod
     def single(cls, kp, itemsize: int) -> "Groups":
@@ -55,9 +58,14 @@ class Groups:
         """The most units of work (CLUSTER row tiles of BM x one column tile of BN) the groups can
         make over M rows: each group's ceil(rows / (BM x CLUSTER)) row units sum to at most
         ceil(M / (BM x CLUSTER)) plus one per group past the first (the masked form: exactly
-        count x ceil(rows_per / (BM x CLUSTER)))."""
+        count x ceil(rows_per / (BM x CLUSTER)); over K: every group all of M)."""
         unit_rows = cfg["BM"] * cfg.get("CLUSTER", 1)
-        rows = self.count * _cdiv(self.rows_per, unit_rows) if self.rows_per else _cdiv(M, unit_rows) + self.count - 1
+        if self.over_k:
+            rows = self.count * _cdiv(M, unit_rows)
+        elif self.rows_per:
+            rows = self.count * _cdiv(self.rows_per, unit_rows)
+        else:
+            rows = _cdiv(M, unit_rows) + self.count - 1
         return rows * _cdiv(N, cfg["BN"])
 
     def grid(self, M: int, N: int, cfg, sm_count: int) -> int:

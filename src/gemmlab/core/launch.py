@@ -10,11 +10,13 @@ times plans.
 
 from __future__ import annotations
 
+import ctypes
 import os
+import struct
 import threading
 from dataclasses import replace
 
-from . import launch_modes, packing, tensormaps, textures
+from . import launch_modes, packing, tensormaps, textures, workspace
 from .driver import check, context, cuda, device_info
 from .dtypes import get as get_dtype
 from .epilogue import PLAIN, Epilogue
@@ -183,7 +185,7 @@ class Plan:
         """A grouped rung's (26) groups (``groups``; a plain call: one group of M rows) as ``groups``,
         and the configuration with its shared table's capacity; ValueError for groups given to
         another rung, or a fused epilogue to a rung that fuses none."""
-        self.groups = None
+        self.groups = self._group_maps = None
         if not epilogue.plain and not rung.fuses:
             raise ValueError(f"rung {rung.slug!r} stores C with the plain epilogue only: no bias, activation or "
                              f"auxiliary output")
@@ -192,7 +194,8 @@ class Plan:
                 raise ValueError(f"rung {rung.slug!r} computes one product; groups are for the grouped rung")
             return config
         self.groups = groups or Groups.single(kp, get_dtype(self.problem.dtype).itemsize)
-        return {**rung.config(config, precision), "GROUP_CAP": self.groups.cap}
+        over_k = self.groups.over_k   # no table over K: every group has the same units
+        return {**rung.config(config, precision), "GROUP_CAP": 1 if over_k else self.groups.cap, "GROUP_K": int(over_k)}
 
     def _fused_fallback(self, res, rung, kp, config, precision, info, vec_a, vec_b, capturing):
         """``res`` (a ``resolve`` with a fused epilogue or a batch), or where its build spills the first
@@ -325,8 +328,12 @@ class Plan:
         kp, cfg = self.kp, self.variant.cfg
         split = {p.operand: (p.planes, p.plane_bytes) for p in self.packs if p.planes > 1}   # 3-D maps of two planes
         # a batch in one launch: 3-D maps of the operands that vary over it, and of C
-        varies = self.variant.batch or (False, self.groups is not None)
-        b_batch = (self.groups.count, self.groups.b_stride) if self.groups is not None else (kp.batch, kp.batch_b)
+        # a grouped plan: B's 3-D map over the groups' weights, or over K each group's C
+        g = self.groups
+        varies = self.variant.batch or (False, g is not None and not g.over_k)
+        b_batch = (g.count, g.stride) if g is not None else (kp.batch, kp.batch_b)
+        c_batch = ((kp.batch, kp.batch_c) if self.variant.batch else
+                   (g.count, g.stride) if g is not None and g.over_k else None)
         a = (tensormaps.operand_map("A", kp.M, kp.K, kp.lda, kp.a_col, dtype, cfg, *split.get("A", (1, 0)),
                                     batch=(kp.batch, kp.batch_a) if varies[0] else None)
              if self.variant.vec_a else None)
@@ -334,7 +341,7 @@ class Plan:
                                     batch=b_batch if varies[1] else None)
              if self.variant.vec_b else None)
         rows, cols = (kp.N, kp.M) if kp.c_col else (kp.M, kp.N)   # a column-major C: its columns are the map's rows
-        c = (tensormaps.output_map(rows, cols, kp.ldc, c_dtype, batch=(kp.batch, kp.batch_c) if self.variant.batch else None)
+        c = (tensormaps.output_map(rows, cols, kp.ldc, c_dtype, batch=c_batch)
              if self.rung.store_map and cfg.get("EPI_TMA") and self.variant.vec_c
              and tensormaps.storable(cols, kp.ldc, c_dtype) else None)
         return a, b, c
@@ -351,10 +358,38 @@ class Plan:
 
     def launch_groups(self, src_ptr: int, a_ptr: int, b_ptr: int, c_ptr: int, stream: int | None = None) -> None:
         """A grouped plan's launch (alpha 1, beta 0) on the groups' device ints at ``src_ptr``
-        (cumulative ends, or counts; 0: every group full) and these operands."""
+        (cumulative ends, or counts; 0: every group full) and these operands. Over K, first the
+        group_maps kernel writes each group's maps of A and B into a workspace of the call's
+        (core/workspace.py: stream-ordered, a graph's own allocation when captured)."""
         with self._lock:
-            self._params.group_src(src_ptr)
-            self.launch(a_ptr, b_ptr, c_ptr, 1.0, 0.0, stream)
+            if not self.groups.over_k:
+                self._params.group_src(src_ptr)
+                self.launch(a_ptr, b_ptr, c_ptr, 1.0, 0.0, stream)
+                return
+            stream = self._stream_of(self.ordinal) if stream is None else stream
+            ws = workspace.acquire(self.ordinal, stream, 2 * tensormaps.MAP_BYTES * self.groups.count)
+            try:
+                if (a_ptr, b_ptr, c_ptr) != self._mapped:
+                    self._remap(a_ptr, b_ptr, c_ptr)
+                self._launch_group_maps(src_ptr, ws, stream)
+                self._params.group_src(src_ptr, ws)
+                self.launch(a_ptr, b_ptr, c_ptr, 1.0, 0.0, stream)
+            finally:
+                workspace.release(self.ordinal, stream, ws)
+
+    def _launch_group_maps(self, src_ptr: int, dst: int, stream: int) -> None:
+        """kernels/26_wgmma_grouped.cu's group_maps (tmA tmB ends G K dst) on ``stream``: A's and B's
+        maps as the parameter block holds them, a block of two warps per group."""
+        if self._group_maps is None:
+            fn = load_compiled(self.compiled, self.ordinal, self.variant.describe(), "group_maps")
+            buf = ctypes.create_string_buffer(288)
+            base = ctypes.addressof(buf)
+            args = (ctypes.c_void_p * 6)(*[base + off for off in (0, 128, 256, 264, 268, 272)])
+            self._group_maps = (fn, buf, args)
+        fn, buf, args = self._group_maps
+        buf[0:256] = self._params.buffer[128:384]
+        struct.pack_into("<QiiQ", buf, 256, src_ptr, self.groups.count, self.kp.K, dst)
+        self._launch(stream, (fn, self.groups.count, 1, 1, 64, 1, 1, 0), ctypes.addressof(args))   # a warp per map
 
     def _remap(self, a_ptr: int, b_ptr: int, c_ptr: int) -> None:
         """The tensor maps of new operand pointers into the parameter block (call with the plan's

@@ -19,8 +19,9 @@ class Params:
     rungs), or two or three 128-byte tensor maps (the TMA rungs: A and B, and C for a rung with a
     store map; the driver copies them by value); then a stream-K kernel's workspace pointer, a
     batched kernel's batch count and its operands' batch strides (GL_BATCH_PARAMS, fixed for the
-    plan), or a grouped kernel's groups (GL_GROUP_PARAMS: the count, B's stride, the device ints'
-    pointer, which a call may change, and the rows per group), then the bias pointer of a fused bias and the auxiliary output's pointer
+    plan), or a grouped kernel's groups (GL_GROUP_PARAMS: the count, B's or C's group stride, the
+    device ints' pointer, which a call may change, the rows per group and, over K, the groups' maps),
+    then the bias pointer of a fused bias and the auxiliary output's pointer
     (kernels/epilogue.cuh, GL_EPI_PARAMS), and last a scaled matmul's two scale pointers, with
     block scales their four strides (kernels/scales.cuh, GL_SCALE_PARAMS)."""
 
@@ -47,9 +48,10 @@ class Params:
         if batched:   # int count (padded to 8 bytes), then three 64-bit strides
             order, size = order + (size, size + 8, size + 16, size + 24), size + 32
         self.groups_at = size if groups is not None else None
-        if groups is not None:   # a grouped kernel's (GL_GROUP_PARAMS): int count (padded), B's stride, the
-            # device ints' pointer (per call), rows per group (padded)
-            order, size = order + (size, size + 8, size + 16, size + 24), size + 32
+        if groups is not None:   # a grouped kernel's (GL_GROUP_PARAMS): int count (padded), B's (over K: C's)
+            # group stride, the device ints' pointer (per call), rows per group (padded), the groups' maps
+            # (over K, per call)
+            order, size = order + (size, size + 8, size + 16, size + 24, size + 32), size + 40
         self.bias_at = size if bias else None
         if bias:
             order, size = order + (size,), size + 8
@@ -72,8 +74,8 @@ class Params:
         if scale_strides is not None:
             struct.pack_into("<4i", self.buffer, strides_at, *scale_strides)
         if groups is not None:
-            struct.pack_into("<iiqQii", self.buffer, self.groups_at, groups.count, 0, groups.b_stride, 0,
-                             groups.rows_per, 0)
+            struct.pack_into("<iiqQiiQ", self.buffer, self.groups_at, groups.count, 0, groups.stride, 0,
+                             groups.rows_per, 0, 0)
         self.pack = self._CALL.pack_into
 
     def textures(self, ta, oa, tb, ob) -> None:
@@ -115,10 +117,11 @@ class Params:
         if self.scales_at is not None:
             struct.pack_into("<QQ", self.buffer, self.scales_at, *scales)
 
-    def group_src(self, ptr: int) -> None:
-        """A grouped kernel's device ints (cumulative ends or counts; 0: every group full), where the
-        block has the groups' slot."""
+    def group_src(self, ptr: int, maps: int = 0) -> None:
+        """A grouped kernel's device ints (cumulative ends or counts; 0: every group full) and, over
+        K, the groups' tensor maps, where the block has the groups' slot."""
         struct.pack_into("<Q", self.buffer, self.groups_at + 16, ptr)
+        struct.pack_into("<Q", self.buffer, self.groups_at + 32, maps)
 
     def ldc(self, value: int) -> None:
         """The leading dimension of what the kernel writes (split-K: the workspace's row length)."""

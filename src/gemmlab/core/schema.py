@@ -30,7 +30,8 @@ from .splitk import CLUSTER_ARCH
 MAX_GRID_Y = 65535
 MAX_GRID_Z = 65535
 LADDER: list["Rung"] = []   # the rungs in ladder order, filled by core/registry.py
-SWITCHES = ("PACK", "EPI_TMA", "SKCLUSTER", "STREAMK", "DEFER", "SPREAD", "SNAKE", "KREV", "BALANCE", "L2PF", "ASYNC")   # parameters that take 0 (off) or 1 (on); every other one is a positive int
+SWITCHES = ("PACK", "EPI_TMA", "SKCLUSTER", "STREAMK", "DEFER", "SPREAD", "SNAKE", "KREV", "BALANCE", "L2PF", "ASYNC",
+            "GROUP_K")   # parameters that take 0 (off) or 1 (on); every other one is a positive int
 
 
 @dataclass(frozen=True)

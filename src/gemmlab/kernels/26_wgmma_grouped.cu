@@ -35,9 +35,13 @@
 //   rows and groups; docs/usage.md "Grouped GEMM").
 // Plain epilogue only (alpha, beta 0, the output type): a per-group bias would need the group in the
 // epilogue functor's indexing. No stream-K tail: a group's units are whole.
-#define GL_GROUPED 1
-#define GL_BATCH_A 0      // A: one 2-D map over every group's rows
-#define GL_BATCH_B 1      // B: the group's element of a 3-D map
+#ifndef GROUP_K
+#define GROUP_K 0         // 1: groups over K (the weight gradient), GlGroupedKSchedule
+#endif
+#define GL_GROUPED (GROUP_K ? 2 : 1)
+#define GL_BATCH_A 0      // A: one 2-D map over every group's rows (over K: the group's own map)
+#define GL_BATCH_B (!GROUP_K)   // B: the group's element of a 3-D map (over K: the group's own 2-D map)
+#define GL_C_ELEMENTS GROUP_K   // over K: each group's C, an element of a 3-D map
 #include "common.cuh"
 #include "hopper.cuh"
 
@@ -52,6 +56,12 @@
 #endif
 #if GL_BATCHED || GL_SPLITK || GL_TMA_STORE_ONLY
 #error "rung 26 (wgmma_grouped) walks its own groups: no batch, split-K or store twin"
+#endif
+#if GROUP_K && (!GL_VEC_A || !GL_VEC_B)
+#error "rung 26 over K (GROUP_K=1) reads A and B through each group's tensor maps: both 16-byte legal"
+#endif
+#if GROUP_K && (!GL_A_COL || GL_B_COL)
+#error "rung 26 over K (GROUP_K=1) reads K as A's and B's outer dimension (a column-major A, a row-major B): a group's first k is any k, and a box's start along the contiguous dimension must be 16-byte aligned"
 #endif
 #if !(GL_ACT == 0 && GL_BIAS == 0 && !GL_AUX)
 #error "rung 26 (wgmma_grouped) has the plain epilogue only"
@@ -75,7 +85,9 @@
 #define GL_WS_C_MAP 1     // the kernel takes C's tensor map after A's and B's (ws_entry.cuh)
 // the groups' arguments, after the maps (ws_entry.cuh): G, B's group stride (elements), the G ints
 // on the device (cumulative ends, or counts with gl_group_rows > 0: rows per group of the masked form)
-#define GL_GROUP_PARAMS , int gl_groups, long long gl_bsb, const int* __restrict__ gl_group_src, int gl_group_rows
+// (over K: gl_bsb is C's group stride, and the groups' maps follow, written by group_maps)
+#define GL_GROUP_PARAMS , int gl_groups, long long gl_bsb, const int* __restrict__ gl_group_src, int gl_group_rows, \
+                        const GlTensorMap* __restrict__ gl_group_maps
 
 // ---- geometry (the warpgroups, WGS, MI, CONSUMERS and CWARPS: hopper.cuh) ----------------------
 constexpr int KSTEPS = BK / 16;               // k16 wgmma steps per k tile
@@ -88,9 +100,14 @@ static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of one or two CTAs along M
 
 #include "ws.cuh"   // rung 21's ring, register split and schedule parameters
 constexpr int EPI_BUDGET_B = CWARPS * 16 * (BN < 128 ? BN : 128) * 2;
+#if GROUP_K
+using Schedule = GlGroupedKSchedule<BM, BN, BK, CLUSTER, GROUP_U>;
+constexpr int GROUP_TABLE_B = 0;
+#else
 using Schedule = GlGroupedSchedule<BM, BN, BK, CLUSTER, GROUP_U>;
 // the group table (GlGroupedSchedule::fill) after the barriers
 constexpr int GROUP_TABLE_B = 4 * Schedule::table_ints(GROUP_CAP, THREADS / 32);
+#endif
 
 #if GL_C_DTYPE == 0
 constexpr bool REG_A = false;   // the accumulators' rows are the wgmma's own (ws_epi32.cuh's acc_row)
@@ -108,3 +125,36 @@ using Mainloop = GlMainloopSS<GL_A_COL, GL_B_COL>;
 #include "ws_consume.cuh"
 
 #include "ws_entry.cuh"   // the kernel entry: the group table, barriers, then the producer / consumer split
+
+#if GROUP_K
+// ---- the groups' tensor maps (GROUP_K=1), launched before the GEMM on the same stream ---------------
+// For each group g, copies of A's and B's maps (the host's, over all of K) whose K extent is cut at
+// the group's end (ends[g], clamped to K), into dst[2g] and dst[2g + 1]: the GEMM loads group g's
+// k tiles from its first k through these, and the copy engine fills zeros past the end instead of
+// reading the next group's k. One warp per map, as the PTX ISA's device-side map update goes: the
+// map copied into shared memory, its K extent replaced there by one lane, then the warp's
+// tensormap.cp_fenceproxy copies it to global memory with a release of the tensormap proxy, which the
+// GEMM's producer acquires (gl_tensormap_acquire) before its first load through it.
+template <int ORD>
+__device__ __forceinline__ void gl_tensormap_set_dim(unsigned smem_map, int extent) {
+    asm volatile("tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], %1, %2;\n"
+                 :: "r"(smem_map), "n"(ORD), "r"(extent) : "memory");
+}
+extern "C" __global__ void __launch_bounds__(64) group_maps(const __grid_constant__ GlTensorMap tmA,
+                                                            const __grid_constant__ GlTensorMap tmB,
+                                                            const int* __restrict__ ends, int G, int K,
+                                                            GlTensorMap* __restrict__ dst) {
+    __shared__ alignas(128) GlTensorMap maps[2];   // each on 128 bytes, as the tensormap instructions take it
+    const int g = (int)blockIdx.x, operand = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
+    if (g >= G) return;
+    const GlTensorMap& src = operand ? tmB : tmA;
+    if (lane < 16) maps[operand].opaque[lane] = src.opaque[lane];
+    __syncwarp();
+    const unsigned smem_map = static_cast<unsigned>(__cvta_generic_to_shared(&maps[operand]));
+    if (lane == 0)   // K, the outer dimension of both (a column-major A, a row-major B); an empty group loads nothing
+        gl_tensormap_set_dim<1>(smem_map, max(min(max(ends[g], 0), K), 1));
+    __syncwarp();
+    asm volatile("tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%0], [%1], 128;\n"
+                 :: "l"(reinterpret_cast<unsigned long long>(dst + 2 * g + operand)), "r"(smem_map) : "memory");
+}
+#endif

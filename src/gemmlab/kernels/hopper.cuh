@@ -71,6 +71,12 @@ __device__ __forceinline__ void gl_tma_load_3d(unsigned dst, const GlTensorMap* 
     asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n"
                  :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
 }
+// A tensor map written in global memory by another kernel (tensormap.replace: rung 26's group_maps),
+// made visible to this thread's TMA before it uses the map
+__device__ __forceinline__ void gl_tensormap_acquire(const GlTensorMap* map) {
+    asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;\n"
+                 :: "l"(reinterpret_cast<unsigned long long>(map)) : "memory");
+}
 __device__ __forceinline__ void gl_tma_prefetch(const GlTensorMap* map) {
     asm volatile("prefetch.tensormap [%0];\n" :: "l"(reinterpret_cast<unsigned long long>(map)) : "memory");
 }
@@ -87,9 +93,13 @@ __device__ __forceinline__ void gl_tma_store_3d(const GlTensorMap* map, int c0, 
     asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];\n"
                  :: "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
 }
-// C's box at (c0, c1) of batch element z: the 2-D store, or the 3-D one of a batched launch
+// C's box at (c0, c1) of batch element z: the 2-D store, or the 3-D one of a batched launch (or of
+// rung 26's groups over K, GL_C_ELEMENTS: each group's own C)
+#ifndef GL_C_ELEMENTS
+#define GL_C_ELEMENTS 0
+#endif
 __device__ __forceinline__ void gl_tma_store_at(const GlTensorMap* map, int c0, int c1, int z, unsigned src) {
-    if constexpr (GL_BATCHED) gl_tma_store_3d(map, c0, c1, z, src);
+    if constexpr (GL_BATCHED || GL_C_ELEMENTS) gl_tma_store_3d(map, c0, c1, z, src);
     else gl_tma_store(map, c0, c1, src);
 }
 __device__ __forceinline__ void gl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }

@@ -138,16 +138,28 @@ __device__ __forceinline__ void produce(const Smem& sm, const Schedule& sched, i
     }
     Ring ring;
     bool odd = false;       // KREV: this unit is in an odd wave (a cluster's 2nd, 4th, ...): k tiles last to first
+    [[maybe_unused]] int acquired = -1;   // groups over K: the group whose maps this thread acquired last
     sched.walk(blockIdx.x / CLUSTER, [&](int u, int k0, int k1) {
         const int2 t = sched.tile(u, rank);
         const int row0 = sched.row_of(t), col0 = t.y * BN;
         const int element = sched.batch_of(u);      // 0 without a batch: opa, opb are op_a, op_b
-        const auto opa = op_a.at(element, sched.stride_a());
-        const auto opb = op_b.at(element, sched.stride_b());
+        auto opa = op_a.at(element, sched.stride_a());
+        auto opb = op_b.at(element, sched.stride_b());
+        int k_origin = 0;   // a group over K (GlGroupedKSchedule): its first k and its own maps
+        if constexpr (Schedule::K_GROUPED) {
+            opa.map = sched.map_a();
+            opb.map = sched.map_b();
+            k_origin = sched.k_base;
+            if (element != acquired) {   // maps written by group_maps: acquired before the first load through them
+                acquired = element;
+                gl_tensormap_acquire(opa.map);
+                gl_tensormap_acquire(opb.map);
+            }
+        }
         const bool back = KREV && odd;
         odd = !odd;
         for (int kt = k0; kt < k1; ++kt) {
-            const int k_at = (back ? sched.ktiles - 1 - kt : kt) * BK, s = ring.s;     // the k tile's first element
+            const int k_at = (back ? sched.ktiles - 1 - kt : kt) * BK + k_origin, s = ring.s;   // the k tile's first element
             const unsigned full = sm.full(s), a_dst = sm.a_base + s * A_STAGE_B, b_dst = sm.b_base + s * B_STAGE_B;
             gl_mbar_wait(sm.empty(s), ring.phase ^ 1u);     // round r - 1 of stage s released (see Ring)
             if (ptid == 0 && TX_BYTES) {

@@ -44,6 +44,7 @@ struct GlTilePerBlock {
     }
     __device__ __forceinline__ int batch_of(int) const { return 0; }
     static constexpr bool GROUPED = false;   // the tile's rows end at M (a grouped schedule's: its group's)
+    static constexpr bool K_GROUPED = false;   // one K for every tile (GlGroupedKSchedule's: its group's)
     // the tile's first row (the includer's BM)
     __device__ __forceinline__ int row_of(int2 t) const { return t.x * BM; }
     __device__ __forceinline__ long long stride_a() const { return 0; }
@@ -139,7 +140,7 @@ struct GlPersistentSchedule {
         if constexpr (Batched) return sc;
         return 0;
     }
-    static constexpr bool GROUPED = false;   // GlTilePerBlock's
+    static constexpr bool GROUPED = false, K_GROUPED = false;   // GlTilePerBlock's
     __device__ __forceinline__ int row_of(int2 t) const { return t.x * TileM; }
     // Unit u's tile for the CTA of cluster rank `rank`: (row tile, column tile) in its batch element.
     // With CLUSTER = 2 and an odd number of row tiles, rank 1's tile of the last unit row lies wholly
@@ -226,6 +227,7 @@ struct GlGroupedSchedule {
     // warp total per warp of the block for fill's scan
     static __host__ __device__ constexpr int table_ints(int groups, int warps) { return 2 * groups + 1 + warps; }
     static constexpr bool GROUPED = true;   // a tile's rows end at its group's end (rows_end)
+    static constexpr bool K_GROUPED = false;
     int tiles_n, ktiles, clusters, total, dp, groups, rows_per;
     long long sb;            // B's group stride, elements
     const int* cum;          // shared: the table
@@ -249,9 +251,9 @@ struct GlGroupedSchedule {
             int units = 0;
             if (g < G) {
                 int lo, hi;
-                if (rows_per > 0) {
+                if (rows_per > 0) {   // counts (no ints at all: every group full, a plain call's one group)
                     lo = g * rows_per;
-                    hi = lo + min(max(src[g], 0), rows_per);
+                    hi = lo + min(max(src ? src[g] : rows_per, 0), rows_per);
                 } else {
                     lo = g ? min(max(src[g - 1], 0), M) : 0;
                     hi = min(max(src[g], 0), M);
@@ -308,6 +310,58 @@ struct GlGroupedSchedule {
     __device__ __forceinline__ int rows_end(int) const { return end; }
     __device__ __forceinline__ int sk_begin(int) const { return 0; }   // no stream-K tail (STREAMK=0)
     // cluster c's units in order, each located before its body runs
+    template <typename F>
+    __device__ __forceinline__ void walk(int c, F&& body) const {
+        for (int u = c; u < total; u += clusters) {
+            locate(u);
+            body(u, 0, ktiles);
+        }
+    }
+};
+
+// ---- groups over K (rung 26, GROUP_K=1: the weight gradient of a grouped product) ---------------------
+// G products of one M x N that share A's rows and B's columns but not K: group g sums k in
+// [end_{g-1}, end_g) of A (M x K) and B (K x N) into its own C (the g-th M x N element of C, a 3-D
+// map). Every group has the same units, so unit u is group u / per; the group's k range is read from
+// the device's ends when the walk reaches it. The operands' maps are the group's own (written by
+// the group_maps kernel before this one: A's and B's K extent cut at the group's end, so the copy
+// engine fills zeros past it and the last k tile reads nothing of the next group), acquired by the
+// producer before its first load through them (ring.cuh). A group of no k tiles stores zeros.
+template <int TileM, int TileN, int TileK, int Cluster, int GroupUnits>
+struct GlGroupedKSchedule {
+    static constexpr bool GROUPED = false, K_GROUPED = true;
+    int units_m, tiles_n, clusters, per, total, dp, K;
+    long long sc;                  // C's group stride, elements
+    const int* ends;               // the groups' cumulative ends over K (device)
+    const GlTensorMap* maps;       // A's and B's map of each group (group_maps)
+    mutable int g = -1, k_base = 0, ktiles = 0;   // the cursor: the group walked now, its first k, its k tiles
+
+    __device__ __forceinline__ GlGroupedKSchedule(int M, int N, int K_total, int G, long long bsc, const int* src,
+                                                  const GlTensorMap* group_maps)
+        : units_m(GL_CEIL_DIV(GL_CEIL_DIV(M, TileM), Cluster)), tiles_n(GL_CEIL_DIV(N, TileN)),
+          clusters((int)gridDim.x / Cluster), per(units_m * tiles_n), total(units_m * tiles_n * G),
+          dp(units_m * tiles_n * G), K(K_total), sc(bsc), ends(src), maps(group_maps) {}
+
+    __device__ __forceinline__ void locate(int u) const {
+        const int g2 = u / per;
+        if (g2 == g) return;
+        g = g2;
+        const int lo = g ? min(max(__ldg(ends + g - 1), 0), K) : 0, hi = min(max(__ldg(ends + g), 0), K);
+        k_base = lo;
+        ktiles = hi > lo ? GL_CEIL_DIV(hi - lo, TileK) : 0;
+    }
+    __device__ __forceinline__ int batch_of(int) const { return g; }
+    __device__ __forceinline__ long long stride_a() const { return 0; }
+    __device__ __forceinline__ long long stride_b() const { return 0; }
+    __device__ __forceinline__ long long stride_c() const { return sc; }
+    __device__ __forceinline__ const GlTensorMap* map_a() const { return maps + 2 * g; }
+    __device__ __forceinline__ const GlTensorMap* map_b() const { return maps + 2 * g + 1; }
+    __device__ __forceinline__ int2 tile(int u, int rank) const {
+        const int2 t = gl_group_raster<int>(u - g * per, tiles_n, units_m, GroupUnits);
+        return make_int2(t.x * Cluster + rank, t.y);
+    }
+    __device__ __forceinline__ int row_of(int2 t) const { return t.x * TileM; }
+    __device__ __forceinline__ int sk_begin(int) const { return 0; }   // no stream-K tail (STREAMK=0)
     template <typename F>
     __device__ __forceinline__ void walk(int c, F&& body) const {
         for (int u = c; u < total; u += clusters) {

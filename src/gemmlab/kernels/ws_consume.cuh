@@ -87,7 +87,9 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
             write_held(held_next);
             write_at = ++held_next < Epilogue::NBOX ? write_at + gap : -1;
         }
-        ml.drain(acc, prev, release);   // the tile's last stage: the producer refills it during the epilogue
+        // the tile's last stage: the producer refills it during the epilogue (a group over K with no k
+        // tiles has none: it stores zeros)
+        if (!Schedule::K_GROUPED || k1 > k0) ml.drain(acc, prev, release);
         if (Epilogue::DEFERRED) {   // what a short piece left of the held tile
             write_rest();
             Epilogue::hold_nothing(held);

@@ -61,7 +61,9 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     const Smem sm{base, base + STAGES * A_STAGE_B, base + PIPE_B, base + PIPE_B + Epilogue::EPI_B};
     const int tid = threadIdx.x, warp = tid / 32;
     const int rank = CLUSTER > 1 ? (int)gl_cluster_rank() : 0;
-#if GL_GROUPED
+#if GL_GROUPED == 2
+    const Schedule sched(M, N, K, gl_groups, gl_bsb, gl_group_src, gl_group_maps);
+#elif GL_GROUPED
     // the group table after the barriers, filled by every thread (its last write is ordered before
     // any read by the barrier below)
     int* const group_table = reinterpret_cast<int*>(smem_raw + (sm.bars + 16u * STAGES - raw));
@@ -87,7 +89,7 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     // they are initialized
     if (CLUSTER > 1) gl_cluster_sync();
     else __syncthreads();
-#if GL_GROUPED
+#if GL_GROUPED == 1
     const Schedule sched(group_table, gl_groups, gl_group_rows, N, K, gl_bsb);
 #endif
 

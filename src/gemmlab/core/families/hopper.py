@@ -199,7 +199,10 @@ GROUP_CAPS = tuple(2 ** i for i in range(13))   # the group table's capacities (
 
 def grouped_table_bytes(cfg) -> int:
     """26_wgmma_grouped.cu's group table (schedule.cuh, GlGroupedSchedule::table_ints): the units
-    before each of GROUP_CAP groups and one more, each group's end, a warp total per warp."""
+    before each of GROUP_CAP groups and one more, each group's end, a warp total per warp; none for
+    groups over K (GROUP_K=1: every group has the same units)."""
+    if cfg.get("GROUP_K"):
+        return 0
     return 4 * (2 * cfg["GROUP_CAP"] + 1 + wgmma_threads(cfg) // 32)
 
 
@@ -213,6 +216,7 @@ def grouped_constraints(cfg, planes: int = 1) -> list[str]:
     """Rung 21's structure and switches (with this rung's shared memory: the table costs a stage
     where many groups meet a deep ring) and a table capacity, GROUP_CAP, a power of two up to 4096."""
     out = [m for m in ws_constraints(cfg) if "shared memory" not in m]
+    out += switch_reasons(cfg, GROUP_K=("groups of rows (the experts' tokens)", "groups over K (the weight gradient)"))
     if cfg["GROUP_CAP"] not in GROUP_CAPS:
         out.append(f"GROUP_CAP={cfg['GROUP_CAP']} must be a power of two from 1 to {GROUP_CAPS[-1]} (the groups the "
                    f"shared table holds)")
@@ -288,6 +292,23 @@ def grouped_config(rows: int, N: int, K: int, groups: int, sm_count: int) -> tup
     return cfg, (f"{groups} groups over {rows} rows, about {row_tiles} row tiles on {sm_count} SMs: {why}"
                  + (", stores deferred" if cfg["DEFER"] else "")
                  + f", {cfg['STAGES']} stages beside a table of {cfg['GROUP_CAP']} groups")
+
+
+def grouped_k_config(M: int, N: int, K: int, groups: int, sm_count: int) -> tuple[dict, str]:
+    """Rung 26's configuration for ``groups`` groups over K (GROUP_K=1: the weight gradient, each
+    group all of M x N over its share of K): rung 21's 128x256 tile, or 128x128 where N is at most
+    128 or where the 128x256 units would make fewer than ``GROUPED_MIN_WAVES`` waves, its stores
+    deferred where a group's share of K is long enough to hide them."""
+    units = groups * -(-M // 128) * -(-N // 256)
+    waves = units / max(sm_count, 1)
+    if N <= 128 or waves < GROUPED_MIN_WAVES:
+        cfg, why = {"BN": 128, "STAGES": 6, "DEFER": 0}, f"{waves:.1f} waves of 128x256 units: 128x128 tiles"
+    else:
+        cfg, why = ({"BN": 256, "STAGES": 4, "DEFER": int(K // max(groups, 1) >= BATCHED_DEFER_K)},
+                    f"{waves:.1f} waves of 128x256 units")
+    cfg = {"BM": 128, "WM": 64, "BK": 64, "CLUSTER": 1, **cfg, "GROUP_CAP": 1, "GROUP_K": 1}
+    return cfg, (f"{groups} groups over K={K} of {M}x{N} on {sm_count} SMs: {why}"
+                 + (", stores deferred" if cfg["DEFER"] else ""))
 
 
 # ---- the entries (core/registry.py lists every family's in ladder order) --------------------
@@ -418,7 +439,7 @@ RUNGS: tuple[Rung, ...] = (
         # whose units are as short as a group's: docs/journal/batched.md); GROUP_CAP: the plan's, from
         # the call's group count (core/grouped.py)
         params={"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 1, "EPI_TMA": 1, "GROUP": 16,
-                "DEFER": 1, "GROUP_CAP": 1},
+                "DEFER": 1, "GROUP_CAP": 1, "GROUP_K": 0},
         presets={"128x256": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 1, "DEFER": 1},
                  "128x256_cluster": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 2, "DEFER": 1},
                  "128x128": {"BM": 128, "BN": 128, "BK": 64, "WM": 64, "STAGES": 6, "CLUSTER": 1, "DEFER": 0},
