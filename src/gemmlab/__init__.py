@@ -10,6 +10,7 @@ cuBLAS, timed honestly, and explained.
 >>> gemmlab.autotune(True)         # auto measures a few candidates at each new shape's first call
 >>> a8, sa = gemmlab.quantize_fp8(x, "row")        # FP8 codes and scales (x ~= a8 * sa)
 >>> y = gemmlab.scaled_mm(a8, w8.t(), sa, sw.t())  # torch._scaled_mm's call, on rung 25 (sm_90a)
+>>> y = gemmlab.grouped_mm(x, w.transpose(-2, -1), offs)  # the experts of an MoE layer, one launch (rung 26)
 
 ``gemmlab.torch.matmul(a, b)`` is the PyTorch operator ``gemmlab::matmul`` (autograd and
 ``torch.compile``); it is imported on first use, so ``import gemmlab`` does not import PyTorch.

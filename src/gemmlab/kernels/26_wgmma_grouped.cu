@@ -33,6 +33,12 @@
 //   the tensor cores multiply rows that are thrown away. There the weights' bytes, read once per
 //   row tile, bound the time (core/families/hopper.py, grouped_config, chooses the tile from the
 //   rows and groups; docs/usage.md "Grouped GEMM").
+// * Groups over K (GROUP_K=1, the weight gradient: schedule.cuh's GlGroupedKSchedule): G products
+//   of one M x N, group g summing its own tokens' k into its own C (a 3-D map). A group's last k tile
+//   must not read the next group's: the group_maps kernel at the end of this file, launched first,
+//   writes each group's maps of A and B with K cut at the group's end, and the copy engine fills
+//   zeros past it. K is both operands' outer dimension (x^T and dY as a backward has them): a TMA
+//   box starts 16-byte aligned along the contiguous dimension, which a group's first k need not be.
 // Plain epilogue only (alpha, beta 0, the output type): a per-group bias would need the group in the
 // epilogue functor's indexing. No stream-K tail: a group's units are whole.
 #ifndef GROUP_K

@@ -274,6 +274,31 @@ def fp8_markdown(root: Path, path: str) -> str:
             f"tl.dot sums as use_fast_accum does: compared with gemmlab's fast accumulation).")
 
 
+def moe_markdown(root: Path, path: str) -> str:
+    """``bench --suite moe``'s result (bench/moe.py): per layer, gemmlab.grouped_mm's TFLOP/s, its
+    ratios to torch._grouped_mm, the matmul loop and Triton, its share of the memory bound and the
+    masked form's time against the contiguous one's."""
+    doc, e = _load(root, path)
+    rows = ["| experts x tokens x N x K | tokens per expert | gemmlab TFLOP/s | vs torch._grouped_mm | vs matmul loop | "
+            "vs Triton | of the memory bound | torch._grouped_mm's | masked / contiguous |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in doc["results"]:
+        shape = f"{r['G']}x{r['T']}x{r['N']}x{r['K']}"
+        if not r.get("verified"):
+            rows.append(f"| {shape} | | failed verification | | | | | | |")
+            continue
+        mb = r["of_memory_bound"]
+        torch_mb = f"{100 * mb['torch._grouped_mm']:.0f}%" if "torch._grouped_mm" in mb else "-"
+        rows.append(f"| {shape} | {r['min_count']}-{r['max_count']} | {r['tflops']['gemmlab']:.0f} | "
+                    f"{_x(r.get('vs_grouped_mm'))} | {_x(r['vs_loop'])} | {_x(r.get('vs_triton'))} | "
+                    f"{100 * mb['gemmlab']:.0f}% | {torch_mb} | {r['masked_vs_contiguous']:.2f} |")
+    copy = doc["settings"].get("copy_bandwidth") or {}
+    bw = f"{copy['dram_bw_Bps'] / 1e12:.2f} TB/s" if copy.get("dram_bw_Bps") else "the measured copy bandwidth"
+    return ("\n".join(rows) + f"\n\nFrom {_name(e)} ({_gpu(e)}, {e['date'][:10]}, commit {_commit(e)}): "
+            f"{doc['settings']['dtype']}, weights K-major, tokens routed unevenly; the peers timed in the same run; the "
+            f"memory bound reads every weight and activation once and writes the output once at {bw}.")
+
+
 def strategies_markdown(root: Path, path: str) -> str:
     """benchmarks/tune_strategies.py's result: evaluations each strategy took to reach 98% of the
     exhaustive best (median over the seeds, and how many seeds got there), batch 1."""

@@ -274,7 +274,7 @@ def grouped_config(rows: int, N: int, K: int, groups: int, sm_count: int) -> tup
     ``GROUPED_MIN_WAVES`` waves (a partial last wave is then a large share of the time, and half-size
     units shorten it); 128x64 where N is at most 64. The host does not know the group sizes: a group
     is taken to end in half a row tile on average, and each to take at least one
-    (benchmarks/results/h200_moe_tiles.json: the tiles at the moe suite's shapes and others). The
+    (benchmarks/results/h200_moe_tiles.json.gz: the tiles at the moe suite's shapes and others). The
     stages are those that leave room for the group table (GROUP_CAP, the least power of two that
     holds the groups)."""
     row_tiles = max(-(-rows // 128) + groups // 2, min(groups, rows))
