@@ -34,6 +34,19 @@ class FakeDeviceArray:
                                self.device, cai["data"][0])
 
 
+def device_fakes(monkeypatch, default_typestr: str):
+    """A maker of stand-in device arrays of ``default_typestr`` (FakeDeviceArray) whose pointers
+    gemmlab places on the device they name (the fixture of the modules that build their own)."""
+    registry = {}
+    monkeypatch.setattr(problem, "_device_of_pointer", lambda ptr: registry.get(ptr, 0))
+
+    def make(*shape, typestr=default_typestr, device=0, strides=None):
+        x = FakeDeviceArray(shape, typestr=typestr, device=device, strides=strides)
+        registry[x.__cuda_array_interface__["data"][0]] = device
+        return x
+    return make
+
+
 @pytest.fixture(autouse=True)
 def fake_devices(monkeypatch):
     registry = {}

@@ -24,19 +24,12 @@ from gemmlab.core.params import Params
 from gemmlab.core.registry import get
 from gemmlab.core.variant import Variant
 
-from test_bad_input import FakeDeviceArray
+from test_bad_input import device_fakes
 
 
 @pytest.fixture()
 def fakes(monkeypatch):
-    registry = {}
-    monkeypatch.setattr(problem, "_device_of_pointer", lambda ptr: registry.get(ptr, 0))
-
-    def make(*shape, typestr="|u1", device=0, strides=None):
-        x = FakeDeviceArray(shape, typestr=typestr, device=device, strides=strides)
-        registry[x.__cuda_array_interface__["data"][0]] = device
-        return x
-    return make
+    return device_fakes(monkeypatch, "|u1")
 
 
 def _call(fakes, M=8, N=16, K=32, sa=(1,), sb=(1,), **kw):

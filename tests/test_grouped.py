@@ -19,7 +19,7 @@ import random
 import pytest
 
 import gemmlab
-from gemmlab.core import grouped, problem
+from gemmlab.core import grouped
 from gemmlab.core.families.hopper import GROUP_CAPS, grouped_config, grouped_smem
 from gemmlab.core.groups import Groups
 from gemmlab.core.params import Params
@@ -27,19 +27,12 @@ from gemmlab.core.problem import KernelProblem
 from gemmlab.core.registry import MAX_SMEM_PER_BLOCK, get
 from gemmlab.core.variant import Variant
 
-from test_bad_input import FakeDeviceArray
+from test_bad_input import device_fakes
 
 
 @pytest.fixture()
 def fakes(monkeypatch):
-    registry = {}
-    monkeypatch.setattr(problem, "_device_of_pointer", lambda ptr: registry.get(ptr, 0))
-
-    def make(*shape, typestr="<f2", device=0, strides=None):
-        x = FakeDeviceArray(shape, typestr=typestr, device=device, strides=strides)
-        registry[x.__cuda_array_interface__["data"][0]] = device
-        return x
-    return make
+    return device_fakes(monkeypatch, "<f2")
 
 
 # ---- the contract, checked before the GPU is touched ------------------------------------------------

@@ -202,6 +202,15 @@ def _out(out, lib, dtype, device, shape, a_facts):
     return out, fo
 
 
+def _prepared(name: str, ints, G: int, fa, out, out_name: str, shape: tuple, checker, check: bool):
+    """A call's group ints on the device (their pointer), its out (a new one where none is given)
+    and out's facts, the ints checked by ``checker`` where ``check`` says (``_checked``)."""
+    arr, ptr, values = _device_ints(name, ints, G, fa.lib, fa.device)
+    out, fo = _out(out, fa.lib, out_name, fa.device, shape, fa)
+    _checked(name, arr, values, fa.lib, fa.device, check, checker)
+    return ptr, out, fo or array_facts("out", out)
+
+
 def _plan(key, problem, groups: Groups, rows: int, kernel: str, config) -> Plan:
     with _lock:
         plan = _PLANS.get(key)
@@ -278,26 +287,29 @@ def _tokens_by_group(a, b, offs, fa, fb, out_name, out, kernel, config, check):
         raise ValueError(f"shape mismatch: a is {fa.shape} and b is {fb.shape}; a.shape[1] must equal b.shape[1]")
     if G == 0:
         raise ValueError("b has no groups")
-    arr, ptr, values = _device_ints("offs", offs, G, fa.lib, fa.device)
-    out, fo = _out(out, fa.lib, out_name, fa.device, (T, N), fa)
-    fo = fo or array_facts("out", out)
-    _checked("offs", arr, values, fa.lib, fa.device, check, lambda v: _check_offsets(v, T))
+    ptr, out, fo = _prepared("offs", offs, G, fa, out, out_name, (T, N), lambda v: _check_offsets(v, T), check)
     if T == 0 or N == 0:
         return out
     if K == 0:
         _zero(out, fa.lib)
         return out
-    itemsize = get_dtype(fa.dtype).itemsize
-    b_stride = _weights(fb, G, K, N, itemsize)
-    key = (fa.shape, fa.strides, fb.shape, fb.strides, fo.strides, fa.dtype, out_name, fa.device, fa.lib,
+    _launch_rows(fa, fb, fo, T, fa.strides, fo.strides, 0, ptr, out_name, kernel, config)
+    return out
+
+
+def _launch_rows(fa, fb, fo, rows, a_strides, out_strides, rows_per, ptr, out_name, kernel, config) -> None:
+    """Groups of rows (2-D x 3-D, or the masked form with ``rows_per`` rows per group) in one launch
+    of rung 26, through a plan kept per call signature; ``ptr`` the group ints on the device."""
+    G, K, N = fb.shape
+    b_stride = _weights(fb, G, K, N, get_dtype(fa.dtype).itemsize)
+    key = (rows_per, fa.shape, fa.strides, fb.shape, fb.strides, fo.strides, fa.dtype, out_name, fa.device, fa.lib,
            not fa.ptr & 15, not fb.ptr & 15, not fo.ptr & 15, kernel, repr(config))
     plan = _PLANS.get(key)
     if plan is None:
-        problem = _rows_problem(fa, (T, K), fa.strides, fb, K, N, fo.ptr, (T, N), fo.strides, out_name, b_stride)
-        plan = _plan(key, problem, Groups(G, b_stride, 0), T, kernel, config)
+        problem = _rows_problem(fa, (rows, K), a_strides, fb, K, N, fo.ptr, (rows, N), out_strides, out_name, b_stride)
+        plan = _plan(key, problem, Groups(G, b_stride, rows_per), rows, kernel, config)
     _no_overlap(fa, fb, fo)
     plan.launch_groups(ptr, fa.ptr, fb.ptr, fo.ptr)
-    return out
 
 
 def grouped_mm_masked(a, b, counts, *, out_dtype=None, out=None, kernel: str = "auto", config=None,
@@ -315,30 +327,17 @@ def grouped_mm_masked(a, b, counts, *, out_dtype=None, out=None, kernel: str = "
         raise ValueError(f"shape mismatch: a is {fa.shape} and b is {fb.shape}")
     if G == 0:
         raise ValueError("a and b have no groups")
-    arr, ptr, values = _device_ints("counts", counts, G, fa.lib, fa.device)
-    out, fo = _out(out, fa.lib, out_name, fa.device, (G, R, N), fa)
-    fo = fo or array_facts("out", out)
-    _checked("counts", arr, values, fa.lib, fa.device, check, lambda v: _check_counts(v, R))
+    ptr, out, fo = _prepared("counts", counts, G, fa, out, out_name, (G, R, N), lambda v: _check_counts(v, R), check)
     if R == 0 or N == 0:
         return out
     if K == 0:
         _zero(out, fa.lib)
         return out
-    for name, f, inner in (("a", fa, K), ("out", fo, N)):
-        if G > 1 and R > 0 and f.strides[0] != R * f.strides[1]:
+    for name, f in (("a", fa), ("out", fo)):
+        if G > 1 and f.strides[0] != R * f.strides[1]:
             raise ValueError(f"{name} has strides {f.strides}: its groups must follow one another (group stride = "
                              f"{R} rows x the row stride); pass a contiguous array")
-    itemsize = get_dtype(fa.dtype).itemsize
-    b_stride = _weights(fb, G, K, N, itemsize)
-    key = ("masked", fa.shape, fa.strides, fb.shape, fb.strides, fo.strides, fa.dtype, out_name, fa.device, fa.lib,
-           not fa.ptr & 15, not fb.ptr & 15, not fo.ptr & 15, kernel, repr(config))
-    plan = _PLANS.get(key)
-    if plan is None:
-        problem = _rows_problem(fa, (G * R, K), fa.strides[1:], fb, K, N, fo.ptr, (G * R, N), fo.strides[1:],
-                                out_name, b_stride)
-        plan = _plan(key, problem, Groups(G, b_stride, R), G * R, kernel, config)
-    _no_overlap(fa, fb, fo)
-    plan.launch_groups(ptr, fa.ptr, fb.ptr, fo.ptr)
+    _launch_rows(fa, fb, fo, G * R, fa.strides[1:], fo.strides[1:], R, ptr, out_name, kernel, config)
     return out
 
 
@@ -353,10 +352,7 @@ def _weight_gradient(a, b, offs, fa, fb, out_name, out, kernel, config, check):
     G = len(values) if values is not None else _int_facts("offs", offs).shape[0]
     if G == 0:
         raise ValueError("offs has no groups")
-    arr, ptr, values = _device_ints("offs", offs, G, fa.lib, fa.device)
-    out, fo = _out(out, fa.lib, out_name, fa.device, (G, M, N), fa)
-    fo = fo or array_facts("out", out)
-    _checked("offs", arr, values, fa.lib, fa.device, check, lambda v: _check_offsets(v, T))
+    ptr, out, fo = _prepared("offs", offs, G, fa, out, out_name, (G, M, N), lambda v: _check_offsets(v, T), check)
     if M == 0 or N == 0:
         return out
     if T == 0:
