@@ -358,16 +358,22 @@ class Plan:
 
     def launch_groups(self, src_ptr: int, a_ptr: int, b_ptr: int, c_ptr: int, stream: int | None = None) -> None:
         """A grouped plan's launch (alpha 1, beta 0) on the groups' device ints at ``src_ptr``
-        (cumulative ends, or counts; 0: every group full) and these operands. Over K, first the
-        group_maps kernel writes each group's maps of A and B into a workspace of the call's
-        (core/workspace.py: stream-ordered, a graph's own allocation when captured)."""
+        (cumulative ends, or counts; 0: every group full) and these operands. Over K, and for the
+        masked form's counts with a row-major A, first the group_maps kernel writes each group's
+        maps (over K: of A and B, K cut at the group's end; masked: of A, its rows cut at the count)
+        into a workspace of the call's (core/workspace.py: stream-ordered, a graph's own allocation
+        when captured)."""
+        g = self.groups
+        # the masked form's own maps of a row-major A (rows cut at each group's count) where the call
+        # passes counts; over K always
+        masked_maps = bool(g.rows_per and src_ptr and not self.kp.a_col and self.variant.vec_a)
         with self._lock:
-            if not self.groups.over_k:
+            if not (g.over_k or masked_maps):
                 self._params.group_src(src_ptr)
                 self.launch(a_ptr, b_ptr, c_ptr, 1.0, 0.0, stream)
                 return
             stream = self._stream_of(self.ordinal) if stream is None else stream
-            ws = workspace.acquire(self.ordinal, stream, 2 * tensormaps.MAP_BYTES * self.groups.count)
+            ws = workspace.acquire(self.ordinal, stream, (2 if g.over_k else 1) * tensormaps.MAP_BYTES * g.count)
             try:
                 if (a_ptr, b_ptr, c_ptr) != self._mapped:
                     self._remap(a_ptr, b_ptr, c_ptr)
@@ -378,8 +384,9 @@ class Plan:
                 workspace.release(self.ordinal, stream, ws)
 
     def _launch_group_maps(self, src_ptr: int, dst: int, stream: int) -> None:
-        """kernels/26_wgmma_grouped.cu's group_maps (tmA tmB ends G K dst) on ``stream``: A's and B's
-        maps as the parameter block holds them, a block of two warps per group."""
+        """kernels/26_wgmma_grouped.cu's group_maps (tmA tmB ints G n dst) on ``stream``: A's and B's
+        maps as the parameter block holds them, a block of two warps per group (n: K over K, the rows
+        per group for the masked form)."""
         if self._group_maps is None:
             fn = load_compiled(self.compiled, self.ordinal, self.variant.describe(), "group_maps")
             buf = ctypes.create_string_buffer(288)
@@ -388,7 +395,8 @@ class Plan:
             self._group_maps = (fn, buf, args)
         fn, buf, args = self._group_maps
         buf[0:256] = self._params.buffer[128:384]
-        struct.pack_into("<QiiQ", buf, 256, src_ptr, self.groups.count, self.kp.K, dst)
+        n = self.kp.K if self.groups.over_k else self.groups.rows_per
+        struct.pack_into("<QiiQ", buf, 256, src_ptr, self.groups.count, n, dst)
         self._launch(stream, (fn, self.groups.count, 1, 1, 64, 1, 1, 0), ctypes.addressof(args))   # a warp per map
 
     def _remap(self, a_ptr: int, b_ptr: int, c_ptr: int) -> None:

@@ -138,7 +138,7 @@ __device__ __forceinline__ void produce(const Smem& sm, const Schedule& sched, i
     }
     Ring ring;
     bool odd = false;       // KREV: this unit is in an odd wave (a cluster's 2nd, 4th, ...): k tiles last to first
-    [[maybe_unused]] int acquired = -1;   // groups over K: the group whose maps this thread acquired last
+    [[maybe_unused]] int acquired = -1;   // grouped: the group whose own maps this thread acquired last
     sched.walk(blockIdx.x / CLUSTER, [&](int u, int k0, int k1) {
         const int2 t = sched.tile(u, rank);
         const int row0 = sched.row_of(t), col0 = t.y * BN;
@@ -146,6 +146,15 @@ __device__ __forceinline__ void produce(const Smem& sm, const Schedule& sched, i
         auto opa = op_a.at(element, sched.stride_a());
         auto opb = op_b.at(element, sched.stride_b());
         int k_origin = 0;   // a group over K (GlGroupedKSchedule): its first k and its own maps
+        if constexpr (Schedule::GROUPED) {   // the masked form's own map of A for the group, where there is one
+            if (const GlTensorMap* m = sched.map_a()) {
+                opa.map = m;
+                if (element != acquired) {
+                    acquired = element;
+                    gl_tensormap_acquire(m);
+                }
+            }
+        }
         if constexpr (Schedule::K_GROUPED) {
             opa.map = sched.map_a();
             opb.map = sched.map_b();

@@ -90,7 +90,7 @@ gemm(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb,
     if (CLUSTER > 1) gl_cluster_sync();
     else __syncthreads();
 #if GL_GROUPED == 1
-    const Schedule sched(group_table, gl_groups, gl_group_rows, N, K, gl_bsb);
+    const Schedule sched(group_table, gl_groups, gl_group_rows, N, K, gl_bsb, gl_group_maps);
 #endif
 
     // One if/else on the warpgroup's role, a setmaxnreg at the top of each branch.
