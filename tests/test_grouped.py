@@ -242,6 +242,16 @@ def test_tokens_by_group_match_per_group_float64_products(dtype):
 
 
 @pytest.mark.gpu
+def test_column_major_tokens_are_read_as_row_major_ones():
+    torch = _torch()
+    T, N, K, G = 300, 136, 264, 5
+    a = torch.randn(K, T, device="cuda", dtype=torch.bfloat16).t()     # (T, K), rows contiguous along T
+    b = torch.randn(G, K, N, device="cuda", dtype=torch.bfloat16)
+    offs = _split(T, G, random.Random(6))
+    assert _rel(gemmlab.grouped_mm(a, b, offs), _reference_rows(a, b, offs)) < 1e-2
+
+
+@pytest.mark.gpu
 def test_every_row_of_every_group_is_written_and_no_other_memory():
     torch = _torch()
     T, N, K, G = 515, 136, 200, 9

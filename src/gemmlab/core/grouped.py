@@ -21,8 +21,11 @@ mixture-of-experts layer, with ``torch.nn.functional.grouped_mm``'s semantics.
   holds what the allocator gave there). One launch of rung 26, the counts read on the device.
 
 Any group sizes and any alignment: a tile that reaches past its group's end is stored by rows and
-bounded there; operands TMA cannot describe are copied by the kernel's producer threads. Inputs are
-fp16 or bf16 (CuPy or PyTorch); out_dtype fp32, fp16 or bf16.
+bounded there; operands TMA cannot describe are copied by the kernel's producer threads. A group's
+tiles start at any row (over K: at any k), and a TMA box must start 16-byte aligned along the
+contiguous dimension: tokens whose rows are not K-contiguous (over K: operands whose K is
+contiguous) are copied first, a read and a write of them. Inputs are fp16 or bf16 (CuPy or
+PyTorch); out_dtype fp32, fp16 or bf16.
 
 The offsets (or counts) are checked (``check=True``): non-decreasing, within the rows, the last
 equal to T; counts within 0..M_max. Offsets given on the host (a list, a NumPy array, a CPU tensor)
@@ -293,8 +296,19 @@ def _tokens_by_group(a, b, offs, fa, fb, out_name, out, kernel, config, check):
     if K == 0:
         _zero(out, fa.lib)
         return out
+    a, fa = _k_contiguous(a, fa)
     _launch_rows(fa, fb, fo, T, fa.strides, fo.strides, 0, ptr, out_name, kernel, config)
     return out
+
+
+def _k_contiguous(a, fa: ArrayFacts):
+    """The tokens ``a`` with K contiguous: as they are, or a row-major copy (one read and one write of
+    them). A group's tiles start at its first row, any row, and a TMA box must start 16-byte
+    aligned along the contiguous dimension: rows must not be it."""
+    if fa.strides[-1] == 1 or fa.shape[-1] == 1 or fa.shape[-2] <= 1:
+        return a, fa
+    copy = a.contiguous() if fa.lib == "torch" else require("cupy").ascontiguousarray(a)
+    return copy, array_facts("a", copy)
 
 
 def _launch_rows(fa, fb, fo, rows, a_strides, out_strides, rows_per, ptr, out_name, kernel, config) -> None:
@@ -333,6 +347,7 @@ def grouped_mm_masked(a, b, counts, *, out_dtype=None, out=None, kernel: str = "
     if K == 0:
         _zero(out, fa.lib)
         return out
+    a, fa = _k_contiguous(a, fa)
     for name, f in (("a", fa), ("out", fo)):
         if G > 1 and f.strides[0] != R * f.strides[1]:
             raise ValueError(f"{name} has strides {f.strides}: its groups must follow one another (group stride = "

@@ -27,7 +27,10 @@
 //   copy engine clips only at C's last row). Hence no alignment of the group sizes is needed, and
 //   with sizes that are multiples of BM every tile is stored by TMA. An operand TMA cannot describe
 //   (a leading dimension or a group stride that is not whole 16-byte vectors) is copied by the
-//   producer warpgroup's threads, as in rung 21 (the group's weights at their own pointer).
+//   producer warpgroup's threads, as in rung 21 (the group's weights at their own pointer). The
+//   masked form with a row-major A loads a group's tiles through the group's own map of A, its rows
+//   cut at the group's count (group_maps, at the end of this file): the padding past the count is
+//   filled with zeros by the copy engine instead of read from DRAM.
 // * The cost of a group boundary is the part-filled tile: a group of r rows takes ceil(r / BM)
 //   row tiles, so many small groups (a token count near the number of experts x BM or below) make
 //   the tensor cores multiply rows that are thrown away. There the weights' bytes, read once per
