@@ -283,17 +283,21 @@ def test_torch_compile_traces_the_fused_operator_without_graph_breaks():
 
 # ---- a static guard: every entry point takes the epilogue's argument --------------------------------
 def _entry_parameter_lists(text: str) -> list[str]:
-    """The parameter list of each extern "C" __global__ function in a CUDA source."""
+    """The parameter list of each extern "C" __global__ function in a CUDA source that writes C: all
+    but rung 26's group_maps (core/groups.py, MAPS_KERNEL), which writes the groups' tensor maps."""
     import re
 
+    from gemmlab.core.groups import MAPS_KERNEL
+
     lists = []
-    entry = r'extern "C" __global__.*?\b(?!__launch_bounds__|__cluster_dims__)[A-Za-z_]\w*\s*\('
+    entry = r'extern "C" __global__.*?\b(?!__launch_bounds__|__cluster_dims__)([A-Za-z_]\w*)\s*\('
     for m in re.finditer(entry, text, re.S):
         depth, i = 1, m.end()
         while depth:
             depth += {"(": 1, ")": -1}.get(text[i], 0)
             i += 1
-        lists.append(text[m.end():i - 1])
+        if m.group(1) != MAPS_KERNEL:
+            lists.append(text[m.end():i - 1])
     return lists
 
 

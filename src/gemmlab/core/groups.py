@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from .families.hopper import GROUP_CAPS
 
 VECTOR_BYTES = 16
+# rung 26's second entry point (kernels/26_wgmma_grouped.cu): it writes the groups' tensor maps
+# before the GEMM of a call over K or of the masked form, and no C
+MAPS_KERNEL = "group_maps"
 
 
 def _cdiv(a: int, b: int) -> int:

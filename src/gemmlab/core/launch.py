@@ -20,7 +20,7 @@ from . import launch_modes, packing, tensormaps, textures, workspace
 from .driver import check, context, cuda, device_info
 from .dtypes import get as get_dtype
 from .epilogue import PLAIN, Epilogue
-from .groups import Groups
+from .groups import MAPS_KERNEL, Groups
 from .launch_modes import CHECKED
 from .loading import (CAI_LEGACY, compile_for_launch, current_stream, load_compiled,  # noqa: F401 (re-exported)
                       load_function, stream_capturing, stream_reader)
@@ -177,6 +177,9 @@ class Plan:
         if not epilogue.plain or epilogue.out or kp.batch > 1:
             res = self._fused_fallback(res, rung, kp, config, precision, info, vec_a, vec_b, capturing)
         if self.groups is not None:
+            if self.groups.units_bound(res.kp.M, res.kp.N, res.variant.cfg) >= 2 ** 31:
+                raise ValueError(f"{self.groups.count} groups of {res.kp.M}x{res.kp.N} make 2^31 units of work or more; "
+                                 f"the kernel's schedule counts them in 32 bits")
             grid = self.groups.grid(res.kp.M, res.kp.N, res.variant.cfg, info.sm_count)
             res = replace(res, geometry=replace(res.geometry, grid=(grid, 1, 1)))
         return res
@@ -388,7 +391,7 @@ class Plan:
         maps as the parameter block holds them, a block of two warps per group (n: K over K, the rows
         per group for the masked form)."""
         if self._group_maps is None:
-            fn = load_compiled(self.compiled, self.ordinal, self.variant.describe(), "group_maps")
+            fn = load_compiled(self.compiled, self.ordinal, self.variant.describe(), MAPS_KERNEL)
             buf = ctypes.create_string_buffer(288)
             base = ctypes.addressof(buf)
             args = (ctypes.c_void_p * 6)(*[base + off for off in (0, 128, 256, 264, 268, 272)])
