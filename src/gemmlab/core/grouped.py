@@ -49,6 +49,7 @@ from .groups import Groups
 from .launch import Plan, current_stream, stream_capturing
 from .problem import ArrayFacts, array_facts, check_output_dtype, info_2d, problem_of
 from .registry import get as get_rung
+from .rules import Choice
 
 RUNG = "wgmma_grouped"
 PLAN_CACHE = 64   # plans kept per process (each holds pointers and shapes, never arrays)
@@ -214,7 +215,9 @@ def _prepared(name: str, ints, G: int, fa, out, out_name: str, shape: tuple, che
     return ptr, out, fo or array_facts("out", out)
 
 
-def _plan(key, problem, groups: Groups, rows: int, kernel: str, config) -> Plan:
+def _plan(key, problem, groups: Groups, rows: int, kernel: str, config, why: str = "") -> Plan:
+    """The plan of a call signature ``key`` (kept, the most recent ``PLAN_CACHE``), made with
+    ``config`` or the groups of rows' rule (``grouped_config``); its repr says which and why."""
     with _lock:
         plan = _PLANS.get(key)
         if plan is not None:
@@ -224,9 +227,10 @@ def _plan(key, problem, groups: Groups, rows: int, kernel: str, config) -> Plan:
     if not rung.grouped:
         raise ValueError(f"kernel {kernel!r} computes one product; grouped_mm runs on {RUNG!r} (or 'auto')")
     info = device_info(problem.c.device)
+    source = "named" if config is not None and not why else "rule"
     if config is None:
-        config, _ = grouped_config(rows, problem.N, problem.K, groups.count, info.sm_count)
-    plan = Plan(problem, rung, config, groups=groups)
+        config, why = grouped_config(rows, problem.N, problem.K, groups.count, info.sm_count)
+    plan = Plan(problem, rung, config, groups=groups, choice=Choice(rung, config, source, why or "config given"))
     with _lock:
         _PLANS[key] = plan
         while len(_PLANS) > PLAN_CACHE:
@@ -386,9 +390,10 @@ def _weight_gradient(a, b, offs, fa, fb, out_name, out, kernel, config, check):
             raise ValueError("out must be row-major in each group (the kernel stores rows)")
         problem = replace(problem_of(ai, bi, ci), batch_strides=(0, 0, fo.strides[0]))
         groups = Groups(G, max(fo.strides[0], 1), 0, over_k=True)
+        why = ""
         if config is None:
-            config, _ = grouped_k_config(M, N, T, G, device_info(fa.device).sm_count)
-        plan = _plan(key, problem, groups, M, kernel, config)
+            config, why = grouped_k_config(M, N, T, G, device_info(fa.device).sm_count)
+        plan = _plan(key, problem, groups, M, kernel, config, why)
     _no_overlap(fa, fb, fo)
     plan.launch_groups(ptr, fa.ptr, fb.ptr, fo.ptr)
     return out
