@@ -207,12 +207,14 @@ def _out(out, lib, dtype, device, shape, a_facts):
 
 
 def _prepared(name: str, ints, G: int, fa, out, out_name: str, shape: tuple, checker, check: bool):
-    """A call's group ints on the device (their pointer), its out (a new one where none is given)
-    and out's facts, the ints checked by ``checker`` where ``check`` says (``_checked``)."""
+    """A call's group ints on the device (the array, which the caller holds until its launch is
+    enqueued: host ints uploaded are a new array that nothing else keeps, and an allocation before
+    the launch could reuse its memory; and its pointer), its out (a new one where none is given) and
+    out's facts, the ints checked by ``checker`` where ``check`` says (``_checked``)."""
     arr, ptr, values = _device_ints(name, ints, G, fa.lib, fa.device)
     out, fo = _out(out, fa.lib, out_name, fa.device, shape, fa)
     _checked(name, arr, values, fa.lib, fa.device, check, checker)
-    return ptr, out, fo or array_facts("out", out)
+    return (arr, ptr), out, fo or array_facts("out", out)
 
 
 def _plan(key, problem, groups: Groups, rows: int, kernel: str, config, why: str = "") -> Plan:
@@ -294,14 +296,14 @@ def _tokens_by_group(a, b, offs, fa, fb, out_name, out, kernel, config, check):
         raise ValueError(f"shape mismatch: a is {fa.shape} and b is {fb.shape}; a.shape[1] must equal b.shape[1]")
     if G == 0:
         raise ValueError("b has no groups")
-    ptr, out, fo = _prepared("offs", offs, G, fa, out, out_name, (T, N), lambda v: _check_offsets(v, T), check)
+    ints, out, fo = _prepared("offs", offs, G, fa, out, out_name, (T, N), lambda v: _check_offsets(v, T), check)
     if T == 0 or N == 0:
         return out
     if K == 0:
         _zero(out, fa.lib)
         return out
     a, fa = _k_contiguous(a, fa)
-    _launch_rows(fa, fb, fo, T, fa.strides, fo.strides, 0, ptr, out_name, kernel, config)
+    _launch_rows(fa, fb, fo, T, fa.strides, fo.strides, 0, ints, out_name, kernel, config)
     return out
 
 
@@ -315,9 +317,10 @@ def _k_contiguous(a, fa: ArrayFacts):
     return copy, array_facts("a", copy)
 
 
-def _launch_rows(fa, fb, fo, rows, a_strides, out_strides, rows_per, ptr, out_name, kernel, config) -> None:
+def _launch_rows(fa, fb, fo, rows, a_strides, out_strides, rows_per, ints, out_name, kernel, config) -> None:
     """Groups of rows (2-D x 3-D, or the masked form with ``rows_per`` rows per group) in one launch
-    of rung 26, through a plan kept per call signature; ``ptr`` the group ints on the device."""
+    of rung 26, through a plan kept per call signature; ``ints`` the group ints on the device (the
+    array and its pointer, ``_prepared``)."""
     G, K, N = fb.shape
     b_stride = _weights(fb, G, K, N, get_dtype(fa.dtype).itemsize)
     key = (rows_per, fa.shape, fa.strides, fb.shape, fb.strides, fo.strides, fa.dtype, out_name, fa.device, fa.lib,
@@ -327,7 +330,7 @@ def _launch_rows(fa, fb, fo, rows, a_strides, out_strides, rows_per, ptr, out_na
         problem = _rows_problem(fa, (rows, K), a_strides, fb, K, N, fo.ptr, (rows, N), out_strides, out_name, b_stride)
         plan = _plan(key, problem, Groups(G, b_stride, rows_per), rows, kernel, config)
     _no_overlap(fa, fb, fo)
-    plan.launch_groups(ptr, fa.ptr, fb.ptr, fo.ptr)
+    plan.launch_groups(ints[1], fa.ptr, fb.ptr, fo.ptr)
 
 
 def grouped_mm_masked(a, b, counts, *, out_dtype=None, out=None, kernel: str = "auto", config=None,
@@ -345,7 +348,7 @@ def grouped_mm_masked(a, b, counts, *, out_dtype=None, out=None, kernel: str = "
         raise ValueError(f"shape mismatch: a is {fa.shape} and b is {fb.shape}")
     if G == 0:
         raise ValueError("a and b have no groups")
-    ptr, out, fo = _prepared("counts", counts, G, fa, out, out_name, (G, R, N), lambda v: _check_counts(v, R), check)
+    ints, out, fo = _prepared("counts", counts, G, fa, out, out_name, (G, R, N), lambda v: _check_counts(v, R), check)
     if R == 0 or N == 0:
         return out
     if K == 0:
@@ -356,7 +359,7 @@ def grouped_mm_masked(a, b, counts, *, out_dtype=None, out=None, kernel: str = "
         if G > 1 and f.strides[0] != R * f.strides[1]:
             raise ValueError(f"{name} has strides {f.strides}: its groups must follow one another (group stride = "
                              f"{R} rows x the row stride); pass a contiguous array")
-    _launch_rows(fa, fb, fo, G * R, fa.strides[1:], fo.strides[1:], R, ptr, out_name, kernel, config)
+    _launch_rows(fa, fb, fo, G * R, fa.strides[1:], fo.strides[1:], R, ints, out_name, kernel, config)
     return out
 
 
@@ -371,7 +374,7 @@ def _weight_gradient(a, b, offs, fa, fb, out_name, out, kernel, config, check):
     G = len(values) if values is not None else _int_facts("offs", offs).shape[0]
     if G == 0:
         raise ValueError("offs has no groups")
-    ptr, out, fo = _prepared("offs", offs, G, fa, out, out_name, (G, M, N), lambda v: _check_offsets(v, T), check)
+    ints, out, fo = _prepared("offs", offs, G, fa, out, out_name, (G, M, N), lambda v: _check_offsets(v, T), check)
     if M == 0 or N == 0:
         return out
     if T == 0:
@@ -395,7 +398,7 @@ def _weight_gradient(a, b, offs, fa, fb, out_name, out, kernel, config, check):
             config, why = grouped_k_config(M, N, T, G, device_info(fa.device).sm_count)
         plan = _plan(key, problem, groups, M, kernel, config, why)
     _no_overlap(fa, fb, fo)
-    plan.launch_groups(ptr, fa.ptr, fb.ptr, fo.ptr)
+    plan.launch_groups(ints[1], fa.ptr, fb.ptr, fo.ptr)
     return out
 
 
