@@ -279,7 +279,7 @@ def grouped_mm(a, b, offs=None, *, out_dtype=None, out=None, kernel: str = "auto
         if fa.shape[0] != fb.shape[0]:
             raise ValueError(f"a has {fa.shape[0]} groups and b {fb.shape[0]}; they must match")
         from .api import matmul
-        return matmul(a, b, out=out, out_dtype=None if out is not None else out_name)
+        return matmul(a, b, out=out, out_dtype=out_name if out is None or out_dtype is not None else None)
     if offs is None:
         raise ValueError(f"a {da}-D and b {db}-D: pass offs, the groups' int32 cumulative ends")
     if da == 2 and db == 3:
