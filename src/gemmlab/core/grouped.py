@@ -253,16 +253,15 @@ def _weights(fb: ArrayFacts, G: int, K: int, N: int, itemsize: int) -> int:
     return stride
 
 
-def _rows_problem(fa, a_shape, a_strides, fb, K, N, fo_ptr, out_shape, out_strides, out_dtype, b_stride):
-    """The kernel's problem: A (rows, K), B group 0's (K, N), C (rows, N), B's group stride as its
-    batch stride (16-byte access of the weights needs whole vectors from group to group)."""
+def _kernel_problem(fa, a_shape, a_strides, fb, b_shape, b_strides, fo, out_shape, out_strides, out_dtype,
+                    batch_strides):
+    """The kernel's problem: A and B as these 2-D views of a and b (group 0's), C as this view of out
+    (its rows contiguous: ``_out``), with the group strides (B's or, over K, C's) as its batch
+    strides, where 16-byte access needs whole vectors from group to group."""
     ai = info_2d("a", fa.ptr, a_shape, a_strides, fa.dtype, fa.device, fa.lib, fa.stream)
-    bi = info_2d("b", fb.ptr, (K, N), fb.strides[1:], fb.dtype, fb.device, fb.lib, fb.stream)
-    ci = info_2d("out", fo_ptr, out_shape, out_strides, out_dtype, fa.device, fa.lib)
-    if ci.col_major and out_shape[0] > 1 and out_shape[1] > 1:
-        raise ValueError("out must be row-major (the kernel stores each group's rows)")
-    problem = problem_of(ai, bi, ci)
-    return replace(problem, batch_strides=(0, b_stride, 0))
+    bi = info_2d("b", fb.ptr, b_shape, b_strides, fb.dtype, fb.device, fb.lib, fb.stream)
+    ci = info_2d("out", fo.ptr, out_shape, out_strides, out_dtype, fa.device, fa.lib)
+    return replace(problem_of(ai, bi, ci), batch_strides=batch_strides)
 
 
 def grouped_mm(a, b, offs=None, *, out_dtype=None, out=None, kernel: str = "auto", config=None, check: bool = True):
@@ -327,7 +326,8 @@ def _launch_rows(fa, fb, fo, rows, a_strides, out_strides, rows_per, ints, out_n
            not fa.ptr & 15, not fb.ptr & 15, not fo.ptr & 15, kernel, repr(config))
     plan = _PLANS.get(key)
     if plan is None:
-        problem = _rows_problem(fa, (rows, K), a_strides, fb, K, N, fo.ptr, (rows, N), out_strides, out_name, b_stride)
+        problem = _kernel_problem(fa, (rows, K), a_strides, fb, (K, N), fb.strides[1:], fo, (rows, N), out_strides,
+                                  out_name, (0, b_stride, 0))
         plan = _plan(key, problem, Groups(G, b_stride, rows_per), rows, kernel, config)
     _no_overlap(fa, fb, fo)
     plan.launch_groups(ints[1], fa.ptr, fb.ptr, fo.ptr)
@@ -386,12 +386,8 @@ def _weight_gradient(a, b, offs, fa, fb, out_name, out, kernel, config, check):
            fa.lib, not fo.ptr & 15, kernel, repr(config))
     plan = _PLANS.get(key)
     if plan is None:
-        ai = info_2d("a", fa.ptr, (M, T), fa.strides, fa.dtype, fa.device, fa.lib, fa.stream)
-        bi = info_2d("b", fb.ptr, (T, N), fb.strides, fb.dtype, fb.device, fb.lib, fb.stream)
-        ci = info_2d("out", fo.ptr, (M, N), fo.strides[1:], out_name, fa.device, fa.lib)
-        if ci.col_major and M > 1 and N > 1:
-            raise ValueError("out must be row-major in each group (the kernel stores rows)")
-        problem = replace(problem_of(ai, bi, ci), batch_strides=(0, 0, fo.strides[0]))
+        problem = _kernel_problem(fa, (M, T), fa.strides, fb, (T, N), fb.strides, fo, (M, N), fo.strides[1:], out_name,
+                                  (0, 0, fo.strides[0]))
         groups = Groups(G, max(fo.strides[0], 1), 0, over_k=True)
         why = ""
         if config is None:
