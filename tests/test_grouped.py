@@ -182,6 +182,27 @@ def test_the_rung_over_k_refuses_to_build_with_k_contiguous_operands():
         Variant.make(r, "bf16", a_col=False, b_col=False, config=dict(r.config(None), GROUP_K=1)).compile("sm_90a")
 
 
+def test_the_rung_builds_a_stream_k_tail_without_spills_and_refuses_it_with_deferred_stores_or_over_k():
+    r = get("wgmma_grouped")
+    v = Variant.make(r, "bf16", b_col=True, config=dict(r.config(None), STREAMK=1, DEFER=0, GROUP_CAP=8))
+    assert v.compile("sm_90a").spill_bytes == 0
+    assert any("STREAMK=1 takes DEFER=0" in m for m in r.check_config(dict(r.config(None), STREAMK=1, DEFER=1)))
+    assert any("takes no stream-K tail" in m for m in r.check_config(dict(r.config(None), STREAMK=1, DEFER=0,
+                                                                            GROUP_K=1)))
+
+
+@pytest.mark.gpu
+def test_a_stream_k_tail_over_uneven_groups_matches_per_group_float64_products():
+    torch = _torch()
+    T, N, K, G = 2500, 1000, 1000, 9          # 20+ row tiles x 8 column tiles: a partial last wave on 132 SMs
+    a = torch.randn(T, K, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(G, N, K, device="cuda", dtype=torch.bfloat16).transpose(-2, -1)
+    for seed in (1, 2):
+        offs = _split(T, G, random.Random(seed))
+        out = gemmlab.grouped_mm(a, b, offs, config={"BN": 128, "STAGES": 6, "DEFER": 0, "STREAMK": 1})
+        assert _rel(out, _reference_rows(a, b, offs)) < 1e-2
+
+
 def test_the_rung_builds_its_thread_copy_for_operands_tma_cannot_describe():
     r = get("wgmma_grouped")
     v = Variant.make(r, "fp16", vec_a=False, vec_b=False, config={"BN": 128, "STAGES": 5, "DEFER": 0})

@@ -26,7 +26,8 @@ SHAPES = ["8x4096x14336x4096", "8x4096x4096x14336", "64x8192x2048x7168", "128x40
           # not in the suite: a smaller Mixtral-like layer, many experts of mid size, few tokens each
           "8x1024x14336x4096", "16x8192x2816x2048", "32x2048x5120x1536", "256x8192x2048x7168"]
 CONFIGS = {"128x256": "128x256", "128x256_d0": {"DEFER": 0}, "128x256_c2": "128x256_cluster", "128x128": "128x128",
-           "128x128_s4": {"BN": 128, "STAGES": 4, "DEFER": 0}, "128x64": "128x64"}
+           "128x128_s4": {"BN": 128, "STAGES": 4, "DEFER": 0}, "128x64": "128x64",
+           "128x256_sk": {"DEFER": 0, "STREAMK": 1}, "128x128_sk": {"BN": 128, "STAGES": 6, "DEFER": 0, "STREAMK": 1}}
 
 
 def main(out_path: str, shapes: list[str]) -> None:

@@ -130,7 +130,8 @@ class Variant:
         operand the producer's threads copy (stream-K is built for the TMA path: the copy path's
         consumers have 200 registers, too few beside the stream-K walk), or itself."""
         if self.cfg.get("STREAMK"):
-            tail = (self.vec_a and self.vec_b and streamk_tail(M, N, K, self.cfg, geometry.grid[0], batch)
+            # the grouped rung counts its units on the device, where it decides the tail itself
+            tail = (self.vec_a and self.vec_b and (self.rung.grouped or streamk_tail(M, N, K, self.cfg, geometry.grid[0], batch))
                     if self.rung.persistent else geometry.streamk)
             if not tail:
                 return self.with_config(STREAMK=0)

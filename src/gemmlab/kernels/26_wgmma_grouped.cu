@@ -43,7 +43,8 @@
 //   zeros past it. K is both operands' outer dimension (x^T and dY as a backward has them): a TMA
 //   box starts 16-byte aligned along the contiguous dimension, which a group's first k need not be.
 // Plain epilogue only (alpha, beta 0, the output type): a per-group bias would need the group in the
-// epilogue functor's indexing. No stream-K tail: a group's units are whole.
+// epilogue functor's indexing. STREAMK=1 (groups of rows): rung 21's stream-K tail over the units the
+// device counted (the last wave's units split by k tiles, schedule.cuh), its workspace the host's.
 #ifndef GROUP_K
 #define GROUP_K 0         // 1: groups over K (the weight gradient), GlGroupedKSchedule
 #endif
@@ -88,8 +89,8 @@
 #define DEFER 0
 #endif
 #define GL_TMA_STORE_ONLY 0   // no store twin: the tile past its group's end is stored by rows
-#if defined(STREAMK) && STREAMK
-#error "rung 26 (wgmma_grouped) has no stream-K tail"
+#if GROUP_K && defined(STREAMK) && STREAMK
+#error "rung 26 over K (GROUP_K=1) has no stream-K tail"
 #endif
 #define GL_WS_C_MAP 1     // the kernel takes C's tensor map after A's and B's (ws_entry.cuh)
 // the groups' arguments, after the maps (ws_entry.cuh): G, B's group stride (elements), the G ints
@@ -113,7 +114,7 @@ constexpr int EPI_BUDGET_B = CWARPS * 16 * (BN < 128 ? BN : 128) * 2;
 using Schedule = GlGroupedKSchedule<BM, BN, BK, CLUSTER, GROUP_U>;
 constexpr int GROUP_TABLE_B = 0;
 #else
-using Schedule = GlGroupedSchedule<BM, BN, BK, CLUSTER, GROUP_U>;
+using Schedule = GlGroupedSchedule<BM, BN, BK, CLUSTER, GROUP_U, STREAMK>;
 // the group table (GlGroupedSchedule::fill) after the barriers
 constexpr int GROUP_TABLE_B = 4 * Schedule::table_ints(GROUP_CAP, THREADS / 32);
 #endif

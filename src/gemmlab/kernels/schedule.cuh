@@ -223,7 +223,7 @@ struct GlPersistentSchedule {
 // negative count) are clamped, so a bad table can lose rows but never store outside C. The masked
 // form may pass each group's own map of A, its rows cut at the group's count (group_maps): the copy
 // engine then fills a tile's rows past the count with zeros instead of reading the padding.
-template <int TileM, int TileN, int TileK, int Cluster, int GroupUnits>
+template <int TileM, int TileN, int TileK, int Cluster, int GroupUnits, bool StreamK = false>
 struct GlGroupedSchedule {
     // the table's ints: cum[G + 1] (units before each group; cum[G] the total), then end[G], then a
     // warp total per warp of the block for fill's scan
@@ -289,12 +289,19 @@ struct GlGroupedSchedule {
                                                  long long bsb, const GlTensorMap* group_maps)
         : tiles_n(GL_CEIL_DIV(N, TileN)), ktiles(GL_CEIL_DIV(K, TileK)), clusters((int)gridDim.x / Cluster),
           total(table[G]), dp(table[G]), groups(G), rows_per(rows_per_group), sb(bsb), cum(table),
-          ends(table + G + 1), maps(group_maps) {}
+          ends(table + G + 1), maps(group_maps) {
+        if (StreamK && total > clusters) {   // GlPersistentSchedule's tail, from the units the device counted
+            const int rem = total % clusters;
+            if (rem) dp = total - rem - (2 * rem >= clusters ? 0 : clusters);
+        }
+    }
 
-    // the cursor to unit u's group (u at or after the last unit located)
+    // the cursor to unit u's group: forward along the whole units, back a little along a stream-K
+    // tail (walked backwards)
     __device__ __forceinline__ void locate(int u) const {
-        if (units_m && u < cum[g + 1]) return;
+        if (units_m && u >= ubase && u < cum[g + 1]) return;
         while (cum[g + 1] <= u) ++g;
+        while (cum[g] > u) --g;
         ubase = cum[g];
         start = rows_per > 0 ? g * rows_per : (g ? ends[g - 1] : 0);
         end = ends[g];
@@ -313,13 +320,32 @@ struct GlGroupedSchedule {
     }
     __device__ __forceinline__ int row_of(int2 t) const { return start + t.x * TileM; }
     __device__ __forceinline__ int rows_end(int) const { return end; }
-    __device__ __forceinline__ int sk_begin(int) const { return 0; }   // no stream-K tail (STREAMK=0)
-    // cluster c's units in order, each located before its body runs
+    // GlPersistentSchedule's stream-K arithmetic over the units the device counted: the first step of
+    // cluster c, and cluster c's work (whole units, then its tail steps backwards), each unit located
+    // before its body runs
+    __device__ __forceinline__ int sk_begin(int c) const {
+        const int w = (total - dp) * ktiles, q = w / clusters, r = w % clusters;
+        return q * c + r * c / clusters;
+    }
     template <typename F>
     __device__ __forceinline__ void walk(int c, F&& body) const {
-        for (int u = c; u < total; u += clusters) {
+        int x = c;
+        for (;;) {
+            int u = x, k0 = 0, k1 = ktiles;
+            if (x >= 0 && x < dp) {
+                x += clusters;
+            } else {
+                if (!StreamK) return;
+                if (x >= 0) x = -1 - sk_begin(c + 1);
+                const int last = -1 - x, left = last - sk_begin(c);
+                if (left <= 0) return;
+                u = dp + (last - 1) / ktiles;
+                k1 = (last - 1) % ktiles + 1;
+                k0 = max(0, k1 - left);
+                x += k1 - k0;
+            }
             locate(u);
-            body(u, 0, ktiles);
+            body(u, k0, k1);
         }
     }
 };

@@ -217,6 +217,10 @@ def grouped_constraints(cfg, planes: int = 1) -> list[str]:
     where many groups meet a deep ring) and a table capacity, GROUP_CAP, a power of two up to 4096."""
     out = [m for m in ws_constraints(cfg) if "shared memory" not in m]
     out += switch_reasons(cfg, GROUP_K=("groups of rows (the experts' tokens)", "groups over K (the weight gradient)"))
+    if cfg.get("STREAMK") == 1 and cfg.get("GROUP_K") == 1:
+        out.append("GROUP_K=1 (groups over K) takes no stream-K tail: STREAMK must be 0")
+    if cfg.get("STREAMK") == 1 and cfg.get("DEFER") == 1:
+        out.append("STREAMK=1 takes DEFER=0: the held tile beside the stream-K fixup spills registers")
     if cfg["GROUP_CAP"] not in GROUP_CAPS:
         out.append(f"GROUP_CAP={cfg['GROUP_CAP']} must be a power of two from 1 to {GROUP_CAPS[-1]} (the groups the "
                    f"shared table holds)")
@@ -439,7 +443,7 @@ RUNGS: tuple[Rung, ...] = (
         # whose units are as short as a group's: docs/journal/batched.md); GROUP_CAP: the plan's, from
         # the call's group count (core/grouped.py)
         params={"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 1, "EPI_TMA": 1, "GROUP": 16,
-                "DEFER": 1, "GROUP_CAP": 1, "GROUP_K": 0},
+                "DEFER": 1, "GROUP_CAP": 1, "GROUP_K": 0, "STREAMK": 0},
         presets={"128x256": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 1, "DEFER": 1},
                  "128x256_cluster": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 2, "DEFER": 1},
                  "128x128": {"BM": 128, "BN": 128, "BK": 64, "WM": 64, "STAGES": 6, "CLUSTER": 1, "DEFER": 0},
@@ -449,6 +453,6 @@ RUNGS: tuple[Rung, ...] = (
         reads=Reads(tensor_maps=True), stores=Stores(outputs=("fp32", "fp16", "bf16"), store_map=True, fused=False),
         walk=Walk(persistent=True, grouped=True),
         space={"BN": (64, 128, 256), "BK": (64, 128), "STAGES": (2, 3, 4, 5, 6, 8), "CLUSTER": (1, 2), "EPI_TMA": (0, 1),
-               "GROUP": (8, 16), "DEFER": (0, 1)},
+               "GROUP": (8, 16), "DEFER": (0, 1), "STREAMK": (0, 1)},
     ),
 )
