@@ -88,6 +88,21 @@ def test_device_offsets_must_be_int32_arrays_of_a_library(fakes):
         gemmlab.grouped_mm(fakes(10, 32), fakes(2, 32, 16), fakes(2, typestr="<i4"))
 
 
+def test_a_bias_is_one_row_of_n_per_group_of_the_operands_dtype_or_float32(fakes):
+    a, b = fakes(10, 32), fakes(2, 32, 16)
+    with pytest.raises(ValueError, match=r"bias has shape \(16,\); the groups take one row of N per group, \(2, 16\)"):
+        gemmlab.grouped_mm(a, b, [5, 10], bias=fakes(16))
+    with pytest.raises(TypeError, match="bias is fp64|unsupported dtype"):
+        gemmlab.grouped_mm(a, b, [5, 10], bias=fakes(2, 16, typestr="<f8"))
+    with pytest.raises(ValueError, match="its rows must be contiguous"):
+        gemmlab.grouped_mm(a, b, [5, 10], bias=fakes(2, 16, strides=(32, 1)))
+
+
+def test_the_form_over_k_takes_no_bias(fakes):
+    with pytest.raises(ValueError, match="takes no bias or activation"):
+        gemmlab.grouped_mm(fakes(8, 32), fakes(32, 16), [10, 32], bias=fakes(2, 16))
+
+
 def test_the_masked_form_takes_3_d_operands_of_matching_groups(fakes):
     with pytest.raises(ValueError, match=r"the masked form takes a \(G, M_max, K\)"):
         gemmlab.grouped_mm_masked(fakes(10, 32), fakes(2, 32, 16), [1, 2])
@@ -446,8 +461,65 @@ def test_cupy_arrays_take_the_same_call():
 
 
 @pytest.mark.gpu
-def test_the_grouped_rung_refuses_a_fused_epilogue_naming_it():
+def test_the_grouped_rung_refuses_an_auxiliary_output_naming_it():
     torch = _torch()
     a = torch.randn(64, 64, device="cuda", dtype=torch.float16)
-    with pytest.raises(ValueError, match="'wgmma_grouped' stores C with the plain epilogue only"):
-        gemmlab.matmul(a, a, bias=torch.zeros(64, device="cuda", dtype=torch.float16), kernel="wgmma_grouped")
+    with pytest.raises(ValueError, match="'wgmma_grouped' fuses a bias and an activation into groups of rows only"):
+        gemmlab.matmul(a, a, activation="gelu", aux=torch.empty(64, 64, device="cuda", dtype=torch.float16),
+                       kernel="wgmma_grouped")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("bias_dtype", ["same", "float32"])
+def test_a_per_group_bias_and_an_activation_are_fused_into_each_groups_rows(bias_dtype):
+    torch = _torch()
+    T, N, K, G = 700, 264, 200, 6
+    a = torch.randn(T, K, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(G, N, K, device="cuda", dtype=torch.bfloat16).transpose(-2, -1)
+    bias = torch.randn(G, N, device="cuda", dtype=torch.bfloat16 if bias_dtype == "same" else torch.float32)
+    offs = _split(T, G, random.Random(11))
+    out = gemmlab.grouped_mm(a, b, offs, bias=bias, activation="relu")
+    ref = _reference_rows(a, b, offs)
+    start = 0
+    for g, end in enumerate(offs):
+        ref[start:end] += bias[g].double()
+        start = end
+    assert _rel(out, ref.clamp(min=0)) < 1e-2
+
+
+@pytest.mark.gpu
+def test_a_bias_of_equal_groups_and_of_the_masked_form_is_each_groups_own():
+    torch = _torch()
+    G, R, N, K = 4, 130, 72, 96
+    a = torch.randn(G, R, K, device="cuda", dtype=torch.float16)
+    b = torch.randn(G, K, N, device="cuda", dtype=torch.float16)
+    bias = torch.randn(G, N, device="cuda", dtype=torch.float16)
+    ref = a.double() @ b.double() + bias.double()[:, None, :]
+    assert _rel(gemmlab.grouped_mm(a, b, bias=bias), ref) < 1e-2
+    counts = [0, 1, 130, 77]
+    out = torch.full((G, R, N), float("nan"), device="cuda", dtype=torch.float16)
+    gemmlab.grouped_mm_masked(a, b, counts, bias=bias, out=out)
+    for g, c in enumerate(counts):
+        assert c == 0 or _rel(out[g, :c], ref[g, :c]) < 1e-2
+        assert torch.isnan(out[g, c:]).all()
+
+
+@pytest.mark.gpu
+def test_the_operator_differentiates_a_per_group_bias_by_each_groups_rows():
+    torch = _torch()
+    import gemmlab.torch as gt
+    T, N, K, G = 300, 96, 128, 5
+    offs_list = _split(T, G, random.Random(12))
+    offs = torch.tensor(offs_list, dtype=torch.int32, device="cuda")
+    a = torch.randn(T, K, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(G, N, K, device="cuda", dtype=torch.bfloat16)
+    bias = torch.randn(G, N, device="cuda", dtype=torch.float32, requires_grad=True)
+    y = gt.grouped_mm(a, w.transpose(-2, -1), offs, bias=bias)
+    grad = torch.randn_like(y)
+    y.backward(grad)
+    want = torch.zeros(G, N, dtype=torch.float64, device="cuda")
+    start = 0
+    for g, end in enumerate(offs_list):
+        want[g] = grad[start:end].double().sum(dim=0)
+        start = end
+    assert _rel(bias.grad, want) < 1e-2

@@ -42,12 +42,13 @@ from dataclasses import replace
 
 from .deps import require
 from .driver import device_info
-from .epilogue import out_dtype_name
+from . import epilogue as _epilogue
+from .epilogue import PLAIN, out_dtype_name
 from .dtypes import get as get_dtype
 from .families.hopper import grouped_config, grouped_k_config
 from .groups import Groups
 from .launch import Plan, current_stream, stream_capturing
-from .problem import ArrayFacts, array_facts, check_output_dtype, info_2d, problem_of
+from .problem import ArrayFacts, array_facts, check_output_dtype, check_placement, info_2d, problem_of
 from .registry import get as get_rung
 from .rules import Choice
 
@@ -217,7 +218,7 @@ def _prepared(name: str, ints, G: int, fa, out, out_name: str, shape: tuple, che
     return (arr, ptr), out, fo or array_facts("out", out)
 
 
-def _plan(key, problem, groups: Groups, rows: int, kernel: str, config, why: str = "") -> Plan:
+def _plan(key, problem, groups: Groups, rows: int, kernel: str, config, why: str = "", epilogue=PLAIN) -> Plan:
     """The plan of a call signature ``key`` (kept, the most recent ``PLAN_CACHE``), made with
     ``config`` or the groups of rows' rule (``grouped_config``); its repr says which and why."""
     with _lock:
@@ -232,7 +233,8 @@ def _plan(key, problem, groups: Groups, rows: int, kernel: str, config, why: str
     source = "named" if config is not None and not why else "rule"
     if config is None:
         config, why = grouped_config(rows, problem.N, problem.K, groups.count, info.sm_count)
-    plan = Plan(problem, rung, config, groups=groups, choice=Choice(rung, config, source, why or "config given"))
+    plan = Plan(problem, rung, config, groups=groups, choice=Choice(rung, config, source, why or "config given"),
+                epilogue=epilogue)
     with _lock:
         _PLANS[key] = plan
         while len(_PLANS) > PLAN_CACHE:
@@ -264,10 +266,13 @@ def _kernel_problem(fa, a_shape, a_strides, fb, b_shape, b_strides, fo, out_shap
     return replace(problem_of(ai, bi, ci), batch_strides=batch_strides)
 
 
-def grouped_mm(a, b, offs=None, *, out_dtype=None, out=None, kernel: str = "auto", config=None, check: bool = True):
+def grouped_mm(a, b, offs=None, *, bias=None, activation: str | None = None, out_dtype=None, out=None,
+               kernel: str = "auto", config=None, check: bool = True):
     """The grouped product (the module's docstring says the three forms): ``offs`` the groups'
-    int32 cumulative ends (device or host), None for 3-D x 3-D. ``out_dtype`` (default: a's) or
-    ``out``; ``kernel``/``config``: rung 26 and a configuration (``"auto"``: the rule of
+    int32 cumulative ends (device or host), None for 3-D x 3-D. ``bias`` (G, N), one row per group
+    (the operands' dtype or float32), and ``activation`` (a name of core/activations.py) fused into
+    the stores of the groups of rows. ``out_dtype`` (default: a's) or ``out``;
+    ``kernel``/``config``: rung 26 and a configuration (``"auto"``: the rule of
     core/families/hopper.py, ``grouped_config``); ``check``: the offsets checked (one read back of
     device offsets, skipped while a graph is captured)."""
     fa, fb, out_name = _operands(a, b, out_dtype)
@@ -277,19 +282,25 @@ def grouped_mm(a, b, offs=None, *, out_dtype=None, out=None, kernel: str = "auto
             raise ValueError("3-D a and b are groups of equal size: pass no offs")
         if fa.shape[0] != fb.shape[0]:
             raise ValueError(f"a has {fa.shape[0]} groups and b {fb.shape[0]}; they must match")
+        if bias is not None or activation is not None:   # the masked form's kernel, every group full
+            return grouped_mm_masked(a, b, None, bias=bias, activation=activation, out_dtype=out_dtype, out=out,
+                                     kernel=kernel, config=config)
         from .api import matmul
         return matmul(a, b, out=out, out_dtype=out_name if out is None or out_dtype is not None else None)
     if offs is None:
         raise ValueError(f"a {da}-D and b {db}-D: pass offs, the groups' int32 cumulative ends")
     if da == 2 and db == 3:
-        return _tokens_by_group(a, b, offs, fa, fb, out_name, out, kernel, config, check)
+        epi, bias_f = _group_epilogue(bias, activation, fb.shape[0], fb.shape[2], fa, out_name)
+        return _tokens_by_group(a, b, offs, fa, fb, out_name, out, kernel, config, check, epi, bias_f)
     if da == 2 and db == 2:
+        if bias is not None or activation is not None:
+            raise ValueError("the form over K (the weight gradient, 2-D x 2-D) takes no bias or activation")
         return _weight_gradient(a, b, offs, fa, fb, out_name, out, kernel, config, check)
     raise ValueError(f"a is {da}-D and b {db}-D; grouped_mm takes 2-D x 3-D (with offs), 3-D x 3-D, or 2-D x 2-D "
                      f"(with offs over K)")
 
 
-def _tokens_by_group(a, b, offs, fa, fb, out_name, out, kernel, config, check):
+def _tokens_by_group(a, b, offs, fa, fb, out_name, out, kernel, config, check, epi, bias_f):
     (T, K), (G, K2, N) = fa.shape, fb.shape
     if K2 != K:
         raise ValueError(f"shape mismatch: a is {fa.shape} and b is {fb.shape}; a.shape[1] must equal b.shape[1]")
@@ -302,7 +313,7 @@ def _tokens_by_group(a, b, offs, fa, fb, out_name, out, kernel, config, check):
         _zero(out, fa.lib)
         return out
     a, fa = _k_contiguous(a, fa)
-    _launch_rows(fa, fb, fo, T, fa.strides, fo.strides, 0, ints, out_name, kernel, config)
+    _launch_rows(fa, fb, fo, T, fa.strides, fo.strides, 0, ints, out_name, kernel, config, epi, bias_f)
     return out
 
 
@@ -316,25 +327,27 @@ def _k_contiguous(a, fa: ArrayFacts):
     return copy, array_facts("a", copy)
 
 
-def _launch_rows(fa, fb, fo, rows, a_strides, out_strides, rows_per, ints, out_name, kernel, config) -> None:
+def _launch_rows(fa, fb, fo, rows, a_strides, out_strides, rows_per, ints, out_name, kernel, config, epi,
+                 bias_f) -> None:
     """Groups of rows (2-D x 3-D, or the masked form with ``rows_per`` rows per group) in one launch
     of rung 26, through a plan kept per call signature; ``ints`` the group ints on the device (the
-    array and its pointer, ``_prepared``)."""
+    array and its pointer, ``_prepared``), ``epi`` the fused epilogue, ``bias_f`` its bias's facts (or
+    None)."""
     G, K, N = fb.shape
     b_stride = _weights(fb, G, K, N, get_dtype(fa.dtype).itemsize)
     key = (rows_per, fa.shape, fa.strides, fb.shape, fb.strides, fo.strides, fa.dtype, out_name, fa.device, fa.lib,
-           not fa.ptr & 15, not fb.ptr & 15, not fo.ptr & 15, kernel, repr(config))
+           not fa.ptr & 15, not fb.ptr & 15, not fo.ptr & 15, epi, kernel, repr(config))
     plan = _PLANS.get(key)
     if plan is None:
         problem = _kernel_problem(fa, (rows, K), a_strides, fb, (K, N), fb.strides[1:], fo, (rows, N), out_strides,
                                   out_name, (0, b_stride, 0))
-        plan = _plan(key, problem, Groups(G, b_stride, rows_per), rows, kernel, config)
-    _no_overlap(fa, fb, fo)
-    plan.launch_groups(ints[1], fa.ptr, fb.ptr, fo.ptr)
+        plan = _plan(key, problem, Groups(G, b_stride, rows_per), rows, kernel, config, epilogue=epi)
+    _no_overlap(fa, fb, fo, bias_f)
+    plan.launch_groups(ints[1], fa.ptr, fb.ptr, fo.ptr, bias=0 if bias_f is None else bias_f.ptr)
 
 
-def grouped_mm_masked(a, b, counts, *, out_dtype=None, out=None, kernel: str = "auto", config=None,
-                      check: bool = True):
+def grouped_mm_masked(a, b, counts, *, bias=None, activation: str | None = None, out_dtype=None, out=None,
+                      kernel: str = "auto", config=None, check: bool = True):
     """The masked form: a (G, M_max, K) with ``counts`` (G,) int32 rows per group (device or host),
     b (G, K, N) -> out (G, M_max, N), rows at and past counts[g] not written; one launch that reads
     the counts on the device (a CUDA graph replays it with new counts). a's groups must lie one
@@ -348,7 +361,13 @@ def grouped_mm_masked(a, b, counts, *, out_dtype=None, out=None, kernel: str = "
         raise ValueError(f"shape mismatch: a is {fa.shape} and b is {fb.shape}")
     if G == 0:
         raise ValueError("a and b have no groups")
-    ints, out, fo = _prepared("counts", counts, G, fa, out, out_name, (G, R, N), lambda v: _check_counts(v, R), check)
+    epi, bias_f = _group_epilogue(bias, activation, G, N, fa, out_name)
+    if counts is None:   # every group full (grouped_mm's 3-D x 3-D with a fused epilogue)
+        out, fo = _out(out, fa.lib, out_name, fa.device, (G, R, N), fa)
+        ints, fo = (None, 0), fo or array_facts("out", out)
+    else:
+        ints, out, fo = _prepared("counts", counts, G, fa, out, out_name, (G, R, N), lambda v: _check_counts(v, R),
+                                  check)
     if R == 0 or N == 0:
         return out
     if K == 0:
@@ -359,7 +378,7 @@ def grouped_mm_masked(a, b, counts, *, out_dtype=None, out=None, kernel: str = "
         if G > 1 and f.strides[0] != R * f.strides[1]:
             raise ValueError(f"{name} has strides {f.strides}: its groups must follow one another (group stride = "
                              f"{R} rows x the row stride); pass a contiguous array")
-    _launch_rows(fa, fb, fo, G * R, fa.strides[1:], fo.strides[1:], R, ints, out_name, kernel, config)
+    _launch_rows(fa, fb, fo, G * R, fa.strides[1:], fo.strides[1:], R, ints, out_name, kernel, config, epi, bias_f)
     return out
 
 
@@ -428,14 +447,38 @@ def _zero(x, lib: str) -> None:
         x.fill(0)
 
 
-def _no_overlap(fa: ArrayFacts, fb: ArrayFacts, fo: ArrayFacts) -> None:
-    """out must not alias a or any group's weights (the kernel reads them while it writes)."""
+def _group_epilogue(bias, activation, G: int, N: int, fa: ArrayFacts, out_name: str):
+    """(Epilogue, the bias's facts or None) of a call of groups of rows: ``activation`` a name of
+    core/activations.py; ``bias`` one row of N per group, (G, N) with contiguous rows, of the operands'
+    dtype or float32, on their device and of their library. Errors name the problem."""
+    act = _epilogue.check_activation(activation)
+    f = None
+    if bias is not None:
+        f = array_facts("bias", bias)
+        if f.shape != (G, N):
+            raise ValueError(f"bias has shape {f.shape}; the groups take one row of N per group, ({G}, {N})")
+        if f.dtype not in (fa.dtype, "fp32"):
+            raise TypeError(f"bias is {f.dtype}; it must be {fa.dtype} (the operands' dtype) or float32")
+        if (N > 1 and f.strides[1] != 1) or (G > 1 and f.strides[0] != N):
+            raise ValueError(f"bias has strides {f.strides}; its rows must be contiguous and follow one another "
+                             f"(pass bias.contiguous())")
+        check_placement("bias", f.device, f.lib, "a", fa.device, fa.lib)
+    if act is None and f is None:
+        return PLAIN, None
+    kind = None if f is None else ("same" if f.dtype == fa.dtype else "fp32")
+    return _epilogue.Epilogue(act, kind, False, None if out_name == fa.dtype else out_name), f
+
+
+def _no_overlap(fa: ArrayFacts, fb: ArrayFacts, fo: ArrayFacts, bias_f: ArrayFacts | None = None) -> None:
+    """out must not alias a, any group's weights or the bias (the kernel reads them while it writes)."""
     def span(f):
         itemsize = get_dtype(f.dtype).itemsize
         extent = sum((n - 1) * abs(s) for n, s in zip(f.shape, f.strides)) + 1
         return f.ptr, f.ptr + extent * itemsize
     o = span(fo)
-    for name, f in (("a", fa), ("b", fb)):
+    for name, f in (("a", fa), ("b", fb), ("bias", bias_f)):
+        if f is None:
+            continue
         lo, hi = span(f)
         if lo < o[1] and o[0] < hi:
             raise ValueError(f"out overlaps {name} in memory; the output must not alias an input")

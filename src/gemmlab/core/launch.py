@@ -187,16 +187,16 @@ class Plan:
     def _group(self, rung, kp, groups, config, precision, epilogue):
         """A grouped rung's (26) groups (``groups``; a plain call: one group of M rows) as ``groups``,
         and the configuration with its shared table's capacity; ValueError for groups given to
-        another rung, or a fused epilogue to a rung that fuses none."""
+        another rung, or an epilogue the grouped rung does not fuse (an auxiliary output; over K, any)."""
         self.groups = self._group_maps = None
-        if not epilogue.plain and not rung.fuses:
-            raise ValueError(f"rung {rung.slug!r} stores C with the plain epilogue only: no bias, activation or "
-                             f"auxiliary output")
         if not rung.grouped:
             if groups is not None:
                 raise ValueError(f"rung {rung.slug!r} computes one product; groups are for the grouped rung")
             return config
         self.groups = groups or Groups.single(kp, get_dtype(self.problem.dtype).itemsize)
+        if epilogue.aux or (self.groups.over_k and not epilogue.plain):
+            raise ValueError(f"rung {rung.slug!r} fuses a bias and an activation into groups of rows only, and writes "
+                             f"no auxiliary output")
         over_k = self.groups.over_k   # no table over K: every group has the same units
         return {**rung.config(config, precision), "GROUP_CAP": 1 if over_k else self.groups.cap, "GROUP_K": int(over_k)}
 
@@ -359,9 +359,11 @@ class Plan:
                            self._scale_ptrs):
             raise RuntimeError(f"{self.variant.describe()}: the operands' texture extent changed since the plan was made")
 
-    def launch_groups(self, src_ptr: int, a_ptr: int, b_ptr: int, c_ptr: int, stream: int | None = None) -> None:
+    def launch_groups(self, src_ptr: int, a_ptr: int, b_ptr: int, c_ptr: int, stream: int | None = None,
+                      bias: int = 0) -> None:
         """A grouped plan's launch (alpha 1, beta 0) on the groups' device ints at ``src_ptr``
-        (cumulative ends, or counts; 0: every group full) and these operands. Over K, and for the
+        (cumulative ends, or counts; 0: every group full), these operands and a fused epilogue's bias
+        (one row of N per group, or one value per row). Over K, and for the
         masked form's counts with a row-major A, first the group_maps kernel writes each group's
         maps (over K: of A and B, K cut at the group's end; masked: of A, its rows cut at the count)
         into a workspace of the call's (core/workspace.py: stream-ordered, a graph's own allocation
@@ -373,7 +375,7 @@ class Plan:
         with self._lock:
             if not (g.over_k or masked_maps):
                 self._params.group_src(src_ptr)
-                self.launch(a_ptr, b_ptr, c_ptr, 1.0, 0.0, stream)
+                self.launch(a_ptr, b_ptr, c_ptr, 1.0, 0.0, stream, bias)
                 return
             stream = self._stream_of(self.ordinal) if stream is None else stream
             ws = workspace.acquire(self.ordinal, stream, (2 if g.over_k else 1) * tensormaps.MAP_BYTES * g.count)
@@ -382,7 +384,7 @@ class Plan:
                     self._remap(a_ptr, b_ptr, c_ptr)
                 self._launch_group_maps(src_ptr, ws, stream)
                 self._params.group_src(src_ptr, ws)
-                self.launch(a_ptr, b_ptr, c_ptr, 1.0, 0.0, stream)
+                self.launch(a_ptr, b_ptr, c_ptr, 1.0, 0.0, stream, bias)
             finally:
                 workspace.release(self.ordinal, stream, ws)
 

@@ -44,14 +44,11 @@ class Stores:
     ``store_map``: C passed as a third tensor map (its EPI_TMA switch: 1 stores C through TMA where
     C has 16-byte access and beta == 0, 0 never). ``store_twin``: a second build of each EPI_TMA=1
     variant with only the TMA store's epilogue (Variant.store_twin, GL_TMA_STORE_ONLY), which a plan
-    launches for the calls the TMA store serves. ``fused``: it fuses an epilogue (bias, activation,
-    auxiliary output: core/epilogue.py) into its stores; the grouped rung does not (its plain one
-    only)."""
+    launches for the calls the TMA store serves."""
 
     outputs: tuple[str, ...] = ()
     store_map: bool = False
     store_twin: bool = False
-    fused: bool = True
 
 
 @dataclass(frozen=True)

@@ -110,7 +110,6 @@ class Rung:
     outputs = property(lambda self: self.stores.outputs)
     store_map = property(lambda self: self.stores.store_map)
     store_twin = property(lambda self: self.stores.store_twin)
-    fuses = property(lambda self: self.stores.fused)
     persistent = property(lambda self: self.walk.persistent)
     batched = property(lambda self: self.walk.batched)
     grouped = property(lambda self: self.walk.grouped)

@@ -42,9 +42,12 @@
 //   writes each group's maps of A and B with K cut at the group's end, and the copy engine fills
 //   zeros past it. K is both operands' outer dimension (x^T and dY as a backward has them): a TMA
 //   box starts 16-byte aligned along the contiguous dimension, which a group's first k need not be.
-// Plain epilogue only (alpha, beta 0, the output type): a per-group bias would need the group in the
-// epilogue functor's indexing. STREAMK=1 (groups of rows): rung 21's stream-K tail over the units the
-// device counted (the last wave's units split by k tiles, schedule.cuh), its workspace the host's.
+// The epilogue functor (epilogue.cuh) of groups of rows fuses an activation and a bias: a column bias
+// is one row of N per group (G x N, each group's experts' own), which the consumers index by the
+// tile's group (ws_consume.cuh); a row bias runs along all the rows. Groups over K store the plain
+// product (alpha, the output type). STREAMK=1 (groups of rows): rung 21's stream-K tail over the
+// units the device counted (the last wave's units split by k tiles, schedule.cuh), its workspace the
+// host's; the tile that finishes a split unit applies the group's epilogue as any other.
 #ifndef GROUP_K
 #define GROUP_K 0         // 1: groups over K (the weight gradient), GlGroupedKSchedule
 #endif
@@ -73,8 +76,8 @@
 #if GROUP_K && (!GL_A_COL || GL_B_COL)
 #error "rung 26 over K (GROUP_K=1) reads K as A's and B's outer dimension (a column-major A, a row-major B): a group's first k is any k, and a box's start along the contiguous dimension must be 16-byte aligned"
 #endif
-#if !(GL_ACT == 0 && GL_BIAS == 0 && !GL_AUX)
-#error "rung 26 (wgmma_grouped) has the plain epilogue only"
+#if GL_AUX || (GROUP_K && !(GL_ACT == 0 && GL_BIAS == 0))
+#error "rung 26 (wgmma_grouped) fuses a bias and an activation into groups of rows only, and no auxiliary output"
 #endif
 #ifndef GROUP_CAP
 #error "rung 26 (wgmma_grouped) needs GROUP_CAP, the most groups its shared table holds"

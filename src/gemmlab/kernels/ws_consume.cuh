@@ -18,6 +18,17 @@ __device__ __forceinline__ void locate_held(const Schedule& sched, unsigned n, i
     row = row_tile * BM + warp_row;
     col = col_tile * BN;
 }
+#if GL_GROUPED == 1
+// Groups of rows (rung 26): a column bias holds one row of N per group; group g's functor reads its
+// row g. A row bias runs along all the rows (the tokens'), as does the rest of the functor.
+__device__ __forceinline__ GlEpi gl_group_epi(const GlEpi& ep, int g) {
+    GlEpi e = ep;
+#if GL_BIAS && !GL_BIAS_ROW
+    e.bias += (size_t)g * e.bias_n;
+#endif
+    return e;
+}
+#endif
 template <class Schedule, class Mainloop, class Epilogue>
 __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, int rank, int warp, int lane,
                                         int M, int N, const GlEpi& ep, const GlScales& sc, TC* C, int ldc,
@@ -41,7 +52,7 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
     // find the three again before each write (locate_held): that frees the two registers its functor
     // needs beside the held tile (rung 21's 128x256 stream-K build with a bias spilled 8 bytes
     // without them). The plain builds keep the three, as they were measured.
-    constexpr bool HELD_BY_NUMBER = !GL_EPI_PLAIN;
+    constexpr bool HELD_BY_NUMBER = !GL_EPI_PLAIN && !Schedule::GROUPED;   // a grouped tile's rows: any row
     unsigned held[Epilogue::NBOX][Epilogue::BOX_F][2];
     int held_row = 0, held_col = 0, held_z = 0, held_next = Epilogue::NBOX;
     unsigned held_n = 0;
@@ -62,7 +73,13 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
                 Epilogue::write_held_box_tma(c, held[c], stage, lane, tmC, M, N, held_row, held_col, held_z);
         held_next = Epilogue::NBOX;
     };
+#if GL_GROUPED == 1
+    const GlEpi& ep_groups = ep;
+#endif
     sched.walk(blockIdx.x / CLUSTER, [&](int u, int k0, int k1) {
+#if GL_GROUPED == 1
+        const GlEpi ep = gl_group_epi(ep_groups, sched.batch_of(u));   // the group's own column bias
+#endif
         const int2 t = sched.tile(u, rank);
         const int row0 = sched.row_of(t), col0 = t.y * BN;
         gl_zero_acc(acc);

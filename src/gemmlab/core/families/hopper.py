@@ -450,7 +450,7 @@ RUNGS: tuple[Rung, ...] = (
                  "128x64": {"BM": 128, "BN": 64, "BK": 64, "WM": 64, "STAGES": 8, "CLUSTER": 1, "DEFER": 0}},
         threads=wgmma_threads, constraints=grouped_constraints, smem=grouped_smem,
         sass_claims=("HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG"), min_arch=90, max_arch=90,
-        reads=Reads(tensor_maps=True), stores=Stores(outputs=("fp32", "fp16", "bf16"), store_map=True, fused=False),
+        reads=Reads(tensor_maps=True), stores=Stores(outputs=("fp32", "fp16", "bf16"), store_map=True),
         walk=Walk(persistent=True, grouped=True),
         space={"BN": (64, 128, 256), "BK": (64, 128), "STAGES": (2, 3, 4, 5, 6, 8), "CLUSTER": (1, 2), "EPI_TMA": (0, 1),
                "GROUP": (8, 16), "DEFER": (0, 1), "STREAMK": (0, 1)},
