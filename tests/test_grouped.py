@@ -20,6 +20,7 @@ import pytest
 
 import gemmlab
 from gemmlab.core import grouped
+from gemmlab.core.epilogue import Epilogue
 from gemmlab.core.families.hopper import GROUP_CAPS, grouped_config, grouped_smem
 from gemmlab.core.groups import Groups
 from gemmlab.core.params import Params
@@ -146,6 +147,25 @@ def test_the_rule_leaves_room_for_the_group_table_in_shared_memory():
         assert not get("wgmma_grouped").check_config(get("wgmma_grouped").config(cfg))
 
 
+def test_the_rule_takes_a_stream_k_tail_for_128x256_units_over_long_k_only():
+    r = get("wgmma_grouped")
+    long_k, _ = grouped_config(4096, 4096, 14336, 8, 132)
+    short_k, _ = grouped_config(8192, 2816, 2048, 16, 132)
+    narrow, _ = grouped_config(4096, 768, 14336, 128, 132)
+    assert (long_k["BN"], long_k["STREAMK"], long_k["DEFER"]) == (256, 1, 0)
+    assert (short_k["BN"], short_k["STREAMK"]) == (256, 0)
+    assert (narrow["BN"], narrow["STREAMK"]) == (128, 0)
+    assert not any(r.check_config(r.config(c)) for c in (long_k, short_k, narrow))
+
+
+def test_a_fused_epilogue_takes_no_stream_k_tail_so_its_128x256_build_does_not_spill():
+    r = get("wgmma_grouped")
+    cfg, _ = grouped_config(4096, 4096, 14336, 8, 132, fused=True)
+    assert (cfg["BN"], cfg["STREAMK"]) == (256, 0)
+    v = Variant.make(r, "bf16", b_col=True, config=cfg, epilogue=Epilogue("gelu_tanh", "same"))
+    assert v.compile("sm_90a").spill_bytes == 0
+
+
 def test_the_registry_refuses_a_table_that_is_not_a_power_of_two_or_does_not_fit():
     r = get("wgmma_grouped")
     assert any("GROUP_CAP=3" in m for m in r.check_config(dict(r.config(None), GROUP_CAP=3)))
@@ -206,18 +226,6 @@ def test_the_rung_builds_a_stream_k_tail_without_spills_and_refuses_it_with_defe
                                                                             GROUP_K=1)))
 
 
-@pytest.mark.gpu
-def test_a_stream_k_tail_over_uneven_groups_matches_per_group_float64_products():
-    torch = _torch()
-    T, N, K, G = 2500, 1000, 1000, 9          # 20+ row tiles x 8 column tiles: a partial last wave on 132 SMs
-    a = torch.randn(T, K, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(G, N, K, device="cuda", dtype=torch.bfloat16).transpose(-2, -1)
-    for seed in (1, 2):
-        offs = _split(T, G, random.Random(seed))
-        out = gemmlab.grouped_mm(a, b, offs, config={"BN": 128, "STAGES": 6, "DEFER": 0, "STREAMK": 1})
-        assert _rel(out, _reference_rows(a, b, offs)) < 1e-2
-
-
 def test_the_rung_builds_its_thread_copy_for_operands_tma_cannot_describe():
     r = get("wgmma_grouped")
     v = Variant.make(r, "fp16", vec_a=False, vec_b=False, config={"BN": 128, "STAGES": 5, "DEFER": 0})
@@ -251,6 +259,41 @@ def _reference_rows(a, b, offs):
 
 def _rel(x, ref):
     return float((x.double() - ref).norm() / ref.norm().clamp(min=1e-300))
+
+
+def _units(offs, N, BN, BM=128):
+    """The units (row tile x column tile) the device counts for these cumulative ends."""
+    start, n = 0, 0
+    for end in offs:
+        n, start = n + -(-(end - start) // BM), end
+    return n * -(-N // BN)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("short_last_wave", [True, False], ids=["split", "whole"])
+def test_a_stream_k_tail_over_uneven_groups_applies_each_groups_bias_once(short_last_wave):
+    """STREAMK=1: the device splits a last wave less than half full over every SM and leaves a fuller
+    one whole; either way each group's product, bias and activation, each applied once (the split
+    units' finisher applies its group's)."""
+    torch = _torch()
+    from gemmlab.core.driver import device_info
+
+    sms = device_info(0).sm_count
+    T, N, K, G = 2500, 1000, 1000, 9          # about 25 row tiles x 8 column tiles: 1-2 waves on 132 SMs
+    rnd = random.Random(1)
+    offs = next(o for o in (_split(T, G, rnd) for _ in range(500))
+                if _units(o, N, 128) > sms and (0 < _units(o, N, 128) % sms < sms / 2) == short_last_wave)
+    a = torch.randn(T, K, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(G, N, K, device="cuda", dtype=torch.bfloat16).transpose(-2, -1)
+    bias = torch.randn(G, N, device="cuda", dtype=torch.float32)
+    out = gemmlab.grouped_mm(a, b, offs, bias=bias, activation="relu",
+                             config={"BN": 128, "STAGES": 6, "DEFER": 0, "STREAMK": 1})
+    ref = _reference_rows(a, b, offs)
+    start = 0
+    for g, end in enumerate(offs):
+        ref[start:end] += bias[g].double()
+        start = end
+    assert _rel(out, ref.clamp(min=0)) < 1e-2
 
 
 @pytest.mark.gpu

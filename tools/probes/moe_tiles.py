@@ -3,12 +3,17 @@ per shape by the one timing engine (cold L2, NVML clocks), the tokens routed as 
 routes them (bench/moe.py, ``route``):
 
     python tools/probes/moe_tiles.py OUT.json [GxTxNxK ...]
+    python tools/probes/moe_tiles.py OUT.json --random COUNT [--seed S]
 
 What the grouped rule's tile choice rests on (core/families/hopper.py, ``grouped_config``): the
-suite's shapes and others nobody tuned on. One JSON, TFLOP/s per configuration."""
+suite's shapes and others. ``--random``: a held-out sample of layers the rule was not set on
+(``held_out``), timed beside the rule's alternatives, so that auto's share of the best configuration
+is judged away from the shapes that chose it. One JSON, TFLOP/s per configuration."""
 from __future__ import annotations
 
 import json
+import math
+import random
 import sys
 
 import torch
@@ -28,9 +33,26 @@ SHAPES = ["8x4096x14336x4096", "8x4096x4096x14336", "64x8192x2048x7168", "128x40
 CONFIGS = {"128x256": "128x256", "128x256_d0": {"DEFER": 0}, "128x256_c2": "128x256_cluster", "128x128": "128x128",
            "128x128_s4": {"BN": 128, "STAGES": 4, "DEFER": 0}, "128x64": "128x64",
            "128x256_sk": {"DEFER": 0, "STREAMK": 1}, "128x128_sk": {"BN": 128, "STAGES": 6, "DEFER": 0, "STREAMK": 1}}
+# what a held-out layer is timed with: the rule's choices (auto picks among them) and torch's
+HELD_OUT_CONFIGS = ("128x256", "128x256_d0", "128x256_sk", "128x128", "128x64")
 
 
-def main(out_path: str, shapes: list[str]) -> None:
+def held_out(count: int, seed: int) -> list[str]:
+    """``count`` random layers: G experts of 4 to 256, T tokens of 256 to 32768 (log-uniform), N and K
+    multiples of 128 from 512 to 16384 (log-uniform), at most 2^32 elements per operand."""
+    rnd, out = random.Random(seed), []
+
+    def log_uniform(lo, hi, step):
+        return max(lo, round(math.exp(rnd.uniform(math.log(lo), math.log(hi))) / step) * step)
+    while len(out) < count:
+        G, T = rnd.choice((4, 8, 16, 32, 64, 128, 256)), log_uniform(256, 32768, 1)
+        N, K = log_uniform(512, 16384, 128), log_uniform(512, 16384, 128)
+        if G * N * K < 2 ** 32 and T * max(N, K) < 2 ** 32:
+            out.append(f"{G}x{T}x{N}x{K}")
+    return out
+
+
+def main(out_path: str, shapes: list[str], configs: dict) -> None:
     info = device_info(0)
     st = Settings(l2="cold", max_samples=30, time_cap_s=1.5)
     engine = Engine(CudaDevice(Lib("torch"), 0, info.l2_bytes, flush=True, spin=st.spin), st, NvmlClocks(0))
@@ -43,7 +65,7 @@ def main(out_path: str, shapes: list[str]) -> None:
         b = torch.randn(G, N, K, device="cuda", dtype=torch.bfloat16).transpose(-2, -1)
         out = torch.empty(T, N, device="cuda", dtype=torch.bfloat16)
         cands, plans = [], {}
-        for name, cfg in {**CONFIGS, "auto": None}.items():
+        for name, cfg in {**configs, "auto": None}.items():
             try:
                 gemmlab.grouped_mm(a, b, ends, out=out, config=cfg, check=False)
             except ValueError as exc:   # a configuration the shape's launch refuses
@@ -64,4 +86,9 @@ def main(out_path: str, shapes: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2:] or SHAPES)
+    args = sys.argv[2:]
+    if args[:1] == ["--random"]:
+        seed = int(args[args.index("--seed") + 1]) if "--seed" in args else 0
+        main(sys.argv[1], held_out(int(args[1]), seed), {k: CONFIGS[k] for k in HELD_OUT_CONFIGS})
+    else:
+        main(sys.argv[1], args or SHAPES, CONFIGS)

@@ -232,7 +232,8 @@ def _plan(key, problem, groups: Groups, rows: int, kernel: str, config, why: str
     info = device_info(problem.c.device)
     source = "named" if config is not None and not why else "rule"
     if config is None:
-        config, why = grouped_config(rows, problem.N, problem.K, groups.count, info.sm_count)
+        config, why = grouped_config(rows, problem.N, problem.K, groups.count, info.sm_count,
+                                     fused=epilogue != PLAIN)
     plan = Plan(problem, rung, config, groups=groups, choice=Choice(rung, config, source, why or "config given"),
                 epilogue=epilogue)
     with _lock:

@@ -290,9 +290,14 @@ struct GlGroupedSchedule {
         : tiles_n(GL_CEIL_DIV(N, TileN)), ktiles(GL_CEIL_DIV(K, TileK)), clusters((int)gridDim.x / Cluster),
           total(table[G]), dp(table[G]), groups(G), rows_per(rows_per_group), sb(bsb), cum(table),
           ends(table + G + 1), maps(group_maps) {
-        if (StreamK && total > clusters) {   // GlPersistentSchedule's tail, from the units the device counted
+        // GlPersistentSchedule's tail, from the units the device counted, taken only where the last wave
+        // is less than half full (its units and the wave before them split over every cluster): a
+        // fuller last wave loses more to the split units' fix-up than it wins
+        // (benchmarks/results/h200_moe_tiles.json.gz), and the host, not knowing the group sizes,
+        // cannot tell the two apart
+        if (StreamK && total > clusters) {
             const int rem = total % clusters;
-            if (rem) dp = total - rem - (2 * rem >= clusters ? 0 : clusters);
+            if (rem && 2 * rem < clusters) dp = total - rem - clusters;
         }
     }
 

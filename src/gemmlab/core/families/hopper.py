@@ -269,15 +269,19 @@ def batched_config(M: int, N: int, K: int, batch: int, sm_count: int) -> tuple[d
 
 
 GROUPED_MIN_WAVES = 4   # fewer waves of 128x256 units than this: 128x128 tiles, a last wave half as long
+GROUPED_STREAMK_K = 4096   # 128x256 units from this K on: a stream-K tail (64 k tiles amortize its fix-up)
 
 
-def grouped_config(rows: int, N: int, K: int, groups: int, sm_count: int) -> tuple[dict, str]:
+def grouped_config(rows: int, N: int, K: int, groups: int, sm_count: int, fused: bool = False) -> tuple[dict, str]:
     """Rung 26's configuration for ``groups`` groups over ``rows`` rows of N x K, and why: rung 21's
     128x256 tile, its stores deferred where K is long enough to hide them (``BATCHED_DEFER_K``);
     128x128 tiles where N is at most 128 or where 128x256 units would make fewer than
     ``GROUPED_MIN_WAVES`` waves (a partial last wave is then a large share of the time, and half-size
     units shorten it); 128x64 where N is at most 64. The host does not know the group sizes: a group
-    is taken to end in half a row tile on average, and each to take at least one
+    is taken to end in half a row tile on average, and each to take at least one. 128x256 units over
+    K of ``GROUPED_STREAMK_K`` or more take the stream-K tail (STREAMK=1, stores not deferred): the
+    device, counting the units, splits a last wave less than half full (schedule.cuh); not with a
+    ``fused`` epilogue (its functor beside the tail's fix-up spills at 128x256)
     (benchmarks/results/h200_moe_tiles.json.gz: the tiles at the moe suite's shapes and others). The
     stages are those that leave room for the group table (GROUP_CAP, the least power of two that
     holds the groups)."""
@@ -288,9 +292,13 @@ def grouped_config(rows: int, N: int, K: int, groups: int, sm_count: int) -> tup
     elif N <= 128 or waves < GROUPED_MIN_WAVES:
         cfg, why = {"BN": 128, "STAGES": 6, "DEFER": 0}, (f"N={N}: 128x128 tiles" if N <= 128 else
                                                           f"{waves:.1f} waves of 128x256 units: 128x128 tiles")
+    elif K >= GROUPED_STREAMK_K and not fused:
+        cfg, why = ({"BN": 256, "STAGES": 4, "DEFER": 0, "STREAMK": 1},
+                    f"{waves:.1f} waves of 128x256 units, K={K}: a stream-K tail where the last wave is short")
     else:
         cfg, why = {"BN": 256, "STAGES": 4, "DEFER": int(K >= BATCHED_DEFER_K)}, f"{waves:.1f} waves of 128x256 units"
-    cfg = {"BM": 128, "WM": 64, "BK": 64, "CLUSTER": 1, **cfg, "GROUP_CAP": next(c for c in GROUP_CAPS if c >= groups)}
+    cfg = {"BM": 128, "WM": 64, "BK": 64, "CLUSTER": 1, "STREAMK": 0, **cfg,
+           "GROUP_CAP": next(c for c in GROUP_CAPS if c >= groups)}
     while cfg["STAGES"] > 2 and grouped_smem(cfg) > MAX_SMEM_PER_BLOCK:
         cfg["STAGES"] -= 1
     return cfg, (f"{groups} groups over {rows} rows, about {row_tiles} row tiles on {sm_count} SMs: {why}"
