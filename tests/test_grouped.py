@@ -166,6 +166,25 @@ def test_a_fused_epilogue_takes_no_stream_k_tail_so_its_128x256_build_does_not_s
     assert v.compile("sm_90a").spill_bytes == 0
 
 
+def test_auto_finds_a_tuned_layer_nearby_of_this_gpu_and_dtype(tmp_path, monkeypatch):
+    import json
+
+    from gemmlab.core import dispatch
+
+    path = tmp_path / "tuned.json"
+    entry = {"dtype": "bf16", "shape": [8, 4096, 4096, 14336], "layout": "rc", "rung": "wgmma_grouped"}
+    path.write_text(json.dumps({"format": 1, "entries": [
+        {**entry, "config": {"BN": 128, "STAGES": 6, "DEFER": 0}, "gpu_name": "GPU A"},
+        {**entry, "config": {"BN": 256}, "gpu_name": "GPU B"},
+        {**entry, "shape": [4096, 4096, 14336], "rung": "wgmma_ws", "config": {}, "gpu_name": "GPU A"}]}))
+    monkeypatch.setattr(dispatch, "tuned_path", lambda: path)
+    r = get("wgmma_grouped")
+    e, d = dispatch.grouped_entry(r, "bf16", "rc", (8, 5000, 4096, 14336), "GPU A")
+    assert e["config"]["BN"] == 128 and 0 < d < 1
+    assert dispatch.grouped_entry(r, "fp16", "rc", (8, 4096, 4096, 14336), "GPU A") is None
+    assert dispatch.grouped_entry(r, "bf16", "rc", (64, 4096, 4096, 14336), "GPU A") is None   # 3 octaves of G
+
+
 def test_the_registry_refuses_a_table_that_is_not_a_power_of_two_or_does_not_fit():
     r = get("wgmma_grouped")
     assert any("GROUP_CAP=3" in m for m in r.check_config(dict(r.config(None), GROUP_CAP=3)))

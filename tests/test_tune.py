@@ -524,3 +524,54 @@ def test_a_worker_refused_for_the_runs_budget_stops_asking_until_it_reads_the_st
     refused = [t for t in study.get_trials(deepcopy=False)
                if "budget" in (t.user_attrs.get("result") or {}).get("reason", "")]
     assert batch == [] and stop == "" and len(refused) == 1
+
+
+# ---- the grouped rung: a mixture-of-experts layer G x T x N x K ---------------------------------------
+GROUPED_SHAPE = (64, 8192, 2048, 7168)
+
+
+def test_a_grouped_tune_takes_g_t_n_k_and_refuses_a_plain_shape_or_a_column_major_a():
+    assert TuneSpec("wgmma_grouped", GROUPED_SHAPE, layout="rc").checked().shape == GROUPED_SHAPE
+    with pytest.raises(ValueError, match=r"4 positive integers G, T, N, K"):
+        TuneSpec("wgmma_grouped", (4096, 4096, 4096)).checked()
+    with pytest.raises(ValueError, match=r"3 positive integers M, N, K"):
+        TuneSpec("naive", GROUPED_SHAPE).checked()
+    with pytest.raises(ValueError, match=r"layout must be one of rr, rc"):
+        TuneSpec("wgmma_grouped", GROUPED_SHAPE, layout="cr").checked()
+    with pytest.raises(ValueError, match=r"1 to 4096"):
+        TuneSpec("wgmma_grouped", (5000, 8192, 2048, 7168)).checked()
+
+
+def test_a_grouped_space_holds_the_table_for_g_groups_and_prunes_by_its_shared_memory():
+    from gemmlab.core.families.hopper import grouped_smem
+    from gemmlab.tune.runner import fixed_params
+
+    s = TuneSpec("wgmma_grouped", GROUPED_SHAPE, layout="rc").checked()
+    sp = Space.of(s.rung, "sm_90a", fixed_params(s))
+    cands = sp.candidates()
+    assert cands and all(c["GROUP_CAP"] == 64 and c["GROUP_K"] == 0 for c in cands)
+    assert all(grouped_smem(c) <= 232448 for c in cands)
+
+
+def test_the_grouped_starting_points_include_the_groups_rule_for_the_layer():
+    from gemmlab.core.families.hopper import grouped_config
+    from gemmlab.tune.runner import fixed_params, starting_points
+
+    s = TuneSpec("wgmma_grouped", GROUPED_SHAPE, layout="rc").checked()
+    sp = Space.of(s.rung, "sm_90a", fixed_params(s))
+    rule = sp.point(grouped_config(8192, 2048, 7168, 64, 132)[0])
+    keys = [sp.key(c) for c in starting_points(sp, s, {"arch": "sm_90a", "sm_count": 132})]
+    assert sp.key(rule) in keys
+
+
+def test_a_grouped_tune_records_tflops_of_the_layers_products(tmp_path):
+    from gemmlab.tune.runner import fixed_params
+
+    s = TuneSpec("wgmma_grouped", GROUPED_SHAPE, layout="rc", strategy="random", budget=4,
+                 storage=f"sqlite:///{tmp_path / 'tune.db'}")
+    sp = Space.of("wgmma_grouped", "sm_90a", fixed_params(s.checked()))
+    table = {sp.key(c): {"status": "ok", "ms": 1.0} for c in sp.candidates()}
+    out = tune(s, ReplayFactory(table))
+    ok = [r for r in out["document"]["records"] if r["status"] == "ok"]
+    assert ok and out["key"]["shape"] == "64x8192x2048x7168"
+    assert ok[0]["tflops"] == pytest.approx(2.0 * 8192 * 2048 * 7168 / 1e-3 / 1e12)

@@ -96,3 +96,37 @@ def test_two_gpus_share_one_study_each_candidate_measured_once(tmp_path):
     by_device = {r["device"] for r in recs}
     assert len(by_device) == 2, f"records came from {by_device}"
     assert all(r["status"] for r in recs)
+
+
+def test_a_grouped_tune_verifies_and_times_grouped_mm_and_auto_then_runs_its_best(tmp_path, monkeypatch):
+    """The grouped rung's evaluator: each candidate is grouped_mm on an unevenly routed layer,
+    checked against per-group float64 products, timed beside torch._grouped_mm; after the export,
+    grouped_mm's auto takes the tuned configuration for that layer."""
+    torch = pytest.importorskip("torch")
+    from gemmlab.core import dispatch, grouped
+    from gemmlab.core.driver import device_info
+    from gemmlab.measure.timing import Settings
+    from gemmlab.tune.export import export_tuned
+    from gemmlab.tune.grouped import GroupedFactory
+    from gemmlab.tune.runner import TuneSpec, tune
+
+    if device_info(0).arch != "sm_90a":
+        pytest.skip("the grouped rung runs on sm_90a only")
+    monkeypatch.setattr(dispatch, "tuned_path", lambda: tmp_path / "tuned.json")
+    url = f"sqlite:///{tmp_path / 'tune.db'}"
+    shape = (8, 1000, 520, 384)
+    s = tune(TuneSpec("wgmma_grouped", shape, "bf16", "rc", strategy="random", budget=3, storage=url),
+             GroupedFactory("bf16", shape, "rc", Settings(**FAST)))
+    recs = s["document"]["records"]
+    ok = [r for r in recs if r["status"] == "ok"]
+    assert len(recs) == 3 and ok, [r.get("reason") for r in recs]
+    assert all(r["detail"]["rel_error"] < 1e-2 for r in ok) and s["best"]["config"]["GROUP_CAP"] == 8
+    assert any("torch._grouped_mm" in p for p in s["document"]["peers"].values())
+    export_tuned(url)
+    G, T, N, K = shape
+    a = torch.randn(T, K, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(G, N, K, device="cuda", dtype=torch.bfloat16).transpose(-2, -1)
+    offs = torch.tensor([0, 100, 250, 250, 600, 601, 900, 1000], dtype=torch.int32, device="cuda")
+    grouped.grouped_mm(a, b, offs)
+    choice = grouped.plans()[-1].choice
+    assert choice.source == "tuned" and "tuned at 8x1000x520x384" in choice.reason

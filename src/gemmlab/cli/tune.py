@@ -8,6 +8,7 @@ import sys
 from dataclasses import replace
 
 from ..core.deps import require, require_all
+from ..core.registry import get as get_rung
 from ..core.shapes import SUITE_FORMS, parse_shape, suite
 from .common import UsageError, add_dtype, add_lib, add_precision, add_timing, checked, suite_name, timing_settings
 
@@ -26,8 +27,9 @@ def register(sub) -> None:
                     "measured twice. Needs the tune extra (pip install \"gemmlab[tune]\").")
     p.add_argument("rung", metavar="RUNG", help="rung slug or number; auto: measure the selection menu on a tuning "
                                                 "sample (--sample) and write what kernel=\"auto\" predicts from")
-    p.add_argument("--shape", default=None, type=checked(parse_shape),
-                   help="N, N^3 or MxNxK (required unless --show or --suite)")
+    p.add_argument("--shape", default=None, type=checked(_shape_form),
+                   help="N, N^3 or MxNxK; for the grouped rung (wgmma_grouped) GxTxNxK: G experts, T tokens routed "
+                        "unevenly as bench --suite moe routes them (required unless --show or --suite)")
     p.add_argument("--suite", type=suite_name, default=None, metavar="SUITE",
                    help=f"tune every shape of a benchmark suite (core/shapes.py), one after the other: {SUITE_FORMS}")
     p.add_argument("--emit-defaults", dest="emit_defaults", metavar="FILE", default=None,
@@ -86,6 +88,19 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def _shape_form(text: str) -> tuple[int, ...]:
+    """A shape of ``--shape``: parse_shape's forms, or the grouped rung's GxTxNxK."""
+    if text.strip().lower().count("x") == 3:
+        try:
+            dims = tuple(int(x) for x in text.strip().lower().split("x"))
+        except ValueError:
+            dims = ()
+        if len(dims) != 4 or min(dims) < 1:
+            raise ValueError(f"shape {text!r} is not GxTxNxK with every dimension >= 1 (e.g. 8x4096x14336x4096)")
+        return dims
+    return parse_shape(text)
+
+
 def _device_form(text: str) -> tuple[int, ...] | None:
     """``--devices``' form: None for all, else the ordinals (ValueError when neither)."""
     if text.strip() == "all":
@@ -116,7 +131,7 @@ def _show(args) -> int:
 
     key_dtype = TuneSpec(args.rung, (1, 1, 1), args.dtype, precision=args.precision).key_dtype if args.dtype else None
     match = {"rung": get(args.rung).slug, "dtype": key_dtype, "layout": args.layout,
-             "shape": "x".join(map(str, parse_shape(args.shape))) if args.shape else None}
+             "shape": "x".join(map(str, _shape_form(args.shape))) if args.shape else None}
     docs = documents(args.storage, **match)
     if not docs:
         return _show_shipped(args, match)
@@ -161,7 +176,7 @@ def _show_shipped(args, match: dict) -> int:
 def _shapes(args) -> list[tuple[int, int, int]]:
     shapes = list(suite(args.suite)) if args.suite else []
     if args.shape is not None:
-        shapes.append(parse_shape(args.shape))
+        shapes.append(_shape_form(args.shape))
     if not shapes:
         raise UsageError("--shape or --suite is required (e.g. --shape 4096 or 4096x4096x1024, --suite fp32)")
     return shapes
@@ -175,8 +190,13 @@ def _tune_one(args, spec, devices) -> dict:
 
     peers = tuple(s.strip() for s in args.peers.split(",") if s.strip()) if args.peers else None
     jobs = args.jobs or max(1, (os.cpu_count() or 1) // len(devices))
-    factory = GpuFactory(spec.rung, spec.dtype, spec.shape, spec.layout, timing_settings(args), args.lib, peers, jobs,
-                         spec.precision)
+    if get_rung(spec.rung).grouped:   # a mixture-of-experts layer through grouped_mm (tune/grouped.py)
+        from ..tune.grouped import GroupedFactory
+
+        factory = GroupedFactory(spec.dtype, spec.shape, spec.layout, timing_settings(args), jobs)
+    else:
+        factory = GpuFactory(spec.rung, spec.dtype, spec.shape, spec.layout, timing_settings(args), args.lib, peers,
+                             jobs, spec.precision)
     summary = tune(spec, factory, progress=args.progress and sys.stderr.isatty())
     print(f"{summary['study']}\nstrategy {summary['strategy']}, {summary['candidates']} candidates of "
           f"{summary['space_size']} after pruning; this run evaluated {summary['evaluated']} "

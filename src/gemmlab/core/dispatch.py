@@ -165,12 +165,35 @@ def nearest(entries: list[dict], dtype: str, layout: str, shape, allowed: dict[s
     the layout class ``layout``; None when there is none within ``MAX_DISTANCE``."""
     cands = [e for e in entries if _usable(e, dtype, allowed, precision) and _thin_covers(e, shape, allowed)
              and (gpu_name is None or e.get("gpu_name") in (None, gpu_name))]
+    return _closest(cands, layout, shape, max_distance)
+
+
+def _closest(cands: list[dict], layout: str, shape, max_distance: float) -> tuple[dict, float] | None:
+    """The candidate entry nearest to ``shape``, of layout ``layout`` where one is, within ``max_distance``."""
     same = [e for e in cands if e.get("layout", layout) == layout] or cands
     if not same:
         return None
     best = min(same, key=lambda e: distance(e["shape"], shape))
     d = distance(best["shape"], shape)
     return (best, d) if d <= max_distance else None
+
+
+def grouped_entry(rung: Rung, dtype: str, layout: str, shape, gpu_name: str | None) -> tuple[dict, float] | None:
+    """The tuned entry of the grouped rung nearest to ``shape`` (G, T, N, K) in log2 space, within
+    ``MAX_DISTANCE``, of ``dtype`` and this GPU (``gemmlab tune wgmma_grouped --shape GxTxNxK``
+    exports it: tune/export.py), preferring ``layout``; its configuration one the rung accepts.
+    The group sizes of a tuned shape are one routing of its tokens; a call's own differ."""
+    cands = []
+    for e in read_table(tuned_path()):
+        if (e.get("rung") != rung.slug or e.get("dtype") != dtype or len(e.get("shape") or ()) != 4
+                or e.get("gpu_name") not in (None, gpu_name)):
+            continue
+        try:
+            rung.config(e.get("config") or {})
+        except (ValueError, TypeError):
+            continue
+        cands.append(e)
+    return _closest(cands, layout, shape, MAX_DISTANCE)
 
 
 def _from_table(problem: GemmProblem, device, source: str, precision: str | None = None,

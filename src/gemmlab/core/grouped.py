@@ -40,6 +40,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import replace
 
+from . import dispatch
 from .deps import require
 from .driver import device_info
 from . import epilogue as _epilogue
@@ -51,6 +52,7 @@ from .launch import Plan, current_stream, stream_capturing
 from .problem import ArrayFacts, array_facts, check_output_dtype, check_placement, info_2d, problem_of
 from .registry import get as get_rung
 from .rules import Choice
+from .variant import resolve
 
 RUNG = "wgmma_grouped"
 PLAN_CACHE = 64   # plans kept per process (each holds pointers and shapes, never arrays)
@@ -231,6 +233,13 @@ def _plan(key, problem, groups: Groups, rows: int, kernel: str, config, why: str
         raise ValueError(f"kernel {kernel!r} computes one product; grouped_mm runs on {RUNG!r} (or 'auto')")
     info = device_info(problem.c.device)
     source = "named" if config is not None and not why else "rule"
+    if config is None and not groups.rows_per and not groups.over_k:   # 2-D x 3-D: a tuned layer nearby
+        hit = dispatch.grouped_entry(rung, problem.dtype, dispatch.layout_of(problem.kernel_view()),
+                                     (groups.count, rows, problem.N, problem.K), info.name)
+        if hit is not None:
+            e, d = hit
+            config, source = e["config"], "tuned"
+            why = f"tuned at {'x'.join(map(str, e['shape']))} (log2 distance {d:.2f})"
     if config is None:
         config, why = grouped_config(rows, problem.N, problem.K, groups.count, info.sm_count,
                                      fused=epilogue != PLAIN)
@@ -316,6 +325,20 @@ def _tokens_by_group(a, b, offs, fa, fb, out_name, out, kernel, config, check, e
     a, fa = _k_contiguous(a, fa)
     _launch_rows(fa, fb, fo, T, fa.strides, fo.strides, 0, ints, out_name, kernel, config, epi, bias_f)
     return out
+
+
+def tuning_variant(a, b, out, config):
+    """The build ``grouped_mm(a, b, offs, out=out, config=config)`` (2-D x 3-D, a K-contiguous a) loads
+    for any offsets: what the tuner compiles ahead in its pool (tune/grouped.py)."""
+    fa, fb, out_name = _operands(a, b, None)
+    fo = array_facts("out", out)
+    (T, K), (G, _, N) = fa.shape, fb.shape
+    b_stride = _weights(fb, G, K, N, get_dtype(fa.dtype).itemsize)
+    problem = _kernel_problem(fa, (T, K), fa.strides, fb, (K, N), fb.strides[1:], fo, (T, N), fo.strides, fo.dtype,
+                              (0, b_stride, 0))
+    rung = get_rung(RUNG)
+    cfg = {**rung.config(config), "GROUP_CAP": Groups(G, b_stride, 0).cap, "GROUP_K": 0}
+    return resolve(rung, problem.dtype, problem.kernel_view(), cfg, None, device_info(fa.device).sm_count).variant
 
 
 def _k_contiguous(a, fa: ArrayFacts):

@@ -136,7 +136,10 @@ def suite_kind(name: str) -> str:
 
 
 def fmt_shape(shape) -> str:
-    """``4096^3`` for a cube, ``MxNxK`` otherwise."""
+    """``4096^3`` for a cube, ``MxNxK`` otherwise (any other number of dimensions joined by x: a
+    grouped layer's GxTxNxK)."""
+    if len(shape) != 3:
+        return "x".join(map(str, shape))
     M, N, K = shape
     return f"{M}^3" if M == N == K else f"{M}x{N}x{K}"
 

@@ -40,15 +40,58 @@ class GpuFactory:
     precision: str | None = None             # None: the rung's own default for the dtype
 
     def identity(self, device: int) -> dict:
-        env = environment.collect(device)
-        return {"gpu_name": env.get("gpu_name"), "arch": env.get("arch"), "driver": env.get("driver_version"),
-                "nvrtc": env.get("nvrtc_version"), "gemmlab": env.get("gemmlab_version"), "sm_count": env.get("sm_count")}
+        return machine_identity(device)
 
     def create(self, device: int) -> "GpuEvaluator":
         return GpuEvaluator(self, device)
 
 
-def _first_line(exc: BaseException) -> str:
+def compile_configs(pool: CompilePool, arch: str, configs: Sequence[dict], variant_of) -> list[Outcome | None]:
+    """Build the variant ``variant_of(cfg)`` of every configuration in the pool (in parallel), each
+    as the launch will load it; per configuration None when it compiled, else its failure
+    ("compile_error", "spill"; a ValueError of ``variant_of`` is a compile error too)."""
+    variants, errors = [], {}
+    for i, cfg in enumerate(configs):
+        try:
+            variants.append((i, variant_of(cfg)))
+        except ValueError as exc:
+            errors[i] = f"ValueError: {exc}"
+    pool.build([v for _, v in variants], arch,
+               lambda v, hit, err: errors.__setitem__(next(i for i, w in variants if w is v), err))
+    out: list[Outcome | None] = []
+    for i in range(len(configs)):
+        err = errors.get(i)
+        if err is None:
+            out.append(None)
+        else:
+            status = "spill" if err.startswith("SpillError") else "compile_error"
+            out.append(Outcome(status, reason=err.strip().splitlines()[0]))
+    return out
+
+
+def timed(engine: timing.Engine, quick: timing.Engine, fn, cutoff_ms: float | None, rel: float | None) -> Outcome:
+    """A verified candidate ``fn`` timed by ``engine``; past ``cutoff_ms`` on ``quick``'s three samples,
+    that short estimate only (the 3x rule)."""
+    cand = timing.Candidate("candidate", fn)
+    engine.warm_up([cand])
+    if cutoff_ms is not None:
+        q = quick.measure([cand]).samples["candidate"]
+        if q.median > cutoff_ms:
+            return Outcome("ok", q.median, detail={"estimate": True, "samples": q.n, "rel_error": rel})
+    s = engine.measure([cand]).samples["candidate"]
+    return Outcome("ok", s.median, detail={"samples": s.n, "noise": s.noise, "min_ms": s.minimum,
+                                           "stop_reason": s.stop_reason, "throttled_samples": sum(s.throttled),
+                                           "rel_error": rel})
+
+
+def machine_identity(device: int) -> dict:
+    """The study key's machine part of GPU ``device`` (``EvaluatorFactory.identity``)."""
+    env = environment.collect(device)
+    return {"gpu_name": env.get("gpu_name"), "arch": env.get("arch"), "driver": env.get("driver_version"),
+            "nvrtc": env.get("nvrtc_version"), "gemmlab": env.get("gemmlab_version"), "sm_count": env.get("sm_count")}
+
+
+def first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
 
@@ -81,23 +124,7 @@ class GpuEvaluator:
         return resolve(self.rung, self.f.dtype, self.kv, cfg, self.f.precision, self.info.sm_count).variant
 
     def compile(self, configs: Sequence[dict]) -> list[Outcome | None]:
-        variants, errors = [], {}
-        for i, cfg in enumerate(configs):
-            try:
-                variants.append((i, self._variant(cfg)))
-            except ValueError as exc:
-                errors[i] = f"ValueError: {exc}"
-        self.pool.build([v for _, v in variants], self.info.arch,
-                        lambda v, hit, err: errors.__setitem__(next(i for i, w in variants if w is v), err))
-        out: list[Outcome | None] = []
-        for i in range(len(configs)):
-            err = errors.get(i)
-            if err is None:
-                out.append(None)
-            else:
-                status = "spill" if err.startswith("SpillError") else "compile_error"
-                out.append(Outcome(status, reason=err.strip().splitlines()[0]))
-        return out
+        return compile_configs(self.pool, self.info.arch, configs, self._variant)
 
     def _verified(self, plan, cfg: dict) -> tuple[Outcome | None, float | None]:
         L, ops = self.L, self.ops
@@ -116,22 +143,13 @@ class GpuEvaluator:
             plan = api.plan(self.ops.a, self.ops.b, self.ops.c, kernel=self.rung.slug, config=config,
                             precision=self.f.precision)
         except SpillError as exc:
-            return Outcome("spill", reason=_first_line(exc))
+            return Outcome("spill", reason=first_line(exc))
         except Exception as exc:  # noqa: BLE001 - CompileError, resources ...
-            return Outcome("compile_error", reason=_first_line(exc))
+            return Outcome("compile_error", reason=first_line(exc))
         bad, rel = self._verified(plan, config)
         if bad is not None:
             return bad
-        cand = timing.Candidate("candidate", lambda: plan.run(self.dev.stream))
-        self.engine.warm_up([cand])
-        if cutoff_ms is not None:
-            q = self.quick.measure([cand]).samples["candidate"]
-            if q.median > cutoff_ms:
-                return Outcome("ok", q.median, detail={"estimate": True, "samples": q.n, "rel_error": rel})
-        s = self.engine.measure([cand]).samples["candidate"]
-        return Outcome("ok", s.median, detail={"samples": s.n, "noise": s.noise, "min_ms": s.minimum,
-                                               "stop_reason": s.stop_reason, "throttled_samples": sum(s.throttled),
-                                               "rel_error": rel})
+        return timed(self.engine, self.quick, lambda: plan.run(self.dev.stream), cutoff_ms, rel)
 
     def peers(self) -> dict[str, float]:
         cands = []

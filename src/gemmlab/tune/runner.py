@@ -18,6 +18,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
 from ..core import dispatch
+from ..core.families.hopper import grouped_config
+from ..core.groups import Groups
 from ..core.precision import label as precision_label
 from ..core.progress import Progress
 from ..core.registry import get
@@ -33,7 +35,7 @@ from .strategies import resolve, sampler
 @dataclass(frozen=True)
 class TuneSpec:
     rung: str
-    shape: tuple[int, int, int]
+    shape: tuple[int, ...]              # M, N, K; the grouped rung's G, T, N, K (tune/grouped.py)
     dtype: str | None = None            # None: the rung's first dtype
     layout: str = "rr"                  # A and B as the kernel sees them (C row-major)
     strategy: str = "auto"
@@ -61,10 +63,15 @@ class TuneSpec:
         rung = get(self.rung)
         dtype = self.dtype or rung.dtypes[0]
         rung.require(dtype, precision=self.precision)
-        if len(self.shape) != 3 or any(not isinstance(x, int) or x < 1 for x in self.shape):
-            raise ValueError(f"shape must be three positive integers M, N, K, got {self.shape!r}")
-        if self.layout not in ("rr", "rc", "cr", "cc"):
-            raise ValueError(f"layout must be one of rr, rc, cr, cc (A then B; r row-major), got {self.layout!r}")
+        dims, what = (4, "G, T, N, K (experts, tokens, N, K)") if rung.grouped else (3, "M, N, K")
+        if len(self.shape) != dims or any(not isinstance(x, int) or x < 1 for x in self.shape):
+            raise ValueError(f"shape must be {dims} positive integers {what} for rung {rung.slug!r}, got {self.shape!r}")
+        if rung.grouped:
+            Groups(self.shape[0], 8)   # ValueError beyond the groups the kernel's table takes
+        layouts = ("rr", "rc") if rung.grouped else ("rr", "rc", "cr", "cc")
+        if self.layout not in layouts:
+            raise ValueError(f"layout must be one of {', '.join(layouts)} (A then B; r row-major) for rung "
+                             f"{rung.slug!r}, got {self.layout!r}")
         for name in ("budget", "batch"):
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
@@ -86,6 +93,15 @@ class TuneSpec:
         return replace(self, rung=rung.slug, dtype=dtype, batch=batch, precision=precision, starts=tuple(starts))
 
 
+def fixed_params(spec: TuneSpec) -> dict | None:
+    """Parameters a run holds at one value: the grouped rung's table capacity, the least power of two
+    that holds G groups (the plan sets it so; the space's shared-memory check must count it), and
+    its groups of rows (GROUP_K=0: the layer's forward)."""
+    if not get(spec.rung).grouped:
+        return None
+    return {"GROUP_CAP": (Groups(spec.shape[0], 8).cap,), "GROUP_K": (0,)}
+
+
 def _machine(spec: TuneSpec, factory: EvaluatorFactory) -> dict:
     """The machine part of the key, the same for every device (else ValueError: a study holds one GPU)."""
     ids = {d: factory.identity(d) for d in spec.devices}
@@ -105,7 +121,7 @@ def starting_points(space: Space, spec: TuneSpec, machine: dict) -> list[dict]:
     as the constraints accept them. So the best of a run is never worse than what ``kernel="auto"``
     ran before it, however small the budget. A point may lie outside the space's grid (the shipped
     SPLITK=64 at 256x256x65536): ``tune`` widens the space by them (``Space.widened``)."""
-    rung, (M, N, K) = space.rung, spec.shape
+    rung = space.rung
     mine = [space.point(c) for c in spec.starts]
     for cfg in mine:   # the caller's own: refused by name, not dropped in silence
         reasons = space.check(cfg)
@@ -113,18 +129,22 @@ def starting_points(space: Space, spec: TuneSpec, machine: dict) -> list[dict]:
             raise ValueError(f"starting configuration {space.key(cfg)} is outside what the rung accepts on "
                              f"{machine.get('arch')}: {'; '.join(reasons)}")
     cands = mine + [space.point({})] + [space.point(p) for p in rung.presets_for(space.precision).values()]
-    if machine.get("sm_count"):
-        rule = dispatch.rule_config(rung, M, N, K, int(machine["sm_count"]), space.precision)[0]
-        cands.append(space.point(rule))
+    if machine.get("sm_count") and rung.grouped:   # the groups of rows' rule (core/families/hopper.py)
+        G, T, N, K = spec.shape
+        cands.append(space.point(grouped_config(T, N, K, G, int(machine["sm_count"]))[0]))
+    elif machine.get("sm_count"):
+        M, N, K = spec.shape
+        cands.append(space.point(dispatch.rule_config(rung, M, N, K, int(machine["sm_count"]), space.precision)[0]))
     arch = machine.get("arch")
     tables = [dispatch.tuned_path()] + ([dispatch.defaults_path(arch)] if arch else [])
-    for path in tables:
+    for path in tables if not rung.grouped else ():
         hit = dispatch.nearest(dispatch.read_table(path), spec.dtype, spec.layout, spec.shape, {rung.slug: rung},
                                machine.get("gpu_name"))
         if hit is not None:
             cands.append(space.point(hit[0].get("config") or {}))
+    fixed = {k: v[0] for k, v in (fixed_params(spec) or {}).items()}   # the plan's own, whatever a point says
     out, seen = [], set()
-    for cfg in cands:
+    for cfg in ({**c, **fixed} for c in cands):
         key = space.key(cfg)
         if key not in seen and not space.check(cfg):
             seen.add(key)
@@ -152,7 +172,7 @@ def _worker_main(factory, device: int, spec: TuneSpec, key: dict, job: Job, seed
     space the parent resolved (``params``: its value lists, widened and aligned)."""
     try:
         storage = open_storage(spec.storage, *spec.heartbeat)
-        space = Space.of(key["rung"], key["arch"], precision=spec.precision).aligned(params)
+        space = Space.of(key["rung"], key["arch"], fixed_params(spec), precision=spec.precision).aligned(params)
         study = open_study(storage, key, sampler(job.strategy, space.params, seed))
         ev = factory.create(device)
         try:
@@ -219,7 +239,7 @@ def tune(spec: TuneSpec, factory: EvaluatorFactory, *, progress: bool = False) -
     machine = _machine(spec, factory)
     key = study_key(machine, spec.rung, spec.key_dtype, spec.layout, spec.shape)
     storage = open_storage(spec.storage, *spec.heartbeat)
-    base = Space.of(spec.rung, machine.get("arch"), precision=spec.precision)
+    base = Space.of(spec.rung, machine.get("arch"), fixed_params(spec), precision=spec.precision)
     starts = starting_points(base, spec, machine)
     space = base.widened(starts).aligned(recorded_space(storage, key))
     cands = space.candidates()

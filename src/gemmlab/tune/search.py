@@ -28,7 +28,7 @@ from typing import Callable
 
 from .evaluate import MEASURED, Evaluator, Outcome
 from .space import Space
-from .store import Heartbeat, optuna, record_peers, retrying
+from .store import Heartbeat, key_flop, optuna, record_peers, retrying
 
 SLOW_FACTOR = 3.0
 MAX_MISSES = 2000      # proposals in a row that are refused or already recorded: the sampler is stuck
@@ -177,8 +177,7 @@ class _Worker:
         self.held: dict[int, object] = {}            # trial number -> trial asked and not told
         self.heart = Heartbeat(storage) if hasattr(storage, "record_heartbeat") else None
         self.t0 = time.monotonic()
-        M, N, K = (int(x) for x in str(study.user_attrs["key"]["shape"]).split("x"))
-        self.flop = 2.0 * M * N * K
+        self.flop = key_flop(study.user_attrs["key"])
         cands = space.candidates()
         i, n = job.stripe
         self.mine = cands[i::n] if job.strategy == "exhaustive" else cands

@@ -25,6 +25,8 @@ as the study attribute ``peers <run> <device>``.
 
 from __future__ import annotations
 
+import math
+
 import threading
 import time
 import warnings
@@ -126,6 +128,12 @@ def study_key(machine: Mapping, rung: str, dtype: str, layout: str, shape: Seque
     key = {k: str(machine.get(k)) for k in KEY_FIELDS[:5]}
     key.update(rung=rung, dtype=dtype, layout=layout, shape="x".join(map(str, shape)))
     return key
+
+
+def key_flop(key: Mapping) -> float:
+    """The floating-point operations of a study's shape: M x N x K, or the grouped rung's G x T x N x
+    K, whose products are T x N x K."""
+    return 2.0 * math.prod(int(x) for x in str(key.get("shape", "0x0x0")).split("x")[-3:])
 
 
 def study_name(key: Mapping) -> str:
@@ -259,8 +267,7 @@ def records(study, include_invalid: bool = False) -> list[dict]:
     opt = optuna()
     TS = opt.trial.TrialState
     key = study.user_attrs.get("key") or {}
-    M, N, K = (int(x) for x in str(key.get("shape", "0x0x0")).split("x"))
-    flop = 2.0 * M * N * K
+    flop = key_flop(key)
     peers = peers_of(study)
     out = []
     for t in study.get_trials(deepcopy=False, states=(TS.COMPLETE, TS.PRUNED, TS.FAIL)):
