@@ -289,19 +289,19 @@ def _units(offs, N, BN, BM=128):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("short_last_wave", [True, False], ids=["split", "whole"])
-def test_a_stream_k_tail_over_uneven_groups_applies_each_groups_bias_once(short_last_wave):
-    """STREAMK=1: the device splits a last wave less than half full over every SM and leaves a fuller
-    one whole; either way each group's product, bias and activation, each applied once (the split
-    units' finisher applies its group's)."""
+@pytest.mark.parametrize("fill", [(0.0, 0.125), (0.125, 0.5), (0.5, 1.0)], ids=["sliver", "short", "whole"])
+def test_a_stream_k_tail_over_uneven_groups_applies_each_groups_bias_once(fill):
+    """STREAMK=1: the device splits a last wave under an eighth full with the wave before it, one
+    under half full alone, and leaves a fuller one whole; each way every group's product, bias and
+    activation, each applied once (the split units' finisher applies its group's)."""
     torch = _torch()
     from gemmlab.core.driver import device_info
 
     sms = device_info(0).sm_count
-    T, N, K, G = 2500, 1000, 1000, 9          # about 25 row tiles x 8 column tiles: 1-2 waves on 132 SMs
+    N, K, G = 1000, 1000, 9          # 1200-3400 tokens: 14-31 row tiles x 8 column tiles, 1-2 waves on 132 SMs
     rnd = random.Random(1)
-    offs = next(o for o in (_split(T, G, rnd) for _ in range(500))
-                if _units(o, N, 128) > sms and (0 < _units(o, N, 128) % sms < sms / 2) == short_last_wave)
+    T, offs = next((T, o) for T, o in ((t, _split(t, G, rnd)) for t in range(1200, 3400, 3))
+                   if _units(o, N, 128) > sms and fill[0] < _units(o, N, 128) % sms / sms < fill[1])
     a = torch.randn(T, K, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(G, N, K, device="cuda", dtype=torch.bfloat16).transpose(-2, -1)
     bias = torch.randn(G, N, device="cuda", dtype=torch.float32)

@@ -290,14 +290,16 @@ struct GlGroupedSchedule {
         : tiles_n(GL_CEIL_DIV(N, TileN)), ktiles(GL_CEIL_DIV(K, TileK)), clusters((int)gridDim.x / Cluster),
           total(table[G]), dp(table[G]), groups(G), rows_per(rows_per_group), sb(bsb), cum(table),
           ends(table + G + 1), maps(group_maps) {
-        // GlPersistentSchedule's tail, from the units the device counted, taken only where the last wave
-        // is less than half full (its units and the wave before them split over every cluster): a
-        // fuller last wave loses more to the split units' fix-up than it wins
-        // (benchmarks/results/h200_moe_tiles.json.gz), and the host, not knowing the group sizes,
-        // cannot tell the two apart
+        // A stream-K tail from the units the device counted (the host, not knowing the group sizes,
+        // cannot tell how full the last wave is), taken only where the last wave is less than half
+        // full: a fuller one lost more to its split units' fix-up than it won
+        // (benchmarks/results/h200_moe_tiles.json.gz). Its units alone are split over every cluster,
+        // unless it is under an eighth full: then it and the wave before it, as GlPersistentSchedule
+        // splits (a sliver of a wave split alone cuts each unit into many short pieces, each with
+        // its fix-up); benchmarks/results/h200_moe_streamk_fills.txt
         if (StreamK && total > clusters) {
             const int rem = total % clusters;
-            if (rem && 2 * rem < clusters) dp = total - rem - clusters;
+            if (rem && 2 * rem < clusters) dp = total - rem - (8 * rem < clusters ? clusters : 0);
         }
     }
 
