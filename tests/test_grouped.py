@@ -151,11 +151,15 @@ def test_the_rule_takes_a_stream_k_tail_for_128x256_units_over_long_k_only():
     r = get("wgmma_grouped")
     long_k, _ = grouped_config(4096, 4096, 14336, 8, 132)
     short_k, _ = grouped_config(8192, 2816, 2048, 16, 132)
-    narrow, _ = grouped_config(4096, 768, 14336, 128, 132)
+    narrow, _ = grouped_config(4096, 128, 14336, 128, 132)
+    few_long, _ = grouped_config(2833, 2432, 4864, 4, 132)      # 2 waves of 128x256 units, K long: the tail
+    few_short, _ = grouped_config(4096, 768, 2048, 128, 132)    # 3 waves, K short: 128x128 units
     assert (long_k["BN"], long_k["STREAMK"], long_k["DEFER"]) == (256, 1, 0)
     assert (short_k["BN"], short_k["STREAMK"]) == (256, 0)
     assert (narrow["BN"], narrow["STREAMK"]) == (128, 0)
-    assert not any(r.check_config(r.config(c)) for c in (long_k, short_k, narrow))
+    assert (few_long["BN"], few_long["STREAMK"]) == (256, 1) and (few_short["BN"], few_short["STREAMK"]) == (128, 0)
+    assert grouped_config(2833, 2432, 4864, 4, 132, fused=True)[0]["BN"] == 128
+    assert not any(r.check_config(r.config(c)) for c in (long_k, short_k, narrow, few_long, few_short))
 
 
 def test_a_fused_epilogue_takes_no_stream_k_tail_so_its_128x256_build_does_not_spill():

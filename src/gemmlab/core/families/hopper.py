@@ -277,11 +277,12 @@ def grouped_config(rows: int, N: int, K: int, groups: int, sm_count: int, fused:
     128x256 tile, its stores deferred where K is long enough to hide them (``BATCHED_DEFER_K``);
     128x128 tiles where N is at most 128 or where 128x256 units would make fewer than
     ``GROUPED_MIN_WAVES`` waves (a partial last wave is then a large share of the time, and half-size
-    units shorten it); 128x64 where N is at most 64. The host does not know the group sizes: a group
-    is taken to end in half a row tile on average, and each to take at least one. 128x256 units over
-    K of ``GROUPED_STREAMK_K`` or more take the stream-K tail (STREAMK=1, stores not deferred): the
-    device, counting the units, splits a last wave less than half full (schedule.cuh); not with a
-    ``fused`` epilogue (its functor beside the tail's fix-up spills at 128x256)
+    units shorten it) unless K is long enough for the stream-K tail; 128x64 where N is at most 64.
+    The host does not know the group sizes: a group is taken to end in half a row tile on average,
+    and each to take at least one. 128x256 units over K of ``GROUPED_STREAMK_K`` or more take the
+    stream-K tail (STREAMK=1, stores not deferred): the device, counting the units, splits a last
+    wave less than half full (schedule.cuh), which evens out a partial wave in place of half-size
+    units; not with a ``fused`` epilogue (its functor beside the tail's fix-up spills at 128x256)
     (benchmarks/results/h200_moe_tiles.json.gz: the tiles at the moe suite's shapes and others). The
     stages are those that leave room for the group table (GROUP_CAP, the least power of two that
     holds the groups)."""
@@ -289,7 +290,7 @@ def grouped_config(rows: int, N: int, K: int, groups: int, sm_count: int, fused:
     waves = row_tiles * -(-N // 256) / max(sm_count, 1)
     if N <= 64:
         cfg, why = {"BN": 64, "STAGES": 8, "DEFER": 0}, f"N={N}: 128x64 tiles"
-    elif N <= 128 or waves < GROUPED_MIN_WAVES:
+    elif N <= 128 or (waves < GROUPED_MIN_WAVES and (K < GROUPED_STREAMK_K or fused)):
         cfg, why = {"BN": 128, "STAGES": 6, "DEFER": 0}, (f"N={N}: 128x128 tiles" if N <= 128 else
                                                           f"{waves:.1f} waves of 128x256 units: 128x128 tiles")
     elif K >= GROUPED_STREAMK_K and not fused:
