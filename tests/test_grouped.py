@@ -270,14 +270,37 @@ def _split(T, G, rnd, empty=True):
     return cuts + [T]
 
 
-def _reference_rows(a, b, offs):
+def _reference_rows(a, b, offs, bias=None):
+    """Per-group float64 products of the groups of rows, each group's bias row added where given."""
     torch = _torch()
     out = torch.zeros(a.shape[0], b.shape[2], dtype=torch.float64, device=a.device)
     start = 0
     for g, end in enumerate(offs):
         out[start:end] = a[start:end].double() @ b[g].double()
+        if bias is not None:
+            out[start:end] += bias[g].double()
         start = end
     return out
+
+
+def _assert_weight_gradients(out, a, b, offs):
+    """out[g] is a[:, group g's k] @ b[group g's k] (zeros for an empty group), in float64 terms."""
+    start = 0
+    for g, end in enumerate(offs):
+        ref = a[:, start:end].double() @ b[start:end].double()
+        assert (end == start and not out[g].any()) or _rel(out[g], ref) < 1e-2
+        start = end
+
+
+def _captured(call):
+    """A CUDA graph of ``call`` captured on a side stream."""
+    torch = _torch()
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=s):
+            call()
+    return graph
 
 
 def _rel(x, ref):
@@ -311,12 +334,7 @@ def test_a_stream_k_tail_over_uneven_groups_applies_each_groups_bias_once(fill):
     bias = torch.randn(G, N, device="cuda", dtype=torch.float32)
     out = gemmlab.grouped_mm(a, b, offs, bias=bias, activation="relu",
                              config={"BN": 128, "STAGES": 6, "DEFER": 0, "STREAMK": 1})
-    ref = _reference_rows(a, b, offs)
-    start = 0
-    for g, end in enumerate(offs):
-        ref[start:end] += bias[g].double()
-        start = end
-    assert _rel(out, ref.clamp(min=0)) < 1e-2
+    assert _rel(out, _reference_rows(a, b, offs, bias).clamp(min=0)) < 1e-2
 
 
 @pytest.mark.gpu
@@ -399,11 +417,7 @@ def test_2_d_by_2_d_over_k_gives_each_groups_weight_gradient():
     b = torch.randn(T, N, device="cuda", dtype=torch.bfloat16)
     offs = _split(T, G, random.Random(2))
     out = gemmlab.grouped_mm(a, b, torch.tensor(offs, dtype=torch.int32, device="cuda"))
-    start = 0
-    for g, end in enumerate(offs):
-        ref = a[:, start:end].double() @ b[start:end].double()
-        assert (end == start and not out[g].any()) or _rel(out[g], ref) < 1e-2
-        start = end
+    _assert_weight_gradients(out, a, b, offs)
 
 
 @pytest.mark.gpu
@@ -414,22 +428,14 @@ def test_the_weight_gradient_is_one_launch_a_cuda_graph_replays_with_new_offsets
     b = torch.randn(T, N, device="cuda", dtype=torch.bfloat16)
     offs = torch.tensor(_split(T, G, random.Random(3), empty=False), dtype=torch.int32, device="cuda")
     out = gemmlab.grouped_mm(a, b, offs, check=False)
-    s = torch.cuda.Stream()
-    with torch.cuda.stream(s):
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=s):
-            gemmlab.grouped_mm(a, b, offs, out=out, check=False)
+    graph = _captured(lambda: gemmlab.grouped_mm(a, b, offs, out=out, check=False))
     for seed in (4, 9):
         new = _split(T, G, random.Random(seed))
         offs.copy_(torch.tensor(new, dtype=torch.int32))
         out.fill_(float("nan"))
         graph.replay()
         torch.cuda.synchronize()
-        start = 0
-        for g, end in enumerate(new):
-            ref = a[:, start:end].double() @ b[start:end].double()
-            assert (end == start and not out[g].any()) or _rel(out[g], ref) < 1e-2
-            start = end
+        _assert_weight_gradients(out, a, b, new)
 
 
 @pytest.mark.gpu
@@ -463,11 +469,7 @@ def test_a_cuda_graph_replays_the_launch_with_new_offsets():
     b = torch.randn(G, K, N, device="cuda", dtype=torch.bfloat16)
     offs = torch.tensor(_split(T, G, random.Random(4), empty=False), dtype=torch.int32, device="cuda")
     out = gemmlab.grouped_mm(a, b, offs)   # warm: plan and compile
-    s = torch.cuda.Stream()
-    with torch.cuda.stream(s):
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=s):
-            gemmlab.grouped_mm(a, b, offs, out=out)
+    graph = _captured(lambda: gemmlab.grouped_mm(a, b, offs, out=out))
     for seed in (5, 6):
         new = _split(T, G, random.Random(seed))
         offs.copy_(torch.tensor(new, dtype=torch.int32))
@@ -545,12 +547,7 @@ def test_a_per_group_bias_and_an_activation_are_fused_into_each_groups_rows(bias
     bias = torch.randn(G, N, device="cuda", dtype=torch.bfloat16 if bias_dtype == "same" else torch.float32)
     offs = _split(T, G, random.Random(11))
     out = gemmlab.grouped_mm(a, b, offs, bias=bias, activation="relu")
-    ref = _reference_rows(a, b, offs)
-    start = 0
-    for g, end in enumerate(offs):
-        ref[start:end] += bias[g].double()
-        start = end
-    assert _rel(out, ref.clamp(min=0)) < 1e-2
+    assert _rel(out, _reference_rows(a, b, offs, bias).clamp(min=0)) < 1e-2
 
 
 @pytest.mark.gpu

@@ -17,21 +17,10 @@ import sys
 import torch
 
 import gemmlab
-from gemmlab.bench.moe import route
 from gemmlab.core import grouped
+from moe_ncu import G, layer   # the same layer and padded buffer (run from tools/probes: its own folder)
 
-G, T, N, K = 128, 4096, 768, 2048
-counts = route(torch, T, G)
-ends = torch.tensor(counts).cumsum(0).to(torch.int32).cuda()
-a = torch.randn(T, K, device="cuda", dtype=torch.bfloat16)
-b = torch.randn(G, N, K, device="cuda", dtype=torch.bfloat16).transpose(-2, -1)
-R = max(counts)
-am = torch.zeros(G, R, K, device="cuda", dtype=torch.bfloat16)
-start = 0
-for g, c in enumerate(counts):
-    am[g, :c] = a[start:start + c]
-    start += c
-cnt = torch.tensor(counts, dtype=torch.int32, device="cuda")
+counts, ends, a, b, am, cnt = layer()
 outm = gemmlab.grouped_mm_masked(am, b, cnt, check=False)
 mplan = grouped.plans()[-1]
 out = gemmlab.grouped_mm(a, b, ends, check=False)

@@ -317,10 +317,7 @@ def _tokens_by_group(a, b, offs, fa, fb, out_name, out, kernel, config, check, e
     if G == 0:
         raise ValueError("b has no groups")
     ints, out, fo = _prepared("offs", offs, G, fa, out, out_name, (T, N), lambda v: _check_offsets(v, T), check)
-    if T == 0 or N == 0:
-        return out
-    if K == 0:
-        _zero(out, fa.lib)
+    if _done_without_launch(out, fa.lib, T == 0 or N == 0, K == 0):
         return out
     a, fa = _k_contiguous(a, fa)
     _launch_rows(fa, fb, fo, T, fa.strides, fo.strides, 0, ints, out_name, kernel, config, epi, bias_f)
@@ -392,10 +389,7 @@ def grouped_mm_masked(a, b, counts, *, bias=None, activation: str | None = None,
     else:
         ints, out, fo = _prepared("counts", counts, G, fa, out, out_name, (G, R, N), lambda v: _check_counts(v, R),
                                   check)
-    if R == 0 or N == 0:
-        return out
-    if K == 0:
-        _zero(out, fa.lib)
+    if _done_without_launch(out, fa.lib, R == 0 or N == 0, K == 0):
         return out
     a, fa = _k_contiguous(a, fa)
     for name, f in (("a", fa), ("out", fo)):
@@ -418,10 +412,7 @@ def _weight_gradient(a, b, offs, fa, fb, out_name, out, kernel, config, check):
     if G == 0:
         raise ValueError("offs has no groups")
     ints, out, fo = _prepared("offs", offs, G, fa, out, out_name, (G, M, N), lambda v: _check_offsets(v, T), check)
-    if M == 0 or N == 0:
-        return out
-    if T == 0:
-        _zero(out, fa.lib)
+    if _done_without_launch(out, fa.lib, M == 0 or N == 0, T == 0):
         return out
     a, fa = _k_outer("a", a, fa, k_axis=1)
     b, fb = _k_outer("b", b, fb, k_axis=0)
@@ -464,11 +455,15 @@ def _k_outer(name: str, x, f: ArrayFacts, k_axis: int):
     return out, array_facts(name, out)
 
 
-def _zero(x, lib: str) -> None:
-    if lib == "torch":
-        x.zero_()
-    else:
-        x.fill(0)
+def _done_without_launch(out, lib: str, empty: bool, no_k: bool) -> bool:
+    """Whether a call is complete without a launch: an empty result, or, with nothing to sum over
+    (``no_k``), one of zeros, written here."""
+    if not empty and no_k:
+        if lib == "torch":
+            out.zero_()
+        else:
+            out.fill(0)
+    return empty or no_k
 
 
 def _group_epilogue(bias, activation, G: int, N: int, fa: ArrayFacts, out_name: str):

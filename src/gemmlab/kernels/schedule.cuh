@@ -53,6 +53,48 @@ struct GlTilePerBlock {
     __device__ __forceinline__ void walk(int, F&& body) const { body(0, k0, ktiles); }
 };
 
+// The persistent schedules' stream-K arithmetic, over a schedule's total units, dp whole ones
+// (the units past dp are the tail), ktiles per unit and clusters (GlPersistentSchedule's, and
+// GlGroupedSchedule's over the units the device counted).
+// The first stream-K step of cluster c (steps count k tiles of the units past dp).
+// floor(W c / G) for the W = (total - dp) ktiles steps and G clusters, in 32 bits: W = q G + r
+// gives q c + floor(r c / G), r c < G^2. The 64-bit quotient it replaced was a called routine
+// (CALL __cuda_sm20_div_s64). Removing it did not shorten the k-tile loop: with STREAMK=1 ptxas
+// still keeps the ring state in vector registers, a longer loop than STREAMK=0's, for a reason
+// not found (neither the fixup's publish nor its add is it: removing either alone left the loop
+// as long).
+template <class S>
+__device__ __forceinline__ int gl_sk_begin(const S& s, int c) {
+    const int w = (s.total - s.dp) * s.ktiles, q = w / s.clusters, r = w % s.clusters;
+    return q * c + r * c / s.clusters;
+}
+// Cluster c's work in order: body(u, k0, k1) for unit u's k tiles [k0, k1), the whole units
+// first, then its stream-K steps backwards (a grouped schedule's cursor located at u before each). The producer and the consumers of both CTAs of a
+// cluster walk the same sequence. One call site of the body (it is the whole main loop and
+// epilogue, inlined), and one cursor x: the next whole unit while x >= 0, then -1 - the step the
+// cluster's remaining steps end at (fewer registers live across the main loop).
+template <bool StreamK, class S, typename F>
+__device__ __forceinline__ void gl_persistent_walk(const S& s, int c, F&& body) {
+    int x = c;
+    for (;;) {
+        int u = x, k0 = 0, k1 = s.ktiles;
+        if (x >= 0 && x < s.dp) {
+            x += s.clusters;
+        } else {
+            if (!StreamK) return;
+            if (x >= 0) x = -1 - gl_sk_begin(s, c + 1);
+            const int end = -1 - x, left = end - gl_sk_begin(s, c);    // steps not yet walked
+            if (left <= 0) return;
+            u = s.dp + (end - 1) / s.ktiles;
+            k1 = (end - 1) % s.ktiles + 1;
+            k0 = max(0, k1 - left);
+            x += k1 - k0;
+        }
+        if constexpr (S::GROUPED) s.locate(u);   // a grouped schedule's cursor to unit u's group
+        body(u, k0, k1);
+    }
+}
+
 // ---- the persistent schedule (rungs 21 and 22) -----------------------------------------------------
 // The grid has min(units, SMs / CLUSTER) clusters (core/schema.py, Rung.persistent_grid), or with
 // BALANCE=1 (the default of both rungs; the host's choice, this code is the same) the fewest that
@@ -167,42 +209,10 @@ struct GlPersistentSchedule {
         z = (int)e;
         row_tile = (int)(q - e * rows);
     }
-    // The first stream-K step of cluster c (steps count k tiles of the units past dp).
-    // floor(W c / G) for the W = (total - dp) ktiles steps and G clusters, in 32 bits: W = q G + r
-    // gives q c + floor(r c / G), r c < G^2. The 64-bit quotient it replaced was a called routine
-    // (CALL __cuda_sm20_div_s64). Removing it did not shorten the k-tile loop: with STREAMK=1 ptxas
-    // still keeps the ring state in vector registers, a longer loop than STREAMK=0's, for a reason
-    // not found (neither the fixup's publish nor its add is it: removing either alone left the loop
-    // as long).
-    __device__ __forceinline__ int sk_begin(int c) const {
-        const int w = (total - dp) * ktiles, q = w / clusters, r = w % clusters;
-        return q * c + r * c / clusters;
-    }
-    // Cluster c's work in order: body(u, k0, k1) for unit u's k tiles [k0, k1), the whole units
-    // first, then its stream-K steps backwards. The producer and the consumers of both CTAs of a
-    // cluster walk the same sequence. One call site of the body (it is the whole main loop and
-    // epilogue, inlined), and one cursor x: the next whole unit while x >= 0, then -1 - the step the
-    // cluster's remaining steps end at (fewer registers live across the main loop).
+    // the first stream-K step of cluster c, and cluster c's work in order (gl_persistent_walk)
+    __device__ __forceinline__ int sk_begin(int c) const { return gl_sk_begin(*this, c); }
     template <typename F>
-    __device__ __forceinline__ void walk(int c, F&& body) const {
-        int x = c;
-        for (;;) {
-            int u = x, k0 = 0, k1 = ktiles;
-            if (x >= 0 && x < dp) {
-                x += clusters;
-            } else {
-                if (!StreamK) return;
-                if (x >= 0) x = -1 - sk_begin(c + 1);
-                const int end = -1 - x, left = end - sk_begin(c);    // steps not yet walked
-                if (left <= 0) return;
-                u = dp + (end - 1) / ktiles;
-                k1 = (end - 1) % ktiles + 1;
-                k0 = max(0, k1 - left);
-                x += k1 - k0;
-            }
-            body(u, k0, k1);
-        }
-    }
+    __device__ __forceinline__ void walk(int c, F&& body) const { gl_persistent_walk<StreamK>(*this, c, body); }
 };
 
 // ---- the grouped schedule (rung 26, GL_GROUPED) -------------------------------------------------
@@ -327,34 +337,12 @@ struct GlGroupedSchedule {
     }
     __device__ __forceinline__ int row_of(int2 t) const { return start + t.x * TileM; }
     __device__ __forceinline__ int rows_end(int) const { return end; }
-    // GlPersistentSchedule's stream-K arithmetic over the units the device counted: the first step of
-    // cluster c, and cluster c's work (whole units, then its tail steps backwards), each unit located
-    // before its body runs
-    __device__ __forceinline__ int sk_begin(int c) const {
-        const int w = (total - dp) * ktiles, q = w / clusters, r = w % clusters;
-        return q * c + r * c / clusters;
-    }
+    // the persistent schedules' stream-K arithmetic over the units the device counted: the first step
+    // of cluster c, and cluster c's work (whole units, then its tail steps backwards), each unit
+    // located before its body runs
+    __device__ __forceinline__ int sk_begin(int c) const { return gl_sk_begin(*this, c); }
     template <typename F>
-    __device__ __forceinline__ void walk(int c, F&& body) const {
-        int x = c;
-        for (;;) {
-            int u = x, k0 = 0, k1 = ktiles;
-            if (x >= 0 && x < dp) {
-                x += clusters;
-            } else {
-                if (!StreamK) return;
-                if (x >= 0) x = -1 - sk_begin(c + 1);
-                const int last = -1 - x, left = last - sk_begin(c);
-                if (left <= 0) return;
-                u = dp + (last - 1) / ktiles;
-                k1 = (last - 1) % ktiles + 1;
-                k0 = max(0, k1 - left);
-                x += k1 - k0;
-            }
-            locate(u);
-            body(u, k0, k1);
-        }
-    }
+    __device__ __forceinline__ void walk(int c, F&& body) const { gl_persistent_walk<StreamK>(*this, c, body); }
 };
 
 // ---- groups over K (rung 26, GROUP_K=1: the weight gradient of a grouped product) ---------------------
