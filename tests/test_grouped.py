@@ -19,7 +19,7 @@ import random
 import pytest
 
 import gemmlab
-from gemmlab.core import grouped
+from gemmlab.core import grouped_args
 from gemmlab.core.epilogue import Epilogue
 from gemmlab.core.families.hopper import GROUP_CAPS, grouped_config, grouped_smem
 from gemmlab.core.groups import Groups
@@ -38,21 +38,21 @@ def fakes(monkeypatch):
 
 # ---- the contract, checked before the GPU is touched ------------------------------------------------
 def test_offsets_must_not_decrease_and_must_end_at_the_rows():
-    grouped._check_offsets([0, 3, 3, 10], 10)
+    grouped_args.check_offsets([0, 3, 3, 10], 10)
     with pytest.raises(ValueError, match=r"offs\[2\] = 2 is below offs\[1\] = 3"):
-        grouped._check_offsets([0, 3, 2, 10], 10)
+        grouped_args.check_offsets([0, 3, 2, 10], 10)
     with pytest.raises(ValueError, match=r"offs\[0\] = -1 is negative"):
-        grouped._check_offsets([-1, 10], 10)
+        grouped_args.check_offsets([-1, 10], 10)
     with pytest.raises(ValueError, match=r"offs\[-1\] = 9 but a has 10 rows"):
-        grouped._check_offsets([4, 9], 10)
+        grouped_args.check_offsets([4, 9], 10)
 
 
 def test_counts_must_lie_within_the_rows_of_a_group():
-    grouped._check_counts([0, 5, 7], 7)
+    grouped_args.check_counts([0, 5, 7], 7)
     with pytest.raises(ValueError, match=r"counts\[1\] = 8 is outside 0..7"):
-        grouped._check_counts([0, 8], 7)
+        grouped_args.check_counts([0, 8], 7)
     with pytest.raises(ValueError, match=r"counts\[0\] = -1"):
-        grouped._check_counts([-1], 7)
+        grouped_args.check_counts([-1], 7)
 
 
 def test_host_offsets_of_floats_or_the_wrong_length_are_refused(fakes):

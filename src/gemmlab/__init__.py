@@ -39,8 +39,10 @@ from .core.precompile import precompile  # noqa: E402
 from .core.quantize import quantize_fp8  # noqa: E402
 from .core.registry import Rung, kernels  # noqa: E402
 from .core.scaled import scaled_mm  # noqa: E402
+from .core.scaled_grouped import scaled_grouped_mm, scaled_grouped_mm_masked  # noqa: E402
 
-__all__ = ["gemm", "matmul", "plan", "scaled_mm", "grouped_mm", "grouped_mm_masked", "quantize_fp8", "precompile", "empty_cache", "memory_reserved",
+__all__ = ["gemm", "matmul", "plan", "scaled_mm", "grouped_mm", "grouped_mm_masked", "scaled_grouped_mm",
+           "scaled_grouped_mm_masked", "quantize_fp8", "precompile", "empty_cache", "memory_reserved",
            "workspace_limit", "set_workspace_limit", "autotune", "kernels", "Rung", "CompileError", "NoGPUError",
            "MissingDependencyError", "__version__"]
 

@@ -39,7 +39,7 @@ def route(torch, T: int, G: int, seed: int = 0) -> list[int]:
     return counts
 
 
-def _cumulative(counts) -> list[int]:
+def cumulative(counts) -> list[int]:
     out, s = [], 0
     for c in counts:
         s += c
@@ -72,7 +72,7 @@ def moe_records(torch, eng, shape, dtype: str, copy_Bps: float) -> list[dict]:
     G, T, N, K = shape
     tdt = getattr(torch, {"fp16": "float16", "bf16": "bfloat16"}[dtype])
     counts = route(torch, T, G)
-    ends = _cumulative(counts)
+    ends = cumulative(counts)
     offs = torch.tensor(ends, dtype=torch.int32, device="cuda")
     a = torch.randn(T, K, device="cuda", dtype=tdt)
     b = torch.randn(G, N, K, device="cuda", dtype=tdt).transpose(-2, -1)

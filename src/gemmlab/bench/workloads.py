@@ -11,7 +11,9 @@ kept busy before each launch, candidates interleaved in balanced rounds, clocks 
   tensor-wise and row-wise scales, promoted and fast accumulation, beside bf16 ``torch.matmul``.
 * ``--suite moe`` (MOE_SUITE; bench/moe.py): ``gemmlab.grouped_mm`` on mixture-of-experts layers
   against ``torch._grouped_mm``, a loop of ``torch.matmul`` over the experts and a Triton grouped
-  GEMM, with the memory bound and the masked form beside them (bf16 unless --dtype fp16).
+  GEMM, with the memory bound and the masked form beside them (bf16 unless --dtype fp16). With
+  --dtype fp8 (bench/moe_fp8.py): ``gemmlab.scaled_grouped_mm`` against ``torch._scaled_grouped_mm``
+  and a loop of ``torch._scaled_mm``, with row-wise and block scales.
 * ``--suite out_dtype`` (OUT_DTYPE_SUITE): an FP32 result of 16-bit operands,
   ``gemmlab.matmul(a, b, out_dtype=float32)``, against ``torch.mm(a, b, out_dtype=float32)``
   (cuBLAS writing FP32 itself), the unfused ``torch.matmul(a, b).float()`` and gemmlab's own 16-bit
@@ -39,6 +41,7 @@ from ..measure.arrays import Lib
 from ..measure.verify import tolerance
 from . import fp8 as _fp8
 from . import moe as _moe
+from . import moe_fp8 as _moe_fp8
 
 WORKLOADS = ("batched", "epilogue", "out_dtype", "fp8", "moe")
 TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
@@ -173,8 +176,8 @@ def run_workload(name: str, dtype: str, settings: timing.Settings | None = None,
         raise ValueError(f"unknown workload suite {name!r}; workload suites: {', '.join(WORKLOADS)}")
     if name == "fp8":
         dtype = "fp8"
-    elif name == "moe" and dtype not in ("fp16", "bf16"):
-        dtype = "bf16"   # the suite's 16-bit operands: bf16 unless fp16 is asked for
+    elif name == "moe":
+        dtype = dtype if dtype in ("fp16", "bf16", "fp8") else "bf16"   # bf16 unless fp16 or fp8 is asked for
     elif dtype not in TORCH_DTYPES:
         raise ValueError(f"dtype {dtype!r}: the batched, epilogue and out_dtype suites run fp32, fp16 and bf16 "
                          f"(fp8: --suite fp8)")
@@ -198,6 +201,7 @@ def run_workload(name: str, dtype: str, settings: timing.Settings | None = None,
     torch.manual_seed(0)
     for i, shape in enumerate(shapes):
         recs = (_fp8.fp8_records(torch, eng, shape) if name == "fp8"
+                else _moe_fp8.records(torch, eng, shape, copy["dram_bw_Bps"]) if name == "moe" and dtype == "fp8"
                 else _moe.moe_records(torch, eng, shape, dtype, copy["dram_bw_Bps"]) if name == "moe"
                 else [_batched_record(torch, eng, shape, dtype)] if name == "batched"
                 else [_epilogue_record(torch, eng, shape, dtype, activation)] if name == "epilogue"
@@ -216,7 +220,9 @@ def run_workload(name: str, dtype: str, settings: timing.Settings | None = None,
                 summary[f"geomean_{k}_{scaling}"] = _geomean(r.get(k) for r in records if r["scaling"] == scaling)
                 summary[f"min_{k}_{scaling}"] = min((r[k] for r in records if r["scaling"] == scaling and k in r),
                                                     default=None)
-    if name == "moe":
+    if name == "moe" and dtype == "fp8":
+        summary = {"verified": summary["verified"], **_moe_fp8.summary(records, _geomean)}
+    elif name == "moe":
         for k in ("vs_loop", "vs_triton", "masked_vs_contiguous"):
             summary[f"geomean_{k}"] = _geomean(r.get(k) for r in records)
         summary["min_vs_grouped_mm"] = min((r["vs_grouped_mm"] for r in records if "vs_grouped_mm" in r), default=None)
@@ -239,6 +245,8 @@ def _shape(rec: dict) -> str:
 
 def describe(rec: dict) -> str:
     """One line of a record: the shape, the verification and the ratios."""
+    if "G" in rec and rec["dtype"] == "fp8":
+        return _moe_fp8.describe(rec)
     if rec["dtype"] == "fp8":
         return _fp8.describe(rec)
     if "G" in rec:
@@ -263,6 +271,8 @@ def describe(rec: dict) -> str:
 
 def _row(r: dict) -> list[str]:
     """A verified record's cells in its suite's table (``_COLUMNS``)."""
+    if "G" in r and r["dtype"] == "fp8":
+        return _moe_fp8.row(r)
     if r["dtype"] == "fp8":
         return _fp8.row(r)
     if "G" in r:
@@ -295,9 +305,10 @@ def render(result: dict) -> None:
 
     kind, dtype = result["kind"], result["settings"]["dtype"]
     what = {"batched": dtype, "epilogue": f"{dtype}, bias + {result['settings']['activation']}",
-            "out_dtype": f"{dtype} -> fp32", "fp8": "e4m3 -> bf16", "moe": f"{dtype}, weights K-major"}[kind]
+            "out_dtype": f"{dtype} -> fp32", "fp8": "e4m3 -> bf16",
+            "moe": f"{'e4m3 -> bf16' if dtype == 'fp8' else dtype}, weights K-major"}[kind]
     t = Table(title=f"gemmlab bench --suite {kind} ({what}) on {result['env'].get('gpu_name') or 'this GPU'}")
-    cols = _COLUMNS[kind]
+    cols = _moe_fp8.COLUMNS if kind == "moe" and dtype == "fp8" else _COLUMNS[kind]
     for col in cols:
         t.add_column(col, justify="right")
     for r in result["results"]:

@@ -45,7 +45,8 @@ def register(sub) -> None:
                         "(gemmlab.scaled_mm against torch._scaled_mm, tensor-wise and row-wise scales, promoted "
                         "and fast accumulation; also --dtype fp8 without a RUNG) and moe (gemmlab.grouped_mm "
                         "over the experts against torch._grouped_mm, a loop of matmuls and Triton, with the "
-                        "memory bound; bf16 unless --dtype fp16)")
+                        "memory bound; bf16 unless --dtype fp16; --dtype fp8: gemmlab.scaled_grouped_mm against "
+                        "torch._scaled_grouped_mm and a loop of torch._scaled_mm)")
     p.add_argument("--activation", default=None, choices=list(ACTIVATIONS),
                    help=f"the epilogue suite's activation (default {EPILOGUE_ACTIVATION})")
     p.add_argument("--bandwidth", action="store_true",

@@ -38,18 +38,16 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import replace
 
-from . import dispatch
-from .deps import require
+from . import dispatch, grouped_args as args
 from .driver import device_info
 from . import epilogue as _epilogue
 from .epilogue import PLAIN, out_dtype_name
 from .dtypes import get as get_dtype
 from .families.hopper import grouped_config, grouped_k_config
 from .groups import Groups
-from .launch import Plan, current_stream, stream_capturing
-from .problem import ArrayFacts, array_facts, check_output_dtype, check_placement, info_2d, problem_of
+from .launch import Plan
+from .problem import ArrayFacts, array_facts, check_output_dtype, check_placement, info_2d
 from .registry import get as get_rung
 from .rules import Choice
 from .variant import resolve
@@ -67,109 +65,6 @@ def plans() -> list:
 
 
 # ---- the group ints ---------------------------------------------------------------------------
-def _host_values(x):
-    """The ints of host offsets (list, tuple, NumPy array, CPU tensor) as a list, or None for a
-    device array."""
-    if isinstance(x, (list, tuple)):
-        return [int(v) for v in x]
-    mod = type(x).__module__.split(".")[0]
-    if mod == "numpy":
-        if x.dtype.kind not in "iu":
-            raise TypeError(f"offsets are {x.dtype}; they must be integers (int32)")
-        return [int(v) for v in x.reshape(-1)]
-    if mod == "torch" and not x.is_cuda:
-        if x.dtype.is_floating_point or x.dtype.is_complex:
-            raise TypeError(f"offsets are {x.dtype}; they must be integers (torch.int32)")
-        return [int(v) for v in x.reshape(-1).tolist()]
-    return None
-
-
-def _upload(values: list, lib: str, device: int):
-    """Host ints as an int32 array of ``lib`` on ``device`` (stream-ordered by the library)."""
-    if lib == "torch":
-        torch = require("torch")
-        return torch.tensor(values, dtype=torch.int32, device=torch.device("cuda", device))
-    if lib != "cupy":
-        raise TypeError("host offsets are copied to the device by the operands' library (CuPy or PyTorch); with "
-                        "other arrays pass them as a device int32 array")
-    cupy = require("cupy")
-    with cupy.cuda.Device(device):
-        return cupy.asarray(values, dtype=cupy.int32)
-
-
-def _readback(x, lib: str) -> list:
-    if lib == "torch":
-        return [int(v) for v in x.tolist()]
-    return [int(v) for v in x.get().tolist()]
-
-
-def _device_ints(name: str, x, G: int, lib: str, device: int):
-    """(array, pointer, host values or None) of a call's group ints: a device int32 array of G
-    contiguous elements on the operands' device (TypeError / ValueError naming the problem), or host
-    ints uploaded."""
-    values = _host_values(x)
-    if values is not None:
-        if len(values) != G:
-            raise ValueError(f"{name} has {len(values)} entries; b has {G} groups")
-        if any(not -2**31 <= v < 2**31 for v in values):
-            raise ValueError(f"{name} holds values outside int32")
-        arr = _upload(values, lib, device)
-        return arr, _int_facts(name, arr).ptr, values
-    f = _int_facts(name, x)
-    if f.shape != (G,):
-        raise ValueError(f"{name} has shape {f.shape}; it must be ({G},), one entry per group of b")
-    if G > 1 and f.strides[0] != 1:
-        raise ValueError(f"{name} has stride {f.strides[0]}; it must be contiguous")
-    if f.device != device:
-        raise ValueError(f"{name} is on device {f.device} but a is on device {device}; all must be on one device")
-    return x, f.ptr, None
-
-
-def _int_facts(name: str, x) -> ArrayFacts:
-    """The facts of a device int32 array (array_facts takes float arrays only)."""
-    mod = type(x).__module__.split(".")[0]
-    if mod == "torch":
-        if str(x.dtype) != "torch.int32":
-            raise TypeError(f"{name} is {x.dtype}; it must be torch.int32")
-        return ArrayFacts(x.data_ptr(), tuple(x.shape), tuple(x.stride()), "int32", x.device.index, "torch")
-    if mod == "cupy":
-        if x.dtype.name != "int32":
-            raise TypeError(f"{name} is {x.dtype.name}; it must be int32")
-        return ArrayFacts(x.data.ptr, tuple(x.shape), tuple(s // 4 for s in x.strides), "int32", x.device.id, "cupy")
-    raise TypeError(f"{name} must be a CuPy or PyTorch int32 array on the device, or host ints; got "
-                    f"{type(x).__module__}.{type(x).__name__}")
-
-
-def _check_offsets(values: list, T: int, name: str = "offs") -> None:
-    prev = 0
-    for g, v in enumerate(values):
-        if v < prev:
-            raise ValueError(f"{name}[{g}] = {v} is below {name}[{g - 1}] = {prev}" if g else
-                             f"{name}[0] = {v} is negative")
-        prev = v
-    if values and values[-1] != T:
-        raise ValueError(f"{name}[-1] = {values[-1]} but a has {T} rows; the last offset must equal the rows "
-                         f"(the cumulative end of the last group)")
-
-
-def _check_counts(values: list, rows: int) -> None:
-    for g, v in enumerate(values):
-        if not 0 <= v <= rows:
-            raise ValueError(f"counts[{g}] = {v} is outside 0..{rows} (a has {rows} rows per group)")
-
-
-def _checked(name, arr, values, lib, device, check, checker) -> None:
-    """Run ``checker`` on the group ints: the host values, or the device array read back unless a
-    graph is being captured on the call's stream."""
-    if not check:
-        return
-    if values is None:
-        if stream_capturing(current_stream(lib, device), device):
-            return
-        values = _readback(arr, lib)
-    checker(values)
-
-
 # ---- the operands -------------------------------------------------------------------------------
 def _operands(a, b, out_dtype):
     fa, fb = array_facts("a", a), array_facts("b", b)
@@ -184,40 +79,6 @@ def _operands(a, b, out_dtype):
     out = fa.dtype if out_dtype is None else out_dtype_name(out_dtype)
     check_output_dtype(fa.dtype, out, "out_dtype")
     return fa, fb, out
-
-
-def _empty(lib: str, dtype: str, device: int, shape: tuple):
-    from .api import empty_fn
-    return empty_fn(lib, dtype, device, shape)()
-
-
-def _out(out, lib, dtype, device, shape, a_facts):
-    """The call's out: a new row-major array, or ``out`` after its checks (shape, dtype, device,
-    rows of unit stride: the kernel stores rows)."""
-    if out is None:
-        return _empty(lib, dtype, device, shape), None
-    fo = array_facts("out", out)
-    if fo.shape != shape:
-        raise ValueError(f"out has shape {fo.shape} but the grouped product is {shape}")
-    if fo.dtype != dtype:
-        raise TypeError(f"out is {fo.dtype} but the product is {dtype} (out_dtype); make them agree")
-    if fo.device != device:
-        raise ValueError(f"out is on device {fo.device} but a is on device {device}; all must be on one device")
-    if shape[-1] > 1 and fo.strides[-1] != 1:
-        raise ValueError(f"out has strides {fo.strides}; its rows must be contiguous (unit stride along the last "
-                         f"dimension)")
-    return out, fo
-
-
-def _prepared(name: str, ints, G: int, fa, out, out_name: str, shape: tuple, checker, check: bool):
-    """A call's group ints on the device (the array, which the caller holds until its launch is
-    enqueued: host ints uploaded are a new array that nothing else keeps, and an allocation before
-    the launch could reuse its memory; and its pointer), its out (a new one where none is given) and
-    out's facts, the ints checked by ``checker`` where ``check`` says (``_checked``)."""
-    arr, ptr, values = _device_ints(name, ints, G, fa.lib, fa.device)
-    out, fo = _out(out, fa.lib, out_name, fa.device, shape, fa)
-    _checked(name, arr, values, fa.lib, fa.device, check, checker)
-    return (arr, ptr), out, fo or array_facts("out", out)
 
 
 def _plan(key, problem, groups: Groups, rows: int, kernel: str, config, why: str = "", epilogue=PLAIN) -> Plan:
@@ -250,30 +111,6 @@ def _plan(key, problem, groups: Groups, rows: int, kernel: str, config, why: str
         while len(_PLANS) > PLAN_CACHE:
             _PLANS.popitem(last=False)
     return plan
-
-
-def _weights(fb: ArrayFacts, G: int, K: int, N: int, itemsize: int) -> int:
-    """B's group stride for its map: its own, or where it is not positive (one group, or expanded
-    weights) the element's span, which is never walked past."""
-    stride = fb.strides[0]
-    if G == 1 or stride <= 0:
-        if stride < 0 or (stride == 0 and G > 1):
-            raise ValueError(f"b has group stride {stride}; each group's weights must lie at their own memory "
-                             f"(pass b.contiguous())")
-        inner_span = (K - 1) * abs(fb.strides[1]) + (N - 1) * abs(fb.strides[2]) + 1
-        return -(-inner_span * itemsize // 16) * 16 // itemsize
-    return stride
-
-
-def _kernel_problem(fa, a_shape, a_strides, fb, b_shape, b_strides, fo, out_shape, out_strides, out_dtype,
-                    batch_strides):
-    """The kernel's problem: A and B as these 2-D views of a and b (group 0's), C as this view of out
-    (its rows contiguous: ``_out``), with the group strides (B's or, over K, C's) as its batch
-    strides, where 16-byte access needs whole vectors from group to group."""
-    ai = info_2d("a", fa.ptr, a_shape, a_strides, fa.dtype, fa.device, fa.lib, fa.stream)
-    bi = info_2d("b", fb.ptr, b_shape, b_strides, fb.dtype, fb.device, fb.lib, fb.stream)
-    ci = info_2d("out", fo.ptr, out_shape, out_strides, out_dtype, fa.device, fa.lib)
-    return replace(problem_of(ai, bi, ci), batch_strides=batch_strides)
 
 
 def grouped_mm(a, b, offs=None, *, bias=None, activation: str | None = None, out_dtype=None, out=None,
@@ -316,10 +153,10 @@ def _tokens_by_group(a, b, offs, fa, fb, out_name, out, kernel, config, check, e
         raise ValueError(f"shape mismatch: a is {fa.shape} and b is {fb.shape}; a.shape[1] must equal b.shape[1]")
     if G == 0:
         raise ValueError("b has no groups")
-    ints, out, fo = _prepared("offs", offs, G, fa, out, out_name, (T, N), lambda v: _check_offsets(v, T), check)
-    if _done_without_launch(out, fa.lib, T == 0 or N == 0, K == 0):
+    ints, out, fo = args.prepared("offs", offs, G, fa, out, out_name, (T, N), lambda v: args.check_offsets(v, T), check)
+    if args.done_without_launch(out, fa.lib, T == 0 or N == 0, K == 0):
         return out
-    a, fa = _k_contiguous(a, fa)
+    a, fa = args.k_contiguous(a, fa)
     _launch_rows(fa, fb, fo, T, fa.strides, fo.strides, 0, ints, out_name, kernel, config, epi, bias_f)
     return out
 
@@ -330,22 +167,12 @@ def tuning_variant(a, b, out, config):
     fa, fb, out_name = _operands(a, b, None)
     fo = array_facts("out", out)
     (T, K), (G, _, N) = fa.shape, fb.shape
-    b_stride = _weights(fb, G, K, N, get_dtype(fa.dtype).itemsize)
-    problem = _kernel_problem(fa, (T, K), fa.strides, fb, (K, N), fb.strides[1:], fo, (T, N), fo.strides, fo.dtype,
+    b_stride = args.weights_stride(fb, G, K, N, get_dtype(fa.dtype).itemsize)
+    problem = args.kernel_problem(fa, (T, K), fa.strides, fb, (K, N), fb.strides[1:], fo, (T, N), fo.strides, fo.dtype,
                               (0, b_stride, 0))
     rung = get_rung(RUNG)
     cfg = {**rung.config(config), "GROUP_CAP": Groups(G, b_stride, 0).cap, "GROUP_K": 0}
     return resolve(rung, problem.dtype, problem.kernel_view(), cfg, None, device_info(fa.device).sm_count).variant
-
-
-def _k_contiguous(a, fa: ArrayFacts):
-    """The tokens ``a`` with K contiguous: as they are, or a row-major copy (one read and one write of
-    them). A group's tiles start at its first row, any row, and a TMA box must start 16-byte
-    aligned along the contiguous dimension: rows must not be it."""
-    if fa.strides[-1] == 1 or fa.shape[-1] == 1 or fa.shape[-2] <= 1:
-        return a, fa
-    copy = a.contiguous() if fa.lib == "torch" else require("cupy").ascontiguousarray(a)
-    return copy, array_facts("a", copy)
 
 
 def _launch_rows(fa, fb, fo, rows, a_strides, out_strides, rows_per, ints, out_name, kernel, config, epi,
@@ -355,15 +182,15 @@ def _launch_rows(fa, fb, fo, rows, a_strides, out_strides, rows_per, ints, out_n
     array and its pointer, ``_prepared``), ``epi`` the fused epilogue, ``bias_f`` its bias's facts (or
     None)."""
     G, K, N = fb.shape
-    b_stride = _weights(fb, G, K, N, get_dtype(fa.dtype).itemsize)
+    b_stride = args.weights_stride(fb, G, K, N, get_dtype(fa.dtype).itemsize)
     key = (rows_per, fa.shape, fa.strides, fb.shape, fb.strides, fo.strides, fa.dtype, out_name, fa.device, fa.lib,
            not fa.ptr & 15, not fb.ptr & 15, not fo.ptr & 15, epi, kernel, repr(config))
     plan = _PLANS.get(key)
     if plan is None:
-        problem = _kernel_problem(fa, (rows, K), a_strides, fb, (K, N), fb.strides[1:], fo, (rows, N), out_strides,
+        problem = args.kernel_problem(fa, (rows, K), a_strides, fb, (K, N), fb.strides[1:], fo, (rows, N), out_strides,
                                   out_name, (0, b_stride, 0))
         plan = _plan(key, problem, Groups(G, b_stride, rows_per), rows, kernel, config, epilogue=epi)
-    _no_overlap(fa, fb, fo, bias_f)
+    args.no_overlap(fa, fb, fo, bias_f)
     plan.launch_groups(ints[1], fa.ptr, fb.ptr, fo.ptr, bias=0 if bias_f is None else bias_f.ptr)
 
 
@@ -384,14 +211,14 @@ def grouped_mm_masked(a, b, counts, *, bias=None, activation: str | None = None,
         raise ValueError("a and b have no groups")
     epi, bias_f = _group_epilogue(bias, activation, G, N, fa, out_name)
     if counts is None:   # every group full (grouped_mm's 3-D x 3-D with a fused epilogue)
-        out, fo = _out(out, fa.lib, out_name, fa.device, (G, R, N), fa)
+        out, fo = args.out_array(out, fa.lib, out_name, fa.device, (G, R, N), fa)
         ints, fo = (None, 0), fo or array_facts("out", out)
     else:
-        ints, out, fo = _prepared("counts", counts, G, fa, out, out_name, (G, R, N), lambda v: _check_counts(v, R),
+        ints, out, fo = args.prepared("counts", counts, G, fa, out, out_name, (G, R, N), lambda v: args.check_counts(v, R),
                                   check)
-    if _done_without_launch(out, fa.lib, R == 0 or N == 0, K == 0):
+    if args.done_without_launch(out, fa.lib, R == 0 or N == 0, K == 0):
         return out
-    a, fa = _k_contiguous(a, fa)
+    a, fa = args.k_contiguous(a, fa)
     for name, f in (("a", fa), ("out", fo)):
         if G > 1 and f.strides[0] != R * f.strides[1]:
             raise ValueError(f"{name} has strides {f.strides}: its groups must follow one another (group stride = "
@@ -407,12 +234,12 @@ def _weight_gradient(a, b, offs, fa, fb, out_name, out, kernel, config, check):
     (M, T), (T2, N) = fa.shape, fb.shape
     if T2 != T:
         raise ValueError(f"shape mismatch: a is {fa.shape} and b is {fb.shape}; a.shape[1] must equal b.shape[0]")
-    values = _host_values(offs)
-    G = len(values) if values is not None else _int_facts("offs", offs).shape[0]
+    values = args.host_values(offs)
+    G = len(values) if values is not None else args.int_facts("offs", offs).shape[0]
     if G == 0:
         raise ValueError("offs has no groups")
-    ints, out, fo = _prepared("offs", offs, G, fa, out, out_name, (G, M, N), lambda v: _check_offsets(v, T), check)
-    if _done_without_launch(out, fa.lib, M == 0 or N == 0, T == 0):
+    ints, out, fo = args.prepared("offs", offs, G, fa, out, out_name, (G, M, N), lambda v: args.check_offsets(v, T), check)
+    if args.done_without_launch(out, fa.lib, M == 0 or N == 0, T == 0):
         return out
     a, fa = _k_outer("a", a, fa, k_axis=1)
     b, fb = _k_outer("b", b, fb, k_axis=0)
@@ -420,14 +247,14 @@ def _weight_gradient(a, b, offs, fa, fb, out_name, out, kernel, config, check):
            fa.lib, not fo.ptr & 15, kernel, repr(config))
     plan = _PLANS.get(key)
     if plan is None:
-        problem = _kernel_problem(fa, (M, T), fa.strides, fb, (T, N), fb.strides, fo, (M, N), fo.strides[1:], out_name,
+        problem = args.kernel_problem(fa, (M, T), fa.strides, fb, (T, N), fb.strides, fo, (M, N), fo.strides[1:], out_name,
                                   (0, 0, fo.strides[0]))
         groups = Groups(G, max(fo.strides[0], 1), 0, over_k=True)
         why = ""
         if config is None:
             config, why = grouped_k_config(M, N, T, G, device_info(fa.device).sm_count)
         plan = _plan(key, problem, groups, M, kernel, config, why)
-    _no_overlap(fa, fb, fo)
+    args.no_overlap(fa, fb, fo)
     plan.launch_groups(ints[1], fa.ptr, fb.ptr, fo.ptr)
     return out
 
@@ -444,7 +271,7 @@ def _k_outer(name: str, x, f: ArrayFacts, k_axis: int):
         return x, f
     other = f.shape[1 - k_axis]
     padded = -(-other // 8) * 8
-    buf = _empty(f.lib, f.dtype, f.device, (f.shape[k_axis], padded))   # rows along K
+    buf = args.empty(f.lib, f.dtype, f.device, (f.shape[k_axis], padded))   # rows along K
     view = buf[:, :other]
     src = x.t() if k_axis == 1 else x   # (K, other)
     if f.lib == "torch":
@@ -453,17 +280,6 @@ def _k_outer(name: str, x, f: ArrayFacts, k_axis: int):
         view[...] = src
     out = view.t() if k_axis == 1 else view
     return out, array_facts(name, out)
-
-
-def _done_without_launch(out, lib: str, empty: bool, no_k: bool) -> bool:
-    """Whether a call is complete without a launch: an empty result, or, with nothing to sum over
-    (``no_k``), one of zeros, written here."""
-    if not empty and no_k:
-        if lib == "torch":
-            out.zero_()
-        else:
-            out.fill(0)
-    return empty or no_k
 
 
 def _group_epilogue(bias, activation, G: int, N: int, fa: ArrayFacts, out_name: str):
@@ -488,16 +304,3 @@ def _group_epilogue(bias, activation, G: int, N: int, fa: ArrayFacts, out_name: 
     return _epilogue.Epilogue(act, kind, False, None if out_name == fa.dtype else out_name), f
 
 
-def _no_overlap(fa: ArrayFacts, fb: ArrayFacts, fo: ArrayFacts, bias_f: ArrayFacts | None = None) -> None:
-    """out must not alias a, any group's weights or the bias (the kernel reads them while it writes)."""
-    def span(f):
-        itemsize = get_dtype(f.dtype).itemsize
-        extent = sum((n - 1) * abs(s) for n, s in zip(f.shape, f.strides)) + 1
-        return f.ptr, f.ptr + extent * itemsize
-    o = span(fo)
-    for name, f in (("a", fa), ("b", fb), ("bias", bias_f)):
-        if f is None:
-            continue
-        lo, hi = span(f)
-        if lo < o[1] and o[0] < hi:
-            raise ValueError(f"out overlaps {name} in memory; the output must not alias an input")

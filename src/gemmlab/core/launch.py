@@ -360,10 +360,11 @@ class Plan:
             raise RuntimeError(f"{self.variant.describe()}: the operands' texture extent changed since the plan was made")
 
     def launch_groups(self, src_ptr: int, a_ptr: int, b_ptr: int, c_ptr: int, stream: int | None = None,
-                      bias: int = 0) -> None:
+                      bias: int = 0, scales: tuple[int, int] | None = None) -> None:
         """A grouped plan's launch (alpha 1, beta 0) on the groups' device ints at ``src_ptr``
-        (cumulative ends, or counts; 0: every group full), these operands and a fused epilogue's bias
-        (one row of N per group, or one value per row). Over K, and for the
+        (cumulative ends, or counts; 0: every group full), these operands, a fused epilogue's bias
+        (one row of N per group, or one value per row) and a scaled plan's scale pointers (rung 27:
+        scale_a's along the rows, scale_b's per group). Over K, and for the
         masked form's counts with a row-major A, first the group_maps kernel writes each group's
         maps (over K: of A and B, K cut at the group's end; masked: of A, its rows cut at the count)
         into a workspace of the call's (core/workspace.py: stream-ordered, a graph's own allocation
@@ -375,7 +376,7 @@ class Plan:
         with self._lock:
             if not (g.over_k or masked_maps):
                 self._params.group_src(src_ptr)
-                self.launch(a_ptr, b_ptr, c_ptr, 1.0, 0.0, stream, bias)
+                self.launch(a_ptr, b_ptr, c_ptr, 1.0, 0.0, stream, bias, 0, scales)
                 return
             stream = self._stream_of(self.ordinal) if stream is None else stream
             ws = workspace.acquire(self.ordinal, stream, (2 if g.over_k else 1) * tensormaps.MAP_BYTES * g.count)
@@ -384,7 +385,7 @@ class Plan:
                     self._remap(a_ptr, b_ptr, c_ptr)
                 self._launch_group_maps(src_ptr, ws, stream)
                 self._params.group_src(src_ptr, ws)
-                self.launch(a_ptr, b_ptr, c_ptr, 1.0, 0.0, stream, bias)
+                self.launch(a_ptr, b_ptr, c_ptr, 1.0, 0.0, stream, bias, 0, scales)
             finally:
                 workspace.release(self.ordinal, stream, ws)
 

@@ -70,7 +70,7 @@ def _fp8_operand(name: str, x, fmt: str | None) -> ArrayInfo:
     return info
 
 
-def _scale_facts(name: str, s, device: int, lib: str):
+def scale_facts(name: str, s, device: int, lib: str):
     if s is None:
         raise TypeError(f"{name} is None; scaled_mm needs both scales (float32 arrays on the device)")
     f = array_facts(name, s)
@@ -80,7 +80,7 @@ def _scale_facts(name: str, s, device: int, lib: str):
     return f
 
 
-def _numel(shape) -> int:
+def numel(shape) -> int:
     n = 1
     for d in shape:
         n *= d
@@ -100,9 +100,9 @@ def check_scales(scale_a, scale_b, M: int, N: int, K: int, device: int, lib: str
     """The scaling of a call from its scales' shapes (errors name the scale and what it should be):
     both of one value (tensor-wise), scale_a (M, 1) and scale_b (1, N) (row-wise), or scale_a
     (M, ceil(K/128)) and scale_b (ceil(K/128), ceil(N/128)) in any layout (block-wise)."""
-    fa = _scale_facts("scale_a", scale_a, device, lib)
-    fb = _scale_facts("scale_b", scale_b, device, lib)
-    na, nb = _numel(fa.shape), _numel(fb.shape)
+    fa = scale_facts("scale_a", scale_a, device, lib)
+    fb = scale_facts("scale_b", scale_b, device, lib)
+    na, nb = numel(fa.shape), numel(fb.shape)
     if len(fa.shape) > 2 or len(fb.shape) > 2:
         raise ValueError(f"scales are at most 2-D; got scale_a {fa.shape}, scale_b {fb.shape}")
     if na == 1 and nb == 1:
@@ -120,14 +120,14 @@ def check_scales(scale_a, scale_b, M: int, N: int, K: int, device: int, lib: str
         f"1x{BLOCK} block of a and scale_b ({kb}, {nb}) per {BLOCK}x{BLOCK} block of b (block-wise)")
 
 
-def _finite(x, lib: str) -> bool:
+def finite(x, lib: str) -> bool:
     if lib == "torch":
         return bool(require("torch").isfinite(x).all().item())
     cp = require("cupy")
     return bool(cp.isfinite(cp.asarray(x)).all().item())
 
 
-def _out_dtype(out_dtype, lib: str) -> str:
+def out_dtype_of(out_dtype, lib: str) -> str:
     if out_dtype is None:
         return "bf16" if lib == "torch" else "fp16"
     name = _epilogue.out_dtype_name(out_dtype)
@@ -250,9 +250,9 @@ def _scaled_mm(a, b, scale_a, scale_b, *, bias, out_dtype, scale_result, use_fas
                          "use_fast_accum (no promotion) does not apply to them")
     if scales.mode == "block" and config is not None and get_rung(RUNG).config(config, "fp8").get("KREV"):
         raise ValueError("block scales are read k block after k block: KREV=1 (backward k tiles) does not apply")
-    if scale_result is not None and _numel(_scale_facts("scale_result", scale_result, ordinal, lib).shape) != 1:
+    if scale_result is not None and numel(scale_facts("scale_result", scale_result, ordinal, lib).shape) != 1:
         raise ValueError(f"scale_result must hold one value, got shape {array_facts('scale_result', scale_result).shape}")
-    want = _out_dtype(out_dtype, lib) if out is None or out_dtype is not None else None
+    want = out_dtype_of(out_dtype, lib) if out is None or out_dtype is not None else None
     ci = describe_array("out", out) if out is not None else None
     if ci is not None:
         _check_out(ci, M, N, want, ordinal)
@@ -267,7 +267,7 @@ def _scaled_mm(a, b, scale_a, scale_b, *, bias, out_dtype, scale_result, use_fas
     stream = current_stream(lib if lib != "cai" else "cupy", ordinal)
     if check_finite and not stream_capturing(stream, ordinal):
         for name, x in (("scale_a", scale_a), ("scale_b", scale_b), ("scale_result", scale_result)):
-            if x is not None and not _finite(x, lib):
+            if x is not None and not finite(x, lib):
                 raise ValueError(f"{name} holds a value that is not finite (inf or NaN); every scale must be finite")
     if scale_result is not None:   # folded into scale_a: a new array of its shape (the strides of a contiguous one)
         scale_a = scale_a * scale_result.reshape((1,) * len(scale_a.shape) or ())

@@ -96,12 +96,6 @@
 #error "rung 26 over K (GROUP_K=1) has no stream-K tail"
 #endif
 #define GL_WS_C_MAP 1     // the kernel takes C's tensor map after A's and B's (ws_entry.cuh)
-// the groups' arguments, after the maps (ws_entry.cuh): G, B's group stride (elements), the G ints
-// on the device (cumulative ends, or counts with gl_group_rows > 0: rows per group of the masked form)
-// (over K: gl_bsb is C's group stride, and the groups' maps follow, written by group_maps)
-#define GL_GROUP_PARAMS , int gl_groups, long long gl_bsb, const int* __restrict__ gl_group_src, int gl_group_rows, \
-                        const GlTensorMap* __restrict__ gl_group_maps
-
 // ---- geometry (the warpgroups, WGS, MI, CONSUMERS and CWARPS: hopper.cuh) ----------------------
 constexpr int KSTEPS = BK / 16;               // k16 wgmma steps per k tile
 static_assert(THREADS == CONSUMERS + GL_WARPGROUP, "THREADS must be two consumer warpgroups plus a producer warpgroup");
@@ -113,14 +107,7 @@ static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of one or two CTAs along M
 
 #include "ws.cuh"   // rung 21's ring, register split and schedule parameters
 constexpr int EPI_BUDGET_B = CWARPS * 16 * (BN < 128 ? BN : 128) * 2;
-#if GROUP_K
-using Schedule = GlGroupedKSchedule<BM, BN, BK, CLUSTER, GROUP_U>;
-constexpr int GROUP_TABLE_B = 0;
-#else
-using Schedule = GlGroupedSchedule<BM, BN, BK, CLUSTER, GROUP_U, STREAMK>;
-// the group table (GlGroupedSchedule::fill) after the barriers
-constexpr int GROUP_TABLE_B = 4 * Schedule::table_ints(GROUP_CAP, THREADS / 32);
-#endif
+#include "grouped.cuh"   // the groups' arguments, the grouped schedule and its table
 
 #if GL_C_DTYPE == 0
 constexpr bool REG_A = false;   // the accumulators' rows are the wgmma's own (ws_epi32.cuh's acc_row)
@@ -139,42 +126,4 @@ using Mainloop = GlMainloopSS<GL_A_COL, GL_B_COL>;
 
 #include "ws_entry.cuh"   // the kernel entry: the group table, barriers, then the producer / consumer split
 
-#if GROUP_K || !GL_A_COL
-// ---- the groups' tensor maps, launched before the GEMM on the same stream ------------------------------
-// Over K (GROUP_K=1), for each group g, copies of A's and B's maps (the host's, over all of K) whose K
-// extent is cut at the group's end (ends[g], clamped to K), into dst[2g] and dst[2g + 1]: the GEMM
-// loads group g's k tiles from its first k through these, and the copy engine fills zeros past the
-// end instead of reading the next group's k. For the masked form (groups of `rows` rows, a row-major
-// A), a copy of A's map per group, dst[g], whose rows end at the group's count: the copy engine fills
-// a tile's rows past it with zeros instead of reading the padding. One warp per map, as the PTX
-// ISA's device-side map update goes: the map copied into shared memory, its extent replaced there by
-// one lane, then the warp's tensormap.cp_fenceproxy copies it to global memory with a release of
-// the tensormap proxy, which the GEMM's producer acquires (gl_tensormap_acquire) before its first
-// load through it.
-template <int ORD>
-__device__ __forceinline__ void gl_tensormap_set_dim(unsigned smem_map, int extent) {
-    asm volatile("tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], %1, %2;\n"
-                 :: "r"(smem_map), "n"(ORD), "r"(extent) : "memory");
-}
-// ints: the groups' cumulative end k (over K) or counts (masked); n: K (over K) or the rows per group
-extern "C" __global__ void __launch_bounds__(64) group_maps(const __grid_constant__ GlTensorMap tmA,
-                                                            const __grid_constant__ GlTensorMap tmB,
-                                                            const int* __restrict__ ints, int G, int n,
-                                                            GlTensorMap* __restrict__ dst) {
-    __shared__ alignas(128) GlTensorMap maps[2];   // each on 128 bytes, as the tensormap instructions take it
-    const int g = (int)blockIdx.x, operand = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
-    if (g >= G || (!GROUP_K && operand)) return;   // the masked form: A's map only
-    const GlTensorMap& src = operand ? tmB : tmA;
-    if (lane < 16) maps[operand].opaque[lane] = src.opaque[lane];
-    __syncwarp();
-    const unsigned smem_map = static_cast<unsigned>(__cvta_generic_to_shared(&maps[operand]));
-    // over K: K, the outer dimension of both (a column-major A, a row-major B); masked: the rows, A's
-    // outer dimension (row-major); an extent of at least 1 (an empty group loads nothing)
-    const int extent = GROUP_K ? min(max(ints[g], 0), n) : g * n + min(max(ints[g], 0), n);
-    if (lane == 0) gl_tensormap_set_dim<1>(smem_map, max(extent, 1));
-    __syncwarp();
-    asm volatile("tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%0], [%1], 128;\n"
-                 :: "l"(reinterpret_cast<unsigned long long>(dst + (GROUP_K ? 2 * g + operand : g))), "r"(smem_map)
-                 : "memory");
-}
-#endif
+#include "group_maps.cuh"   // over K and for the masked form: the groups' own maps, written first

@@ -3,7 +3,8 @@
 //
 //   C(i, j) <- act(alpha * s(i, j) * acc(i, j) + beta * C(i, j) + bias)
 //
-//   GL_SCALE 1 (tensor-wise): s = scale_a[0] * scale_b[0], folded into alpha as the kernel starts;
+//   GL_SCALE 1 (tensor-wise): s = scale_a[0] * scale_b[0], folded into alpha as the kernel starts (the
+//                             grouped rung 27: scale_a[0] there, its group's scale_b[g] per tile);
 //   GL_SCALE 2 (row-wise):    s = scale_a[i] * scale_b[j], scale_a one float per row of A (M),
 //                             scale_b one per column of B (N), applied to a tile's accumulators after
 //                             its main loop (and its stream-K fixup), before the epilogue part;
@@ -41,14 +42,34 @@ struct GlScales {
 #if GL_SCALE == 3
     int sa_m, sa_k, sb_k, sb_n;   // scale_a[i][kb] at sa[i sa_m + kb sa_k], scale_b[kb][nb] at sb[kb sb_k + nb sb_n]
 #endif
-    // alpha with the tensor-wise scales folded in
+    // alpha with the tensor-wise scales folded in (a grouped rung's: scale_a only, scale_b is its
+    // groups', one value each, applied per tile by rows())
     __device__ __forceinline__ float alpha(float a) const {
-#if GL_SCALE == 1
+#if GL_SCALE == 1 && GL_GROUPED == 1
+        return a * __ldg(sa);
+#elif GL_SCALE == 1
         return a * __ldg(sa) * __ldg(sb);
 #else
         return a;
 #endif
     }
+#if GL_GROUPED == 1
+    // The grouped rung 27: group g's scales, its experts' own scale_b (scale_a runs along all the rows,
+    // the tokens', as A does): tensor-wise one value per group (G), row-wise one row of N per group
+    // (G x N), block-wise one (kblocks x nblocks) block grid per group, densely in either of its
+    // layouts (the strides say which).
+    __device__ __forceinline__ GlScales group(int g, int N, int kblocks) const {
+        GlScales s = *this;
+#if GL_SCALE == 1
+        s.sb += g;
+#elif GL_SCALE == 2
+        s.sb += (size_t)g * N;
+#elif GL_SCALE == 3
+        s.sb += (size_t)g * kblocks * GL_CEIL_DIV(N, 128);
+#endif
+        return s;
+    }
+#endif
     // Row-wise: the lines of the scales a consumer warp's part of the tile at (row0: its warpgroup's
     // first row, col0) reads, fetched into L1 as the tile's main loop starts (lanes 0.. take scale_b's
     // lines, lanes 31, 30, .. scale_a's of each m64 block), so that rows() after the main loop waits
@@ -77,7 +98,15 @@ struct GlScales {
     template <int MI, int R>
     __device__ __forceinline__ void rows(float (&acc)[MI][R][4], int row0, int col0, int warp, int lane, int M,
                                          int N) const {
-#if GL_SCALE == 2
+#if GL_SCALE == 1 && GL_GROUPED == 1   // the tile's group's tensor-wise scale_b (group())
+        const float s = __ldg(sb);
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+            for (int j = 0; j < R; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[mi][j][e] *= s;
+#elif GL_SCALE == 2
         const int r = row0 + 16 * (warp % 4) + lane / 4, c = col0 + 2 * (lane % 4);
         float s[MI][2];
 #pragma unroll

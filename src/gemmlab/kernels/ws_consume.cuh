@@ -75,10 +75,16 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
     };
 #if GL_GROUPED == 1
     const GlEpi& ep_groups = ep;
+#if GL_SCALE
+    const GlScales& sc_groups = sc;
+#endif
 #endif
     sched.walk(blockIdx.x / CLUSTER, [&](int u, int k0, int k1) {
 #if GL_GROUPED == 1
         const GlEpi ep = gl_group_epi(ep_groups, sched.batch_of(u));   // the group's own column bias
+#if GL_SCALE
+        const GlScales sc = sc_groups.group(sched.batch_of(u), N, sched.ktiles);   // and scale_b (rung 27)
+#endif
 #endif
         const int2 t = sched.tile(u, rank);
         const int row0 = sched.row_of(t), col0 = t.y * BN;

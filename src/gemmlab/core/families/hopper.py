@@ -1,6 +1,7 @@
 """The Hopper family: rungs 19 (WGMMA fed by TMA), 21 (warp-specialized, persistent, clustered),
-22 (TF32 WGMMA in rung 21's structure), 25 (FP8 WGMMA in rung 21's structure) and 26 (grouped
-GEMM on rung 21's parts): thread counts, shared memory and constraints."""
+22 (TF32 WGMMA in rung 21's structure), 25 (FP8 WGMMA in rung 21's structure), 26 (grouped GEMM
+on rung 21's parts) and 27 (grouped FP8, rungs 25's and 26's parts): thread counts, shared memory,
+constraints and the grouped rules."""
 
 from __future__ import annotations
 
@@ -216,7 +217,30 @@ def grouped_constraints(cfg, planes: int = 1) -> list[str]:
     """Rung 21's structure and switches (with this rung's shared memory: the table costs a stage
     where many groups meet a deep ring) and a table capacity, GROUP_CAP, a power of two up to 4096."""
     out = [m for m in ws_constraints(cfg) if "shared memory" not in m]
-    out += switch_reasons(cfg, GROUP_K=("groups of rows (the experts' tokens)", "groups over K (the weight gradient)"))
+    return out + _group_reasons(cfg, out, grouped_smem)
+
+
+def grouped_fp8_smem(cfg, planes: int = 1) -> int:
+    """27_wgmma_grouped_fp8.cu's dynamic shared memory: rung 25's carve-up (``fp8_smem``: one-byte
+    operands) and the group table after the barriers."""
+    return fp8_smem(cfg) + grouped_table_bytes(cfg)
+
+
+def grouped_fp8_constraints(cfg, planes: int = 1) -> list[str]:
+    """Rung 25's FP8 structure and switches with rung 26's group table; groups of rows only
+    (GROUP_K=0: the FP8 rung has no weight gradient over K)."""
+    out = [m for m in fp8_constraints(cfg) if "shared memory" not in m]
+    if cfg.get("GROUP_K"):
+        out.append("GROUP_K=1: the grouped FP8 rung takes groups of rows only (the experts' tokens); groups over K "
+                   "run on wgmma_grouped in 16 bits")
+    return out + _group_reasons(cfg, out, grouped_fp8_smem)
+
+
+def _group_reasons(cfg, found: list[str], smem) -> list[str]:
+    """What the grouped rungs add to their base structure's problems (``found``): GROUP_K a switch,
+    no stream-K over K, a stream-K tail without deferred stores, a table capacity, and the shared
+    memory (``smem``) of the stages and the table within a block's."""
+    out = switch_reasons(cfg, GROUP_K=("groups of rows (the experts' tokens)", "groups over K (the weight gradient)"))
     if cfg.get("STREAMK") == 1 and cfg.get("GROUP_K") == 1:
         out.append("GROUP_K=1 (groups over K) takes no stream-K tail: STREAMK must be 0")
     if cfg.get("STREAMK") == 1 and cfg.get("DEFER") == 1:
@@ -224,9 +248,9 @@ def grouped_constraints(cfg, planes: int = 1) -> list[str]:
     if cfg["GROUP_CAP"] not in GROUP_CAPS:
         out.append(f"GROUP_CAP={cfg['GROUP_CAP']} must be a power of two from 1 to {GROUP_CAPS[-1]} (the groups the "
                    f"shared table holds)")
-    elif not out and grouped_smem(cfg) > MAX_SMEM_PER_BLOCK:
+    elif not out and not found and smem(cfg) > MAX_SMEM_PER_BLOCK:
         out.append(f"{cfg['STAGES']} stages of {cfg['BM']}x{cfg['BK']} + {cfg['BK']}x{cfg['BN']} and a table of "
-                   f"{cfg['GROUP_CAP']} groups need {grouped_smem(cfg)} B of shared memory; a block may have at most "
+                   f"{cfg['GROUP_CAP']} groups need {smem(cfg)} B of shared memory; a block may have at most "
                    f"{MAX_SMEM_PER_BLOCK} B")
     return out
 
@@ -301,6 +325,42 @@ def grouped_config(rows: int, N: int, K: int, groups: int, sm_count: int, fused:
     cfg = {"BM": 128, "WM": 64, "BK": 64, "CLUSTER": 1, "STREAMK": 0, **cfg,
            "GROUP_CAP": next(c for c in GROUP_CAPS if c >= groups)}
     while cfg["STAGES"] > 2 and grouped_smem(cfg) > MAX_SMEM_PER_BLOCK:
+        cfg["STAGES"] -= 1
+    return cfg, (f"{groups} groups over {rows} rows, about {row_tiles} row tiles on {sm_count} SMs: {why}"
+                 + (", stores deferred" if cfg["DEFER"] else "")
+                 + f", {cfg['STAGES']} stages beside a table of {cfg['GROUP_CAP']} groups")
+
+
+def grouped_fp8_config(rows: int, N: int, K: int, groups: int, sm_count: int, precision: str = "fp8",
+                       block_scales: bool = False) -> tuple[dict, str]:
+    """Rung 27's configuration for ``groups`` groups of FP8 rows over ``rows`` rows of N x K, and
+    why. Promoted (precision fp8, and block scales, which multiply each k tile of 128's sums): rung
+    25's 128x128 tile (a thread holds a k tile's partial sums beside its FP32 sums), 128x64 where N
+    is at most 64 or where 128x128 units would leave SMs idle. fp8_fast (the sums in the tensor
+    cores): rung 21's 128x256 tile, 128x128 where N is at most 128 or below ``GROUPED_MIN_WAVES``
+    waves of 128x256 units, its stores deferred where K is long enough to hide them. The host does not
+    know the group sizes: as in ``grouped_config``, a group ends in half a row tile on average. The
+    stages are those that leave room for the group table."""
+    row_tiles = max(-(-rows // 128) + groups // 2, min(groups, rows))
+    units128 = row_tiles * -(-N // 128)
+    if precision == "fp8" or block_scales:
+        if N <= 64 or units128 < sm_count:
+            cfg, why = {"BN": 64, "STAGES": 8}, (f"N={N}: 128x64 tiles" if N <= 64 else
+                                                 f"{units128} units of 128x128 on {sm_count} SMs: 128x64 tiles")
+        else:
+            cfg, why = {"BN": 128, "STAGES": 6}, f"{units128 / max(sm_count, 1):.1f} waves of 128x128 units (promoted)"
+        cfg["DEFER"] = 0
+    else:
+        waves = row_tiles * -(-N // 256) / max(sm_count, 1)
+        if N <= 128 or waves < GROUPED_MIN_WAVES:
+            cfg, why = {"BN": 128, "STAGES": 6, "DEFER": 0}, (f"N={N}: 128x128 tiles" if N <= 128 else
+                                                              f"{waves:.1f} waves of 128x256 units: 128x128 tiles")
+        else:
+            cfg, why = ({"BN": 256, "STAGES": 4, "DEFER": int(K >= BATCHED_DEFER_K)},
+                        f"{waves:.1f} waves of 128x256 units (summed in the tensor cores)")
+    cfg = {"BM": 128, "WM": 64, "BK": 128, "CLUSTER": 1, "STREAMK": 0, **cfg,
+           "GROUP_CAP": next(c for c in GROUP_CAPS if c >= groups), "GROUP_K": 0}
+    while cfg["STAGES"] > 2 and grouped_fp8_smem(cfg) > MAX_SMEM_PER_BLOCK:
         cfg["STAGES"] -= 1
     return cfg, (f"{groups} groups over {rows} rows, about {row_tiles} row tiles on {sm_count} SMs: {why}"
                  + (", stores deferred" if cfg["DEFER"] else "")
@@ -462,6 +522,32 @@ RUNGS: tuple[Rung, ...] = (
         reads=Reads(tensor_maps=True), stores=Stores(outputs=("fp32", "fp16", "bf16"), store_map=True),
         walk=Walk(persistent=True, grouped=True),
         space={"BN": (64, 128, 256), "BK": (64, 128), "STAGES": (2, 3, 4, 5, 6, 8), "CLUSTER": (1, 2), "EPI_TMA": (0, 1),
+               "GROUP": (8, 16), "DEFER": (0, 1), "STREAMK": (0, 1)},
+    ),
+    Rung(
+        27, "wgmma_grouped_fp8", "Grouped FP8: the experts' scaled e4m3/e5m2 products in one launch",
+        "Rung 26's tile scheduler over (group, tile) pairs, its group sizes read on the device, with rung 25's FP8 mainloop: k32 wgmmas on K-major FP8 tiles, each k tile of 128 promoted into FP32 (fp8_fast: summed in the tensor cores); scale_a along all the tokens, scale_b each expert's own (tensor-wise one value per group, row-wise one row of N, block-wise 128x128 blocks), applied per tile from its group (gemmlab.scaled_grouped_mm).",
+        ("DeepGEMM FP8 grouped GEMMs (contiguous and masked layouts, block scales)",
+         "torch._scaled_grouped_mm (row-wise scales)"), "27_wgmma_grouped_fp8.cu", dtypes=("fp8",),
+        precisions=("fp8", "fp8_fast"),
+        # rung 25's promoted tile and its fp8_fast 128x256 one, no cluster (rung 26's reason); GROUP_CAP:
+        # the plan's, from the call's group count (core/scaled_grouped.py)
+        params={"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6, "CLUSTER": 1, "EPI_TMA": 1, "GROUP": 16,
+                "DEFER": 0, "GROUP_CAP": 1, "GROUP_K": 0, "STREAMK": 0},
+        per_precision={
+            "fp8": PrecisionPart(constraints=fp8_promoted_constraints,
+                                 presets={"128x128": {"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6},
+                                          "128x64": {"BM": 128, "BN": 64, "BK": 128, "WM": 64, "STAGES": 8}}),
+            "fp8_fast": PrecisionPart(params={"BN": 256, "STAGES": 4, "DEFER": 1},
+                                      presets={"128x256": {"BM": 128, "BN": 256, "BK": 128, "WM": 64, "STAGES": 4,
+                                                           "DEFER": 1},
+                                               "128x128": {"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6,
+                                                           "DEFER": 0}})},
+        threads=wgmma_threads, constraints=grouped_fp8_constraints, smem=grouped_fp8_smem,
+        sass_claims=("QGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG"), min_arch=90, max_arch=90,
+        reads=Reads(tensor_maps=True, k_major=True), stores=Stores(outputs=("fp32", "fp16", "bf16"), store_map=True),
+        walk=Walk(persistent=True, grouped=True),
+        space={"BN": (64, 128, 256), "BK": (128, 256), "STAGES": (2, 3, 4, 5, 6, 8), "EPI_TMA": (0, 1),
                "GROUP": (8, 16), "DEFER": (0, 1), "STREAMK": (0, 1)},
     ),
 )
