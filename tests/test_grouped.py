@@ -19,7 +19,7 @@ import random
 import pytest
 
 import gemmlab
-from gemmlab.core import grouped_args
+from gemmlab.core import grouped, grouped_args
 from gemmlab.core.epilogue import Epilogue
 from gemmlab.core.families.hopper import GROUP_CAPS, grouped_config, grouped_smem
 from gemmlab.core.groups import Groups
@@ -109,6 +109,15 @@ def test_the_masked_form_takes_3_d_operands_of_matching_groups(fakes):
         gemmlab.grouped_mm_masked(fakes(10, 32), fakes(2, 32, 16), [1, 2])
     with pytest.raises(ValueError, match="shape mismatch"):
         gemmlab.grouped_mm_masked(fakes(3, 10, 32), fakes(2, 32, 16), [1, 2, 3])
+
+
+def test_the_expected_rows_of_the_masked_form_are_an_int_within_its_rows_per_group():
+    assert grouped_args.expected(None, 300) == 300 and grouped_args.expected(40, 300) == 40
+    assert grouped_args.expected(0, 300) == 1   # the rule's estimate: at least a row per group
+    with pytest.raises(ValueError, match=r"expected_rows = 301 is outside 0..300"):
+        grouped_args.expected(301, 300)
+    with pytest.raises(TypeError, match="expected_rows must be an int"):
+        grouped_args.expected(2.5, 300)
 
 
 # ---- the grid: the most units any group sizes make ----------------------------------------------------
@@ -202,6 +211,16 @@ def test_the_parameter_block_holds_the_groups_after_the_maps():
     p.group_src(0x1234, 0x5000)
     import struct
     assert struct.unpack_from("<iiqQiiQ", p.buffer, 512) == (5, 0, 4096, 0x1234, 0, 0, 0x5000)
+
+
+def test_a_row_major_a_of_groups_of_rows_comes_in_boxes_of_64_rows_that_a_tile_loads_to_its_groups_end():
+    from gemmlab.core import tensormaps
+    from gemmlab.core.groups import GROUP_BOX_ROWS
+    cfg = {"BM": 128, "BN": 256, "BK": 64, "CLUSTER": 1}
+    assert tensormaps.operand_map("A", 300, 200, 200, False, "bf16", cfg, box_rows=GROUP_BOX_ROWS).box == (64, 64)
+    assert tensormaps.operand_map("A", 300, 200, 200, False, "bf16", cfg).box == (64, 128)
+    with pytest.raises(ValueError, match="boxes of 64 rows need a K-major operand"):
+        tensormaps.operand_map("A", 300, 200, 300, True, "bf16", cfg, box_rows=GROUP_BOX_ROWS)
 
 
 def test_groups_over_k_make_every_group_all_of_m_by_n_and_need_no_table():
@@ -399,6 +418,22 @@ def test_the_masked_form_writes_the_counted_rows_of_each_group_only():
         ref = a[g, :c].double() @ b[g].double()
         assert c == 0 or _rel(out[g, :c], ref) < 1e-2
         assert torch.isnan(out[g, c:]).all()
+
+
+@pytest.mark.gpu
+def test_the_masked_form_sizes_its_tile_by_the_expected_rows_as_the_contiguous_form_does():
+    torch = _torch()
+    G, R, N, K, T = 128, 315, 768, 2048, 4096   # the padded buffer's rows make many more waves than the tokens
+    a = torch.randn(G, R, K, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(G, K, N, device="cuda", dtype=torch.bfloat16)
+    counts = torch.full((G,), T // G, dtype=torch.int32, device="cuda")
+    gemmlab.grouped_mm(torch.randn(T, K, device="cuda", dtype=torch.bfloat16), b, torch.arange(1, G + 1,
+                       dtype=torch.int32, device="cuda") * (T // G))
+    contiguous = grouped.plans()[-1].variant.cfg
+    out = gemmlab.grouped_mm_masked(a, b, counts, expected_rows=T // G)
+    assert grouped.plans()[-1].variant.cfg["BN"] == contiguous["BN"]
+    ref = a[0, :T // G].double() @ b[0].double()
+    assert _rel(out[0, :T // G], ref) < 1e-2
 
 
 @pytest.mark.gpu

@@ -9,8 +9,9 @@ K-major (``w.transpose(-2, -1)`` of (G, N, K) weights, as torch._grouped_mm take
 Beside the ratios, the memory bound: every weight and activation read once and the output written
 once at the measured copy bandwidth (measure/ceilings.py), and how close each call comes to it (at
 many experts the weights' bytes, not the tensor cores, bound the time). And the masked form
-(``gemmlab.grouped_mm_masked`` on a (G, max tokens, K) buffer of the same tokens): its time against
-the contiguous form's at equal work.
+(``gemmlab.grouped_mm_masked`` on a (G, max tokens, K) buffer of the same tokens, told the tokens
+per expert on average as ``expected_rows``, as a caller knows them): its time against the
+contiguous form's at equal work.
 
 Before timing, gemmlab's result is compared with per-group float64 products (measure.verify's
 tolerance); a peer's error is recorded beside it."""
@@ -115,8 +116,10 @@ def moe_records(torch, eng, shape, dtype: str, copy_Bps: float) -> list[dict]:
         am[g, : e - s] = a[s:e]
     cnt = torch.tensor(counts, dtype=torch.int32, device="cuda")
     outm = torch.empty(G, R, N, device="cuda", dtype=tdt)
-    gemmlab.grouped_mm_masked(am, b, cnt, out=outm, check=False)
-    cands.append(timing.Candidate("gemmlab masked", lambda: gemmlab.grouped_mm_masked(am, b, cnt, out=outm, check=False)))
+    # the rows a group holds on average, as a caller knows them (tokens over experts), for the rule
+    masked = lambda: gemmlab.grouped_mm_masked(am, b, cnt, expected_rows=-(-T // G), out=outm, check=False)  # noqa: E731
+    masked()
+    cands.append(timing.Candidate("gemmlab masked", masked))
     run = eng.measure(cands)
     med = {name: s.median for name, s in run.samples.items()}
     rec["median_ms"] = med

@@ -153,7 +153,8 @@ def _tokens_by_group(a, b, offs, fa, fb, out_name, out, kernel, config, check, e
         raise ValueError(f"shape mismatch: a is {fa.shape} and b is {fb.shape}; a.shape[1] must equal b.shape[1]")
     if G == 0:
         raise ValueError("b has no groups")
-    ints, out, fo = args.prepared("offs", offs, G, fa, out, out_name, (T, N), lambda v: args.check_offsets(v, T), check)
+    ints, out, fo = args.prepared("offs", offs, G, fa, out, out_name, (T, N), lambda v: args.check_offsets(v, T),
+                                  check)
     if args.done_without_launch(out, fa.lib, T == 0 or N == 0, K == 0):
         return out
     a, fa = args.k_contiguous(a, fa)
@@ -176,31 +177,33 @@ def tuning_variant(a, b, out, config):
 
 
 def _launch_rows(fa, fb, fo, rows, a_strides, out_strides, rows_per, ints, out_name, kernel, config, epi,
-                 bias_f) -> None:
+                 bias_f, rule_rows: int | None = None) -> None:
     """Groups of rows (2-D x 3-D, or the masked form with ``rows_per`` rows per group) in one launch
     of rung 26, through a plan kept per call signature; ``ints`` the group ints on the device (the
-    array and its pointer, ``_prepared``), ``epi`` the fused epilogue, ``bias_f`` its bias's facts (or
-    None)."""
+    array and its pointer, ``args.prepared``), ``epi`` the fused epilogue, ``bias_f`` its bias's facts
+    (or None), ``rule_rows`` the rows the rule takes the groups to hold (None: ``rows``)."""
     G, K, N = fb.shape
     b_stride = args.weights_stride(fb, G, K, N, get_dtype(fa.dtype).itemsize)
     key = (rows_per, fa.shape, fa.strides, fb.shape, fb.strides, fo.strides, fa.dtype, out_name, fa.device, fa.lib,
-           not fa.ptr & 15, not fb.ptr & 15, not fo.ptr & 15, epi, kernel, repr(config))
+           not fa.ptr & 15, not fb.ptr & 15, not fo.ptr & 15, epi, kernel, repr(config), rule_rows)
     plan = _PLANS.get(key)
     if plan is None:
-        problem = args.kernel_problem(fa, (rows, K), a_strides, fb, (K, N), fb.strides[1:], fo, (rows, N), out_strides,
-                                  out_name, (0, b_stride, 0))
-        plan = _plan(key, problem, Groups(G, b_stride, rows_per), rows, kernel, config, epilogue=epi)
+        problem = args.kernel_problem(fa, (rows, K), a_strides, fb, (K, N), fb.strides[1:], fo, (rows, N),
+                                      out_strides, out_name, (0, b_stride, 0))
+        plan = _plan(key, problem, Groups(G, b_stride, rows_per), rule_rows or rows, kernel, config, epilogue=epi)
     args.no_overlap(fa, fb, fo, bias_f)
     plan.launch_groups(ints[1], fa.ptr, fb.ptr, fo.ptr, bias=0 if bias_f is None else bias_f.ptr)
 
 
-def grouped_mm_masked(a, b, counts, *, bias=None, activation: str | None = None, out_dtype=None, out=None,
-                      kernel: str = "auto", config=None, check: bool = True):
+def grouped_mm_masked(a, b, counts, *, expected_rows: int | None = None, bias=None, activation: str | None = None,
+                      out_dtype=None, out=None, kernel: str = "auto", config=None, check: bool = True):
     """The masked form: a (G, M_max, K) with ``counts`` (G,) int32 rows per group (device or host),
     b (G, K, N) -> out (G, M_max, N), rows at and past counts[g] not written; one launch that reads
     the counts on the device (a CUDA graph replays it with new counts). a's groups must lie one
     after the other (a's rows one run: a (G, M_max, K) with rows of stride K or more, its group
-    stride M_max rows), as must out's (a new one is)."""
+    stride M_max rows), as must out's (a new one is). ``expected_rows``: the rows a group is expected
+    to hold (DeepGEMM's expected_m; a host int, e.g. tokens x top-k / experts), which the rule sizes
+    its tile by in place of M_max, since the host does not see the counts (None: M_max)."""
     fa, fb, out_name = _operands(a, b, out_dtype)
     if len(fa.shape) != 3 or len(fb.shape) != 3:
         raise ValueError(f"the masked form takes a (G, M_max, K) and b (G, K, N); got {fa.shape} and {fb.shape}")
@@ -214,8 +217,8 @@ def grouped_mm_masked(a, b, counts, *, bias=None, activation: str | None = None,
         out, fo = args.out_array(out, fa.lib, out_name, fa.device, (G, R, N), fa)
         ints, fo = (None, 0), fo or array_facts("out", out)
     else:
-        ints, out, fo = args.prepared("counts", counts, G, fa, out, out_name, (G, R, N), lambda v: args.check_counts(v, R),
-                                  check)
+        ints, out, fo = args.prepared("counts", counts, G, fa, out, out_name, (G, R, N),
+                                      lambda v: args.check_counts(v, R), check)
     if args.done_without_launch(out, fa.lib, R == 0 or N == 0, K == 0):
         return out
     a, fa = args.k_contiguous(a, fa)
@@ -223,7 +226,8 @@ def grouped_mm_masked(a, b, counts, *, bias=None, activation: str | None = None,
         if G > 1 and f.strides[0] != R * f.strides[1]:
             raise ValueError(f"{name} has strides {f.strides}: its groups must follow one another (group stride = "
                              f"{R} rows x the row stride); pass a contiguous array")
-    _launch_rows(fa, fb, fo, G * R, fa.strides[1:], fo.strides[1:], R, ints, out_name, kernel, config, epi, bias_f)
+    _launch_rows(fa, fb, fo, G * R, fa.strides[1:], fo.strides[1:], R, ints, out_name, kernel, config, epi, bias_f,
+                 G * args.expected(expected_rows, R))
     return out
 
 
@@ -238,7 +242,8 @@ def _weight_gradient(a, b, offs, fa, fb, out_name, out, kernel, config, check):
     G = len(values) if values is not None else args.int_facts("offs", offs).shape[0]
     if G == 0:
         raise ValueError("offs has no groups")
-    ints, out, fo = args.prepared("offs", offs, G, fa, out, out_name, (G, M, N), lambda v: args.check_offsets(v, T), check)
+    ints, out, fo = args.prepared("offs", offs, G, fa, out, out_name, (G, M, N),
+                                  lambda v: args.check_offsets(v, T), check)
     if args.done_without_launch(out, fa.lib, M == 0 or N == 0, T == 0):
         return out
     a, fa = _k_outer("a", a, fa, k_axis=1)

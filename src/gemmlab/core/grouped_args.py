@@ -209,3 +209,16 @@ def no_overlap(fa: ArrayFacts, fb: ArrayFacts, fo: ArrayFacts, bias_f: ArrayFact
         lo, hi = span(f)
         if lo < o[1] and o[0] < hi:
             raise ValueError(f"out overlaps {name} in memory; the output must not alias an input")
+
+
+def expected(expected_rows, R: int) -> int:
+    """The masked form's rows per group for its rule: ``expected_rows`` (an int from 0 to M_max,
+    TypeError / ValueError otherwise) or M_max where None."""
+    if expected_rows is None:
+        return R
+    if isinstance(expected_rows, bool) or not isinstance(expected_rows, int):
+        raise TypeError(f"expected_rows must be an int (the rows a group is expected to hold), got "
+                        f"{type(expected_rows).__name__}")
+    if not 0 <= expected_rows <= R:
+        raise ValueError(f"expected_rows = {expected_rows} is outside 0..{R} (a has {R} rows per group)")
+    return max(expected_rows, 1)

@@ -14,9 +14,12 @@ from dataclasses import dataclass
 from .families.hopper import GROUP_CAPS
 
 VECTOR_BYTES = 16
-# rung 26's second entry point (kernels/26_wgmma_grouped.cu): it writes the groups' tensor maps
-# before the GEMM of a call over K or of the masked form, and no C
+# rung 26's second entry point (kernels/group_maps.cuh): it writes the groups' tensor maps before
+# the GEMM of a call over K, and no C
 MAPS_KERNEL = "group_maps"
+# groups of rows: the rows of a box of a row-major A (kernels/ring.cuh, GL_GROUP_BOX_ROWS), loaded
+# up to each tile's group's end
+GROUP_BOX_ROWS = 64
 
 
 def _cdiv(a: int, b: int) -> int:

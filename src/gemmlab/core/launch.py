@@ -20,7 +20,7 @@ from . import launch_modes, packing, tensormaps, textures, workspace
 from .driver import check, context, cuda, device_info
 from .dtypes import get as get_dtype
 from .epilogue import PLAIN, Epilogue
-from .groups import MAPS_KERNEL, Groups
+from .groups import GROUP_BOX_ROWS, MAPS_KERNEL, Groups
 from .launch_modes import CHECKED
 from .loading import (CAI_LEGACY, compile_for_launch, current_stream, load_compiled,  # noqa: F401 (re-exported)
                       load_function, stream_capturing, stream_reader)
@@ -337,8 +337,10 @@ class Plan:
         b_batch = (g.count, g.stride) if g is not None else (kp.batch, kp.batch_b)
         c_batch = ((kp.batch, kp.batch_c) if self.variant.batch else
                    (g.count, g.stride) if g is not None and g.over_k else None)
+        # groups of rows: a row-major A's boxes of GROUP_BOX_ROWS rows, loaded up to each tile's group's end
+        rows_box = GROUP_BOX_ROWS if g is not None and not g.over_k and not kp.a_col else None
         a = (tensormaps.operand_map("A", kp.M, kp.K, kp.lda, kp.a_col, dtype, cfg, *split.get("A", (1, 0)),
-                                    batch=(kp.batch, kp.batch_a) if varies[0] else None)
+                                    batch=(kp.batch, kp.batch_a) if varies[0] else None, box_rows=rows_box)
              if self.variant.vec_a else None)
         b = (tensormaps.operand_map("B", kp.K, kp.N, kp.ldb, kp.b_col, dtype, cfg, *split.get("B", (1, 0)),
                                     batch=b_batch if varies[1] else None)
@@ -364,35 +366,34 @@ class Plan:
         """A grouped plan's launch (alpha 1, beta 0) on the groups' device ints at ``src_ptr``
         (cumulative ends, or counts; 0: every group full), these operands, a fused epilogue's bias
         (one row of N per group, or one value per row) and a scaled plan's scale pointers (rung 27:
-        scale_a's along the rows, scale_b's per group). Over K, and for the
-        masked form's counts with a row-major A, first the group_maps kernel writes each group's
-        maps (over K: of A and B, K cut at the group's end; masked: of A, its rows cut at the count)
-        into a workspace of the call's (core/workspace.py: stream-ordered, a graph's own allocation
-        when captured)."""
+        scale_a's along the rows, scale_b's per group). Over K, first the group_maps kernel writes
+        each group's maps of A and B, K cut at the group's end, into a workspace of the call's
+        (core/workspace.py: stream-ordered, a graph's own allocation when captured), and the GEMM
+        goes out after it programmatically (its launch and prologue overlap the maps' writing)."""
         g = self.groups
-        # the masked form's own maps of a row-major A (rows cut at each group's count) where the call
-        # passes counts; over K always
-        masked_maps = bool(g.rows_per and src_ptr and not self.kp.a_col and self.variant.vec_a)
         with self._lock:
-            if not (g.over_k or masked_maps):
+            if not g.over_k:
                 self._params.group_src(src_ptr)
                 self.launch(a_ptr, b_ptr, c_ptr, 1.0, 0.0, stream, bias, 0, scales)
                 return
             stream = self._stream_of(self.ordinal) if stream is None else stream
-            ws = workspace.acquire(self.ordinal, stream, (2 if g.over_k else 1) * tensormaps.MAP_BYTES * g.count)
+            ws = workspace.acquire(self.ordinal, stream, 2 * tensormaps.MAP_BYTES * g.count)
             try:
                 if (a_ptr, b_ptr, c_ptr) != self._mapped:
                     self._remap(a_ptr, b_ptr, c_ptr)
                 self._launch_group_maps(src_ptr, ws, stream)
                 self._params.group_src(src_ptr, ws)
-                self.launch(a_ptr, b_ptr, c_ptr, 1.0, 0.0, stream, bias, 0, scales)
+                # the GEMM scheduled while group_maps runs, where it is one plain launch on sm_90
+                if PDL and isinstance(self.mode, launch_modes.Direct):
+                    self.mode.launch_programmatic(a_ptr, b_ptr, c_ptr, stream, bias, scales)
+                else:
+                    self.launch(a_ptr, b_ptr, c_ptr, 1.0, 0.0, stream, bias, 0, scales)
             finally:
                 workspace.release(self.ordinal, stream, ws)
 
     def _launch_group_maps(self, src_ptr: int, dst: int, stream: int) -> None:
-        """kernels/26_wgmma_grouped.cu's group_maps (tmA tmB ints G n dst) on ``stream``: A's and B's
-        maps as the parameter block holds them, a block of two warps per group (n: K over K, the rows
-        per group for the masked form)."""
+        """kernels/group_maps.cuh's group_maps (tmA tmB ints G K dst) on ``stream``: A's and B's maps
+        as the parameter block holds them, a block of two warps per group."""
         if self._group_maps is None:
             fn = load_compiled(self.compiled, self.ordinal, self.variant.describe(), MAPS_KERNEL)
             buf = ctypes.create_string_buffer(288)
@@ -401,8 +402,7 @@ class Plan:
             self._group_maps = (fn, buf, args)
         fn, buf, args = self._group_maps
         buf[0:256] = self._params.buffer[128:384]
-        n = self.kp.K if self.groups.over_k else self.groups.rows_per
-        struct.pack_into("<QiiQ", buf, 256, src_ptr, self.groups.count, n, dst)
+        struct.pack_into("<QiiQ", buf, 256, src_ptr, self.groups.count, self.kp.K, dst)
         self._launch(stream, (fn, self.groups.count, 1, 1, 64, 1, 1, 0), ctypes.addressof(args))   # a warp per map
 
     def _remap(self, a_ptr: int, b_ptr: int, c_ptr: int) -> None:

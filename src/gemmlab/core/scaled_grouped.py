@@ -275,13 +275,15 @@ def scaled_grouped_mm(a, b, scale_a, scale_b, offs=None, *, bias=None, activatio
     return out
 
 
-def scaled_grouped_mm_masked(a, b, scale_a, scale_b, counts, *, bias=None, activation: str | None = None,
-                             out_dtype=None, use_fast_accum: bool = False, out=None, a_format: str | None = None,
-                             b_format: str | None = None, kernel: str = "auto", config=None, check: bool = True,
-                             check_finite: bool = True):
+def scaled_grouped_mm_masked(a, b, scale_a, scale_b, counts, *, expected_rows: int | None = None, bias=None,
+                             activation: str | None = None, out_dtype=None, use_fast_accum: bool = False, out=None,
+                             a_format: str | None = None, b_format: str | None = None, kernel: str = "auto",
+                             config=None, check: bool = True, check_finite: bool = True):
     """The masked form: a (G, M_max, K) with ``counts`` (G,) int32 rows per group (device or host;
     None: every group full), b (G, K, N) -> out (G, M_max, N), rows at and past counts[g] not
-    written; one launch that reads the counts on the device. Arguments as ``scaled_grouped_mm``'s."""
+    written; one launch that reads the counts on the device. ``expected_rows``: the rows a group is
+    expected to hold (DeepGEMM's expected_m), which the rule sizes its tile by in place of M_max (the
+    host does not see the counts). Other arguments as ``scaled_grouped_mm``'s."""
     fa, fb, out_name = _operands(a, b, a_format, b_format, out_dtype)
     if len(fa.shape) != 3:
         raise ValueError(f"the masked form takes a (G, M_max, K); got a of shape {fa.shape}")
@@ -308,7 +310,7 @@ def scaled_grouped_mm_masked(a, b, scale_a, scale_b, counts, *, bias=None, activ
     a, fa = _k_major_tokens(a, fa)
     b, fb = _k_major_weights(b, fb)
     _launch(fa, fb, fo, G * R, fa.strides[1:], fo.strides[1:], R, ints, out_name, kernel, config, epi, bias_f, scales,
-            precision)
+            precision, G * args.expected(expected_rows, R))
     return out
 
 
@@ -320,12 +322,13 @@ def _precision(scales: GroupScales, use_fast_accum: bool) -> str:
 
 
 def _launch(fa, fb, fo, rows, a_strides, out_strides, rows_per, ints, out_name, kernel, config, epi, bias_f,
-            scales: GroupScales, precision: str) -> None:
-    """One launch of rung 27 through a plan kept per call signature."""
+            scales: GroupScales, precision: str, rule_rows: int | None = None) -> None:
+    """One launch of rung 27 through a plan kept per call signature (``rule_rows``: the rows the rule
+    takes the groups to hold; None: ``rows``)."""
     G, K, N = fb.shape
     b_stride = args.weights_stride(fb, G, K, N, 1)
     key = (rows_per, fa.shape, fa.strides, fb.shape, fb.strides, fo.strides, fa.fmt, fb.fmt, out_name, fa.device,
-           fa.lib, not fo.ptr & 15, epi, scales.strides, precision, kernel, repr(config))
+           fa.lib, not fo.ptr & 15, epi, scales.strides, precision, kernel, repr(config), rule_rows)
     with _lock:
         plan = _PLANS.get(key)
         if plan is not None:
@@ -333,7 +336,8 @@ def _launch(fa, fb, fo, rows, a_strides, out_strides, rows_per, ints, out_name, 
     if plan is None:
         problem = args.kernel_problem(fa, (rows, K), a_strides, fb, (K, N), fb.strides[1:], fo, (rows, N),
                                       out_strides, out_name, (0, b_stride, 0))
-        plan = _plan(problem, Groups(G, b_stride, rows_per), rows, kernel, config, epi, scales, precision)
+        plan = _plan(problem, Groups(G, b_stride, rows_per), rule_rows or rows, kernel, config, epi, scales,
+                     precision)
         with _lock:
             _PLANS[key] = plan
             while len(_PLANS) > PLAN_CACHE:

@@ -58,7 +58,8 @@ class MapArgs:
 
 
 def operand_map(operand: str, rows: int, cols: int, ld: int, col_major: bool, dtype: str,
-                cfg: dict, planes: int = 1, plane_bytes: int = 0, batch: tuple[int, int] | None = None) -> MapArgs:
+                cfg: dict, planes: int = 1, plane_bytes: int = 0, batch: tuple[int, int] | None = None,
+                box_rows: int | None = None) -> MapArgs:
     """The map of operand ``"A"`` (rows = M, cols = K) or ``"B"`` (rows = K, cols = N), as the kernel
     sees it (kernels/common.cuh: C row-major, A and B either layout), for the tile ``cfg`` (BM, BN,
     BK). The box's inner side is one 128-byte swizzle row (64 16-bit elements); its outer side is
@@ -69,7 +70,9 @@ def operand_map(operand: str, rows: int, cols: int, ld: int, col_major: bool, dt
     (inner, outer, plane) whose box is one plane's, so rows past the operand's edge read as zeros in
     both planes. ``batch`` (count, stride in elements): an operand that varies over a batch in one
     launch (rung 21, GL_BATCHED), a 3-D map (inner, outer, element) whose box is one element's, so the
-    copy engine clips a box at the element's own edges. ValueError for anything else."""
+    copy engine clips a box at the element's own edges. ``box_rows``: a K-major operand's box of
+    that many rows of the tile, which the kernel loads box by box (the grouped rungs' A, each tile's
+    boxes up to its group's end: kernels/ring.cuh, GROUP_BOXES). ValueError for anything else."""
     if operand not in ("A", "B"):
         raise ValueError(f"operand must be 'A' or 'B', got {operand!r}")
     if dtype not in _TENSOR_MAP_TYPE:
@@ -84,6 +87,11 @@ def operand_map(operand: str, rows: int, cols: int, ld: int, col_major: bool, dt
     k_major = (not col_major) if operand == "A" else col_major
     tile = cfg["BM"] if operand == "A" else cfg["BN"]
     parts = cfg.get("CLUSTER", 1) if operand == "B" else 1
+    if box_rows is not None:
+        if not k_major or tile % box_rows:
+            raise ValueError(f"operand {operand}: boxes of {box_rows} rows need a K-major operand whose tile's "
+                             f"{tile} rows they divide")
+        tile = box_rows
     box = (SWIZZLE_BYTES // itemsize, (tile if k_major else cfg["BK"]) // parts)
     promotion = cfg.get("L2PROMO", L2_PROMOTION_DEFAULT)
     if promotion not in L2_PROMOTION:

@@ -20,17 +20,17 @@
 // * The operands as they lie: A (and C) one 2-D tensor map over all the tokens, each group's tile
 //   at its group's first row plus whole tiles (any row, not only multiples of BM); the weights a
 //   3-D map (the group the third coordinate, as a batch element of rung 21's batched build), so a
-//   group's weights are clipped at their own K and N. A tile's rows past its group's end are the
-//   next group's tokens (or TMA's zeros past the last row): their products are computed and never
-//   stored. The tile that reaches past its group's end is stored by rows, bounded at the end (the
-//   staged 16-byte stores, ws_consume.cuh's m_end), every other tile by TMA as in rung 21 (the
-//   copy engine clips only at C's last row). Hence no alignment of the group sizes is needed, and
-//   with sizes that are multiples of BM every tile is stored by TMA. An operand TMA cannot describe
-//   (a leading dimension or a group stride that is not whole 16-byte vectors) is copied by the
-//   producer warpgroup's threads, as in rung 21 (the group's weights at their own pointer). The
-//   masked form with a row-major A loads a group's tiles through the group's own map of A, its rows
-//   cut at the group's count (group_maps, at the end of this file): the padding past the count is
-//   filled with zeros by the copy engine instead of read from DRAM.
+//   group's weights are clipped at their own K and N. A row-major A comes in boxes of 64 rows, and
+//   a tile's boxes wholly past its group's end are not loaded (ring.cuh's GROUP_BOXES): the rows
+//   past the end of a loaded box are the next group's tokens or the masked form's padding (TMA's
+//   zeros past the last row), and their products, like those of the stage's stale rows, are
+//   computed and never stored. The tile that reaches past its group's end is stored by rows,
+//   bounded at the end (the staged 16-byte stores, ws_consume.cuh's m_end), every other tile by
+//   TMA as in rung 21 (the copy engine clips only at C's last row). Hence no alignment of the group
+//   sizes is needed, and with sizes that are multiples of BM every tile is stored by TMA. An operand
+//   TMA cannot describe (a leading dimension or a group stride that is not whole 16-byte vectors)
+//   is copied by the producer warpgroup's threads, as in rung 21 (the group's weights at their own
+//   pointer).
 // * The cost of a group boundary is the part-filled tile: a group of r rows takes ceil(r / BM)
 //   row tiles, so many small groups (a token count near the number of experts x BM or below) make
 //   the tensor cores multiply rows that are thrown away. There the weights' bytes, read once per
@@ -126,4 +126,4 @@ using Mainloop = GlMainloopSS<GL_A_COL, GL_B_COL>;
 
 #include "ws_entry.cuh"   // the kernel entry: the group table, barriers, then the producer / consumer split
 
-#include "group_maps.cuh"   // over K and for the masked form: the groups' own maps, written first
+#include "group_maps.cuh"   // over K: the groups' own maps, written first

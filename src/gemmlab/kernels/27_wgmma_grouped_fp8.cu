@@ -9,9 +9,9 @@
 // * Rung 26 (wgmma_grouped): the tile scheduler part over (group, tile) pairs with the group sizes
 //   read on the device (grouped.cuh, schedule.cuh's GlGroupedSchedule), A and C one 2-D map over all
 //   the tokens, the weights a 3-D map with the group its third coordinate, the tile that reaches
-//   past its group's end stored by rows bounded there, the masked form's per-group maps of A
-//   (group_maps.cuh), the stream-K tail over the units the device counted, and the per-group
-//   column bias. Groups over K (the weight gradient) are not built here: GROUP_K is 0.
+//   past its group's end stored by rows bounded there, A's boxes loaded only up to a tile's group's
+//   end (ring.cuh's GROUP_BOXES), the stream-K tail over the units the device counted, and the
+//   per-group column bias. Groups over K (the weight gradient) are not built here: GROUP_K is 0.
 // * Rung 25 (wgmma_fp8): wgmma m64nNk32 on FP8 codes (each operand its own format, GL_FP8_A /
 //   GL_FP8_B), both operands K-major (a row-major A, the weights column-major: (G, N, K) weights as
 //   they lie), a k tile of 128 (or 256 summed in the tensor cores) of K, and the FP32 promotion of
@@ -105,5 +105,3 @@ using Mainloop = GlMainloopSS<0, 1, 0, 0, PROMOTE>;
 #include "ws_consume.cuh"
 
 #include "ws_entry.cuh"   // the kernel entry: the group table, barriers, then the producer / consumer split
-
-#include "group_maps.cuh"   // the masked form: each group's own map of A, its rows cut at its count

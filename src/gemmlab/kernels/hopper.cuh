@@ -465,6 +465,21 @@ struct GlOperand {
         for (int i = 0; i < PANELS; ++i) box(dst + i * ROWS * GL_ROW_B, inner0 + E * i, outer0, bar);
     }
 
+    // By TMA, the first `parts` of the ROWS / PART_ROWS boxes of PART_ROWS rows of each panel (the map's
+    // box is E x PART_ROWS): a grouped tile's rows up to its group's end (ring.cuh's produce), the
+    // rest of the stage left as it is (those rows' products are never stored).
+    template <int PART_ROWS>
+    __device__ __forceinline__ void tma_rows(unsigned dst, int inner0, int outer0, unsigned bar, int parts) const {
+        static_assert(ROWS % PART_ROWS == 0 && (PART_ROWS * GL_ROW_B) % 1024 == 0,
+                      "each part starts on the swizzle's 1024-byte period");
+#pragma unroll
+        for (int i = 0; i < PANELS; ++i)
+#pragma unroll
+            for (int p = 0; p < ROWS / PART_ROWS; ++p)
+                if (p < parts) box(dst + i * ROWS * GL_ROW_B + p * PART_ROWS * GL_ROW_B, inner0 + E * i,
+                                   outer0 + p * PART_ROWS, bar);
+    }
+
     // By TMA, this CTA's share of a tile that every CTA of a cluster of PARTS needs: part `part` of
     // each panel's ROWS rows (the map's box is 64 x ROWS/PARTS), multicast to the CTAs in `mask`.
     // Together the PARTS CTAs deliver the whole tile to each of them.

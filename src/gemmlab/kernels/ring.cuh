@@ -50,6 +50,17 @@ constexpr bool MCAST_B = CLUSTER > 1 && GL_VEC_B;
 // Bytes the copy engine delivers to THIS CTA per stage: its A tile and the whole B tile (with
 // multicast, part of B comes from the peer's TMA, counted on this CTA's barrier all the same).
 constexpr unsigned TX_BYTES = (GL_VEC_A ? A_STAGE_B : 0) + (GL_VEC_B ? B_STAGE_B : 0);
+// A grouped rung's row-major A by TMA (GL_GROUPED 1): boxes of GL_GROUP_BOX_ROWS rows (the host's map
+// of A, core/launch.py), a tile's boxes loaded only up to its group's end (``produce``). A box wholly
+// past the end would read the next group's tokens, or the masked form's padding, only to multiply
+// rows that are never stored; one partly past M is filled with zeros by the copy engine.
+constexpr int GL_GROUP_BOX_ROWS = 64;
+#if defined(GL_GROUPED) && GL_GROUPED == 1
+constexpr bool GROUP_BOXES = !GL_A_COL && GL_VEC_A && TMA_ONLY;
+#else
+constexpr bool GROUP_BOXES = false;
+#endif
+constexpr unsigned GROUP_BOX_B = A_PANELS * GL_GROUP_BOX_ROWS * GL_ROW_B;   // one box row of every panel
 
 // ---- the barriers' counts ---------------------------------------------------------------------
 // Full: one arrival (the thread that issues every TMA, with the stage's bytes) where both operands
@@ -146,14 +157,12 @@ __device__ __forceinline__ void produce(const Smem& sm, const Schedule& sched, i
         auto opa = op_a.at(element, sched.stride_a());
         auto opb = op_b.at(element, sched.stride_b());
         int k_origin = 0;   // a group over K (GlGroupedKSchedule): its first k and its own maps
-        if constexpr (Schedule::GROUPED) {   // the masked form's own map of A for the group, where there is one
-            if (const GlTensorMap* m = sched.map_a()) {
-                opa.map = m;
-                if (element != acquired) {
-                    acquired = element;
-                    gl_tensormap_acquire(m);
-                }
-            }
+        // groups of rows: A's boxes up to the group's end (GROUP_BOXES), and the stage's bytes without the others
+        [[maybe_unused]] int a_boxes = A_ROWS / GL_GROUP_BOX_ROWS;
+        [[maybe_unused]] unsigned tx = TX_BYTES;
+        if constexpr (GROUP_BOXES) {
+            a_boxes = min(a_boxes, max(0, GL_CEIL_DIV(sched.rows_end(M) - row0, GL_GROUP_BOX_ROWS)));
+            tx = TX_BYTES - (A_ROWS / GL_GROUP_BOX_ROWS - a_boxes) * GROUP_BOX_B;
         }
         if constexpr (Schedule::K_GROUPED) {
             opa.map = sched.map_a();
@@ -172,13 +181,14 @@ __device__ __forceinline__ void produce(const Smem& sm, const Schedule& sched, i
             const unsigned full = sm.full(s), a_dst = sm.a_base + s * A_STAGE_B, b_dst = sm.b_base + s * B_STAGE_B;
             gl_mbar_wait(sm.empty(s), ring.phase ^ 1u);     // round r - 1 of stage s released (see Ring)
             if (ptid == 0 && TX_BYTES) {
-                if (TMA_ONLY) gl_mbar_arrive_tx(full, TX_BYTES);
+                if (TMA_ONLY) gl_mbar_arrive_tx(full, GROUP_BOXES ? tx : TX_BYTES);
                 else gl_mbar_expect_tx(full, TX_BYTES);
             }
 #if GL_A_COL
             opa.load<GL_VEC_A>(a_dst, row0, k_at, full, ptid);
 #else
-            opa.load<GL_VEC_A>(a_dst, k_at, row0, full, ptid);
+            if constexpr (GROUP_BOXES) opa.template tma_rows<GL_GROUP_BOX_ROWS>(a_dst, k_at, row0, full, a_boxes);
+            else opa.load<GL_VEC_A>(a_dst, k_at, row0, full, ptid);
 #endif
 #if GL_B_COL
             const int b_inner = k_at, b_outer = col0;

@@ -231,8 +231,8 @@ struct GlPersistentSchedule {
 // group (or lie past A's last row: TMA's zeros): their products are computed and never stored, the
 // store bounded at the group's end (ws_consume.cuh's m_end). Values out of range (an end past M, a
 // negative count) are clamped, so a bad table can lose rows but never store outside C. The masked
-// form may pass each group's own map of A, its rows cut at the group's count (group_maps): the copy
-// engine then fills a tile's rows past the count with zeros instead of reading the padding.
+// form's padding past a group's count is not read where a whole box of A lies past it (ring.cuh's
+// GROUP_BOXES: the producer loads a tile's boxes up to its group's end).
 template <int TileM, int TileN, int TileK, int Cluster, int GroupUnits, bool StreamK = false>
 struct GlGroupedSchedule {
     // the table's ints: cum[G + 1] (units before each group; cum[G] the total), then end[G], then a
@@ -244,7 +244,6 @@ struct GlGroupedSchedule {
     long long sb;            // B's group stride, elements
     const int* cum;          // shared: the table
     const int* ends;
-    const GlTensorMap* maps; // the masked form's maps of A, one per group with its rows cut at its count, or none
     // the cursor (each thread's own copy of the schedule): the group of the unit walked now, its
     // first unit, first and end rows and unit rows
     mutable int g = 0, ubase = 0, start = 0, end = 0, units_m = 0;
@@ -296,10 +295,10 @@ struct GlGroupedSchedule {
     }
 
     __device__ __forceinline__ GlGroupedSchedule(const int* table, int G, int rows_per_group, int N, int K,
-                                                 long long bsb, const GlTensorMap* group_maps)
+                                                 long long bsb, const GlTensorMap*)   // no maps of its own
         : tiles_n(GL_CEIL_DIV(N, TileN)), ktiles(GL_CEIL_DIV(K, TileK)), clusters((int)gridDim.x / Cluster),
           total(table[G]), dp(table[G]), groups(G), rows_per(rows_per_group), sb(bsb), cum(table),
-          ends(table + G + 1), maps(group_maps) {
+          ends(table + G + 1) {
         // A stream-K tail from the units the device counted (the host, not knowing the group sizes,
         // cannot tell how full the last wave is), taken only where the last wave is less than half
         // full: a fuller one lost more to its split units' fix-up than it won
@@ -325,8 +324,6 @@ struct GlGroupedSchedule {
         units_m = GL_CEIL_DIV(end - start, TileM * Cluster);
     }
     __device__ __forceinline__ int batch_of(int) const { return g; }
-    // the group's own map of A (the masked form's, written by group_maps), or none: A's map
-    __device__ __forceinline__ const GlTensorMap* map_a() const { return maps ? maps + g : nullptr; }
     __device__ __forceinline__ long long stride_a() const { return 0; }
     __device__ __forceinline__ long long stride_b() const { return sb; }
     __device__ __forceinline__ long long stride_c() const { return 0; }

@@ -180,8 +180,9 @@ def verify(kernel: str, M: int, N: int, K: int, dtype: str = "fp32", *, lib: str
     ops = make_operands(L, M, N, K, dtype, a_col=a_col, b_col=b_col, c_col=c_col, ld_pad=ld_pad,
                         offset=offset, seed=seed, beta_nonzero=beta != 0.0, out=out)
     bias_vec = None
-    if bias is not None:
-        bias_vec = L.randn(1, N, dtype if bias == "same" else "fp32", seed=None if seed is None else seed * 7 + 4)[0]
+    if bias is not None:   # "same": the operands' dtype, or with FP8 operands the output's (core/epilogue.py)
+        same = (ops.out or dtype) if dtype == "fp8" else dtype
+        bias_vec = L.randn(1, N, same if bias == "same" else "fp32", seed=None if seed is None else seed * 7 + 4)[0]
     gemm(ops.a, ops.b, ops.c, alpha=alpha, beta=beta, bias=bias_vec, activation=activation, kernel=kernel,
          config=config, precision=precision)
     L.synchronize()
