@@ -127,6 +127,12 @@ def test_the_rule_promotes_in_128x128_tiles_and_sums_fast_in_128x256_ones():
     assert grouped_fp8_config(256, 512, 4096, 2, 132, "fp8")[0]["BN"] == 64   # 128x128 units leave SMs idle
 
 
+def test_fast_accumulation_takes_128x128_where_256_columns_waste_or_few_waves_meet_a_short_k():
+    assert grouped_fp8_config(16695, 1152, 896, 128, 132, "fp8_fast")[0]["BN"] == 128   # 1280 columns for 1152
+    assert grouped_fp8_config(4096, 768, 2048, 128, 132, "fp8_fast")[0]["BN"] == 128    # 2.9 waves, K 2048
+    assert grouped_fp8_config(4540, 768, 12288, 8, 132, "fp8_fast")[0]["BN"] == 256     # 0.9 waves of a long K
+
+
 @pytest.mark.parametrize("precision", ["fp8", "fp8_fast"])
 def test_the_rule_leaves_room_for_the_group_table_in_shared_memory(precision):
     r = get(RUNG)

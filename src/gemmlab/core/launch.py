@@ -338,7 +338,7 @@ class Plan:
         c_batch = ((kp.batch, kp.batch_c) if self.variant.batch else
                    (g.count, g.stride) if g is not None and g.over_k else None)
         # groups of rows: a row-major A's boxes of GROUP_BOX_ROWS rows, loaded up to each tile's group's end
-        rows_box = GROUP_BOX_ROWS if g is not None and not g.over_k and not kp.a_col else None
+        rows_box = GROUP_BOX_ROWS if g is not None and not g.over_k and not kp.a_col and cfg.get("ABOX", 1) else None
         a = (tensormaps.operand_map("A", kp.M, kp.K, kp.lda, kp.a_col, dtype, cfg, *split.get("A", (1, 0)),
                                     batch=(kp.batch, kp.batch_a) if varies[0] else None, box_rows=rows_box)
              if self.variant.vec_a else None)

@@ -50,13 +50,17 @@ constexpr bool MCAST_B = CLUSTER > 1 && GL_VEC_B;
 // Bytes the copy engine delivers to THIS CTA per stage: its A tile and the whole B tile (with
 // multicast, part of B comes from the peer's TMA, counted on this CTA's barrier all the same).
 constexpr unsigned TX_BYTES = (GL_VEC_A ? A_STAGE_B : 0) + (GL_VEC_B ? B_STAGE_B : 0);
-// A grouped rung's row-major A by TMA (GL_GROUPED 1): boxes of GL_GROUP_BOX_ROWS rows (the host's map
-// of A, core/launch.py), a tile's boxes loaded only up to its group's end (``produce``). A box wholly
-// past the end would read the next group's tokens, or the masked form's padding, only to multiply
-// rows that are never stored; one partly past M is filled with zeros by the copy engine.
+// A grouped rung's row-major A by TMA (GL_GROUPED 1, ABOX=1): boxes of GL_GROUP_BOX_ROWS rows (the
+// host's map of A, core/launch.py), a tile's boxes loaded only up to its group's end (``produce``).
+// A box wholly past the end would read the next group's tokens, or the masked form's padding, only
+// to multiply rows that are never stored; one partly past M is filled with zeros by the copy engine.
+// ABOX=0: one box of the tile's BM rows, every row read.
 constexpr int GL_GROUP_BOX_ROWS = 64;
+#ifndef ABOX
+#define ABOX 1
+#endif
 #if defined(GL_GROUPED) && GL_GROUPED == 1
-constexpr bool GROUP_BOXES = !GL_A_COL && GL_VEC_A && TMA_ONLY;
+constexpr bool GROUP_BOXES = ABOX && !GL_A_COL && GL_VEC_A && TMA_ONLY;
 #else
 constexpr bool GROUP_BOXES = false;
 #endif

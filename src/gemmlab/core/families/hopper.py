@@ -240,7 +240,9 @@ def _group_reasons(cfg, found: list[str], smem) -> list[str]:
     """What the grouped rungs add to their base structure's problems (``found``): GROUP_K a switch,
     no stream-K over K, a stream-K tail without deferred stores, a table capacity, and the shared
     memory (``smem``) of the stages and the table within a block's."""
-    out = switch_reasons(cfg, GROUP_K=("groups of rows (the experts' tokens)", "groups over K (the weight gradient)"))
+    out = switch_reasons(cfg, GROUP_K=("groups of rows (the experts' tokens)", "groups over K (the weight gradient)"),
+                         ABOX=("a row-major A's tile in one box, every row read",
+                               "in boxes of 64 rows, those past the tile's group's end not loaded"))
     if cfg.get("STREAMK") == 1 and cfg.get("GROUP_K") == 1:
         out.append("GROUP_K=1 (groups over K) takes no stream-K tail: STREAMK must be 0")
     if cfg.get("STREAMK") == 1 and cfg.get("DEFER") == 1:
@@ -331,16 +333,22 @@ def grouped_config(rows: int, N: int, K: int, groups: int, sm_count: int, fused:
                  + f", {cfg['STAGES']} stages beside a table of {cfg['GROUP_CAP']} groups")
 
 
+GROUPED_FP8_WASTE = 1.05   # fp8_fast: 128x128 where 256-column tiles compute 5% more columns or more
+
+
 def grouped_fp8_config(rows: int, N: int, K: int, groups: int, sm_count: int, precision: str = "fp8",
                        block_scales: bool = False) -> tuple[dict, str]:
     """Rung 27's configuration for ``groups`` groups of FP8 rows over ``rows`` rows of N x K, and
     why. Promoted (precision fp8, and block scales, which multiply each k tile of 128's sums): rung
     25's 128x128 tile (a thread holds a k tile's partial sums beside its FP32 sums), 128x64 where N
     is at most 64 or where 128x128 units would leave SMs idle. fp8_fast (the sums in the tensor
-    cores): rung 21's 128x256 tile, 128x128 where N is at most 128 or below ``GROUPED_MIN_WAVES``
-    waves of 128x256 units, its stores deferred where K is long enough to hide them. The host does not
-    know the group sizes: as in ``grouped_config``, a group ends in half a row tile on average. The
-    stages are those that leave room for the group table."""
+    cores): rung 21's 128x256 tile, its stores deferred where K is long enough to hide them; 128x128
+    where N is at most 128, where 256-column tiles would compute more than ``GROUPED_FP8_WASTE`` times
+    the columns 128-column ones do, or below ``GROUPED_MIN_WAVES`` waves of 128x256 units of K under
+    ``GROUPED_STREAMK_K`` (a long K amortizes the wider tile's short last wave; the held-out layers
+    of benchmarks/results/h200_moe_fp8_heldout.json.gz). The host does not know the group sizes: as
+    in ``grouped_config``, a group ends in half a row tile on average. The stages are those that
+    leave room for the group table."""
     row_tiles = max(-(-rows // 128) + groups // 2, min(groups, rows))
     units128 = row_tiles * -(-N // 128)
     if precision == "fp8" or block_scales:
@@ -352,9 +360,11 @@ def grouped_fp8_config(rows: int, N: int, K: int, groups: int, sm_count: int, pr
         cfg["DEFER"] = 0
     else:
         waves = row_tiles * -(-N // 256) / max(sm_count, 1)
-        if N <= 128 or waves < GROUPED_MIN_WAVES:
-            cfg, why = {"BN": 128, "STAGES": 6, "DEFER": 0}, (f"N={N}: 128x128 tiles" if N <= 128 else
-                                                              f"{waves:.1f} waves of 128x256 units: 128x128 tiles")
+        waste = -(-N // 256) * 2 / -(-N // 128)   # columns computed by 256-column tiles over 128-column ones
+        if N <= 128 or waste > GROUPED_FP8_WASTE or (waves < GROUPED_MIN_WAVES and K < GROUPED_STREAMK_K):
+            cfg, why = {"BN": 128, "STAGES": 6, "DEFER": 0}, (
+                f"N={N}: 128x128 tiles" if N <= 128 else f"N={N}: 128x128 tiles ({waste:.2f}x the columns in 256)"
+                if waste > GROUPED_FP8_WASTE else f"{waves:.1f} waves of 128x256 units of K={K}: 128x128 tiles")
         else:
             cfg, why = ({"BN": 256, "STAGES": 4, "DEFER": int(K >= BATCHED_DEFER_K)},
                         f"{waves:.1f} waves of 128x256 units (summed in the tensor cores)")
@@ -512,7 +522,7 @@ RUNGS: tuple[Rung, ...] = (
         # whose units are as short as a group's: docs/journal/batched.md); GROUP_CAP: the plan's, from
         # the call's group count (core/grouped.py)
         params={"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 1, "EPI_TMA": 1, "GROUP": 16,
-                "DEFER": 1, "GROUP_CAP": 1, "GROUP_K": 0, "STREAMK": 0},
+                "DEFER": 1, "GROUP_CAP": 1, "GROUP_K": 0, "STREAMK": 0, "ABOX": 1},
         presets={"128x256": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 1, "DEFER": 1},
                  "128x256_cluster": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 2, "DEFER": 1},
                  "128x128": {"BM": 128, "BN": 128, "BK": 64, "WM": 64, "STAGES": 6, "CLUSTER": 1, "DEFER": 0},
@@ -522,7 +532,7 @@ RUNGS: tuple[Rung, ...] = (
         reads=Reads(tensor_maps=True), stores=Stores(outputs=("fp32", "fp16", "bf16"), store_map=True),
         walk=Walk(persistent=True, grouped=True),
         space={"BN": (64, 128, 256), "BK": (64, 128), "STAGES": (2, 3, 4, 5, 6, 8), "CLUSTER": (1, 2), "EPI_TMA": (0, 1),
-               "GROUP": (8, 16), "DEFER": (0, 1), "STREAMK": (0, 1)},
+               "GROUP": (8, 16), "DEFER": (0, 1), "STREAMK": (0, 1), "ABOX": (0, 1)},
     ),
     Rung(
         27, "wgmma_grouped_fp8", "Grouped FP8: the experts' scaled e4m3/e5m2 products in one launch",
@@ -533,7 +543,7 @@ RUNGS: tuple[Rung, ...] = (
         # rung 25's promoted tile and its fp8_fast 128x256 one, no cluster (rung 26's reason); GROUP_CAP:
         # the plan's, from the call's group count (core/scaled_grouped.py)
         params={"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6, "CLUSTER": 1, "EPI_TMA": 1, "GROUP": 16,
-                "DEFER": 0, "GROUP_CAP": 1, "GROUP_K": 0, "STREAMK": 0},
+                "DEFER": 0, "GROUP_CAP": 1, "GROUP_K": 0, "STREAMK": 0, "ABOX": 1},
         per_precision={
             "fp8": PrecisionPart(constraints=fp8_promoted_constraints,
                                  presets={"128x128": {"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6},
@@ -548,6 +558,6 @@ RUNGS: tuple[Rung, ...] = (
         reads=Reads(tensor_maps=True, k_major=True), stores=Stores(outputs=("fp32", "fp16", "bf16"), store_map=True),
         walk=Walk(persistent=True, grouped=True),
         space={"BN": (64, 128, 256), "BK": (128, 256), "STAGES": (2, 3, 4, 5, 6, 8), "EPI_TMA": (0, 1),
-               "GROUP": (8, 16), "DEFER": (0, 1), "STREAMK": (0, 1)},
+               "GROUP": (8, 16), "DEFER": (0, 1), "STREAMK": (0, 1), "ABOX": (0, 1)},
     ),
 )
