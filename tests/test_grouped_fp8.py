@@ -116,7 +116,7 @@ def test_the_masked_form_takes_3_d_tokens_of_matching_groups(fakes):
 
 
 # ---- the rung ------------------------------------------------------------------------------------------
-def test_the_rule_promotes_in_128x128_tiles_and_sums_fast_in_128x256_ones():
+def test_the_rule_promotes_in_128x128_tiles_and_sums_fast_in_128x256_ones_at_many_waves():
     cfg, why = grouped_fp8_config(4096, 14336, 4096, 8, 132, "fp8")
     assert (cfg["BN"], cfg["BK"], cfg["GROUP_CAP"]) == (128, 128, 8) and "promoted" in why
     cfg, _ = grouped_fp8_config(4096, 14336, 4096, 8, 132, "fp8_fast")
@@ -124,13 +124,15 @@ def test_the_rule_promotes_in_128x128_tiles_and_sums_fast_in_128x256_ones():
     cfg, _ = grouped_fp8_config(4096, 14336, 4096, 8, 132, "fp8_fast", block_scales=True)
     assert cfg["BN"] == 128   # block scales are promoted: a tile of at most 64x128 per warpgroup
     assert grouped_fp8_config(4096, 64, 4096, 8, 132, "fp8")[0]["BN"] == 64
-    assert grouped_fp8_config(256, 512, 4096, 2, 132, "fp8")[0]["BN"] == 64   # 128x128 units leave SMs idle
 
 
-def test_fast_accumulation_takes_128x128_where_256_columns_waste_or_few_waves_meet_a_short_k():
-    assert grouped_fp8_config(16695, 1152, 896, 128, 132, "fp8_fast")[0]["BN"] == 128   # 1280 columns for 1152
-    assert grouped_fp8_config(4096, 768, 2048, 128, 132, "fp8_fast")[0]["BN"] == 128    # 2.9 waves, K 2048
-    assert grouped_fp8_config(4540, 768, 12288, 8, 132, "fp8_fast")[0]["BN"] == 256     # 0.9 waves of a long K
+def test_the_rule_takes_the_narrower_tile_where_its_whole_waves_take_less_time():
+    # 5 row tiles x 16 column tiles = 80 units of 128x128 in one wave; 128x64's 160 take two
+    assert grouped_fp8_config(354, 2048, 12288, 4, 132, "fp8")[0]["BN"] == 128
+    # 40 units of 128x256 or 80 of 128x128: one wave either way, the narrower one half as long
+    assert grouped_fp8_config(354, 2048, 12288, 4, 132, "fp8_fast")[0]["BN"] == 128
+    # 120 units of 128x256 in one wave against 240 of 128x128 in two: the wider tile
+    assert grouped_fp8_config(4540, 768, 12288, 8, 132, "fp8_fast")[0]["BN"] == 256
 
 
 @pytest.mark.parametrize("precision", ["fp8", "fp8_fast"])

@@ -333,46 +333,44 @@ def grouped_config(rows: int, N: int, K: int, groups: int, sm_count: int, fused:
                  + f", {cfg['STAGES']} stages beside a table of {cfg['GROUP_CAP']} groups")
 
 
-GROUPED_FP8_WASTE = 1.05   # fp8_fast: 128x128 where 256-column tiles compute 5% more columns or more
+# rung 27's per-area rate of a tile's main loop at many waves, the wider tile's = 1 (H200, the moe FP8
+# tiles: benchmarks/results/h200_moe_fp8_tiles.json.gz): promoted 128x64 against 128x128, and with
+# fast accumulation 128x128 against 128x256 (less operand reuse per k step)
+GROUPED_FP8_RATE = {"fp8": {128: 1.0, 64: 0.75}, "fp8_fast": {256: 1.0, 128: 0.94}}
 
 
 def grouped_fp8_config(rows: int, N: int, K: int, groups: int, sm_count: int, precision: str = "fp8",
                        block_scales: bool = False) -> tuple[dict, str]:
     """Rung 27's configuration for ``groups`` groups of FP8 rows over ``rows`` rows of N x K, and
-    why. Promoted (precision fp8, and block scales, which multiply each k tile of 128's sums): rung
-    25's 128x128 tile (a thread holds a k tile's partial sums beside its FP32 sums), 128x64 where N
-    is at most 64 or where 128x128 units would leave SMs idle. fp8_fast (the sums in the tensor
-    cores): rung 21's 128x256 tile, its stores deferred where K is long enough to hide them; 128x128
-    where N is at most 128, where 256-column tiles would compute more than ``GROUPED_FP8_WASTE`` times
-    the columns 128-column ones do, or below ``GROUPED_MIN_WAVES`` waves of 128x256 units of K under
-    ``GROUPED_STREAMK_K`` (a long K amortizes the wider tile's short last wave; the held-out layers
-    of benchmarks/results/h200_moe_fp8_heldout.json.gz). The host does not know the group sizes: as
-    in ``grouped_config``, a group ends in half a row tile on average. The stages are those that
-    leave room for the group table."""
+    why. Two tiles per precision: promoted (precision fp8, and block scales, which multiply each k
+    tile of 128's sums) rung 25's 128x128 (a thread holds a k tile's partial sums beside its FP32
+    sums) or 128x64; fp8_fast (the sums in the tensor cores) rung 21's 128x256, its stores deferred
+    where K is long enough to hide them, or 128x128. Of the two, the one of least predicted time:
+    whole waves of its units on the persistent grid (a partial last wave costs a whole one) times a
+    unit's columns over its per-area rate (``GROUPED_FP8_RATE``), the wider tile on a tie. The host
+    does not know the group sizes: as in ``grouped_config``, a group ends in half a row tile on
+    average. The stages are those that leave room for the group table. Judged on held-out layers
+    (benchmarks/results/h200_moe_fp8_heldout*.json.gz)."""
     row_tiles = max(-(-rows // 128) + groups // 2, min(groups, rows))
-    units128 = row_tiles * -(-N // 128)
-    if precision == "fp8" or block_scales:
-        if N <= 64 or units128 < sm_count:
-            cfg, why = {"BN": 64, "STAGES": 8}, (f"N={N}: 128x64 tiles" if N <= 64 else
-                                                 f"{units128} units of 128x128 on {sm_count} SMs: 128x64 tiles")
-        else:
-            cfg, why = {"BN": 128, "STAGES": 6}, f"{units128 / max(sm_count, 1):.1f} waves of 128x128 units (promoted)"
-        cfg["DEFER"] = 0
-    else:
-        waves = row_tiles * -(-N // 256) / max(sm_count, 1)
-        waste = -(-N // 256) * 2 / -(-N // 128)   # columns computed by 256-column tiles over 128-column ones
-        if N <= 128 or waste > GROUPED_FP8_WASTE or (waves < GROUPED_MIN_WAVES and K < GROUPED_STREAMK_K):
-            cfg, why = {"BN": 128, "STAGES": 6, "DEFER": 0}, (
-                f"N={N}: 128x128 tiles" if N <= 128 else f"N={N}: 128x128 tiles ({waste:.2f}x the columns in 256)"
-                if waste > GROUPED_FP8_WASTE else f"{waves:.1f} waves of 128x256 units of K={K}: 128x128 tiles")
-        else:
-            cfg, why = ({"BN": 256, "STAGES": 4, "DEFER": int(K >= BATCHED_DEFER_K)},
-                        f"{waves:.1f} waves of 128x256 units (summed in the tensor cores)")
+    prec = "fp8" if precision == "fp8" or block_scales else "fp8_fast"
+    rates = GROUPED_FP8_RATE[prec]
+    cost = {}
+    for bn, rate in rates.items():
+        waves = -(-row_tiles * -(-N // bn) // max(sm_count, 1))
+        cost[bn] = (waves * bn / rate, waves)
+    wide, narrow = max(rates), min(rates)
+    bn = narrow if N <= narrow or cost[narrow][0] < cost[wide][0] else wide
+    stages = {256: 4, 128: 6, 64: 8}[bn]
+    cfg = {"BN": bn, "STAGES": stages, "DEFER": int(bn == 256 and K >= BATCHED_DEFER_K)}
+    why = (f"N={N}: 128x{bn} tiles" if N <= narrow else
+           f"128x{bn} tiles: {cost[bn][1]} wave(s) of their units against {cost[wide if bn == narrow else narrow][1]} "
+           f"of 128x{wide if bn == narrow else narrow} (the least predicted time)")
     cfg = {"BM": 128, "WM": 64, "BK": 128, "CLUSTER": 1, "STREAMK": 0, **cfg,
            "GROUP_CAP": next(c for c in GROUP_CAPS if c >= groups), "GROUP_K": 0}
     while cfg["STAGES"] > 2 and grouped_fp8_smem(cfg) > MAX_SMEM_PER_BLOCK:
         cfg["STAGES"] -= 1
-    return cfg, (f"{groups} groups over {rows} rows, about {row_tiles} row tiles on {sm_count} SMs: {why}"
+    return cfg, (f"{groups} groups over {rows} rows, about {row_tiles} row tiles on {sm_count} SMs, "
+                 f"{'promoted' if prec == 'fp8' else 'fast accumulation'}: {why}"
                  + (", stores deferred" if cfg["DEFER"] else "")
                  + f", {cfg['STAGES']} stages beside a table of {cfg['GROUP_CAP']} groups")
 
