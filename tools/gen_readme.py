@@ -50,6 +50,7 @@ BLOCKS = {
         "tf32": lambda: docs.runs_markdown(ROOT, (R + "h100_auto_tf32.json", R + "h100_wgmma_3xtf32_final.json")),
         "fp8": lambda: docs.fp8_markdown(ROOT, R + "h200_fp8_suite.json.gz"),
         "moe": lambda: docs.moe_markdown(ROOT, R + "h200_moe_suite.json.gz"),
+        "moe_fp8": lambda: docs.moe_fp8_markdown(ROOT, R + "h200_moe_fp8_suite.json.gz"),
     },
     "docs/timing.md": {
         "plain": lambda: docs.plain_cublas_markdown(ROOT, R + "h100_plain_cublas.json"),

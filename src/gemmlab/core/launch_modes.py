@@ -107,7 +107,7 @@ class Direct(LaunchMode):
                             scales: tuple | None = None) -> None:
         """The plan's kernel (alpha 1, beta 0; call with the plan's lock) with programmatic stream
         serialization: scheduled while the kernel before it on ``stream`` finishes, waiting for it
-        in gl_pdl_wait. The grouped rungs' GEMM after their group_maps kernel (Plan.launch_groups):
+        in gl_pdl_wait. Rung 26's GEMM over K after its group_maps kernel (Plan.launch_groups):
         its blocks' launch and prologue overlap the maps' writing."""
         p = self.plan
         if p._producers:

@@ -299,6 +299,29 @@ def moe_markdown(root: Path, path: str) -> str:
             f"memory bound reads every weight and activation once and writes the output once at {bw}.")
 
 
+def moe_fp8_markdown(root: Path, path: str) -> str:
+    """``bench --suite moe --dtype fp8``'s result (bench/moe_fp8.py): per layer, gemmlab.scaled_grouped_mm's
+    TFLOP/s promoted, with fast accumulation and with block scales, torch._scaled_grouped_mm's, the
+    ratios to it and to the loop of torch._scaled_mm, and the masked form against the contiguous one."""
+    doc, e = _load(root, path)
+    rows = ["| experts x tokens x N x K | gemmlab TFLOP/s | fast accumulation | block scales | "
+            "torch._scaled_grouped_mm | vs it | fast vs it | vs _scaled_mm loop | masked / contiguous |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in doc["results"]:
+        shape = f"{r['G']}x{r['T']}x{r['N']}x{r['K']}"
+        if not r.get("verified"):
+            rows.append(f"| {shape} | failed verification | | | | | | | |")
+            continue
+        t = r["tflops"]
+        theirs = f"{t['torch._scaled_grouped_mm']:.0f}" if "torch._scaled_grouped_mm" in t else "-"
+        rows.append(f"| {shape} | {t['gemmlab']:.0f} | {t['gemmlab fast']:.0f} | {t['gemmlab block']:.0f} | {theirs} | "
+                    f"{_x(r.get('vs_scaled_grouped_mm'))} | {_x(r.get('fast_vs_scaled_grouped_mm'))} | "
+                    f"{_x(r.get('vs_scaled_mm_loop'))} | {r['masked_vs_contiguous']:.2f} |")
+    return ("\n".join(rows) + f"\n\nFrom {_name(e)} ({_gpu(e)}, {e['date'][:10]}, commit {_commit(e)}): e4m3 "
+            f"tokens and weights (weights K-major), row-wise scales unless said, bf16 out; tokens routed as the bf16 "
+            f"suite routes them; the peers timed in the same run.")
+
+
 def strategies_markdown(root: Path, path: str) -> str:
     """benchmarks/tune_strategies.py's result: evaluations each strategy took to reach 98% of the
     exhaustive best (median over the seeds, and how many seeds got there), batch 1."""
