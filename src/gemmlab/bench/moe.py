@@ -120,21 +120,28 @@ def moe_records(torch, eng, shape, dtype: str, copy_Bps: float) -> list[dict]:
     masked = lambda: gemmlab.grouped_mm_masked(am, b, cnt, expected_rows=-(-T // G), out=outm, check=False)  # noqa: E731
     masked()
     cands.append(timing.Candidate("gemmlab masked", masked))
-    run = eng.measure(cands)
-    med = {name: s.median for name, s in run.samples.items()}
-    rec["median_ms"] = med
-    rec["tflops"] = {k: rec["flops"] / (v * 1e-3) / 1e12 for k, v in med.items()}
-    bound_ms = nbytes / copy_Bps * 1e3
-    rec["memory_bound_ms"] = bound_ms
-    rec["of_memory_bound"] = {k: bound_ms / v for k, v in med.items()}
+    med = timed(rec, eng, cands, copy_Bps)
     if "torch._grouped_mm" in med:
         rec["vs_grouped_mm"] = med["torch._grouped_mm"] / med["gemmlab"]
     rec["vs_loop"] = med["matmul loop"] / med["gemmlab"]
     if "triton" in med:
         rec["vs_triton"] = med["triton"] / med["gemmlab"]
     rec["masked_vs_contiguous"] = med["gemmlab"] / med["gemmlab masked"]
-    rec["samples"] = {k: s.as_dict() for k, s in run.samples.items()}
     return [rec]
+
+
+def timed(rec: dict, eng, cands: list, copy_Bps: float) -> dict:
+    """The candidates timed together (``eng``), their medians (ms, returned), TFLOP/s, samples and
+    share of the memory bound (``rec["bytes"]`` at the copy bandwidth) written into ``rec``."""
+    run = eng.measure(cands)
+    med = {name: s.median for name, s in run.samples.items()}
+    rec["median_ms"] = med
+    rec["tflops"] = {k: rec["flops"] / (v * 1e-3) / 1e12 for k, v in med.items()}
+    bound_ms = rec["bytes"] / copy_Bps * 1e3
+    rec["memory_bound_ms"] = bound_ms
+    rec["of_memory_bound"] = {k: bound_ms / v for k, v in med.items()}
+    rec["samples"] = {k: s.as_dict() for k, s in run.samples.items()}
+    return med
 
 
 def _triton_grouped(rec: dict):

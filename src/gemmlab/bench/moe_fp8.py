@@ -17,7 +17,7 @@ from __future__ import annotations
 from ..core import scaled_grouped as _sg
 from ..measure import timing
 from ..measure.verify import tolerance
-from .moe import cumulative, route
+from .moe import cumulative, route, timed
 
 MINE = ("gemmlab", "gemmlab fast", "gemmlab block")
 
@@ -97,20 +97,13 @@ def records(torch, eng, shape, copy_Bps: float) -> list[dict]:
     outm = torch.empty(G, R, N, device="cuda", dtype=bf16)
     cands.append(timing.Candidate("gemmlab masked", lambda: _sg.scaled_grouped_mm_masked(
         am, b, sam, sb, cnt, expected_rows=-(-T // G), out=outm, check=False, check_finite=False)))
-    run = eng.measure(cands)
-    med = {name: s.median for name, s in run.samples.items()}
-    rec["median_ms"] = med
-    rec["tflops"] = {k: rec["flops"] / (v * 1e-3) / 1e12 for k, v in med.items()}
-    bound_ms = rec["bytes"] / copy_Bps * 1e3
-    rec["memory_bound_ms"] = bound_ms
-    rec["of_memory_bound"] = {k: bound_ms / v for k, v in med.items()}
+    med = timed(rec, eng, cands, copy_Bps)
     if "torch._scaled_grouped_mm" in med:
         rec["vs_scaled_grouped_mm"] = med["torch._scaled_grouped_mm"] / med["gemmlab"]
         rec["fast_vs_scaled_grouped_mm"] = med["torch._scaled_grouped_mm"] / med["gemmlab fast"]
     if "scaled_mm loop" in med:
         rec["vs_scaled_mm_loop"] = med["scaled_mm loop"] / med["gemmlab"]
     rec["masked_vs_contiguous"] = med["gemmlab"] / med["gemmlab masked"]
-    rec["samples"] = {k: s.as_dict() for k, s in run.samples.items()}
     return [rec]
 
 

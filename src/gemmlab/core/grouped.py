@@ -213,19 +213,12 @@ def grouped_mm_masked(a, b, counts, *, expected_rows: int | None = None, bias=No
     if G == 0:
         raise ValueError("a and b have no groups")
     epi, bias_f = _group_epilogue(bias, activation, G, N, fa, out_name)
-    if counts is None:   # every group full (grouped_mm's 3-D x 3-D with a fused epilogue)
-        out, fo = args.out_array(out, fa.lib, out_name, fa.device, (G, R, N), fa)
-        ints, fo = (None, 0), fo or array_facts("out", out)
-    else:
-        ints, out, fo = args.prepared("counts", counts, G, fa, out, out_name, (G, R, N),
-                                      lambda v: args.check_counts(v, R), check)
+    # no counts: every group full (grouped_mm's 3-D x 3-D with a fused epilogue)
+    ints, out, fo = args.masked_prepared(counts, G, R, N, fa, out, out_name, check)
     if args.done_without_launch(out, fa.lib, R == 0 or N == 0, K == 0):
         return out
     a, fa = args.k_contiguous(a, fa)
-    for name, f in (("a", fa), ("out", fo)):
-        if G > 1 and f.strides[0] != R * f.strides[1]:
-            raise ValueError(f"{name} has strides {f.strides}: its groups must follow one another (group stride = "
-                             f"{R} rows x the row stride); pass a contiguous array")
+    args.check_runs(G, R, a=fa, out=fo)
     _launch_rows(fa, fb, fo, G * R, fa.strides[1:], fo.strides[1:], R, ints, out_name, kernel, config, epi, bias_f,
                  G * args.expected(expected_rows, R))
     return out

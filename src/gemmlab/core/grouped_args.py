@@ -222,3 +222,20 @@ def expected(expected_rows, R: int) -> int:
     if not 0 <= expected_rows <= R:
         raise ValueError(f"expected_rows = {expected_rows} is outside 0..{R} (a has {R} rows per group)")
     return max(expected_rows, 1)
+
+
+def masked_prepared(counts, G: int, R: int, N: int, fa: ArrayFacts, out, out_name: str, check: bool):
+    """The masked form's counts on the device and its out (``prepared``'s), or with no counts
+    (every group full) no ints and out alone."""
+    if counts is None:
+        out, fo = out_array(out, fa.lib, out_name, fa.device, (G, R, N), fa)
+        return (None, 0), out, fo or array_facts("out", out)
+    return prepared("counts", counts, G, fa, out, out_name, (G, R, N), lambda v: check_counts(v, R), check)
+
+
+def check_runs(G: int, R: int, **arrays: ArrayFacts) -> None:
+    """The masked form's arrays (G, R, ...) with their groups one after another: group stride R rows."""
+    for name, f in arrays.items():
+        if G > 1 and f.strides[0] != R * f.strides[1]:
+            raise ValueError(f"{name} has strides {f.strides}: its groups must follow one another (group stride = "
+                             f"{R} rows x the row stride); pass a contiguous array")

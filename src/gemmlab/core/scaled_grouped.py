@@ -295,17 +295,10 @@ def scaled_grouped_mm_masked(a, b, scale_a, scale_b, counts, *, expected_rows: i
     scales = check_group_scales(scale_a, scale_b, (G, R), G, N, K, fa.device, fa.lib)
     epi, bias_f = _epilogue_of(bias, activation, G, N, fa, out_name, scales.mode)
     precision = _precision(scales, use_fast_accum)
-    if counts is None:
-        out, fo = args.out_array(out, fa.lib, out_name, fa.device, (G, R, N), fa)
-        ints, fo = (None, 0), fo or array_facts("out", out)
-    else:
-        ints, out, fo = args.prepared("counts", counts, G, fa, out, out_name, (G, R, N),
-                                      lambda v: args.check_counts(v, R), check)
+    ints, out, fo = args.masked_prepared(counts, G, R, N, fa, out, out_name, check)
     if args.done_without_launch(out, fa.lib, R == 0 or N == 0, K == 0):
         return out
-    if G > 1 and fo.strides[0] != R * fo.strides[1]:
-        raise ValueError(f"out has strides {fo.strides}: its groups must follow one another (group stride = {R} rows "
-                         f"x the row stride); pass a contiguous array")
+    args.check_runs(G, R, out=fo)
     _checked_finite({"scale_a": scale_a, "scale_b": scale_b}, fa.lib, fa.device, check_finite)
     a, fa = _k_major_tokens(a, fa)
     b, fb = _k_major_weights(b, fb)
