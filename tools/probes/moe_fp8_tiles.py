@@ -16,16 +16,12 @@ import sys
 
 import torch
 
-from gemmlab.analysis import environment
 from gemmlab.bench.moe import route
 from gemmlab.core import scaled_grouped
-from gemmlab.core.driver import device_info
-from gemmlab.measure.arrays import Lib
-from gemmlab.measure.gpu_timing import CudaDevice, NvmlClocks
-from gemmlab.measure.timing import Candidate, Engine, Settings
+from gemmlab.measure.timing import Candidate
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from moe_tiles import SHAPES, held_out  # noqa: E402
+from moe_tiles import SHAPES, engine_and_doc, held_out, record  # noqa: E402
 
 FP8_SHAPES = SHAPES[:5]   # the suite's layers and a smaller Mixtral-like one
 PROMOTED = {"128x128": {"BN": 128, "STAGES": 6}, "128x64": {"BN": 64, "STAGES": 8},
@@ -37,10 +33,7 @@ FAST = {"128x256": {"BN": 256, "STAGES": 4, "DEFER": 1}, "128x256_d0": {"BN": 25
 
 
 def main(out_path: str, shapes: list[str]) -> None:
-    info = device_info(0)
-    st = Settings(l2="cold", max_samples=30, time_cap_s=1.5)
-    engine = Engine(CudaDevice(Lib("torch"), 0, info.l2_bytes, flush=True, spin=st.spin), st, NvmlClocks(0))
-    doc = {"gpu": info.name, "environment": environment.collect(0), "settings": st.as_dict(), "runs": []}
+    engine, doc = engine_and_doc()
     for shape in shapes:
         G, T, N, K = (int(x) for x in shape.split("x"))
         counts = route(torch, T, G)
@@ -64,13 +57,7 @@ def main(out_path: str, shapes: list[str]) -> None:
                 cands.append(Candidate(label, call))
         cands.append(Candidate("torch_scaled_grouped_mm", lambda: torch._scaled_grouped_mm(
             a, b, sa, sb, offs=ends, out_dtype=torch.bfloat16)))
-        engine.warm_up(cands)
-        run = engine.measure(cands)
-        flop = 2.0 * T * N * K
-        res = {n: s.as_dict() for n, s in run.samples.items()}
-        tflops = {n: flop / (s["median_ms"] / 1e3) / 1e12 for n, s in res.items() if s.get("median_ms")}
-        doc["runs"].append({"shape": [G, T, N, K], "counts": counts, "tflops": tflops, "plans": plans, "samples": res})
-        print(shape, {k: round(v) for k, v in sorted(tflops.items(), key=lambda kv: -kv[1])}, flush=True)
+        record(engine, doc, shape, counts, cands, plans)
     with open(out_path, "w") as f:
         json.dump(doc, f, indent=1)
 

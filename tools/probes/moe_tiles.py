@@ -52,11 +52,28 @@ def held_out(count: int, seed: int) -> list[str]:
     return out
 
 
-def main(out_path: str, shapes: list[str], configs: dict) -> None:
+def engine_and_doc():
+    """The timing engine (cold L2, NVML clocks) and the result document the tiles probes fill."""
     info = device_info(0)
     st = Settings(l2="cold", max_samples=30, time_cap_s=1.5)
     engine = Engine(CudaDevice(Lib("torch"), 0, info.l2_bytes, flush=True, spin=st.spin), st, NvmlClocks(0))
-    doc = {"gpu": info.name, "environment": environment.collect(0), "settings": st.as_dict(), "runs": []}
+    return engine, {"gpu": info.name, "environment": environment.collect(0), "settings": st.as_dict(), "runs": []}
+
+
+def record(engine, doc: dict, shape: str, counts: list, cands: list, plans: dict) -> None:
+    """One layer's candidates timed together, its TFLOP/s per candidate appended to ``doc``."""
+    G, T, N, K = (int(x) for x in shape.split("x"))
+    engine.warm_up(cands)
+    run = engine.measure(cands)
+    flop = 2.0 * T * N * K
+    res = {n: s.as_dict() for n, s in run.samples.items()}
+    tflops = {n: flop / (s["median_ms"] / 1e3) / 1e12 for n, s in res.items() if s.get("median_ms")}
+    doc["runs"].append({"shape": [G, T, N, K], "counts": counts, "tflops": tflops, "plans": plans, "samples": res})
+    print(shape, {k: round(v) for k, v in sorted(tflops.items(), key=lambda kv: -kv[1])}, flush=True)
+
+
+def main(out_path: str, shapes: list[str], configs: dict) -> None:
+    engine, doc = engine_and_doc()
     for shape in shapes:
         G, T, N, K = (int(x) for x in shape.split("x"))
         counts = route(torch, T, G)
@@ -74,13 +91,7 @@ def main(out_path: str, shapes: list[str], configs: dict) -> None:
             plans[name] = repr(grouped.plans()[-1])
             cands.append(Candidate(name, lambda cfg=cfg: gemmlab.grouped_mm(a, b, ends, out=out, config=cfg, check=False)))
         cands.append(Candidate("torch_grouped_mm", lambda: torch._grouped_mm(a, b, offs=ends)))
-        engine.warm_up(cands)
-        run = engine.measure(cands)
-        flop = 2.0 * T * N * K
-        res = {n: s.as_dict() for n, s in run.samples.items()}
-        tflops = {n: flop / (s["median_ms"] / 1e3) / 1e12 for n, s in res.items() if s.get("median_ms")}
-        doc["runs"].append({"shape": [G, T, N, K], "counts": counts, "tflops": tflops, "plans": plans, "samples": res})
-        print(shape, {k: round(v) for k, v in sorted(tflops.items(), key=lambda kv: -kv[1])}, flush=True)
+        record(engine, doc, shape, counts, cands, plans)
     with open(out_path, "w") as f:
         json.dump(doc, f, indent=1)
 

@@ -55,19 +55,28 @@ class Scales:
     strides: tuple | None = None   # block scales: (scale_a's along M and K, scale_b's along K and N), elements
 
 
-def _fp8_operand(name: str, x, fmt: str | None) -> ArrayInfo:
-    """An FP8 operand's description: a torch FP8 tensor (its format its dtype's; ``fmt`` must agree
-    or be None) or an array of uint8 codes of format ``fmt`` (default e4m3)."""
+def fp8_facts(name: str, x, fmt: str | None, call: str = "scaled_mm"):
+    """An FP8 operand's facts (any dimensions): a torch FP8 tensor (its format its dtype's; ``fmt``
+    must agree or be None) or an array of uint8 codes of format ``fmt`` (default e4m3); ``call``
+    names the function in the errors."""
     if fmt is not None and fmt not in FP8_FORMATS:
         raise ValueError(f"{name}_format must be one of {', '.join(FP8_FORMATS)}, got {fmt!r}")
-    info = describe_array(name, x, raw_fp8=fmt or "e4m3")
-    if info.dtype != "fp8":
-        raise TypeError(f"{name} is {info.dtype}; scaled_mm multiplies FP8 operands: torch.float8_e4m3fn or "
+    f = array_facts(name, x, fmt or "e4m3")
+    if f.dtype != "fp8":
+        raise TypeError(f"{name} is {f.dtype}; {call} multiplies FP8 operands: torch.float8_e4m3fn or "
                         f"torch.float8_e5m2, or uint8 arrays of FP8 codes with {name}_format= "
                         f"(gemmlab.quantize_fp8 makes them)")
-    if fmt is not None and info.fmt != fmt:
-        raise TypeError(f"{name} is {FP8_FORMATS[info.fmt]} but {name}_format is {fmt!r}")
-    return info
+    if fmt is not None and f.fmt != fmt:
+        raise TypeError(f"{name} is {FP8_FORMATS[f.fmt]} but {name}_format is {fmt!r}")
+    return f
+
+
+def _fp8_operand(name: str, x, fmt: str | None) -> ArrayInfo:
+    """A 2-D FP8 operand's description (``fp8_facts``)."""
+    f = fp8_facts(name, x, fmt)
+    if len(f.shape) != 2:
+        raise ValueError(f"{name} must be 2-D, got {len(f.shape)}-D with shape {f.shape}")
+    return info_2d(name, f.ptr, f.shape, f.strides, f.dtype, f.device, f.lib, f.stream, f.fmt)
 
 
 def scale_facts(name: str, s, device: int, lib: str):

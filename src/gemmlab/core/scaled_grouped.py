@@ -41,14 +41,13 @@ from dataclasses import dataclass
 from . import epilogue as _epilogue, grouped_args as args
 from .deps import require
 from .driver import device_info
-from .dtypes import FP8_FORMATS
 from .families.hopper import grouped_fp8_config
 from .groups import Groups
 from .launch import Plan, current_stream, stream_capturing
 from .problem import ArrayFacts, array_facts, check_placement
 from .registry import get as get_rung
 from .rules import Choice
-from .scaled import BLOCK, finite, numel, out_dtype_of, scale_facts
+from .scaled import BLOCK, finite, fp8_facts, numel, out_dtype_of, scale_facts
 
 RUNG = "wgmma_grouped_fp8"
 PLAN_CACHE = 64
@@ -66,19 +65,6 @@ class GroupScales:
     a_ptr: int
     b_ptr: int
     strides: tuple | None = None
-
-
-def _fp8_facts(name: str, x, fmt: str | None) -> ArrayFacts:
-    if fmt is not None and fmt not in FP8_FORMATS:
-        raise ValueError(f"{name}_format must be one of {', '.join(FP8_FORMATS)}, got {fmt!r}")
-    f = array_facts(name, x, fmt or "e4m3")
-    if f.dtype != "fp8":
-        raise TypeError(f"{name} is {f.dtype}; scaled_grouped_mm multiplies FP8 operands: torch.float8_e4m3fn or "
-                        f"torch.float8_e5m2, or uint8 arrays of FP8 codes with {name}_format= (gemmlab.quantize_fp8 "
-                        f"makes them)")
-    if fmt is not None and f.fmt != fmt:
-        raise TypeError(f"{name} is {FP8_FORMATS[f.fmt]} but {name}_format is {fmt!r}")
-    return f
 
 
 def _dense(f: ArrayFacts) -> bool:
@@ -200,7 +186,7 @@ def _refacts(name: str, x, f: ArrayFacts) -> ArrayFacts:
 
 # ---- the calls ---------------------------------------------------------------------------------------
 def _operands(a, b, a_format, b_format, out_dtype):
-    fa, fb = _fp8_facts("a", a, a_format), _fp8_facts("b", b, b_format)
+    fa, fb = fp8_facts("a", a, a_format, "scaled_grouped_mm"), fp8_facts("b", b, b_format, "scaled_grouped_mm")
     if fa.lib != fb.lib:
         raise TypeError(f"a is a {fa.lib} array and b a {fb.lib} one; pass both from one library")
     if fa.device != fb.device:
