@@ -564,6 +564,22 @@ def test_the_grouped_starting_points_include_the_groups_rule_for_the_layer():
     assert sp.key(rule) in keys
 
 
+def test_a_grouped_fp8_tune_takes_k_major_weights_and_starts_from_its_precisions_rule():
+    from gemmlab.core.families.hopper import grouped_fp8_config, grouped_fp8_smem
+    from gemmlab.tune.runner import fixed_params, starting_points
+
+    with pytest.raises(ValueError, match=r"layout must be one of rc \(A then B"):
+        TuneSpec("wgmma_grouped_fp8", GROUPED_SHAPE, layout="rr").checked()
+    for precision in ("fp8", "fp8_fast"):
+        s = TuneSpec("wgmma_grouped_fp8", GROUPED_SHAPE, layout="rc", precision=precision).checked()
+        assert s.dtype == "fp8" and s.key_dtype == ("fp8" if precision == "fp8" else "fp8:fp8_fast")
+        sp = Space.of(s.rung, "sm_90a", fixed_params(s), s.precision)
+        assert all(grouped_fp8_smem(c) <= 232448 and c["GROUP_CAP"] == 64 for c in sp.candidates())
+        rule = sp.point(grouped_fp8_config(8192, 2048, 7168, 64, 132, precision)[0])
+        keys = [sp.key(c) for c in starting_points(sp, s, {"arch": "sm_90a", "sm_count": 132})]
+        assert sp.key(rule) in keys
+
+
 def test_a_grouped_tune_records_tflops_of_the_layers_products(tmp_path):
     from gemmlab.tune.runner import fixed_params
 

@@ -130,3 +130,42 @@ def test_a_grouped_tune_verifies_and_times_grouped_mm_and_auto_then_runs_its_bes
     grouped.grouped_mm(a, b, offs)
     choice = grouped.plans()[-1].choice
     assert choice.source == "tuned" and "tuned at 8x1000x520x384" in choice.reason
+
+
+def test_a_grouped_fp8_tune_verifies_and_times_scaled_grouped_mm_then_runs_its_best(tmp_path, monkeypatch):
+    """The FP8 grouped rung's evaluator: each candidate is scaled_grouped_mm (row-wise scales) on an
+    unevenly routed layer, checked against per-group float64 products of the dequantized operands,
+    timed beside torch._scaled_grouped_mm; after the export, scaled_grouped_mm's auto takes the tuned
+    configuration for that layer in that precision only."""
+    torch = pytest.importorskip("torch")
+    from gemmlab.core import dispatch, scaled_grouped
+    from gemmlab.core.driver import device_info
+    from gemmlab.measure.timing import Settings
+    from gemmlab.tune.export import export_tuned
+    from gemmlab.tune.grouped import GroupedFactory
+    from gemmlab.tune.runner import TuneSpec, tune
+
+    if device_info(0).arch != "sm_90a":
+        pytest.skip("the grouped rungs run on sm_90a only")
+    monkeypatch.setattr(dispatch, "tuned_path", lambda: tmp_path / "tuned.json")
+    url = f"sqlite:///{tmp_path / 'tune.db'}"
+    shape = (8, 1000, 512, 384)
+    s = tune(TuneSpec("wgmma_grouped_fp8", shape, "fp8", "rc", strategy="random", budget=3, storage=url,
+                      precision="fp8_fast"),
+             GroupedFactory("fp8", shape, "rc", Settings(**FAST), precision="fp8_fast"))
+    recs = s["document"]["records"]
+    ok = [r for r in recs if r["status"] == "ok"]
+    assert len(recs) == 3 and ok, [r.get("reason") for r in recs]
+    assert all(r["detail"]["rel_error"] < 1e-2 for r in ok)
+    export_tuned(url)
+    G, T, N, K = shape
+    a = (torch.randn(T, K, device="cuda") * 2).to(torch.float8_e4m3fn)
+    b = (torch.randn(G, N, K, device="cuda") * 2).to(torch.float8_e4m3fn).transpose(-2, -1)
+    sa, sb = torch.rand(T, device="cuda") + 0.5, torch.rand(G, N, device="cuda") + 0.5
+    offs = [0, 100, 250, 250, 600, 601, 900, 1000]
+    scaled_grouped.scaled_grouped_mm(a, b, sa, sb, offs, use_fast_accum=True)
+    choice = scaled_grouped.plans()[-1].choice
+    assert choice.source == "tuned" and "tuned at 8x1000x512x384" in choice.reason
+    scaled_grouped.scaled_grouped_mm(a, b, sa, sb, offs)   # promoted: no entry of its own
+    assert scaled_grouped.plans()[-1].choice.source == "rule"
+

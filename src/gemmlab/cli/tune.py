@@ -28,8 +28,9 @@ def register(sub) -> None:
     p.add_argument("rung", metavar="RUNG", help="rung slug or number; auto: measure the selection menu on a tuning "
                                                 "sample (--sample) and write what kernel=\"auto\" predicts from")
     p.add_argument("--shape", default=None, type=checked(_shape_form),
-                   help="N, N^3 or MxNxK; for the grouped rung (wgmma_grouped) GxTxNxK: G experts, T tokens routed "
-                        "unevenly as bench --suite moe routes them (required unless --show or --suite)")
+                   help="N, N^3 or MxNxK; for the grouped rungs (wgmma_grouped, wgmma_grouped_fp8) GxTxNxK: G "
+                        "experts, T tokens routed unevenly as bench --suite moe routes them (required unless --show "
+                        "or --suite)")
     p.add_argument("--suite", type=suite_name, default=None, metavar="SUITE",
                    help=f"tune every shape of a benchmark suite (core/shapes.py), one after the other: {SUITE_FORMS}")
     p.add_argument("--emit-defaults", dest="emit_defaults", metavar="FILE", default=None,
@@ -193,7 +194,8 @@ def _tune_one(args, spec, devices) -> dict:
     if get_rung(spec.rung).grouped:   # a mixture-of-experts layer through grouped_mm (tune/grouped.py)
         from ..tune.grouped import GroupedFactory
 
-        factory = GroupedFactory(spec.dtype, spec.shape, spec.layout, timing_settings(args), jobs)
+        factory = GroupedFactory(spec.dtype, spec.shape, spec.layout, timing_settings(args), jobs,
+                                 precision=spec.precision)
     else:
         factory = GpuFactory(spec.rung, spec.dtype, spec.shape, spec.layout, timing_settings(args), args.lib, peers,
                              jobs, spec.precision)

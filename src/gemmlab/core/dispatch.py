@@ -178,10 +178,12 @@ def _closest(cands: list[dict], layout: str, shape, max_distance: float) -> tupl
     return (best, d) if d <= max_distance else None
 
 
-def grouped_entry(rung: Rung, dtype: str, layout: str, shape, gpu_name: str | None) -> tuple[dict, float] | None:
-    """The tuned entry of the grouped rung nearest to ``shape`` (G, T, N, K) in log2 space, within
-    ``MAX_DISTANCE``, of ``dtype`` and this GPU (``gemmlab tune wgmma_grouped --shape GxTxNxK``
-    exports it: tune/export.py), preferring ``layout``; its configuration one the rung accepts.
+def grouped_entry(rung: Rung, dtype: str, layout: str, shape, gpu_name: str | None,
+                  precision: str | None = None) -> tuple[dict, float] | None:
+    """The tuned entry of a grouped rung nearest to ``shape`` (G, T, N, K) in log2 space, within
+    ``MAX_DISTANCE``, of ``dtype`` (the study's: with its precision where that is not the dtype's
+    own, "fp8:fp8_fast") and this GPU (``gemmlab tune wgmma_grouped --shape GxTxNxK`` exports it:
+    tune/export.py), preferring ``layout``; its configuration one the rung accepts in ``precision``.
     The group sizes of a tuned shape are one routing of its tokens; a call's own differ."""
     cands = []
     for e in read_table(tuned_path()):
@@ -189,7 +191,7 @@ def grouped_entry(rung: Rung, dtype: str, layout: str, shape, gpu_name: str | No
                 or e.get("gpu_name") not in (None, gpu_name)):
             continue
         try:
-            rung.config(e.get("config") or {})
+            rung.config(e.get("config") or {}, precision)
         except (ValueError, TypeError):
             continue
         cands.append(e)

@@ -38,16 +38,18 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from . import epilogue as _epilogue, grouped_args as args
+from . import dispatch, epilogue as _epilogue, grouped_args as args
 from .deps import require
 from .driver import device_info
 from .families.hopper import grouped_fp8_config
 from .groups import Groups
 from .launch import Plan, current_stream, stream_capturing
+from .precision import label as precision_label
 from .problem import ArrayFacts, array_facts, check_placement
 from .registry import get as get_rung
 from .rules import Choice
 from .scaled import BLOCK, finite, fp8_facts, numel, out_dtype_of, scale_facts
+from .variant import resolve
 
 RUNG = "wgmma_grouped_fp8"
 PLAN_CACHE = 64
@@ -327,16 +329,45 @@ def _launch(fa, fb, fo, rows, a_strides, out_strides, rows_per, ints, out_name, 
 
 
 def _plan(problem, groups: Groups, rows: int, kernel: str, config, epi, scales: GroupScales, precision: str) -> Plan:
+    """The plan of a call: ``config``, or for a 2-D x 3-D call the nearest tuned layer of this GPU
+    and precision (``gemmlab tune wgmma_grouped_fp8 --shape GxTxNxK``: dispatch.grouped_entry), or
+    the rule (``grouped_fp8_config``); its choice says which and why."""
     rung = get_rung(RUNG if kernel in (None, "auto") else kernel)
     if rung.slug != RUNG:
         raise ValueError(f"kernel {kernel!r}: scaled_grouped_mm runs on {RUNG!r} (or 'auto')")
     why, source = "config given", "named"
+    info = device_info(problem.c.device)
+    if config is None and not groups.rows_per:
+        hit = dispatch.grouped_entry(rung, precision_label("fp8", precision), "rc",
+                                     (groups.count, rows, problem.N, problem.K), info.name, precision)
+        if hit is not None and not (scales.mode == "block" and hit[0]["config"].get("BN", 128) > 128):
+            e, d = hit
+            config, source = e["config"], "tuned"
+            why = f"tuned at {'x'.join(map(str, e['shape']))} (log2 distance {d:.2f})"
     if config is None:
-        config, why = grouped_fp8_config(rows, problem.N, problem.K, groups.count, device_info(problem.c.device).sm_count,
-                                         precision, scales.mode == "block")
+        config, why = grouped_fp8_config(rows, problem.N, problem.K, groups.count, info.sm_count, precision,
+                                         scales.mode == "block")
         source = "rule"
     return Plan(problem, rung, config, groups=groups, choice=Choice(rung, config, source, why), precision=precision,
                 epilogue=epi, scale_ptrs=(scales.a_ptr, scales.b_ptr), scale_strides=scales.strides)
+
+
+def tuning_variant(a, b, scale_a, scale_b, out, config, precision: str = "fp8"):
+    """The build ``scaled_grouped_mm(a, b, scale_a, scale_b, offs, out=out, config=config)`` (2-D x 3-D,
+    K-major operands) loads for any offsets: what the tuner compiles ahead in its pool
+    (tune/grouped.py)."""
+    fa, fb, out_name = _operands(a, b, None, None, None)
+    fo = array_facts("out", out)
+    (T, K), (G, _, N) = fa.shape, fb.shape
+    scales = check_group_scales(scale_a, scale_b, (T,), G, N, K, fa.device, fa.lib)
+    b_stride = args.weights_stride(fb, G, K, N, 1)
+    problem = args.kernel_problem(fa, (T, K), fa.strides, fb, (K, N), fb.strides[1:], fo, (T, N), fo.strides,
+                                  fo.dtype, (0, b_stride, 0))
+    rung = get_rung(RUNG)
+    cfg = {**rung.config(config, precision), "GROUP_CAP": Groups(G, b_stride, 0).cap, "GROUP_K": 0}
+    epi = _epilogue.Epilogue(None, None, False, fo.dtype, scale=scales.mode)
+    return resolve(rung, "fp8", problem.kernel_view(), cfg, precision, device_info(fa.device).sm_count,
+                   epilogue=epi, formats=(fa.fmt, fb.fmt)).variant
 
 
 def plans() -> list:

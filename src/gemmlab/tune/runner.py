@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
 from ..core import dispatch
-from ..core.families.hopper import grouped_config
+from ..core.families.hopper import grouped_config, grouped_fp8_config
 from ..core.groups import Groups
 from ..core.precision import label as precision_label
 from ..core.progress import Progress
@@ -68,7 +68,8 @@ class TuneSpec:
             raise ValueError(f"shape must be {dims} positive integers {what} for rung {rung.slug!r}, got {self.shape!r}")
         if rung.grouped:
             Groups(self.shape[0], 8)   # ValueError beyond the groups the kernel's table takes
-        layouts = ("rr", "rc") if rung.grouped else ("rr", "rc", "cr", "cc")
+        # the grouped rungs: the tokens row-major; FP8 weights K-major only (others are copied each call)
+        layouts = (("rc",) if dtype == "fp8" else ("rr", "rc")) if rung.grouped else ("rr", "rc", "cr", "cc")
         if self.layout not in layouts:
             raise ValueError(f"layout must be one of {', '.join(layouts)} (A then B; r row-major) for rung "
                              f"{rung.slug!r}, got {self.layout!r}")
@@ -131,7 +132,9 @@ def starting_points(space: Space, spec: TuneSpec, machine: dict) -> list[dict]:
     cands = mine + [space.point({})] + [space.point(p) for p in rung.presets_for(space.precision).values()]
     if machine.get("sm_count") and rung.grouped:   # the groups of rows' rule (core/families/hopper.py)
         G, T, N, K = spec.shape
-        cands.append(space.point(grouped_config(T, N, K, G, int(machine["sm_count"]))[0]))
+        rule = (grouped_fp8_config(T, N, K, G, int(machine["sm_count"]), space.precision) if spec.dtype == "fp8"
+                else grouped_config(T, N, K, G, int(machine["sm_count"])))
+        cands.append(space.point(rule[0]))
     elif machine.get("sm_count"):
         M, N, K = spec.shape
         cands.append(space.point(dispatch.rule_config(rung, M, N, K, int(machine["sm_count"]), space.precision)[0]))

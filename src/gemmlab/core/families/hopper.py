@@ -530,7 +530,7 @@ RUNGS: tuple[Rung, ...] = (
         reads=Reads(tensor_maps=True), stores=Stores(outputs=("fp32", "fp16", "bf16"), store_map=True),
         walk=Walk(persistent=True, grouped=True),
         space={"BN": (64, 128, 256), "BK": (64, 128), "STAGES": (2, 3, 4, 5, 6, 8), "CLUSTER": (1, 2), "EPI_TMA": (0, 1),
-               "GROUP": (8, 16), "DEFER": (0, 1), "STREAMK": (0, 1), "ABOX": (0, 1)},
+               "GROUP": (8, 16), "DEFER": (0, 1), "STREAMK": (0, 1)},
     ),
     Rung(
         27, "wgmma_grouped_fp8", "Grouped FP8: the experts' scaled e4m3/e5m2 products in one launch",
@@ -556,6 +556,6 @@ RUNGS: tuple[Rung, ...] = (
         reads=Reads(tensor_maps=True, k_major=True), stores=Stores(outputs=("fp32", "fp16", "bf16"), store_map=True),
         walk=Walk(persistent=True, grouped=True),
         space={"BN": (64, 128, 256), "BK": (128, 256), "STAGES": (2, 3, 4, 5, 6, 8), "EPI_TMA": (0, 1),
-               "GROUP": (8, 16), "DEFER": (0, 1), "STREAMK": (0, 1), "ABOX": (0, 1)},
+               "GROUP": (8, 16), "DEFER": (0, 1), "STREAMK": (0, 1)},
     ),
 )
