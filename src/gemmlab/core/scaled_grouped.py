@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import dispatch, epilogue as _epilogue, grouped_args as args
 from .deps import require
@@ -134,8 +134,8 @@ def _k_major_tokens(x, f: ArrayFacts):
     run (3-D: group stride = M rows), its base 16-byte aligned: as it is, or copied so (one read and
     one write of it, its rows padded)."""
     K = f.shape[-1]
-    lda = f.strides[-2] if f.shape[-2] > 1 else -(-K // 16) * 16
-    ok = (K == 1 or f.strides[-1] == 1) and lda % 16 == 0 and lda >= K and f.ptr % 16 == 0
+    lda = f.strides[-2]   # one row (a decode step's token) is copied: its strides say no layout
+    ok = f.shape[-2] > 1 and (K == 1 or f.strides[-1] == 1) and lda % 16 == 0 and lda >= K and f.ptr % 16 == 0
     if len(f.shape) == 3 and f.shape[0] > 1:
         ok = ok and f.strides[0] == f.shape[1] * lda
     if ok:
@@ -151,8 +151,8 @@ def _k_major_weights(x, f: ArrayFacts):
     transpose of row-major (N, K) weights), its columns and groups a whole number of 16 bytes apart,
     its base 16-byte aligned: as it is, or copied so (a transposing copy where b is row-major)."""
     G, K, N = f.shape
-    ldb = f.strides[2] if N > 1 else -(-K // 16) * 16
-    ok = ((K == 1 or f.strides[1] == 1) and ldb % 16 == 0 and ldb >= K and f.ptr % 16 == 0
+    ldb = f.strides[2]   # one column is copied: its strides say no layout
+    ok = (N > 1 and (K == 1 or f.strides[1] == 1) and ldb % 16 == 0 and ldb >= K and f.ptr % 16 == 0
           and (G == 1 or f.strides[0] % 16 == 0))
     if ok:
         return x, f
@@ -317,6 +317,8 @@ def _launch(fa, fb, fo, rows, a_strides, out_strides, rows_per, ints, out_name, 
     if plan is None:
         problem = args.kernel_problem(fa, (rows, K), a_strides, fb, (K, N), fb.strides[1:], fo, (rows, N),
                                       out_strides, out_name, (0, b_stride, 0))
+        if N == 1:   # one column's strides read as row-major: it is K-major, as _k_major_weights copied it
+            problem = replace(problem, b=replace(problem.b, col_major=True, ld=fb.strides[2]))
         plan = _plan(problem, Groups(G, b_stride, rows_per), rule_rows or rows, kernel, config, epi, scales,
                      precision)
         with _lock:
