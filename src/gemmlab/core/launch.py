@@ -177,10 +177,11 @@ class Plan:
         if not epilogue.plain or epilogue.out or kp.batch > 1:
             res = self._fused_fallback(res, rung, kp, config, precision, info, vec_a, vec_b, capturing)
         if self.groups is not None:
-            if res.packs and self.groups.count > 1:   # a copy is of one matrix: more groups' are read as they lie
-                raise ValueError(f"rung {rung.slug!r} reads every group's operands as they lie; these would need a "
-                                 f"copy ({', '.join(p.operand for p in res.packs)}): pass K-major, 16-byte aligned "
-                                 f"operands (core/grouped.py and core/scaled_grouped.py copy them so)")
+            # a copy of B is of one group's weights: the others would be read as they lie
+            if self.groups.count > 1 and any(p.operand == "B" for p in res.packs):
+                raise ValueError(f"rung {rung.slug!r} reads every group's weights as they lie; these would need a "
+                                 f"copy: pass K-major weights with 16-byte aligned columns (core/scaled_grouped.py "
+                                 f"copies them so)")
             if self.groups.units_bound(res.kp.M, res.kp.N, res.variant.cfg) >= 2 ** 31:
                 raise ValueError(f"{self.groups.count} groups of {res.kp.M}x{res.kp.N} make 2^31 units of work or more; "
                                  f"the kernel's schedule counts them in 32 bits")

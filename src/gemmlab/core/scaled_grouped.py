@@ -319,6 +319,8 @@ def _launch(fa, fb, fo, rows, a_strides, out_strides, rows_per, ints, out_name, 
                                       out_strides, out_name, (0, b_stride, 0))
         if N == 1:   # one column's strides read as row-major: it is K-major, as _k_major_weights copied it
             problem = replace(problem, b=replace(problem.b, col_major=True, ld=fb.strides[2]))
+        if rows == 1:   # one row's leading dimension read as its length: its pitch, as _k_major_tokens copied it
+            problem = replace(problem, a=replace(problem.a, ld=a_strides[0]))
         plan = _plan(problem, Groups(G, b_stride, rows_per), rule_rows or rows, kernel, config, epi, scales,
                      precision)
         with _lock:
