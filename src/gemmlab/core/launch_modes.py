@@ -102,21 +102,19 @@ class Direct(LaunchMode):
                 p._after_launch(err, stream, head, params.address, p._ex)
         return True
 
-
     def launch_programmatic(self, a_ptr: int, b_ptr: int, c_ptr: int, stream: int, bias: int = 0,
                             scales: tuple | None = None) -> None:
         """The plan's kernel (alpha 1, beta 0; call with the plan's lock) with programmatic stream
         serialization: scheduled while the kernel before it on ``stream`` finishes, waiting for it
         in gl_pdl_wait. Rung 26's GEMM over K after its group_maps kernel (Plan.launch_groups):
-        its blocks' launch and prologue overlap the maps' writing."""
+        its blocks' launch and prologue overlap the maps' writing. The operands' maps are those the
+        caller has made current (group_maps copied them)."""
         p = self.plan
         if p._producers:
             p._wait_for_producers(stream)
         params = p._params
         params.pack(params.buffer, 0, a_ptr, b_ptr, c_ptr, 1.0, 0.0)
         params.epilogue(bias, 0, scales)
-        if p._maps is not None and (a_ptr, b_ptr, c_ptr) != p._mapped:
-            p._remap(a_ptr, b_ptr, c_ptr)
         if self._pdl_head is None:
             self._pdl_head = p._pdl_config(p._launch_head)
         p._launch_ex(stream, self._pdl_head, p._launch_head, params.address)
