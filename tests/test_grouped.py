@@ -381,6 +381,30 @@ def test_tokens_by_group_match_per_group_float64_products(dtype):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("config", [{}, {"CLUSTER": 2}, {"BN": 128, "STAGES": 6, "DEFER": 0, "STREAMK": 1}],
+                         ids=["deferred", "cluster", "stream_k"])
+def test_a_warpgroup_whose_rows_lie_past_its_groups_end_sits_the_tile_out_with_the_same_bits(config):
+    """WGSKIP=1: where a group ends in a tile's first 64 rows (a cluster's second tile: in none of
+    its rows), the warpgroup of the rows past the end waits its k tiles out; the stored rows are
+    the bits of WGSKIP=0 and the float64 product's, and no row outside the groups is written."""
+    torch = _torch()
+    counts = [130, 1, 260, 70, 0, 200, 64, 390, 3, 420]   # tails of 2, 1, 4, 70, 8, 64, 6, 3, 36 rows
+    offs = list(itertools.accumulate(counts))
+    T, N, K, G = offs[-1], 1000, 1000, len(counts)
+    a = torch.randn(T, K, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(G, N, K, device="cuda", dtype=torch.bfloat16).transpose(-2, -1)
+    outs = []
+    for skip in (1, 0):
+        buf = torch.full((T + 1, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+        gemmlab.grouped_mm(a, b, offs, out=buf[:T], config={**config, "WGSKIP": skip})
+        assert grouped.plans()[-1].variant.cfg["WGSKIP"] == skip
+        assert torch.isnan(buf[T]).all()
+        outs.append(buf[:T])
+    assert torch.equal(outs[0], outs[1])
+    assert _rel(outs[0], _reference_rows(a, b, offs)) < 1e-2
+
+
+@pytest.mark.gpu
 def test_column_major_tokens_are_read_as_row_major_ones():
     torch = _torch()
     T, N, K, G = 300, 136, 264, 5

@@ -20,6 +20,7 @@ import struct
 import pytest
 
 import gemmlab
+from gemmlab.core import scaled_grouped
 from gemmlab.core.epilogue import Epilogue
 from gemmlab.core.families.hopper import GROUP_CAPS, grouped_fp8_config, grouped_fp8_smem
 from gemmlab.core.groups import Groups
@@ -301,6 +302,30 @@ def test_each_output_dtype_is_written_with_a_groups_bias_and_an_activation(out_d
     out = gemmlab.scaled_grouped_mm(a, b, sa, sb, offs, bias=bias, activation="relu", out_dtype=od)
     assert out.dtype == od
     assert _rel(out, _reference_rows(a, b, offs, sa, sb, bias).clamp(min=0)) < (2e-3 if out_dtype == "float32" else 1e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode,fast", [("row", False), ("row", True), ("block", False)],
+                         ids=["promoted", "fast", "block"])
+def test_a_warpgroup_whose_rows_lie_past_its_groups_end_sits_the_tile_out_with_the_same_bits(mode, fast):
+    """WGSKIP=1 with each of the FP8 mainloops (a promoted or block-scaled k tile releases its stage
+    within it, a fast one a k tile later): the stored rows are the bits of WGSKIP=0 and the float64
+    product's, and no row outside the groups is written."""
+    torch = _torch()
+    counts = [130, 1, 260, 70, 0, 200, 64, 390, 3]
+    offs = list(itertools.accumulate(counts))
+    T, N, K, G = offs[-1], 520, 640, len(counts)
+    a, b = _operands(T, G, N, K)
+    sa, sb = _scales(mode, (T,), G, N, K)
+    outs = []
+    for skip in (1, 0):
+        buf = torch.full((T + 1, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+        gemmlab.scaled_grouped_mm(a, b, sa, sb, offs, use_fast_accum=fast, out=buf[:T], config={"WGSKIP": skip})
+        assert scaled_grouped.plans()[-1].variant.cfg["WGSKIP"] == skip
+        assert torch.isnan(buf[T]).all()
+        outs.append(buf[:T])
+    assert torch.equal(outs[0], outs[1])
+    assert _rel(outs[0], _reference_rows(a, b, offs, sa, sb)) < 1e-2
 
 
 @pytest.mark.gpu

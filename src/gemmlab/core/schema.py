@@ -31,7 +31,7 @@ MAX_GRID_Y = 65535
 MAX_GRID_Z = 65535
 LADDER: list["Rung"] = []   # the rungs in ladder order, filled by core/registry.py
 SWITCHES = ("PACK", "EPI_TMA", "SKCLUSTER", "STREAMK", "DEFER", "SPREAD", "SNAKE", "KREV", "BALANCE", "L2PF", "ASYNC",
-            "GROUP_K", "ABOX")   # parameters that take 0 (off) or 1 (on); every other one is a positive int
+            "GROUP_K", "ABOX", "WGSKIP")   # parameters that take 0 (off) or 1 (on); every other one is a positive int
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,9 @@
 //                                          a piece's start (the block-scaled part's scale pointers);
 //   drain(acc, prev, release)              after a piece's last k tile: every group done, the last
 //                                          stage released (the producer refills it during the epilogue).
+//   HOLDS_STAGE                            whether a k tile's stage is held past its ktile (released
+//                                          by the next one's, the last by drain): ring.cuh's
+//                                          skip_ktiles releases a sat-out tile's stages the same way.
 // GlMainloopRegA, rung 22's register-A mainloop (an MN-major A read into registers), gives the same.
 // The includer defines, before including: BN, MI, WM (hopper.cuh), KSTEPS (its k step) and includes
 // ring.cuh (Smem, the stages' carve-up).
@@ -24,6 +27,9 @@
 template <int A_COL, int B_COL, int LO_A = 0, int LO_B = 0, bool PROMOTE = false>
 struct GlMainloopSS {
     static constexpr bool SPLIT = LO_A > 0 || PROMOTE;    // 3xTF32, FP8's promotion: partial sums per k tile
+    // the stage of a k tile's wgmmas stays held until the next k tile's are issued (or drain): not
+    // where the partial sums are waited for within the k tile
+    static constexpr bool HOLDS_STAGE = !SPLIT;
     const GlStageDescs<A_COL, B_COL, A_PANEL_B, B_PANEL_B> descs;
     __device__ __forceinline__ GlMainloopSS(const Smem& sm, int wg, int, int) : descs(sm.a_base, sm.b_base, wg * WM) {}
 
@@ -70,6 +76,7 @@ struct GlMainloopSS {
 template <int A_COL, int B_COL>
 struct GlMainloopBlockScaled {
     static_assert(BK == 128 && BN <= 128, "a k tile is one k block and a tile lies in one column block of 128");
+    static constexpr bool HOLDS_STAGE = false;   // each k tile's stage released within it
     const GlStageDescs<A_COL, B_COL, A_PANEL_B, B_PANEL_B> descs;
     const float* pa[MI][2];     // this thread's rows of scale_a, at the next k tile
     const float* pb;            // the tile's column block of scale_b, at the next k tile
@@ -158,6 +165,7 @@ struct GlMainloopRegA {
     static constexpr int HALF = KSTEPS / 2;
     static_assert(KSTEPS % 2 == 0, "a k tile is two halves of k8 steps (BK a multiple of 32)");
     using Frags = unsigned[HALF][MI][4];
+    static constexpr bool HOLDS_STAGE = true;   // released a k tile later, the last by drain
 
     struct AFrags {
         unsigned lo, hi;     // the thread's offsets in a stage's A tile: k = t and k = t + 4 of step 0, m64 block 0

@@ -65,6 +65,13 @@ constexpr bool GROUP_BOXES = ABOX && !GL_A_COL && GL_VEC_A && TMA_ONLY;
 constexpr bool GROUP_BOXES = false;
 #endif
 constexpr unsigned GROUP_BOX_B = A_PANELS * GL_GROUP_BOX_ROWS * GL_ROW_B;   // one box row of every panel
+// A grouped rung's consumer warpgroup whose WM rows of a tile all lie past the tile's group's end
+// (WGSKIP=1): it sits the tile out (``skip_ktiles``), its products never stored, so the other
+// warpgroup's wgmmas have the tensor cores alone and a group's last, part-filled row tile costs
+// about half of a full one where its rows fit one warpgroup. WGSKIP=0: both multiply every k tile.
+#ifndef WGSKIP
+#define WGSKIP 1
+#endif
 
 // ---- the barriers' counts ---------------------------------------------------------------------
 // Full: one arrival (the thread that issues every TMA, with the stage's bytes) where both operands
@@ -232,6 +239,26 @@ __device__ __forceinline__ void consume_ktiles(Mainloop& ml, const Smem& sm, Rin
         const int s = ring.s;
         gl_mbar_wait(sm.full(s), ring.phase);
         ml.ktile(acc, s, kt > k0, prev, release);
+        ring.next();
+    }
+}
+
+// k tiles [kt, stop) sat out by a consumer warpgroup (WGSKIP): each stage waited for, then released as
+// the mainloop part would release it (HOLDS_STAGE: one k tile later, the last by its drain, which
+// the caller runs as after consume_ktiles). The wait keeps the warpgroup's arrivals in step with
+// the stages' rounds: the empty barrier completes a round only with every consumer warp's arrival.
+template <class Mainloop, class Release>
+__device__ __forceinline__ void skip_ktiles(const Smem& sm, Ring& ring, int& kt, int stop, int k0, int& prev,
+                                            const Release& release) {
+    for (; kt < stop; ++kt) {
+        const int s = ring.s;
+        gl_mbar_wait(sm.full(s), ring.phase);
+        if constexpr (Mainloop::HOLDS_STAGE) {
+            if (kt > k0) release(prev);
+            prev = s;
+        } else {
+            release(s);
+        }
         ring.next();
     }
 }

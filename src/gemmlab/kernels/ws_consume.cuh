@@ -88,6 +88,11 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
 #endif
         const int2 t = sched.tile(u, rank);
         const int row0 = sched.row_of(t), col0 = t.y * BN;
+        // A grouped schedule's tile ends at its group's last row (rows_end); a warpgroup whose rows all
+        // lie past it sits the tile out (ring.cuh's WGSKIP)
+        int m_end = M;
+        if constexpr (Schedule::GROUPED) m_end = sched.rows_end(M);
+        const bool idle = Schedule::GROUPED && WGSKIP && row0 + wg * WM >= m_end;
         gl_zero_acc(acc);
         ep.prefetch_bias(row0, col0, BM, BN, lane);   // the bias the epilogue reads at the tile's end
         sc.template prefetch<MI, BN>(row0 + wg * WM, col0, warp, lane, M, N);   // and the row-wise scales
@@ -105,7 +110,8 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
         int prev = 0, kt = k0;
         for (;;) {
             const int stop = write_at >= 0 ? min(k1, write_at + 1) : k1;
-            consume_ktiles(ml, sm, ring, acc, kt, stop, k0, prev, release);
+            if (Schedule::GROUPED && idle) skip_ktiles<Mainloop>(sm, ring, kt, stop, k0, prev, release);
+            else consume_ktiles(ml, sm, ring, acc, kt, stop, k0, prev, release);
             if (!Epilogue::DEFERRED || kt >= k1) break;
             write_held(held_next);
             write_at = ++held_next < Epilogue::NBOX ? write_at + gap : -1;
@@ -124,10 +130,8 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
         // ---- epilogue: through the warp's own staging (the stages belong to the next tile by
         // now); a tile wholly below M (rank 1 of a cluster's last unit row) stores nothing; with
         // DEFERRED, a tile for TMA is held until the next piece's main loop (or the end of the walk)
-        // A grouped schedule's tile ends at its group's last row (rows_end): one that reaches past it
-        // (into the next group's rows) is stored by rows, bounded there; TMA clips only at M.
-        int m_end = M;
-        if constexpr (Schedule::GROUPED) m_end = sched.rows_end(M);
+        // A grouped tile that reaches past its group's end (m_end, into the next group's rows) is
+        // stored by rows, bounded there; TMA clips only at M.
         const bool tma_tile = tma && (!Schedule::GROUPED || m_end == M || row0 + BM <= m_end);
         if (row0 < m_end) {
             if (Epilogue::DEFERRED && tma_tile) {

@@ -242,7 +242,9 @@ def _group_reasons(cfg, found: list[str], smem) -> list[str]:
     memory (``smem``) of the stages and the table within a block's."""
     out = switch_reasons(cfg, GROUP_K=("groups of rows (the experts' tokens)", "groups over K (the weight gradient)"),
                          ABOX=("a row-major A's tile in one box, every row read",
-                               "in boxes of 64 rows, those past the tile's group's end not loaded"))
+                               "in boxes of 64 rows, those past the tile's group's end not loaded"),
+                         WGSKIP=("both consumer warpgroups multiply every tile",
+                                 "a consumer warpgroup whose rows all lie past the tile's group's end sits it out"))
     if cfg.get("STREAMK") == 1 and cfg.get("GROUP_K") == 1:
         out.append("GROUP_K=1 (groups over K) takes no stream-K tail: STREAMK must be 0")
     if cfg.get("STREAMK") == 1 and cfg.get("DEFER") == 1:
@@ -520,7 +522,8 @@ RUNGS: tuple[Rung, ...] = (
         # whose units are as short as a group's: docs/journal/batched.md); GROUP_CAP: the plan's, from
         # the call's group count (core/grouped.py)
         params={"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 1, "EPI_TMA": 1, "GROUP": 16,
-                "DEFER": 1, "GROUP_CAP": 1, "GROUP_K": 0, "STREAMK": 0, "ABOX": 1},
+                "DEFER": 1, "GROUP_CAP": 1, "GROUP_K": 0, "STREAMK": 0, "ABOX": 1,
+                "WGSKIP": 1},
         presets={"128x256": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 1, "DEFER": 1},
                  "128x256_cluster": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 2, "DEFER": 1},
                  "128x128": {"BM": 128, "BN": 128, "BK": 64, "WM": 64, "STAGES": 6, "CLUSTER": 1, "DEFER": 0},
@@ -541,7 +544,8 @@ RUNGS: tuple[Rung, ...] = (
         # rung 25's promoted tile and its fp8_fast 128x256 one, no cluster (rung 26's reason); GROUP_CAP:
         # the plan's, from the call's group count (core/scaled_grouped.py)
         params={"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6, "CLUSTER": 1, "EPI_TMA": 1, "GROUP": 16,
-                "DEFER": 0, "GROUP_CAP": 1, "GROUP_K": 0, "STREAMK": 0, "ABOX": 1},
+                "DEFER": 0, "GROUP_CAP": 1, "GROUP_K": 0, "STREAMK": 0, "ABOX": 1,
+                "WGSKIP": 1},
         per_precision={
             "fp8": PrecisionPart(constraints=fp8_promoted_constraints,
                                  presets={"128x128": {"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6},
