@@ -171,6 +171,15 @@ def test_the_rule_takes_a_stream_k_tail_for_128x256_units_over_long_k_only():
     assert not any(r.check_config(r.config(c)) for c in (long_k, short_k, narrow, few_long, few_short))
 
 
+def test_the_rule_lets_a_warpgroup_sit_out_tiles_only_where_groups_average_under_a_row_tile():
+    few_rows, why = grouped_config(4096, 768, 2048, 128, 132)      # 32 rows per group
+    many_rows, why_not = grouped_config(4096, 14336, 4096, 8, 132)   # 512
+    assert few_rows["WGSKIP"] == 1 and "sits the tile out" in why
+    assert many_rows["WGSKIP"] == 0 and "sits the tile out" not in why_not
+    assert grouped_config(8192, 2048, 7168, 64, 132)[0]["WGSKIP"] == 0   # 128: a whole row tile
+    assert get("wgmma_grouped").params["WGSKIP"] == 0 and get("wgmma_grouped_fp8").params["WGSKIP"] == 1
+
+
 def test_a_fused_epilogue_takes_no_stream_k_tail_so_its_128x256_build_does_not_spill():
     r = get("wgmma_grouped")
     cfg, _ = grouped_config(4096, 4096, 14336, 8, 132, fused=True)

@@ -92,7 +92,10 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
         // lie past it sits the tile out (ring.cuh's WGSKIP)
         int m_end = M;
         if constexpr (Schedule::GROUPED) m_end = sched.rows_end(M);
-        const bool idle = Schedule::GROUPED && WGSKIP && row0 + wg * WM >= m_end;
+        // (through a shuffle from lane 0, as wg: the group's end is read from shared memory, and a
+        // test the compiler cannot see is the same in every lane took the k loop's counter and phase
+        // out of the uniform registers, the loop of every tile)
+        const bool idle = Schedule::GROUPED && WGSKIP && __shfl_sync(0xffffffffu, row0 + wg * WM >= m_end, 0);
         gl_zero_acc(acc);
         ep.prefetch_bias(row0, col0, BM, BN, lane);   // the bias the epilogue reads at the tile's end
         sc.template prefetch<MI, BN>(row0 + wg * WM, col0, warp, lane, M, N);   // and the row-wise scales

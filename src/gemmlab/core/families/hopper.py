@@ -298,6 +298,12 @@ def batched_config(M: int, N: int, K: int, batch: int, sm_count: int) -> tuple[d
 
 GROUPED_MIN_WAVES = 4   # fewer waves of 128x256 units than this: 128x128 tiles, a last wave half as long
 GROUPED_STREAMK_K = 4096   # 128x256 units from this K on: a stream-K tail (64 k tiles amortize its fix-up)
+# WGSKIP=1 below this many rows per group on average. A warpgroup sitting out a group's last tile
+# ends the tile early, and the SM runs ahead of the wave whose tiles share the weights' panels in L2:
+# at the moe suite's 8-expert layers (512 rows per group) the weights were read again from DRAM
+# (benchmarks/profiles/h200_ncu_moe_wgskip_up.csv.gz); with groups of a row tile or less there is
+# little such sharing to lose.
+GROUPED_WGSKIP_ROWS = 128
 
 
 def grouped_config(rows: int, N: int, K: int, groups: int, sm_count: int, fused: bool = False) -> tuple[dict, str]:
@@ -313,7 +319,7 @@ def grouped_config(rows: int, N: int, K: int, groups: int, sm_count: int, fused:
     units; not with a ``fused`` epilogue (its functor beside the tail's fix-up spills at 128x256)
     (benchmarks/results/h200_moe_tiles.json.gz: the tiles at the moe suite's shapes and others). The
     stages are those that leave room for the group table (GROUP_CAP, the least power of two that
-    holds the groups)."""
+    holds the groups). Groups of fewer than ``GROUPED_WGSKIP_ROWS`` rows on average take WGSKIP=1."""
     row_tiles = max(-(-rows // 128) + groups // 2, min(groups, rows))
     waves = row_tiles * -(-N // 256) / max(sm_count, 1)
     if N <= 64:
@@ -327,11 +333,13 @@ def grouped_config(rows: int, N: int, K: int, groups: int, sm_count: int, fused:
     else:
         cfg, why = {"BN": 256, "STAGES": 4, "DEFER": int(K >= BATCHED_DEFER_K)}, f"{waves:.1f} waves of 128x256 units"
     cfg = {"BM": 128, "WM": 64, "BK": 64, "CLUSTER": 1, "STREAMK": 0, **cfg,
-           "GROUP_CAP": next(c for c in GROUP_CAPS if c >= groups)}
+           "GROUP_CAP": next(c for c in GROUP_CAPS if c >= groups),
+           "WGSKIP": int(rows < GROUPED_WGSKIP_ROWS * groups)}
     while cfg["STAGES"] > 2 and grouped_smem(cfg) > MAX_SMEM_PER_BLOCK:
         cfg["STAGES"] -= 1
     return cfg, (f"{groups} groups over {rows} rows, about {row_tiles} row tiles on {sm_count} SMs: {why}"
                  + (", stores deferred" if cfg["DEFER"] else "")
+                 + (", a warpgroup past its group's end sits the tile out" if cfg["WGSKIP"] else "")
                  + f", {cfg['STAGES']} stages beside a table of {cfg['GROUP_CAP']} groups")
 
 
@@ -523,7 +531,7 @@ RUNGS: tuple[Rung, ...] = (
         # the call's group count (core/grouped.py)
         params={"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 1, "EPI_TMA": 1, "GROUP": 16,
                 "DEFER": 1, "GROUP_CAP": 1, "GROUP_K": 0, "STREAMK": 0, "ABOX": 1,
-                "WGSKIP": 1},
+                "WGSKIP": 0},
         presets={"128x256": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 1, "DEFER": 1},
                  "128x256_cluster": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "STAGES": 4, "CLUSTER": 2, "DEFER": 1},
                  "128x128": {"BM": 128, "BN": 128, "BK": 64, "WM": 64, "STAGES": 6, "CLUSTER": 1, "DEFER": 0},
