@@ -136,12 +136,11 @@ def test_the_rule_takes_the_narrower_tile_where_its_whole_waves_take_less_time()
     assert grouped_fp8_config(4540, 768, 12288, 8, 132, "fp8_fast")[0]["BN"] == 256
 
 
-def test_the_rule_lets_a_warpgroup_sit_out_promoted_tiles_and_fast_ones_of_groups_under_a_row_tile():
-    assert grouped_fp8_config(4096, 14336, 4096, 8, 132, "fp8")[0]["WGSKIP"] == 1
-    assert grouped_fp8_config(4096, 14336, 4096, 8, 132, "fp8", block_scales=True)[0]["WGSKIP"] == 1
-    assert grouped_fp8_config(4096, 14336, 4096, 8, 132, "fp8_fast")[0]["WGSKIP"] == 0
-    cfg, why = grouped_fp8_config(4096, 768, 2048, 128, 132, "fp8_fast")
-    assert cfg["WGSKIP"] == 1 and "sits the tile out" in why
+def test_the_rule_lets_a_warpgroup_sit_out_tiles_past_its_groups_end_at_any_group_size():
+    for rows, groups in ((4096, 8), (4096, 128)):
+        for precision in ("fp8", "fp8_fast"):
+            cfg, why = grouped_fp8_config(rows, 14336, 4096, groups, 132, precision)
+            assert cfg["WGSKIP"] == 1 and "sits the tile out" in why
 
 
 @pytest.mark.parametrize("precision", ["fp8", "fp8_fast"])

@@ -298,13 +298,13 @@ def batched_config(M: int, N: int, K: int, batch: int, sm_count: int) -> tuple[d
 
 GROUPED_MIN_WAVES = 4   # fewer waves of 128x256 units than this: 128x128 tiles, a last wave half as long
 GROUPED_STREAMK_K = 4096   # 128x256 units from this K on: a stream-K tail (64 k tiles amortize its fix-up)
-# WGSKIP=1 below this many rows per group on average (rung 27's promoted tiles: always). A warpgroup
-# sitting out a group's last tile ends the tile early, and the SM runs ahead of the wave whose tiles
-# share the weights' panels in L2: at the moe suite's 8-expert up projection (512 rows per group) the
-# weights were read again from DRAM, a quarter more bytes
-# (benchmarks/profiles/h200_ncu_moe_wgskip_up.csv.gz). With groups of a row tile or less there is
-# little such sharing to lose, and a promoted k loop, waiting for its wgmmas every k tile, leaves
-# the memory time to catch up (benchmarks/results/h200_moe_wgskip*.json.gz).
+# Rung 26: WGSKIP=1 below this many rows per group on average. A warpgroup sitting out a group's last
+# tile ends the tile early, and the SM runs ahead of the wave whose tiles share the weights' panels
+# in L2: at the moe suite's 8-expert up projection (512 rows per group) the weights were read again
+# from DRAM, a quarter more bytes (benchmarks/profiles/h200_ncu_moe_wgskip_up.csv.gz). With groups
+# of a row tile or less there is little such sharing to lose. Rung 27 takes WGSKIP=1 at any size:
+# on held-out layers FP8 lost less to the rereads than it gained
+# (benchmarks/results/h200_moe_wgskip*.json.gz).
 GROUPED_WGSKIP_ROWS = 128
 
 
@@ -362,8 +362,8 @@ def grouped_fp8_config(rows: int, N: int, K: int, groups: int, sm_count: int, pr
     unit's columns over its per-area rate (``GROUPED_FP8_RATE``), the wider tile on a tie. The host
     does not know the group sizes: as in ``grouped_config``, a group ends in half a row tile on
     average. The stages are those that leave room for the group table. Judged on held-out layers
-    (benchmarks/results/h200_moe_fp8_heldout*.json.gz). WGSKIP=1 promoted, and with fast
-    accumulation as rung 26 takes it (``GROUPED_WGSKIP_ROWS``)."""
+    (benchmarks/results/h200_moe_fp8_heldout*.json.gz). WGSKIP=1 at any group size
+    (benchmarks/results/h200_moe_wgskip*.json.gz)."""
     row_tiles = max(-(-rows // 128) + groups // 2, min(groups, rows))
     prec = "fp8" if precision == "fp8" or block_scales else "fp8_fast"
     rates = GROUPED_FP8_RATE[prec]
@@ -379,14 +379,13 @@ def grouped_fp8_config(rows: int, N: int, K: int, groups: int, sm_count: int, pr
            f"128x{bn} tiles: {cost[bn][1]} wave(s) of their units against {cost[wide if bn == narrow else narrow][1]} "
            f"of 128x{wide if bn == narrow else narrow} (the least predicted time)")
     cfg = {"BM": 128, "WM": 64, "BK": 128, "CLUSTER": 1, "STREAMK": 0, **cfg,
-           "GROUP_CAP": next(c for c in GROUP_CAPS if c >= groups), "GROUP_K": 0,
-           "WGSKIP": int(prec == "fp8" or rows < GROUPED_WGSKIP_ROWS * groups)}
+           "GROUP_CAP": next(c for c in GROUP_CAPS if c >= groups), "GROUP_K": 0, "WGSKIP": 1}
     while cfg["STAGES"] > 2 and grouped_fp8_smem(cfg) > MAX_SMEM_PER_BLOCK:
         cfg["STAGES"] -= 1
     return cfg, (f"{groups} groups over {rows} rows, about {row_tiles} row tiles on {sm_count} SMs, "
                  f"{'promoted' if prec == 'fp8' else 'fast accumulation'}: {why}"
                  + (", stores deferred" if cfg["DEFER"] else "")
-                 + (", a warpgroup past its group's end sits the tile out" if cfg["WGSKIP"] else "")
+                 + ", a warpgroup past its group's end sits the tile out"
                  + f", {cfg['STAGES']} stages beside a table of {cfg['GROUP_CAP']} groups")
 
 
