@@ -580,6 +580,20 @@ def test_a_grouped_fp8_tune_takes_k_major_weights_and_starts_from_its_precisions
         assert sp.key(rule) in keys
 
 
+def test_an_fp8_tune_takes_k_major_operands_files_each_precision_apart_and_starts_from_the_rule():
+    from gemmlab.core import dispatch
+    from gemmlab.tune.runner import starting_points
+
+    with pytest.raises(ValueError, match=r"layout must be one of rc \(A then B"):
+        TuneSpec("wgmma_fp8", (4096, 4096, 4096), "fp8", layout="rr").checked()
+    for precision in ("fp8", "fp8_fast"):
+        s = TuneSpec("wgmma_fp8", (4096, 4096, 4096), "fp8", layout="rc", precision=precision).checked()
+        assert s.key_dtype == ("fp8" if precision == "fp8" else "fp8:fp8_fast")
+        sp = Space.of(s.rung, "sm_90a", None, s.precision)
+        rule = sp.point(dispatch.rule_config(get("wgmma_fp8"), 4096, 4096, 4096, 132, precision)[0])
+        assert sp.key(rule) in [sp.key(c) for c in starting_points(sp, s, {"arch": "sm_90a", "sm_count": 132})]
+
+
 def test_a_grouped_tune_records_tflops_of_the_layers_products(tmp_path):
     from gemmlab.tune.runner import fixed_params
 

@@ -169,3 +169,40 @@ def test_a_grouped_fp8_tune_verifies_and_times_scaled_grouped_mm_then_runs_its_b
     scaled_grouped.scaled_grouped_mm(a, b, sa, sb, offs)   # promoted: no entry of its own
     assert scaled_grouped.plans()[-1].choice.source == "rule"
 
+
+def test_an_fp8_tune_verifies_and_times_the_scaled_rung_then_scaled_mm_runs_its_best(tmp_path, monkeypatch):
+    """Rung 25 through the generic evaluator: each candidate an FP8 product into bf16 (K-major
+    operands), checked against the float64 product, timed beside torch._scaled_mm; after the export,
+    scaled_mm's auto takes the tuned configuration in that precision only."""
+    torch = pytest.importorskip("torch")
+    from gemmlab.core import dispatch, scaled
+    from gemmlab.core.driver import device_info
+    from gemmlab.measure.timing import Settings
+    from gemmlab.tune.export import export_tuned
+    from gemmlab.tune.gpu import GpuFactory
+    from gemmlab.tune.runner import TuneSpec, tune
+
+    if device_info(0).arch != "sm_90a":
+        pytest.skip("rung 25 (wgmma_fp8) runs on sm_90a only")
+    monkeypatch.setattr(dispatch, "tuned_path", lambda: tmp_path / "tuned.json")
+    url = f"sqlite:///{tmp_path / 'tune.db'}"
+    shape = (384, 512, 640)
+    s = tune(TuneSpec("wgmma_fp8", shape, "fp8", "rc", strategy="random", budget=3, storage=url,
+                      precision="fp8_fast", warm_start=False),
+             GpuFactory("wgmma_fp8", "fp8", shape, "rc", Settings(**FAST), precision="fp8_fast"))
+    recs = s["document"]["records"]
+    ok = [r for r in recs if r["status"] == "ok"]
+    assert len(recs) == 3 and ok, [r.get("reason") for r in recs]
+    assert any("_scaled_mm" in p for p in s["document"]["peers"].values())
+    export_tuned(url)
+    M, N, K = shape
+    a = (torch.randn(M, K, device="cuda") * 2).to(torch.float8_e4m3fn)
+    b = (torch.randn(N, K, device="cuda") * 2).to(torch.float8_e4m3fn).t()
+    sa, sb = torch.rand(M, 1, device="cuda") + 0.5, torch.rand(1, N, device="cuda") + 0.5
+    out = scaled.scaled_mm(a, b, sa, sb, use_fast_accum=True)
+    choice = scaled.plans()[-1].choice
+    assert choice.source == "tuned" and "384x512x640" in choice.reason
+    ref = (a.double() * sa.double()) @ (b.double() * sb.double())
+    assert float((out.double() - ref).norm() / ref.norm()) < 1e-2
+    scaled.scaled_mm(a, b, sa, sb)   # promoted: no entry of its own
+    assert scaled.plans()[-1].choice.source != "tuned"

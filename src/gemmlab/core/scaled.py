@@ -161,6 +161,13 @@ _PLANS: OrderedDict = OrderedDict()
 _LOCK = threading.Lock()
 
 
+def plans() -> list:
+    """The scaled plans kept, the most recently made or used last (``repr`` and ``choice`` say what
+    each runs and why)."""
+    with _LOCK:
+        return list(_PLANS.values())
+
+
 def _plan(problem, kp, scales: Scales, epi, kernel: str, config, precision: str, bias_ptr: int) -> Plan:
     """The plan of this call's signature (shapes, layouts, alignment classes, formats, scaling,
     output, bias, precision, kernel; ``kp`` the problem's kernel view), made once and remembered;

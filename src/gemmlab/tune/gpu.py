@@ -19,7 +19,7 @@ from ..core import api, driver
 from ..core.precompile import CompilePool
 from ..core.problem import make_problem
 from ..core.registry import get
-from ..core.variant import SpillError, Variant, resolve
+from ..core.variant import FP8_DEFAULT_OUT, SpillError, Variant, resolve
 from ..measure import arrays, gpu_timing, peers as peer_lib, timing
 from ..measure.verify import check as verify_check
 from .evaluate import Outcome
@@ -109,8 +109,9 @@ class GpuEvaluator:
         self.device = f"GPU {device} ({environment.collect(device).get('pci_bus_id') or self.info.name})"
         self.pool = CompilePool(f.processes, start_method="forkserver")
         M, N, K = f.shape
+        # FP8 operands write a bf16 C (gemmlab.gemm's and verify's default output for them)
         self.ops = arrays.make_operands(self.L, M, N, K, f.dtype, a_col=f.layout[0] == "c", b_col=f.layout[1] == "c",
-                                        beta_nonzero=False)
+                                        beta_nonzero=False, out=FP8_DEFAULT_OUT if f.dtype == "fp8" else None)
         self.kv = make_problem(self.ops.a, self.ops.b, self.ops.c).kernel_view()
         st = f.settings
         self.dev = gpu_timing.CudaDevice(self.L, device, self.info.l2_bytes, flush=st.l2 == "cold", spin=st.spin)
@@ -151,6 +152,23 @@ class GpuEvaluator:
             return bad
         return timed(self.engine, self.quick, lambda: plan.run(self.dev.stream), cutoff_ms, rel)
 
+    def _scaled_mm_peer(self) -> timing.Candidate | None:
+        """FP8's peer: torch._scaled_mm (cuBLASLt) on the same operands with unit tensor-wise scales,
+        into bf16, with fast accumulation where the tune's precision has it; None where this PyTorch
+        has none or refuses these operands (no plain-GEMM peer takes FP8: measure/peers.py)."""
+        torch = self.L.xp
+        if self.L.name != "torch" or not hasattr(torch, "_scaled_mm"):
+            return None
+        one = torch.ones((), device=self.ops.a.device)
+        fast = self.rung.precision_for(self.f.dtype, self.f.precision) == "fp8_fast"
+        a, b = self.ops.a, self.ops.b
+        call = lambda: torch._scaled_mm(a, b, one, one, out_dtype=torch.bfloat16, use_fast_accum=fast)  # noqa: E731
+        try:
+            call()
+        except RuntimeError:
+            return None
+        return timing.Candidate("torch._scaled_mm", call)
+
     def peers(self) -> dict[str, float]:
         cands = []
         for peer in peer_lib.peers(self.f.peers, self.f.dtype, self.L.name,
@@ -158,6 +176,8 @@ class GpuEvaluator:
             ok, _why = peer.available(self.f.dtype)
             if ok:
                 cands.append(timing.Candidate(peer.name, peer.prepare(self.ops, self.f.dtype)))
+        if self.f.dtype == "fp8":
+            cands += [c for c in (self._scaled_mm_peer(),) if c is not None]
         if not cands:
             return {}
         self.engine.warm_up(cands)

@@ -68,8 +68,9 @@ class TuneSpec:
             raise ValueError(f"shape must be {dims} positive integers {what} for rung {rung.slug!r}, got {self.shape!r}")
         if rung.grouped:
             Groups(self.shape[0], 8)   # ValueError beyond the groups the kernel's table takes
-        # the grouped rungs: the tokens row-major; FP8 weights K-major only (others are copied each call)
-        layouts = (("rc",) if dtype == "fp8" else ("rr", "rc")) if rung.grouped else ("rr", "rc", "cr", "cc")
+        # the grouped rungs: the tokens row-major; FP8 operands K-major only (wgmma reads no other FP8
+        # layout: the calls copy others to it first, which a tune would time with the kernel)
+        layouts = ("rc",) if dtype == "fp8" else ("rr", "rc") if rung.grouped else ("rr", "rc", "cr", "cc")
         if self.layout not in layouts:
             raise ValueError(f"layout must be one of {', '.join(layouts)} (A then B; r row-major) for rung "
                              f"{rung.slug!r}, got {self.layout!r}")
