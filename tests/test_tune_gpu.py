@@ -193,7 +193,7 @@ def test_an_fp8_tune_verifies_and_times_the_scaled_rung_then_scaled_mm_runs_its_
     recs = s["document"]["records"]
     ok = [r for r in recs if r["status"] == "ok"]
     assert len(recs) == 3 and ok, [r.get("reason") for r in recs]
-    assert any("_scaled_mm" in p for p in s["document"]["peers"].values())
+    assert any("torch._scaled_mm" in p for p in s["document"]["peers"].values())
     export_tuned(url)
     M, N, K = shape
     a = (torch.randn(M, K, device="cuda") * 2).to(torch.float8_e4m3fn)
