@@ -68,6 +68,11 @@ def test_block_scales_take_no_fast_accumulation(fakes):
         _call(fakes, K=300, sa=(8, 3), sb=(3, 1), use_fast_accum=True)
 
 
+def test_block_scales_refuse_a_tile_wider_than_a_column_block(fakes):
+    with pytest.raises(ValueError, match="BN=192 spans more"):
+        _call(fakes, N=200, K=300, sa=(8, 3), sb=(3, 2), config={"BN": 192, "STAGES": 5})
+
+
 def test_scales_must_be_float32_on_the_operands_device(fakes):
     with pytest.raises(TypeError, match="scale_a is fp16; scales must be float32"):
         gemmlab.scaled_mm(fakes(8, 32), fakes(16, 32).T, fakes(1, typestr="<f2"), fakes(1, typestr="<f4"),
@@ -128,8 +133,11 @@ def test_quantize_refuses_an_unknown_scaling_block_or_format():
 # ---- the rung ---------------------------------------------------------------------------------------
 def test_the_promoted_precision_refuses_a_tile_its_registers_cannot_hold():
     r = get("wgmma_fp8")
-    with pytest.raises(ValueError, match="in precision fp8 holds more than 64 sums"):
+    with pytest.raises(ValueError, match="in precision fp8 holds more than 96 sums"):
         r.config({"BN": 256, "STAGES": 4}, "fp8")
+    assert r.config({"BN": 192, "STAGES": 5}, "fp8")["BN"] == 192   # 96 sums and 96 partial sums
+    with pytest.raises(ValueError, match="192-column tiles are precision fp8's"):
+        r.config({"BN": 192, "STAGES": 4}, "fp8_fast")
     with pytest.raises(ValueError, match="BK=256: in precision fp8 a k tile is the promotion's interval"):
         r.config({"BK": 256, "STAGES": 3}, "fp8")
     assert r.config(None, "fp8_fast")["BN"] == 256
@@ -273,6 +281,28 @@ def test_scaled_mm_matches_the_float64_product_of_the_dequantized_operands(mode,
         worst = float(((out.double() - ref).abs() / scale.clamp(min=1e-30)).max())
         if not (torch.isfinite(out).all() and err < 1e-2 and worst < 2e-2):
             failures.append(f"{M}x{N}x{K} b {b_layout} {fa}x{fb}: rel {err:.2e}, worst scaled {worst:.2e}")
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("config", [{"BN": 192, "STAGES": 5}, {"BN": 192, "STAGES": 4, "STREAMK": 1},
+                                    {"BN": 192, "STAGES": 4, "CLUSTER": 2}, {"BN": 192, "STAGES": 5, "EPI_TMA": 0}],
+                         ids=["tma", "stream_k", "cluster", "staged"])
+@pytest.mark.parametrize("mode", ["tensor", "row"])
+def test_the_promoted_192_column_tile_matches_the_float64_product_with_each_output_and_a_bias(config, mode):
+    """Rung 25's 128x192 promoted tile (96 sums and 96 partial sums per thread, the epilogue in
+    three passes of 64 columns): odd shapes, bf16 and fp32 out with a bias, no element left unwritten."""
+    torch = _torch()
+    failures = []
+    for (M, N, K), od in itertools.product(SHAPES, ("bfloat16", "float32")):
+        a, b = _operands(M, N, K)
+        sa, sb = _scales(M, N, mode)
+        bias = torch.randn(N, device="cuda", dtype=getattr(torch, od))
+        out = torch.full((M, N), float("nan"), device="cuda", dtype=getattr(torch, od))
+        gemmlab.scaled_mm(a, b, sa, sb, bias=bias, out=out, config=config)
+        err = _rel(out, _reference(a, b, sa, sb, bias))
+        if not (torch.isfinite(out).all() and err < 1e-2):
+            failures.append(f"{M}x{N}x{K} out {od}: rel {err:.2e}")
     assert not failures, "\n".join(failures)
 
 

@@ -154,7 +154,8 @@ def test_the_rule_leaves_room_for_the_group_table_in_shared_memory(precision):
 def test_the_registry_refuses_groups_over_k_and_a_promoted_tile_its_registers_cannot_hold():
     r = get(RUNG)
     assert any("groups of rows only" in m for m in r.check_config(dict(r.config(None), GROUP_K=1)))
-    assert any("64x128" in m for m in r.check_config(dict(r.config(None), BN=256, STAGES=4), "fp8"))
+    assert any("at most 64x192" in m for m in r.check_config(dict(r.config(None), BN=256, STAGES=4), "fp8"))
+    assert any("rung 25's promoted tile" in m for m in r.check_config(dict(r.config(None), BN=192, STAGES=5), "fp8"))
     assert not r.check_config(dict(r.config(None, "fp8_fast")), "fp8_fast")
 
 

@@ -181,6 +181,11 @@ def _plan(problem, kp, scales: Scales, epi, kernel: str, config, precision: str,
             _PLANS.move_to_end(key)
             return p
     choice = dispatch.decide(problem, kernel, config, device_info(problem.c.device), precision)
+    if scales.mode == "block" and choice.rung.config(choice.config, precision)["BN"] > BLOCK:
+        # a tuned tile wider than a column block of scale_b (the promoted 128x192): the rule's instead
+        rule = dispatch.rule_config(choice.rung, kp.M, kp.N, kp.K, device_info(problem.c.device).sm_count, precision)
+        choice = replace(choice, config=rule[0], source="rule",
+                         reason=f"{rule[1]}; block scales: a tile within one column block of {BLOCK}")
     p = Plan(problem, choice.rung, choice.config, choice=choice, precision=precision, epilogue=epi, bias_ptr=bias_ptr,
              scale_ptrs=(scales.a_ptr, scales.b_ptr), scale_strides=scales.strides)
     with _LOCK:
@@ -264,8 +269,13 @@ def _scaled_mm(a, b, scale_a, scale_b, *, bias, out_dtype, scale_result, use_fas
     if scales.mode == "block" and use_fast_accum:
         raise ValueError("block scales multiply each k block's sums as they are promoted into FP32: "
                          "use_fast_accum (no promotion) does not apply to them")
-    if scales.mode == "block" and config is not None and get_rung(RUNG).config(config, "fp8").get("KREV"):
-        raise ValueError("block scales are read k block after k block: KREV=1 (backward k tiles) does not apply")
+    if scales.mode == "block" and config is not None:
+        cfg = get_rung(RUNG).config(config, "fp8")
+        if cfg.get("KREV"):
+            raise ValueError("block scales are read k block after k block: KREV=1 (backward k tiles) does not apply")
+        if cfg["BN"] > BLOCK:
+            raise ValueError(f"block scales take a tile within one column block of {BLOCK}: BN={cfg['BN']} spans "
+                             f"more (choose BN 64 or 128)")
     if scale_result is not None and numel(scale_facts("scale_result", scale_result, ordinal, lib).shape) != 1:
         raise ValueError(f"scale_result must hold one value, got shape {array_facts('scale_result', scale_result).shape}")
     want = out_dtype_of(out_dtype, lib) if out is None or out_dtype is not None else None

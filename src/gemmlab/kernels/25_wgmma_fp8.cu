@@ -78,18 +78,19 @@ constexpr bool PROMOTE = GL_PRECISION == 0;
 // What the registry's constraints promise (core/families/hopper.py, fp8_constraints), restated.
 static_assert(THREADS == CONSUMERS + GL_WARPGROUP, "THREADS must be two consumer warpgroups plus a producer warpgroup");
 static_assert((WM == 64 || WM == 128) && BM == 2 * WM, "two consumer warpgroups of 64 or 128 rows each");
-static_assert(BN == 64 || BN == 128 || BN == 256, "a wgmma's N is the block's BN: 64, 128 or 256");
+static_assert(BN == 64 || BN == 128 || BN == 256 || (BN == 192 && PROMOTE),
+              "a wgmma's N is the block's BN: 64, 128 or 256, or 192 promoted");
 static_assert(BK == 128 || (BK == 256 && !PROMOTE), "a k tile is 128 of K (the promotion's interval) or, summed in the tensor cores, 256");
 static_assert(STAGES >= 2, "the pipeline needs at least two stages");
-static_assert((PROMOTE ? 2 : 1) * MI * BN / 2 <= 128,
-              "at most 128 FP32 accumulators per thread, the promoted sums and a k tile's partial sums together");
+static_assert((PROMOTE ? 2 : 1) * MI * BN / 2 <= (PROMOTE ? 192 : 128),
+              "at most 128 FP32 accumulators per thread, or promoted 96 sums and 96 partial sums");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of one or two CTAs along M");
 
 // ---- the stages' carve-up, how the operands arrive, the mbarrier ring and the producer's loads
 // (ring.cuh), with the register split and the stream-K fixup of the persistent rungs (ws.cuh) ------
 #include "ws.cuh"
 // The epilogue's staging, apart from the stages: rung 21's (core/families/hopper.py, ws_smem).
-constexpr int EPI_BUDGET_B = CWARPS * 16 * (BN < 128 ? BN : 128) * 2;
+constexpr int EPI_BUDGET_B = CWARPS * 16 * (BN < 128 ? BN : BN % 128 ? 64 : 128) * 2;   // ws_epi16.cuh's EPI_N
 
 // the tile scheduler part (schedule.cuh): the persistent grouped walk, with a stream-K tail as the build says
 using Schedule = GlPersistentSchedule<BM, BN, BK, CLUSTER, GROUP_U, STREAMK, 0>;

@@ -269,6 +269,9 @@ __device__ __forceinline__ void gl_fence_acc(float (&d)[R][4]) {
     "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
     "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
     "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+#define GL_WGMMA_D192 GL_WGMMA_D128 ", " \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
 #define GL_ACC4(d, j) "+f"(d[j][0]), "+f"(d[j][1]), "+f"(d[j][2]), "+f"(d[j][3])
 #define GL_ACC32(d, j) GL_ACC4(d, j), GL_ACC4(d, j + 1), GL_ACC4(d, j + 2), GL_ACC4(d, j + 3), \
                        GL_ACC4(d, j + 4), GL_ACC4(d, j + 5), GL_ACC4(d, j + 6), GL_ACC4(d, j + 7)
@@ -298,6 +301,20 @@ template <> struct GlWgmma<128> {
                      "wgmma.mma_async.sync.aligned.m64n128" GL_WGMMA_AB " {" GL_WGMMA_D128 "}, %64, %65, p, 1, 1"
                      GL_WGMMA_TRANS(67, 68) ";\n}\n"
                      : GL_ACC32(d, 0), GL_ACC32(d, 8) : "l"(da), "l"(db), "r"(scale_d), "n"(TA), "n"(TB) : "memory");
+    }
+};
+// N = 192 (rung 25's promoted 128x192 tile: 96 sums and 96 partial sums per thread within its 232
+// registers, as DeepGEMM's promoted FP8 tiles take N between 128 and 256)
+template <> struct GlWgmma<192> {
+    template <int TA, int TB>
+    static __device__ __forceinline__ void mma(float (&d)[24][4], unsigned long long da, unsigned long long db,
+                                               int scale_d = 1) {
+        static_assert(!GL_WGMMA_K_MAJOR_ONLY || (TA == 0 && TB == 0), "TF32 and FP8 wgmma read K-major operands only");
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n192" GL_WGMMA_AB " {" GL_WGMMA_D192 "}, %96, %97, p, 1, 1"
+                     GL_WGMMA_TRANS(99, 100) ";\n}\n"
+                     : GL_ACC32(d, 0), GL_ACC32(d, 8), GL_ACC32(d, 16)
+                     : "l"(da), "l"(db), "r"(scale_d), "n"(TA), "n"(TB) : "memory");
     }
 };
 template <> struct GlWgmma<256> {

@@ -36,7 +36,7 @@ struct GlWsEpi16 {
     // (4 KB at EPI_N = 128), through which its 16 rows of each m64 block pass in BN / EPI_N column
     // passes. 128 columns, not 256: 32 KB in all keeps 4 stages of 128x256x64 (192 KB) within a
     // block's 227 KB; a whole 128x256 tile (64 KB) would cost a stage.
-    static constexpr int EPI_N = BN < 128 ? BN : 128;
+    static constexpr int EPI_N = BN < 128 ? BN : BN % 128 ? 64 : 128;   // 192 columns: three passes of 64
     static constexpr int EPI_WARP_B = 16 * EPI_N * 2;
     static constexpr int EPI_B = CWARPS * EPI_WARP_B;
     static_assert(EPI_B <= EPI_BUDGET_B, "the staging fits what the registry gives it");

@@ -147,7 +147,8 @@ def fp8_smem(cfg, planes: int = 1) -> int:
     """25_wgmma_fp8.cu's dynamic shared memory: rung 21's carve-up (``ws_smem``) with one-byte
     operands: 1024 bytes of alignment, STAGES FP8 A and B tiles, the epilogue's 16-bit staging and a
     full and an empty mbarrier per stage."""
-    staging = cfg["BM"] // cfg["WM"] * 4 * 16 * min(cfg["BN"], 128) * 2
+    epi_n = min(cfg["BN"], 128) if cfg["BN"] % 128 == 0 or cfg["BN"] < 128 else 64   # ws_epi16.cuh's EPI_N
+    staging = cfg["BM"] // cfg["WM"] * 4 * 16 * epi_n * 2
     return 1024 + cfg["STAGES"] * (cfg["BM"] + cfg["BN"]) * cfg["BK"] + staging + 16 * cfg["STAGES"]
 
 
@@ -159,8 +160,8 @@ def fp8_constraints(cfg, planes: int = 1) -> list[str]:
     out = []
     if cfg["WM"] not in (64, 128) or cfg["BM"] != 2 * cfg["WM"]:
         out.append(f"BM={cfg['BM']} must be 2 x WM, WM={cfg['WM']} 64 or 128 (two consumer warpgroups)")
-    if cfg["BN"] not in (64, 128, 256):
-        out.append(f"BN={cfg['BN']} must be 64, 128 or 256 (the N of one wgmma)")
+    if cfg["BN"] not in (64, 128, 192, 256):
+        out.append(f"BN={cfg['BN']} must be 64, 128, 192 (promoted) or 256 (the N of one wgmma)")
     if cfg["BK"] not in (128, 256):
         out.append(f"BK={cfg['BK']} must be 128 or 256 (one or two 128-byte swizzle rows of FP8)")
     if cfg["STAGES"] < 2:
@@ -188,10 +189,16 @@ def fp8_promoted_constraints(cfg) -> list[str]:
     if cfg["BK"] != 128:
         out.append(f"BK={cfg['BK']}: in precision fp8 a k tile is the promotion's interval, 128 of K "
                    f"(BK 256 is for fp8_fast)")
-    if cfg["WM"] // 64 * cfg["BN"] // 2 > 64:
-        out.append(f"a {cfg['WM']}x{cfg['BN']} warpgroup tile in precision fp8 holds more than 64 sums and 64 "
-                   f"partial sums per thread; at most 64x128 (fp8_fast takes 64x256)")
+    if cfg["WM"] // 64 * cfg["BN"] // 2 > 96:
+        out.append(f"a {cfg['WM']}x{cfg['BN']} warpgroup tile in precision fp8 holds more than 96 sums and 96 "
+                   f"partial sums per thread; at most 64x192 (fp8_fast takes 64x256)")
     return out
+
+
+def fp8_fast_constraints(cfg) -> list[str]:
+    """Precision fp8_fast: the tiles of 16-bit rung 21's N (192 columns are the promoted tile's)."""
+    return [f"BN={cfg['BN']}: 192-column tiles are precision fp8's (promoted); fp8_fast takes 64, 128 or 256"] \
+        if cfg["BN"] == 192 else []
 
 
 # ---- the grouped rung (26, GL_GROUPED) -------------------------------------------------------------
@@ -230,6 +237,8 @@ def grouped_fp8_constraints(cfg, planes: int = 1) -> list[str]:
     """Rung 25's FP8 structure and switches with rung 26's group table; groups of rows only
     (GROUP_K=0: the FP8 rung has no weight gradient over K)."""
     out = [m for m in fp8_constraints(cfg) if "shared memory" not in m]
+    if cfg["BN"] == 192:
+        out.append("BN=192 is rung 25's promoted tile; the grouped FP8 rung's are 64, 128 or 256 columns")
     if cfg.get("GROUP_K"):
         out.append("GROUP_K=1: the grouped FP8 rung takes groups of rows only (the experts' tokens); groups over K "
                    "run on wgmma_grouped in 16 bits")
@@ -512,7 +521,7 @@ RUNGS: tuple[Rung, ...] = (
                                                      "CLUSTER": 1}}),
             # summed in the tensor cores: one set of accumulators, so rung 21's 128x256 tile and deferred
             # stores; its 128x128 preset is the rule's half tile where 128x256 tiles leave SMs idle
-            "fp8_fast": PrecisionPart(params={"BN": 256, "STAGES": 4, "DEFER": 1},
+            "fp8_fast": PrecisionPart(params={"BN": 256, "STAGES": 4, "DEFER": 1}, constraints=fp8_fast_constraints,
                                       presets={"128x256": {"BM": 128, "BN": 256, "BK": 128, "WM": 64, "STAGES": 4, "CLUSTER": 1},
                                                "128x128": {"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6, "CLUSTER": 1,
                                                            "DEFER": 0},
@@ -522,8 +531,8 @@ RUNGS: tuple[Rung, ...] = (
         reads=Reads(tensor_maps=True, k_major=True), stores=Stores(outputs=("fp32", "fp16", "bf16"), store_map=True,
                                                                    store_twin=True),
         walk=Walk(persistent=True),
-        space={"BN": (64, 128, 256), "BK": (128, 256), "STAGES": (2, 3, 4, 5, 6, 8), "CLUSTER": (1, 2), "EPI_TMA": (0, 1),
-               "GROUP": (8, 16), "STREAMK": (0, 1), "DEFER": (0, 1), "KREV": (0, 1), "BALANCE": (0, 1)},
+        space={"BN": (64, 128, 192, 256), "BK": (128, 256), "STAGES": (2, 3, 4, 5, 6, 8), "CLUSTER": (1, 2),
+               "EPI_TMA": (0, 1), "GROUP": (8, 16), "STREAMK": (0, 1), "DEFER": (0, 1), "KREV": (0, 1), "BALANCE": (0, 1)},
     ),
     Rung(
         26, "wgmma_grouped", "Grouped GEMM: the experts of a mixture-of-experts layer in one launch",
