@@ -143,6 +143,16 @@ def test_the_promoted_precision_refuses_a_tile_its_registers_cannot_hold():
     assert r.config(None, "fp8_fast")["BN"] == 256
 
 
+def test_the_promoted_192_column_tile_is_the_rules_only_at_many_waves_of_128x128_tiles():
+    from gemmlab.core.rules import FP8_WIDE_WAVES, fp8_promoted_tile
+
+    assert fp8_promoted_tile(4096, 4096, 132) is None                 # 7.8 waves
+    cfg, why = fp8_promoted_tile(8192, 8192, 132)                     # 31 waves
+    assert cfg["BN"] == 192 and "waves of 128x128 tiles" in why
+    assert not get("wgmma_fp8").check_config(get("wgmma_fp8").config(cfg, "fp8"), "fp8")
+    assert fp8_promoted_tile(128 * 132 * FP8_WIDE_WAVES, 128, 132) is not None   # exactly the waves
+
+
 def test_fp8_variants_write_bf16_by_default_and_define_their_formats_and_scales():
     r = get("wgmma_fp8")
     v = Variant.make(r, "fp8", b_col=True, epilogue=Epilogue(scale="row"))
@@ -304,6 +314,25 @@ def test_the_promoted_192_column_tile_matches_the_float64_product_with_each_outp
         if not (torch.isfinite(out).all() and err < 1e-2):
             failures.append(f"{M}x{N}x{K} out {od}: rel {err:.2e}")
     assert not failures, "\n".join(failures)
+
+
+@pytest.mark.gpu
+def test_scaled_mm_takes_the_192_column_tile_at_many_waves_except_with_block_scales():
+    torch = _torch()
+    from gemmlab.core import scaled
+
+    M, N, K = 4096, 14336, 256
+    a, b = _operands(M, N, K)
+    sa, sb = _scales(M, N, "row")
+    out = gemmlab.scaled_mm(a, b, sa, sb)
+    assert scaled.plans()[-1].variant.cfg["BN"] == 192 and "128x192" in scaled.plans()[-1].choice.reason
+    assert _rel(out, _reference(a, b, sa, sb)) < 1e-2
+    gemmlab.scaled_mm(a, b, sa, sb, use_fast_accum=True)
+    assert scaled.plans()[-1].variant.cfg["BN"] != 192
+    ba = torch.rand(M, 2, device="cuda") + 0.5
+    bb = torch.rand(2, -(-N // 128), device="cuda") + 0.5
+    gemmlab.scaled_mm(a, b, ba, bb)
+    assert scaled.plans()[-1].variant.cfg["BN"] <= 128
 
 
 @pytest.mark.gpu

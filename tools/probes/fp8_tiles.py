@@ -1,7 +1,7 @@
 """Rung 25's tiles and switches at the FP8 issue's shapes, beside torch._scaled_mm, tensor-wise scales,
 timed together per shape and precision by the one timing engine (cold L2, NVML clocks):
 
-    python tools/probes/fp8_tiles.py OUT.json [MxNxK ...]
+    python tools/probes/fp8_tiles.py OUT.json [--promoted] [MxNxK ...]
 
 What the rule's tile choice for rung 25 rests on (core/rules.py); one JSON, TFLOP/s per configuration."""
 from __future__ import annotations
@@ -71,4 +71,8 @@ def main(out_path: str, shapes: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2:] or SHAPES)
+    args = sys.argv[2:]
+    if args[:1] == ["--promoted"]:   # precision fp8 only
+        CONFIGS.pop("fp8_fast")
+        args = args[1:]
+    main(sys.argv[1], args or SHAPES)

@@ -33,6 +33,25 @@ HALF_TILE_TIME = 0.8  # the half-BN preset replaces the tile when predicted at m
 HALF_TILE_RUNGS = ("wgmma_fp8",)
 
 
+# Rung 25 promoted: the 128x192 tile where 128x128 tiles make this many waves or more. It reuses each
+# operand tile over more of the other (96 sums and 96 partial sums per thread) and ran 3-6% ahead of
+# 128x128 at 13.6-31 waves of 128x128 tiles; at 7.8 waves and fewer its wider tiles' partial last
+# wave cost more than that (4096^3: 5% behind; 1024x4096x14336: 22% behind)
+# (benchmarks/results/h200_fp8_tiles_bn192.json.gz).
+FP8_WIDE_WAVES = 10
+
+
+def fp8_promoted_tile(M: int, N: int, sm_count: int) -> tuple[dict, str] | None:
+    """Rung 25's promoted 128x192 tile for an M x N output where 128x128 tiles make at least
+    ``FP8_WIDE_WAVES`` waves on ``sm_count`` SMs, and why; None elsewhere (and never for block
+    scales, whose tiles lie within one 128-column block: the caller's)."""
+    waves = -(-M // 128) * -(-N // 128) / max(sm_count, 1)
+    if waves < FP8_WIDE_WAVES:
+        return None
+    return ({"BM": 128, "BN": 192, "BK": 128, "WM": 64, "STAGES": 5, "CLUSTER": 1},
+            f"{waves:.1f} waves of 128x128 tiles: the promoted 128x192 tile")
+
+
 @dataclass(frozen=True)
 class Choice:
     """What runs and why: ``source`` is "named", "tuned", "defaults", "model", "online" or "rule"."""

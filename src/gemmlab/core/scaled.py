@@ -37,6 +37,7 @@ from .dtypes import FP8_FORMATS
 from .launch import Plan, current_stream, stream_capturing
 from .problem import ArrayInfo, array_facts, check_placement, describe_array, info_2d, overlaps, problem_of
 from .registry import get as get_rung
+from .rules import fp8_promoted_tile
 
 SCALINGS = ("tensor", "row", "block")
 RUNG = "wgmma_fp8"
@@ -181,6 +182,10 @@ def _plan(problem, kp, scales: Scales, epi, kernel: str, config, precision: str,
             _PLANS.move_to_end(key)
             return p
     choice = dispatch.decide(problem, kernel, config, device_info(problem.c.device), precision)
+    wide = (fp8_promoted_tile(kp.M, kp.N, device_info(problem.c.device).sm_count)
+            if choice.source == "rule" and precision == "fp8" and scales.mode != "block" else None)
+    if wide is not None and choice.rung.config(choice.config, precision)["BN"] == BLOCK:
+        choice = replace(choice, config=wide[0], reason=f"{choice.reason}; {wide[1]}")
     if scales.mode == "block" and choice.rung.config(choice.config, precision)["BN"] > BLOCK:
         # a tuned tile wider than a column block of scale_b (the promoted 128x192): the rule's instead
         rule = dispatch.rule_config(choice.rung, kp.M, kp.N, kp.K, device_info(problem.c.device).sm_count, precision)
