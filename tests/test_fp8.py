@@ -225,6 +225,8 @@ def test_precompile_builds_each_scaling_scaled_mm_plans_with_and_their_store_twi
     for prec, scale in (("fp8", "tensor"), ("fp8", "row"), ("fp8", "block"), ("fp8_fast", "tensor"), ("fp8_fast", "row")):
         assert (prec, scale, False) in got and (prec, scale, True) in got
     assert ("fp8_fast", "block", False) not in got
+    wide = {(v.epilogue.scale, v.tma_store_only) for v in vs if dict(v.config)["BN"] == 192}   # the rule's at many waves
+    assert wide == {("tensor", False), ("tensor", True), ("row", False), ("row", True)}
     twin = next(v for v in vs if v.tma_store_only)
     assert precompile.job_key(twin)[-1] is True and precompile.job_key(twin) != precompile.job_key(
         next(v for v in vs if not v.tma_store_only and v.epilogue == twin.epilogue and v.precision == twin.precision

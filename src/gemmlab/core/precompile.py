@@ -25,6 +25,7 @@ from .dtypes import get as get_dtype
 from .precision import applies
 from .progress import Progress
 from .registry import RUNGS, Rung, get, workspace_split
+from .rules import FP8_WIDE_TILE
 from .packing import KERNEL, KERNEL_T, compile_pack, kernel_layout
 from .epilogue import PLAIN, Epilogue
 from .variant import FP8_DEFAULT_OUT, Variant, compile_reduce
@@ -129,9 +130,9 @@ def variants(kernels=None, dtypes=None, layouts=None, arch: str | None = None, *
                     if r.k_major:   # rung 22: the layouts its plans run, after their copies and transposition
                         a_col, b_col, c_col = kernel_layout(a_col, b_col, True, r.reads_register_a(prec))
                         va = vb = True
-                    for epi in _epilogues(dt, prec):
+                    for epi, tile in ((e, t) for e in _epilogues(dt, prec) for t in _tiles(r, prec, e, cfg)):
                         v = Variant.make(r, dt, a_col=a_col, b_col=b_col, vec_a=va, vec_b=vb, vec_c=vc,
-                                         config=cfg, precision=prec, c_col=c_col, epilogue=epi)
+                                         config=tile, precision=prec, c_col=c_col, epilogue=epi)
                         # and its store twin, which a plan with rows of whole 16-byte chunks also loads
                         for w in (v, v.store_twin(get_dtype(dt).vector_elements)):
                             if w is not None and w not in out:
@@ -148,6 +149,14 @@ def _epilogues(dtype: str, precision: str) -> tuple:
         return (PLAIN,)
     scales = ("tensor", "row") + (("block",) if precision == "fp8" else ())
     return (PLAIN,) + tuple(Epilogue(out=FP8_DEFAULT_OUT, scale=s) for s in scales)
+
+
+def _tiles(rung: Rung, precision: str | None, epi: Epilogue, cfg: ConfigLike) -> tuple:
+    """The configurations precompile builds for one epilogue: ``cfg`` (None: the defaults), and with
+    the defaults rung 25's promoted tensor- and row-wise plans' wide tile too, which its rule takes at
+    many waves (core/rules.py, ``fp8_promoted_tile``)."""
+    wide = cfg is None and rung.slug == "wgmma_fp8" and precision == "fp8" and epi.scale in ("tensor", "row")
+    return (cfg, FP8_WIDE_TILE) if wide else (cfg,)
 
 
 def job_key(v: Variant) -> tuple:

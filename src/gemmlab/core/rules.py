@@ -39,6 +39,7 @@ HALF_TILE_RUNGS = ("wgmma_fp8",)
 # wave cost more than that (4096^3: 5% behind; 1024x4096x14336: 22% behind)
 # (benchmarks/results/h200_fp8_tiles_bn192.json.gz).
 FP8_WIDE_WAVES = 10
+FP8_WIDE_TILE = {"BM": 128, "BN": 192, "BK": 128, "WM": 64, "STAGES": 5, "CLUSTER": 1}
 
 
 def fp8_promoted_tile(M: int, N: int, sm_count: int) -> tuple[dict, str] | None:
@@ -48,8 +49,7 @@ def fp8_promoted_tile(M: int, N: int, sm_count: int) -> tuple[dict, str] | None:
     waves = -(-M // 128) * -(-N // 128) / max(sm_count, 1)
     if waves < FP8_WIDE_WAVES:
         return None
-    return ({"BM": 128, "BN": 192, "BK": 128, "WM": 64, "STAGES": 5, "CLUSTER": 1},
-            f"{waves:.1f} waves of 128x128 tiles: the promoted 128x192 tile")
+    return dict(FP8_WIDE_TILE), f"{waves:.1f} waves of 128x128 tiles: the promoted 128x192 tile"
 
 
 @dataclass(frozen=True)
