@@ -21,7 +21,7 @@ from gemmlab.core import scaled_grouped
 from gemmlab.measure.timing import Candidate
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from moe_tiles import SHAPES, engine_and_doc, held_out, record  # noqa: E402
+from moe_tiles import SHAPES, engine_and_doc, layers, record  # noqa: E402
 
 FP8_SHAPES = SHAPES[:5]   # the suite's layers and a smaller Mixtral-like one
 PROMOTED = {"128x128": {"BN": 128, "STAGES": 6}, "128x64": {"BN": 64, "STAGES": 8},
@@ -63,8 +63,4 @@ def main(out_path: str, shapes: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    args = sys.argv[2:]
-    if args[:1] == ["--random"]:
-        main(sys.argv[1], held_out(int(args[1]), int(args[args.index("--seed") + 1]) if "--seed" in args else 0))
-    else:
-        main(sys.argv[1], args or FP8_SHAPES)
+    main(sys.argv[1], layers(sys.argv[2:], FP8_SHAPES)[0])

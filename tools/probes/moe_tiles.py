@@ -52,6 +52,14 @@ def held_out(count: int, seed: int) -> list[str]:
     return out
 
 
+def layers(args: list[str], default: list[str]) -> tuple[list[str], bool]:
+    """The layers a tiles probe's arguments name and whether they are a held-out draw: ``--random
+    COUNT [--seed S]`` (``held_out``), else the GxTxNxK given, else ``default``."""
+    if args[:1] == ["--random"]:
+        return held_out(int(args[1]), int(args[args.index("--seed") + 1]) if "--seed" in args else 0), True
+    return args or default, False
+
+
 def engine_and_doc():
     """The timing engine (cold L2, NVML clocks) and the result document the tiles probes fill."""
     info = device_info(0)
@@ -97,9 +105,5 @@ def main(out_path: str, shapes: list[str], configs: dict) -> None:
 
 
 if __name__ == "__main__":
-    args = sys.argv[2:]
-    if args[:1] == ["--random"]:
-        seed = int(args[args.index("--seed") + 1]) if "--seed" in args else 0
-        main(sys.argv[1], held_out(int(args[1]), seed), {k: CONFIGS[k] for k in HELD_OUT_CONFIGS})
-    else:
-        main(sys.argv[1], args or SHAPES, CONFIGS)
+    shapes, drawn = layers(sys.argv[2:], SHAPES)
+    main(sys.argv[1], shapes, {k: CONFIGS[k] for k in HELD_OUT_CONFIGS} if drawn else CONFIGS)

@@ -30,7 +30,7 @@ from gemmlab.core.families.hopper import grouped_config
 from gemmlab.measure.timing import Candidate
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from moe_tiles import SHAPES, engine_and_doc, held_out, record  # noqa: E402
+from moe_tiles import SHAPES, engine_and_doc, layers, record  # noqa: E402
 
 
 def layer(shape: str):
@@ -86,10 +86,7 @@ def for_ncu() -> None:
 
 
 if __name__ == "__main__":
-    args = sys.argv[2:]
     if sys.argv[1:2] == ["--ncu"]:
         for_ncu()
-    elif args[:1] == ["--random"]:
-        main(sys.argv[1], held_out(int(args[1]), int(args[args.index("--seed") + 1]) if "--seed" in args else 0))
     else:
-        main(sys.argv[1], args or SHAPES)
+        main(sys.argv[1], layers(sys.argv[2:], SHAPES)[0])

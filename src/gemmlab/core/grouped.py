@@ -47,7 +47,7 @@ from .dtypes import get as get_dtype
 from .families.hopper import grouped_config, grouped_k_config
 from .groups import Groups
 from .launch import Plan
-from .problem import ArrayFacts, array_facts, check_output_dtype, check_placement, info_2d
+from .problem import ArrayFacts, array_facts, check_output_dtype, info_2d
 from .registry import get as get_rung
 from .rules import Choice
 from .variant import resolve
@@ -207,11 +207,7 @@ def grouped_mm_masked(a, b, counts, *, expected_rows: int | None = None, bias=No
     fa, fb, out_name = _operands(a, b, out_dtype)
     if len(fa.shape) != 3 or len(fb.shape) != 3:
         raise ValueError(f"the masked form takes a (G, M_max, K) and b (G, K, N); got {fa.shape} and {fb.shape}")
-    (G, R, K), (G2, K2, N) = fa.shape, fb.shape
-    if G2 != G or K2 != K:
-        raise ValueError(f"shape mismatch: a is {fa.shape} and b is {fb.shape}")
-    if G == 0:
-        raise ValueError("a and b have no groups")
+    G, R, K, N = args.masked_dims(fa, fb)
     epi, bias_f = _group_epilogue(bias, activation, G, N, fa, out_name)
     # no counts: every group full (grouped_mm's 3-D x 3-D with a fused epilogue)
     ints, out, fo = args.masked_prepared(counts, G, R, N, fa, out, out_name, check)
@@ -285,17 +281,7 @@ def _group_epilogue(bias, activation, G: int, N: int, fa: ArrayFacts, out_name: 
     core/activations.py; ``bias`` one row of N per group, (G, N) with contiguous rows, of the operands'
     dtype or float32, on their device and of their library. Errors name the problem."""
     act = _epilogue.check_activation(activation)
-    f = None
-    if bias is not None:
-        f = array_facts("bias", bias)
-        if f.shape != (G, N):
-            raise ValueError(f"bias has shape {f.shape}; the groups take one row of N per group, ({G}, {N})")
-        if f.dtype not in (fa.dtype, "fp32"):
-            raise TypeError(f"bias is {f.dtype}; it must be {fa.dtype} (the operands' dtype) or float32")
-        if (N > 1 and f.strides[1] != 1) or (G > 1 and f.strides[0] != N):
-            raise ValueError(f"bias has strides {f.strides}; its rows must be contiguous and follow one another "
-                             f"(pass bias.contiguous())")
-        check_placement("bias", f.device, f.lib, "a", fa.device, fa.lib)
+    f = args.group_bias(bias, G, N, fa, fa.dtype, "the operands' dtype")
     if act is None and f is None:
         return PLAIN, None
     kind = None if f is None else ("same" if f.dtype == fa.dtype else "fp32")

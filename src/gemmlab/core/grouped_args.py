@@ -10,7 +10,7 @@ from dataclasses import replace
 from .deps import require
 from .dtypes import get as get_dtype
 from .launch import current_stream, stream_capturing
-from .problem import ArrayFacts, array_facts, info_2d, problem_of
+from .problem import ArrayFacts, array_facts, check_placement, info_2d, problem_of
 
 
 def host_values(x):
@@ -194,6 +194,35 @@ def done_without_launch(out, lib: str, empty: bool, no_k: bool) -> bool:
         else:
             out.fill(0)
     return empty or no_k
+
+
+def masked_dims(fa: ArrayFacts, fb: ArrayFacts) -> tuple[int, int, int, int]:
+    """(G, M_max, K, N) of the masked form's a (G, M_max, K) and b (G, K, N), both 3-D: ValueError
+    where their groups or K differ, or there are no groups."""
+    (G, R, K), (G2, K2, N) = fa.shape, fb.shape
+    if G2 != G or K2 != K:
+        raise ValueError(f"shape mismatch: a is {fa.shape} and b is {fb.shape}")
+    if G == 0:
+        raise ValueError("a and b have no groups")
+    return G, R, K, N
+
+
+def group_bias(bias, G: int, N: int, fa: ArrayFacts, dtype: str, dtype_is: str) -> ArrayFacts | None:
+    """The facts of a grouped call's ``bias`` (None: none): one row of N per group, (G, N) with
+    contiguous rows one after another, of ``dtype`` (what ``dtype_is`` says it is) or float32, on
+    a's device and of its library. Errors name the problem."""
+    if bias is None:
+        return None
+    f = array_facts("bias", bias)
+    if f.shape != (G, N):
+        raise ValueError(f"bias has shape {f.shape}; the groups take one row of N per group, ({G}, {N})")
+    if f.dtype not in (dtype, "fp32"):
+        raise TypeError(f"bias is {f.dtype}; it must be {dtype} ({dtype_is}) or float32")
+    if (N > 1 and f.strides[1] != 1) or (G > 1 and f.strides[0] != N):
+        raise ValueError(f"bias has strides {f.strides}; its rows must be contiguous and follow one another "
+                         f"(pass bias.contiguous())")
+    check_placement("bias", f.device, f.lib, "a", fa.device, fa.lib)
+    return f
 
 
 def no_overlap(fa: ArrayFacts, fb: ArrayFacts, fo: ArrayFacts, bias_f: ArrayFacts | None = None) -> None:

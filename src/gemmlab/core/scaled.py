@@ -181,14 +181,16 @@ def _plan(problem, kp, scales: Scales, epi, kernel: str, config, precision: str,
         if p is not None:
             _PLANS.move_to_end(key)
             return p
-    choice = dispatch.decide(problem, kernel, config, device_info(problem.c.device), precision)
-    wide = (fp8_promoted_tile(kp.M, kp.N, device_info(problem.c.device).sm_count)
+    info = device_info(problem.c.device)
+    choice = dispatch.decide(problem, kernel, config, info, precision)
+    cfg_of = lambda c: c.rung.config(c.config, precision)   # noqa: E731
+    wide = (fp8_promoted_tile(kp.M, kp.N, info.sm_count)
             if choice.source == "rule" and precision == "fp8" and scales.mode != "block" else None)
-    if wide is not None and choice.rung.config(choice.config, precision)["BN"] == BLOCK:
+    if wide is not None and cfg_of(choice)["BN"] == BLOCK:
         choice = replace(choice, config=wide[0], reason=f"{choice.reason}; {wide[1]}")
-    if scales.mode == "block" and choice.rung.config(choice.config, precision)["BN"] > BLOCK:
+    if scales.mode == "block" and cfg_of(choice)["BN"] > BLOCK:
         # a tuned tile wider than a column block of scale_b (the promoted 128x192): the rule's instead
-        rule = dispatch.rule_config(choice.rung, kp.M, kp.N, kp.K, device_info(problem.c.device).sm_count, precision)
+        rule = dispatch.rule_config(choice.rung, kp.M, kp.N, kp.K, info.sm_count, precision)
         choice = replace(choice, config=rule[0], source="rule",
                          reason=f"{rule[1]}; block scales: a tile within one column block of {BLOCK}")
     p = Plan(problem, choice.rung, choice.config, choice=choice, precision=precision, epilogue=epi, bias_ptr=bias_ptr,

@@ -45,7 +45,7 @@ from .families.hopper import grouped_fp8_config
 from .groups import Groups
 from .launch import Plan, current_stream, stream_capturing
 from .precision import label as precision_label
-from .problem import ArrayFacts, array_facts, check_placement
+from .problem import ArrayFacts, array_facts
 from .registry import get as get_rung
 from .rules import Choice
 from .scaled import BLOCK, finite, fp8_facts, numel, out_dtype_of, scale_facts
@@ -202,18 +202,7 @@ def _epilogue_of(bias, activation, G: int, N: int, fa: ArrayFacts, out_name: str
     """(Epilogue, the bias's facts or None): the scales, ``activation``, and ``bias`` (G, N) of the
     output's dtype or float32, rows contiguous and one after another."""
     act = _epilogue.check_activation(activation)
-    f = None
-    if bias is not None:
-        f = array_facts("bias", bias)
-        if f.shape != (G, N):
-            raise ValueError(f"bias has shape {f.shape}; the groups take one row of N per group, ({G}, {N})")
-        if f.dtype not in (out_name, "fp32"):
-            raise TypeError(f"bias is {f.dtype}; with FP8 operands it must be {out_name} (the output's dtype) or "
-                            f"float32")
-        if (N > 1 and f.strides[1] != 1) or (G > 1 and f.strides[0] != N):
-            raise ValueError(f"bias has strides {f.strides}; its rows must be contiguous and follow one another "
-                             f"(pass bias.contiguous())")
-        check_placement("bias", f.device, f.lib, "a", fa.device, fa.lib)
+    f = args.group_bias(bias, G, N, fa, out_name, "with FP8 operands, the output's dtype")
     kind = None if f is None else ("fp32" if f.dtype == "fp32" else "out")
     return _epilogue.Epilogue(act, kind, False, out_name, scale=mode), f
 
@@ -275,11 +264,7 @@ def scaled_grouped_mm_masked(a, b, scale_a, scale_b, counts, *, expected_rows: i
     fa, fb, out_name = _operands(a, b, a_format, b_format, out_dtype)
     if len(fa.shape) != 3:
         raise ValueError(f"the masked form takes a (G, M_max, K); got a of shape {fa.shape}")
-    (G, R, K), (G2, K2, N) = fa.shape, fb.shape
-    if G2 != G or K2 != K:
-        raise ValueError(f"shape mismatch: a is {fa.shape} and b is {fb.shape}")
-    if G == 0:
-        raise ValueError("a and b have no groups")
+    G, R, K, N = args.masked_dims(fa, fb)
     scales = check_group_scales(scale_a, scale_b, (G, R), G, N, K, fa.device, fa.lib)
     epi, bias_f = _epilogue_of(bias, activation, G, N, fa, out_name, scales.mode)
     precision = _precision(scales, use_fast_accum)
