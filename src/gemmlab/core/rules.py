@@ -34,10 +34,9 @@ HALF_TILE_RUNGS = ("wgmma_fp8",)
 
 
 # Rung 25 promoted: the 128x192 tile where 128x128 tiles make this many waves or more. It reuses each
-# operand tile over more of the other (96 sums and 96 partial sums per thread) and ran 3-6% ahead of
-# 128x128 at 13.6-31 waves of 128x128 tiles; at 7.8 waves and fewer its wider tiles' partial last
-# wave cost more than that (4096^3: 5% behind; 1024x4096x14336: 22% behind)
-# (benchmarks/results/h200_fp8_tiles_bn192.json.gz).
+# operand tile over more of the other (96 sums and 96 partial sums per thread) and ran ahead of
+# 128x128 at many waves; at few waves its wider tiles' partial last wave cost more than that
+# (benchmarks/results/h200_fp8_tiles_bn192.json.gz; docs/hopper.md gives the figures).
 FP8_WIDE_WAVES = 10
 FP8_WIDE_TILE = {"BM": 128, "BN": 192, "BK": 128, "WM": 64, "STAGES": 5, "CLUSTER": 1}
 

@@ -310,7 +310,7 @@ GROUPED_STREAMK_K = 4096   # 128x256 units from this K on: a stream-K tail (64 k
 # Rung 26: WGSKIP=1 below this many rows per group on average. A warpgroup sitting out a group's last
 # tile ends the tile early, and the SM runs ahead of the wave whose tiles share the weights' panels
 # in L2: at the moe suite's 8-expert up projection (512 rows per group) the weights were read again
-# from DRAM, a quarter more bytes (benchmarks/profiles/h200_ncu_moe_wgskip_up.csv.gz). With groups
+# from DRAM (benchmarks/profiles/h200_ncu_moe_wgskip_up.csv.gz). With groups
 # of a row tile or less there is little such sharing to lose. Rung 27 takes WGSKIP=1 at any size:
 # on held-out layers FP8 lost less to the rereads than it gained
 # (benchmarks/results/h200_moe_wgskip*.json.gz).
