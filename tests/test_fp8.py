@@ -153,6 +153,15 @@ def test_the_promoted_192_column_tile_is_the_rules_only_at_many_waves_of_128x128
     assert fp8_promoted_tile(128 * 132 * FP8_WIDE_WAVES, 128, 132) is not None   # exactly the waves
 
 
+def test_rows_that_are_not_32_byte_multiples_take_an_l2_promotion_of_128_bytes():
+    from gemmlab.core.rules import fp8_promotion
+
+    assert fp8_promotion(4096, 4096) is None
+    cfg, why = fp8_promotion(5072, 5072)
+    assert cfg == {"L2PROMO": 128} and "not all 32-byte multiples" in why
+    assert fp8_promotion(4096, 1648) is not None
+
+
 def test_fp8_variants_write_bf16_by_default_and_define_their_formats_and_scales():
     r = get("wgmma_fp8")
     v = Variant.make(r, "fp8", b_col=True, epilogue=Epilogue(scale="row"))

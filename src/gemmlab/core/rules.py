@@ -51,6 +51,21 @@ def fp8_promoted_tile(M: int, N: int, sm_count: int) -> tuple[dict, str] | None:
     return dict(FP8_WIDE_TILE), f"{waves:.1f} waves of 128x128 tiles: the promoted 128x192 tile"
 
 
+# Rung 25: operand rows 16-byte but not 32-byte aligned (K % 32 == 16 for K-major FP8) ran 15-17%
+# faster with the copy engine's L2 promotion at 128 bytes than at its default 256, in both promoted
+# tiles; each 128-byte box row then spans five 32-byte sectors (benchmarks/results/h200_fp8_k16.json.gz)
+FP8_MISALIGNED_PROMOTION = 128
+
+
+def fp8_promotion(lda: int, ldb: int) -> tuple[dict, str] | None:
+    """Rung 25's L2 promotion for FP8 operand rows of ``lda`` and ``ldb`` bytes: 128 where either is
+    not a multiple of 32, and why; None (the default) elsewhere."""
+    if lda % 32 == 0 and ldb % 32 == 0:
+        return None
+    return ({"L2PROMO": FP8_MISALIGNED_PROMOTION},
+            f"rows of {lda} and {ldb} bytes, not all 32-byte multiples: L2 promotion of {FP8_MISALIGNED_PROMOTION} bytes")
+
+
 @dataclass(frozen=True)
 class Choice:
     """What runs and why: ``source`` is "named", "tuned", "defaults", "model", "online" or "rule"."""
