@@ -3,6 +3,7 @@
 clocks):
 
     python tools/probes/fp8_k16.py OUT.json [MxNxK ...]
+    ncu --clock-control none -k regex:gemm --csv --metrics METRICS python tools/probes/fp8_k16.py --ncu
 
 Per FP8 shape (rung 25, tensor-wise scales unless named): the L2 promotion (128 or 64 bytes against
 the default 256), a cluster of 2, the 128x192 tile, the rule's choice ("auto"), fast accumulation and
@@ -109,5 +110,26 @@ def main(out_path: str, shapes: list[str]) -> None:
         json.dump(doc, f, indent=1)
 
 
+def for_ncu() -> None:
+    """The rule's choice at 7152x6544x5072 with the promotion at 256 and 128 bytes, at 7152x6544x5088,
+    and torch._scaled_mm at 5072, two launches each."""
+    for K in (5072, 5088):
+        a = torch.randn(7152, K, device="cuda").to(torch.float8_e4m3fn)
+        b = torch.randn(6544, K, device="cuda").to(torch.float8_e4m3fn).t()
+        sa, sb = torch.tensor(0.7, device="cuda"), torch.tensor(1.3, device="cuda")
+        _, plan = gemmlab.scaled_mm(a, b, sa, sb, return_plan=True)
+        cfg = plan.choice.rung.config(plan.choice.config, "fp8")
+        for promo in ((256, 128) if K % 32 else (256,)):
+            for _ in range(2):
+                gemmlab.scaled_mm(a, b, sa, sb, kernel="wgmma_fp8", config={**cfg, "L2PROMO": promo})
+        if K % 32:
+            for _ in range(2):
+                torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16)
+    torch.cuda.synchronize()
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2:] or SHAPES)
+    if sys.argv[1:2] == ["--ncu"]:
+        for_ncu()
+    else:
+        main(sys.argv[1], sys.argv[2:] or SHAPES)
