@@ -1,24 +1,27 @@
-"""Rows 16-byte but not 32-byte aligned (K % 32 == 16 for K-major FP8, K % 16 == 8 for K-major
-16-bit operands) beside aligned K, timed together per shape by the one timing engine (cold L2, NVML
-clocks):
+"""Operand rows 16-byte but not 32-byte aligned (K % 32 == 16 for K-major FP8, 8 mod 16 elements
+for 16-bit operands) beside aligned rows, timed together per shape by the one timing engine (cold
+L2, NVML clocks):
 
-    python tools/probes/fp8_k16.py OUT.json [MxNxK ...]
+    python tools/probes/fp8_k16.py OUT.json [MxNxK | bf16:MxNxK ...]
+    python tools/probes/fp8_k16.py OUT.json --random COUNT [--seed S]
     ncu --clock-control none -k regex:gemm --csv --metrics METRICS python tools/probes/fp8_k16.py --ncu
 
-Per FP8 shape (rung 25, tensor-wise scales unless named): the L2 promotion (128 or 64 bytes against
-the default 256), a cluster of 2, the 128x192 tile, the rule's choice ("auto"), fast accumulation and
-block scales in the rule's tile with the promotion at 256 and at 128 bytes, the operands copied first into rows of a
-32-byte multiple ("pad32", copies timed with the product; "pad32 gemm" the product alone on such
-copies), and torch._scaled_mm. Per bf16 shape (prefix ``bf16:``): ``auto`` against its own
-configuration with the 128-byte promotion, and torch.matmul.
+Per FP8 shape (rung 25): the rule's choice ("auto"; "fast", "block": fast accumulation, block
+scales), tiles of 128x128 and 128x192 with the L2 promotion at 128 bytes (the copy engine's default
+is 256) and clusters of 2, the operands copied first into rows of a 32-byte multiple ("pad32":
+copies timed with the product), and torch._scaled_mm (tensor-wise; "torch fast" with fast
+accumulation). Per bf16 shape: ``auto`` beside its own configuration at each promotion, with A
+read from rows of 16-byte and of 32-byte multiples ("a16", "a32": the product alone on such
+copies), and torch.matmul. ``--random``: COUNT FP8 shapes of K % 32 == 16 and COUNT bf16 shapes,
+log-uniform M, N, K (a held-out sample, seed S).
 
-What the rule's L2 promotion for such rows rests on (core/rules.py, ``fp8_promotion``); one JSON,
-TFLOP/s per candidate. The default shapes: two pairs of K % 32 == 16 and 0, four random shapes of
-K % 32 == 16 the rule was not set on (log-uniform M, N of 1024-16384, seed 13), and three bf16
-pairs."""
+What the rules for such rows rest on (core/rules.py, ``misaligned_rows``); one JSON, TFLOP/s per
+candidate."""
 from __future__ import annotations
 
 import json
+import math
+import random
 import sys
 
 import torch
@@ -33,10 +36,29 @@ from gemmlab.measure.timing import Candidate, Engine, Settings
 SHAPES = ["7152x6544x5072", "7152x6544x5088", "2384x8544x1648", "2384x8544x1664",
           "2096x6848x5488", "10784x1712x1168", "1536x1904x6544", "1472x4464x1104",
           "bf16:4096x4096x4104", "bf16:4096x4096x4112", "bf16:7152x6544x5064", "bf16:2384x8544x1640"]
-CONFIGS = {"128x128": {}, "128x128_p128": {"L2PROMO": 128}, "128x128_p64": {"L2PROMO": 64},
-           "128x128_c2": {"CLUSTER": 2}, "128x128_c2_p128": {"CLUSTER": 2, "L2PROMO": 128},
-           "128x192": {"BN": 192, "STAGES": 5}, "128x192_p128": {"BN": 192, "STAGES": 5, "L2PROMO": 128},
-           "128x192_c2_p128": {"BN": 192, "STAGES": 5, "CLUSTER": 2, "L2PROMO": 128}}
+TILE = {"BM": 128, "BK": 128, "WM": 64}
+PROMOTED = {"128x128_p128": {"BN": 128, "STAGES": 6, "L2PROMO": 128},
+            "128x128_c2_p128": {"BN": 128, "STAGES": 6, "CLUSTER": 2, "L2PROMO": 128},
+            "128x192_p128": {"BN": 192, "STAGES": 5, "L2PROMO": 128},
+            "128x192_c2_p128": {"BN": 192, "STAGES": 5, "CLUSTER": 2, "L2PROMO": 128},
+            "128x192_c2": {"BN": 192, "STAGES": 5, "CLUSTER": 2, "L2PROMO": 256}}
+FAST = {"fast 128x256_p128": {"BN": 256, "STAGES": 4, "DEFER": 1, "L2PROMO": 128},
+        "fast 128x256_c2_p128": {"BN": 256, "STAGES": 4, "DEFER": 1, "CLUSTER": 2, "L2PROMO": 128},
+        "fast 128x128_c2_p128": {"BN": 128, "STAGES": 6, "DEFER": 0, "CLUSTER": 2, "L2PROMO": 128}}
+BLOCK = {"block 128x128_p128": {"BN": 128, "STAGES": 6, "L2PROMO": 128},
+         "block 128x128_c2_p128": {"BN": 128, "STAGES": 6, "CLUSTER": 2, "L2PROMO": 128}}
+
+
+def draw(count: int, seed: int) -> list[str]:
+    """COUNT FP8 shapes of K % 32 == 16 and COUNT bf16 shapes, M of 64-16384, N and K of 256-16384
+    (log-uniform)."""
+    rng = random.Random(seed)
+
+    def lu(lo: int, hi: int) -> int:
+        return int(round(2 ** rng.uniform(math.log2(lo), math.log2(hi))))
+
+    fp8 = [f"{lu(64, 16384)}x{lu(256, 16384)}x{lu(256, 16384) // 32 * 32 + 16}" for _ in range(count)]
+    return fp8 + [f"bf16:{lu(64, 16384)}x{lu(256, 16384)}x{lu(256, 16384)}" for _ in range(count)]
 
 
 def fp8_candidates(M: int, N: int, K: int, plans: dict) -> list:
@@ -50,30 +72,27 @@ def fp8_candidates(M: int, N: int, K: int, plans: dict) -> list:
     bp = torch.empty(N, Kp, device="cuda", dtype=a.dtype)[:, :K]
     out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
 
-    def call(x, y, s, t, cfg=None, fast=False, plan_as=None):
+    def call(name, s, t, cfg=None, fast=False, x=a, y=b):
         kernel = "auto" if cfg is None else "wgmma_fp8"
-        if plan_as:
-            _, plans[plan_as] = gemmlab.scaled_mm(x, y, s, t, out=out, kernel=kernel, config=cfg, use_fast_accum=fast,
-                                                  return_plan=True)
-        return lambda: gemmlab.scaled_mm(x, y, s, t, out=out, kernel=kernel, config=cfg, use_fast_accum=fast,
-                                         check_finite=False)
+        cfg = None if cfg is None else {**TILE, **cfg}
+        _, plans[name] = gemmlab.scaled_mm(x, y, s, t, out=out, kernel=kernel, config=cfg, use_fast_accum=fast,
+                                           return_plan=True)
+        return Candidate(name, lambda: gemmlab.scaled_mm(x, y, s, t, out=out, kernel=kernel, config=cfg,
+                                                         use_fast_accum=fast, check_finite=False))
 
     def padded():
         ap.copy_(a)
         bp.copy_(b.t())
         gemmlab.scaled_mm(ap, bp.t(), sa, sb, out=out, check_finite=False)
 
-    cands = [Candidate(n, call(a, b, sa, sb, cfg, plan_as=n)) for n, cfg in CONFIGS.items()]
-    cands.append(Candidate("auto", call(a, b, sa, sb, plan_as="auto")))
-    for name, s, t, fast in (("fast", sa, sb, True), ("block", ba, bb, False)):
-        call(a, b, s, t, fast=fast, plan_as=name)
-        choice = plans.pop(name).choice
-        for promo in (256, 128):
-            cfg = {**choice.rung.config(choice.config, "fp8_fast" if fast else "fp8"), "L2PROMO": promo}
-            cands.append(Candidate(f"{name}_p{promo}", call(a, b, s, t, cfg, fast, plan_as=f"{name}_p{promo}")))
-    cands += [Candidate("pad32", padded), Candidate("pad32 gemm", call(ap, bp.t(), sa, sb, plan_as="pad32 gemm")),
-              Candidate("torch_scaled_mm", lambda: torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16))]
-    return cands
+    return ([call("auto", sa, sb), call("fast", sa, sb, fast=True), call("block", ba, bb)]
+            + [call(n, sa, sb, cfg) for n, cfg in PROMOTED.items()]
+            + [call(n, sa, sb, cfg, fast=True) for n, cfg in FAST.items()]
+            + [call(n, ba, bb, cfg) for n, cfg in BLOCK.items()]
+            + [Candidate("pad32", padded),
+               Candidate("torch", lambda: torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16)),
+               Candidate("torch fast", lambda: torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16,
+                                                                use_fast_accum=True))])
 
 
 def bf16_candidates(M: int, N: int, K: int, plans: dict) -> list:
@@ -81,11 +100,21 @@ def bf16_candidates(M: int, N: int, K: int, plans: dict) -> list:
     b = torch.randn(N, K, device="cuda", dtype=torch.bfloat16).t()
     c = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
     p = plans["auto"] = gemmlab.plan(a, b, c)
-    slug, cfg = p.choice.rung.slug, {**p.choice.rung.config(p.choice.config, "bf16"), "L2PROMO": 128}
-    plans["auto_p128"] = gemmlab.plan(a, b, c, kernel=slug, config=cfg)
-    return [Candidate("auto", lambda: gemmlab.gemm(a, b, c)),
-            Candidate("auto_p128", lambda: gemmlab.gemm(a, b, c, kernel=slug, config=cfg)),
-            Candidate("torch_matmul", lambda: torch.matmul(a, b, out=c))]
+    slug, cfg = p.choice.rung.slug, p.choice.rung.config(p.choice.config, "bf16")
+    cands = [Candidate("auto", lambda: gemmlab.gemm(a, b, c)),
+             Candidate("torch", lambda: torch.matmul(a, b, out=c))]
+    for promo in (256, 128):
+        own = {**cfg, "L2PROMO": promo}
+        plans[f"auto_p{promo}"] = gemmlab.plan(a, b, c, kernel=slug, config=own)
+        cands.append(Candidate(f"auto_p{promo}", lambda own=own: gemmlab.gemm(a, b, c, kernel=slug, config=own)))
+    for row in (16, 32):   # A in rows of a 16-byte multiple that is not a 32-byte one, and of a 32-byte one
+        ld = -(-K // 8) * 8
+        ld += 8 if (ld % 16 == 0) == (row == 16) else 0
+        ap = torch.empty(M, ld, device="cuda", dtype=a.dtype)[:, :K]
+        ap.copy_(a)
+        plans[f"a{row}"] = gemmlab.plan(ap, b, c)
+        cands.append(Candidate(f"a{row}", lambda ap=ap: gemmlab.gemm(ap, b, c)))
+    return cands
 
 
 def main(out_path: str, shapes: list[str]) -> None:
@@ -105,7 +134,9 @@ def main(out_path: str, shapes: list[str]) -> None:
         doc["runs"].append({"shape": [M, N, K], "dtype": dtype or "fp8", "tflops": tflops,
                             "plans": {k: repr(v) for k, v in plans.items()}, "samples": res})
         print(shape, {k: round(v) for k, v in sorted(tflops.items(), key=lambda kv: -kv[1])}, flush=True)
-        print("   auto:", repr(plans["auto"]), flush=True)
+        for k in ("auto", "fast", "block"):
+            if k in plans:
+                print(f"   {k}:", repr(plans[k]).split("]; ")[-1][:400], flush=True)
     with open(out_path, "w") as f:
         json.dump(doc, f, indent=1)
 
@@ -129,7 +160,10 @@ def for_ncu() -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--ncu"]:
+    args = sys.argv[1:]
+    if args[:1] == ["--ncu"]:
         for_ncu()
+    elif args[1:2] == ["--random"]:
+        main(args[0], draw(int(args[2]), int(args[args.index("--seed") + 1]) if "--seed" in args else 0))
     else:
-        main(sys.argv[1], sys.argv[2:] or SHAPES)
+        main(args[0], args[1:] or SHAPES)
