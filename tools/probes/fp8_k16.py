@@ -51,13 +51,13 @@ BLOCK = {"block 128x128_p128": {"BN": 128, "STAGES": 6, "L2PROMO": 128},
 
 def draw(count: int, seed: int) -> list[str]:
     """COUNT FP8 shapes of K % 32 == 16 and COUNT bf16 shapes, M of 64-16384, N and K of 256-16384
-    (log-uniform)."""
+    (log-uniform; FP8's N a multiple of 16, as torch._scaled_mm takes)."""
     rng = random.Random(seed)
 
     def lu(lo: int, hi: int) -> int:
         return int(round(2 ** rng.uniform(math.log2(lo), math.log2(hi))))
 
-    fp8 = [f"{lu(64, 16384)}x{lu(256, 16384)}x{lu(256, 16384) // 32 * 32 + 16}" for _ in range(count)]
+    fp8 = [f"{lu(64, 16384)}x{lu(256, 16384) // 16 * 16}x{lu(256, 16384) // 32 * 32 + 16}" for _ in range(count)]
     return fp8 + [f"bf16:{lu(64, 16384)}x{lu(256, 16384)}x{lu(256, 16384)}" for _ in range(count)]
 
 
