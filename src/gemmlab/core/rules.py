@@ -51,19 +51,35 @@ def fp8_promoted_tile(M: int, N: int, sm_count: int) -> tuple[dict, str] | None:
     return dict(FP8_WIDE_TILE), f"{waves:.1f} waves of 128x128 tiles: the promoted 128x192 tile"
 
 
-# Rung 25: operand rows 16-byte but not 32-byte aligned (K % 32 == 16 for K-major FP8) ran 15-17%
-# faster with the copy engine's L2 promotion at 128 bytes than at its default 256, in both promoted
-# tiles; each 128-byte box row then spans five 32-byte sectors (benchmarks/results/h200_fp8_k16.json.gz)
-FP8_MISALIGNED_PROMOTION = 128
+# Rung 25 where an operand it reads in place has rows that are not 32-byte multiples (K-major FP8 at
+# K % 32 == 16; copies are padded to 32 bytes): the L2 serves about twice the requests for such rows
+# and bounds the kernel, even at the 128-byte promotion the maps then take (core/tensormaps.py). From
+# one wave of 128x128 tiles on, clusters of 2 (each block loads half of B's tile and multicasts it)
+# ran ahead of the rule's tiles in every precision and scaling, and promoted the 128x192 tile with
+# them (fewer operand bytes per flop); below a wave the rule's smaller tiles ran ahead
+# (benchmarks/results/h200_fp8_k16.json.gz, h200_fp8_k16_heldout.json.gz).
+FP8_MISALIGNED_WAVES = 1
+FP8_BLOCK_CLUSTER_TILE = {"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6, "CLUSTER": 2}
 
 
-def fp8_promotion(lda: int, ldb: int) -> tuple[dict, str] | None:
-    """Rung 25's L2 promotion for FP8 operand rows of ``lda`` and ``ldb`` bytes: 128 where either is
-    not a multiple of 32, and why; None (the default) elsewhere."""
-    if lda % 32 == 0 and ldb % 32 == 0:
+def fp8_misaligned(cfg: dict, M: int, N: int, row_bytes: tuple[int, ...], precision: str, block: bool,
+                   sm_count: int) -> tuple[dict, str] | None:
+    """Rung 25's configuration in place of the rule's ``cfg`` where an operand read in place has rows
+    of ``row_bytes`` that are not all 32-byte multiples, and why; None where they are, below
+    ``FP8_MISALIGNED_WAVES`` waves of 128x128 tiles, or where the row tiles do not pair up (one)."""
+    if all(b % 32 == 0 for b in row_bytes):
         return None
-    return ({"L2PROMO": FP8_MISALIGNED_PROMOTION},
-            f"rows of {lda} and {ldb} bytes, not all 32-byte multiples: L2 promotion of {FP8_MISALIGNED_PROMOTION} bytes")
+    waves = -(-M // 128) * -(-N // 128) / max(sm_count, 1)
+    if waves < FP8_MISALIGNED_WAVES or -(-M // 128) < 2:
+        return None
+    if block:
+        new = dict(FP8_BLOCK_CLUSTER_TILE)
+    elif precision == "fp8":
+        new = dict(FP8_WIDE_TILE, CLUSTER=2)
+    else:
+        new = dict(cfg, CLUSTER=2)
+    return new, (f"rows of {'/'.join(map(str, row_bytes))} bytes, not all 32-byte multiples, at {waves:.1f} waves: "
+                 f"{new['BM']}x{new['BN']} tiles in clusters of 2")
 
 
 @dataclass(frozen=True)
