@@ -150,7 +150,8 @@ def test_the_promoted_192_column_tile_is_the_rules_only_at_many_waves_of_128x128
     cfg, why = fp8_promoted_tile(8192, 8192, 132)                     # 31 waves
     assert cfg["BN"] == 192 and "waves of 128x128 tiles" in why
     assert not get("wgmma_fp8").check_config(get("wgmma_fp8").config(cfg, "fp8"), "fp8")
-    assert fp8_promoted_tile(128 * 132 * FP8_WIDE_WAVES, 128, 132) is not None   # exactly the waves
+    assert fp8_promoted_tile(128 * 11 * FP8_WIDE_WAVES, 1536, 132) is not None     # exactly the waves (12 columns)
+    assert fp8_promoted_tile(128 * 132 * FP8_WIDE_WAVES, 128, 132) is None       # 192 columns for 128
 
 
 def test_misaligned_fp8_rows_take_clusters_of_2_from_a_wave_of_128x128_tiles():
@@ -164,6 +165,8 @@ def test_misaligned_fp8_rows_take_clusters_of_2_from_a_wave_of_128x128_tiles():
     assert fp8_misaligned(fast, 2384, 8544, (1648,), "fp8_fast", False, 132)[0] == dict(fast, CLUSTER=2)
     cfg, _ = fp8_misaligned(r.config(None, "fp8"), 2384, 8544, (4096, 1648), "fp8", True, 132)
     assert (cfg["BN"], cfg["CLUSTER"]) == (128, 2)                     # block scales: within a column block
+    cfg, _ = fp8_misaligned(r.config(None, "fp8"), 5334, 640, (11984,), "fp8", False, 132)
+    assert (cfg["BN"], cfg["CLUSTER"]) == (128, 2)                     # 768 columns of 192 against 640 of 128
     assert fp8_misaligned(r.config(None, "fp8"), 2125, 464, (2544,), "fp8", False, 132) is None   # 68 tiles
     assert fp8_misaligned(r.config(None, "fp8"), 128, 132 * 128, (1648,), "fp8", False, 132) is None   # one row tile
     for prec, block in (("fp8", False), ("fp8_fast", False), ("fp8", True)):

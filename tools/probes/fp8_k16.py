@@ -103,7 +103,7 @@ def bf16_candidates(M: int, N: int, K: int, plans: dict) -> list:
     slug, cfg = p.choice.rung.slug, p.choice.rung.config(p.choice.config, "bf16")
     cands = [Candidate("auto", lambda: gemmlab.gemm(a, b, c)),
              Candidate("torch", lambda: torch.matmul(a, b, out=c))]
-    for promo in (256, 128):
+    for promo in ((256, 128) if "L2PROMO" in cfg else ()):   # a rung with tensor maps
         own = {**cfg, "L2PROMO": promo}
         plans[f"auto_p{promo}"] = gemmlab.plan(a, b, c, kernel=slug, config=own)
         cands.append(Candidate(f"auto_p{promo}", lambda own=own: gemmlab.gemm(a, b, c, kernel=slug, config=own)))

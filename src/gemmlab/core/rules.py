@@ -39,14 +39,22 @@ HALF_TILE_RUNGS = ("wgmma_fp8",)
 # (benchmarks/results/h200_fp8_tiles_bn192.json.gz; docs/hopper.md gives the figures).
 FP8_WIDE_WAVES = 10
 FP8_WIDE_TILE = {"BM": 128, "BN": 192, "BK": 128, "WM": 64, "STAGES": 5, "CLUSTER": 1}
+# ... and where its columns pad N to at most this much more than 128-column tiles do: at N = 640 (768
+# columns against 640) and 256 (384) the 128x128 tile ran ahead (h200_fp8_k16_heldout_seed15.json.gz)
+FP8_WIDE_PAD = 1.125
+
+
+def fp8_wide_fits(N: int) -> bool:
+    """Whether 192-column tiles pad N to at most ``FP8_WIDE_PAD`` times the columns 128-column tiles do."""
+    return -(-N // 192) * 192 <= FP8_WIDE_PAD * -(-N // 128) * 128
 
 
 def fp8_promoted_tile(M: int, N: int, sm_count: int) -> tuple[dict, str] | None:
     """Rung 25's promoted 128x192 tile for an M x N output where 128x128 tiles make at least
-    ``FP8_WIDE_WAVES`` waves on ``sm_count`` SMs, and why; None elsewhere (and never for block
-    scales, whose tiles lie within one 128-column block: the caller's)."""
+    ``FP8_WIDE_WAVES`` waves on ``sm_count`` SMs and N fits it (``fp8_wide_fits``), and why; None
+    elsewhere (and never for block scales, whose tiles lie within one 128-column block: the caller's)."""
     waves = -(-M // 128) * -(-N // 128) / max(sm_count, 1)
-    if waves < FP8_WIDE_WAVES:
+    if waves < FP8_WIDE_WAVES or not fp8_wide_fits(N):
         return None
     return dict(FP8_WIDE_TILE), f"{waves:.1f} waves of 128x128 tiles: the promoted 128x192 tile"
 
@@ -56,10 +64,10 @@ def fp8_promoted_tile(M: int, N: int, sm_count: int) -> tuple[dict, str] | None:
 # and bounds the kernel, even at the 128-byte promotion the maps then take (core/tensormaps.py). From
 # one wave of 128x128 tiles on, clusters of 2 (each block loads half of B's tile and multicasts it)
 # ran ahead of the rule's tiles in every precision and scaling, and promoted the 128x192 tile with
-# them (fewer operand bytes per flop); below a wave the rule's smaller tiles ran ahead
+# them (fewer operand bytes per flop) where N fits it; below a wave the rule's smaller tiles ran ahead
 # (benchmarks/results/h200_fp8_k16.json.gz, h200_fp8_k16_heldout.json.gz).
 FP8_MISALIGNED_WAVES = 1
-FP8_BLOCK_CLUSTER_TILE = {"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6, "CLUSTER": 2}
+FP8_BLOCK_CLUSTER_TILE = {"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6, "CLUSTER": 2}   # also promoted where N does not fit 192
 
 
 def fp8_misaligned(cfg: dict, M: int, N: int, row_bytes: tuple[int, ...], precision: str, block: bool,
@@ -72,7 +80,7 @@ def fp8_misaligned(cfg: dict, M: int, N: int, row_bytes: tuple[int, ...], precis
     waves = -(-M // 128) * -(-N // 128) / max(sm_count, 1)
     if waves < FP8_MISALIGNED_WAVES or -(-M // 128) < 2:
         return None
-    if block:
+    if block or (precision == "fp8" and not fp8_wide_fits(N)):
         new = dict(FP8_BLOCK_CLUSTER_TILE)
     elif precision == "fp8":
         new = dict(FP8_WIDE_TILE, CLUSTER=2)
