@@ -64,30 +64,44 @@ def fp8_promoted_tile(M: int, N: int, sm_count: int) -> tuple[dict, str] | None:
 # and bounds the kernel, even at the 128-byte promotion the maps then take (core/tensormaps.py). From
 # one wave of 128x128 tiles on, clusters of 2 (each block loads half of B's tile and multicasts it)
 # ran ahead of the rule's tiles in every precision and scaling, and promoted the 128x192 tile with
-# them (fewer operand bytes per flop) where N fits it; below a wave the rule's smaller tiles ran ahead
-# (benchmarks/results/h200_fp8_k16.json.gz, h200_fp8_k16_heldout.json.gz).
+# them (fewer operand bytes per flop) where N fits it; below a wave the rule's smaller tiles mostly
+# ran ahead (benchmarks/results/h200_fp8_k16.json.gz, h200_fp8_k16_heldout.json.gz). A cluster
+# over an odd count of row tiles computes one row of tiles more. Where that adds a wave to 7 or 10
+# the clusters still ran ahead; where it doubled one (806x3456: 126 tiles of 128x192 in one wave,
+# 144 in clusters) the tiles ran faster alone (h200_fp8_k16_heldout_seed16.json.gz): alone where the
+# clusters' waves exceed the tiles' by more than FP8_CLUSTER_WAVES.
 FP8_MISALIGNED_WAVES = 1
-FP8_BLOCK_CLUSTER_TILE = {"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6, "CLUSTER": 2}   # also promoted where N does not fit 192
+FP8_CLUSTER_WAVES = 1.25
+FP8_CLUSTER_TILE = {"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6, "CLUSTER": 2}
+
+
+def _waves(rows: int, cols: int, sm_count: int) -> int:
+    return -(-rows * cols // max(sm_count, 1))
 
 
 def fp8_misaligned(cfg: dict, M: int, N: int, row_bytes: tuple[int, ...], precision: str, block: bool,
                    sm_count: int) -> tuple[dict, str] | None:
     """Rung 25's configuration in place of the rule's ``cfg`` where an operand read in place has rows
-    of ``row_bytes`` that are not all 32-byte multiples, and why; None where they are, below
-    ``FP8_MISALIGNED_WAVES`` waves of 128x128 tiles, or where the row tiles do not pair up (one)."""
+    of ``row_bytes`` that are not all 32-byte multiples, and why: clusters of 2 over 128x192 tiles
+    (promoted, where N fits them), the rule's tile (fast accumulation) or 128x128 tiles (block
+    scales, or N that 192 does not fit). None where the rows are, below ``FP8_MISALIGNED_WAVES``
+    waves of 128x128 tiles, or over one row tile."""
     if all(b % 32 == 0 for b in row_bytes):
         return None
     waves = -(-M // 128) * -(-N // 128) / max(sm_count, 1)
     if waves < FP8_MISALIGNED_WAVES or -(-M // 128) < 2:
         return None
-    if block or (precision == "fp8" and not fp8_wide_fits(N)):
-        new = dict(FP8_BLOCK_CLUSTER_TILE)
-    elif precision == "fp8":
+    if precision == "fp8" and not block and fp8_wide_fits(N):
         new = dict(FP8_WIDE_TILE, CLUSTER=2)
+    elif precision == "fp8":
+        new = dict(FP8_CLUSTER_TILE)
     else:
         new = dict(cfg, CLUSTER=2)
-    return new, (f"rows of {'/'.join(map(str, row_bytes))} bytes, not all 32-byte multiples, at {waves:.1f} waves: "
-                 f"{new['BM']}x{new['BN']} tiles in clusters of 2")
+    rows, cols = -(-M // new["BM"]), -(-N // new["BN"])
+    why = f"rows of {'/'.join(map(str, row_bytes))} bytes, not all 32-byte multiples, at {waves:.1f} waves: "
+    if _waves(rows + rows % 2, cols, sm_count) > FP8_CLUSTER_WAVES * _waves(rows, cols, sm_count):
+        return dict(new, CLUSTER=1), why + f"{new['BM']}x{new['BN']} tiles alone (clusters over {rows} row tiles add a wave)"
+    return new, why + f"{new['BM']}x{new['BN']} tiles in clusters of 2"
 
 
 @dataclass(frozen=True)
