@@ -166,9 +166,9 @@ def test_misaligned_fp8_rows_take_clusters_of_2_from_a_wave_of_128x128_tiles():
     cfg, _ = fp8_misaligned(r.config(None, "fp8"), 2384, 8544, (4096, 1648), "fp8", True, 132)
     assert (cfg["BN"], cfg["CLUSTER"]) == (128, 2)                     # block scales: within a column block
     cfg, _ = fp8_misaligned(r.config(None, "fp8"), 5334, 640, (11984,), "fp8", False, 132)
-    assert (cfg["BN"], cfg["CLUSTER"]) == (128, 2)                     # 768 columns of 192 against 640 of 128
+    assert (cfg["BN"], cfg["CLUSTER"]) == (128, 2)                     # 2 waves either way: 128 columns
     cfg, why = fp8_misaligned(r.config(None, "fp8"), 806, 3456, (880,), "fp8", False, 132)
-    assert (cfg["BN"], cfg["CLUSTER"]) == (192, 1) and "add a wave" in why   # 7 x 18 tiles: 126, in clusters 144
+    assert (cfg["BN"], cfg["CLUSTER"]) == (192, 1) and "alone" in why   # 7 x 18 tiles: 126, in clusters 144
     assert fp8_misaligned(r.config(None, "fp8"), 2125, 464, (2544,), "fp8", False, 132) is None   # 68 tiles
     assert fp8_misaligned(r.config(None, "fp8"), 128, 132 * 128, (1648,), "fp8", False, 132) is None   # one row tile
     for prec, block in (("fp8", False), ("fp8_fast", False), ("fp8", True)):
