@@ -150,7 +150,30 @@ def test_the_promoted_192_column_tile_is_the_rules_only_at_many_waves_of_128x128
     cfg, why = fp8_promoted_tile(8192, 8192, 132)                     # 31 waves
     assert cfg["BN"] == 192 and "waves of 128x128 tiles" in why
     assert not get("wgmma_fp8").check_config(get("wgmma_fp8").config(cfg, "fp8"), "fp8")
-    assert fp8_promoted_tile(128 * 132 * FP8_WIDE_WAVES, 128, 132) is not None   # exactly the waves
+    assert fp8_promoted_tile(128 * 11 * FP8_WIDE_WAVES, 1536, 132) is not None     # exactly the waves (12 columns)
+    assert fp8_promoted_tile(128 * 132 * FP8_WIDE_WAVES, 128, 132) is None       # 192 columns for 128
+
+
+def test_misaligned_fp8_rows_take_clusters_of_2_from_a_wave_of_128x128_tiles():
+    from gemmlab.core.rules import fp8_misaligned
+
+    r = get("wgmma_fp8")
+    fast = r.config(None, "fp8_fast")
+    assert fp8_misaligned(r.config(None, "fp8"), 4096, 4096, (4096, 4096), "fp8", False, 132) is None   # aligned
+    cfg, why = fp8_misaligned(r.config(None, "fp8"), 2384, 8544, (1648, 1648), "fp8", False, 132)
+    assert (cfg["BN"], cfg["CLUSTER"]) == (192, 2) and "not all 32-byte multiples" in why
+    assert fp8_misaligned(fast, 2384, 8544, (1648,), "fp8_fast", False, 132)[0] == dict(fast, CLUSTER=2)
+    cfg, _ = fp8_misaligned(r.config(None, "fp8"), 2384, 8544, (4096, 1648), "fp8", True, 132)
+    assert (cfg["BN"], cfg["CLUSTER"]) == (128, 2)                     # block scales: within a column block
+    cfg, _ = fp8_misaligned(r.config(None, "fp8"), 5334, 640, (11984,), "fp8", False, 132)
+    assert (cfg["BN"], cfg["CLUSTER"]) == (128, 2)                     # 2 waves either way: 128 columns
+    cfg, why = fp8_misaligned(r.config(None, "fp8"), 806, 3456, (880,), "fp8", False, 132)
+    assert (cfg["BN"], cfg["CLUSTER"]) == (192, 1) and "alone" in why   # 7 x 18 tiles: 126, in clusters 144
+    assert fp8_misaligned(r.config(None, "fp8"), 2125, 464, (2544,), "fp8", False, 132) is None   # 68 tiles
+    assert fp8_misaligned(r.config(None, "fp8"), 128, 132 * 128, (1648,), "fp8", False, 132) is None   # one row tile
+    for prec, block in (("fp8", False), ("fp8_fast", False), ("fp8", True)):
+        cfg, _ = fp8_misaligned(r.config(None, prec), 7152, 6544, (5072,), prec, block, 132)
+        assert not r.check_config(r.config(cfg, prec), prec)
 
 
 def test_fp8_variants_write_bf16_by_default_and_define_their_formats_and_scales():
@@ -335,6 +358,27 @@ def test_scaled_mm_takes_the_192_column_tile_at_many_waves_except_with_block_sca
     bb = torch.rand(2, -(-N // 128), device="cuda") + 0.5
     gemmlab.scaled_mm(a, b, ba, bb)
     assert scaled.plans()[-1].variant.cfg["BN"] <= 128
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["tensor", "row", "fast", "block"])
+def test_misaligned_rows_run_in_clusters_of_2_and_match_the_float64_product(mode):
+    """K % 32 == 16 over a wave of 128x128 tiles: the rule's clusters of 2 (promoted: 128x192 tiles),
+    with an odd count of row tiles (the last cluster's second block computes rows past M), NaN in
+    the output before, a bias."""
+    torch = _torch()
+    from gemmlab.core import scaled
+
+    M, N, K = 1600, 1552, 272                         # 13 x 13 tiles of 128x128, rows of 272 bytes
+    a, b = _operands(M, N, K)
+    sa, sb = _block_scales(M, N, K) if mode == "block" else _scales(M, N, "tensor" if mode == "fast" else mode)
+    bias = torch.randn(N, device="cuda", dtype=torch.bfloat16)
+    out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+    gemmlab.scaled_mm(a, b, sa, sb, bias=bias, out=out, use_fast_accum=mode == "fast")
+    cfg = scaled.plans()[-1].variant.cfg
+    assert cfg["CLUSTER"] == 2 and cfg["BN"] == (192 if mode in ("tensor", "row") else cfg["BN"])
+    ref = (_block_reference(a, b, sa, sb) if mode == "block" else _reference(a, b, sa, sb)) + bias.double()
+    assert torch.isfinite(out).all() and _rel(out, ref) < 1e-2
 
 
 @pytest.mark.gpu

@@ -93,20 +93,21 @@ def test_an_operand_the_fast_path_can_read_is_not_packed():
 
 
 def test_packs_follow_the_kernels_view_of_column_major_operands_and_c():
-    # column-major a (M x K, ld M = 131): its rows as the kernel copies them are its K columns of M
+    # column-major a (M x K, ld M = 131): its rows as the kernel copies them are its K columns of M,
+    # each copied into a row of a 32-byte multiple
     kp = problem(131, 64, 96, cols=(True, False, False)).kernel_view()
     (a,) = packing.plan_packs(kp, "fp32")
-    assert (a.operand, a.outer, a.inner, a.ld_packed) == ("A", 96, 131, 132)
+    assert (a.operand, a.outer, a.inner, a.ld_packed) == ("A", 96, 131, 136)
     # column-major c: the kernel computes C^T = B^T A^T, so the user's b (ld 131) is the kernel's A
     kp = problem(64, 131, 96, cols=(False, False, True)).kernel_view()
     (a,) = packing.plan_packs(kp, "fp32")
-    assert (a.operand, a.outer, a.inner, a.ld_packed) == ("A", 96, 131, 132)
+    assert (a.operand, a.outer, a.inner, a.ld_packed) == ("A", 96, 131, 136)
 
 
 def test_the_gemm_sees_the_copies_leading_dimensions_and_its_16_byte_variant():
     kp = problem(127, 4097, 1023).kernel_view()
     view = packing.packed_view(kp, packing.plan_packs(kp, "fp32"))
-    assert (view.lda, view.ldb, view.vec_a, view.vec_b) == (1024, 4100, True, True)
+    assert (view.lda, view.ldb, view.vec_a, view.vec_b) == (1024, 4104, True, True)   # rows of 32-byte multiples
     assert (view.a_ptr, view.b_ptr, view.ldc, view.vec_c) == (kp.a_ptr, kp.b_ptr, kp.ldc, kp.vec_c)
 
 

@@ -24,17 +24,17 @@ def test_row_major_a_is_k_major_with_k_innermost_and_a_box_of_bm_rows():
 
 def test_column_major_a_is_mn_major_with_m_innermost_and_a_box_of_bk_rows():
     m = operand_map("A", 129, 65, 136, True, "bf16", CFG)
-    assert m == MapArgs("bf16", (129, 65), (272,), (64, 64), k_major=False)
+    assert m == MapArgs("bf16", (129, 65), (272,), (64, 64), k_major=False, promotion=128)   # 272 % 32: 16
 
 
 def test_column_major_b_is_k_major_with_a_box_of_bn_rows():
     m = operand_map("B", 65, 31, 72, True, "fp16", CFG)
-    assert m == MapArgs("fp16", (65, 31), (144,), (64, 256), k_major=True)
+    assert m == MapArgs("fp16", (65, 31), (144,), (64, 256), k_major=True, promotion=128)
 
 
 def test_row_major_b_is_mn_major_with_n_innermost():
     m = operand_map("B", 1000, 257, 264, False, "fp16", CFG)
-    assert m == MapArgs("fp16", (257, 1000), (528,), (64, 64), k_major=False)
+    assert m == MapArgs("fp16", (257, 1000), (528,), (64, 64), k_major=False, promotion=128)
 
 
 def test_a_single_row_or_column_keeps_its_leading_dimension_as_the_stride():
@@ -57,12 +57,21 @@ def test_a_cluster_splits_the_b_box_so_each_block_multicasts_its_part():
     assert operand_map("A", 300, 300, 304, False, "fp16", cfg).box == (64, 128)   # A is not shared
 
 
-def test_the_maps_l2_promotion_is_the_configurations_256_bytes_unless_it_names_another():
-    assert operand_map("A", 300, 300, 304, False, "fp16", CFG).promotion == 256
+def test_the_maps_l2_promotion_is_256_bytes_for_rows_of_32_byte_multiples_unless_the_configuration_names_another():
+    assert operand_map("A", 300, 300, 304, False, "fp16", CFG).promotion == 256          # rows of 608 bytes
     maps = {promo: operand_map("B", 300, 300, 304, True, "fp32", {**CFG, "BK": 32, "L2PROMO": promo})
             for promo in (64, 128, 256)}
     assert {promo: m.promotion for promo, m in maps.items()} == {64: 64, 128: 128, 256: 256}
     assert len(set(maps.values())) == 3      # three maps apart in the cache (its key is the arguments)
+
+
+def test_rows_16_bytes_off_a_32_byte_multiple_are_promoted_at_128_bytes_unless_the_configuration_names_another():
+    assert operand_map("A", 300, 296, 296, False, "fp16", CFG).promotion == 128          # rows of 592 bytes
+    assert operand_map("B", 5072, 300, 5072, True, "fp8", {**CFG, "BK": 128}).promotion == 128
+    assert operand_map("A", 300, 296, 296, False, "fp16", {**CFG, "L2PROMO": 256}).promotion == 256
+    # a batch whose elements start 16 bytes off: every other element's rows are
+    assert operand_map("A", 300, 304, 304, False, "fp16", CFG, batch=(3, 300 * 304 + 8)).promotion == 128
+    assert operand_map("A", 300, 304, 304, False, "fp16", CFG, batch=(3, 300 * 304 + 16)).promotion == 256
 
 
 def test_an_l2_promotion_the_copy_engine_does_not_have_is_refused_naming_it():

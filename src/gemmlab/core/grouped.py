@@ -47,6 +47,7 @@ from .dtypes import get as get_dtype
 from .families.hopper import grouped_config, grouped_k_config
 from .groups import Groups
 from .launch import Plan
+from .packing import packed_ld
 from .problem import ArrayFacts, array_facts, check_output_dtype, info_2d
 from .registry import get as get_rung
 from .rules import Choice
@@ -258,13 +259,13 @@ def _k_outer(name: str, x, f: ArrayFacts, k_axis: int):
     group's first k is any k, and a TMA box must start 16-byte aligned along the contiguous one: a
     column-major a, a row-major b, the layouts of x^T and dY in a backward), its base 16-byte
     aligned and its leading dimension whole 16-byte vectors. As it is where it is so, else copied
-    into such a buffer (one read and one write of it; its rows padded to whole vectors)."""
+    into such a buffer (one read and one write of it; its rows padded as the packs pad them)."""
     info = info_2d(name, f.ptr, f.shape, f.strides, f.dtype, f.device, f.lib, f.stream)
     k_outer = info.col_major if k_axis == 1 else not info.col_major
     if info.vec_ok() and (k_outer or 1 in f.shape):
         return x, f
     other = f.shape[1 - k_axis]
-    padded = -(-other // 8) * 8
+    padded = packed_ld(other, f.dtype)
     buf = args.empty(f.lib, f.dtype, f.device, (f.shape[k_axis], padded))   # rows along K
     view = buf[:, :other]
     src = x.t() if k_axis == 1 else x   # (K, other)

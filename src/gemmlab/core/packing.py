@@ -4,7 +4,7 @@ An operand whose base is not 16-byte aligned, or whose leading dimension is not 
 bytes, cannot take a rung's 16-byte path (cp.async of 16 bytes, TMA): its variant copies it 2 or 4
 bytes at a time (``GL_VEC_A`` / ``GL_VEC_B`` = 0, kernels/common.cuh). With ``PACK=1`` a plan copies
 each such operand first, on the same stream, into the stream's workspace (core/workspace.py):
-same layout, leading dimension rounded up to a multiple of 16 bytes, base 256-byte aligned
+same layout, leading dimension rounded up to a multiple of 32 bytes, base 256-byte aligned
 (kernels/pack.cu); the GEMM then runs the variant with that operand's vector flag on, reading the
 copy. An operand that is already legal is read where it is.
 
@@ -37,6 +37,7 @@ from . import compile as _compile
 from .dtypes import VECTOR_BYTES, get as get_dtype
 from .problem import KernelProblem
 from .schema import MAX_GRID_Y, MAX_GRID_Z
+from .tensormaps import ROW_ALIGNMENT
 
 SOURCE, KERNEL, KERNEL_T = "pack.cu", "pack", "pack_t"
 ROWS = 4              # GL_PACK_ROWS in the kernel: rows (warps) per block of 32 * ROWS threads
@@ -121,8 +122,11 @@ class Pack:
 
 
 def packed_ld(inner: int, dtype: str) -> int:
-    """The copy's leading dimension: ``inner`` rounded up to a whole number of 16-byte vectors."""
-    return _round_up(inner, get_dtype(dtype).vector_elements)
+    """The copy's leading dimension: ``inner`` rounded up to rows of a whole number of
+    ``ROW_ALIGNMENT`` bytes (two 16-byte vectors). Rows of an odd number of vectors start every other
+    TMA box row in the middle of a sector pair, which doubles the L2's requests: the rungs read
+    operands with such rows more slowly (core/tensormaps.py), and the copy costs nothing more."""
+    return _round_up(inner, ROW_ALIGNMENT // get_dtype(dtype).itemsize)
 
 
 def _pack(operand: str, rows: int, cols: int, ld: int, col_major: bool, dtype: str, transpose: bool = False,

@@ -39,16 +39,76 @@ HALF_TILE_RUNGS = ("wgmma_fp8",)
 # (benchmarks/results/h200_fp8_tiles_bn192.json.gz; docs/hopper.md gives the figures).
 FP8_WIDE_WAVES = 10
 FP8_WIDE_TILE = {"BM": 128, "BN": 192, "BK": 128, "WM": 64, "STAGES": 5, "CLUSTER": 1}
+# ... and where its columns pad N to at most this much more than 128-column tiles do: at N = 640 (768
+# columns against 640) and 256 (384) the 128x128 tile ran ahead where rows were not 32-byte
+# multiples (h200_fp8_k16_heldout_seed15.json.gz), as padding would anywhere
+FP8_WIDE_PAD = 1.125
+
+
+def fp8_wide_fits(N: int) -> bool:
+    """Whether 192-column tiles pad N to at most ``FP8_WIDE_PAD`` times the columns 128-column tiles do."""
+    return -(-N // 192) * 192 <= FP8_WIDE_PAD * -(-N // 128) * 128
 
 
 def fp8_promoted_tile(M: int, N: int, sm_count: int) -> tuple[dict, str] | None:
     """Rung 25's promoted 128x192 tile for an M x N output where 128x128 tiles make at least
-    ``FP8_WIDE_WAVES`` waves on ``sm_count`` SMs, and why; None elsewhere (and never for block
-    scales, whose tiles lie within one 128-column block: the caller's)."""
+    ``FP8_WIDE_WAVES`` waves on ``sm_count`` SMs and N fits it (``fp8_wide_fits``), and why; None
+    elsewhere (and never for block scales, whose tiles lie within one 128-column block: the caller's)."""
     waves = -(-M // 128) * -(-N // 128) / max(sm_count, 1)
-    if waves < FP8_WIDE_WAVES:
+    if waves < FP8_WIDE_WAVES or not fp8_wide_fits(N):
         return None
     return dict(FP8_WIDE_TILE), f"{waves:.1f} waves of 128x128 tiles: the promoted 128x192 tile"
+
+
+# Rung 25 where an operand it reads in place has rows that are not 32-byte multiples (K-major FP8 at
+# K % 32 == 16; copies are padded to 32 bytes): the L2 serves about twice the requests for such rows
+# and bounds the kernel, even at the 128-byte promotion the maps then take (core/tensormaps.py).
+# Clusters of 2 (each block loads half of B's tile and multicasts it) and, promoted, 128x192 tiles
+# (fewer operand bytes per flop) relieve it: from one wave of 128x128 tiles on they ran ahead of the
+# rule's tiles in every precision and scaling, below a wave the rule's smaller tiles mostly ran ahead
+# (benchmarks/results/h200_fp8_k16.json.gz, h200_fp8_k16_heldout.json.gz). Which tile, and whether
+# in clusters, is the one whose whole waves take least time, at FP8_WIDE_RATE a 128-column tile's
+# rate per column for 192 columns and at 1 / FP8_CLUSTER_RATE of it for tiles alone (a cluster over
+# an odd count of row tiles computes one row of tiles more). The whole waves are what decided the
+# misses of simpler rules on held-out draws (h200_fp8_k16_heldout_seed15.json.gz, _seed16): at
+# 3949x928, 2 waves of either tile, 128x128 ran 5% ahead; at 806x3456, 126 tiles of 128x192 in one
+# wave and 144 in clusters, the tiles alone ran 38% ahead.
+FP8_MISALIGNED_WAVES = 1
+FP8_WIDE_RATE = 1.2
+FP8_CLUSTER_RATE = 1.25
+FP8_CLUSTER_TILE = {"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6, "CLUSTER": 2}
+
+
+def _misaligned_time(M: int, N: int, bn: int, cluster: int, sm_count: int) -> float:
+    """Whole waves of 128 x ``bn`` tiles (row tiles rounded up to pairs in clusters of 2), each in
+    units of a 128-column tile's time in clusters, at rows that are not 32-byte multiples."""
+    rows = -(-M // 128)
+    rows += rows % cluster
+    waves = -(-rows * -(-N // bn) // max(sm_count, 1))
+    return waves * bn / (FP8_WIDE_RATE if bn == 192 else 1.0) * (1.0 if cluster == 2 else FP8_CLUSTER_RATE)
+
+
+def fp8_misaligned(cfg: dict, M: int, N: int, row_bytes: tuple[int, ...], precision: str, block: bool,
+                   sm_count: int) -> tuple[dict, str] | None:
+    """Rung 25's configuration in place of the rule's ``cfg`` where an operand read in place has rows
+    of ``row_bytes`` that are not all 32-byte multiples, and why: of 128x192 and 128x128 tiles
+    (promoted; block scales 128x128, fast accumulation the rule's tile), in clusters of 2 or alone,
+    the one ``_misaligned_time`` puts first. None where the rows are, below
+    ``FP8_MISALIGNED_WAVES`` waves of 128x128 tiles, or over one row tile."""
+    if all(b % 32 == 0 for b in row_bytes):
+        return None
+    waves = -(-M // 128) * -(-N // 128) / max(sm_count, 1)
+    if waves < FP8_MISALIGNED_WAVES or -(-M // 128) < 2:
+        return None
+    if precision == "fp8":
+        tiles = [dict(FP8_CLUSTER_TILE)] if block else [dict(FP8_WIDE_TILE), dict(FP8_CLUSTER_TILE)]
+    else:
+        tiles = [dict(cfg)]
+    options = [dict(t, CLUSTER=c) for t in tiles for c in (2, 1)]
+    new = min(options, key=lambda o: _misaligned_time(M, N, o["BN"], o["CLUSTER"], sm_count))   # first of equals
+    how = "in clusters of 2" if new["CLUSTER"] == 2 else "alone"
+    return new, (f"rows of {'/'.join(map(str, row_bytes))} bytes, not all 32-byte multiples, at {waves:.1f} waves "
+                 f"of 128x128: {new['BM']}x{new['BN']} tiles {how}, their whole waves the shortest")
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from .dtypes import FP8_FORMATS
 from .launch import Plan, current_stream, stream_capturing
 from .problem import ArrayInfo, array_facts, check_placement, describe_array, info_2d, overlaps, problem_of
 from .registry import get as get_rung
-from .rules import fp8_promoted_tile
+from .rules import fp8_misaligned, fp8_promoted_tile
 
 SCALINGS = ("tensor", "row", "block")
 RUNG = "wgmma_fp8"
@@ -169,6 +169,33 @@ def plans() -> list:
         return list(_PLANS.values())
 
 
+def _in_place_rows(kp) -> tuple[int, ...]:
+    """Bytes per row of the FP8 operands rung 25 reads where they are: K-major (row-major A,
+    column-major B) with 16-byte access; it reads copies of the others, whose rows are padded to
+    32-byte multiples (core/packing.py)."""
+    return tuple(ld for ld, k_major, vec in ((kp.lda, not kp.a_col, kp.vec_a), (kp.ldb, kp.b_col, kp.vec_b))
+                 if k_major and vec)
+
+
+def _adjusted(choice, kp, scales: Scales, precision: str, sm_count: int):
+    """The choice with what the rule decides for FP8 beyond the tile's registry defaults
+    (core/rules.py): for operands whose rows are not 32-byte multiples, clusters of 2 (and
+    promoted the 128x192 tile) from a wave on; else the promoted 128x192 tile at many waves. Not for
+    block scales, whose tiles lie within one column block: a tuned wider tile falls back to the rule."""
+    cfg_of = lambda c: c.rung.config(c.config, precision)   # noqa: E731
+    block = scales.mode == "block"
+    if block and cfg_of(choice)["BN"] > BLOCK:
+        rule = dispatch.rule_config(choice.rung, kp.M, kp.N, kp.K, sm_count, precision)
+        choice = replace(choice, config=rule[0], source="rule",
+                         reason=f"{rule[1]}; block scales: a tile within one column block of {BLOCK}")
+    if choice.source != "rule":
+        return choice
+    new = (fp8_misaligned(cfg_of(choice), kp.M, kp.N, _in_place_rows(kp), precision, block, sm_count)
+           or (fp8_promoted_tile(kp.M, kp.N, sm_count) if precision == "fp8" and not block
+               and cfg_of(choice)["BN"] == BLOCK else None))
+    return choice if new is None else replace(choice, config=new[0], reason=f"{choice.reason}; {new[1]}")
+
+
 def _plan(problem, kp, scales: Scales, epi, kernel: str, config, precision: str, bias_ptr: int) -> Plan:
     """The plan of this call's signature (shapes, layouts, alignment classes, formats, scaling,
     output, bias, precision, kernel; ``kp`` the problem's kernel view), made once and remembered;
@@ -183,16 +210,8 @@ def _plan(problem, kp, scales: Scales, epi, kernel: str, config, precision: str,
             return p
     info = device_info(problem.c.device)
     choice = dispatch.decide(problem, kernel, config, info, precision)
-    cfg_of = lambda c: c.rung.config(c.config, precision)   # noqa: E731
-    wide = (fp8_promoted_tile(kp.M, kp.N, info.sm_count)
-            if choice.source == "rule" and precision == "fp8" and scales.mode != "block" else None)
-    if wide is not None and cfg_of(choice)["BN"] == BLOCK:
-        choice = replace(choice, config=wide[0], reason=f"{choice.reason}; {wide[1]}")
-    if scales.mode == "block" and cfg_of(choice)["BN"] > BLOCK:
-        # a tuned tile wider than a column block of scale_b (the promoted 128x192): the rule's instead
-        rule = dispatch.rule_config(choice.rung, kp.M, kp.N, kp.K, info.sm_count, precision)
-        choice = replace(choice, config=rule[0], source="rule",
-                         reason=f"{rule[1]}; block scales: a tile within one column block of {BLOCK}")
+    if config is None:   # a configuration given runs as given
+        choice = _adjusted(choice, kp, scales, precision, info.sm_count)
     p = Plan(problem, choice.rung, choice.config, choice=choice, precision=precision, epilogue=epi, bias_ptr=bias_ptr,
              scale_ptrs=(scales.a_ptr, scales.b_ptr), scale_strides=scales.strides)
     with _LOCK:

@@ -24,7 +24,7 @@ from .config import ConfigLike, ConfigSpec, parse_config
 from .parts import PrecisionPart, Reads, Stores, ThinRule, Walk
 from .dtypes import get as get_dtype
 from .precision import applies, resolve as resolve_precision
-from .tensormaps import L2_PROMOTION, L2_PROMOTION_DEFAULT
+from .tensormaps import L2_PROMOTION, L2_PROMOTION_DEFAULT, L2_PROMOTION_SETTINGS
 from .splitk import CLUSTER_ARCH
 
 MAX_GRID_Y = 65535
@@ -238,6 +238,8 @@ class Rung:
             if key in SWITCHES:
                 if isinstance(v, bool) or not isinstance(v, int) or v not in (0, 1):
                     raise ValueError(f"parameter {key} of rung {self.slug!r} is a switch: 0 or 1, got {v!r}")
+            elif key == "L2PROMO" and isinstance(v, int) and not isinstance(v, bool):
+                pass   # 0 (by the rows) or bytes: check_config names the values
             elif isinstance(v, bool) or not isinstance(v, int) or v <= 0:
                 raise ValueError(f"parameter {key} of rung {self.slug!r} must be a positive int, got {v!r}")
             cfg[key] = v
@@ -252,9 +254,9 @@ class Rung:
         part = self.per_precision.get(self._own(precision))
         if part is not None and part.constraints is not None and not problems:
             problems += part.constraints(cfg)
-        if cfg.get("L2PROMO", L2_PROMOTION_DEFAULT) not in L2_PROMOTION:
+        if cfg.get("L2PROMO", L2_PROMOTION_DEFAULT) not in L2_PROMOTION_SETTINGS:
             problems.append(f"L2PROMO={cfg['L2PROMO']} must be one of {', '.join(map(str, L2_PROMOTION))} "
-                            f"(bytes the L2 fetches for each 128-byte row a tensor map reads)")
+                            f"(bytes the L2 fetches for each 128-byte row a tensor map reads) or 0 (by the rows)")
         t = self.threads(cfg)
         if t < 32 or t > 1024 or t % 32:
             problems.append(f"the block would have {t} threads; it must be a multiple of 32 between 32 and 1024")

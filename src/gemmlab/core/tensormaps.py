@@ -36,11 +36,28 @@ _TENSOR_MAP_TYPE = {"fp16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bf16": "CU_TENSO
                     "fp8": "CU_TENSOR_MAP_DATA_TYPE_UINT8"}      # fp8: rung 25 (bytes; wgmma reads their format)
 # The L2 promotion an operand map is encoded with (the L2PROMO parameter of the rungs with maps), in
 # bytes: a box row of 128 bytes is fetched into L2 as an aligned 128 or 256 bytes (64: no wider than
-# asked for, our rows being 128 bytes). 256 is what the rungs were built and tuned with; CUTLASS
-# encodes 128.
+# asked for, our rows being 128 bytes). CUTLASS encodes 128.
 L2_PROMOTION = {64: "CU_TENSOR_MAP_L2_PROMOTION_L2_64B", 128: "CU_TENSOR_MAP_L2_PROMOTION_L2_128B",
                 256: "CU_TENSOR_MAP_L2_PROMOTION_L2_256B"}
-L2_PROMOTION_DEFAULT = 256
+# L2PROMO=0, the default: each map's promotion by its rows. Rows whose strides are 32-byte multiples
+# take 256, what the rungs were built and tuned with. Rows 16 bytes off a 32-byte multiple (FP8
+# K-major at K % 32 == 16, 16-bit at 8 mod 16 elements) start every other box row in the middle of
+# a sector pair: fetched at 256 the L2 served about twice the requests for the same bytes and bound
+# the kernel (benchmarks/profiles/h200_ncu_fp8_k16.csv.gz); at 128 they ran faster in every
+# precision and never slower (benchmarks/results/h200_fp8_k16.json.gz, h200_fp8_k16_heldout.json.gz).
+L2_PROMOTION_BY_ROWS = 0
+L2_PROMOTION_DEFAULT = L2_PROMOTION_BY_ROWS
+L2_PROMOTION_SETTINGS = (L2_PROMOTION_BY_ROWS, *L2_PROMOTION)
+ALIGNED_PROMOTION, MISALIGNED_PROMOTION = 256, 128
+ROW_ALIGNMENT = 32   # bytes: rows whose strides are multiples of this take ALIGNED_PROMOTION by rows
+
+
+def promotion_for(setting: int, strides: tuple[int, ...]) -> int:
+    """The promotion (bytes) a map of these byte ``strides`` is encoded with under the L2PROMO
+    ``setting``: the setting where it names one, else by the rows (``L2_PROMOTION_BY_ROWS``)."""
+    if setting != L2_PROMOTION_BY_ROWS:
+        return setting
+    return ALIGNED_PROMOTION if all(s % ROW_ALIGNMENT == 0 for s in strides) else MISALIGNED_PROMOTION
 
 
 @dataclass(frozen=True)
@@ -54,7 +71,7 @@ class MapArgs:
     element_strides: tuple[int, ...] = (1, 1)
     swizzle: int = SWIZZLE_BYTES    # bytes
     k_major: bool = True            # K is the contiguous dimension (wgmma without transpose)
-    promotion: int = L2_PROMOTION_DEFAULT   # bytes the L2 fetches per row read (a key of L2_PROMOTION)
+    promotion: int = ALIGNED_PROMOTION   # bytes the L2 fetches per row read (a key of L2_PROMOTION)
 
 
 def operand_map(operand: str, rows: int, cols: int, ld: int, col_major: bool, dtype: str,
@@ -93,19 +110,20 @@ def operand_map(operand: str, rows: int, cols: int, ld: int, col_major: bool, dt
                              f"{tile} rows they divide")
         tile = box_rows
     box = (SWIZZLE_BYTES // itemsize, (tile if k_major else cfg["BK"]) // parts)
-    promotion = cfg.get("L2PROMO", L2_PROMOTION_DEFAULT)
-    if promotion not in L2_PROMOTION:
-        raise ValueError(f"operand {operand}: L2 promotion {promotion!r} bytes; the copy engine takes {sorted(L2_PROMOTION)}")
+    setting = cfg.get("L2PROMO", L2_PROMOTION_DEFAULT)
+    if setting not in L2_PROMOTION_SETTINGS:
+        raise ValueError(f"operand {operand}: L2 promotion {setting!r} bytes; the copy engine takes {sorted(L2_PROMOTION)} "
+                         f"(0: by the rows)")
     if batch is not None and planes != 1:
         raise ValueError(f"operand {operand}: a batch of split (3xtf32) operands would need 4-D maps")
     if planes == 1:
-        return _batched(MapArgs(dtype, (inner, outer), (ld * itemsize,), box, k_major=k_major, promotion=promotion),
-                        operand, batch, itemsize)
-    if planes != 2 or plane_bytes < outer * ld * itemsize or plane_bytes % 16:
+        args = _batched(MapArgs(dtype, (inner, outer), (ld * itemsize,), box, k_major=k_major), operand, batch, itemsize)
+    elif planes != 2 or plane_bytes < outer * ld * itemsize or plane_bytes % 16:
         raise ValueError(f"operand {operand}: {planes} planes {plane_bytes} bytes apart; a split operand has 2, "
                          f"apart by at least its {outer * ld * itemsize} bytes and by a multiple of 16")
-    return MapArgs(dtype, (inner, outer, planes), (ld * itemsize, plane_bytes), box + (1,), (1, 1, 1), k_major=k_major,
-                   promotion=promotion)
+    else:
+        args = MapArgs(dtype, (inner, outer, planes), (ld * itemsize, plane_bytes), box + (1,), (1, 1, 1), k_major=k_major)
+    return replace(args, promotion=promotion_for(setting, args.strides))
 
 
 def _batched(args: MapArgs, name: str, batch: tuple[int, int] | None, itemsize: int) -> MapArgs:
