@@ -21,7 +21,7 @@ VALUES = {"BM": (16, 32, 64, 128, 256), "BN": (16, 32, 64, 128, 256), "BK": (4, 
           "TM": (2, 4, 8, 16), "TN": (2, 4, 8, 16), "WM": (16, 32, 64, 128), "WN": (16, 32, 64, 128),
           "THREADS": (128, 256, 512, 1024), "STAGES": (2, 3, 4), "SPLITK": (1, 4), "CLUSTER": (1, 2),
           "PACK": (0, 1), "EPI_TMA": (0, 1), "SKCLUSTER": (0, 1), "GROUP": (8, 16), "STREAMK": (0, 1),
-          "DEFER": (0, 1), "SPREAD": (0, 1), "SNAKE": (0, 1), "KREV": (0, 1), "L2PROMO": (128, 256),
+          "DEFER": (0, 1), "SPREAD": (0, 1), "SNAKE": (0, 1), "KREV": (0, 1), "L2PROMO": (0, 128),
           "BALANCE": (0, 1), "ABOX": (0, 1), "WGSKIP": (0, 1)}
 # rung 23 (thin): a thin side of 4..32 and K tiles of whole chunks per thread
 # rung 24 (decode): a thin side of 8..32 against whole 64-row warps, its warps along K, ring depth and place
