@@ -154,19 +154,6 @@ def test_the_promoted_192_column_tile_is_the_rules_only_at_many_waves_of_128x128
     assert fp8_promoted_tile(128 * 132 * FP8_WIDE_WAVES, 128, 132) is None       # 192 columns for 128
 
 
-def test_stream_k_on_rung_25_splits_every_unit_over_every_sm_where_units_are_fewer():
-    from gemmlab.core.registry import streamk_tail
-
-    r, ws = get("wgmma_fp8"), get("wgmma_ws")
-    cfg = r.config({"STREAMK": 1}, "fp8")                               # 128x128
-    assert r.persistent_grid(128, 4096, cfg, 132) == 132                # 32 units, every SM's cluster
-    assert streamk_tail(128, 4096, 4096, cfg, 132, split_all=True)
-    assert not streamk_tail(128, 4096, 4096, cfg, 132)                  # the other rungs: no partial wave
-    assert r.persistent_grid(128, 4096, r.config(None, "fp8"), 132) == 32   # without STREAMK, a cluster per unit
-    wcfg = ws.config({"STREAMK": 1})
-    assert ws.persistent_grid(128, 4096, wcfg, 132) == 32               # rung 21: a cluster of 2 per unit, as before
-
-
 def test_misaligned_fp8_rows_take_clusters_of_2_from_a_wave_of_128x128_tiles():
     from gemmlab.core.rules import fp8_misaligned
 
@@ -333,8 +320,9 @@ def test_scaled_mm_matches_the_float64_product_of_the_dequantized_operands(mode,
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("config", [{"BN": 192, "STAGES": 5}, {"BN": 192, "STAGES": 4, "CLUSTER": 2},
-                                    {"BN": 192, "STAGES": 5, "EPI_TMA": 0}], ids=["tma", "cluster", "staged"])
+@pytest.mark.parametrize("config", [{"BN": 192, "STAGES": 5}, {"BN": 192, "STAGES": 4, "STREAMK": 1},
+                                    {"BN": 192, "STAGES": 4, "CLUSTER": 2}, {"BN": 192, "STAGES": 5, "EPI_TMA": 0}],
+                         ids=["tma", "stream_k", "cluster", "staged"])
 @pytest.mark.parametrize("mode", ["tensor", "row"])
 def test_the_promoted_192_column_tile_matches_the_float64_product_with_each_output_and_a_bias(config, mode):
     """Rung 25's 128x192 promoted tile (96 sums and 96 partial sums per thread, the epilogue in
@@ -350,35 +338,6 @@ def test_the_promoted_192_column_tile_matches_the_float64_product_with_each_outp
         err = _rel(out, _reference(a, b, sa, sb, bias))
         if not (torch.isfinite(out).all() and err < 1e-2):
             failures.append(f"{M}x{N}x{K} out {od}: rel {err:.2e}")
-    assert not failures, "\n".join(failures)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("mode, fast, config", [
-    ("tensor", False, {"STREAMK": 1}), ("row", False, {"STREAMK": 1, "BN": 64, "STAGES": 8}),
-    ("row", False, {"STREAMK": 1, "BN": 192, "STAGES": 5}), ("tensor", True, {"STREAMK": 1, "BN": 128, "STAGES": 6, "DEFER": 0}),
-    ("block", False, {"STREAMK": 1})], ids=["tensor", "row_128x64", "row_128x192", "fast", "block"])
-def test_stream_k_over_fewer_units_than_sms_splits_every_unit_and_matches_the_float64_product(mode, fast, config):
-    """Rung 25 splits every unit by k tiles over every SM's cluster where there are fewer units
-    than clusters (Walk.split_all): a unit in up to tens of pieces, and where the k tiles are fewer
-    than the clusters some clusters with none (64x128x256: 2 k tiles on 132 SMs); NaN in the
-    output before, a bias."""
-    torch = _torch()
-    from gemmlab.core import scaled
-
-    failures = []
-    for M, N, K in ((64, 128, 256), (37, 93, 211), (130, 257, 1000), (128, 256, 4096), (200, 1000, 4000)):
-        a, b = _operands(M, N, K)
-        sa, sb = _block_scales(M, N, K) if mode == "block" else _scales(M, N, mode)
-        bias = torch.randn(N, device="cuda", dtype=torch.bfloat16)
-        out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
-        gemmlab.scaled_mm(a, b, sa, sb, bias=bias, out=out, config=config, use_fast_accum=fast)
-        p = scaled.plans()[-1]
-        ref = (_block_reference(a, b, sa, sb) if mode == "block" else _reference(a, b, sa, sb)) + bias.double()
-        if p.variant.cfg["STREAMK"] != 1 or p.geometry.grid[0] < 100:
-            failures.append(f"{M}x{N}x{K}: STREAMK={p.variant.cfg['STREAMK']} on {p.geometry.grid[0]} blocks")
-        if not (torch.isfinite(out).all() and _rel(out, ref) < 1e-2):
-            failures.append(f"{M}x{N}x{K}: rel {_rel(out, ref):.2e}")
     assert not failures, "\n".join(failures)
 
 

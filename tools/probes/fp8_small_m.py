@@ -5,14 +5,13 @@ torch._scaled_mm, timed together per shape by the one timing engine (cold L2, NV
     python tools/probes/fp8_small_m.py OUT.json --random COUNT [--seed S]
 
 Per shape: the rule's choice ("auto"; "row", "fast", "block": row-wise scales, fast accumulation,
-block scales), its tiles whole (one cluster per unit) and with STREAMK=1, which on rung 25 splits
-every unit's k tiles over every SM's cluster where the units are fewer (``_sk``), and
-torch._scaled_mm (tensor-wise, row-wise, fast accumulation). ``--random``: COUNT shapes of M
-16-512, N and K 1024-16384 (log-uniform; N a multiple of 16 and K of 32, as torch._scaled_mm and
-aligned rows take), seed S.
+block scales), its 128x128 and 128x64 tiles, and torch._scaled_mm (tensor-wise, row-wise, fast
+accumulation). ``--random``: COUNT shapes of M 16-512, N and K 1024-16384 (log-uniform; N a
+multiple of 16 and K of 32, as torch._scaled_mm and aligned rows take), seed S. The canonical
+results of this probe also hold ``_sk`` columns: STREAMK=1 on a form of rung 25 (f3bf265, not
+kept) that split every unit's k tiles over every SM's cluster where the units were fewer.
 
-What the rule's stream-K for few tiles rests on (core/rules.py, ``fp8_split``); one JSON, TFLOP/s
-per candidate."""
+Where rung 25 stands on small M (docs/journal/fp8.md); one JSON, TFLOP/s per candidate."""
 from __future__ import annotations
 
 import json
@@ -32,12 +31,8 @@ from gemmlab.measure.timing import Candidate, Engine, Settings
 SHAPES = ["128x4096x4096", "128x14336x4096", "16x14336x4096", "32x4096x14336", "64x8192x8192", "256x4096x4096",
           "90x7504x9744", "319x6192x4784", "148x4800x2608", "101x12752x1840", "175x4000x1040"]
 TILE = {"BM": 128, "BK": 128, "WM": 64}
-PROMOTED = {"128x128": {"BN": 128, "STAGES": 6}, "128x128_sk": {"BN": 128, "STAGES": 6, "STREAMK": 1},
-            "128x64": {"BN": 64, "STAGES": 8}, "128x64_sk": {"BN": 64, "STAGES": 8, "STREAMK": 1}}
-FAST = {"fast 128x128": {"BN": 128, "STAGES": 6, "DEFER": 0},
-        "fast 128x128_sk": {"BN": 128, "STAGES": 6, "DEFER": 0, "STREAMK": 1},
-        "fast 128x64_sk": {"BN": 64, "STAGES": 8, "DEFER": 0, "STREAMK": 1}}
-BLOCK = {"block 128x128_sk": {"BN": 128, "STAGES": 6, "STREAMK": 1}, "block 128x64_sk": {"BN": 64, "STAGES": 8, "STREAMK": 1}}
+PROMOTED = {"128x128": {"BN": 128, "STAGES": 6}, "128x64": {"BN": 64, "STAGES": 8}}
+FAST = {"fast 128x128": {"BN": 128, "STAGES": 6, "DEFER": 0}}
 
 
 def draw(count: int, seed: int) -> list[str]:
@@ -67,8 +62,7 @@ def candidates(M: int, N: int, K: int, plans: dict) -> list:
                                                          use_fast_accum=fast, check_finite=False))
 
     return ([call("auto", st), call("row", sr), call("fast", st, fast=True), call("block", sk)]
-            + [call(n, st, c) for n, c in PROMOTED.items()] + [call("row 128x128_sk", sr, PROMOTED["128x128_sk"])]
-            + [call(n, st, c, fast=True) for n, c in FAST.items()] + [call(n, sk, c) for n, c in BLOCK.items()]
+            + [call(n, st, c) for n, c in PROMOTED.items()] + [call(n, st, c, fast=True) for n, c in FAST.items()]
             + [Candidate("torch", lambda: torch._scaled_mm(a, b, *st, out_dtype=torch.bfloat16)),
                Candidate("torch row", lambda: torch._scaled_mm(a, b, *sr, out_dtype=torch.bfloat16)),
                Candidate("torch fast", lambda: torch._scaled_mm(a, b, *st, out_dtype=torch.bfloat16,

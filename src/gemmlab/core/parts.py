@@ -61,15 +61,12 @@ class Walk:
     the elements. ``grouped``: groups of different M (GL_GROUPED, core/grouped.py), their sizes read
     on the device; a plain call is one group of M rows. ``tail_kernel``: a non-persistent rung's
     stream-K tail, a second entry point its STREAMK=1 variant launches after the main one
-    (Launch.streamk). ``split_all``: a persistent rung whose STREAMK=1 also splits every unit by k
-    tiles where there are fewer units than clusters (its grid then a cluster per CLUSTER SMs), not
-    only a partial last wave."""
+    (Launch.streamk)."""
 
     persistent: bool = False
     batched: bool = False
     grouped: bool = False
     tail_kernel: str = ""
-    split_all: bool = False
 
 
 @dataclass(frozen=True)

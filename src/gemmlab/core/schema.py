@@ -114,7 +114,6 @@ class Rung:
     batched = property(lambda self: self.walk.batched)
     grouped = property(lambda self: self.walk.grouped)
     tail_kernel = property(lambda self: self.walk.tail_kernel)
-    split_all = property(lambda self: self.walk.split_all)
     thin = property(lambda self: self.thin_rule.max_side if self.thin_rule else 0)
 
     # ---- what it runs on ------------------------------------------------------------------
@@ -359,9 +358,7 @@ class Rung:
         every block is resident at once and loops over its share of the units (the kernel's
         schedule, kernels/schedule.cuh). BALANCE=1: the fewest clusters that take no more waves (every
         cluster then walks the same number of units, or one fewer): 2048 units on 132 SMs are 16
-        waves of 128 instead of 15 of 132 and one of 68. A ``split_all`` rung with STREAMK=1 and fewer
-        units than clusters: a cluster per CLUSTER SMs, each taking a share of every unit's k tiles.
-        With STREAMK=1 otherwise only where the balanced
+        waves of 128 instead of 15 of 132 and one of 68. With STREAMK=1 only where the balanced
         grid keeps all but a sixteenth of the clusters: the stream-K tail spreads the last wave's
         k tiles over every cluster, and on a balanced grid the clusters it drops idle through the
         whole launch (169 units of 1654 x 3296 would run on 85 of 132 SMs); where few are dropped,
@@ -372,8 +369,6 @@ class Rung:
                              f"its launch needs the device's SM count, got {sm_count!r}")
         cluster = cfg.get("CLUSTER", 1)
         units = work_units(M, N, cfg, batch)
-        if self.split_all and cfg.get("STREAMK") and units < sm_count // cluster:
-            return sm_count // cluster * cluster   # every unit split over every cluster (streamk_tail)
         clusters = max(1, min(units, sm_count // cluster))
         if cfg.get("BALANCE"):
             balanced = _cdiv(units, _cdiv(units, clusters))
@@ -389,29 +384,22 @@ def work_units(M: int, N: int, cfg: Mapping[str, int], batch: int = 1) -> int:
 
 
 # ---- stream-K (STREAMK=1, rungs 21 and 22: kernels/schedule.cuh) -----------------------------------
-def streamk_tail(M: int, N: int, K: int, cfg: Mapping[str, int], blocks: int, batch: int = 1,
-                 split_all: bool = False) -> bool:
+def streamk_tail(M: int, N: int, K: int, cfg: Mapping[str, int], blocks: int, batch: int = 1) -> bool:
     """Whether a persistent launch of ``blocks`` blocks (``Rung.launch``'s grid.x) on an M x N x K
     problem splits its last, partial wave of units by k tiles (kernels/schedule.cuh): with
-    STREAMK=1, when there are more units than clusters and they are not whole waves, or with
-    ``split_all`` (``Walk.split_all``) fewer units than clusters, and the split units' k tiles count
-    below 2^31 (the kernel's step arithmetic is 32-bit). Otherwise the plan launches the STREAMK=0
-    kernel, which needs no workspace. ``batch``: the units of that many problems."""
+    STREAMK=1, when there are more units than clusters and they are not whole waves, and the split
+    units' k tiles count below 2^31 (the kernel's step arithmetic is 32-bit). Otherwise the plan
+    launches the STREAMK=0 kernel, which needs no workspace. ``batch``: the units of that many problems."""
     clusters = blocks // cfg.get("CLUSTER", 1)
     units = work_units(M, N, cfg, batch)
-    if not cfg.get("STREAMK") or units == clusters or (units > clusters and units % clusters == 0):
-        return False
-    if units < clusters and not split_all:
+    if not cfg.get("STREAMK") or units <= clusters or units % clusters == 0:
         return False
     return _streamk_split(units, clusters) * _cdiv(K, cfg["BK"]) < 2 ** 31
 
 
 def _streamk_split(units: int, clusters: int) -> int:
     """The units the stream-K tail splits by k tiles: the partial last wave, and one whole wave
-    more when the partial one is under half full (each cluster then gets at least half a unit);
-    every unit where there are fewer units than clusters."""
-    if units < clusters:
-        return units
+    more when the partial one is under half full (each cluster then gets at least half a unit)."""
     rem = units % clusters
     return rem if 2 * rem >= clusters else rem + clusters
 

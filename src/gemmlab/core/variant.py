@@ -131,11 +131,8 @@ class Variant:
         consumers have 200 registers, too few beside the stream-K walk), or itself."""
         if self.cfg.get("STREAMK"):
             # the grouped rung counts its units on the device, where it decides the tail itself
-            if self.rung.persistent:
-                tail = self.vec_a and self.vec_b and (self.rung.grouped or streamk_tail(
-                    M, N, K, self.cfg, geometry.grid[0], batch, self.rung.split_all))
-            else:
-                tail = geometry.streamk
+            tail = (self.vec_a and self.vec_b and (self.rung.grouped or streamk_tail(M, N, K, self.cfg, geometry.grid[0], batch))
+                    if self.rung.persistent else geometry.streamk)
             if not tail:
                 return self.with_config(STREAMK=0)
         if self.cfg.get("SPLITK", 1) > 1:   # the cluster split (SKCLUSTER=1) writes C itself

@@ -160,11 +160,9 @@ struct GlPersistentSchedule {
         : units_m(GL_CEIL_DIV(GL_CEIL_DIV(M, TileM), Cluster)), tiles_n(GL_CEIL_DIV(N, TileN)),
           ktiles(GL_CEIL_DIV(K, TileK)), clusters((int)gridDim.x / Cluster), total(units_m * tiles_n * batch),
           dp(total) {
-        // fewer units than clusters (a grid of every SM's cluster with SKALL=1, core/schema.py): every
-        // unit is split, each cluster's share less than a unit
-        if (StreamK && total % clusters) {
+        if (StreamK && total > clusters) {
             const int rem = total % clusters;
-            dp = max(0, total - rem - (2 * rem >= clusters ? 0 : clusters));
+            if (rem) dp = total - rem - (2 * rem >= clusters ? 0 : clusters);
         }
     }
     // The batch element of unit u (0 without a batch).

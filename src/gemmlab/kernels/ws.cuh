@@ -105,9 +105,7 @@ __device__ __forceinline__ bool sk_fixup(const Schedule& sched, float (&acc)[MI]
     }
     const int rank = CLUSTER > 1 ? (int)gl_cluster_rank() : 0;
     const int first = (u - sched.dp) * sched.ktiles;           // the unit's first step
-    // (a cluster whose share is empty, where the units' k tiles are fewer than the clusters,
-    // published nothing)
     for (int c = (int)blockIdx.x / CLUSTER - 1; c >= 0 && sched.sk_begin(c + 1) > first; --c)
-        if (sched.sk_begin(c + 1) > sched.sk_begin(c)) sk_add(acc, ws, c * CLUSTER + rank, warp, lane);
+        sk_add(acc, ws, c * CLUSTER + rank, warp, lane);
     return true;
 }

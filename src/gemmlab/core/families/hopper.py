@@ -530,7 +530,7 @@ RUNGS: tuple[Rung, ...] = (
         sass_claims=("QGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG"), min_arch=90, max_arch=90,
         reads=Reads(tensor_maps=True, k_major=True), stores=Stores(outputs=("fp32", "fp16", "bf16"), store_map=True,
                                                                    store_twin=True),
-        walk=Walk(persistent=True, split_all=True),
+        walk=Walk(persistent=True),
         space={"BN": (64, 128, 192, 256), "BK": (128, 256), "STAGES": (2, 3, 4, 5, 6, 8), "CLUSTER": (1, 2),
                "EPI_TMA": (0, 1), "GROUP": (8, 16), "STREAMK": (0, 1), "DEFER": (0, 1), "KREV": (0, 1), "BALANCE": (0, 1)},
     ),
