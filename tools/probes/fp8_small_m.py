@@ -1,0 +1,99 @@
+"""Rung 25 where its tiles are fewer than the SMs (small M: decoding, small batches), beside
+torch._scaled_mm, timed together per shape by the one timing engine (cold L2, NVML clocks):
+
+    python tools/probes/fp8_small_m.py OUT.json [MxNxK ...]
+    python tools/probes/fp8_small_m.py OUT.json --random COUNT [--seed S]
+
+Per shape: the rule's choice ("auto"; "row", "fast", "block": row-wise scales, fast accumulation,
+block scales), its 128x128 and 128x64 tiles, and torch._scaled_mm (tensor-wise, row-wise, fast
+accumulation). ``--random``: COUNT shapes of M 16-512, N and K 1024-16384 (log-uniform; N a
+multiple of 16 and K of 32, as torch._scaled_mm and aligned rows take), seed S. The canonical
+results of this probe also hold ``_sk`` columns: STREAMK=1 on a form of rung 25 (f3bf265, not
+kept) that split every unit's k tiles over every SM's cluster where the units were fewer.
+
+Where rung 25 stands on small M (docs/journal/fp8.md); one JSON, TFLOP/s per candidate."""
+from __future__ import annotations
+
+import json
+import math
+import random
+import sys
+
+import torch
+
+import gemmlab
+from gemmlab.analysis import environment
+from gemmlab.core.driver import device_info
+from gemmlab.measure.arrays import Lib
+from gemmlab.measure.gpu_timing import CudaDevice, NvmlClocks
+from gemmlab.measure.timing import Candidate, Engine, Settings
+
+SHAPES = ["128x4096x4096", "128x14336x4096", "16x14336x4096", "32x4096x14336", "64x8192x8192", "256x4096x4096",
+          "90x7504x9744", "319x6192x4784", "148x4800x2608", "101x12752x1840", "175x4000x1040"]
+TILE = {"BM": 128, "BK": 128, "WM": 64}
+PROMOTED = {"128x128": {"BN": 128, "STAGES": 6}, "128x64": {"BN": 64, "STAGES": 8}}
+FAST = {"fast 128x128": {"BN": 128, "STAGES": 6, "DEFER": 0}}
+
+
+def draw(count: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+
+    def lu(lo: int, hi: int) -> int:
+        return int(round(2 ** rng.uniform(math.log2(lo), math.log2(hi))))
+
+    return [f"{lu(16, 512)}x{lu(1024, 16384) // 16 * 16}x{lu(1024, 16384) // 32 * 32}" for _ in range(count)]
+
+
+def candidates(M: int, N: int, K: int, plans: dict) -> list:
+    a = torch.randn(M, K, device="cuda").to(torch.float8_e4m3fn)
+    b = torch.randn(N, K, device="cuda").to(torch.float8_e4m3fn).t()
+    st = (torch.tensor(0.7, device="cuda"), torch.tensor(1.3, device="cuda"))
+    sr = (torch.rand(M, 1, device="cuda") + 0.5, torch.rand(1, N, device="cuda") + 0.5)
+    kb = -(-K // 128)
+    sk = (torch.rand(M, kb, device="cuda") + 0.5, torch.rand(kb, -(-N // 128), device="cuda") + 0.5)
+    out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+
+    def call(name, s, cfg=None, fast=False):
+        kernel = "auto" if cfg is None else "wgmma_fp8"
+        cfg = None if cfg is None else {**TILE, **cfg}
+        _, plans[name] = gemmlab.scaled_mm(a, b, *s, out=out, kernel=kernel, config=cfg, use_fast_accum=fast,
+                                           return_plan=True)
+        return Candidate(name, lambda: gemmlab.scaled_mm(a, b, *s, out=out, kernel=kernel, config=cfg,
+                                                         use_fast_accum=fast, check_finite=False))
+
+    return ([call("auto", st), call("row", sr), call("fast", st, fast=True), call("block", sk)]
+            + [call(n, st, c) for n, c in PROMOTED.items()] + [call(n, st, c, fast=True) for n, c in FAST.items()]
+            + [Candidate("torch", lambda: torch._scaled_mm(a, b, *st, out_dtype=torch.bfloat16)),
+               Candidate("torch row", lambda: torch._scaled_mm(a, b, *sr, out_dtype=torch.bfloat16)),
+               Candidate("torch fast", lambda: torch._scaled_mm(a, b, *st, out_dtype=torch.bfloat16,
+                                                                use_fast_accum=True))])
+
+
+def main(out_path: str, shapes: list[str]) -> None:
+    info = device_info(0)
+    st = Settings(l2="cold", max_samples=20, time_cap_s=1.0)
+    engine = Engine(CudaDevice(Lib("torch"), 0, info.l2_bytes, flush=True, spin=st.spin), st, NvmlClocks(0))
+    doc = {"gpu": info.name, "environment": environment.collect(0), "settings": st.as_dict(), "runs": []}
+    for shape in shapes:
+        M, N, K = (int(x) for x in shape.split("x"))
+        plans: dict = {}
+        cands = candidates(M, N, K, plans)
+        engine.warm_up(cands)
+        run = engine.measure(cands)
+        res = {n: s.as_dict() for n, s in run.samples.items()}
+        tflops = {n: 2.0 * M * N * K / (s["median_ms"] / 1e3) / 1e12 for n, s in res.items() if s.get("median_ms")}
+        doc["runs"].append({"shape": [M, N, K], "tflops": tflops, "plans": {k: repr(v) for k, v in plans.items()},
+                            "samples": res})
+        print(shape, {k: round(v) for k, v in sorted(tflops.items(), key=lambda kv: -kv[1])}, flush=True)
+        for k in ("auto", "fast", "block"):
+            print(f"   {k}:", repr(plans[k]).split("]; ")[-1][:300], flush=True)
+    with open(out_path, "w") as f:
+        json.dump(doc, f, indent=1)
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    if args[1:2] == ["--random"]:
+        main(args[0], draw(int(args[2]), int(args[args.index("--seed") + 1]) if "--seed" in args else 0))
+    else:
+        main(args[0], args[1:] or SHAPES)
