@@ -154,6 +154,17 @@ def test_the_promoted_192_column_tile_is_the_rules_only_at_many_waves_of_128x128
     assert fp8_promoted_tile(128 * 132 * FP8_WIDE_WAVES, 128, 132) is None       # 192 columns for 128
 
 
+def test_where_m_fits_one_warpgroup_the_rule_lets_the_other_sit_every_tile_out():
+    from gemmlab.core.rules import fp8_one_warpgroup
+
+    r = get("wgmma_fp8")
+    cfg, why = fp8_one_warpgroup(r.config(None, "fp8"), 64)
+    assert cfg["WGSKIP"] == 1 and "sits every tile out" in why
+    assert fp8_one_warpgroup(r.config(None, "fp8"), 65) is None
+    assert not r.check_config(r.config(cfg, "fp8"), "fp8")
+    assert "WGSKIP" not in r.defines(r.config(None, "fp8")) and r.defines(r.config(cfg, "fp8"))["WGSKIP"] == 1
+
+
 def test_misaligned_fp8_rows_take_clusters_of_2_from_a_wave_of_128x128_tiles():
     from gemmlab.core.rules import fp8_misaligned
 
@@ -379,6 +390,31 @@ def test_misaligned_rows_run_in_clusters_of_2_and_match_the_float64_product(mode
     assert cfg["CLUSTER"] == 2 and cfg["BN"] == (192 if mode in ("tensor", "row") else cfg["BN"])
     ref = (_block_reference(a, b, sa, sb) if mode == "block" else _reference(a, b, sa, sb)) + bias.double()
     assert torch.isfinite(out).all() and _rel(out, ref) < 1e-2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode, fast", [("tensor", False), ("row", False), ("tensor", True), ("block", False)],
+                         ids=["tensor", "row", "fast", "block"])
+def test_m_within_one_warpgroup_sits_the_other_out_and_matches_the_float64_product(mode, fast):
+    """M of at most 64: the rule's WGSKIP=1 (the second consumer warpgroup waits for and releases
+    each stage without multiplying), odd N and K, a bias, NaN in the output before; WGSKIP=0 gives
+    the same bits."""
+    torch = _torch()
+    from gemmlab.core import scaled
+
+    for M, N, K in ((1, 200, 300), (37, 1000, 4000), (64, 520, 1040)):
+        a, b = _operands(M, N, K)
+        sa, sb = _block_scales(M, N, K) if mode == "block" else _scales(M, N, mode)
+        bias = torch.randn(N, device="cuda", dtype=torch.bfloat16)
+        out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+        gemmlab.scaled_mm(a, b, sa, sb, bias=bias, out=out, use_fast_accum=fast)
+        cfg = scaled.plans()[-1].variant.cfg
+        assert cfg["WGSKIP"] == 1
+        ref = (_block_reference(a, b, sa, sb) if mode == "block" else _reference(a, b, sa, sb)) + bias.double()
+        assert torch.isfinite(out).all() and _rel(out, ref) < 1e-2, f"{M}x{N}x{K}"
+        both = gemmlab.scaled_mm(a, b, sa, sb, bias=bias, use_fast_accum=fast, kernel="wgmma_fp8",
+                                 config={**cfg, "WGSKIP": 0})
+        assert torch.equal(both, out), f"{M}x{N}x{K}: WGSKIP=0 differs"
 
 
 @pytest.mark.gpu

@@ -111,6 +111,16 @@ def fp8_misaligned(cfg: dict, M: int, N: int, row_bytes: tuple[int, ...], precis
                  f"of 128x128: {new['BM']}x{new['BN']} tiles {how}, their whole waves the shortest")
 
 
+# Rung 25 where M fits one consumer warpgroup's rows of a tile (WM, 64): the other warpgroup's rows all
+# lie past M, and with WGSKIP=1 it sits every tile out (kernels/ring.cuh), leaving the tensor cores
+# to the warpgroup whose products are stored.
+def fp8_one_warpgroup(cfg: dict, M: int) -> tuple[dict, str] | None:
+    """Rung 25's ``cfg`` with WGSKIP=1 where M is at most its WM rows, and why; None elsewhere."""
+    if M > cfg["WM"] or cfg.get("WGSKIP"):
+        return None
+    return dict(cfg, WGSKIP=1), f"M={M} within one warpgroup's {cfg['WM']} rows: the other sits every tile out"
+
+
 @dataclass(frozen=True)
 class Choice:
     """What runs and why: ``source`` is "named", "tuned", "defaults", "model", "online" or "rule"."""
