@@ -214,9 +214,9 @@ def test_fp8_operand_maps_take_128_elements_per_swizzle_row():
     assert m.box == (128, 64) and m.strides == (304,) and m.k_major
 
 
-def _sass(precision, **epi):
+def _sass(precision, config=None, **epi):
     r = get("wgmma_fp8")
-    v = Variant.make(r, "fp8", b_col=True, precision=precision, epilogue=Epilogue(**epi))
+    v = Variant.make(r, "fp8", b_col=True, precision=precision, epilogue=Epilogue(**epi), config=config)
     ck = v.compile("sm_90a")
     from gemmlab.analysis import disasm
     return ck, disasm.sass_listing(ck.cubin)
@@ -227,6 +227,24 @@ def test_the_rung_builds_without_spills_with_scales_bias_and_an_activation(preci
     ck, sass = _sass(precision, scale="row", bias="fp32", activation="gelu", out="bf16")
     assert ck.spill_bytes == 0
     assert re.search(r"QGMMA\.64x\d+x32\.F32\.E4M3\.E4M3", sass)
+
+
+@pytest.mark.parametrize("precision, scale", [("fp8", "tensor"), ("fp8", "block"), ("fp8_fast", "row")])
+def test_a_warpgroup_sitting_tiles_out_builds_without_spills(precision, scale):
+    ck, sass = _sass(precision, {"WGSKIP": 1}, scale=scale, out="bf16")
+    assert ck.spill_bytes == 0 and re.search(r"QGMMA\.64x\d+x32\.F32\.E4M3\.E4M3", sass)
+
+
+def test_precompile_builds_every_configuration_the_fp8_rule_chooses():
+    from gemmlab.core import precompile
+    from gemmlab.core.rules import fp8_rule_tiles
+    r = get("wgmma_fp8")
+    vs = precompile.variants(kernels=["wgmma_fp8"], dtypes=["fp8"], arch="sm_90a", layouts=["rc"])
+    for prec, scale in (("fp8", "tensor"), ("fp8", "block"), ("fp8_fast", "row")):
+        built = [dict(v.config) for v in vs if v.precision == prec and v.epilogue.scale == scale]
+        tiles = fp8_rule_tiles(r, prec, scale == "block")
+        assert all(t in built for t in tiles) and all(not r.check_config(t, prec) for t in tiles)
+        assert any(t["WGSKIP"] for t in tiles) and any(t["CLUSTER"] == 2 for t in tiles)
 
 
 def test_an_e5m2_operand_builds_the_mixed_format_instruction():
