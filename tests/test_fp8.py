@@ -154,6 +154,17 @@ def test_the_promoted_192_column_tile_is_the_rules_only_at_many_waves_of_128x128
     assert fp8_promoted_tile(128 * 132 * FP8_WIDE_WAVES, 128, 132) is None       # 192 columns for 128
 
 
+def test_where_m_fits_one_warpgroup_the_rule_lets_the_other_sit_every_tile_out():
+    from gemmlab.core.rules import fp8_one_warpgroup
+
+    r = get("wgmma_fp8")
+    cfg, why = fp8_one_warpgroup(r.config(None, "fp8"), 64)
+    assert cfg["WGSKIP"] == 1 and "sits every tile out" in why
+    assert fp8_one_warpgroup(r.config(None, "fp8"), 65) is None
+    assert not r.check_config(r.config(cfg, "fp8"), "fp8")
+    assert "WGSKIP" not in r.defines(r.config(None, "fp8")) and r.defines(r.config(cfg, "fp8"))["WGSKIP"] == 1
+
+
 def test_misaligned_fp8_rows_take_clusters_of_2_from_a_wave_of_128x128_tiles():
     from gemmlab.core.rules import fp8_misaligned
 
@@ -203,9 +214,9 @@ def test_fp8_operand_maps_take_128_elements_per_swizzle_row():
     assert m.box == (128, 64) and m.strides == (304,) and m.k_major
 
 
-def _sass(precision, **epi):
+def _sass(precision, config=None, **epi):
     r = get("wgmma_fp8")
-    v = Variant.make(r, "fp8", b_col=True, precision=precision, epilogue=Epilogue(**epi))
+    v = Variant.make(r, "fp8", b_col=True, precision=precision, epilogue=Epilogue(**epi), config=config)
     ck = v.compile("sm_90a")
     from gemmlab.analysis import disasm
     return ck, disasm.sass_listing(ck.cubin)
@@ -216,6 +227,24 @@ def test_the_rung_builds_without_spills_with_scales_bias_and_an_activation(preci
     ck, sass = _sass(precision, scale="row", bias="fp32", activation="gelu", out="bf16")
     assert ck.spill_bytes == 0
     assert re.search(r"QGMMA\.64x\d+x32\.F32\.E4M3\.E4M3", sass)
+
+
+@pytest.mark.parametrize("precision, scale", [("fp8", "tensor"), ("fp8", "block"), ("fp8_fast", "row")])
+def test_a_warpgroup_sitting_tiles_out_builds_without_spills(precision, scale):
+    ck, sass = _sass(precision, {"WGSKIP": 1}, scale=scale, out="bf16")
+    assert ck.spill_bytes == 0 and re.search(r"QGMMA\.64x\d+x32\.F32\.E4M3\.E4M3", sass)
+
+
+def test_precompile_builds_every_configuration_the_fp8_rule_chooses():
+    from gemmlab.core import precompile
+    from gemmlab.core.rules import fp8_rule_tiles
+    r = get("wgmma_fp8")
+    vs = precompile.variants(kernels=["wgmma_fp8"], dtypes=["fp8"], arch="sm_90a", layouts=["rc"])
+    for prec, scale in (("fp8", "tensor"), ("fp8", "block"), ("fp8_fast", "row")):
+        built = [dict(v.config) for v in vs if v.precision == prec and v.epilogue.scale == scale]
+        tiles = fp8_rule_tiles(r, prec, scale == "block")
+        assert all(t in built for t in tiles) and all(not r.check_config(t, prec) for t in tiles)
+        assert any(t["WGSKIP"] for t in tiles) and any(t["CLUSTER"] == 2 for t in tiles)
 
 
 def test_an_e5m2_operand_builds_the_mixed_format_instruction():
@@ -379,6 +408,31 @@ def test_misaligned_rows_run_in_clusters_of_2_and_match_the_float64_product(mode
     assert cfg["CLUSTER"] == 2 and cfg["BN"] == (192 if mode in ("tensor", "row") else cfg["BN"])
     ref = (_block_reference(a, b, sa, sb) if mode == "block" else _reference(a, b, sa, sb)) + bias.double()
     assert torch.isfinite(out).all() and _rel(out, ref) < 1e-2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode, fast", [("tensor", False), ("row", False), ("tensor", True), ("block", False)],
+                         ids=["tensor", "row", "fast", "block"])
+def test_m_within_one_warpgroup_sits_the_other_out_and_matches_the_float64_product(mode, fast):
+    """M of at most 64: the rule's WGSKIP=1 (the second consumer warpgroup waits for and releases
+    each stage without multiplying), odd N and K, a bias, NaN in the output before; WGSKIP=0 gives
+    the same bits."""
+    torch = _torch()
+    from gemmlab.core import scaled
+
+    for M, N, K in ((1, 200, 300), (37, 1000, 4000), (64, 520, 1040)):
+        a, b = _operands(M, N, K)
+        sa, sb = _block_scales(M, N, K) if mode == "block" else _scales(M, N, mode)
+        bias = torch.randn(N, device="cuda", dtype=torch.bfloat16)
+        out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+        gemmlab.scaled_mm(a, b, sa, sb, bias=bias, out=out, use_fast_accum=fast)
+        cfg = scaled.plans()[-1].variant.cfg
+        assert cfg["WGSKIP"] == 1
+        ref = (_block_reference(a, b, sa, sb) if mode == "block" else _reference(a, b, sa, sb)) + bias.double()
+        assert torch.isfinite(out).all() and _rel(out, ref) < 1e-2, f"{M}x{N}x{K}"
+        both = gemmlab.scaled_mm(a, b, sa, sb, bias=bias, use_fast_accum=fast, kernel="wgmma_fp8",
+                                 config={**cfg, "WGSKIP": 0})
+        assert torch.equal(both, out), f"{M}x{N}x{K}: WGSKIP=0 differs"
 
 
 @pytest.mark.gpu

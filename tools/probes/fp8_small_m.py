@@ -2,16 +2,19 @@
 torch._scaled_mm, timed together per shape by the one timing engine (cold L2, NVML clocks):
 
     python tools/probes/fp8_small_m.py OUT.json [MxNxK ...]
-    python tools/probes/fp8_small_m.py OUT.json --random COUNT [--seed S]
+    python tools/probes/fp8_small_m.py OUT.json --random COUNT [--seed S] [--m LO-HI]
 
 Per shape: the rule's choice ("auto"; "row", "fast", "block": row-wise scales, fast accumulation,
-block scales), its 128x128 and 128x64 tiles, and torch._scaled_mm (tensor-wise, row-wise, fast
-accumulation). ``--random``: COUNT shapes of M 16-512, N and K 1024-16384 (log-uniform; N a
-multiple of 16 and K of 32, as torch._scaled_mm and aligned rows take), seed S. The canonical
-results of this probe also hold ``_sk`` columns: STREAMK=1 on a form of rung 25 (f3bf265, not
-kept) that split every unit's k tiles over every SM's cluster where the units were fewer.
+block scales), the same with WGSKIP flipped ("flipped": a consumer warpgroup whose rows all lie
+past M sits the tile out, or not), its 128x128 and 128x64 tiles, and torch._scaled_mm
+(tensor-wise, row-wise, fast accumulation). ``--random``: COUNT shapes of M 16-512 (or LO-HI), N
+and K 1024-16384 (log-uniform; N a multiple of 16 and K of 32, as torch._scaled_mm and aligned
+rows take), seed S. Its results h200_fp8_small_m*.json.gz also hold ``_sk`` columns: STREAMK=1 on a
+form of rung 25 (f3bf265, not kept) that split every unit's k tiles over every SM's cluster where
+the units were fewer.
 
-Where rung 25 stands on small M (docs/journal/fp8.md); one JSON, TFLOP/s per candidate."""
+What the rule's WGSKIP for M within one warpgroup rests on (core/rules.py, ``fp8_one_warpgroup``)
+and where rung 25 stands on small M (docs/journal/fp8.md); one JSON, TFLOP/s per candidate."""
 from __future__ import annotations
 
 import json
@@ -35,13 +38,13 @@ PROMOTED = {"128x128": {"BN": 128, "STAGES": 6}, "128x64": {"BN": 64, "STAGES": 
 FAST = {"fast 128x128": {"BN": 128, "STAGES": 6, "DEFER": 0}}
 
 
-def draw(count: int, seed: int) -> list[str]:
+def draw(count: int, seed: int, m: tuple[int, int] = (16, 512)) -> list[str]:
     rng = random.Random(seed)
 
     def lu(lo: int, hi: int) -> int:
         return int(round(2 ** rng.uniform(math.log2(lo), math.log2(hi))))
 
-    return [f"{lu(16, 512)}x{lu(1024, 16384) // 16 * 16}x{lu(1024, 16384) // 32 * 32}" for _ in range(count)]
+    return [f"{lu(*m)}x{lu(1024, 16384) // 16 * 16}x{lu(1024, 16384) // 32 * 32}" for _ in range(count)]
 
 
 def candidates(M: int, N: int, K: int, plans: dict) -> list:
@@ -61,8 +64,13 @@ def candidates(M: int, N: int, K: int, plans: dict) -> list:
         return Candidate(name, lambda: gemmlab.scaled_mm(a, b, *s, out=out, kernel=kernel, config=cfg,
                                                          use_fast_accum=fast, check_finite=False))
 
-    return ([call("auto", st), call("row", sr), call("fast", st, fast=True), call("block", sk)]
-            + [call(n, st, c) for n, c in PROMOTED.items()] + [call(n, st, c, fast=True) for n, c in FAST.items()]
+    cands = [call("auto", st), call("row", sr), call("fast", st, fast=True), call("block", sk)]
+    for name, s, fast in (("auto", st, False), ("fast", st, True), ("block", sk, False)):   # WGSKIP flipped
+        choice = plans[name].choice
+        cfg = choice.rung.config(choice.config, "fp8_fast" if fast else "fp8")
+        flipped = {k: v for k, v in {**cfg, "WGSKIP": 1 - cfg["WGSKIP"]}.items() if k not in TILE}
+        cands.append(call(f"{name} flipped", s, flipped, fast))
+    return (cands + [call(n, st, c) for n, c in PROMOTED.items()] + [call(n, st, c, fast=True) for n, c in FAST.items()]
             + [Candidate("torch", lambda: torch._scaled_mm(a, b, *st, out_dtype=torch.bfloat16)),
                Candidate("torch row", lambda: torch._scaled_mm(a, b, *sr, out_dtype=torch.bfloat16)),
                Candidate("torch fast", lambda: torch._scaled_mm(a, b, *st, out_dtype=torch.bfloat16,
@@ -94,6 +102,7 @@ def main(out_path: str, shapes: list[str]) -> None:
 if __name__ == "__main__":
     args = sys.argv[1:]
     if args[1:2] == ["--random"]:
-        main(args[0], draw(int(args[2]), int(args[args.index("--seed") + 1]) if "--seed" in args else 0))
+        m = tuple(int(x) for x in args[args.index("--m") + 1].split("-")) if "--m" in args else (16, 512)
+        main(args[0], draw(int(args[2]), int(args[args.index("--seed") + 1]) if "--seed" in args else 0, m))
     else:
         main(args[0], args[1:] or SHAPES)

@@ -25,7 +25,7 @@ from .dtypes import get as get_dtype
 from .precision import applies
 from .progress import Progress
 from .registry import RUNGS, Rung, get, workspace_split
-from .rules import FP8_WIDE_TILE
+from .rules import fp8_rule_tiles
 from .packing import KERNEL, KERNEL_T, compile_pack, kernel_layout
 from .epilogue import PLAIN, Epilogue
 from .variant import FP8_DEFAULT_OUT, Variant, compile_reduce
@@ -153,10 +153,11 @@ def _epilogues(dtype: str, precision: str) -> tuple:
 
 def _tiles(rung: Rung, precision: str | None, epi: Epilogue, cfg: ConfigLike) -> tuple:
     """The configurations precompile builds for one epilogue: ``cfg`` (None: the defaults), and with
-    the defaults rung 25's promoted tensor- and row-wise plans' wide tile too, which its rule takes at
-    many waves (core/rules.py, ``fp8_promoted_tile``)."""
-    wide = cfg is None and rung.slug == "wgmma_fp8" and precision == "fp8" and epi.scale in ("tensor", "row")
-    return (cfg, FP8_WIDE_TILE) if wide else (cfg,)
+    the defaults every one rung 25's rule can choose for a scaled plan (core/rules.py,
+    ``fp8_rule_tiles``)."""
+    if cfg is None and rung.slug == "wgmma_fp8" and epi.scale is not None:
+        return fp8_rule_tiles(rung, precision, epi.scale == "block")
+    return (cfg,)
 
 
 def job_key(v: Variant) -> tuple:

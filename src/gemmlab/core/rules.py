@@ -111,6 +111,37 @@ def fp8_misaligned(cfg: dict, M: int, N: int, row_bytes: tuple[int, ...], precis
                  f"of 128x128: {new['BM']}x{new['BN']} tiles {how}, their whole waves the shortest")
 
 
+# Rung 25 where M fits one consumer warpgroup's rows of a tile (WM, 64): the other warpgroup's rows all
+# lie past M, and with WGSKIP=1 it sits every tile out (kernels/ring.cuh), leaving the tensor cores
+# to the warpgroup whose products are stored.
+def fp8_one_warpgroup(cfg: dict, M: int) -> tuple[dict, str] | None:
+    """Rung 25's ``cfg`` with WGSKIP=1 where M is at most its WM rows, and why; None elsewhere."""
+    if M > cfg["WM"] or cfg.get("WGSKIP"):
+        return None
+    return dict(cfg, WGSKIP=1), f"M={M} within one warpgroup's {cfg['WM']} rows: the other sits every tile out"
+
+
+def fp8_rule_tiles(rung: Rung, precision: str, block: bool) -> tuple[dict, ...]:
+    """Every configuration of rung 25 its rule and the adjustments above can choose in ``precision``
+    (block scales: ``block``): the default tile and the presets (the half tile among them), the
+    128x192 tile where the scales allow it, each in clusters of 2 where rows are not 32-byte
+    multiples, and alone with WGSKIP=1 where M fits one warpgroup; what ``gemmlab.precompile`` builds
+    so that no choice of the rule compiles on a call."""
+    base = [rung.config(None, precision)] + [rung.config(p, precision) for p in rung.presets_for(precision)]
+    if block:
+        base = [c for c in base if c["BN"] <= 128]
+    wide = [dict(FP8_WIDE_TILE)] if precision == "fp8" and not block else []
+    clustered = [dict(FP8_CLUSTER_TILE)] if precision == "fp8" else [dict(c, CLUSTER=2) for c in base]
+    clustered += [dict(w, CLUSTER=2) for w in wide]
+    skipping = [dict(c, WGSKIP=1) for c in base if c["CLUSTER"] == 1]
+    out: list[dict] = []
+    for c in base + wide + clustered + skipping:
+        full = rung.config(c, precision)
+        if full not in out:
+            out.append(full)
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class Choice:
     """What runs and why: ``source`` is "named", "tuned", "defaults", "model", "online" or "rule"."""

@@ -37,7 +37,7 @@ from .dtypes import FP8_FORMATS
 from .launch import Plan, current_stream, stream_capturing
 from .problem import ArrayInfo, array_facts, check_placement, describe_array, info_2d, overlaps, problem_of
 from .registry import get as get_rung
-from .rules import fp8_misaligned, fp8_promoted_tile
+from .rules import fp8_misaligned, fp8_one_warpgroup, fp8_promoted_tile
 
 SCALINGS = ("tensor", "row", "block")
 RUNG = "wgmma_fp8"
@@ -180,8 +180,9 @@ def _in_place_rows(kp) -> tuple[int, ...]:
 def _adjusted(choice, kp, scales: Scales, precision: str, sm_count: int):
     """The choice with what the rule decides for FP8 beyond the tile's registry defaults
     (core/rules.py): for operands whose rows are not 32-byte multiples, clusters of 2 (and
-    promoted the 128x192 tile) from a wave on; else the promoted 128x192 tile at many waves. Not for
-    block scales, whose tiles lie within one column block: a tuned wider tile falls back to the rule."""
+    promoted the 128x192 tile) from a wave on; else the promoted 128x192 tile at many waves (not for
+    block scales, whose tiles lie within one column block: a tuned wider tile falls back to the
+    rule); and where M fits one consumer warpgroup, the other sitting every tile out."""
     cfg_of = lambda c: c.rung.config(c.config, precision)   # noqa: E731
     block = scales.mode == "block"
     if block and cfg_of(choice)["BN"] > BLOCK:
@@ -193,7 +194,10 @@ def _adjusted(choice, kp, scales: Scales, precision: str, sm_count: int):
     new = (fp8_misaligned(cfg_of(choice), kp.M, kp.N, _in_place_rows(kp), precision, block, sm_count)
            or (fp8_promoted_tile(kp.M, kp.N, sm_count) if precision == "fp8" and not block
                and cfg_of(choice)["BN"] == BLOCK else None))
-    return choice if new is None else replace(choice, config=new[0], reason=f"{choice.reason}; {new[1]}")
+    if new is not None:
+        choice = replace(choice, config=new[0], reason=f"{choice.reason}; {new[1]}")
+    skip = fp8_one_warpgroup(cfg_of(choice), kp.M)
+    return choice if skip is None else replace(choice, config=skip[0], reason=f"{choice.reason}; {skip[1]}")
 
 
 def _plan(problem, kp, scales: Scales, epi, kernel: str, config, precision: str, bias_ptr: int) -> Plan:

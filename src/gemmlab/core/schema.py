@@ -292,7 +292,7 @@ class Rung:
         d.pop("BALANCE", None)   # and a persistent launch's grid (persistent_grid): the kernel reads gridDim
         # switches added to a rung after it was measured: off, each compiles what the rung compiled
         # before it (no define; the same cache keys and SASS)
-        for switch in ("STREAMK", "DEFER", "KREV"):
+        for switch in ("STREAMK", "DEFER", "KREV") + (() if self.grouped else ("WGSKIP",)):
             if not d.get(switch):
                 d.pop(switch, None)
         smem = self.smem_bytes(cfg, precision)

@@ -69,7 +69,12 @@ constexpr unsigned GROUP_BOX_B = A_PANELS * GL_GROUP_BOX_ROWS * GL_ROW_B;   // o
 // (WGSKIP=1): it sits the tile out (``skip_ktiles``), its products never stored, so the other
 // warpgroup's wgmmas have the tensor cores alone and a group's last, part-filled row tile costs
 // about half of a full one where its rows fit one warpgroup. WGSKIP=0: both multiply every k tile.
-#ifndef WGSKIP
+// Another rung takes it only where its build defines WGSKIP=1 (GL_WGSKIP_GIVEN; rung 25, whose
+// rule does where M fits one warpgroup): past M, as past a group's end.
+#ifdef WGSKIP
+#define GL_WGSKIP_GIVEN WGSKIP
+#else
+#define GL_WGSKIP_GIVEN 0
 #define WGSKIP 1
 #endif
 

@@ -89,13 +89,14 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
         const int2 t = sched.tile(u, rank);
         const int row0 = sched.row_of(t), col0 = t.y * BN;
         // A grouped schedule's tile ends at its group's last row (rows_end); a warpgroup whose rows all
-        // lie past it sits the tile out (ring.cuh's WGSKIP)
+        // lie past it, or past M where the build asks for it, sits the tile out (ring.cuh's WGSKIP)
+        constexpr bool SKIPS = Schedule::GROUPED ? WGSKIP : GL_WGSKIP_GIVEN;
         int m_end = M;
         if constexpr (Schedule::GROUPED) m_end = sched.rows_end(M);
         // (through a shuffle from lane 0, as wg: the group's end is read from shared memory, and a
         // test the compiler cannot see is the same in every lane took the k loop's counter and phase
         // out of the uniform registers, the loop of every tile)
-        const bool idle = Schedule::GROUPED && WGSKIP && __shfl_sync(0xffffffffu, row0 + wg * WM >= m_end, 0);
+        const bool idle = SKIPS && __shfl_sync(0xffffffffu, row0 + wg * WM >= m_end, 0);
         gl_zero_acc(acc);
         ep.prefetch_bias(row0, col0, BM, BN, lane);   // the bias the epilogue reads at the tile's end
         sc.template prefetch<MI, BN>(row0 + wg * WM, col0, warp, lane, M, N);   // and the row-wise scales
@@ -113,7 +114,7 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
         int prev = 0, kt = k0;
         for (;;) {
             const int stop = write_at >= 0 ? min(k1, write_at + 1) : k1;
-            if (Schedule::GROUPED && idle) skip_ktiles<Mainloop>(sm, ring, kt, stop, k0, prev, release);
+            if (SKIPS && idle) skip_ktiles<Mainloop>(sm, ring, kt, stop, k0, prev, release);
             else consume_ktiles(ml, sm, ring, acc, kt, stop, k0, prev, release);
             if (!Epilogue::DEFERRED || kt >= k1) break;
             write_held(held_next);

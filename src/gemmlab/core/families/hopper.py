@@ -510,7 +510,7 @@ RUNGS: tuple[Rung, ...] = (
         # CLUSTER 1: without B's multicast rung 25 ran ahead of or level with CLUSTER 2 at each of the
         # FP8 issue's shapes, in both precisions (benchmarks/results/h200_fp8_tiles.json)
         params={"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6, "CLUSTER": 1, "EPI_TMA": 1, "GROUP": 16,
-                "STREAMK": 0, "DEFER": 0, "KREV": 0, "BALANCE": 1},
+                "STREAMK": 0, "DEFER": 0, "KREV": 0, "BALANCE": 1, "WGSKIP": 0},
         per_precision={
             "fp8": PrecisionPart(constraints=fp8_promoted_constraints,
                                  presets={"128x128": {"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6, "CLUSTER": 1},
