@@ -27,11 +27,10 @@ import sys
 import torch
 
 import gemmlab
-from gemmlab.analysis import environment
-from gemmlab.core.driver import device_info
-from gemmlab.measure.arrays import Lib
-from gemmlab.measure.gpu_timing import CudaDevice, NvmlClocks
-from gemmlab.measure.timing import Candidate, Engine, Settings
+from gemmlab.measure.timing import Candidate
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+import timed  # noqa: E402
 
 SHAPES = ["7152x6544x5072", "7152x6544x5088", "2384x8544x1648", "2384x8544x1664",
           "2096x6848x5488", "10784x1712x1168", "1536x1904x6544", "1472x4464x1104",
@@ -118,19 +117,13 @@ def bf16_candidates(M: int, N: int, K: int, plans: dict) -> list:
 
 
 def main(out_path: str, shapes: list[str]) -> None:
-    info = device_info(0)
-    st = Settings(l2="cold", max_samples=20, time_cap_s=1.0)
-    engine = Engine(CudaDevice(Lib("torch"), 0, info.l2_bytes, flush=True, spin=st.spin), st, NvmlClocks(0))
-    doc = {"gpu": info.name, "environment": environment.collect(0), "settings": st.as_dict(), "runs": []}
+    engine, doc = timed.engine_and_doc(20, 1.0)
     for shape in shapes:
         dtype, _, dims = shape.rpartition(":")
         M, N, K = (int(x) for x in dims.split("x"))
         plans: dict = {}
         cands = (bf16_candidates if dtype == "bf16" else fp8_candidates)(M, N, K, plans)
-        engine.warm_up(cands)
-        run = engine.measure(cands)
-        res = {n: s.as_dict() for n, s in run.samples.items()}
-        tflops = {n: 2.0 * M * N * K / (s["median_ms"] / 1e3) / 1e12 for n, s in res.items() if s.get("median_ms")}
+        res, tflops = timed.measure(engine, cands, 2.0 * M * N * K)
         doc["runs"].append({"shape": [M, N, K], "dtype": dtype or "fp8", "tflops": tflops,
                             "plans": {k: repr(v) for k, v in plans.items()}, "samples": res})
         print(shape, {k: round(v) for k, v in sorted(tflops.items(), key=lambda kv: -kv[1])}, flush=True)

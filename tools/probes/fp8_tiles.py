@@ -12,11 +12,10 @@ import sys
 import torch
 
 import gemmlab
-from gemmlab.analysis import environment
-from gemmlab.core.driver import device_info
-from gemmlab.measure.arrays import Lib
-from gemmlab.measure.gpu_timing import CudaDevice, NvmlClocks
-from gemmlab.measure.timing import Candidate, Engine, Settings
+from gemmlab.measure.timing import Candidate
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+import timed  # noqa: E402
 
 SHAPES = ["4096x4096x4096", "8192x8192x8192", "4096x14336x4096", "128x14336x4096", "1024x4096x14336",
           "4096x7168x16384", "128x4096x4096"]
@@ -30,10 +29,7 @@ CONFIGS = {
 
 
 def main(out_path: str, shapes: list[str]) -> None:
-    info = device_info(0)
-    st = Settings(l2="cold", max_samples=30, time_cap_s=1.5)
-    engine = Engine(CudaDevice(Lib("torch"), 0, info.l2_bytes, flush=True, spin=st.spin), st, NvmlClocks(0))
-    doc = {"gpu": info.name, "environment": environment.collect(0), "settings": st.as_dict(), "runs": []}
+    engine, doc = timed.engine_and_doc(30, 1.5)
     for shape in shapes:
         M, N, K = (int(x) for x in shape.split("x"))
         g = torch.Generator(device="cuda").manual_seed(0)
@@ -58,11 +54,7 @@ def main(out_path: str, shapes: list[str]) -> None:
                                                                      check_finite=False)))
             cands.append(Candidate("torch_scaled_mm", lambda: torch._scaled_mm(
                 a, b, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=fast)))
-            engine.warm_up(cands)
-            run = engine.measure(cands)
-            flop = 2.0 * M * N * K
-            res = {n: s.as_dict() for n, s in run.samples.items()}
-            tflops = {n: flop / (s["median_ms"] / 1e3) / 1e12 for n, s in res.items() if s.get("median_ms")}
+            res, tflops = timed.measure(engine, cands, 2.0 * M * N * K)
             doc["runs"].append({"shape": [M, N, K], "precision": precision, "tflops": tflops,
                                 "plans": {k: repr(v) for k, v in plans.items()}, "samples": res})
             print(shape, precision, {k: round(v) for k, v in sorted(tflops.items(), key=lambda kv: -kv[1])}, flush=True)

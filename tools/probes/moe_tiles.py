@@ -19,13 +19,12 @@ import sys
 import torch
 
 import gemmlab
-from gemmlab.analysis import environment
 from gemmlab.bench.moe import route
 from gemmlab.core import grouped
-from gemmlab.core.driver import device_info
-from gemmlab.measure.arrays import Lib
-from gemmlab.measure.gpu_timing import CudaDevice, NvmlClocks
-from gemmlab.measure.timing import Candidate, Engine, Settings
+from gemmlab.measure.timing import Candidate
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+import timed  # noqa: E402
 
 SHAPES = ["8x4096x14336x4096", "8x4096x4096x14336", "64x8192x2048x7168", "128x4096x768x2048",
           # not in the suite: a smaller Mixtral-like layer, many experts of mid size, few tokens each
@@ -62,20 +61,13 @@ def layers(args: list[str], default: list[str]) -> tuple[list[str], bool]:
 
 def engine_and_doc():
     """The timing engine (cold L2, NVML clocks) and the result document the tiles probes fill."""
-    info = device_info(0)
-    st = Settings(l2="cold", max_samples=30, time_cap_s=1.5)
-    engine = Engine(CudaDevice(Lib("torch"), 0, info.l2_bytes, flush=True, spin=st.spin), st, NvmlClocks(0))
-    return engine, {"gpu": info.name, "environment": environment.collect(0), "settings": st.as_dict(), "runs": []}
+    return timed.engine_and_doc(30, 1.5)
 
 
 def record(engine, doc: dict, shape: str, counts: list, cands: list, plans: dict) -> None:
     """One layer's candidates timed together, its TFLOP/s per candidate appended to ``doc``."""
     G, T, N, K = (int(x) for x in shape.split("x"))
-    engine.warm_up(cands)
-    run = engine.measure(cands)
-    flop = 2.0 * T * N * K
-    res = {n: s.as_dict() for n, s in run.samples.items()}
-    tflops = {n: flop / (s["median_ms"] / 1e3) / 1e12 for n, s in res.items() if s.get("median_ms")}
+    res, tflops = timed.measure(engine, cands, 2.0 * T * N * K)
     doc["runs"].append({"shape": [G, T, N, K], "counts": counts, "tflops": tflops, "plans": plans, "samples": res})
     print(shape, {k: round(v) for k, v in sorted(tflops.items(), key=lambda kv: -kv[1])}, flush=True)
 
