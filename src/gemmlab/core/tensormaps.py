@@ -44,7 +44,8 @@ L2_PROMOTION = {64: "CU_TENSOR_MAP_L2_PROMOTION_L2_64B", 128: "CU_TENSOR_MAP_L2_
 # K-major at K % 32 == 16, 16-bit at 8 mod 16 elements) start every other box row in the middle of
 # a sector pair: fetched at 256 the L2 served about twice the requests for the same bytes and bound
 # the kernel (benchmarks/profiles/h200_ncu_fp8_k16.csv.gz); at 128 they ran faster in every
-# precision and never slower (benchmarks/results/h200_fp8_k16.json.gz, h200_fp8_k16_heldout.json.gz).
+# precision, and never slower beyond the timing's noise (benchmarks/results/h200_fp8_k16.json.gz,
+# h200_fp8_k16_heldout.json.gz).
 L2_PROMOTION_BY_ROWS = 0
 L2_PROMOTION_DEFAULT = L2_PROMOTION_BY_ROWS
 L2_PROMOTION_SETTINGS = (L2_PROMOTION_BY_ROWS, *L2_PROMOTION)
