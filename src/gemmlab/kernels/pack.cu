@@ -7,8 +7,9 @@
 // (rung 19 at 4093^3 against 4096^3 in benchmarks/results/h100_wgmma_tma_fp16.json).
 // This kernel copies such an operand once, before the GEMM, into the workspace: a dense buffer
 // whose base is 256-byte aligned and whose leading dimension ldp is the row length rounded up to a
-// multiple of 32 bytes (core/packing.py says why). The layout (row- or column-major) stays as it was: the operand is `outer`
-// rows of `inner` contiguous elements, src row i at src + i*ld, dst row i at dst + i*ldp. The GEMM
+// multiple of 32 bytes (core/packing.py says why). The layout (row- or column-major) stays as it
+// was: the operand is `outer` rows of `inner` contiguous elements, src row i at src + i*ld, dst
+// row i at dst + i*ldp. The GEMM
 // then runs its 16-byte variant on it. The padding (ldp - inner < 32 bytes) is written with zeros
 // by each row's last 16-byte stores; no GEMM reads it (they read inside M, N, K only).
 //
