@@ -9,9 +9,9 @@
 // whose base is 256-byte aligned and whose leading dimension ldp is the row length rounded up to a
 // multiple of 32 bytes (core/packing.py says why). The layout (row- or column-major) stays as it
 // was: the operand is `outer` rows of `inner` contiguous elements, src row i at src + i*ld, dst
-// row i at dst + i*ldp. The GEMM
-// then runs its 16-byte variant on it. The padding (ldp - inner < 32 bytes) is written with zeros
-// by each row's last 16-byte stores; no GEMM reads it (they read inside M, N, K only).
+// row i at dst + i*ldp. The GEMM then runs its 16-byte variant on it. The padding (ldp - inner <
+// 32 bytes) is written with zeros by each row's last 16-byte stores; no GEMM reads it (they read
+// inside M, N, K only).
 //
 // Work: one warp per row (GL_PACK_ROWS rows per block, more along gridDim.y strides), one
 // 16-byte chunk of dst per lane, so a warp writes 512 consecutive bytes with STG.128 and reads
