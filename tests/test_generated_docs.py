@@ -29,3 +29,12 @@ def test_every_docs_page_is_in_the_site_navigation():
     nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     pages = [str(p.relative_to(ROOT / "docs")) for p in sorted((ROOT / "docs").rglob("*.md"))]
     assert [p for p in pages if f" {p}" not in nav] == []
+
+
+def test_the_headline_holds_the_fp8_and_moe_suites_against_pytorchs_own_calls():
+    from gemmlab.report import docs
+    rows = docs.headline_markdown(ROOT).splitlines()
+    fp8 = next(r for r in rows if r.startswith("| FP8 suite"))
+    moe = next(r for r in rows if r.startswith("| MoE suite"))
+    assert "(torch._scaled_mm)" in fp8 and "`h200_fp8_suite.json.gz`" in fp8
+    assert "(torch._grouped_mm)" in moe and "`h200_moe_suite.json.gz`" in moe

@@ -9,6 +9,8 @@ gives its row: the ladder's rows can come from different runs, each saying which
 
 from __future__ import annotations
 
+import math
+
 from pathlib import Path
 
 from ..core.registry import get, kernels
@@ -145,6 +147,11 @@ HEADLINE_SUITES = (
     (R + "h100_random_heldout_fp16.json.gz", "random sample nobody tuned on"),
     (R + "h100_random_heldout_fp32.json.gz", "random sample nobody tuned on"),
 )
+# FP8 and mixture-of-experts: (result, title, gemmlab's call) of the suites against PyTorch's own
+HEADLINE_PEERS = (
+    (R + "h200_fp8_suite.json.gz", "FP8 suite", "`scaled_mm` (rung 25)"),
+    (R + "h200_moe_suite.json.gz", "MoE suite", "`grouped_mm` (rung 26)"),
+)
 _HEAD = ("| problem | dtype | gemmlab | vs cuBLAS | vs Triton | GPU | date | commit | result |",
          "| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 
@@ -168,7 +175,31 @@ def headline_markdown(root: Path) -> str:
         rows.append(f"| {title} ({auto['shapes']} shapes), geomean | {doc['settings']['dtype']} | auto | "
                     f"{_x(auto['geomean_vs_cublas'])} | {_x(vs_tri)} | {_gpu(e)} | {e['date'][:10]} | {_commit(e)} "
                     f"| {_name(e)} |")
-    return "\n".join(rows)
+    return "\n".join(rows + [_peer_row(root, *p) for p in HEADLINE_PEERS])
+
+
+def _geomean(xs: list) -> float | None:
+    xs = [x for x in xs if x]
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
+
+
+def _peer_row(root: Path, path: str, title: str, call: str) -> str:
+    """A headline row of a suite measured against PyTorch's own call: the FP8 suite's promoted
+    tensor-wise products against torch._scaled_mm (cuBLASLt), fast accumulation against the FP8
+    Triton matmul; the MoE suite against torch._grouped_mm and the grouped Triton kernel."""
+    doc, e = _load(root, path)
+    s, results = doc["summary"], doc["results"]
+    if "geomean_vs_scaled_mm_tensor" in s:
+        tensor = [r for r in results if r.get("scaling") == "tensor"]
+        problem = f"{title} ({len(tensor)} shapes, tensor-wise scales), geomean"
+        mine = f"{_x(s['geomean_vs_scaled_mm_tensor'])} (torch._scaled_mm)"
+        tri = _geomean([_ratio(r, "triton", "gemmlab_fast") for r in tensor])
+        tri = f"{_x(tri)} (fast accumulation)" if tri else "-"
+    else:
+        problem = f"{title} ({len(results)} layers), geomean"
+        mine, tri = f"{_x(s['geomean_vs_grouped_mm'])} (torch._grouped_mm)", _x(s.get("geomean_vs_triton"))
+    return (f"| {problem} | {doc['settings']['dtype']} | {call} | {mine} | {tri} | {_gpu(e)} | {e['date'][:10]} "
+            f"| {_commit(e)} | {_name(e)} |")
 
 
 # the ladder's canonical runs, where each rung's newest figure at its shape comes from
