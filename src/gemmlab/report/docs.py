@@ -9,7 +9,7 @@ gives its row: the ladder's rows can come from different runs, each saying which
 
 from __future__ import annotations
 
-import math
+import statistics
 
 from pathlib import Path
 
@@ -178,11 +178,6 @@ def headline_markdown(root: Path) -> str:
     return "\n".join(rows + [_peer_row(root, *p) for p in HEADLINE_PEERS])
 
 
-def _geomean(xs: list) -> float | None:
-    xs = [x for x in xs if x]
-    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
-
-
 def _peer_row(root: Path, path: str, title: str, call: str) -> str:
     """A headline row of a suite measured against PyTorch's own call: the FP8 suite's promoted
     tensor-wise products against torch._scaled_mm (cuBLASLt), fast accumulation against the FP8
@@ -193,8 +188,8 @@ def _peer_row(root: Path, path: str, title: str, call: str) -> str:
         tensor = [r for r in results if r.get("scaling") == "tensor"]
         problem = f"{title} ({len(tensor)} shapes, tensor-wise scales), geomean"
         mine = f"{_x(s['geomean_vs_scaled_mm_tensor'])} (torch._scaled_mm)"
-        tri = _geomean([_ratio(r, "triton", "gemmlab_fast") for r in tensor])
-        tri = f"{_x(tri)} (fast accumulation)" if tri else "-"
+        tri = [x for x in (_ratio(r, "triton", "gemmlab_fast") for r in tensor) if x]
+        tri = f"{_x(statistics.geometric_mean(tri))} (fast accumulation)" if tri else "-"
     else:
         problem = f"{title} ({len(results)} layers), geomean"
         mine, tri = f"{_x(s['geomean_vs_grouped_mm'])} (torch._grouped_mm)", _x(s.get("geomean_vs_triton"))
