@@ -235,6 +235,25 @@ def test_a_warpgroup_sitting_tiles_out_builds_without_spills(precision, scale):
     assert ck.spill_bytes == 0 and re.search(r"QGMMA\.64x\d+x32\.F32\.E4M3\.E4M3", sass)
 
 
+@pytest.mark.parametrize("config", [None, {"CLUSTER": 2, "STREAMK": 1}], ids=["rule", "cluster-streamk"])
+def test_block_scales_add_a_k_tile_while_the_next_ones_wgmmas_run(config):
+    # the block-scaled mainloop waits for all but the newest commit group (DEPBAR.LE gsb0, 0x1), and
+    # ptxas did not serialize its wgmmas (C7514: it would wait after every one)
+    ck, sass = _sass("fp8", config, scale="block", out="bf16")
+    assert ck.spill_bytes == 0 and "C7514" not in ck.log
+    assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" in sass
+    assert len(re.findall(r"\bFFMA\b", sass)) >= 64
+
+
+def test_block_scales_refuse_a_deferred_store_tile_wider_than_a_block_and_backward_k_tiles():
+    from gemmlab.core.scaled import block_refusal
+    cfg = get("wgmma_fp8").config(None, "fp8")
+    assert block_refusal(cfg) is None
+    assert "DEFER=1" in block_refusal({**cfg, "DEFER": 1})
+    assert "BN=192 spans more" in block_refusal({**cfg, "BN": 192})
+    assert "KREV=1" in block_refusal({**cfg, "KREV": 1})
+
+
 def test_precompile_builds_every_configuration_the_fp8_rule_chooses():
     from gemmlab.core import precompile
     from gemmlab.core.rules import fp8_rule_tiles

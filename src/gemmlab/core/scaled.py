@@ -177,6 +177,21 @@ def _in_place_rows(kp) -> tuple[int, ...]:
                  if k_major and vec)
 
 
+def block_refusal(cfg: dict) -> str | None:
+    """Why block scales cannot run on this (rung 25 or 27) configuration, or None: their mainloop
+    part (kernels/mainloop.cuh, GlMainloopBlockScaled) reads the scales k block after k block, of one
+    column block per tile, and holds two k tiles' partial sums beside the FP32 sums."""
+    if cfg.get("KREV"):
+        return "block scales are read k block after k block: KREV=1 (backward k tiles) does not apply"
+    if cfg["BN"] > BLOCK:
+        return (f"block scales take a tile within one column block of {BLOCK}: BN={cfg['BN']} spans more "
+                f"(choose BN 64 or 128)")
+    if cfg.get("DEFER"):
+        return ("block scales keep two k tiles' partial sums beside the FP32 sums: DEFER=1 (a held tile "
+                "besides) does not fit the registers")
+    return None
+
+
 def _adjusted(choice, kp, scales: Scales, precision: str, sm_count: int):
     """The choice with what the rule decides for FP8 beyond the tile's registry defaults
     (core/rules.py): for operands whose rows are not 32-byte multiples, clusters of 2 (and
@@ -185,10 +200,10 @@ def _adjusted(choice, kp, scales: Scales, precision: str, sm_count: int):
     rule); and where M fits one consumer warpgroup, the other sitting every tile out."""
     cfg_of = lambda c: c.rung.config(c.config, precision)   # noqa: E731
     block = scales.mode == "block"
-    if block and cfg_of(choice)["BN"] > BLOCK:
+    refused = block_refusal(cfg_of(choice)) if block else None
+    if refused is not None:   # a tuned configuration the block-scaled build cannot take: the rule
         rule = dispatch.rule_config(choice.rung, kp.M, kp.N, kp.K, sm_count, precision)
-        choice = replace(choice, config=rule[0], source="rule",
-                         reason=f"{rule[1]}; block scales: a tile within one column block of {BLOCK}")
+        choice = replace(choice, config=rule[0], source="rule", reason=f"{rule[1]}; not the tuned tile: {refused}")
     if choice.source != "rule":
         return choice
     new = (fp8_misaligned(cfg_of(choice), kp.M, kp.N, _in_place_rows(kp), precision, block, sm_count)
@@ -300,12 +315,9 @@ def _scaled_mm(a, b, scale_a, scale_b, *, bias, out_dtype, scale_result, use_fas
         raise ValueError("block scales multiply each k block's sums as they are promoted into FP32: "
                          "use_fast_accum (no promotion) does not apply to them")
     if scales.mode == "block" and config is not None:
-        cfg = get_rung(RUNG).config(config, "fp8")
-        if cfg.get("KREV"):
-            raise ValueError("block scales are read k block after k block: KREV=1 (backward k tiles) does not apply")
-        if cfg["BN"] > BLOCK:
-            raise ValueError(f"block scales take a tile within one column block of {BLOCK}: BN={cfg['BN']} spans "
-                             f"more (choose BN 64 or 128)")
+        refused = block_refusal(get_rung(RUNG).config(config, "fp8"))
+        if refused is not None:
+            raise ValueError(refused)
     if scale_result is not None and numel(scale_facts("scale_result", scale_result, ordinal, lib).shape) != 1:
         raise ValueError(f"scale_result must hold one value, got shape {array_facts('scale_result', scale_result).shape}")
     want = out_dtype_of(out_dtype, lib) if out is None or out_dtype is not None else None

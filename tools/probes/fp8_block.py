@@ -1,0 +1,91 @@
+"""Rung 25 with block scales (DeepSeek-V3's 1x128 of a, 128x128 of b) beside torch._scaled_mm with
+tensor-wise scales, the anchor (this PyTorch exposes no block scaling), timed together per shape by
+the one timing engine (cold L2, NVML clocks):
+
+    python tools/probes/fp8_block.py OUT.json [MxNxK ...]
+    python tools/probes/fp8_block.py OUT.json --random COUNT [--seed S]
+
+Per shape: the rule's choice with scale_a M-contiguous (DeepGEMM's layout: "block") and row-major
+("block rowmajor"), its 128x128 and 128x64 tiles alone and in clusters of 2, gemmlab's tensor-wise
+choice and torch._scaled_mm's. ``--random``: COUNT shapes of M 256-8192, N 1024-16384 and K
+1024-16384 (log-uniform; N a multiple of 16 and K of 32), seed S.
+
+Run it on two trees (PYTHONPATH) in one session to compare two forms of the block-scaled mainloop
+through the shared anchor: the JSON says which gemmlab it imported. What the block-scaled mainloop
+part's design rests on (kernels/mainloop.cuh, GlMainloopBlockScaled; docs/journal/fp8.md)."""
+from __future__ import annotations
+
+import json
+import math
+import random
+import sys
+
+import torch
+
+import gemmlab
+from gemmlab.measure.timing import Candidate
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+import timed  # noqa: E402
+
+SHAPES = ["4096x4096x4096", "8192x8192x8192", "4096x14336x4096", "128x14336x4096", "1024x4096x14336",
+          "4096x7168x16384"]
+TILE = {"BM": 128, "BK": 128, "WM": 64}
+TILES = {"128x128": {"BN": 128, "STAGES": 6}, "128x128 c2": {"BN": 128, "STAGES": 6, "CLUSTER": 2},
+         "128x64": {"BN": 64, "STAGES": 8}}
+
+
+def draw(count: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+
+    def lu(lo: int, hi: int) -> int:
+        return int(round(2 ** rng.uniform(math.log2(lo), math.log2(hi))))
+
+    return [f"{lu(256, 8192)}x{lu(1024, 16384) // 16 * 16}x{lu(1024, 16384) // 32 * 32}" for _ in range(count)]
+
+
+def candidates(M: int, N: int, K: int, plans: dict) -> list:
+    a = torch.randn(M, K, device="cuda").to(torch.float8_e4m3fn)
+    b = torch.randn(N, K, device="cuda").to(torch.float8_e4m3fn).t()
+    st = (torch.tensor(0.7, device="cuda"), torch.tensor(1.3, device="cuda"))
+    kb, nb = -(-K // 128), -(-N // 128)
+    sb = torch.rand(kb, nb, device="cuda") + 0.5
+    sk = (torch.rand(kb, M, device="cuda").t() + 0.5, sb)        # M-contiguous scale_a
+    sk_rows = (torch.rand(M, kb, device="cuda") + 0.5, sb)       # row-major scale_a
+    out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+
+    def call(name, s, cfg=None):
+        kernel = "auto" if cfg is None else "wgmma_fp8"
+        cfg = None if cfg is None else {**TILE, **cfg}
+        _, plans[name] = gemmlab.scaled_mm(a, b, *s, out=out, kernel=kernel, config=cfg, return_plan=True)
+        return Candidate(name, lambda: gemmlab.scaled_mm(a, b, *s, out=out, kernel=kernel, config=cfg,
+                                                         check_finite=False))
+
+    return ([call("block", sk), call("block rowmajor", sk_rows)]
+            + [call(f"block {n}", sk, c) for n, c in TILES.items()]
+            + [call("tensor", st),
+               Candidate("torch", lambda: torch._scaled_mm(a, b, *st, out_dtype=torch.bfloat16))])
+
+
+def main(out_path: str, shapes: list[str]) -> None:
+    engine, doc = timed.engine_and_doc(20, 1.0)
+    doc["gemmlab"] = gemmlab.__file__
+    for shape in shapes:
+        M, N, K = (int(x) for x in shape.split("x"))
+        plans: dict = {}
+        cands = candidates(M, N, K, plans)
+        res, tflops = timed.measure(engine, cands, 2.0 * M * N * K)
+        doc["runs"].append({"shape": [M, N, K], "tflops": tflops, "plans": {k: repr(v) for k, v in plans.items()},
+                            "samples": res})
+        print(shape, {k: round(v) for k, v in sorted(tflops.items(), key=lambda kv: -kv[1])}, flush=True)
+        print("   block:", repr(plans["block"]).split("]; ")[-1][:300], flush=True)
+    with open(out_path, "w") as f:
+        json.dump(doc, f, indent=1)
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    if args[1:2] == ["--random"]:
+        main(args[0], draw(int(args[2]), int(args[args.index("--seed") + 1]) if "--seed" in args else 0))
+    else:
+        main(args[0], args[1:] or SHAPES)
