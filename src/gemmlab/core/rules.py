@@ -79,12 +79,18 @@ FP8_CLUSTER_RATE = 1.25
 FP8_CLUSTER_TILE = {"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6, "CLUSTER": 2}
 
 
-def _misaligned_time(M: int, N: int, bn: int, cluster: int, sm_count: int) -> float:
-    """Whole waves of 128 x ``bn`` tiles (row tiles rounded up to pairs in clusters of 2), each in
-    units of a 128-column tile's time in clusters, at rows that are not 32-byte multiples."""
+def _whole_waves(M: int, N: int, bn: int, cluster: int, sm_count: int) -> int:
+    """Whole waves of 128 x ``bn`` tiles over ``sm_count`` SMs, row tiles rounded up to pairs in
+    clusters of 2."""
     rows = -(-M // 128)
     rows += rows % cluster
-    waves = -(-rows * -(-N // bn) // max(sm_count, 1))
+    return -(-rows * -(-N // bn) // max(sm_count, 1))
+
+
+def _misaligned_time(M: int, N: int, bn: int, cluster: int, sm_count: int) -> float:
+    """Whole waves of 128 x ``bn`` tiles, each in units of a 128-column tile's time in clusters, at
+    rows that are not 32-byte multiples."""
+    waves = _whole_waves(M, N, bn, cluster, sm_count)
     return waves * bn / (FP8_WIDE_RATE if bn == 192 else 1.0) * (1.0 if cluster == 2 else FP8_CLUSTER_RATE)
 
 
@@ -109,6 +115,33 @@ def fp8_misaligned(cfg: dict, M: int, N: int, row_bytes: tuple[int, ...], precis
     how = "in clusters of 2" if new["CLUSTER"] == 2 else "alone"
     return new, (f"rows of {'/'.join(map(str, row_bytes))} bytes, not all 32-byte multiples, at {waves:.1f} waves "
                  f"of 128x128: {new['BM']}x{new['BN']} tiles {how}, their whole waves the shortest")
+
+
+# Rung 25 with block scales (tiles within one column block of scale_b): 128x128 tiles in clusters of
+# 2, B multicast, have the mainloop part add each k tile's sums under the next k tile's wgmmas
+# (kernels/mainloop.cuh), and at the FP8 suite's shapes ran 1.07-1.15x 128x128 tiles alone
+# (benchmarks/results/h200_fp8_block.json.gz): FP8_BLOCK_CLUSTER_RATE. 128x64 tiles (the rule's
+# where they fill the SMs better) ran at FP8_BLOCK_HALF_RATE of 128x128's per product there. Clusters
+# where their whole waves take less time at those rates than the rule's tiles' alone: a cluster over
+# an odd count of row tiles computes one row of tiles more, and one row tile leaves half of each
+# cluster idle.
+FP8_BLOCK_CLUSTER_RATE = 1.12
+FP8_BLOCK_HALF_RATE = 0.7
+
+
+def fp8_block_cluster(cfg: dict, M: int, N: int, sm_count: int) -> tuple[dict, str] | None:
+    """Rung 25's 128x128 tile in clusters of 2 in place of the rule's block-scaled ``cfg`` (128x128 or
+    128x64 alone) where ``_whole_waves`` at the rates above favour it, and why; None elsewhere
+    (other tiles, clusters already, a single row tile)."""
+    if cfg["BN"] not in (64, 128) or cfg["CLUSTER"] != 1 or -(-M // 128) < 2:
+        return None
+    alone = _whole_waves(M, N, cfg["BN"], 1, sm_count)
+    paired = _whole_waves(M, N, 128, 2, sm_count)
+    if paired / FP8_BLOCK_CLUSTER_RATE >= alone * (1.0 if cfg["BN"] == 128 else 0.5 / FP8_BLOCK_HALF_RATE):
+        return None
+    return (dict(cfg, **FP8_CLUSTER_TILE, DEFER=0),
+            f"block scales: 128x128 tiles in clusters of 2 ({paired} whole waves against {alone} of 128x{cfg['BN']} "
+            f"alone; B multicast, each k tile added under the next one's wgmmas)")
 
 
 # Rung 25 where M fits one consumer warpgroup's rows of a tile (WM, 64): the other warpgroup's rows all

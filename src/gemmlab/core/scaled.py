@@ -37,7 +37,7 @@ from .dtypes import FP8_FORMATS
 from .launch import Plan, current_stream, stream_capturing
 from .problem import ArrayInfo, array_facts, check_placement, describe_array, info_2d, overlaps, problem_of
 from .registry import get as get_rung
-from .rules import fp8_misaligned, fp8_one_warpgroup, fp8_promoted_tile
+from .rules import fp8_block_cluster, fp8_misaligned, fp8_one_warpgroup, fp8_promoted_tile
 
 SCALINGS = ("tensor", "row", "block")
 RUNG = "wgmma_fp8"
@@ -180,15 +180,15 @@ def _in_place_rows(kp) -> tuple[int, ...]:
 def block_refusal(cfg: dict) -> str | None:
     """Why block scales cannot run on this (rung 25 or 27) configuration, or None: their mainloop
     part (kernels/mainloop.cuh, GlMainloopBlockScaled) reads the scales k block after k block, of one
-    column block per tile, and holds two k tiles' partial sums beside the FP32 sums."""
+    column block per tile, and in clusters of 2 holds two k tiles' partial sums beside the FP32 sums."""
     if cfg.get("KREV"):
         return "block scales are read k block after k block: KREV=1 (backward k tiles) does not apply"
     if cfg["BN"] > BLOCK:
         return (f"block scales take a tile within one column block of {BLOCK}: BN={cfg['BN']} spans more "
                 f"(choose BN 64 or 128)")
-    if cfg.get("DEFER"):
-        return ("block scales keep two k tiles' partial sums beside the FP32 sums: DEFER=1 (a held tile "
-                "besides) does not fit the registers")
+    if cfg.get("DEFER") and cfg.get("CLUSTER") == 2:
+        return ("block scales in clusters of 2 keep two k tiles' partial sums beside the FP32 sums: DEFER=1 "
+                "(a held tile besides) does not fit the registers")
     return None
 
 
@@ -197,7 +197,8 @@ def _adjusted(choice, kp, scales: Scales, precision: str, sm_count: int):
     (core/rules.py): for operands whose rows are not 32-byte multiples, clusters of 2 (and
     promoted the 128x192 tile) from a wave on; else the promoted 128x192 tile at many waves (not for
     block scales, whose tiles lie within one column block: a tuned wider tile falls back to the
-    rule); and where M fits one consumer warpgroup, the other sitting every tile out."""
+    rule); block scales' 128x128 tiles in clusters of 2 where their whole waves favour them; and
+    where M fits one consumer warpgroup, the other sitting every tile out."""
     cfg_of = lambda c: c.rung.config(c.config, precision)   # noqa: E731
     block = scales.mode == "block"
     refused = block_refusal(cfg_of(choice)) if block else None
@@ -208,7 +209,8 @@ def _adjusted(choice, kp, scales: Scales, precision: str, sm_count: int):
         return choice
     new = (fp8_misaligned(cfg_of(choice), kp.M, kp.N, _in_place_rows(kp), precision, block, sm_count)
            or (fp8_promoted_tile(kp.M, kp.N, sm_count) if precision == "fp8" and not block
-               and cfg_of(choice)["BN"] == BLOCK else None))
+               and cfg_of(choice)["BN"] == BLOCK else None)
+           or (fp8_block_cluster(cfg_of(choice), kp.M, kp.N, sm_count) if block else None))
     if new is not None:
         choice = replace(choice, config=new[0], reason=f"{choice.reason}; {new[1]}")
     skip = fp8_one_warpgroup(cfg_of(choice), kp.M)

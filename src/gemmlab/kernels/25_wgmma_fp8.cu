@@ -26,8 +26,8 @@
 //   tensor-wise (GL_SCALE 1, folded into alpha on the device) or scale_a[i] * scale_b[j] row-wise
 //   (GL_SCALE 2, applied to a tile's accumulators before its epilogue part). Block-wise (GL_SCALE 3,
 //   DeepSeek-V3's 1x128 scales of A and 128x128 of B) the scales change with each k block of 128, so
-//   the mainloop part multiplies each k tile's promoted partial sums by them before adding, while
-//   the next k tile's wgmmas run into a second set of partial sums (mainloop.cuh,
+//   the mainloop part multiplies each k tile's promoted partial sums by them before adding (in
+//   clusters of 2 while the next k tile's wgmmas run into a second set of partial sums: mainloop.cuh,
 //   GlMainloopBlockScaled). The scales stay on the device: no host synchronization, and a CUDA
 //   graph captures the call.
 // Everything else is rung 21's parts, unchanged: the stage ring and its TMA producer with B multicast
@@ -111,9 +111,11 @@ static_assert(SMEM_NEED <= GL_DYN_SMEM, "the registry's shared-memory size (GL_D
 // stages by descriptor, each k tile promoted into FP32 unless summed in the tensor cores (mainloop.cuh)
 #include "mainloop.cuh"
 #if GL_SCALE == 3
-static_assert(PROMOTE && !KREV && !DEFER, "block scales multiply each k tile's promoted sums, walked forwards, two k "
-              "tiles' partial sums in registers (no fp8_fast, no KREV, no deferred store: core/scaled.py's block_refusal)");
-using Mainloop = GlMainloopBlockScaled<0, 1>;   // each k tile's partial sums times its block scales
+static_assert(PROMOTE && !KREV, "block scales multiply each k tile's promoted sums, walked forwards (no fp8_fast, no KREV)");
+// pipelined in clusters of 2, where B is multicast (mainloop.cuh says why only there); its two sets of
+// partial sums leave no registers for a held tile
+static_assert(CLUSTER == 1 || !DEFER, "block scales in clusters of 2 take no deferred store (DEFER=0)");
+using Mainloop = GlMainloopBlockScaled<0, 1, CLUSTER == 2>;   // each k tile's partial sums times its block scales
 #else
 using Mainloop = GlMainloopSS<0, 1, 0, 0, PROMOTE>;
 #endif

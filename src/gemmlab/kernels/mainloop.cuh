@@ -76,18 +76,21 @@ struct GlMainloopSS {
 // row times scale_b of the tile's column block before they are added into the FP32 sums: the scales
 // differ per k block, so they cannot wait for the epilogue. A thread's rows (two per m64 block) and
 // the tile's column block are fixed for a piece of k tiles (begin).
-// Software-pipelined by one k tile: a k tile's wgmmas go out into one of two sets of partial sums
-// while the previous k tile's set is scaled and added, so a warpgroup's promotion runs under its own
-// wgmmas instead of leaving the tensor cores to the other warpgroup's (DeepGEMM adds after waiting
-// for its own; that form kept the tensor pipe busy 69% of the time at 4096x7168x16384,
-// benchmarks/profiles/h200_ncu_fp8_scales_4096x7168x16384.csv.gz). It takes a piece's k tiles
-// whole (PAIRED: run, in place of ktile and drain), each k tile's stage released once its wgmmas are
-// done. 64x128 warpgroup tiles at most: 64 FP32 sums and twice 64 partial sums per thread.
-template <int A_COL, int B_COL>
+// PIPELINED (rung 25 in clusters of 2): software-pipelined by one k tile. A k tile's wgmmas go out
+// into one of two sets of partial sums while the previous k tile's set is scaled and added, so a
+// warpgroup's promotion runs under its own wgmmas instead of leaving the tensor cores to the other
+// warpgroup's; the part then takes a piece's k tiles whole (PAIRED: run, in place of ktile and
+// drain), each k tile's stage released once its wgmmas are done. Its cost: the stage of the k tile
+// in flight stays held while the next one is awaited, one stage fewer for the producer's loads.
+// Where B is multicast the consumers bound the kernel and it gains; where each block loads all its
+// operands it lost (benchmarks/results/h200_fp8_block.json.gz), so blocks alone add after waiting for
+// their own wgmmas, as DeepGEMM does (ktile), and leave the tensor cores to the other warpgroup
+// meanwhile. 64x128 warpgroup tiles at most: 64 FP32 sums and, pipelined, twice 64 partial sums.
+template <int A_COL, int B_COL, bool PIPELINED>
 struct GlMainloopBlockScaled {
     static_assert(BK == 128 && BN <= 128, "a k tile is one k block and a tile lies in one column block of 128");
-    static constexpr bool HOLDS_STAGE = false;  // each k tile's stage released within the run
-    static constexpr bool PAIRED = true;        // takes a piece's k tiles whole (run), not one by one
+    static constexpr bool HOLDS_STAGE = false;  // each k tile's stage released within its ktile, or run
+    static constexpr bool PAIRED = PIPELINED;   // pipelined: takes a piece's k tiles whole (run)
     const GlStageDescs<A_COL, B_COL, A_PANEL_B, B_PANEL_B> descs;
     const float* pa[MI][2];     // this thread's rows of scale_a, at the k tile after the one in ca
     const float* pb;            // the tile's column block of scale_b, likewise
@@ -150,9 +153,7 @@ struct GlMainloopBlockScaled {
 
     // p, whose wgmmas are done, times its k tile's scales into the FP32 sums; then the next k tile's
     // scales (within K, whether or not this piece takes it).
-    __device__ __forceinline__ void add(float (&acc)[MI][BN / 8][4], float (&p)[MI][BN / 8][4]) {
-#pragma unroll
-        for (int mi = 0; mi < MI; ++mi) gl_fence_acc(p[mi]);
+    __device__ __forceinline__ void scale_add(float (&acc)[MI][BN / 8][4], const float (&p)[MI][BN / 8][4]) {
 #pragma unroll
         for (int mi = 0; mi < MI; ++mi) {
             const float f0 = ca[mi][0] * cb, f1 = ca[mi][1] * cb;
@@ -167,6 +168,22 @@ struct GlMainloopBlockScaled {
         if (left-- > 0) load();
     }
 
+    // The same on a set whose wgmmas were waited for here (fenced: no read of it moves above the wait).
+    __device__ __forceinline__ void add(float (&acc)[MI][BN / 8][4], float (&p)[MI][BN / 8][4]) {
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi) gl_fence_acc(p[mi]);
+        scale_add(acc, p);
+    }
+
+    // Not pipelined: the k tile in stage s, its wgmmas waited for, its stage released, its sums added.
+    template <typename Release>
+    __device__ __forceinline__ void ktile(float (&acc)[MI][BN / 8][4], int s, bool, int&, const Release& release) {
+        float part[MI][BN / 8][4];
+        gl_wgmma_ktile<BN, MI, KSTEPS, A_COL, B_COL, 0, 0, true>(part, descs, s * A_STAGE_B, s * B_STAGE_B);
+        release(s);          // its wgmmas are done: the stage is free while the sums are added
+        scale_add(acc, part);
+    }
+
     // The next k tile's stage, once full.
     static __device__ __forceinline__ int take(const Smem& sm, Ring& ring, int& kt) {
         const int s = ring.s;
@@ -176,7 +193,7 @@ struct GlMainloopBlockScaled {
         return s;
     }
 
-    // The piece's k tiles [kt, stop) (ring.cuh's consume_ktiles hands them here whole, PAIRED): each
+    // Pipelined: the piece's k tiles [kt, stop) (ring.cuh's consume_ktiles hands them here whole): each
     // into one of two sets of partial sums in turn, p0 and p1; once a k tile's wgmmas are out, the
     // previous one's are waited for (wait_group 1), its stage released and its set added. The sets
     // live in this function only and the loop takes k tiles in pairs, so which set is in flight is
