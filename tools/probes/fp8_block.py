@@ -15,9 +15,6 @@ through the shared anchor: the JSON says which gemmlab it imported. What the blo
 part's design rests on (kernels/mainloop.cuh, GlMainloopBlockScaled; docs/journal/fp8.md)."""
 from __future__ import annotations
 
-import json
-import math
-import random
 import sys
 
 import torch
@@ -35,19 +32,12 @@ TILES = {"128x128": {"BN": 128, "STAGES": 6}, "128x128 c2": {"BN": 128, "STAGES"
          "128x64": {"BN": 64, "STAGES": 8}}
 
 
-def draw(count: int, seed: int) -> list[str]:
-    rng = random.Random(seed)
-
-    def lu(lo: int, hi: int) -> int:
-        return int(round(2 ** rng.uniform(math.log2(lo), math.log2(hi))))
-
-    return [f"{lu(256, 8192)}x{lu(1024, 16384) // 16 * 16}x{lu(1024, 16384) // 32 * 32}" for _ in range(count)]
+def draw(count: int, seed: int, m: tuple[int, int] = (256, 8192)) -> list[str]:
+    return timed.draw(count, seed, m)
 
 
 def candidates(M: int, N: int, K: int, plans: dict) -> list:
-    a = torch.randn(M, K, device="cuda").to(torch.float8_e4m3fn)
-    b = torch.randn(N, K, device="cuda").to(torch.float8_e4m3fn).t()
-    st = (torch.tensor(0.7, device="cuda"), torch.tensor(1.3, device="cuda"))
+    a, b, st = timed.fp8_operands(M, N, K)
     kb, nb = -(-K // 128), -(-N // 128)
     sb = torch.rand(kb, nb, device="cuda") + 0.5
     sk = (torch.rand(kb, M, device="cuda").t() + 0.5, sb)        # M-contiguous scale_a
@@ -68,19 +58,7 @@ def candidates(M: int, N: int, K: int, plans: dict) -> list:
 
 
 def main(out_path: str, shapes: list[str]) -> None:
-    engine, doc = timed.engine_and_doc(20, 1.0)
-    doc["gemmlab"] = gemmlab.__file__
-    for shape in shapes:
-        M, N, K = (int(x) for x in shape.split("x"))
-        plans: dict = {}
-        cands = candidates(M, N, K, plans)
-        res, tflops = timed.measure(engine, cands, 2.0 * M * N * K)
-        doc["runs"].append({"shape": [M, N, K], "tflops": tflops, "plans": {k: repr(v) for k, v in plans.items()},
-                            "samples": res})
-        print(shape, {k: round(v) for k, v in sorted(tflops.items(), key=lambda kv: -kv[1])}, flush=True)
-        print("   block:", repr(plans["block"]).split("]; ")[-1][:300], flush=True)
-    with open(out_path, "w") as f:
-        json.dump(doc, f, indent=1)
+    timed.run_shapes(out_path, shapes, candidates, ("block",), gemmlab=gemmlab.__file__)
 
 
 if __name__ == "__main__":

@@ -17,9 +17,6 @@ What the rule's WGSKIP for M within one warpgroup rests on (core/rules.py, ``fp8
 and where rung 25 stands on small M (docs/journal/fp8.md); one JSON, TFLOP/s per candidate."""
 from __future__ import annotations
 
-import json
-import math
-import random
 import sys
 
 import torch
@@ -38,18 +35,11 @@ FAST = {"fast 128x128": {"BN": 128, "STAGES": 6, "DEFER": 0}}
 
 
 def draw(count: int, seed: int, m: tuple[int, int] = (16, 512)) -> list[str]:
-    rng = random.Random(seed)
-
-    def lu(lo: int, hi: int) -> int:
-        return int(round(2 ** rng.uniform(math.log2(lo), math.log2(hi))))
-
-    return [f"{lu(*m)}x{lu(1024, 16384) // 16 * 16}x{lu(1024, 16384) // 32 * 32}" for _ in range(count)]
+    return timed.draw(count, seed, m)
 
 
 def candidates(M: int, N: int, K: int, plans: dict) -> list:
-    a = torch.randn(M, K, device="cuda").to(torch.float8_e4m3fn)
-    b = torch.randn(N, K, device="cuda").to(torch.float8_e4m3fn).t()
-    st = (torch.tensor(0.7, device="cuda"), torch.tensor(1.3, device="cuda"))
+    a, b, st = timed.fp8_operands(M, N, K)
     sr = (torch.rand(M, 1, device="cuda") + 0.5, torch.rand(1, N, device="cuda") + 0.5)
     kb = -(-K // 128)
     sk = (torch.rand(M, kb, device="cuda") + 0.5, torch.rand(kb, -(-N // 128), device="cuda") + 0.5)
@@ -77,19 +67,7 @@ def candidates(M: int, N: int, K: int, plans: dict) -> list:
 
 
 def main(out_path: str, shapes: list[str]) -> None:
-    engine, doc = timed.engine_and_doc(20, 1.0)
-    for shape in shapes:
-        M, N, K = (int(x) for x in shape.split("x"))
-        plans: dict = {}
-        cands = candidates(M, N, K, plans)
-        res, tflops = timed.measure(engine, cands, 2.0 * M * N * K)
-        doc["runs"].append({"shape": [M, N, K], "tflops": tflops, "plans": {k: repr(v) for k, v in plans.items()},
-                            "samples": res})
-        print(shape, {k: round(v) for k, v in sorted(tflops.items(), key=lambda kv: -kv[1])}, flush=True)
-        for k in ("auto", "fast", "block"):
-            print(f"   {k}:", repr(plans[k]).split("]; ")[-1][:300], flush=True)
-    with open(out_path, "w") as f:
-        json.dump(doc, f, indent=1)
+    timed.run_shapes(out_path, shapes, candidates, ("auto", "fast", "block"))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,14 @@
 """What the probes that time candidates share: the one timing engine (cold L2, a spin before every
-launch, NVML clocks sampled while the GPU works) with its result document, and one round of
-candidates timed together, as TFLOP/s of a product of ``flop`` operations."""
+launch, NVML clocks sampled while the GPU works) with its result document, one round of candidates
+timed together, as TFLOP/s of a product of ``flop`` operations, and for the FP8 probes their random
+shapes, their operands and their loop over shapes into one JSON document."""
 from __future__ import annotations
+
+import json
+import math
+import random
+
+import torch
 
 from gemmlab.analysis import environment
 from gemmlab.core.driver import device_info
@@ -24,3 +31,42 @@ def measure(engine, cands: list, flop: float) -> tuple[dict, dict]:
     run = engine.measure(cands)
     res = {n: s.as_dict() for n, s in run.samples.items()}
     return res, {n: flop / (s["median_ms"] / 1e3) / 1e12 for n, s in res.items() if s.get("median_ms")}
+
+
+def draw(count: int, seed: int, m: tuple[int, int]) -> list[str]:
+    """``count`` FP8 shapes "MxNxK" from ``seed``: M in ``m``, N and K in 1024-16384, log-uniform; N a
+    multiple of 16 and K of 32, as torch._scaled_mm and aligned rows take."""
+    rng = random.Random(seed)
+
+    def lu(lo: int, hi: int) -> int:
+        return int(round(2 ** rng.uniform(math.log2(lo), math.log2(hi))))
+
+    return [f"{lu(*m)}x{lu(1024, 16384) // 16 * 16}x{lu(1024, 16384) // 32 * 32}" for _ in range(count)]
+
+
+def fp8_operands(M: int, N: int, K: int):
+    """Random e4m3 a (M, K) row-major and b (K, N) column-major on the GPU, and a tensor-wise scale
+    pair: the FP8 probes' operands."""
+    a = torch.randn(M, K, device="cuda").to(torch.float8_e4m3fn)
+    b = torch.randn(N, K, device="cuda").to(torch.float8_e4m3fn).t()
+    return a, b, (torch.tensor(0.7, device="cuda"), torch.tensor(1.3, device="cuda"))
+
+
+def run_shapes(out_path: str, shapes: list[str], candidates, show: tuple[str, ...], **doc_extra) -> None:
+    """Each shape "MxNxK" timed over ``candidates(M, N, K, plans)`` (which fills ``plans`` with the
+    plans of the named candidates), printed (with why the plans in ``show`` chose what they did) and
+    written to ``out_path`` as one JSON document (``doc_extra`` added to it)."""
+    engine, doc = engine_and_doc(20, 1.0)
+    doc.update(doc_extra)
+    for shape in shapes:
+        M, N, K = (int(x) for x in shape.split("x"))
+        plans: dict = {}
+        cands = candidates(M, N, K, plans)
+        res, tflops = measure(engine, cands, 2.0 * M * N * K)
+        doc["runs"].append({"shape": [M, N, K], "tflops": tflops, "plans": {k: repr(v) for k, v in plans.items()},
+                            "samples": res})
+        print(shape, {k: round(v) for k, v in sorted(tflops.items(), key=lambda kv: -kv[1])}, flush=True)
+        for k in show:
+            print(f"   {k}:", repr(plans[k]).split("]; ")[-1][:300], flush=True)
+    with open(out_path, "w") as f:
+        json.dump(doc, f, indent=1)
