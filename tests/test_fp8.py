@@ -143,15 +143,20 @@ def test_the_promoted_precision_refuses_a_tile_its_registers_cannot_hold():
     assert r.config(None, "fp8_fast")["BN"] == 256
 
 
-def test_the_promoted_192_column_tile_is_the_rules_only_at_many_waves_of_128x128_tiles():
-    from gemmlab.core.rules import FP8_WIDE_WAVES, fp8_promoted_tile
-
-    assert fp8_promoted_tile(4096, 4096, 132) is None                 # 7.8 waves
-    cfg, why = fp8_promoted_tile(8192, 8192, 132)                     # 31 waves
-    assert cfg["BN"] == 192 and "waves of 128x128 tiles" in why
-    assert not get("wgmma_fp8").check_config(get("wgmma_fp8").config(cfg, "fp8"), "fp8")
-    assert fp8_promoted_tile(128 * 11 * FP8_WIDE_WAVES, 1536, 132) is not None     # exactly the waves (12 columns)
-    assert fp8_promoted_tile(128 * 132 * FP8_WIDE_WAVES, 128, 132) is None       # 192 columns for 128
+def test_the_promoted_tile_is_the_one_whose_whole_waves_take_least_time():
+    from gemmlab.core.rules import fp8_wave_tile
+    r = get("wgmma_fp8")
+    cfg = r.config(None, "fp8")
+    assert fp8_wave_tile(cfg, 4096, 4096, 132) is None                  # 8 waves of 128x128 against 6 of 128x192
+    new, why = fp8_wave_tile(cfg, 8192, 8192, 132)                       # 32 against 21
+    assert new["BN"] == 192 and "whole waves" in why and not r.check_config(r.config(new, "fp8"), "fp8")
+    assert fp8_wave_tile(cfg, 431, 5952, 132)[0]["BN"] == 192            # 2 waves against 1
+    assert fp8_wave_tile(cfg, 128, 14336, 132) is None                   # one wave either way
+    assert fp8_wave_tile(cfg, 300, 1000, 132)[0]["BN"] == 64             # under a wave: twice the tiles
+    half = r.config({"BN": 64, "STAGES": 8}, "fp8")
+    assert fp8_wave_tile(half, 1024, 4096, 132)[0] == cfg                # 4 waves of the half tile against 2
+    assert fp8_wave_tile(cfg, 640 * 132 // 5, 640, 132) is None          # 192 columns pad 640 to 768
+    assert fp8_wave_tile(dict(cfg, CLUSTER=2), 8192, 8192, 132) is None
 
 
 def test_where_m_fits_one_warpgroup_the_rule_lets_the_other_sit_every_tile_out():

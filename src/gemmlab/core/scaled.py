@@ -37,7 +37,7 @@ from .dtypes import FP8_FORMATS
 from .launch import Plan, current_stream, stream_capturing
 from .problem import ArrayInfo, array_facts, check_placement, describe_array, info_2d, overlaps, problem_of
 from .registry import get as get_rung
-from .rules import fp8_block_cluster, fp8_misaligned, fp8_one_warpgroup, fp8_promoted_tile
+from .rules import fp8_block_cluster, fp8_misaligned, fp8_one_warpgroup, fp8_wave_tile
 
 SCALINGS = ("tensor", "row", "block")
 RUNG = "wgmma_fp8"
@@ -195,10 +195,11 @@ def block_refusal(cfg: dict) -> str | None:
 def _adjusted(choice, kp, scales: Scales, precision: str, sm_count: int):
     """The choice with what the rule decides for FP8 beyond the tile's registry defaults
     (core/rules.py): for operands whose rows are not 32-byte multiples, clusters of 2 (and
-    promoted the 128x192 tile) from a wave on; else the promoted 128x192 tile at many waves (not for
-    block scales, whose tiles lie within one column block: a tuned wider tile falls back to the
-    rule); block scales' 128x128 tiles in clusters of 2 where their whole waves favour them; and
-    where M fits one consumer warpgroup, the other sitting every tile out."""
+    promoted the 128x192 tile) from a wave on; else, promoted, the tile of 128x64, 128x128 and
+    128x192 whose whole waves take least time (not for block scales, whose tiles lie within one
+    column block: a tuned wider tile falls back to the rule); block scales' 128x128 tiles in
+    clusters of 2 where their whole waves favour them; and where M fits one consumer warpgroup, the
+    other sitting every tile out."""
     cfg_of = lambda c: c.rung.config(c.config, precision)   # noqa: E731
     block = scales.mode == "block"
     refused = block_refusal(cfg_of(choice)) if block else None
@@ -208,8 +209,7 @@ def _adjusted(choice, kp, scales: Scales, precision: str, sm_count: int):
     if choice.source != "rule":
         return choice
     new = (fp8_misaligned(cfg_of(choice), kp.M, kp.N, _in_place_rows(kp), precision, block, sm_count)
-           or (fp8_promoted_tile(kp.M, kp.N, sm_count) if precision == "fp8" and not block
-               and cfg_of(choice)["BN"] == BLOCK else None)
+           or (fp8_wave_tile(cfg_of(choice), kp.M, kp.N, sm_count) if precision == "fp8" and not block else None)
            or (fp8_block_cluster(cfg_of(choice), kp.M, kp.N, sm_count) if block else None))
     if new is not None:
         choice = replace(choice, config=new[0], reason=f"{choice.reason}; {new[1]}")
