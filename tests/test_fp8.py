@@ -258,6 +258,17 @@ def test_block_scales_in_clusters_add_a_k_tile_while_the_next_ones_wgmmas_run(co
     assert len(re.findall(r"\bFFMA\b", sass)) >= 64
 
 
+def test_row_wise_scales_of_a_are_multiplied_in_as_each_k_tile_is_promoted():
+    # the promotion's adds become FFMAs by scale_a of the rows (no FADD left), and the tile's end
+    # multiplies by scale_b alone: one FMUL per accumulator fewer than scale_a * scale_b there
+    _, tensor = _sass("fp8", None, scale="tensor", out="bf16")
+    _, row = _sass("fp8", None, scale="row", out="bf16")
+    count = lambda op, sass: len(re.findall(rf"\b{op}\b", sass))   # noqa: E731
+    assert count("FADD", tensor) >= 64 and count("FADD", row) == 0
+    assert count("FFMA", row) >= count("FFMA", tensor) + 64
+    assert count("FMUL", row) <= count("FMUL", tensor) + 64
+
+
 def test_block_scales_alone_add_each_k_tile_after_its_own_wgmmas():
     ck, sass = _sass("fp8", None, scale="block", out="bf16")
     assert ck.spill_bytes == 0 and "C7514" not in ck.log

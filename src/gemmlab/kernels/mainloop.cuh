@@ -16,6 +16,9 @@
 //                                          a piece's start (the block-scaled part's scale pointers);
 //   drain(acc, prev, release)              after a piece's last k tile: every group done, the last
 //                                          stage released (the producer refills it during the epilogue).
+//   ROW_SCALED                             whether its k tiles are added times scale_a of their rows
+//                                          (row-wise scales, promoted: scales.cuh's rows then
+//                                          multiplies by scale_b alone);
 //   PAIRED                                 the part takes a run of k tiles whole instead of ktile:
 //                                          run(sm, ring, acc, kt, stop, prev, release) (the
 //                                          block-scaled part, which pipelines across k tiles).
@@ -34,6 +37,15 @@ struct GlMainloopSS {
     // where the partial sums are waited for within the k tile
     static constexpr bool HOLDS_STAGE = !SPLIT;
     static constexpr bool PAIRED = false;       // one k tile at a time (ktile)
+#if GL_SCALE == 2
+    // Row-wise scales, promoted: each k tile's partial sums are added times scale_a of their row (an
+    // FFMA in place of the FADD, no instruction more), so the tile's end multiplies by scale_b alone
+    // (scales.cuh's rows), one multiply per output fewer where the tensor cores wait for it
+    static constexpr bool ROW_SCALED = PROMOTE;
+    float ra[MI][2];   // scale_a of this thread's rows (0 past M)
+#else
+    static constexpr bool ROW_SCALED = false;
+#endif
     const GlStageDescs<A_COL, B_COL, A_PANEL_B, B_PANEL_B> descs;
     __device__ __forceinline__ GlMainloopSS(const Smem& sm, int wg, int, int) : descs(sm.a_base, sm.b_base, wg * WM) {}
 
@@ -44,7 +56,8 @@ struct GlMainloopSS {
             float part[MI][BN / 8][4];
             gl_wgmma_ktile<BN, MI, KSTEPS, A_COL, B_COL, LO_A, LO_B, PROMOTE>(part, descs, s * A_STAGE_B, s * B_STAGE_B);
             release(s);          // its wgmmas are done: the stage is free while the sums are added
-            gl_add_acc(acc, part);
+            if constexpr (ROW_SCALED) add_rows(acc, part);
+            else gl_add_acc(acc, part);
         } else {
             gl_wgmma_ktile<BN, MI, KSTEPS, A_COL, B_COL>(acc, descs, s * A_STAGE_B, s * B_STAGE_B);
             if (later) release(prev);
@@ -52,9 +65,35 @@ struct GlMainloopSS {
         }
     }
 
-    // A piece's start (the block-scaled part's hook, GlMainloopBlockScaled): nothing to do here.
+    // A piece's start (the block-scaled part's hook, GlMainloopBlockScaled): row-wise scales,
+    // promoted, load scale_a of the thread's rows (row0: its warpgroup's first); else nothing.
     template <typename Scales>
-    __device__ __forceinline__ void begin(const Scales&, int, int, int, int, int, int, int, int) {}
+    __device__ __forceinline__ void begin(const Scales& sc, int row0, int, int, int, int warp, int lane, int M, int) {
+#if GL_SCALE == 2
+        if constexpr (ROW_SCALED) {
+            const int r = row0 + 16 * (warp % 4) + lane / 4;
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                for (int h = 0; h < 2; ++h)
+                    ra[mi][h] = r + 64 * mi + 8 * h < M ? __ldg(sc.sa + r + 64 * mi + 8 * h) : 0.0f;
+        }
+#endif
+    }
+
+    // a k tile's partial sums times scale_a of their rows, into the FP32 sums (wgmma's accumulator
+    // layout: elements 0, 1 of a fragment on the thread's first row, 2, 3 on its second); called by
+    // row-wise builds only
+    __device__ __forceinline__ void add_rows(float (&acc)[MI][BN / 8][4], const float (&p)[MI][BN / 8][4]) const {
+#if GL_SCALE == 2
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+            for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[mi][j][e] = fmaf(p[mi][j][e], ra[mi][e / 2], acc[mi][j][e]);
+#endif
+    }
 
     template <typename Release>
     __device__ __forceinline__ void drain(float (&acc)[MI][BN / 8][4], int prev, const Release& release) const {
@@ -91,6 +130,7 @@ struct GlMainloopBlockScaled {
     static_assert(BK == 128 && BN <= 128, "a k tile is one k block and a tile lies in one column block of 128");
     static constexpr bool HOLDS_STAGE = false;  // each k tile's stage released within its ktile, or run
     static constexpr bool PAIRED = PIPELINED;   // pipelined: takes a piece's k tiles whole (run)
+    static constexpr bool ROW_SCALED = false;   // (row-wise scales are not block scales)
     const GlStageDescs<A_COL, B_COL, A_PANEL_B, B_PANEL_B> descs;
     const float* pa[MI][2];     // this thread's rows of scale_a, at the k tile after the one in ca
     const float* pb;            // the tile's column block of scale_b, likewise
@@ -261,6 +301,7 @@ struct GlMainloopRegA {
     using Frags = unsigned[HALF][MI][4];
     static constexpr bool HOLDS_STAGE = true;   // released a k tile later, the last by drain
     static constexpr bool PAIRED = false;       // one k tile at a time (ktile)
+    static constexpr bool ROW_SCALED = false;   // (TF32: no scales)
 
     struct AFrags {
         unsigned lo, hi;     // the thread's offsets in a stage's A tile: k = t and k = t + 4 of step 0, m64 block 0

@@ -7,7 +7,8 @@
 //                             grouped rung 27: scale_a[0] there, its group's scale_b[g] per tile);
 //   GL_SCALE 2 (row-wise):    s = scale_a[i] * scale_b[j], scale_a one float per row of A (M),
 //                             scale_b one per column of B (N), applied to a tile's accumulators after
-//                             its main loop (and its stream-K fixup), before the epilogue part;
+//                             its main loop (and its stream-K fixup), before the epilogue part
+//                             (promoted, scale_a by the mainloop part as it adds each k tile);
 //   GL_SCALE 3 (block-wise, DeepGEMM's): s = scale_a[i][kb] * scale_b[kb][j / 128] per k block kb of
 //                             128, applied by the mainloop part to each k tile's partial sums
 //                             (mainloop.cuh, GlMainloopBlockScaled): the pointers and strides only, here.
@@ -82,20 +83,30 @@ struct GlScales {
         if (lane >= 32 - MI && r < M) asm volatile("prefetch.global.L1 [%0];\n" :: "l"(sa + r));
 #endif
     }
-    // one accumulator fragment: rows (s[0], s[1]) x columns (b0, b1)
+    // one accumulator fragment: rows (s[0], s[1]) x columns (b0, b1), or columns alone (A_DONE: the
+    // mainloop part multiplied the rows' scales in as it added each k tile)
+    template <bool A_DONE>
     static __device__ __forceinline__ void scale4(float (&d)[4], const float (&s)[2], float b0, float b1) {
-        d[0] *= s[0] * b0;
-        d[1] *= s[0] * b1;
-        d[2] *= s[1] * b0;
-        d[3] *= s[1] * b1;
+        if constexpr (A_DONE) {
+            d[0] *= b0;
+            d[1] *= b1;
+            d[2] *= b0;
+            d[3] *= b1;
+        } else {
+            d[0] *= s[0] * b0;
+            d[1] *= s[0] * b1;
+            d[2] *= s[1] * b0;
+            d[3] *= s[1] * b1;
+        }
     }
     // Row-wise: a consumer warp's accumulators of the tile at rows row0 + .. (row0: its warpgroup's
     // first row) and columns col0 + .., in wgmma's accumulator layout (warp w = warp % 4 of the
     // warpgroup, g = lane / 4): d[mi][j][e] at row row0 + 64 mi + 16 w + g + 8 (e / 2), column
     // col0 + 8 j + 2 (lane % 4) + e % 2, times scale_a of its row and scale_b of its column (0 past
     // M or N: those outputs are never stored). Each column's scale is loaded once per tile and
-    // used for all of the thread's rows.
-    template <int MI, int R>
+    // used for all of the thread's rows. A_DONE: scale_a is in the accumulators already (the
+    // promoted mainloop part's ROW_SCALED), scale_b alone is applied.
+    template <bool A_DONE, int MI, int R>
     __device__ __forceinline__ void rows(float (&acc)[MI][R][4], int row0, int col0, int warp, int lane, int M,
                                          int N) const {
 #if GL_SCALE == 1 && GL_GROUPED == 1   // the tile's group's tensor-wise scale_b (group())
@@ -112,7 +123,8 @@ struct GlScales {
 #pragma unroll
         for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
-            for (int h = 0; h < 2; ++h) s[mi][h] = r + 64 * mi + 8 * h < M ? __ldg(sa + r + 64 * mi + 8 * h) : 0.0f;
+            for (int h = 0; h < 2; ++h)
+                s[mi][h] = A_DONE ? 1.0f : r + 64 * mi + 8 * h < M ? __ldg(sa + r + 64 * mi + 8 * h) : 0.0f;
         // a tile wholly inside N (scale_b 8-byte aligned): a column pair per 8-byte load, no bounds, in
         // groups of 8 (the loads of a group in flight together, few registers beside the accumulators)
         if (col0 + 8 * R <= N && (reinterpret_cast<size_t>(sb) & 7) == 0) {
@@ -125,7 +137,7 @@ struct GlScales {
 #pragma unroll
                 for (int j = 0; j < G; ++j)
 #pragma unroll
-                    for (int mi = 0; mi < MI; ++mi) scale4(acc[mi][j0 + j], s[mi], b[j].x, b[j].y);
+                    for (int mi = 0; mi < MI; ++mi) scale4<A_DONE>(acc[mi][j0 + j], s[mi], b[j].x, b[j].y);
             }
             return;
         }
@@ -134,7 +146,7 @@ struct GlScales {
             const float b0 = c + 8 * j < N ? __ldg(sb + c + 8 * j) : 0.0f;
             const float b1 = c + 8 * j + 1 < N ? __ldg(sb + c + 8 * j + 1) : 0.0f;
 #pragma unroll
-            for (int mi = 0; mi < MI; ++mi) scale4(acc[mi][j], s[mi], b0, b1);
+            for (int mi = 0; mi < MI; ++mi) scale4<A_DONE>(acc[mi][j], s[mi], b0, b1);
         }
 #endif
     }

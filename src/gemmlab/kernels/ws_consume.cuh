@@ -129,7 +129,8 @@ __device__ __forceinline__ void consume(const Smem& sm, const Schedule& sched, i
         }
         // a stream-K piece: published for the CTA that stores the tile, or the others' added to it
         if (!sk_fixup(sched, acc, u, k0, k1, sk_ws)) return;
-        sc.rows(acc, row0 + wg * WM, col0, warp, lane, M, N);   // row-wise scales (GL_SCALE 2), once per tile
+        // row-wise scales (GL_SCALE 2), once per tile: scale_b alone where the mainloop applied scale_a
+        sc.template rows<Mainloop::ROW_SCALED>(acc, row0 + wg * WM, col0, warp, lane, M, N);
 
         // ---- epilogue: through the warp's own staging (the stages belong to the next tile by
         // now); a tile wholly below M (rank 1 of a cluster's last unit row) stores nothing; with
