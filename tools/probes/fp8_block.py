@@ -27,7 +27,6 @@ import timed  # noqa: E402
 
 SHAPES = ["4096x4096x4096", "8192x8192x8192", "4096x14336x4096", "128x14336x4096", "1024x4096x14336",
           "4096x7168x16384"]
-TILE = {"BM": 128, "BK": 128, "WM": 64}
 TILES = {"128x128": {"BN": 128, "STAGES": 6}, "128x128 c2": {"BN": 128, "STAGES": 6, "CLUSTER": 2},
          "128x64": {"BN": 64, "STAGES": 8}}
 
@@ -43,14 +42,7 @@ def candidates(M: int, N: int, K: int, plans: dict) -> list:
     sk = (torch.rand(kb, M, device="cuda").t() + 0.5, sb)        # M-contiguous scale_a
     sk_rows = (torch.rand(M, kb, device="cuda") + 0.5, sb)       # row-major scale_a
     out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
-
-    def call(name, s, cfg=None):
-        kernel = "auto" if cfg is None else "wgmma_fp8"
-        cfg = None if cfg is None else {**TILE, **cfg}
-        _, plans[name] = gemmlab.scaled_mm(a, b, *s, out=out, kernel=kernel, config=cfg, return_plan=True)
-        return Candidate(name, lambda: gemmlab.scaled_mm(a, b, *s, out=out, kernel=kernel, config=cfg,
-                                                         check_finite=False))
-
+    call = timed.scaled_calls(a, b, out, plans)
     return ([call("block", sk), call("block rowmajor", sk_rows)]
             + [call(f"block {n}", sk, c) for n, c in TILES.items()]
             + [call("tensor", st),
@@ -62,8 +54,4 @@ def main(out_path: str, shapes: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    if args[1:2] == ["--random"]:
-        main(args[0], draw(int(args[2]), int(args[args.index("--seed") + 1]) if "--seed" in args else 0))
-    else:
-        main(args[0], args[1:] or SHAPES)
+    timed.cli(main, SHAPES, (256, 8192))

@@ -24,7 +24,6 @@ import timed  # noqa: E402
 
 SHAPES = ["4096x4096x4096", "8192x8192x8192", "4096x14336x4096", "128x14336x4096", "1024x4096x14336",
           "4096x7168x16384"]
-TILE = {"BM": 128, "BK": 128, "WM": 64}
 TILES = {"128x64": {"BN": 64, "STAGES": 8}, "128x128": {"BN": 128, "STAGES": 6}, "128x192": {"BN": 192, "STAGES": 5}}
 
 
@@ -32,15 +31,7 @@ def candidates(M: int, N: int, K: int, plans: dict) -> list:
     a, b, st = timed.fp8_operands(M, N, K)
     sr = (torch.rand(M, 1, device="cuda") + 0.5, torch.rand(1, N, device="cuda") + 0.5)
     out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
-
-    def call(name, s, cfg=None, fast=False):
-        kernel = "auto" if cfg is None else "wgmma_fp8"
-        cfg = None if cfg is None else {**TILE, **cfg}
-        _, plans[name] = gemmlab.scaled_mm(a, b, *s, out=out, kernel=kernel, config=cfg, use_fast_accum=fast,
-                                           return_plan=True)
-        return Candidate(name, lambda: gemmlab.scaled_mm(a, b, *s, out=out, kernel=kernel, config=cfg,
-                                                         use_fast_accum=fast, check_finite=False))
-
+    call = timed.scaled_calls(a, b, out, plans)
     return ([call("tensor", st), call("row", sr), call("row fast", sr, fast=True)]
             + [call(f"{k} {n}", s, c) for k, s in (("tensor", st), ("row", sr)) for n, c in TILES.items()]
             + [Candidate("torch", lambda: torch._scaled_mm(a, b, *st, out_dtype=torch.bfloat16)),
@@ -52,9 +43,4 @@ def main(out_path: str, shapes: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    if args[1:2] == ["--random"]:
-        main(args[0], timed.draw(int(args[2]), int(args[args.index("--seed") + 1]) if "--seed" in args else 0,
-                                 (256, 8192)))
-    else:
-        main(args[0], args[1:] or SHAPES)
+    timed.cli(main, SHAPES, (256, 8192))

@@ -21,7 +21,6 @@ import sys
 
 import torch
 
-import gemmlab
 from gemmlab.measure.timing import Candidate
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
@@ -29,7 +28,6 @@ import timed  # noqa: E402
 
 SHAPES = ["128x4096x4096", "128x14336x4096", "16x14336x4096", "32x4096x14336", "64x8192x8192", "256x4096x4096",
           "90x7504x9744", "319x6192x4784", "148x4800x2608", "101x12752x1840", "175x4000x1040"]
-TILE = {"BM": 128, "BK": 128, "WM": 64}
 PROMOTED = {"128x128": {"BN": 128, "STAGES": 6}, "128x64": {"BN": 64, "STAGES": 8}}
 FAST = {"fast 128x128": {"BN": 128, "STAGES": 6, "DEFER": 0}}
 
@@ -44,20 +42,12 @@ def candidates(M: int, N: int, K: int, plans: dict) -> list:
     kb = -(-K // 128)
     sk = (torch.rand(M, kb, device="cuda") + 0.5, torch.rand(kb, -(-N // 128), device="cuda") + 0.5)
     out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
-
-    def call(name, s, cfg=None, fast=False):
-        kernel = "auto" if cfg is None else "wgmma_fp8"
-        cfg = None if cfg is None else {**TILE, **cfg}
-        _, plans[name] = gemmlab.scaled_mm(a, b, *s, out=out, kernel=kernel, config=cfg, use_fast_accum=fast,
-                                           return_plan=True)
-        return Candidate(name, lambda: gemmlab.scaled_mm(a, b, *s, out=out, kernel=kernel, config=cfg,
-                                                         use_fast_accum=fast, check_finite=False))
-
+    call = timed.scaled_calls(a, b, out, plans)
     cands = [call("auto", st), call("row", sr), call("fast", st, fast=True), call("block", sk)]
     for name, s, fast in (("auto", st, False), ("fast", st, True), ("block", sk, False)):   # WGSKIP flipped
         choice = plans[name].choice
         cfg = choice.rung.config(choice.config, "fp8_fast" if fast else "fp8")
-        flipped = {k: v for k, v in {**cfg, "WGSKIP": 1 - cfg["WGSKIP"]}.items() if k not in TILE}
+        flipped = {k: v for k, v in {**cfg, "WGSKIP": 1 - cfg["WGSKIP"]}.items() if k not in timed.RUNG25_TILE}
         cands.append(call(f"{name} flipped", s, flipped, fast))
     return (cands + [call(n, st, c) for n, c in PROMOTED.items()] + [call(n, st, c, fast=True) for n, c in FAST.items()]
             + [Candidate("torch", lambda: torch._scaled_mm(a, b, *st, out_dtype=torch.bfloat16)),
@@ -71,9 +61,4 @@ def main(out_path: str, shapes: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    if args[1:2] == ["--random"]:
-        m = tuple(int(x) for x in args[args.index("--m") + 1].split("-")) if "--m" in args else (16, 512)
-        main(args[0], draw(int(args[2]), int(args[args.index("--seed") + 1]) if "--seed" in args else 0, m))
-    else:
-        main(args[0], args[1:] or SHAPES)
+    timed.cli(main, SHAPES, (16, 512))

@@ -70,3 +70,37 @@ def run_shapes(out_path: str, shapes: list[str], candidates, show: tuple[str, ..
             print(f"   {k}:", repr(plans[k]).split("]; ")[-1][:300], flush=True)
     with open(out_path, "w") as f:
         json.dump(doc, f, indent=1)
+
+
+# rung 25's tile geometry beside a configuration's BN, STAGES and switches (the FP8 probes' configs)
+RUNG25_TILE = {"BM": 128, "BK": 128, "WM": 64}
+
+
+def scaled_calls(a, b, out, plans: dict):
+    """``call(name, scales, cfg=None, fast=False)``: a Candidate of gemmlab.scaled_mm(a, b, *scales,
+    out=out) on rung 25 with ``cfg`` (its tile geometry added) or "auto" (None), its plan put in
+    ``plans[name]``."""
+    import gemmlab
+    from gemmlab.measure.timing import Candidate
+
+    def call(name, s, cfg=None, fast=False):
+        kernel = "auto" if cfg is None else "wgmma_fp8"
+        cfg = None if cfg is None else {**RUNG25_TILE, **cfg}
+        _, plans[name] = gemmlab.scaled_mm(a, b, *s, out=out, kernel=kernel, config=cfg, use_fast_accum=fast,
+                                           return_plan=True)
+        return Candidate(name, lambda: gemmlab.scaled_mm(a, b, *s, out=out, kernel=kernel, config=cfg,
+                                                         use_fast_accum=fast, check_finite=False))
+    return call
+
+
+def cli(main, shapes: list[str], m: tuple[int, int]) -> None:
+    """A probe's command line: OUT.json [MxNxK ...] (``shapes`` by default), or OUT.json --random
+    COUNT [--seed S] [--m LO-HI] (``draw``, M in ``m`` by default)."""
+    import sys
+    args = sys.argv[1:]
+    if args[1:2] == ["--random"]:
+        if "--m" in args:
+            m = tuple(int(x) for x in args[args.index("--m") + 1].split("-"))
+        main(args[0], draw(int(args[2]), int(args[args.index("--seed") + 1]) if "--seed" in args else 0, m))
+    else:
+        main(args[0], args[1:] or shapes)

@@ -139,16 +139,7 @@ struct GlMainloopBlockScaled {
     // The k tile in stage s into p: fresh sums (the first k step's scale-d 0), one commit group, not
     // waited for.
     __device__ __forceinline__ void issue(float (&p)[MI][BN / 8][4], int s) const {
-#pragma unroll
-        for (int mi = 0; mi < MI; ++mi) gl_fence_acc(p[mi]);
-        gl_wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < KSTEPS; ++kk)
-#pragma unroll
-            for (int mi = 0; mi < MI; ++mi)
-                GlWgmma<BN>::template mma<A_COL, 1 - B_COL>(p[mi], descs.a(s * A_STAGE_B, kk, mi),
-                                                            descs.b(s * B_STAGE_B, kk), kk > 0);
-        gl_wgmma_commit();
+        gl_wgmma_ktile<BN, MI, KSTEPS, A_COL, B_COL, 0, 0, true, true>(p, descs, s * A_STAGE_B, s * B_STAGE_B);
     }
 
     // p, whose wgmmas are done, times its k tile's scales into the FP32 sums; then the next k tile's
