@@ -143,15 +143,20 @@ def test_the_promoted_precision_refuses_a_tile_its_registers_cannot_hold():
     assert r.config(None, "fp8_fast")["BN"] == 256
 
 
-def test_the_promoted_192_column_tile_is_the_rules_only_at_many_waves_of_128x128_tiles():
-    from gemmlab.core.rules import FP8_WIDE_WAVES, fp8_promoted_tile
-
-    assert fp8_promoted_tile(4096, 4096, 132) is None                 # 7.8 waves
-    cfg, why = fp8_promoted_tile(8192, 8192, 132)                     # 31 waves
-    assert cfg["BN"] == 192 and "waves of 128x128 tiles" in why
-    assert not get("wgmma_fp8").check_config(get("wgmma_fp8").config(cfg, "fp8"), "fp8")
-    assert fp8_promoted_tile(128 * 11 * FP8_WIDE_WAVES, 1536, 132) is not None     # exactly the waves (12 columns)
-    assert fp8_promoted_tile(128 * 132 * FP8_WIDE_WAVES, 128, 132) is None       # 192 columns for 128
+def test_the_promoted_tile_is_the_one_whose_whole_waves_take_least_time():
+    from gemmlab.core.rules import fp8_wave_tile
+    r = get("wgmma_fp8")
+    cfg = r.config(None, "fp8")
+    assert fp8_wave_tile(cfg, 4096, 4096, 132) is None                  # 8 waves of 128x128 against 6 of 128x192
+    new, why = fp8_wave_tile(cfg, 8192, 8192, 132)                       # 32 against 21
+    assert new["BN"] == 192 and "whole waves" in why and not r.check_config(r.config(new, "fp8"), "fp8")
+    assert fp8_wave_tile(cfg, 431, 5952, 132)[0]["BN"] == 192            # 2 waves against 1
+    assert fp8_wave_tile(cfg, 128, 14336, 132) is None                   # one wave either way
+    assert fp8_wave_tile(cfg, 300, 1000, 132)[0]["BN"] == 64             # under a wave: twice the tiles
+    half = r.config({"BN": 64, "STAGES": 8}, "fp8")
+    assert fp8_wave_tile(half, 1024, 4096, 132)[0] == cfg                # 4 waves of the half tile against 2
+    assert fp8_wave_tile(cfg, 640 * 132 // 5, 640, 132) is None          # 192 columns pad 640 to 768
+    assert fp8_wave_tile(dict(cfg, CLUSTER=2), 8192, 8192, 132) is None
 
 
 def test_where_m_fits_one_warpgroup_the_rule_lets_the_other_sit_every_tile_out():
@@ -163,6 +168,19 @@ def test_where_m_fits_one_warpgroup_the_rule_lets_the_other_sit_every_tile_out()
     assert fp8_one_warpgroup(r.config(None, "fp8"), 65) is None
     assert not r.check_config(r.config(cfg, "fp8"), "fp8")
     assert "WGSKIP" not in r.defines(r.config(None, "fp8")) and r.defines(r.config(cfg, "fp8"))["WGSKIP"] == 1
+
+
+def test_block_scales_take_128x128_clusters_of_2_where_their_whole_waves_are_shorter():
+    from gemmlab.core.rules import FP8_CLUSTER_TILE, fp8_block_cluster
+    r = get("wgmma_fp8")
+    cfg, half = r.config(None, "fp8"), r.config({"BN": 64, "STAGES": 8}, "fp8")
+    new, why = fp8_block_cluster(cfg, 4096, 7168, 132)   # 14 whole waves either way: the clusters' rate decides
+    assert new == dict(cfg, **FP8_CLUSTER_TILE) and "clusters of 2" in why
+    assert fp8_block_cluster(cfg, 282, 10384, 132) is None      # 3 row tiles: 3 waves in clusters against 2
+    assert fp8_block_cluster(cfg, 128, 14336, 132) is None      # one row tile
+    assert fp8_block_cluster(half, 620, 4032, 132)[0]["BN"] == 128   # 2 waves of clusters against 3 of 128x64
+    assert fp8_block_cluster(half, 300, 1000, 132) is None      # under a wave: the rule's 128x64 tiles
+    assert fp8_block_cluster(dict(cfg, CLUSTER=2), 4096, 4096, 132) is None
 
 
 def test_misaligned_fp8_rows_take_clusters_of_2_from_a_wave_of_128x128_tiles():
@@ -233,6 +251,32 @@ def test_the_rung_builds_without_spills_with_scales_bias_and_an_activation(preci
 def test_a_warpgroup_sitting_tiles_out_builds_without_spills(precision, scale):
     ck, sass = _sass(precision, {"WGSKIP": 1}, scale=scale, out="bf16")
     assert ck.spill_bytes == 0 and re.search(r"QGMMA\.64x\d+x32\.F32\.E4M3\.E4M3", sass)
+
+
+@pytest.mark.parametrize("config", [{"CLUSTER": 2}, {"CLUSTER": 2, "STREAMK": 1}], ids=["cluster", "cluster-streamk"])
+def test_block_scales_in_clusters_add_a_k_tile_while_the_next_ones_wgmmas_run(config):
+    # the pipelined block-scaled mainloop waits for all but the newest commit group (DEPBAR.LE gsb0,
+    # 0x1), and ptxas did not serialize its wgmmas (C7514: it would wait after every one)
+    ck, sass = _sass("fp8", config, scale="block", out="bf16")
+    assert ck.spill_bytes == 0 and "C7514" not in ck.log
+    assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" in sass
+    assert len(re.findall(r"\bFFMA\b", sass)) >= 64
+
+
+def test_block_scales_alone_add_each_k_tile_after_its_own_wgmmas():
+    ck, sass = _sass("fp8", None, scale="block", out="bf16")
+    assert ck.spill_bytes == 0 and "C7514" not in ck.log
+    assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" not in sass and len(re.findall(r"\bFFMA\b", sass)) >= 64
+
+
+def test_block_scales_refuse_a_tile_wider_than_a_block_backward_k_tiles_and_a_deferred_store_in_clusters():
+    from gemmlab.core.scaled import block_refusal
+    cfg = get("wgmma_fp8").config(None, "fp8")
+    assert block_refusal(cfg) is None
+    assert block_refusal({**cfg, "DEFER": 1}) is None
+    assert "DEFER=1" in block_refusal({**cfg, "DEFER": 1, "CLUSTER": 2})
+    assert "BN=192 spans more" in block_refusal({**cfg, "BN": 192})
+    assert "KREV=1" in block_refusal({**cfg, "KREV": 1})
 
 
 def test_precompile_builds_every_configuration_the_fp8_rule_chooses():

@@ -193,8 +193,9 @@ def test_the_rung_builds_a_fused_bias_and_activation_and_a_stream_k_tail_without
 
 
 def test_block_scales_multiply_each_k_tiles_partial_sums_as_they_are_added():
-    _, sass = _build("fp8", "block")
+    ck, sass = _build("fp8", "block")
     assert len(re.findall(r"\bFFMA\b", sass)) >= 64
+    assert "C7514" not in ck.log   # ptxas did not serialize the wgmmas
 
 
 # ---- on the GPU ------------------------------------------------------------------------------------

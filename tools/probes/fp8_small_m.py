@@ -17,14 +17,10 @@ What the rule's WGSKIP for M within one warpgroup rests on (core/rules.py, ``fp8
 and where rung 25 stands on small M (docs/journal/fp8.md); one JSON, TFLOP/s per candidate."""
 from __future__ import annotations
 
-import json
-import math
-import random
 import sys
 
 import torch
 
-import gemmlab
 from gemmlab.measure.timing import Candidate
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
@@ -32,42 +28,26 @@ import timed  # noqa: E402
 
 SHAPES = ["128x4096x4096", "128x14336x4096", "16x14336x4096", "32x4096x14336", "64x8192x8192", "256x4096x4096",
           "90x7504x9744", "319x6192x4784", "148x4800x2608", "101x12752x1840", "175x4000x1040"]
-TILE = {"BM": 128, "BK": 128, "WM": 64}
 PROMOTED = {"128x128": {"BN": 128, "STAGES": 6}, "128x64": {"BN": 64, "STAGES": 8}}
 FAST = {"fast 128x128": {"BN": 128, "STAGES": 6, "DEFER": 0}}
 
 
 def draw(count: int, seed: int, m: tuple[int, int] = (16, 512)) -> list[str]:
-    rng = random.Random(seed)
-
-    def lu(lo: int, hi: int) -> int:
-        return int(round(2 ** rng.uniform(math.log2(lo), math.log2(hi))))
-
-    return [f"{lu(*m)}x{lu(1024, 16384) // 16 * 16}x{lu(1024, 16384) // 32 * 32}" for _ in range(count)]
+    return timed.draw(count, seed, m)
 
 
 def candidates(M: int, N: int, K: int, plans: dict) -> list:
-    a = torch.randn(M, K, device="cuda").to(torch.float8_e4m3fn)
-    b = torch.randn(N, K, device="cuda").to(torch.float8_e4m3fn).t()
-    st = (torch.tensor(0.7, device="cuda"), torch.tensor(1.3, device="cuda"))
+    a, b, st = timed.fp8_operands(M, N, K)
     sr = (torch.rand(M, 1, device="cuda") + 0.5, torch.rand(1, N, device="cuda") + 0.5)
     kb = -(-K // 128)
     sk = (torch.rand(M, kb, device="cuda") + 0.5, torch.rand(kb, -(-N // 128), device="cuda") + 0.5)
     out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
-
-    def call(name, s, cfg=None, fast=False):
-        kernel = "auto" if cfg is None else "wgmma_fp8"
-        cfg = None if cfg is None else {**TILE, **cfg}
-        _, plans[name] = gemmlab.scaled_mm(a, b, *s, out=out, kernel=kernel, config=cfg, use_fast_accum=fast,
-                                           return_plan=True)
-        return Candidate(name, lambda: gemmlab.scaled_mm(a, b, *s, out=out, kernel=kernel, config=cfg,
-                                                         use_fast_accum=fast, check_finite=False))
-
+    call = timed.scaled_calls(a, b, out, plans)
     cands = [call("auto", st), call("row", sr), call("fast", st, fast=True), call("block", sk)]
     for name, s, fast in (("auto", st, False), ("fast", st, True), ("block", sk, False)):   # WGSKIP flipped
         choice = plans[name].choice
         cfg = choice.rung.config(choice.config, "fp8_fast" if fast else "fp8")
-        flipped = {k: v for k, v in {**cfg, "WGSKIP": 1 - cfg["WGSKIP"]}.items() if k not in TILE}
+        flipped = {k: v for k, v in {**cfg, "WGSKIP": 1 - cfg["WGSKIP"]}.items() if k not in timed.RUNG25_TILE}
         cands.append(call(f"{name} flipped", s, flipped, fast))
     return (cands + [call(n, st, c) for n, c in PROMOTED.items()] + [call(n, st, c, fast=True) for n, c in FAST.items()]
             + [Candidate("torch", lambda: torch._scaled_mm(a, b, *st, out_dtype=torch.bfloat16)),
@@ -77,25 +57,8 @@ def candidates(M: int, N: int, K: int, plans: dict) -> list:
 
 
 def main(out_path: str, shapes: list[str]) -> None:
-    engine, doc = timed.engine_and_doc(20, 1.0)
-    for shape in shapes:
-        M, N, K = (int(x) for x in shape.split("x"))
-        plans: dict = {}
-        cands = candidates(M, N, K, plans)
-        res, tflops = timed.measure(engine, cands, 2.0 * M * N * K)
-        doc["runs"].append({"shape": [M, N, K], "tflops": tflops, "plans": {k: repr(v) for k, v in plans.items()},
-                            "samples": res})
-        print(shape, {k: round(v) for k, v in sorted(tflops.items(), key=lambda kv: -kv[1])}, flush=True)
-        for k in ("auto", "fast", "block"):
-            print(f"   {k}:", repr(plans[k]).split("]; ")[-1][:300], flush=True)
-    with open(out_path, "w") as f:
-        json.dump(doc, f, indent=1)
+    timed.run_shapes(out_path, shapes, candidates, ("auto", "fast", "block"))
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    if args[1:2] == ["--random"]:
-        m = tuple(int(x) for x in args[args.index("--m") + 1].split("-")) if "--m" in args else (16, 512)
-        main(args[0], draw(int(args[2]), int(args[args.index("--seed") + 1]) if "--seed" in args else 0, m))
-    else:
-        main(args[0], args[1:] or SHAPES)
+    timed.cli(main, SHAPES, (16, 512))

@@ -33,31 +33,36 @@ HALF_TILE_TIME = 0.8  # the half-BN preset replaces the tile when predicted at m
 HALF_TILE_RUNGS = ("wgmma_fp8",)
 
 
-# Rung 25 promoted: the 128x192 tile where 128x128 tiles make this many waves or more. It reuses each
-# operand tile over more of the other (96 sums and 96 partial sums per thread) and ran ahead of
-# 128x128 at many waves; at few waves its wider tiles' partial last wave cost more than that
-# (benchmarks/results/h200_fp8_tiles_bn192.json.gz; docs/hopper.md gives the figures).
-FP8_WIDE_WAVES = 10
+# Rung 25 promoted (precision fp8, tensor-wise or row-wise scales, rows of 32-byte multiples): of its
+# 128x64, 128x128 and 128x192 tiles, the one whose whole waves take least time, a tile's time in
+# units of a 128x128 tile's FP8_TILE_TIME. 128x192 reuses each operand tile over more of the other (96
+# sums and 96 partial sums per thread) but a wave of it takes longer; 128x64 makes twice 128x128's
+# tiles. The times are what the tiles' runs imply (each shape's whole waves and TFLOP/s;
+# benchmarks/results/h200_fp8_tiles_bn192.json.gz, h200_fp8_tiles_bn192_heldout.json.gz and
+# h200_fp8_promoted_seed3.json.gz): for 128x64 the median of 14 shapes (over 0.51-0.86), for 128x192
+# 1.35 against a median of 1.32 over 22 shapes (0.97-1.61): at 1.32 the rule would take 128x192 at
+# 4096^3 (6 whole waves against 8), where 128x128 ran 4-5% ahead. The rule before it, 128x192 from 10 waves of 128x128 and the
+# registry's half tile where 128x128 left SMs idle, ran 0.47-0.94x the best tile at 5 of 8 shapes
+# drawn at random (h200_fp8_promoted_seed3.json.gz): few waves of either tile is where the choice
+# matters most.
+FP8_TILE_TIME = {128: 1.0, 192: 1.35, 64: 0.75}
 FP8_WIDE_TILE = {"BM": 128, "BN": 192, "BK": 128, "WM": 64, "STAGES": 5, "CLUSTER": 1}
-# ... and where its columns pad N to at most this much more than 128-column tiles do: at N = 640 (768
-# columns against 640) and 256 (384) the 128x128 tile ran ahead where rows were not 32-byte
-# multiples (h200_fp8_k16_heldout_seed15.json.gz), as padding would anywhere
-FP8_WIDE_PAD = 1.125
+FP8_TILES = {128: {"BN": 128, "STAGES": 6}, 192: {"BN": 192, "STAGES": 5}, 64: {"BN": 64, "STAGES": 8}}
 
 
-def fp8_wide_fits(N: int) -> bool:
-    """Whether 192-column tiles pad N to at most ``FP8_WIDE_PAD`` times the columns 128-column tiles do."""
-    return -(-N // 192) * 192 <= FP8_WIDE_PAD * -(-N // 128) * 128
-
-
-def fp8_promoted_tile(M: int, N: int, sm_count: int) -> tuple[dict, str] | None:
-    """Rung 25's promoted 128x192 tile for an M x N output where 128x128 tiles make at least
-    ``FP8_WIDE_WAVES`` waves on ``sm_count`` SMs and N fits it (``fp8_wide_fits``), and why; None
-    elsewhere (and never for block scales, whose tiles lie within one 128-column block: the caller's)."""
-    waves = -(-M // 128) * -(-N // 128) / max(sm_count, 1)
-    if waves < FP8_WIDE_WAVES or not fp8_wide_fits(N):
+def fp8_wave_tile(cfg: dict, M: int, N: int, sm_count: int) -> tuple[dict, str] | None:
+    """Rung 25's promoted tile for an M x N output in place of the rule's ``cfg`` (128x128 or the
+    half tile, alone), and why: the one whose whole waves at ``FP8_TILE_TIME`` take least time (the
+    first of equals in 128, 192, 64 order); None where that is ``cfg``'s."""
+    if cfg["CLUSTER"] != 1 or cfg["BN"] not in FP8_TILES:
         return None
-    return dict(FP8_WIDE_TILE), f"{waves:.1f} waves of 128x128 tiles: the promoted 128x192 tile"
+    times = {bn: _whole_waves(M, N, bn, 1, sm_count) * t for bn, t in FP8_TILE_TIME.items()}
+    bn = min(times, key=times.get)
+    if bn == cfg["BN"]:
+        return None
+    return (dict(cfg, **FP8_TILES[bn]),
+            f"128x{bn} tiles: {_whole_waves(M, N, bn, 1, sm_count)} whole waves, the least time of 128x64, "
+            f"128x128 and 128x192")
 
 
 # Rung 25 where an operand it reads in place has rows that are not 32-byte multiples (K-major FP8 at
@@ -79,12 +84,18 @@ FP8_CLUSTER_RATE = 1.25
 FP8_CLUSTER_TILE = {"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6, "CLUSTER": 2}
 
 
-def _misaligned_time(M: int, N: int, bn: int, cluster: int, sm_count: int) -> float:
-    """Whole waves of 128 x ``bn`` tiles (row tiles rounded up to pairs in clusters of 2), each in
-    units of a 128-column tile's time in clusters, at rows that are not 32-byte multiples."""
+def _whole_waves(M: int, N: int, bn: int, cluster: int, sm_count: int) -> int:
+    """Whole waves of 128 x ``bn`` tiles over ``sm_count`` SMs, row tiles rounded up to pairs in
+    clusters of 2."""
     rows = -(-M // 128)
     rows += rows % cluster
-    waves = -(-rows * -(-N // bn) // max(sm_count, 1))
+    return -(-rows * -(-N // bn) // max(sm_count, 1))
+
+
+def _misaligned_time(M: int, N: int, bn: int, cluster: int, sm_count: int) -> float:
+    """Whole waves of 128 x ``bn`` tiles, each in units of a 128-column tile's time in clusters, at
+    rows that are not 32-byte multiples."""
+    waves = _whole_waves(M, N, bn, cluster, sm_count)
     return waves * bn / (FP8_WIDE_RATE if bn == 192 else 1.0) * (1.0 if cluster == 2 else FP8_CLUSTER_RATE)
 
 
@@ -109,6 +120,34 @@ def fp8_misaligned(cfg: dict, M: int, N: int, row_bytes: tuple[int, ...], precis
     how = "in clusters of 2" if new["CLUSTER"] == 2 else "alone"
     return new, (f"rows of {'/'.join(map(str, row_bytes))} bytes, not all 32-byte multiples, at {waves:.1f} waves "
                  f"of 128x128: {new['BM']}x{new['BN']} tiles {how}, their whole waves the shortest")
+
+
+# Rung 25 with block scales (tiles within one column block of scale_b): 128x128 tiles in clusters of
+# 2, B multicast, have the mainloop part add each k tile's sums under the next k tile's wgmmas
+# (kernels/mainloop.cuh), and at the FP8 suite's shapes of many tiles ran 1.03-1.06x 128x128 tiles
+# alone (benchmarks/results/h200_fp8_block.json.gz; geomean FP8_BLOCK_CLUSTER_RATE). 128x64 tiles
+# (the rule's where they fill the SMs better) ran at 0.57-0.74x 128x128's rate there (geomean
+# FP8_BLOCK_HALF_RATE). Clusters
+# where their whole waves take less time at those rates than the rule's tiles' alone: a cluster over
+# an odd count of row tiles computes one row of tiles more, and one row tile leaves half of each
+# cluster idle.
+FP8_BLOCK_CLUSTER_RATE = 1.05
+FP8_BLOCK_HALF_RATE = 0.66
+
+
+def fp8_block_cluster(cfg: dict, M: int, N: int, sm_count: int) -> tuple[dict, str] | None:
+    """Rung 25's 128x128 tile in clusters of 2 in place of the rule's block-scaled ``cfg`` (128x128 or
+    128x64 alone) where ``_whole_waves`` at the rates above favour it, and why; None elsewhere
+    (other tiles, clusters already, a single row tile)."""
+    if cfg["BN"] not in (64, 128) or cfg["CLUSTER"] != 1 or -(-M // 128) < 2:
+        return None
+    alone = _whole_waves(M, N, cfg["BN"], 1, sm_count)
+    paired = _whole_waves(M, N, 128, 2, sm_count)
+    if paired / FP8_BLOCK_CLUSTER_RATE >= alone * (1.0 if cfg["BN"] == 128 else 0.5 / FP8_BLOCK_HALF_RATE):
+        return None
+    return (dict(cfg, **FP8_CLUSTER_TILE, DEFER=0),
+            f"block scales: 128x128 tiles in clusters of 2 ({paired} whole waves against {alone} of 128x{cfg['BN']} "
+            f"alone; B multicast, each k tile added under the next one's wgmmas)")
 
 
 # Rung 25 where M fits one consumer warpgroup's rows of a tile (WM, 64): the other warpgroup's rows all

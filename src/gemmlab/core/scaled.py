@@ -37,7 +37,7 @@ from .dtypes import FP8_FORMATS
 from .launch import Plan, current_stream, stream_capturing
 from .problem import ArrayInfo, array_facts, check_placement, describe_array, info_2d, overlaps, problem_of
 from .registry import get as get_rung
-from .rules import fp8_misaligned, fp8_one_warpgroup, fp8_promoted_tile
+from .rules import fp8_block_cluster, fp8_misaligned, fp8_one_warpgroup, fp8_wave_tile
 
 SCALINGS = ("tensor", "row", "block")
 RUNG = "wgmma_fp8"
@@ -177,23 +177,40 @@ def _in_place_rows(kp) -> tuple[int, ...]:
                  if k_major and vec)
 
 
+def block_refusal(cfg: dict) -> str | None:
+    """Why block scales cannot run on this (rung 25 or 27) configuration, or None: their mainloop
+    part (kernels/mainloop.cuh, GlMainloopBlockScaled) reads the scales k block after k block, of one
+    column block per tile, and in clusters of 2 holds two k tiles' partial sums beside the FP32 sums."""
+    if cfg.get("KREV"):
+        return "block scales are read k block after k block: KREV=1 (backward k tiles) does not apply"
+    if cfg["BN"] > BLOCK:
+        return (f"block scales take a tile within one column block of {BLOCK}: BN={cfg['BN']} spans more "
+                f"(choose BN 64 or 128)")
+    if cfg.get("DEFER") and cfg.get("CLUSTER") == 2:
+        return ("block scales in clusters of 2 keep two k tiles' partial sums beside the FP32 sums: DEFER=1 "
+                "(a held tile besides) does not fit the registers")
+    return None
+
+
 def _adjusted(choice, kp, scales: Scales, precision: str, sm_count: int):
     """The choice with what the rule decides for FP8 beyond the tile's registry defaults
     (core/rules.py): for operands whose rows are not 32-byte multiples, clusters of 2 (and
-    promoted the 128x192 tile) from a wave on; else the promoted 128x192 tile at many waves (not for
-    block scales, whose tiles lie within one column block: a tuned wider tile falls back to the
-    rule); and where M fits one consumer warpgroup, the other sitting every tile out."""
+    promoted the 128x192 tile) from a wave on; else, promoted, the tile of 128x64, 128x128 and
+    128x192 whose whole waves take least time (not for block scales, whose tiles lie within one
+    column block: a tuned wider tile falls back to the rule); block scales' 128x128 tiles in
+    clusters of 2 where their whole waves favour them; and where M fits one consumer warpgroup, the
+    other sitting every tile out."""
     cfg_of = lambda c: c.rung.config(c.config, precision)   # noqa: E731
     block = scales.mode == "block"
-    if block and cfg_of(choice)["BN"] > BLOCK:
+    refused = block_refusal(cfg_of(choice)) if block else None
+    if refused is not None:   # a tuned configuration the block-scaled build cannot take: the rule
         rule = dispatch.rule_config(choice.rung, kp.M, kp.N, kp.K, sm_count, precision)
-        choice = replace(choice, config=rule[0], source="rule",
-                         reason=f"{rule[1]}; block scales: a tile within one column block of {BLOCK}")
+        choice = replace(choice, config=rule[0], source="rule", reason=f"{rule[1]}; not the tuned tile: {refused}")
     if choice.source != "rule":
         return choice
     new = (fp8_misaligned(cfg_of(choice), kp.M, kp.N, _in_place_rows(kp), precision, block, sm_count)
-           or (fp8_promoted_tile(kp.M, kp.N, sm_count) if precision == "fp8" and not block
-               and cfg_of(choice)["BN"] == BLOCK else None))
+           or (fp8_wave_tile(cfg_of(choice), kp.M, kp.N, sm_count) if precision == "fp8" and not block else None)
+           or (fp8_block_cluster(cfg_of(choice), kp.M, kp.N, sm_count) if block else None))
     if new is not None:
         choice = replace(choice, config=new[0], reason=f"{choice.reason}; {new[1]}")
     skip = fp8_one_warpgroup(cfg_of(choice), kp.M)
@@ -300,12 +317,9 @@ def _scaled_mm(a, b, scale_a, scale_b, *, bias, out_dtype, scale_result, use_fas
         raise ValueError("block scales multiply each k block's sums as they are promoted into FP32: "
                          "use_fast_accum (no promotion) does not apply to them")
     if scales.mode == "block" and config is not None:
-        cfg = get_rung(RUNG).config(config, "fp8")
-        if cfg.get("KREV"):
-            raise ValueError("block scales are read k block after k block: KREV=1 (backward k tiles) does not apply")
-        if cfg["BN"] > BLOCK:
-            raise ValueError(f"block scales take a tile within one column block of {BLOCK}: BN={cfg['BN']} spans "
-                             f"more (choose BN 64 or 128)")
+        refused = block_refusal(get_rung(RUNG).config(config, "fp8"))
+        if refused is not None:
+            raise ValueError(refused)
     if scale_result is not None and numel(scale_facts("scale_result", scale_result, ordinal, lib).shape) != 1:
         raise ValueError(f"scale_result must hold one value, got shape {array_facts('scale_result', scale_result).shape}")
     want = out_dtype_of(out_dtype, lib) if out is None or out_dtype is not None else None

@@ -48,7 +48,7 @@ from .precision import label as precision_label
 from .problem import ArrayFacts, array_facts
 from .registry import get as get_rung
 from .rules import Choice
-from .scaled import BLOCK, finite, fp8_facts, numel, out_dtype_of, scale_facts
+from .scaled import BLOCK, block_refusal, finite, fp8_facts, numel, out_dtype_of, scale_facts
 from .variant import resolve
 
 RUNG = "wgmma_grouped_fp8"
@@ -325,11 +325,16 @@ def _plan(problem, groups: Groups, rows: int, kernel: str, config, epi, scales: 
     if rung.slug != RUNG:
         raise ValueError(f"kernel {kernel!r}: scaled_grouped_mm runs on {RUNG!r} (or 'auto')")
     why, source = "config given", "named"
+    if config is not None and scales.mode == "block":
+        refused = block_refusal(rung.config(config, precision))
+        if refused is not None:
+            raise ValueError(refused)
     info = device_info(problem.c.device)
     if config is None and not groups.rows_per:
         hit = dispatch.grouped_entry(rung, precision_label("fp8", precision), "rc",
                                      (groups.count, rows, problem.N, problem.K), info.name, precision)
-        if hit is not None and not (scales.mode == "block" and hit[0]["config"].get("BN", 128) > 128):
+        if hit is not None and not (scales.mode == "block"
+                                    and block_refusal(rung.config(hit[0]["config"], precision)) is not None):
             e, d = hit
             config, source = e["config"], "tuned"
             why = f"tuned at {'x'.join(map(str, e['shape']))} (log2 distance {d:.2f})"

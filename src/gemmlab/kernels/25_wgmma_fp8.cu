@@ -26,9 +26,10 @@
 //   tensor-wise (GL_SCALE 1, folded into alpha on the device) or scale_a[i] * scale_b[j] row-wise
 //   (GL_SCALE 2, applied to a tile's accumulators before its epilogue part). Block-wise (GL_SCALE 3,
 //   DeepSeek-V3's 1x128 scales of A and 128x128 of B) the scales change with each k block of 128, so
-//   the mainloop part multiplies each k tile's promoted partial sums by them before adding
-//   (mainloop.cuh, GlMainloopBlockScaled). The scales stay on the device: no host synchronization,
-//   and a CUDA graph captures the call.
+//   the mainloop part multiplies each k tile's promoted partial sums by them before adding (in
+//   clusters of 2 while the next k tile's wgmmas run into a second set of partial sums: mainloop.cuh,
+//   GlMainloopBlockScaled). The scales stay on the device: no host synchronization, and a CUDA
+//   graph captures the call.
 // Everything else is rung 21's parts, unchanged: the stage ring and its TMA producer with B multicast
 // to a cluster of 2 (ring.cuh), the register split and stream-K fixup (ws.cuh), the persistent
 // grouped schedule (schedule.cuh), the consumer walk (ws_consume.cuh) and the epilogue part of C's type
@@ -111,7 +112,10 @@ static_assert(SMEM_NEED <= GL_DYN_SMEM, "the registry's shared-memory size (GL_D
 #include "mainloop.cuh"
 #if GL_SCALE == 3
 static_assert(PROMOTE && !KREV, "block scales multiply each k tile's promoted sums, walked forwards (no fp8_fast, no KREV)");
-using Mainloop = GlMainloopBlockScaled<0, 1>;   // each k tile's partial sums times its block scales
+// pipelined in clusters of 2, where B is multicast (mainloop.cuh says why only there); its two sets of
+// partial sums leave no registers for a held tile
+static_assert(CLUSTER == 1 || !DEFER, "block scales in clusters of 2 take no deferred store (DEFER=0)");
+using Mainloop = GlMainloopBlockScaled<0, 1, CLUSTER == 2>;   // each k tile's partial sums times its block scales
 #else
 using Mainloop = GlMainloopSS<0, 1, 0, 0, PROMOTE>;
 #endif

@@ -98,7 +98,7 @@ static_assert(SMEM_NEED <= GL_DYN_SMEM, "the registry's shared-memory size (GL_D
 #include "mainloop.cuh"
 #if GL_SCALE == 3
 static_assert(PROMOTE && !KREV, "block scales multiply each k tile's promoted sums, walked forwards (no fp8_fast, no KREV)");
-using Mainloop = GlMainloopBlockScaled<0, 1>;   // each k tile's partial sums times its group's block scales
+using Mainloop = GlMainloopBlockScaled<0, 1, false>;   // each k tile's partial sums times its group's block scales
 #else
 using Mainloop = GlMainloopSS<0, 1, 0, 0, PROMOTE>;
 #endif

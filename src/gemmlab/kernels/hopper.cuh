@@ -396,8 +396,10 @@ struct GlStageDescs {
 // tile's first wgmma with scale-d 0 (the accumulators are the tile's fresh partial sums), and the
 // wait lets no group stay in flight (PENDING 0): the caller adds the partial sums at once.
 // FRESH (FP8's promotion, rung 25): the same fresh partial sums and wait, of the one product.
+// UNWAITED (the pipelined block-scaled mainloop, mainloop.cuh): the group goes out and is not waited
+// for here; the caller waits and fences the sums itself.
 template <int N, int MI, int KSTEPS, int A_COL, int B_COL, int LO_A = 0, int LO_B = 0, bool FRESH = false,
-          typename Descs>
+          bool UNWAITED = false, typename Descs>
 __device__ __forceinline__ void gl_wgmma_ktile(float (&acc)[MI][N / 8][4], const Descs& d, unsigned a_stage, unsigned b_stage) {
     static_assert((LO_A == 0) == (LO_B == 0), "both operands have small parts, or neither");
     constexpr bool SPLIT = LO_A > 0 || FRESH;
@@ -419,9 +421,11 @@ __device__ __forceinline__ void gl_wgmma_ktile(float (&acc)[MI][N / 8][4], const
             }
         }
     gl_wgmma_commit();
-    gl_wgmma_wait<SPLIT ? 0 : 1>();
+    if constexpr (!UNWAITED) {
+        gl_wgmma_wait<SPLIT ? 0 : 1>();
 #pragma unroll
-    for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
+        for (int mi = 0; mi < MI; ++mi) gl_fence_acc(acc[mi]);
+    }
 }
 
 // ---- one operand's tiles: global -> swizzled shared panels ---------------------------------------

@@ -16,6 +16,9 @@
 //                                          a piece's start (the block-scaled part's scale pointers);
 //   drain(acc, prev, release)              after a piece's last k tile: every group done, the last
 //                                          stage released (the producer refills it during the epilogue).
+//   PAIRED                                 the part takes a run of k tiles whole instead of ktile:
+//                                          run(sm, ring, acc, kt, stop, prev, release) (the
+//                                          block-scaled part, which pipelines across k tiles).
 //   HOLDS_STAGE                            whether a k tile's stage is held past its ktile (released
 //                                          by the next one's, the last by drain): ring.cuh's
 //                                          skip_ktiles releases a sat-out tile's stages the same way.
@@ -30,6 +33,7 @@ struct GlMainloopSS {
     // the stage of a k tile's wgmmas stays held until the next k tile's are issued (or drain): not
     // where the partial sums are waited for within the k tile
     static constexpr bool HOLDS_STAGE = !SPLIT;
+    static constexpr bool PAIRED = false;       // one k tile at a time (ktile)
     const GlStageDescs<A_COL, B_COL, A_PANEL_B, B_PANEL_B> descs;
     __device__ __forceinline__ GlMainloopSS(const Smem& sm, int wg, int, int) : descs(sm.a_base, sm.b_base, wg * WM) {}
 
@@ -71,18 +75,28 @@ struct GlMainloopSS {
 // (BK 128). Each k tile's partial sums (GlMainloopSS's promotion) are multiplied by scale_a of their
 // row times scale_b of the tile's column block before they are added into the FP32 sums: the scales
 // differ per k block, so they cannot wait for the epilogue. A thread's rows (two per m64 block) and
-// the tile's column block are fixed for a piece of k tiles (begin); per k tile it loads the next k
-// tile's 2 MI + 1 floats once it has added its own (begin says why then).
-template <int A_COL, int B_COL>
+// the tile's column block are fixed for a piece of k tiles (begin).
+// PIPELINED (rung 25 in clusters of 2): software-pipelined by one k tile. A k tile's wgmmas go out
+// into one of two sets of partial sums while the previous k tile's set is scaled and added, so a
+// warpgroup's promotion runs under its own wgmmas instead of leaving the tensor cores to the other
+// warpgroup's; the part then takes a piece's k tiles whole (PAIRED: run, in place of ktile and
+// drain), each k tile's stage released once its wgmmas are done. Its cost: the stage of the k tile
+// in flight stays held while the next one is awaited, one stage fewer for the producer's loads.
+// Where B is multicast the consumers bound the kernel and it gains; where each block loads all its
+// operands it lost (benchmarks/results/h200_fp8_block.json.gz), so blocks alone add after waiting for
+// their own wgmmas, as DeepGEMM does (ktile), and leave the tensor cores to the other warpgroup
+// meanwhile. 64x128 warpgroup tiles at most: 64 FP32 sums and, pipelined, twice 64 partial sums.
+template <int A_COL, int B_COL, bool PIPELINED>
 struct GlMainloopBlockScaled {
     static_assert(BK == 128 && BN <= 128, "a k tile is one k block and a tile lies in one column block of 128");
-    static constexpr bool HOLDS_STAGE = false;   // each k tile's stage released within it
+    static constexpr bool HOLDS_STAGE = false;  // each k tile's stage released within its ktile, or run
+    static constexpr bool PAIRED = PIPELINED;   // pipelined: takes a piece's k tiles whole (run)
     const GlStageDescs<A_COL, B_COL, A_PANEL_B, B_PANEL_B> descs;
-    const float* pa[MI][2];     // this thread's rows of scale_a, at the next k tile
-    const float* pb;            // the tile's column block of scale_b, at the next k tile
+    const float* pa[MI][2];     // this thread's rows of scale_a, at the k tile after the one in ca
+    const float* pb;            // the tile's column block of scale_b, likewise
     int pa_step, pb_step;       // the scales' strides along k
-    int left;                   // k blocks of K after the current one
-    float ca[MI][2], cb;        // the current k tile's scales, as loaded (multiplied only where used)
+    int left;                   // k blocks of K after the one in ca, cb
+    float ca[MI][2], cb;        // the oldest k tile not yet added: its scales, as loaded
     __device__ __forceinline__ GlMainloopBlockScaled(const Smem& sm, int wg, int, int) : descs(sm.a_base, sm.b_base, wg * WM) {}
 
     // The next k tile's scales into ca, cb (raw loads: nothing here waits for them), the pointers one
@@ -101,9 +115,9 @@ struct GlMainloopBlockScaled {
 
     // Piece start: the tile's first row for this warpgroup (row0), first column (col0) and first k tile
     // (k0) of the kblocks; rows past M read row M - 1 (their outputs are never stored). The first k
-    // tile's scales are loaded here, before its wgmmas; each k tile then loads the next one's once it
-    // has used its own, so a load has a whole k tile of wgmmas to land in (an earlier form loaded them
-    // into other registers and copied them, multiplying them at once: it waited for them there, in
+    // tile's scales are loaded here; each k tile's are used a k tile after its wgmmas went out, and the
+    // next one's loaded then, so a load has a whole k tile of wgmmas to land in (an earlier form loaded
+    // them into other registers and copied them, multiplying them at once: it waited for them there, in
     // long-scoreboard stalls; benchmarks/profiles/h200_ncu_fp8_block_scales_waited_4096.csv.gz against
     // h200_ncu_fp8_scales_4096.csv.gz).
     template <typename Scales>
@@ -122,23 +136,94 @@ struct GlMainloopBlockScaled {
         load();
     }
 
-    template <typename Release>
-    __device__ __forceinline__ void ktile(float (&acc)[MI][BN / 8][4], int s, bool, int&, const Release& release) {
-        float part[MI][BN / 8][4];
-        gl_wgmma_ktile<BN, MI, KSTEPS, A_COL, B_COL, 0, 0, true>(part, descs, s * A_STAGE_B, s * B_STAGE_B);
-        release(s);          // its wgmmas are done: the stage is free while the sums are added
+    // The k tile in stage s into p: fresh sums (the first k step's scale-d 0), one commit group, not
+    // waited for.
+    __device__ __forceinline__ void issue(float (&p)[MI][BN / 8][4], int s) const {
+        gl_wgmma_ktile<BN, MI, KSTEPS, A_COL, B_COL, 0, 0, true, true>(p, descs, s * A_STAGE_B, s * B_STAGE_B);
+    }
+
+    // p, whose wgmmas are done, times its k tile's scales into the FP32 sums; then the next k tile's
+    // scales (within K, whether or not this piece takes it).
+    __device__ __forceinline__ void scale_add(float (&acc)[MI][BN / 8][4], const float (&p)[MI][BN / 8][4]) {
 #pragma unroll
         for (int mi = 0; mi < MI; ++mi) {
             const float f0 = ca[mi][0] * cb, f1 = ca[mi][1] * cb;
 #pragma unroll
             for (int j = 0; j < BN / 8; ++j) {
-                acc[mi][j][0] = fmaf(part[mi][j][0], f0, acc[mi][j][0]);
-                acc[mi][j][1] = fmaf(part[mi][j][1], f0, acc[mi][j][1]);
-                acc[mi][j][2] = fmaf(part[mi][j][2], f1, acc[mi][j][2]);
-                acc[mi][j][3] = fmaf(part[mi][j][3], f1, acc[mi][j][3]);
+                acc[mi][j][0] = fmaf(p[mi][j][0], f0, acc[mi][j][0]);
+                acc[mi][j][1] = fmaf(p[mi][j][1], f0, acc[mi][j][1]);
+                acc[mi][j][2] = fmaf(p[mi][j][2], f1, acc[mi][j][2]);
+                acc[mi][j][3] = fmaf(p[mi][j][3], f1, acc[mi][j][3]);
             }
         }
-        if (left-- > 0) load();   // within K: the next k tile's, whether or not this piece takes it
+        if (left-- > 0) load();
+    }
+
+    // The same on a set whose wgmmas were waited for here (fenced: no read of it moves above the wait).
+    __device__ __forceinline__ void add(float (&acc)[MI][BN / 8][4], float (&p)[MI][BN / 8][4]) {
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi) gl_fence_acc(p[mi]);
+        scale_add(acc, p);
+    }
+
+    // Not pipelined: the k tile in stage s, its wgmmas waited for, its stage released, its sums added.
+    template <typename Release>
+    __device__ __forceinline__ void ktile(float (&acc)[MI][BN / 8][4], int s, bool, int&, const Release& release) {
+        float part[MI][BN / 8][4];
+        gl_wgmma_ktile<BN, MI, KSTEPS, A_COL, B_COL, 0, 0, true>(part, descs, s * A_STAGE_B, s * B_STAGE_B);
+        release(s);          // its wgmmas are done: the stage is free while the sums are added
+        scale_add(acc, part);
+    }
+
+    // The next k tile's stage, once full.
+    static __device__ __forceinline__ int take(const Smem& sm, Ring& ring, int& kt) {
+        const int s = ring.s;
+        gl_mbar_wait(sm.full(s), ring.phase);
+        ring.next();
+        ++kt;
+        return s;
+    }
+
+    // Pipelined: the piece's k tiles [kt, stop) (ring.cuh's consume_ktiles hands them here whole): each
+    // into one of two sets of partial sums in turn, p0 and p1; once a k tile's wgmmas are out, the
+    // previous one's are waited for (wait_group 1), its stage released and its set added. The sets
+    // live in this function only and the loop takes k tiles in pairs, so which set is in flight is
+    // known at every instruction and no value of one crosses the loop's edge while its wgmmas run
+    // (else ptxas serializes every wgmma: its C7514). The last k tile is waited for, released and
+    // added here too: drain has nothing left to do.
+    template <typename Release>
+    __device__ __forceinline__ void run(const Smem& sm, Ring& ring, float (&acc)[MI][BN / 8][4], int& kt, int stop,
+                                        int&, const Release& release) {
+        if (kt >= stop) return;
+        float p0[MI][BN / 8][4], p1[MI][BN / 8][4];
+        int s0 = take(sm, ring, kt), s1;
+        issue(p0, s0);
+        while (kt + 1 < stop) {
+            s1 = take(sm, ring, kt);
+            issue(p1, s1);
+            gl_wgmma_wait<1>();
+            release(s0);
+            add(acc, p0);
+            s0 = take(sm, ring, kt);
+            issue(p0, s0);
+            gl_wgmma_wait<1>();
+            release(s1);
+            add(acc, p1);
+        }
+        if (kt < stop) {
+            s1 = take(sm, ring, kt);
+            issue(p1, s1);
+            gl_wgmma_wait<1>();
+            release(s0);
+            add(acc, p0);
+            gl_wgmma_wait<0>();
+            release(s1);
+            add(acc, p1);
+        } else {
+            gl_wgmma_wait<0>();
+            release(s0);
+            add(acc, p0);
+        }
     }
 
     template <typename Release>
@@ -166,6 +251,7 @@ struct GlMainloopRegA {
     static_assert(KSTEPS % 2 == 0, "a k tile is two halves of k8 steps (BK a multiple of 32)");
     using Frags = unsigned[HALF][MI][4];
     static constexpr bool HOLDS_STAGE = true;   // released a k tile later, the last by drain
+    static constexpr bool PAIRED = false;       // one k tile at a time (ktile)
 
     struct AFrags {
         unsigned lo, hi;     // the thread's offsets in a stage's A tile: k = t and k = t + 4 of step 0, m64 block 0

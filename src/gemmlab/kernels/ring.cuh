@@ -237,14 +237,19 @@ __device__ __forceinline__ void produce(const Smem& sm, const Schedule& sched, i
 // ---- wait: the consumer warpgroups ---------------------------------------------------------------
 // k tiles [kt, stop) of a piece that began at k0: each waited for on its full barrier, then the
 // mainloop part's wgmmas, which release the stages it is done with (mainloop.cuh). kt ends at stop.
+// A PAIRED part takes the run whole.
 template <class Mainloop, class Release>
 __device__ __forceinline__ void consume_ktiles(Mainloop& ml, const Smem& sm, Ring& ring, float (&acc)[MI][BN / 8][4],
                                                int& kt, int stop, int k0, int& prev, const Release& release) {
-    for (; kt < stop; ++kt) {
-        const int s = ring.s;
-        gl_mbar_wait(sm.full(s), ring.phase);
-        ml.ktile(acc, s, kt > k0, prev, release);
-        ring.next();
+    if constexpr (Mainloop::PAIRED) {   // the mainloop part walks the run itself (mainloop.cuh says why)
+        ml.run(sm, ring, acc, kt, stop, prev, release);
+    } else {
+        for (; kt < stop; ++kt) {
+            const int s = ring.s;
+            gl_mbar_wait(sm.full(s), ring.phase);
+            ml.ktile(acc, s, kt > k0, prev, release);
+            ring.next();
+        }
     }
 }
 
