@@ -175,15 +175,6 @@ struct GlMainloopBlockScaled {
         scale_add(acc, part);
     }
 
-    // The next k tile's stage, once full.
-    static __device__ __forceinline__ int take(const Smem& sm, Ring& ring, int& kt) {
-        const int s = ring.s;
-        gl_mbar_wait(sm.full(s), ring.phase);
-        ring.next();
-        ++kt;
-        return s;
-    }
-
     // Pipelined: the piece's k tiles [kt, stop) (ring.cuh's consume_ktiles hands them here whole): each
     // into one of two sets of partial sums in turn, p0 and p1; once a k tile's wgmmas are out, the
     // previous one's are waited for (wait_group 1), its stage released and its set added. The sets
@@ -196,22 +187,22 @@ struct GlMainloopBlockScaled {
                                         int&, const Release& release) {
         if (kt >= stop) return;
         float p0[MI][BN / 8][4], p1[MI][BN / 8][4];
-        int s0 = take(sm, ring, kt), s1;
+        int s0 = take_stage(sm, ring, kt), s1;
         issue(p0, s0);
         while (kt + 1 < stop) {
-            s1 = take(sm, ring, kt);
+            s1 = take_stage(sm, ring, kt);
             issue(p1, s1);
             gl_wgmma_wait<1>();
             release(s0);
             add(acc, p0);
-            s0 = take(sm, ring, kt);
+            s0 = take_stage(sm, ring, kt);
             issue(p0, s0);
             gl_wgmma_wait<1>();
             release(s1);
             add(acc, p1);
         }
         if (kt < stop) {
-            s1 = take(sm, ring, kt);
+            s1 = take_stage(sm, ring, kt);
             issue(p1, s1);
             gl_wgmma_wait<1>();
             release(s0);

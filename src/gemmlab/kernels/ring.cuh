@@ -235,6 +235,16 @@ __device__ __forceinline__ void produce(const Smem& sm, const Schedule& sched, i
 }
 
 // ---- wait: the consumer warpgroups ---------------------------------------------------------------
+// The next k tile's stage, once full, the ring and the k tile count moved on past it (a PAIRED
+// mainloop part's walk: mainloop.cuh's block-scaled run).
+__device__ __forceinline__ int take_stage(const Smem& sm, Ring& ring, int& kt) {
+    const int s = ring.s;
+    gl_mbar_wait(sm.full(s), ring.phase);
+    ring.next();
+    ++kt;
+    return s;
+}
+
 // k tiles [kt, stop) of a piece that began at k0: each waited for on its full barrier, then the
 // mainloop part's wgmmas, which release the stages it is done with (mainloop.cuh). kt ends at stop.
 // A PAIRED part takes the run whole.
