@@ -263,16 +263,6 @@ def test_a_warpgroup_sitting_tiles_out_builds_without_spills(precision, scale):
     assert ck.spill_bytes == 0 and re.search(r"QGMMA\.64x\d+x32\.F32\.E4M3\.E4M3", sass)
 
 
-@pytest.mark.parametrize("config", [{"CLUSTER": 2}, {"CLUSTER": 2, "STREAMK": 1}], ids=["cluster", "cluster-streamk"])
-def test_block_scales_in_clusters_add_a_k_tile_while_the_next_ones_wgmmas_run(config):
-    # the pipelined block-scaled mainloop waits for all but the newest commit group (DEPBAR.LE gsb0,
-    # 0x1), and ptxas did not serialize its wgmmas (C7514: it would wait after every one)
-    ck, sass = _sass("fp8", config, scale="block", out="bf16")
-    assert ck.spill_bytes == 0 and "C7514" not in ck.log
-    assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" in sass
-    assert len(re.findall(r"\bFFMA\b", sass)) >= 64
-
-
 def test_block_scales_alone_add_each_k_tile_after_its_own_wgmmas():
     ck, sass = _sass("fp8", None, scale="block", out="bf16")
     assert ck.spill_bytes == 0 and "C7514" not in ck.log
