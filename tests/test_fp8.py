@@ -136,8 +136,7 @@ def test_the_promoted_precision_refuses_a_tile_its_registers_cannot_hold():
     with pytest.raises(ValueError, match="in precision fp8 holds more than 96 sums"):
         r.config({"BN": 256, "STAGES": 4}, "fp8")
     assert r.config({"BN": 192, "STAGES": 5}, "fp8")["BN"] == 192   # 96 sums and 96 partial sums
-    with pytest.raises(ValueError, match="192-column tiles are precision fp8's"):
-        r.config({"BN": 192, "STAGES": 4}, "fp8_fast")
+    assert r.config({"BN": 192, "STAGES": 5}, "fp8_fast")["BN"] == 192   # 96 sums
     with pytest.raises(ValueError, match="BK=256: in precision fp8 a k tile is the promotion's interval"):
         r.config({"BK": 256, "STAGES": 3}, "fp8")
     assert r.config(None, "fp8_fast")["BN"] == 256
@@ -157,6 +156,17 @@ def test_the_promoted_tile_is_the_one_whose_whole_waves_take_least_time():
     assert fp8_wave_tile(half, 1024, 4096, 132)[0] == cfg                # 4 waves of the half tile against 2
     assert fp8_wave_tile(cfg, 640 * 132 // 5, 640, 132) is None          # 192 columns pad 640 to 768
     assert fp8_wave_tile(dict(cfg, CLUSTER=2), 8192, 8192, 132) is None
+
+
+def test_fast_accumulation_takes_the_tile_of_least_whole_wave_time_among_four():
+    from gemmlab.core.rules import fp8_wave_tile
+    r = get("wgmma_fp8")
+    cfg = r.config(None, "fp8_fast")                                      # 128x256, deferred stores
+    assert fp8_wave_tile(cfg, 4096, 4096, 132, "fp8_fast") is None      # 4 waves of 128x256 against 8 of 128x128
+    new, _ = fp8_wave_tile(cfg, 552, 4528, 132, "fp8_fast")             # one wave of either: the smaller 192
+    assert (new["BN"], new["DEFER"]) == (192, 0) and not r.check_config(r.config(new, "fp8_fast"), "fp8_fast")
+    assert fp8_wave_tile(cfg, 438, 1216, 132, "fp8_fast")[0]["BN"] == 64
+    assert fp8_wave_tile(cfg, 128, 14336, 132, "fp8_fast")[0]["BN"] == 128   # 112 tiles against 56
 
 
 def test_where_m_fits_one_warpgroup_the_rule_lets_the_other_sit_every_tile_out():
@@ -251,16 +261,6 @@ def test_the_rung_builds_without_spills_with_scales_bias_and_an_activation(preci
 def test_a_warpgroup_sitting_tiles_out_builds_without_spills(precision, scale):
     ck, sass = _sass(precision, {"WGSKIP": 1}, scale=scale, out="bf16")
     assert ck.spill_bytes == 0 and re.search(r"QGMMA\.64x\d+x32\.F32\.E4M3\.E4M3", sass)
-
-
-@pytest.mark.parametrize("config", [{"CLUSTER": 2}, {"CLUSTER": 2, "STREAMK": 1}], ids=["cluster", "cluster-streamk"])
-def test_block_scales_in_clusters_add_a_k_tile_while_the_next_ones_wgmmas_run(config):
-    # the pipelined block-scaled mainloop waits for all but the newest commit group (DEPBAR.LE gsb0,
-    # 0x1), and ptxas did not serialize its wgmmas (C7514: it would wait after every one)
-    ck, sass = _sass("fp8", config, scale="block", out="bf16")
-    assert ck.spill_bytes == 0 and "C7514" not in ck.log
-    assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" in sass
-    assert len(re.findall(r"\bFFMA\b", sass)) >= 64
 
 
 def test_block_scales_alone_add_each_k_tile_after_its_own_wgmmas():
@@ -393,13 +393,17 @@ def test_scaled_mm_matches_the_float64_product_of_the_dequantized_operands(mode,
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("config", [{"BN": 192, "STAGES": 5}, {"BN": 192, "STAGES": 4, "STREAMK": 1},
-                                    {"BN": 192, "STAGES": 4, "CLUSTER": 2}, {"BN": 192, "STAGES": 5, "EPI_TMA": 0}],
-                         ids=["tma", "stream_k", "cluster", "staged"])
+@pytest.mark.parametrize("config, fast", [({"BN": 192, "STAGES": 5}, False), ({"BN": 192, "STAGES": 4, "STREAMK": 1}, False),
+                                          ({"BN": 192, "STAGES": 4, "CLUSTER": 2}, False),
+                                          ({"BN": 192, "STAGES": 5, "EPI_TMA": 0}, False),
+                                          ({"BN": 192, "STAGES": 5, "DEFER": 0}, True),
+                                          ({"BN": 192, "STAGES": 5, "DEFER": 1, "CLUSTER": 2}, True)],
+                         ids=["tma", "stream_k", "cluster", "staged", "fast", "fast-deferred-cluster"])
 @pytest.mark.parametrize("mode", ["tensor", "row"])
-def test_the_promoted_192_column_tile_matches_the_float64_product_with_each_output_and_a_bias(config, mode):
-    """Rung 25's 128x192 promoted tile (96 sums and 96 partial sums per thread, the epilogue in
-    three passes of 64 columns): odd shapes, bf16 and fp32 out with a bias, no element left unwritten."""
+def test_the_192_column_tile_matches_the_float64_product_with_each_output_and_a_bias(config, fast, mode):
+    """Rung 25's 128x192 tile (promoted: 96 sums and 96 partial sums per thread; fast accumulation:
+    96 sums; the epilogue in three passes of 64 columns): odd shapes, bf16 and fp32 out with a bias,
+    no element left unwritten."""
     torch = _torch()
     failures = []
     for (M, N, K), od in itertools.product(SHAPES, ("bfloat16", "float32")):
@@ -407,7 +411,7 @@ def test_the_promoted_192_column_tile_matches_the_float64_product_with_each_outp
         sa, sb = _scales(M, N, mode)
         bias = torch.randn(N, device="cuda", dtype=getattr(torch, od))
         out = torch.full((M, N), float("nan"), device="cuda", dtype=getattr(torch, od))
-        gemmlab.scaled_mm(a, b, sa, sb, bias=bias, out=out, config=config)
+        gemmlab.scaled_mm(a, b, sa, sb, bias=bias, out=out, config=config, use_fast_accum=fast)
         err = _rel(out, _reference(a, b, sa, sb, bias))
         if not (torch.isfinite(out).all() and err < 1e-2):
             failures.append(f"{M}x{N}x{K} out {od}: rel {err:.2e}")

@@ -226,6 +226,19 @@ def test_rung_sass_contains_the_instructions_it_claims(slug, dtype, precision):
     assert not missing, f"{slug}: SASS lacks {missing}"
 
 
+@pytest.mark.parametrize("config", [{"CLUSTER": 2}, {"CLUSTER": 2, "STREAMK": 1}], ids=["cluster", "cluster-streamk"])
+def test_block_scales_in_clusters_add_a_k_tile_while_the_next_ones_wgmmas_run(config):
+    # rung 25's pipelined block-scaled mainloop (kernels/mainloop.cuh) waits for all but the newest
+    # commit group (DEPBAR.LE gsb0, 0x1); ptxas did not serialize its wgmmas (C7514: it would wait
+    # after every one) and spilled nothing, under either NVRTC (CI's cu12 leg runs this file)
+    v = Variant.make("wgmma_fp8", "fp8", b_col=True, precision="fp8", config=config,
+                     epilogue=Epilogue(scale="block", out="bf16"))
+    ck = v.compile("sm_90a")
+    sass = disasm.sass_listing(ck.cubin)
+    assert ck.spill_bytes == 0 and "C7514" not in ck.log
+    assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" in sass and len(re.findall(r"\bFFMA\b", sass)) >= 64
+
+
 @pytest.mark.parametrize("slug", [r.slug for r in kernels() if r.presets])
 def test_rung_presets_compile_without_local_memory(slug):
     r = next(k for k in kernels() if k.slug == slug)

@@ -33,36 +33,45 @@ HALF_TILE_TIME = 0.8  # the half-BN preset replaces the tile when predicted at m
 HALF_TILE_RUNGS = ("wgmma_fp8",)
 
 
-# Rung 25 promoted (precision fp8, tensor-wise or row-wise scales, rows of 32-byte multiples): of its
-# 128x64, 128x128 and 128x192 tiles, the one whose whole waves take least time, a tile's time in
-# units of a 128x128 tile's FP8_TILE_TIME. 128x192 reuses each operand tile over more of the other (96
-# sums and 96 partial sums per thread) but a wave of it takes longer; 128x64 makes twice 128x128's
-# tiles. The times are what the tiles' runs imply (each shape's whole waves and TFLOP/s;
-# benchmarks/results/h200_fp8_tiles_bn192.json.gz, h200_fp8_tiles_bn192_heldout.json.gz and
+# Rung 25 (tensor-wise or row-wise scales, rows of 32-byte multiples): of its tiles, the one whose whole
+# waves take least time, a tile's time in units of a 128x128 tile's (FP8_TILE_TIME). Wider tiles reuse
+# each operand tile over more of the other but a wave of them takes longer; 128x64 makes twice
+# 128x128's tiles. Promoted (fp8): 128x64, 128x128 and 128x192 (96 sums and 96 partial sums per
+# thread); fast accumulation (fp8_fast, one set of sums) 128x256 besides. The times are what the
+# tiles' runs imply (each shape's whole waves and TFLOP/s). Promoted
+# (benchmarks/results/h200_fp8_tiles_bn192.json.gz, h200_fp8_tiles_bn192_heldout.json.gz,
 # h200_fp8_promoted_seed3.json.gz): for 128x64 the median of 14 shapes (over 0.51-0.86), for 128x192
 # 1.35 against a median of 1.32 over 22 shapes (0.97-1.61): at 1.32 the rule would take 128x192 at
-# 4096^3 (6 whole waves against 8), where 128x128 ran 4-5% ahead. The rule before it, 128x192 from 10 waves of 128x128 and the
-# registry's half tile where 128x128 left SMs idle, ran 0.47-0.94x the best tile at 5 of 8 shapes
-# drawn at random (h200_fp8_promoted_seed3.json.gz): few waves of either tile is where the choice
-# matters most.
-FP8_TILE_TIME = {128: 1.0, 192: 1.35, 64: 0.75}
+# 4096^3 (6 whole waves against 8), where 128x128 ran 4-5% ahead. Fast accumulation
+# (h200_fp8_fast_tiles*.json.gz): the medians over 24 shapes, 1.33 for 128x192 (0.95-1.70) and 1.7
+# for 128x256 (1.31-2.03). The rules before them (the widest tile but at many waves or where it left
+# SMs idle, then the registry's half tile) ran 0.46-0.96x the better promoted tile on 8 random
+# shapes (h200_fp8_promoted_seed3.json.gz) and fast accumulation 0.80-1.00x its best tile on 18
+# (h200_fp8_fast_tiles_seed3.json.gz, _seed4): few waves of either tile is where the choice matters
+# most. Both rules, on 10 shapes drawn after they were set: 0.99 and 0.97 of the best tile
+# (h200_fp8_tiles_heldout.json.gz).
+FP8_TILE_TIME = {"fp8": {128: 1.0, 192: 1.35, 64: 0.75},
+                 "fp8_fast": {128: 1.0, 192: 1.33, 256: 1.7, 64: 0.75}}
 FP8_WIDE_TILE = {"BM": 128, "BN": 192, "BK": 128, "WM": 64, "STAGES": 5, "CLUSTER": 1}
-FP8_TILES = {128: {"BN": 128, "STAGES": 6}, 192: {"BN": 192, "STAGES": 5}, 64: {"BN": 64, "STAGES": 8}}
+FP8_TILES = {"fp8": {128: {"BN": 128, "STAGES": 6}, 192: {"BN": 192, "STAGES": 5}, 64: {"BN": 64, "STAGES": 8}},
+             "fp8_fast": {128: {"BN": 128, "STAGES": 6, "DEFER": 0}, 192: {"BN": 192, "STAGES": 5, "DEFER": 0},
+                          256: {"BN": 256, "STAGES": 4, "DEFER": 1}, 64: {"BN": 64, "STAGES": 8, "DEFER": 0}}}
 
 
-def fp8_wave_tile(cfg: dict, M: int, N: int, sm_count: int) -> tuple[dict, str] | None:
-    """Rung 25's promoted tile for an M x N output in place of the rule's ``cfg`` (128x128 or the
-    half tile, alone), and why: the one whose whole waves at ``FP8_TILE_TIME`` take least time (the
-    first of equals in 128, 192, 64 order); None where that is ``cfg``'s."""
-    if cfg["CLUSTER"] != 1 or cfg["BN"] not in FP8_TILES:
+def fp8_wave_tile(cfg: dict, M: int, N: int, sm_count: int, precision: str = "fp8") -> tuple[dict, str] | None:
+    """Rung 25's tile in ``precision`` for an M x N output in place of the rule's ``cfg`` (a tile
+    alone, of 128 rows), and why: the one whose whole waves at ``FP8_TILE_TIME`` take least time (the
+    first of equals in the table's order); None where that is ``cfg``'s."""
+    times, tiles = FP8_TILE_TIME[precision], FP8_TILES[precision]
+    if cfg["CLUSTER"] != 1 or cfg["BM"] != 128 or cfg["BN"] not in tiles:
         return None
-    times = {bn: _whole_waves(M, N, bn, 1, sm_count) * t for bn, t in FP8_TILE_TIME.items()}
-    bn = min(times, key=times.get)
+    waves = {bn: _whole_waves(M, N, bn, 1, sm_count) for bn in times}
+    bn = min(times, key=lambda b: waves[b] * times[b])
     if bn == cfg["BN"]:
         return None
-    return (dict(cfg, **FP8_TILES[bn]),
-            f"128x{bn} tiles: {_whole_waves(M, N, bn, 1, sm_count)} whole waves, the least time of 128x64, "
-            f"128x128 and 128x192")
+    return (dict(cfg, **tiles[bn]),
+            f"128x{bn} tiles: {waves[bn]} whole waves, the least time of "
+            + ", ".join(f"128x{b}" for b in sorted(times)))
 
 
 # Rung 25 where an operand it reads in place has rows that are not 32-byte multiples (K-major FP8 at
@@ -163,16 +172,16 @@ def fp8_one_warpgroup(cfg: dict, M: int) -> tuple[dict, str] | None:
 def fp8_rule_tiles(rung: Rung, precision: str, block: bool) -> tuple[dict, ...]:
     """Every configuration of rung 25 its rule and the adjustments above can choose in ``precision``
     (block scales: ``block``): the default tile and the presets (the half tile among them), the
-    128x192 tile where the scales allow it, each in clusters of 2 where rows are not 32-byte
-    multiples, and alone with WGSKIP=1 where M fits one warpgroup; what ``gemmlab.precompile`` builds
-    so that no choice of the rule compiles on a call."""
+    tiles of ``fp8_wave_tile`` where the scales allow them, in clusters of 2 where rows are not
+    32-byte multiples, and alone with WGSKIP=1 where M fits one warpgroup; what
+    ``gemmlab.precompile`` builds so that no choice of the rule compiles on a call."""
     base = [rung.config(None, precision)] + [rung.config(p, precision) for p in rung.presets_for(precision)]
     if block:
         base = [c for c in base if c["BN"] <= 128]
-    wide = [dict(FP8_WIDE_TILE)] if precision == "fp8" and not block else []
+    wide = [] if block else [rung.config(t, precision) for t in FP8_TILES[precision].values()]
     clustered = [dict(FP8_CLUSTER_TILE)] if precision == "fp8" else [dict(c, CLUSTER=2) for c in base]
-    clustered += [dict(w, CLUSTER=2) for w in wide]
-    skipping = [dict(c, WGSKIP=1) for c in base if c["CLUSTER"] == 1]
+    clustered += [dict(FP8_WIDE_TILE, CLUSTER=2)] if precision == "fp8" and not block else []
+    skipping = [dict(c, WGSKIP=1) for c in base + wide if c["CLUSTER"] == 1]
     out: list[dict] = []
     for c in base + wide + clustered + skipping:
         full = rung.config(c, precision)

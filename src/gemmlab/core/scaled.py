@@ -195,9 +195,9 @@ def block_refusal(cfg: dict) -> str | None:
 def _adjusted(choice, kp, scales: Scales, precision: str, sm_count: int):
     """The choice with what the rule decides for FP8 beyond the tile's registry defaults
     (core/rules.py): for operands whose rows are not 32-byte multiples, clusters of 2 (and
-    promoted the 128x192 tile) from a wave on; else, promoted, the tile of 128x64, 128x128 and
-    128x192 whose whole waves take least time (not for block scales, whose tiles lie within one
-    column block: a tuned wider tile falls back to the rule); block scales' 128x128 tiles in
+    promoted the 128x192 tile) from a wave on; else the tile of 128x64, 128x128, 128x192 (and with
+    fast accumulation 128x256) whose whole waves take least time (not for block scales, whose tiles
+    lie within one column block: a tuned wider tile falls back to the rule); block scales' 128x128 tiles in
     clusters of 2 where their whole waves favour them; and where M fits one consumer warpgroup, the
     other sitting every tile out."""
     cfg_of = lambda c: c.rung.config(c.config, precision)   # noqa: E731
@@ -209,7 +209,7 @@ def _adjusted(choice, kp, scales: Scales, precision: str, sm_count: int):
     if choice.source != "rule":
         return choice
     new = (fp8_misaligned(cfg_of(choice), kp.M, kp.N, _in_place_rows(kp), precision, block, sm_count)
-           or (fp8_wave_tile(cfg_of(choice), kp.M, kp.N, sm_count) if precision == "fp8" and not block else None)
+           or (fp8_wave_tile(cfg_of(choice), kp.M, kp.N, sm_count, precision) if not block else None)
            or (fp8_block_cluster(cfg_of(choice), kp.M, kp.N, sm_count) if block else None))
     if new is not None:
         choice = replace(choice, config=new[0], reason=f"{choice.reason}; {new[1]}")

@@ -79,8 +79,7 @@ constexpr bool PROMOTE = GL_PRECISION == 0;
 // What the registry's constraints promise (core/families/hopper.py, fp8_constraints), restated.
 static_assert(THREADS == CONSUMERS + GL_WARPGROUP, "THREADS must be two consumer warpgroups plus a producer warpgroup");
 static_assert((WM == 64 || WM == 128) && BM == 2 * WM, "two consumer warpgroups of 64 or 128 rows each");
-static_assert(BN == 64 || BN == 128 || BN == 256 || (BN == 192 && PROMOTE),
-              "a wgmma's N is the block's BN: 64, 128 or 256, or 192 promoted");
+static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256, "a wgmma's N is the block's BN: 64, 128, 192 or 256");
 static_assert(BK == 128 || (BK == 256 && !PROMOTE), "a k tile is 128 of K (the promotion's interval) or, summed in the tensor cores, 256");
 static_assert(STAGES >= 2, "the pipeline needs at least two stages");
 static_assert((PROMOTE ? 2 : 1) * MI * BN / 2 <= (PROMOTE ? 192 : 128),

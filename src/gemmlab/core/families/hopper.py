@@ -161,7 +161,7 @@ def fp8_constraints(cfg, planes: int = 1) -> list[str]:
     if cfg["WM"] not in (64, 128) or cfg["BM"] != 2 * cfg["WM"]:
         out.append(f"BM={cfg['BM']} must be 2 x WM, WM={cfg['WM']} 64 or 128 (two consumer warpgroups)")
     if cfg["BN"] not in (64, 128, 192, 256):
-        out.append(f"BN={cfg['BN']} must be 64, 128, 192 (promoted) or 256 (the N of one wgmma)")
+        out.append(f"BN={cfg['BN']} must be 64, 128, 192 or 256 (the N of one wgmma)")
     if cfg["BK"] not in (128, 256):
         out.append(f"BK={cfg['BK']} must be 128 or 256 (one or two 128-byte swizzle rows of FP8)")
     if cfg["STAGES"] < 2:
@@ -193,12 +193,6 @@ def fp8_promoted_constraints(cfg) -> list[str]:
         out.append(f"a {cfg['WM']}x{cfg['BN']} warpgroup tile in precision fp8 holds more than 96 sums and 96 "
                    f"partial sums per thread; at most 64x192 (fp8_fast takes 64x256)")
     return out
-
-
-def fp8_fast_constraints(cfg) -> list[str]:
-    """Precision fp8_fast: the tiles of 16-bit rung 21's N (192 columns are the promoted tile's)."""
-    return [f"BN={cfg['BN']}: 192-column tiles are precision fp8's (promoted); fp8_fast takes 64, 128 or 256"] \
-        if cfg["BN"] == 192 else []
 
 
 # ---- the grouped rung (26, GL_GROUPED) -------------------------------------------------------------
@@ -521,7 +515,7 @@ RUNGS: tuple[Rung, ...] = (
                                                      "CLUSTER": 1}}),
             # summed in the tensor cores: one set of accumulators, so rung 21's 128x256 tile and deferred
             # stores; its 128x128 preset is the rule's half tile where 128x256 tiles leave SMs idle
-            "fp8_fast": PrecisionPart(params={"BN": 256, "STAGES": 4, "DEFER": 1}, constraints=fp8_fast_constraints,
+            "fp8_fast": PrecisionPart(params={"BN": 256, "STAGES": 4, "DEFER": 1},
                                       presets={"128x256": {"BM": 128, "BN": 256, "BK": 128, "WM": 64, "STAGES": 4, "CLUSTER": 1},
                                                "128x128": {"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6, "CLUSTER": 1,
                                                            "DEFER": 0},
