@@ -136,10 +136,9 @@ def fp8_misaligned(cfg: dict, M: int, N: int, row_bytes: tuple[int, ...], precis
 # (kernels/mainloop.cuh), and at the FP8 suite's shapes of many tiles ran 1.03-1.06x 128x128 tiles
 # alone (benchmarks/results/h200_fp8_block.json.gz; geomean FP8_BLOCK_CLUSTER_RATE). 128x64 tiles
 # (the rule's where they fill the SMs better) ran at 0.57-0.74x 128x128's rate there (geomean
-# FP8_BLOCK_HALF_RATE). Clusters
-# where their whole waves take less time at those rates than the rule's tiles' alone: a cluster over
-# an odd count of row tiles computes one row of tiles more, and one row tile leaves half of each
-# cluster idle.
+# FP8_BLOCK_HALF_RATE). Clusters where their whole waves take less time at those rates than the
+# rule's tiles' alone: a cluster over an odd count of row tiles computes one row of tiles more, and
+# one row tile leaves half of each cluster idle.
 FP8_BLOCK_CLUSTER_RATE = 1.05
 FP8_BLOCK_HALF_RATE = 0.66
 
