@@ -196,10 +196,10 @@ def _adjusted(choice, kp, scales: Scales, precision: str, sm_count: int):
     """The choice with what the rule decides for FP8 beyond the tile's registry defaults
     (core/rules.py): for operands whose rows are not 32-byte multiples, clusters of 2 (and
     promoted the 128x192 tile) from a wave on; else the tile of 128x64, 128x128, 128x192 (and with
-    fast accumulation 128x256) whose whole waves take least time (not for block scales, whose tiles
-    lie within one column block: a tuned wider tile falls back to the rule); block scales' 128x128 tiles in
-    clusters of 2 where their whole waves favour them; and where M fits one consumer warpgroup, the
-    other sitting every tile out."""
+    fast accumulation 128x256) whose whole waves take least time, but for block scales, whose tiles
+    lie within one column block (a tuned configuration they cannot take falls back to the rule):
+    their 128x128 tiles in clusters of 2 where whole waves favour them; and where M fits one
+    consumer warpgroup, the other sitting every tile out."""
     cfg_of = lambda c: c.rung.config(c.config, precision)   # noqa: E731
     block = scales.mode == "block"
     refused = block_refusal(cfg_of(choice)) if block else None
