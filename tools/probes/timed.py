@@ -12,6 +12,7 @@ import torch
 
 from gemmlab.analysis import environment
 from gemmlab.core.driver import device_info
+from gemmlab.core.rules import FP8_TILE_ROWS
 from gemmlab.measure.arrays import Lib
 from gemmlab.measure.gpu_timing import CudaDevice, NvmlClocks
 from gemmlab.measure.timing import Engine, Settings
@@ -73,7 +74,7 @@ def run_shapes(out_path: str, shapes: list[str], candidates, show: tuple[str, ..
 
 
 # rung 25's tile geometry beside a configuration's BN, STAGES and switches (the FP8 probes' configs)
-RUNG25_TILE = {"BM": 128, "BK": 128, "WM": 64}
+RUNG25_TILE = FP8_TILE_ROWS
 
 
 def scaled_calls(a, b, out, plans: dict):

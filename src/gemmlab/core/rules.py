@@ -52,10 +52,11 @@ HALF_TILE_RUNGS = ("wgmma_fp8",)
 # (h200_fp8_tiles_heldout.json.gz).
 FP8_TILE_TIME = {"fp8": {128: 1.0, 192: 1.35, 64: 0.75},
                  "fp8_fast": {128: 1.0, 192: 1.33, 256: 1.7, 64: 0.75}}
-FP8_WIDE_TILE = {"BM": 128, "BN": 192, "BK": 128, "WM": 64, "STAGES": 5, "CLUSTER": 1}
 FP8_TILES = {"fp8": {128: {"BN": 128, "STAGES": 6}, 192: {"BN": 192, "STAGES": 5}, 64: {"BN": 64, "STAGES": 8}},
              "fp8_fast": {128: {"BN": 128, "STAGES": 6, "DEFER": 0}, 192: {"BN": 192, "STAGES": 5, "DEFER": 0},
                           256: {"BN": 256, "STAGES": 4, "DEFER": 1}, 64: {"BN": 64, "STAGES": 8, "DEFER": 0}}}
+FP8_TILE_ROWS = {"BM": 128, "BK": 128, "WM": 64}   # every tile above: two consumer warpgroups of 64 rows
+FP8_WIDE_TILE = {**FP8_TILE_ROWS, **FP8_TILES["fp8"][192], "CLUSTER": 1}
 
 
 def fp8_wave_tile(cfg: dict, M: int, N: int, sm_count: int, precision: str = "fp8") -> tuple[dict, str] | None:
@@ -90,7 +91,7 @@ def fp8_wave_tile(cfg: dict, M: int, N: int, sm_count: int, precision: str = "fp
 FP8_MISALIGNED_WAVES = 1
 FP8_WIDE_RATE = 1.2
 FP8_CLUSTER_RATE = 1.25
-FP8_CLUSTER_TILE = {"BM": 128, "BN": 128, "BK": 128, "WM": 64, "STAGES": 6, "CLUSTER": 2}
+FP8_CLUSTER_TILE = {**FP8_TILE_ROWS, **FP8_TILES["fp8"][128], "CLUSTER": 2}
 
 
 def _whole_waves(M: int, N: int, bn: int, cluster: int, sm_count: int) -> int:

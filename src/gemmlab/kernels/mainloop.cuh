@@ -190,31 +190,38 @@ struct GlMainloopBlockScaled {
         int s0 = take_stage(sm, ring, kt), s1;
         issue(p0, s0);
         while (kt + 1 < stop) {
-            s1 = take_stage(sm, ring, kt);
-            issue(p1, s1);
-            gl_wgmma_wait<1>();
-            release(s0);
-            add(acc, p0);
-            s0 = take_stage(sm, ring, kt);
-            issue(p0, s0);
-            gl_wgmma_wait<1>();
-            release(s1);
-            add(acc, p1);
+            s1 = step(sm, ring, acc, kt, p1, p0, s0, release);
+            s0 = step(sm, ring, acc, kt, p0, p1, s1, release);
         }
         if (kt < stop) {
-            s1 = take_stage(sm, ring, kt);
-            issue(p1, s1);
-            gl_wgmma_wait<1>();
-            release(s0);
-            add(acc, p0);
-            gl_wgmma_wait<0>();
-            release(s1);
-            add(acc, p1);
+            s1 = step(sm, ring, acc, kt, p1, p0, s0, release);
+            last(acc, p1, s1, release);
         } else {
-            gl_wgmma_wait<0>();
-            release(s0);
-            add(acc, p0);
+            last(acc, p0, s0, release);
         }
+    }
+
+    // The next k tile into set `into` once its stage is full; then the one before it, in set `done`
+    // (stage s_done), waited for, its stage released and its set added. Returns the new k tile's stage.
+    template <typename Release>
+    __device__ __forceinline__ int step(const Smem& sm, Ring& ring, float (&acc)[MI][BN / 8][4], int& kt,
+                                        float (&into)[MI][BN / 8][4], float (&done)[MI][BN / 8][4], int s_done,
+                                        const Release& release) {
+        const int s = take_stage(sm, ring, kt);
+        issue(into, s);
+        gl_wgmma_wait<1>();
+        release(s_done);
+        add(acc, done);
+        return s;
+    }
+
+    // The piece's last k tile (set p, stage s): waited for, released, added.
+    template <typename Release>
+    __device__ __forceinline__ void last(float (&acc)[MI][BN / 8][4], float (&p)[MI][BN / 8][4], int s,
+                                         const Release& release) {
+        gl_wgmma_wait<0>();
+        release(s);
+        add(acc, p);
     }
 
     template <typename Release>
