@@ -7,7 +7,7 @@ shape by the one timing engine (cold L2, NVML clocks):
 Per shape: the rule's choice ("auto": tensor-wise; "row", "fast", "block": row-wise scales, fast
 accumulation, block scales); rung 28 with the rule's tile changed one way at a time ("wk8": twice
 the warps along K and half the slices, "depth4", "l2pf0", "split2x": twice the slices, where a
-cluster holds them); rung 25's two tiles with WGSKIP where M fits one warpgroup ("r25 128x128",
+cluster holds them, "ns16": tiles of 16 along a thin side of 17-32); rung 25's two tiles with WGSKIP where M fits one warpgroup ("r25 128x128",
 "r25 128x64": what auto chose before rung 28); torch._scaled_mm tensor-wise, row-wise and with
 fast accumulation; and "copy", a device copy of B's bytes (its time is twice B's bytes at the
 copy rate). ``--random``: COUNT shapes of M 1-32 (or LO-HI), N and K 1024-16384. Where M or N is
@@ -55,6 +55,8 @@ def candidates(M: int, N: int, K: int, plans: dict) -> list:
         cands.append(decode("l2pf0", st, {**cfg, "L2PF": 0}))
         if 2 * split <= MAX_CLUSTER:
             cands.append(decode("split2x", st, {**cfg, "SPLITK": 2 * split, "SKCLUSTER": 1}))
+        if min(M, N) > 16:   # two tiles of 16 along the thin side: B read twice, converted twice
+            cands.append(decode("ns16", st, {**cfg, "BM" if M <= N else "BN": 16}))
     else:
         cands.append(decode("m32", st, "m32" if M <= N else "n32"))
     skip = int(min(M, N) <= 64)

@@ -170,10 +170,10 @@ FP8_DEPTH = ASYNC_DEPTH
 
 
 def fp8_smem(cfg: Mapping[str, int]) -> int:
-    """The WK k-warps' FP32 partial tiles and the ring: DEPTH chunks of (8 + thin/8) 16-byte
-    units per thread."""
+    """The larger of the ring (DEPTH chunks of (8 + thin/8) 16-byte units per thread) and, in the
+    same memory after the main loop, the WK k-warps' FP32 partial tiles."""
     ns, br = sides(cfg)
-    return cfg["WK"] * ns * br * 4 + cfg["DEPTH"] * (8 + ns // 8) * 16 * threads(cfg)
+    return max(cfg["WK"] * ns * br * 4, cfg["DEPTH"] * (8 + ns // 8) * 16 * threads(cfg))
 
 
 def fp8_constraints(cfg: Mapping[str, int], max_smem: int) -> list[str]:

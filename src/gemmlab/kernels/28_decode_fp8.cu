@@ -92,8 +92,10 @@ static_assert(WARPS == WR * WK, "THREADS must be 32 * (max(BM, BN) / 64) * WK");
 static_assert(DEPTH >= 2 && DEPTH <= 8, "DEPTH (chunks in flight per thread) must be 2 to 8");
 static_assert(BK % (CHUNK * WK) == 0, "BK must be a multiple of 64 * WK: a slice holds whole steps of the block");
 static_assert(GL_SCALE != 3 || GL_PRECISION == 0, "block scales multiply each chunk's promoted sums (no fp8_fast)");
-static_assert(WK * TILE * 4 + DEPTH * UNITS * 16 * THREADS <= GL_DYN_SMEM,
-              "the registry's shared-memory size (GL_DYN_SMEM) is too small for the partial tiles and the ring");
+// the ring during the main loop, the k-warps' partial tiles after it, in the same shared memory
+constexpr int RING_B = DEPTH * UNITS * 16 * THREADS, RED_B = WK * TILE * 4;
+static_assert((RING_B > RED_B ? RING_B : RED_B) <= GL_DYN_SMEM,
+              "the registry's shared-memory size (GL_DYN_SMEM) is too small for the ring or the partial tiles");
 #include "decode.cuh"   // tile_index, and the k-warps' and the cluster's sums
 
 // The mma's operand formats: P's is A's where N is thin (P = A), else B's (P = B's rows).
@@ -136,13 +138,6 @@ __device__ __forceinline__ void cp16(unsigned dst, const T* src, int bytes) {
         gl_cp<16>(dst, src, bytes);
 }
 
-// A thread's operands of a chunk: P's 8 units (rows g + 8u of the warp's 64: m-tile i's rows g and
-// g + 8 are units 2i and 2i + 1) and Q's NT (column g of n-tile n), each 16 k at 16t .. 16t + 15.
-struct Chunk {
-    uint4 p[8];
-    uint4 q[NT];
-};
-
 // Block scales of a chunk (GL_SCALE 3): s(row, column) = wide[i][r] * thin[n][e] for the thread's
 // accumulators (m-tile i, its row g + 8r; n-tile n, its column 2t + e); one side is the same for
 // the whole warp (M thin: scale_b of the warp's 128-row block of B; N thin: scale_b of the tile's
@@ -154,19 +149,22 @@ struct ChunkScales {
 
 // The chunk's mmas: for each (m-tile, n-tile), k halves h = 0, 1 take registers 2h, 2h + 1 of each
 // unit; promoted, into fresh accumulators then added into acc (block scales: times their scale).
-__device__ __forceinline__ void multiply(float (&acc)[4][NT][4], const Chunk& c, const ChunkScales& s) {
+// P's units are read from the ring slot an m-tile at a time (p: this lane's unit 0, units THREADS
+// apart): all 8 at once, converted, held 64 registers beside the thin side's accumulators.
+__device__ __forceinline__ void multiply(float (&acc)[4][NT][4], const uint4* p, const uint4 (&q)[NT],
+                                         const ChunkScales& s) {
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
+    for (int i = 0; i < 4; ++i) {
+        const uint4 p0 = p[2 * i * THREADS], p1 = p[(2 * i + 1) * THREADS];
 #pragma unroll
         for (int n = 0; n < NT; ++n) {
-            const uint4 &p0 = c.p[2 * i], &p1 = c.p[2 * i + 1], &q = c.q[n];
             if constexpr (!PROMOTE) {
-                mma_fp8(acc[i][n], p0.x, p1.x, p0.y, p1.y, q.x, q.y);
-                mma_fp8(acc[i][n], p0.z, p1.z, p0.w, p1.w, q.z, q.w);
+                mma_fp8(acc[i][n], p0.x, p1.x, p0.y, p1.y, q[n].x, q[n].y);
+                mma_fp8(acc[i][n], p0.z, p1.z, p0.w, p1.w, q[n].z, q[n].w);
             } else {
                 float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-                mma_fp8(d, p0.x, p1.x, p0.y, p1.y, q.x, q.y);
-                mma_fp8(d, p0.z, p1.z, p0.w, p1.w, q.z, q.w);
+                mma_fp8(d, p0.x, p1.x, p0.y, p1.y, q[n].x, q[n].y);
+                mma_fp8(d, p0.z, p1.z, p0.w, p1.w, q[n].z, q[n].w);
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
                     if constexpr (GL_SCALE == 3) acc[i][n][e] = fmaf(d[e], s.wide[i][e / 2] * s.thin[n][e % 2], acc[i][n][e]);
@@ -174,13 +172,15 @@ __device__ __forceinline__ void multiply(float (&acc)[4][NT][4], const Chunk& c,
                 }
             }
         }
+    }
 }
 
 extern "C" __global__ void GL_SK_CLUSTER_DIMS __launch_bounds__(THREADS, 1)
 gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T* __restrict__ B, int ldb,
      float beta, TC* __restrict__ C, int ldc GL_EPI_PARAMS GL_SCALE_PARAMS)
 {
-    extern __shared__ __align__(16) float red[];  // [WK][TILE]: each k-warp's partial tile; then the ring
+    // the ring, then (after the main loop) [WK][TILE]: each k-warp's partial tile
+    extern __shared__ __align__(16) float red[];
     int k_first = 0, k_end = K;
 #if GL_SPLITK_CLUSTER
     gl_splitk_bounds(k_end, k_first, BK);
@@ -210,7 +210,7 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
     // Unit u of a warp's 32 lanes of ring slot d at slots + (d * UNITS + u) * THREADS + 32 * warp:
     // a warp's LDS.128 of one unit reads 512 contiguous bytes. Each lane copies and reads back its
     // own units: cp.async.wait_group orders them, no barrier.
-    uint4* const slots = reinterpret_cast<uint4*>(red + WK * TILE) + 32 * warp;
+    uint4* const slots = reinterpret_cast<uint4*>(red) + 32 * warp;
     const unsigned own = (unsigned)__cvta_generic_to_shared(slots + lane);
     // the rows past P's end and the columns past Q's read nothing (their outputs are never stored);
     // the k past the slice's end are zeros
@@ -232,13 +232,7 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
             cp16<false>(dd + (8 + n) * U, in ? qcol + (size_t)8 * n * ldq + k0 : Q, in ? kb : 0);
         }
     };
-    auto take = [&](Chunk& c, int d) {            // this lane's units of slot d
-        const uint4* s = slots + d * UNITS * THREADS;
-#pragma unroll
-        for (int u = 0; u < 8; ++u) c.p[u] = s[u * THREADS + lane];
-#pragma unroll
-        for (int n = 0; n < NT; ++n) c.q[n] = s[(8 + n) * THREADS + lane];
-    };
+
     // block scales of the chunk at kc (its k block kc / 128); other scalings need none
     auto chunk_scales = [&](ChunkScales& s, int kc) {
 #if GL_SCALE == 3
@@ -282,15 +276,20 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
         ChunkScales s;
         chunk_scales(s, k);                        // their loads in flight during the wait
         gl_cp_wait<DEPTH - 1>();                   // chunk k's group is the oldest of DEPTH
-        Chunk c;
-        take(c, d);
-        multiply(acc, c, s);
+        const uint4* slot = slots + d * UNITS * THREADS + lane;   // this lane's units of slot d
+        uint4 q[NT];
+#pragma unroll
+        for (int n = 0; n < NT; ++n) q[n] = slot[(8 + n) * THREADS];
+        multiply(acc, slot, q, s);
         if (k + DEPTH * KSTEP < k_end) load_async(d, k + DEPTH * KSTEP);
         gl_cp_commit();
         d = d + 1 == DEPTH ? 0 : d + 1;
     }
 
-    // ---- the k-warps' partial tiles meet in shared memory ---------------------------------------
+    // ---- the k-warps' partial tiles meet in shared memory, over the ring (every copy landed: the
+    // groups after the last chunk's are empty; every warp past its last read of the ring) ------------
+    gl_cp_wait<0>();
+    __syncthreads();
 #pragma unroll
     for (int i = 0; i < 4; ++i)
 #pragma unroll
