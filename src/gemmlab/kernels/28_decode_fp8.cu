@@ -1,6 +1,6 @@
 // Rung 28 — FP8 decode: the memory-bound thin scaled matmul. Rung 24's streaming of the wide
-// operand, for FP8 codes: each 16-byte unit is 16 k of one row, two k32 mma.sync per 64-k chunk,
-// the partial sums promoted into FP32 per chunk, the scales applied as rung 25 applies them.
+// operand, for FP8 codes: each 16-byte unit is 16 k of one row, converted to fp16 in registers for
+// four mma.sync m16n8k16 per 64-k chunk, the scales applied as rung 25 applies them.
 //                            seeds: beyond them (issue 42: FP8 GEMMs at the M of decoding, 1 to 32)
 //
 // What it is for. An FP8 model decoding a token multiplies M = 1..32 activations by FP8 weights:
@@ -11,36 +11,35 @@
 //
 // What it changes against rung 24 (decode):
 // * Bytes. A thread's 16-byte unit of a row is 16 k of FP8 (8 k of 16-bit in rung 24), so a warp's
-//   chunk is 64 rows of P x 64 k, and the chunk's two mmas are m16n8k32 (mma.sync .e4m3/.e5m2,
-//   each operand its own format). Rung 24's k permutation holds as it is: in an 8-bit fragment
-//   each register is 4 consecutive k, so thread t's 16 bytes (k 16t .. 16t+15) are registers a0
-//   and a2 of the first mma (k slots 4t.. and 16+4t..) and a0, a2 of the second, and Q's 16 bytes
-//   of the same k their b0 and b1.
-// * Hopper has no FP8 mma.sync in hardware (its FP8 tensor-core path is wgmma): ptxas converts each
-//   pair of FP8 codes to fp16 (F2FP.F16.E4M3.UNPACK_B, or E5M2) and runs HMMA.16816 with FP32
-//   accumulators. Every e4m3 and e5m2 value is an fp16 value, so the products are exact and the
-//   sums FP32's. The conversions are the price: one per two codes, 64 + 8 NS/8 per thread and chunk
-//   (P's 128 codes, Q's 16 per n-tile), which the memory's rate leaves issue slots for.
+//   chunk is 64 rows of P x 64 k.
+// * Conversion. Hopper's FP8 tensor-core path is wgmma; its mma.sync has no FP8 form in hardware
+//   (ptxas turns mma.sync .e4m3 into F2FP unpacks, HMMA.16816 into fresh accumulators and an FADD
+//   per accumulator: 560 instructions per chunk at NS = 32, where the memory's rate left issue
+//   for about 250). So the kernel converts the codes itself, cvt.rn.f16x2.e4m3x2 (or e5m2x2: one
+//   F2FP per two codes; every e4m3 and e5m2 value is an fp16 value, so the products are exact),
+//   Q's NS/8 units once per chunk and P's an m-tile (two units) at a time, and chains HMMA.16816
+//   with FP32 accumulators over the whole slice. The k order inside a chunk is free, as in rung 24:
+//   the m-th of a chunk's four k16 mmas takes, for thread t, the codes 4m .. 4m+3 of its 16 (k
+//   16t+4m ..): the fragment's pair "2t" from codes 4m, 4m+1, its pair "2t+8" from 4m+2, 4m+3, for
+//   P's rows and Q's columns alike.
 // * K-major operands only, with 16-byte access (the plan copies any other: the registry's k_major
 //   reads, as rung 25's): the ring in shared memory filled by cp.async (rung 24's ASYNC form, the
 //   faster one on both GPUs measured), every edge a zero fill of the copy itself (cp.async's source
-//   size: the bytes inside K, or none past P's or Q's end), so no guarded load at all.
-// * Promotion (precision "fp8"): where FP8 mmas add their products with fewer fraction bits than
-//   FP32 (wgmma's: rung 25's header), each (m-tile, n-tile)'s chunk is summed by its two mmas in
-//   fresh accumulators and added into the FP32 ones, every 64 of K (rung 25: every 128). On sm_90
-//   the HMMA's sums are FP32 already, so both precisions chain the slice in the accumulators there,
-//   as "fp8_fast" does everywhere (block scales keep each chunk's sums apart: they multiply them).
+//   size: the bytes inside K, or none past P's or Q's end), so no guarded load at all. The ring and
+//   the k-warps' partial tiles share the shared memory (one after the other).
+// * Precision. The HMMA's sums are FP32's, so "fp8" needs no promotion here and runs as "fp8_fast"
+//   does; block scales keep each chunk's sums apart, since they multiply them (PROMOTE).
 // * Scales (scales.cuh): tensor-wise folded into alpha; row-wise scale_a[i] * scale_b[j] on each
-//   output as it is stored (the split's sums are linear in them); block-wise the chunk's promoted
-//   sums times their blocks' scales (a chunk lies in one k block of 128: chunks start at multiples
-//   of 64 and slices at multiples of BK): with M thin, scale_b of the warp's 64 rows of B (one
-//   128-row block) and scale_a of each of the thread's columns; with N thin, scale_a of each of the
+//   output as it is stored (the split's sums are linear in them); block-wise the chunk's sums times
+//   their blocks' scales (a chunk lies in one k block of 128: chunks start at multiples of 64 and
+//   slices at multiples of BK): with M thin, scale_b of the warp's 64 rows of B (one 128-row
+//   block) and scale_a of each of the thread's columns; with N thin, scale_a of each of the
 //   thread's rows of A and scale_b of the tile's columns (one block).
 // * K split as rung 24's, over the WK warps of a block and the SPLITK blocks of a cluster
 //   (SKCLUSTER=1; the workspace's reduction does not apply the scales, so this rung has no
 //   workspace split), in a fixed order (decode.cuh).
-// SASS (sm_90): per chunk 8 LDGSTS.E.BYPASS.128 (P) and NS/8 LDGSTS.E.128 (Q), as many LDS.128,
-// 4 * NS/8 * 4 HMMA.16816.F32 and their F2FP conversions; no spill.
+// SASS: per chunk 8 LDGSTS.E.BYPASS.128 (P) and NS/8 LDGSTS.E.128 (Q), as many LDS.128, 64 + 8 NS/8
+// F2FP.F16.E4M3.UNPACK_B (or E5M2) and 4 * 4 * NS/8 HMMA.16816.F32; no spill.
 #include "common.cuh"
 #include "scales.cuh"
 
@@ -63,7 +62,13 @@
 #error "rung 28 (decode_fp8) splits K in a cluster only (SKCLUSTER=1) and computes one product per launch"
 #endif
 #ifndef GL_PRECISION
-#define GL_PRECISION 0        // 0 "fp8": promoted every chunk; 1 "fp8_fast": summed in the mma accumulators
+#define GL_PRECISION 0        // 0 "fp8", 1 "fp8_fast": the same kernel here (FP32 sums either way: the header)
+#endif
+#ifndef GL_FP8_A
+#define GL_FP8_A 0            // 0 e4m3, 1 e5m2
+#endif
+#ifndef GL_FP8_B
+#define GL_FP8_B 0
 #endif
 #ifndef L2PF
 #define L2PF 0
@@ -76,52 +81,55 @@ constexpr int BR = THIN_N ? BM : BN;               // the wide side: P's rows
 constexpr int NT = NS / 8;                         // mma n-tiles
 constexpr int WR = BR / 64;                        // warps along the rows (64 rows each)
 constexpr int WARPS = THREADS / 32;
-constexpr int CHUNK = 64;                          // k per warp step: two k32-mmas
+constexpr int CHUNK = 64;                          // k per warp step: four k16-mmas
 constexpr int UNITS = 8 + NT;                      // a thread's 16-byte units of a chunk: P's 8, Q's NT
 constexpr int TILE = BR * NS;                      // outputs of a block
-// sm_90: the FP8 mma.sync is fp16 HMMA with FP32 accumulators (the header): no promotion needed
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
-constexpr bool FP32_MMA = true;
-#else
-constexpr bool FP32_MMA = false;
-#endif
-constexpr bool PROMOTE = (GL_PRECISION == 0 && !FP32_MMA) || GL_SCALE == 3;
+constexpr bool PROMOTE = GL_SCALE == 3;         // each chunk's sums apart, for its block scales
 static_assert(NS == 8 || NS == 16 || NS == 32, "the thin side min(BM, BN) must be 8, 16 or 32");
 static_assert(BR % 64 == 0 && BR >= 64, "the wide side max(BM, BN) must be a multiple of 64 (64 rows per warp)");
 static_assert(WARPS == WR * WK, "THREADS must be 32 * (max(BM, BN) / 64) * WK");
 static_assert(DEPTH >= 2 && DEPTH <= 8, "DEPTH (chunks in flight per thread) must be 2 to 8");
 static_assert(BK % (CHUNK * WK) == 0, "BK must be a multiple of 64 * WK: a slice holds whole steps of the block");
-static_assert(GL_SCALE != 3 || GL_PRECISION == 0, "block scales multiply each chunk's promoted sums (no fp8_fast)");
+static_assert(GL_SCALE != 3 || GL_PRECISION == 0, "block scales multiply each chunk's own sums (no fp8_fast)");
 // the ring during the main loop, the k-warps' partial tiles after it, in the same shared memory
 constexpr int RING_B = DEPTH * UNITS * 16 * THREADS, RED_B = WK * TILE * 4;
 static_assert((RING_B > RED_B ? RING_B : RED_B) <= GL_DYN_SMEM,
               "the registry's shared-memory size (GL_DYN_SMEM) is too small for the ring or the partial tiles");
 #include "decode.cuh"   // tile_index, and the k-warps' and the cluster's sums
 
-// The mma's operand formats: P's is A's where N is thin (P = A), else B's (P = B's rows).
+// Four FP8 codes (a 32-bit word) as two fp16 pairs: codes 0, 1 in lo, codes 2, 3 in hi (one
+// F2FP.F16.E4M3.UNPACK_B, or E5M2, each). FMT: 1 e5m2, 0 e4m3.
+template <int FMT>
+__device__ __forceinline__ void to_f16(unsigned w, unsigned& lo, unsigned& hi) {
+    // the word's halves as 16-bit registers by mov (ptxas reads them as .H0 / .H1 operands of the
+    // F2FP: no shift to extract the high half)
+    if constexpr (FMT)
+        asm("{\n .reg .b16 l, h;\n mov.b32 {l, h}, %2;\n cvt.rn.f16x2.e5m2x2 %0, l;\n cvt.rn.f16x2.e5m2x2 %1, h;\n}\n"
+            : "=r"(lo), "=r"(hi) : "r"(w));
+    else
+        asm("{\n .reg .b16 l, h;\n mov.b32 {l, h}, %2;\n cvt.rn.f16x2.e4m3x2 %0, l;\n cvt.rn.f16x2.e4m3x2 %1, h;\n}\n"
+            : "=r"(lo), "=r"(hi) : "r"(w));
+}
+// A unit's 16 codes as 8 fp16 pairs: f[2r], f[2r + 1] from its word r.
+template <int FMT>
+__device__ __forceinline__ void unit_f16(const uint4& u, unsigned (&f)[8]) {
+    to_f16<FMT>(u.x, f[0], f[1]);
+    to_f16<FMT>(u.y, f[2], f[3]);
+    to_f16<FMT>(u.z, f[4], f[5]);
+    to_f16<FMT>(u.w, f[6], f[7]);
+}
+// The operands' formats: P's is A's where N is thin (P = A), else B's (P = B's rows).
 #if BN <= BM
-#define GL_MMA_FP8_P GL_FP8_A
-#define GL_MMA_FP8_Q GL_FP8_B
+constexpr int FMT_P = GL_FP8_A, FMT_Q = GL_FP8_B;
 #else
-#define GL_MMA_FP8_P GL_FP8_B
-#define GL_MMA_FP8_Q GL_FP8_A
+constexpr int FMT_P = GL_FP8_B, FMT_Q = GL_FP8_A;
 #endif
-#if GL_MMA_FP8_P
-#define GL_MMA_P ".e5m2"
-#else
-#define GL_MMA_P ".e4m3"
-#endif
-#if GL_MMA_FP8_Q
-#define GL_MMA_Q ".e5m2"
-#else
-#define GL_MMA_Q ".e4m3"
-#endif
-// d += a (16 x 32 of P, row) * b (32 x 8 of Q, col), FP32 accumulators at (lane/4, 2*(lane%4) +0/+1)
-// and eight rows below (rung 24's layout).
-__device__ __forceinline__ void mma_fp8(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0,
-                                        unsigned b1) {
-    asm("mma.sync.aligned.m16n8k32.row.col.f32" GL_MMA_P GL_MMA_Q ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-        "{%8, %9}, {%0, %1, %2, %3};\n"
+// d += a (16 x 16 of P, row) * b (16 x 8 of Q, col) in fp16 with FP32 accumulators at
+// (lane/4, 2*(lane%4) +0/+1) and eight rows below (rung 24's layout).
+__device__ __forceinline__ void hmma(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0,
+                                     unsigned b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
@@ -147,29 +155,29 @@ struct ChunkScales {
     float thin[NT][2];
 };
 
-// The chunk's mmas: for each (m-tile, n-tile), k halves h = 0, 1 take registers 2h, 2h + 1 of each
-// unit; promoted, into fresh accumulators then added into acc (block scales: times their scale).
-// P's units are read from the ring slot an m-tile at a time (p: this lane's unit 0, units THREADS
-// apart): all 8 at once, converted, held 64 registers beside the thin side's accumulators.
+// The chunk's mmas: Q's units converted once, then P's an m-tile at a time (p: this lane's unit 0 in
+// the ring slot, units THREADS apart), k16 mma m taking the pairs 2m, 2m + 1 of each (the header's
+// order); with PROMOTE each (m-tile, n-tile)'s chunk sums in fresh accumulators, then times their
+// block scales into acc.
 __device__ __forceinline__ void multiply(float (&acc)[4][NT][4], const uint4* p, const uint4 (&q)[NT],
                                          const ChunkScales& s) {
+    unsigned qf[NT][8];
+#pragma unroll
+    for (int n = 0; n < NT; ++n) unit_f16<FMT_Q>(q[n], qf[n]);
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-        const uint4 p0 = p[2 * i * THREADS], p1 = p[(2 * i + 1) * THREADS];
+        unsigned p0[8], p1[8];                     // rows g and g + 8 of m-tile i
+        unit_f16<FMT_P>(p[2 * i * THREADS], p0);
+        unit_f16<FMT_P>(p[(2 * i + 1) * THREADS], p1);
 #pragma unroll
         for (int n = 0; n < NT; ++n) {
-            if constexpr (!PROMOTE) {
-                mma_fp8(acc[i][n], p0.x, p1.x, p0.y, p1.y, q[n].x, q[n].y);
-                mma_fp8(acc[i][n], p0.z, p1.z, p0.w, p1.w, q[n].z, q[n].w);
-            } else {
-                float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-                mma_fp8(d, p0.x, p1.x, p0.y, p1.y, q[n].x, q[n].y);
-                mma_fp8(d, p0.z, p1.z, p0.w, p1.w, q[n].z, q[n].w);
+            float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            float (&c)[4] = PROMOTE ? d : acc[i][n];
 #pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    if constexpr (GL_SCALE == 3) acc[i][n][e] = fmaf(d[e], s.wide[i][e / 2] * s.thin[n][e % 2], acc[i][n][e]);
-                    else acc[i][n][e] += d[e];
-                }
+            for (int m = 0; m < 4; ++m) hmma(c, p0[2 * m], p1[2 * m], p0[2 * m + 1], p1[2 * m + 1], qf[n][2 * m], qf[n][2 * m + 1]);
+            if constexpr (PROMOTE) {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[i][n][e] = fmaf(d[e], s.wide[i][e / 2] * s.thin[n][e % 2], acc[i][n][e]);
             }
         }
     }
