@@ -108,7 +108,7 @@ RUNGS: tuple[Rung, ...] = (
     ),
     Rung(
         28, "decode_fp8", "FP8 decode: thin scaled matmul streaming FP8 weights into mma.sync",
-        "Rung 24's streaming for FP8 codes (gemmlab.scaled_mm with M or N of at most 32): each 16-byte unit of a K-major row is 16 k, two mma.sync m16n8k32 .e4m3/.e5m2 per 64-k chunk, the chunks in flight in a ring of shared memory filled by cp.async (every edge a zero fill), each chunk's sums promoted into FP32 (fp8_fast: summed in the mma accumulators), tensor-wise and row-wise scales applied as each output is stored and block scales to each chunk's sums, K split over the warps of a block and the blocks of a cluster in a fixed order.",
+        "Rung 24's streaming for FP8 codes (gemmlab.scaled_mm with M or N of at most 32): each 16-byte unit of a K-major row is 16 k, converted in registers to fp16 pairs (cvt.rn.f16x2.e4m3x2/e5m2x2: Hopper's mma.sync has no FP8 form in hardware) for four mma.sync m16n8k16 with FP32 sums per 64-k chunk, the chunks in flight in a ring of shared memory filled by cp.async (every edge a zero fill), tensor-wise and row-wise scales applied as each output is stored and block scales to each chunk's sums, K split over the warps of a block and the blocks of a cluster in a fixed order.",
         ("beyond the seeds: issue 42's FP8 products at decoding's M (1 to 32 against 4096-14336 x 4096-14336 FP8 weights)",),
         "28_decode_fp8.cu", dtypes=("fp8",), precisions=("fp8", "fp8_fast"),
         # the default tile: M thin (8), as FP8 decoding is; N-thin tiles are the presets n8 and n32
@@ -121,7 +121,7 @@ RUNGS: tuple[Rung, ...] = (
         threads=_decode.threads,
         constraints=lambda c: _decode.fp8_constraints(c, MAX_SMEM_PER_BLOCK) + splitk_constraints(c),
         smem=_decode.fp8_smem,
-        # sm_90 has no FP8 mma.sync: ptxas converts the codes to fp16 (F2FP) for HMMA.16816 (the kernel's header)
+        # the codes converted to fp16 (F2FP) for HMMA.16816 (the kernel's header)
         sass_claims=("HMMA.16816.F32", "F2FP.F16.E4M3.UNPACK_B", "LDGSTS.E.BYPASS", "LDS.128"), min_arch=90,
         thin_rule=ThinRule(_decode.THIN16_MAX, _decode.fp8_rule), reads=Reads(k_major=True),
         stores=ANY_16BIT_OUTPUT,   # its scalar stores round each output to C's type
