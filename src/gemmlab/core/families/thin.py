@@ -126,6 +126,6 @@ RUNGS: tuple[Rung, ...] = (
         thin_rule=ThinRule(_decode.THIN16_MAX, _decode.fp8_rule), reads=Reads(k_major=True),
         stores=ANY_16BIT_OUTPUT,   # its scalar stores round each output to C's type
         space={"BM": (8, 16, 32, 64, 128), "BN": (8, 16, 32, 64, 128), "BK": (256, 512), "WK": (1, 2, 4, 8),
-               "DEPTH": (2, 3, 4, 6), "L2PF": (0, 1), "SPLITK": (1, 2, 3, 4, 6, 8), "SKCLUSTER": (0, 1)},
+               "DEPTH": (2, 3, 4), "L2PF": (0, 1), "SPLITK": (1, 2, 3, 4, 6, 8), "SKCLUSTER": (0, 1)},
     ),
 )
