@@ -17,7 +17,9 @@ from gemmlab.core import registry
 from gemmlab.core.registry import MAX_GRID_Y, SPLITK_SPACE, get, splitk_slice, splitk_slices
 from gemmlab.core.variant import Variant, compile_reduce
 
-SPLIT_RUNGS = [r for r in registry.kernels() if "SPLITK" in r.params]
+# the rungs whose slices may go through the workspace (rung 28 sums its slices in a cluster only:
+# tests/test_decode_fp8.py)
+SPLIT_RUNGS = [r for r in registry.kernels() if "SPLITK" in r.params and not r.check_config({**r.params, "SPLITK": 4})]
 CASES = [(r.slug, dt) for r in SPLIT_RUNGS for dt in r.dtypes]
 # (slug, dtype, arch) for the architectures of the static guards each rung runs on
 ARCH_CASES = [(slug, dt, arch) for slug, dt in CASES for arch in ("sm_90a", "sm_80") if get(slug).runs_on(arch)]

@@ -10,6 +10,7 @@ reads the registry.
 
 from __future__ import annotations
 
+import itertools
 from typing import Mapping
 
 from .arch import arch_number
@@ -157,4 +158,92 @@ def rule(M: int, N: int, K: int, sm_count: int, arch, a_col: bool = False, b_col
         cfg["SKCLUSTER"] = int(cluster)
         why += (f"; K split in {split} ({'one cluster' if cluster else 'the workspace'}): {tiles} tiles for "
                 f"{WARPS_PER_SM} warps on each of {sm_count} SMs")
+    return cfg, why
+
+
+# ---- rung 28 (decode_fp8, kernels/28_decode_fp8.cu): the same streaming for FP8 codes ------------
+# A 16-byte unit holds 16 k of FP8, so a warp's chunk is 64 k; the ring is always in shared memory
+# (cp.async: both operands K-major with 16-byte access, the plan copies any other), so DEPTH costs
+# no registers, and the split is a cluster's only (the workspace's reduction applies no scales).
+CHUNK_FP8 = 64
+FP8_DEPTH = ASYNC_DEPTH
+
+
+def fp8_smem(cfg: Mapping[str, int]) -> int:
+    """The larger of the ring (DEPTH chunks of (8 + thin/8) 16-byte units per thread) and, in the
+    same memory after the main loop, the WK k-warps' FP32 partial tiles."""
+    ns, br = sides(cfg)
+    return max(cfg["WK"] * ns * br * 4, cfg["DEPTH"] * (8 + ns // 8) * 16 * threads(cfg))
+
+
+def fp8_constraints(cfg: Mapping[str, int], max_smem: int) -> list[str]:
+    """What 28_decode_fp8.cu static_asserts: rung 24's tile sides and WK, BK whole block steps of
+    64 x WK, DEPTH of 2 to 8, the shared memory within ``max_smem``; and its split in a cluster only
+    (SPLITK > 1 with SKCLUSTER=1)."""
+    ns, br = sides(cfg)
+    out = []
+    if ns not in THIN_SIDES:
+        out.append(f"the thin side min(BM, BN)={ns} must be one of {', '.join(map(str, THIN_SIDES))} (mma n-tiles of 8)")
+    if br % ROWS_PER_WARP or br > MAX_WIDE:
+        out.append(f"the wide side max(BM, BN)={br} must be 64, 128, 192 or 256 (64 rows per warp)")
+    if not 1 <= cfg["WK"] <= MAX_WK:
+        out.append(f"WK={cfg['WK']} must be between 1 and {MAX_WK} (warps sharing a block's rows along K)")
+    elif cfg["BK"] % (CHUNK_FP8 * cfg["WK"]):
+        out.append(f"BK={cfg['BK']} must be a multiple of 64*WK={CHUNK_FP8 * cfg['WK']} (a K slice holds whole steps "
+                   f"of the block's warps, 64 k of FP8 each)")
+    if not 2 <= cfg["DEPTH"] <= MAX_DEPTH_ASYNC:
+        out.append(f"DEPTH={cfg['DEPTH']} must be between 2 and {MAX_DEPTH_ASYNC} (chunks in flight per thread)")
+    elif not out and fp8_smem(cfg) > max_smem:
+        out.append(f"the partial tiles and the ring need {fp8_smem(cfg)} B of shared memory; a block may have at most "
+                   f"{max_smem} B (a shallower DEPTH, fewer warps)")
+    if cfg.get("SPLITK", 1) > 1 and not cfg.get("SKCLUSTER"):
+        out.append(f"SPLITK={cfg['SPLITK']} needs SKCLUSTER=1: the FP8 decode rung sums its K slices in a cluster "
+                   f"(the workspace's reduction does not apply the scales)")
+    return out
+
+
+FP8_SPLITS = (1, 2, 4, 8)   # the cluster sizes the rule takes: what precompile builds (fp8_rule_tiles)
+
+
+def fp8_split(want: int, ktiles: int) -> int:
+    """The most slices of ``FP8_SPLITS`` up to ``want`` that leave none of ``ktiles`` K tiles empty."""
+    split = max(s for s in FP8_SPLITS if s <= max(1, want))
+    while split > 1 and -(-ktiles // -(-ktiles // split)) < split:
+        split //= 2
+    return split
+
+
+def fp8_rule_tiles() -> list[dict[str, int]]:
+    """Every configuration ``fp8_rule`` can choose: each thin side and orientation, each split."""
+    out = []
+    for ns, m_thin, split in itertools.product(THIN_SIDES, (True, False), FP8_SPLITS):
+        bm, bn = (ns, ROWS_PER_WARP) if m_thin else (ROWS_PER_WARP, ns)
+        out.append({"BM": bm, "BN": bn, "BK": CHUNK_FP8 * WARPS_K, "WK": WARPS_K, "DEPTH": FP8_DEPTH, "L2PF": 1,
+                    "SPLITK": split, "SKCLUSTER": int(split > 1)})
+    return out
+
+
+def fp8_rule(M: int, N: int, K: int, sm_count: int, arch, a_col: bool = False, b_col: bool = False,
+             vec_a: bool = True, vec_b: bool = True, unaligned: bool = False) -> tuple[dict[str, int], str] | None:
+    """Rung 28's configuration for a kernel-view M x N x K FP8 problem whose thin side is at most
+    ``THIN16_MAX``, and why: rung 24's tile (the thin side the smallest of 8, 16, 32 that holds it,
+    64 rows of the wide operand, ``WARPS_K`` warps along K) and its split (``WARPS_PER_SM`` warps
+    per SM, each warp ``MIN_CHUNKS`` chunks at least), in one cluster of 1, 2, 4 or 8 slices, none
+    empty (``fp8_split``); the ring of ``FP8_DEPTH`` chunks, and the L2's 256-byte fetches along the wide
+    operand's K-major rows. The operands' layouts do not matter: the plan makes them K-major."""
+    thin, wide = min(M, N), max(M, N)
+    ns = next((s for s in THIN_SIDES if s >= thin), THIN16_MAX)
+    br = ROWS_PER_WARP
+    bm, bn = (br, ns) if N <= M else (ns, br)
+    tiles = -(-wide // br) * -(-thin // ns)
+    bk = CHUNK_FP8 * WARPS_K
+    want = WARPS_PER_SM * sm_count // (tiles * WARPS_K)
+    split = fp8_split(min(want, K // (bk * MIN_CHUNKS)), max(1, -(-K // bk)))
+    cfg = {"BM": bm, "BN": bn, "BK": bk, "WK": WARPS_K, "DEPTH": FP8_DEPTH, "L2PF": 1, "SPLITK": split,
+           "SKCLUSTER": int(split > 1)}
+    side = "N" if N <= M else "M"
+    why = (f"thin FP8 problem ({side}={thin} <= {THIN16_MAX}): {bm}x{bn} tiles, {WARPS_K} warps along K, a ring of "
+           f"{FP8_DEPTH} chunks in shared memory")
+    if split > 1:
+        why += f"; K split in {split} (one cluster): {tiles} tiles for {WARPS_PER_SM} warps on each of {sm_count} SMs"
     return cfg, why

@@ -18,7 +18,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Callable, Mapping
 
-from . import compile as _compile
+from . import compile as _compile, decode
 from .arch import normalize_arch
 from .config import ConfigLike
 from .dtypes import get as get_dtype
@@ -153,10 +153,12 @@ def _epilogues(dtype: str, precision: str) -> tuple:
 
 def _tiles(rung: Rung, precision: str | None, epi: Epilogue, cfg: ConfigLike) -> tuple:
     """The configurations precompile builds for one epilogue: ``cfg`` (None: the defaults), and with
-    the defaults every one rung 25's rule can choose for a scaled plan (core/rules.py,
-    ``fp8_rule_tiles``)."""
+    the defaults every one rung 25's or rung 28's rule can choose for a scaled plan (core/rules.py,
+    ``fp8_rule_tiles``; core/decode.py, ``fp8_rule_tiles``)."""
     if cfg is None and rung.slug == "wgmma_fp8" and epi.scale is not None:
         return fp8_rule_tiles(rung, precision, epi.scale == "block")
+    if cfg is None and rung.slug == "decode_fp8" and epi.scale is not None:
+        return tuple(decode.fp8_rule_tiles())
     return (cfg,)
 
 

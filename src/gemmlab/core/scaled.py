@@ -18,10 +18,11 @@ synchronization and a CUDA graph captures it, except for the check that every sc
 (``check_finite``, on by default), which reads one flag back; it is skipped while the stream
 captures a graph. The product runs on rung 25 (kernels/25_wgmma_fp8.cu; sm_90a): its partial sums
 promoted into FP32 every 128 of K, or with ``use_fast_accum`` summed in the tensor cores over the
-whole K (precision ``fp8_fast``). The kernel reads K-major operands, a row-major a and a
-column-major b (``b = w.t()`` of a row-major (N, K) weight, as torch requires); any other layout,
-or a leading dimension that is not a multiple of 16 bytes, is copied first (the plan's repr says
-so: a read and a write of that operand).
+whole K (precision ``fp8_fast``); with M or N of at most 32 (decoding's products), on rung 28
+(kernels/28_decode_fp8.cu), which streams the wide operand with K split over the SMs. Both read
+K-major operands, a row-major a and a column-major b (``b = w.t()`` of a row-major (N, K) weight,
+as torch requires); any other layout, or a leading dimension that is not a multiple of 16 bytes, is
+copied first (the plan's repr says so: a read and a write of that operand).
 """
 
 from __future__ import annotations
@@ -200,6 +201,8 @@ def _adjusted(choice, kp, scales: Scales, precision: str, sm_count: int):
     lie within one column block (a tuned configuration they cannot take falls back to the rule):
     their 128x128 tiles in clusters of 2 where whole waves favour them; and where M fits one
     consumer warpgroup, the other sitting every tile out."""
+    if choice.rung.slug != RUNG:   # the thin rung (rung 28) has its own rule: core/decode.py
+        return choice
     cfg_of = lambda c: c.rung.config(c.config, precision)   # noqa: E731
     block = scales.mode == "block"
     refused = block_refusal(cfg_of(choice)) if block else None
@@ -277,7 +280,8 @@ def scaled_mm(a, b, scale_a, scale_b, *, bias=None, out_dtype=None, scale_result
     ``out_dtype`` (None: bfloat16 for PyTorch, float16 for CuPy; or float32), or written into ``out``
     (M, N, row-major). The module docstring gives the scales and layouts. ``bias``: (N,) of the output's
     dtype or float32. ``scale_result``: a float32 device scalar multiplying the result (folded into
-    scale_a on the device). ``kernel``/``config``: rung 25 (``"auto"``: its rule) and a configuration.
+    scale_a on the device). ``kernel``/``config``: ``"auto"`` (rung 28 where M or N is at most 32, else
+    rung 25, each by its rule), ``"wgmma_fp8"`` or ``"decode_fp8"``, and a configuration.
     ``return_plan``: also return the plan (its repr says which tile ran and which operands were copied).
     Every check of shapes, dtypes and devices comes before anything runs on the GPU. A PyTorch call with
     a fresh output, no scale_result and ``check_finite=False`` is remembered: the same call again
@@ -316,7 +320,7 @@ def _scaled_mm(a, b, scale_a, scale_b, *, bias, out_dtype, scale_result, use_fas
     if scales.mode == "block" and use_fast_accum:
         raise ValueError("block scales multiply each k block's sums as they are promoted into FP32: "
                          "use_fast_accum (no promotion) does not apply to them")
-    if scales.mode == "block" and config is not None:
+    if scales.mode == "block" and config is not None and get_rung(RUNG if kernel == "auto" else kernel).slug == RUNG:
         refused = block_refusal(get_rung(RUNG).config(config, "fp8"))
         if refused is not None:
             raise ValueError(refused)

@@ -323,39 +323,7 @@ __device__ __forceinline__ void multiply(float (&acc)[4][NT][4], const Chunk& c)
     }
 }
 
-// The tile's element (w, j) (wide, thin) in C's orientation: row-major [BR][NS] when N is thin
-// (C's rows are P's), [NS][BR] when M is thin.
-__device__ __forceinline__ int tile_index(int w, int j) { return THIN_N ? w * NS + j : j * BR + w; }
-
-#if GL_SPLITK_CLUSTER
-// The cluster's slices summed: block `rank` adds the rank-th 1/S of the tile over the S blocks'
-// shared tiles (ascending), then stores it.
-__device__ __forceinline__ void cluster_store(const float* tile, TC* C, int ldc, int M, int N, int row0, int col0,
-                                              const GlEpi& ep) {
-    constexpr int S = GL_SPLITK_CLUSTER;
-    constexpr int PART = GL_CEIL_DIV(TILE, S);
-    constexpr int COLS = THIN_N ? NS : BR;
-    gl_cluster_sync();                             // every block's partial tile written
-    const unsigned rank = gl_cluster_rank();
-    const unsigned local = (unsigned)__cvta_generic_to_shared(tile);
-    const int first = (int)rank * PART, last = min(TILE, first + PART);
-    // no per-slice arrays: the sum runs through the slices in order, each peer's address mapped
-    // where it is read (an array of S values spilled 8 bytes under one ptxas for S = 3)
-    for (int e = first + (int)threadIdx.x; e < last; e += THREADS) {
-        float sum = 0.0f;
-#pragma unroll
-        for (int z = 0; z < S; ++z) {
-            unsigned peer;
-            float v;
-            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(peer) : "r"(local + 4u * (unsigned)e), "r"(z));
-            asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(peer));
-            sum = z == 0 ? v : sum + v;
-        }
-        gl_store_c_checked(C, ldc, M, N, row0 + e / COLS, col0 + e % COLS, sum, ep);
-    }
-    gl_cluster_sync_relaxed();                     // no block leaves while its tile is read
-}
-#endif
+#include "decode.cuh"   // tile_index, and the k-warps' and the cluster's sums
 
 extern "C" __global__ void GL_SK_CLUSTER_DIMS __launch_bounds__(THREADS, 1)
 gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T* __restrict__ B, int ldb,
@@ -579,12 +547,7 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
     __syncthreads();
 
     // ---- epilogue: the k-warps added in order, then C, the workspace or the cluster's sum ------
-    constexpr int COLS = THIN_N ? NS : BR;
-    for (int e = threadIdx.x; e < TILE; e += THREADS) {
-        float s = red[e];
-#pragma unroll
-        for (int z = 1; z < WK; ++z) s += red[z * TILE + e];
-        const int i = row0 + e / COLS, j = col0 + e % COLS;
+    decode_sum_warps(red, row0, col0, [&](int e, int i, int j, float s) {
 #if GL_SPLITK
         if (i < M && j < N) W[(size_t)i * ldc + j] = s;
 #elif GL_SPLITK_CLUSTER
@@ -592,8 +555,10 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
 #else
         gl_store_c_checked(C, ldc, M, N, i, j, s, GL_EPI(alpha, beta));
 #endif
-    }
+    });
 #if GL_SPLITK_CLUSTER
-    cluster_store(red, C, ldc, M, N, row0, col0, GL_EPI(alpha, beta));
+    decode_cluster_sum(red, row0, col0, [&](int i, int j, float s) {
+        gl_store_c_checked(C, ldc, M, N, i, j, s, GL_EPI(alpha, beta));
+    });
 #endif
 }

@@ -1,11 +1,11 @@
 """The thin family: rung 23 (thin, FP32; C with a side of at most ``THIN_MAX``: its tile sides,
-shared memory, constraints and the dispatch rule's tile) and rung 24 (decode, 16-bit; its
-geometry, constraints and rule in core/decode.py)."""
+shared memory, constraints and the dispatch rule's tile), rung 24 (decode, 16-bit) and rung 28
+(decode_fp8, FP8 scaled; both rungs' geometry, constraints and rules in core/decode.py)."""
 
 from __future__ import annotations
 
 from .. import decode as _decode
-from ..parts import ANY_16BIT_OUTPUT, ThinRule
+from ..parts import ANY_16BIT_OUTPUT, Reads, ThinRule
 from ..schema import SPLITK_SPACE, Rung
 from .common import MAX_SMEM_PER_BLOCK, splitk_constraints
 
@@ -105,5 +105,27 @@ RUNGS: tuple[Rung, ...] = (
         space={"BM": (8, 16, 32, 64, 128), "BN": (8, 16, 32, 64, 128), "BK": (128, 256), "WK": (1, 2, 4, 8),
                "DEPTH": (2, 3, 4), "L2PF": (0, 1), "ASYNC": (0, 1), "SPLITK": SPLITK_SPACE,
                "SKCLUSTER": (0, 1)},
+    ),
+    Rung(
+        28, "decode_fp8", "FP8 decode: thin scaled matmul streaming FP8 weights into mma.sync",
+        "Rung 24's streaming for FP8 codes (gemmlab.scaled_mm with M or N of at most 32): each 16-byte unit of a K-major row is 16 k, converted in registers to fp16 pairs (cvt.rn.f16x2.e4m3x2/e5m2x2: Hopper's mma.sync has no FP8 form in hardware) for four mma.sync m16n8k16 with FP32 sums per 64-k chunk, the chunks in flight in a ring of shared memory filled by cp.async (every edge a zero fill), tensor-wise and row-wise scales applied as each output is stored and block scales to each chunk's sums, K split over the warps of a block and the blocks of a cluster in a fixed order.",
+        ("beyond the seeds: issue 42's FP8 products at decoding's M (1 to 32 against 4096-14336 x 4096-14336 FP8 weights)",),
+        "28_decode_fp8.cu", dtypes=("fp8",), precisions=("fp8", "fp8_fast"),
+        # the default tile: M thin (8), as FP8 decoding is; N-thin tiles are the presets n8 and n32
+        params={"BM": 8, "BN": 64, "BK": 256, "WK": 4, "DEPTH": _decode.FP8_DEPTH, "L2PF": 1, "SPLITK": 1,
+                "SKCLUSTER": 0},
+        presets={"m8": {"BM": 8, "BN": 64, "BK": 256, "WK": 4},
+                 "m32": {"BM": 32, "BN": 64, "BK": 256, "WK": 4},
+                 "n8": {"BM": 64, "BN": 8, "BK": 256, "WK": 4},
+                 "n32": {"BM": 64, "BN": 32, "BK": 256, "WK": 4}},
+        threads=_decode.threads,
+        constraints=lambda c: _decode.fp8_constraints(c, MAX_SMEM_PER_BLOCK) + splitk_constraints(c),
+        smem=_decode.fp8_smem,
+        # the codes converted to fp16 (F2FP) for HMMA.16816 (the kernel's header)
+        sass_claims=("HMMA.16816.F32", "F2FP.F16.E4M3.UNPACK_B", "LDGSTS.E.BYPASS", "LDS.128"), min_arch=90,
+        thin_rule=ThinRule(_decode.THIN16_MAX, _decode.fp8_rule), reads=Reads(k_major=True),
+        stores=ANY_16BIT_OUTPUT,   # its scalar stores round each output to C's type
+        space={"BM": (8, 16, 32, 64, 128), "BN": (8, 16, 32, 64, 128), "BK": (256, 512), "WK": (1, 2, 4, 8),
+               "DEPTH": (2, 3, 4), "L2PF": (0, 1), "SPLITK": (1, 2, 3, 4, 6, 8), "SKCLUSTER": (0, 1)},
     ),
 )
