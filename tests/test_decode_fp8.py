@@ -26,7 +26,8 @@ from gemmlab.core.registry import get
 from gemmlab.core.rules import thin_choice
 from gemmlab.core.variant import Variant
 
-from test_fp8 import _block_reference, _block_scales, _operands, _reference, _rel, _scales, _torch
+from test_fp8 import (_block_reference, _block_scales, _operands, _reference, _rel, _scales, _torch,
+                      errors_beside_torch)
 
 
 def _thin(M, N, K, precision="fp8"):
@@ -172,12 +173,5 @@ def test_the_cluster_split_gives_the_same_bits_on_every_run():
 @pytest.mark.gpu
 @pytest.mark.parametrize("mode", ["tensor", "row"])
 def test_decode_accuracy_is_no_worse_than_torch_scaled_mm_on_the_same_data(mode):
-    torch = _torch()
-    M, N, K = 16, 2048, 16384
-    a, b = _operands(M, N, K)
-    sa, sb = _scales(M, N, mode)
-    ref = _reference(a, b, sa, sb)
-    ours = _rel(gemmlab.scaled_mm(a, b, sa, sb, out_dtype=torch.float32), ref)
-    assert _plan_rung() == "decode_fp8"
-    theirs = _rel(torch._scaled_mm(a, b, sa, sb, out_dtype=torch.float32), ref)
-    assert ours <= 1.1 * theirs + 1e-7, f"gemmlab {ours:.3e} against torch._scaled_mm {theirs:.3e}"
+    ours, theirs, rung = errors_beside_torch(16, 2048, 16384, mode)
+    assert rung == "decode_fp8" and ours <= 1.1 * theirs + 1e-7, f"gemmlab {ours:.3e} against torch._scaled_mm {theirs:.3e}"

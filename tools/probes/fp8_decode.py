@@ -31,11 +31,7 @@ SHAPES += ["1x8192x8192", "8x1024x4096", "4096x16x4096", "48x4096x14336", "64x81
 
 
 def candidates(M: int, N: int, K: int, plans: dict) -> list:
-    a, b, st = timed.fp8_operands(M, N, K)
-    sr = (torch.rand(M, 1, device="cuda") + 0.5, torch.rand(1, N, device="cuda") + 0.5)
-    kb = -(-K // 128)
-    sk = (torch.rand(M, kb, device="cuda") + 0.5, torch.rand(kb, -(-N // 128), device="cuda") + 0.5)
-    out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+    a, b, st, sr, sk, out = timed.fp8_scalings(M, N, K)
     call = timed.scaled_calls(a, b, out, plans)
 
     def decode(name, s, cfg, fast=False):

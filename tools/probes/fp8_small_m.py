@@ -37,11 +37,7 @@ def draw(count: int, seed: int, m: tuple[int, int] = (16, 512)) -> list[str]:
 
 
 def candidates(M: int, N: int, K: int, plans: dict) -> list:
-    a, b, st = timed.fp8_operands(M, N, K)
-    sr = (torch.rand(M, 1, device="cuda") + 0.5, torch.rand(1, N, device="cuda") + 0.5)
-    kb = -(-K // 128)
-    sk = (torch.rand(M, kb, device="cuda") + 0.5, torch.rand(kb, -(-N // 128), device="cuda") + 0.5)
-    out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+    a, b, st, sr, sk, out = timed.fp8_scalings(M, N, K)
     call = timed.scaled_calls(a, b, out, plans)
     cands = [call("auto", st), call("row", sr), call("fast", st, fast=True), call("block", sk)]
     for name, s, fast in (("auto", st, False), ("fast", st, True), ("block", sk, False)):   # WGSKIP flipped

@@ -53,6 +53,17 @@ def fp8_operands(M: int, N: int, K: int):
     return a, b, (torch.tensor(0.7, device="cuda"), torch.tensor(1.3, device="cuda"))
 
 
+def fp8_scalings(M: int, N: int, K: int):
+    """Random e4m3 operands (``fp8_operands``) with each scaling's scales: (a, b, tensor-wise,
+    row-wise (M, 1) and (1, N), block-wise (M, ceil(K/128)) and (ceil(K/128), ceil(N/128))), all
+    within [0.5, 1.5), and a bf16 output (M, N)."""
+    a, b, st = fp8_operands(M, N, K)
+    sr = (torch.rand(M, 1, device="cuda") + 0.5, torch.rand(1, N, device="cuda") + 0.5)
+    kb = -(-K // 128)
+    sk = (torch.rand(M, kb, device="cuda") + 0.5, torch.rand(kb, -(-N // 128), device="cuda") + 0.5)
+    return a, b, st, sr, sk, torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+
+
 def run_shapes(out_path: str, shapes: list[str], candidates, show: tuple[str, ...], **doc_extra) -> None:
     """Each shape "MxNxK" timed over ``candidates(M, N, K, plans)`` (which fills ``plans`` with the
     plans of the named candidates), printed (with why the plans in ``show`` chose what they did) and

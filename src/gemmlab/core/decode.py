@@ -75,11 +75,9 @@ def smem(cfg: Mapping[str, int]) -> int:
     return cfg["WK"] * ns * br * 4 + ring
 
 
-def constraints(cfg: Mapping[str, int], max_smem: int) -> list[str]:
-    """What 24_decode.cu static_asserts: a thin side of 8, 16 or 32, a wide side of whole 64-row
-    warps up to 256, WK of 1 to 8, BK whole block steps (32 x WK), DEPTH of 2 to 6 (8 with the
-    ring in shared memory), the registers within what a block of its threads gets and the shared
-    memory within ``max_smem``."""
+def tile_constraints(cfg: Mapping[str, int], chunk: int) -> list[str]:
+    """What both decode rungs static_assert of a tile: a thin side of 8, 16 or 32, a wide side of
+    whole 64-row warps up to 256, WK of 1 to 8, BK whole block steps (``chunk`` k per warp x WK)."""
     ns, br = sides(cfg)
     out = []
     if ns not in THIN_SIDES:
@@ -88,9 +86,18 @@ def constraints(cfg: Mapping[str, int], max_smem: int) -> list[str]:
         out.append(f"the wide side max(BM, BN)={br} must be 64, 128, 192 or 256 (64 rows per warp)")
     if not 1 <= cfg["WK"] <= MAX_WK:
         out.append(f"WK={cfg['WK']} must be between 1 and {MAX_WK} (warps sharing a block's rows along K)")
-    elif cfg["BK"] % (CHUNK * cfg["WK"]):
-        out.append(f"BK={cfg['BK']} must be a multiple of 32*WK={CHUNK * cfg['WK']} (a K slice holds whole steps "
-                   f"of the block's warps)")
+    elif cfg["BK"] % (chunk * cfg["WK"]):
+        out.append(f"BK={cfg['BK']} must be a multiple of {chunk}*WK={chunk * cfg['WK']} (a K slice holds whole "
+                   f"steps of the block's warps, {chunk} k each)")
+    return out
+
+
+def constraints(cfg: Mapping[str, int], max_smem: int) -> list[str]:
+    """What 24_decode.cu static_asserts: its tile (``tile_constraints``, 32 k per warp step), DEPTH of 2 to 6 (8 with the
+    ring in shared memory), the registers within what a block of its threads gets and the shared
+    memory within ``max_smem``."""
+    ns = sides(cfg)[0]
+    out = tile_constraints(cfg, CHUNK)
     most = MAX_DEPTH_ASYNC if cfg.get("ASYNC") else MAX_DEPTH
     if not 2 <= cfg["DEPTH"] <= most:
         out.append(f"DEPTH={cfg['DEPTH']} must be between 2 and {most} (chunks in flight per thread"
@@ -177,20 +184,10 @@ def fp8_smem(cfg: Mapping[str, int]) -> int:
 
 
 def fp8_constraints(cfg: Mapping[str, int], max_smem: int) -> list[str]:
-    """What 28_decode_fp8.cu static_asserts: rung 24's tile sides and WK, BK whole block steps of
-    64 x WK, DEPTH of 2 to 8, the shared memory within ``max_smem``; and its split in a cluster only
+    """What 28_decode_fp8.cu static_asserts: rung 24's tile (``tile_constraints``, 64 k per warp
+    step), DEPTH of 2 to 8, the shared memory within ``max_smem``; and its split in a cluster only
     (SPLITK > 1 with SKCLUSTER=1)."""
-    ns, br = sides(cfg)
-    out = []
-    if ns not in THIN_SIDES:
-        out.append(f"the thin side min(BM, BN)={ns} must be one of {', '.join(map(str, THIN_SIDES))} (mma n-tiles of 8)")
-    if br % ROWS_PER_WARP or br > MAX_WIDE:
-        out.append(f"the wide side max(BM, BN)={br} must be 64, 128, 192 or 256 (64 rows per warp)")
-    if not 1 <= cfg["WK"] <= MAX_WK:
-        out.append(f"WK={cfg['WK']} must be between 1 and {MAX_WK} (warps sharing a block's rows along K)")
-    elif cfg["BK"] % (CHUNK_FP8 * cfg["WK"]):
-        out.append(f"BK={cfg['BK']} must be a multiple of 64*WK={CHUNK_FP8 * cfg['WK']} (a K slice holds whole steps "
-                   f"of the block's warps, 64 k of FP8 each)")
+    out = tile_constraints(cfg, CHUNK_FP8)
     if not 2 <= cfg["DEPTH"] <= MAX_DEPTH_ASYNC:
         out.append(f"DEPTH={cfg['DEPTH']} must be between 2 and {MAX_DEPTH_ASYNC} (chunks in flight per thread)")
     elif not out and fp8_smem(cfg) > max_smem:

@@ -81,13 +81,9 @@
 #error "rung 24 (decode) needs GL_DYN_SMEM, the dynamic shared memory the launch gives each block"
 #endif
 
+#include "decode.cuh"   // the tile's geometry (THIN_N, NS, BR, NT, WR, WARPS, TILE), cp16, the sums
+
 // ---- geometry (the registry's constraints, restated) ----------------------------------------
-constexpr bool THIN_N = BN <= BM;                  // N thin: P = A (wide index m), Q = B
-constexpr int NS = THIN_N ? BN : BM;               // the thin side of the tile: Q's columns
-constexpr int BR = THIN_N ? BM : BN;               // the wide side: P's rows
-constexpr int NT = NS / 8;                         // mma n-tiles
-constexpr int WR = BR / 64;                        // warps along the rows (64 rows each)
-constexpr int WARPS = THREADS / 32;
 constexpr bool P_KC = THIN_N ? (GL_A_COL == 0) : (GL_B_COL != 0);   // P contiguous along k
 constexpr bool P_VEC = (THIN_N ? GL_VEC_A : GL_VEC_B) != 0;
 constexpr bool Q_KC = THIN_N ? (GL_B_COL != 0) : (GL_A_COL == 0);   // Q contiguous along k
@@ -99,10 +95,6 @@ constexpr int CHUNK = 32;                          // k per warp step: two k16-m
 constexpr bool SRING = ASYNC && P_VEC && Q_VEC;    // the ring in shared memory, filled by cp.async
 constexpr int UNITS = 8 + NT;                      // a thread's 16-byte units of a chunk: P's 8, Q's NT
 constexpr int RING_SMEM = ASYNC ? DEPTH * UNITS * 16 * THREADS : 0;   // bytes (the registry's smem counts them)
-constexpr int TILE = BR * NS;                      // outputs of a block
-static_assert(NS == 8 || NS == 16 || NS == 32, "the thin side min(BM, BN) must be 8, 16 or 32");
-static_assert(BR % 64 == 0 && BR >= 64, "the wide side max(BM, BN) must be a multiple of 64 (64 rows per warp)");
-static_assert(WARPS == WR * WK, "THREADS must be 32 * (max(BM, BN) / 64) * WK");
 static_assert(DEPTH >= 2 && DEPTH <= (ASYNC ? 8 : 6), "DEPTH (chunks in flight per thread) must be 2 to 6 (8 with ASYNC)");
 static_assert(BK % (CHUNK * WK) == 0, "BK must be a multiple of 32 * WK: a slice holds whole steps of the block");
 static_assert(WK * TILE * 4 + RING_SMEM <= GL_DYN_SMEM,
@@ -117,9 +109,6 @@ struct Chunk {
 // 16 bytes of P, streamed: read once, not kept in L1 (Q's chunks stay there). L2PF=1 asks the L2
 // to fetch the 256 bytes around each access (.L2::256B): the next load of the same run of P then
 // finds its sectors on the way, and a thread's loads reach further ahead than its registers.
-#ifndef L2PF
-#define L2PF 0
-#endif
 __device__ __forceinline__ uint4 ld_stream(const T* __restrict__ p) {
     uint4 r;
 #if L2PF
@@ -275,19 +264,8 @@ __device__ __forceinline__ void load_q_spread(Chunk& c, const T* __restrict__ Q,
     }
 }
 
-// ---- the ring in shared memory (ASYNC) -------------------------------------------------------
-// One 16-byte unit to shared memory, `bytes` 16 (read) or 0 (zeros, nothing read): P's streamed
-// (.cg, common.cuh's gl_cp; L2PF with the L2's 256-byte fetch), Q's kept in L1 (.ca: the warps
-// along the rows of a block read the same Q). Units that need guarded loads go by gl_sts128.
-template <bool STREAM>
-__device__ __forceinline__ void cp16(unsigned dst, const T* src, int bytes) {
-    if constexpr (!STREAM)
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
-    else if constexpr (L2PF)
-        asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
-    else
-        gl_cp<16>(dst, src, bytes);
-}
+// ---- the ring in shared memory (ASYNC): each 16-byte unit by decode.cuh's cp16 (16 bytes read, or
+// 0: zeros, nothing read); units that need guarded loads go by gl_sts128 ------------------------
 
 __device__ __forceinline__ unsigned word(const uint4& v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
 
@@ -323,8 +301,6 @@ __device__ __forceinline__ void multiply(float (&acc)[4][NT][4], const Chunk& c)
     }
 }
 
-#include "decode.cuh"   // tile_index, and the k-warps' and the cluster's sums
-
 extern "C" __global__ void GL_SK_CLUSTER_DIMS __launch_bounds__(THREADS, 1)
 gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T* __restrict__ B, int ldb,
      float beta, TC* __restrict__ C, int ldc GL_EPI_PARAMS)
@@ -336,12 +312,11 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
 #elif GL_SPLITK_CLUSTER
     gl_splitk_bounds(k_end, k_first, BK);
 #endif
-    const T* __restrict__ P = THIN_N ? A : B;
-    const T* __restrict__ Q = THIN_N ? B : A;
-    const int ldp = THIN_N ? lda : ldb, ldq = THIN_N ? ldb : lda;
-    const int n_wide = THIN_N ? M : N, n_thin = THIN_N ? N : M;
-    const int row0 = GL_TILE_ROW * BM, col0 = (int)blockIdx.x * BN;
-    const int wide0 = THIN_N ? row0 : col0, thin0 = THIN_N ? col0 : row0;
+    const DecodeView v(M, N, A, lda, B, ldb);
+    const T* __restrict__ P = v.P;
+    const T* __restrict__ Q = v.Q;
+    const int ldp = v.ldp, ldq = v.ldq, n_wide = v.n_wide, n_thin = v.n_thin;
+    const int row0 = v.row0, col0 = v.col0, wide0 = v.wide0, thin0 = v.thin0;
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const int wk = warp % WK, wr = warp / WK;

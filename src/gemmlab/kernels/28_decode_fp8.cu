@@ -70,24 +70,12 @@
 #ifndef GL_FP8_B
 #define GL_FP8_B 0
 #endif
-#ifndef L2PF
-#define L2PF 0
-#endif
+#include "decode.cuh"   // the tile's geometry (THIN_N, NS, BR, NT, WR, WARPS, TILE), cp16, the sums
 
 // ---- geometry (the registry's constraints, core/decode.py, restated) -----------------------------
-constexpr bool THIN_N = BN <= BM;                  // N thin: P = A (wide index m), Q = B
-constexpr int NS = THIN_N ? BN : BM;               // the thin side of the tile: Q's columns
-constexpr int BR = THIN_N ? BM : BN;               // the wide side: P's rows
-constexpr int NT = NS / 8;                         // mma n-tiles
-constexpr int WR = BR / 64;                        // warps along the rows (64 rows each)
-constexpr int WARPS = THREADS / 32;
 constexpr int CHUNK = 64;                          // k per warp step: four k16-mmas
 constexpr int UNITS = 8 + NT;                      // a thread's 16-byte units of a chunk: P's 8, Q's NT
-constexpr int TILE = BR * NS;                      // outputs of a block
 constexpr bool PROMOTE = GL_SCALE == 3;         // each chunk's sums apart, for its block scales
-static_assert(NS == 8 || NS == 16 || NS == 32, "the thin side min(BM, BN) must be 8, 16 or 32");
-static_assert(BR % 64 == 0 && BR >= 64, "the wide side max(BM, BN) must be a multiple of 64 (64 rows per warp)");
-static_assert(WARPS == WR * WK, "THREADS must be 32 * (max(BM, BN) / 64) * WK");
 static_assert(DEPTH >= 2 && DEPTH <= 8, "DEPTH (chunks in flight per thread) must be 2 to 8");
 static_assert(BK % (CHUNK * WK) == 0, "BK must be a multiple of 64 * WK: a slice holds whole steps of the block");
 static_assert(GL_SCALE != 3 || GL_PRECISION == 0, "block scales multiply each chunk's own sums (no fp8_fast)");
@@ -95,7 +83,6 @@ static_assert(GL_SCALE != 3 || GL_PRECISION == 0, "block scales multiply each ch
 constexpr int RING_B = DEPTH * UNITS * 16 * THREADS, RED_B = WK * TILE * 4;
 static_assert((RING_B > RED_B ? RING_B : RED_B) <= GL_DYN_SMEM,
               "the registry's shared-memory size (GL_DYN_SMEM) is too small for the ring or the partial tiles");
-#include "decode.cuh"   // tile_index, and the k-warps' and the cluster's sums
 
 // Four FP8 codes (a 32-bit word) as two fp16 pairs: codes 0, 1 in lo, codes 2, 3 in hi (one
 // F2FP.F16.E4M3.UNPACK_B, or E5M2, each). FMT: 1 e5m2, 0 e4m3.
@@ -131,19 +118,6 @@ __device__ __forceinline__ void hmma(float (&d)[4], unsigned a0, unsigned a1, un
     asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
         "{%0, %1, %2, %3};\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
-// One 16-byte unit to shared memory: `bytes` (0..16) of it read, the rest zero. P's streamed past
-// L1 (.cg; L2PF: the L2 fetches the 256 bytes around it, the rest of the row's run on its way), Q's
-// kept in L1 (.ca: every warp of the block reads the same Q chunk).
-template <bool STREAM>
-__device__ __forceinline__ void cp16(unsigned dst, const T* src, int bytes) {
-    if constexpr (!STREAM)
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
-    else if constexpr (L2PF)
-        asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
-    else
-        gl_cp<16>(dst, src, bytes);
 }
 
 // Block scales of a chunk (GL_SCALE 3): s(row, column) = wide[i][r] * thin[n][e] for the thread's
@@ -193,12 +167,11 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
 #if GL_SPLITK_CLUSTER
     gl_splitk_bounds(k_end, k_first, BK);
 #endif
-    const T* __restrict__ P = THIN_N ? A : B;
-    const T* __restrict__ Q = THIN_N ? B : A;
-    const int ldp = THIN_N ? lda : ldb, ldq = THIN_N ? ldb : lda;
-    const int n_wide = THIN_N ? M : N, n_thin = THIN_N ? N : M;
-    const int row0 = GL_TILE_ROW * BM, col0 = (int)blockIdx.x * BN;
-    const int wide0 = THIN_N ? row0 : col0, thin0 = THIN_N ? col0 : row0;
+    const DecodeView v(M, N, A, lda, B, ldb);
+    const T* __restrict__ P = v.P;
+    const T* __restrict__ Q = v.Q;
+    const int ldp = v.ldp, ldq = v.ldq, n_wide = v.n_wide, n_thin = v.n_thin;
+    const int row0 = v.row0, col0 = v.col0, wide0 = v.wide0, thin0 = v.thin0;
     const GlScales sc{GL_SCALE_ARGS};
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
