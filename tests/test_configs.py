@@ -29,9 +29,10 @@ VALUES_OF = {"thin": {"BM": (4, 8, 16, 32), "BN": (4, 8, 16, 32), "BK": (64, 128
              "decode": {"BM": (8, 16, 32, 64, 128), "BN": (8, 16, 32, 64, 128), "BK": (32, 64, 128, 256),
                         "WK": (1, 2, 4, 8), "DEPTH": (2, 3, 4, 6), "L2PF": (0, 1), "ASYNC": (0, 1)},
              "wgmma_fp8": {"BK": (128, 256), "STAGES": (2, 4, 6, 8)},   # rung 25: k tiles of whole FP8 swizzle rows
-             # rung 28 (decode_fp8): rung 24's sides and warps, 64-k chunks, its split in a cluster only
+             # rung 28 (decode_fp8): rung 24's sides and warps, 64-k chunks, warps along the thin side,
+             # its split in a cluster only
              "decode_fp8": {"BM": (8, 16, 32, 64, 128), "BN": (8, 16, 32, 64, 128), "BK": (64, 128, 256, 512),
-                            "WK": (1, 2, 4, 8), "DEPTH": (2, 3, 4, 6), "L2PF": (0, 1), "SPLITK": (1, 2, 4)},
+                            "WK": (1, 2, 4, 8), "WT": (1, 2), "DEPTH": (2, 3, 4, 6), "L2PF": (0, 1), "SPLITK": (1, 2, 4)},
              "wgmma_grouped": {"GROUP_CAP": (1, 8, 128), "GROUP_K": (0,)},   # rung 26: its group table's capacity (a plain call is a group of rows)
              "wgmma_grouped_fp8": {"BK": (128, 256), "STAGES": (2, 4, 6, 8), "GROUP_CAP": (1, 8, 128),
                                    "GROUP_K": (0,)}}   # rung 27: rung 25's k tiles, rung 26's table

@@ -1,7 +1,7 @@
 """Rung 28 (decode_fp8): ``gemmlab.scaled_mm`` where M or N is at most 32.
 
-CPU: the rule gives thin FP8 problems to rung 28 (tile, split in one cluster of 1, 2, 4 or 8
-slices, none empty) and wider ones to rung 25; the rung refuses a workspace split; precompile builds
+CPU: the rule gives thin FP8 problems (M or N at most 64) to rung 28 (tile, two warps along a thin
+side above 32, split in one cluster of 1, 2, 4 or 8 slices, none empty) and wider ones to rung 25; the rung refuses a workspace split; precompile builds
 every configuration the rule chooses; its builds for sm_90a have no spills and hold the converted
 FP8 mma (F2FP unpacks and HMMA.16816) and the cp.async ring. GPU: against a float64 product of the
 dequantized operands for the three scalings, both formats, both precisions, M-thin and N-thin
@@ -37,11 +37,12 @@ def _thin(M, N, K, precision="fp8"):
 
 # ---- the rule ------------------------------------------------------------------------------------
 def test_thin_fp8_problems_take_the_decode_rung_and_wider_ones_do_not():
-    for M, N in ((1, 4096), (32, 14336), (4096, 16)):
+    for M, N in ((1, 4096), (32, 14336), (4096, 16), (33, 4096), (64, 8192), (4096, 48)):
         c = _thin(M, N, 4096)
         assert c.rung.slug == "decode_fp8" and "thin FP8 problem" in c.reason
         assert not c.rung.check_config(c.config, "fp8")
-    assert _thin(33, 4096, 4096) is None and _thin(4096, 33, 4096) is None
+        assert c.config["WT"] == (2 if min(M, N) > 32 else 1)   # above 32 columns, two warps share P's units
+    assert _thin(65, 4096, 4096) is None and _thin(4096, 65, 4096) is None
 
 
 def test_the_rule_splits_k_in_one_cluster_of_a_power_of_two_slices_none_empty():
@@ -85,13 +86,17 @@ def _build(config=None, precision="fp8", formats=(), **epi):
     return ck, disasm.sass_listing(ck.cubin)
 
 
-@pytest.mark.parametrize("config", ["m8", "m32", "n8", "n32", {"BM": 16, "BN": 64, "SPLITK": 8, "SKCLUSTER": 1}])
+WIDE = {"BM": 64, "BN": 128, "BK": 128, "WK": 2, "WT": 2, "DEPTH": 4}   # the rule's tile above 32 columns
+
+
+@pytest.mark.parametrize("config", ["m8", "m32", "n8", "n32", {"BM": 16, "BN": 64, "SPLITK": 8, "SKCLUSTER": 1},
+                                    WIDE, {**WIDE, "BM": 128, "BN": 64, "SPLITK": 4, "SKCLUSTER": 1}])
 @pytest.mark.parametrize("scale", ["tensor", "row", "block"])
 def test_the_decode_rung_builds_without_spills_for_each_tile_and_scaling(config, scale):
     ck, sass = _build(config, scale=scale, bias="fp32")
     assert ck.spill_bytes == 0 and not re.search(r"\b(LDL|STL)\b", sass)
-    ns = 8 if config in ("m8", "n8") else 16 if isinstance(config, dict) else 32
-    # per chunk: 4 m-tiles x NS/8 n-tiles x 2 k32 mmas, each two HMMA.16816 on converted codes
+    ns = 8 if config in ("m8", "n8") else 32 if config in ("m32", "n32") or "WT" in config else 16   # a warp's columns
+    # per chunk: 4 m-tiles x NS/8 n-tiles x 4 k16 mmas (HMMA.16816) on converted codes
     assert len(re.findall(r"HMMA\.16816\.F32\b", sass)) == 16 * ns // 8
     assert "F2FP.F16.E4M3.UNPACK_B" in sass and "LDGSTS.E.BYPASS" in sass and "LDS.128" in sass
 
@@ -109,9 +114,10 @@ def test_block_scales_multiply_each_chunks_sums_as_they_are_added():
 
 
 # ---- on the GPU ----------------------------------------------------------------------------------
-# (M, N, K): M thin (1, 5, 17, 32) and N thin (24), K odd, below a chunk, across slices
+# (M, N, K): M thin (1, 5, 17, 32; 48 and 64: two warps along the thin side) and N thin (24, 40), K
+# odd, below a chunk, across slices
 SHAPES = [(1, 200, 300), (5, 1000, 1040), (17, 4096, 2047), (32, 520, 4000), (3000, 24, 1000), (1, 1, 1),
-          (7, 4100, 16384)]
+          (7, 4100, 16384), (48, 3000, 2000), (2000, 40, 3000), (64, 4100, 1000)]
 
 
 def _plan_rung():
@@ -143,13 +149,16 @@ def test_decode_scaled_mm_matches_the_float64_product_of_the_dequantized_operand
 @pytest.mark.gpu
 @pytest.mark.parametrize("config", [{"SPLITK": 1}, {"SPLITK": 3, "SKCLUSTER": 1}, {"SPLITK": 8, "SKCLUSTER": 1},
                                     {"BM": 64, "BN": 32, "WK": 2, "BK": 128, "DEPTH": 2},
-                                    {"BM": 16, "BN": 128, "WK": 4, "BK": 256, "DEPTH": 4, "L2PF": 0}],
-                         ids=["one-slice", "3-slices", "8-slices", "n32-wk2", "m16-wide-depth4"])
+                                    {"BM": 16, "BN": 128, "WK": 4, "BK": 256, "DEPTH": 4, "L2PF": 0},
+                                    {**WIDE, "SPLITK": 2, "SKCLUSTER": 1}, {**WIDE, "BM": 128, "BN": 64, "WK": 1, "BK": 64},
+                                    {**WIDE, "DEPTH": 2}],
+                         ids=["one-slice", "3-slices", "8-slices", "n32-wk2", "m16-wide-depth4", "m64-wt2-2-slices",
+                              "n64-wt2-wk1", "m64-wt2-depth2"])
 @pytest.mark.parametrize("out_dtype", ["bfloat16", "float16", "float32"])
 def test_each_decode_configuration_writes_each_output_dtype_with_a_bias(config, out_dtype):
     torch = _torch()
     dt = getattr(torch, out_dtype)
-    for M, N, K in ((3, 777, 2500), (29, 130, 700), (1000, 9, 1300)):
+    for M, N, K in ((3, 777, 2500), (29, 130, 700), (1000, 9, 1300), (61, 300, 900)):
         a, b = _operands(M, N, K)
         sa, sb = _scales(M, N, "row")
         bias = torch.randn(N, device="cuda", dtype=dt)

@@ -63,8 +63,8 @@ def sides(cfg: Mapping[str, int]) -> tuple[int, int]:
 
 
 def threads(cfg: Mapping[str, int]) -> int:
-    """32 x (wide side / 64) x WK."""
-    return 32 * max(1, sides(cfg)[1] // ROWS_PER_WARP) * cfg["WK"]
+    """32 x (wide side / 64) x WK (x WT, rung 28's warps along the thin side)."""
+    return 32 * max(1, sides(cfg)[1] // ROWS_PER_WARP) * cfg["WK"] * cfg.get("WT", 1)
 
 
 def smem(cfg: Mapping[str, int]) -> int:
@@ -76,12 +76,15 @@ def smem(cfg: Mapping[str, int]) -> int:
 
 
 def tile_constraints(cfg: Mapping[str, int], chunk: int) -> list[str]:
-    """What both decode rungs static_assert of a tile: a thin side of 8, 16 or 32, a wide side of
-    whole 64-row warps up to 256, WK of 1 to 8, BK whole block steps (``chunk`` k per warp x WK)."""
+    """What both decode rungs static_assert of a tile: a warp's thin side (min(BM, BN), over rung
+    28's WT warps along it) of 8, 16 or 32, a wide side of whole 64-row warps up to 256, WK of 1 to
+    8, BK whole block steps (``chunk`` k per warp x WK)."""
     ns, br = sides(cfg)
+    wt = cfg.get("WT", 1)
     out = []
-    if ns not in THIN_SIDES:
-        out.append(f"the thin side min(BM, BN)={ns} must be one of {', '.join(map(str, THIN_SIDES))} (mma n-tiles of 8)")
+    if ns % wt or ns // wt not in THIN_SIDES:
+        out.append(f"the thin side min(BM, BN)={ns}" + (f" over WT={wt} warps" if wt > 1 else "")
+                   + f" must be one of {', '.join(map(str, THIN_SIDES))} per warp (mma n-tiles of 8)")
     if br % ROWS_PER_WARP or br > MAX_WIDE:
         out.append(f"the wide side max(BM, BN)={br} must be 64, 128, 192 or 256 (64 rows per warp)")
     if not 1 <= cfg["WK"] <= MAX_WK:
@@ -174,13 +177,17 @@ def rule(M: int, N: int, K: int, sm_count: int, arch, a_col: bool = False, b_col
 # no registers, and the split is a cluster's only (the workspace's reduction applies no scales).
 CHUNK_FP8 = 64
 FP8_DEPTH = ASYNC_DEPTH
+FP8_WT = (1, 2, 4)        # warps along the thin side, sharing P's units (thin sides of 64 and 128)
 
 
 def fp8_smem(cfg: Mapping[str, int]) -> int:
-    """The larger of the ring (DEPTH chunks of (8 + thin/8) 16-byte units per thread) and, in the
-    same memory after the main loop, the WK k-warps' FP32 partial tiles."""
+    """The larger of the ring (DEPTH chunks: 8 16-byte units of P per lane of each group of WT warps
+    that share them, a warp's thin side / 8 of Q per lane of every warp) and, in the same memory after
+    the main loop, the WK k-warps' FP32 partial tiles."""
     ns, br = sides(cfg)
-    return max(cfg["WK"] * ns * br * 4, cfg["DEPTH"] * (8 + ns // 8) * 16 * threads(cfg))
+    wt = cfg.get("WT", 1)
+    warps = threads(cfg) // 32
+    return max(cfg["WK"] * ns * br * 4, cfg["DEPTH"] * (8 * warps // wt + ns // wt // 8 * warps) * 32 * 16)
 
 
 def fp8_constraints(cfg: Mapping[str, int], max_smem: int) -> list[str]:
@@ -188,6 +195,14 @@ def fp8_constraints(cfg: Mapping[str, int], max_smem: int) -> list[str]:
     step), DEPTH of 2 to 8, the shared memory within ``max_smem``; and its split in a cluster only
     (SPLITK > 1 with SKCLUSTER=1)."""
     out = tile_constraints(cfg, CHUNK_FP8)
+    wt = cfg.get("WT", 1)
+    if wt not in FP8_WT:
+        out.append(f"WT={wt} must be one of {', '.join(map(str, FP8_WT))} (warps along the thin side)")
+    elif wt > 1 and threads(cfg) // 32 // wt >= 16:
+        out.append(f"WT={wt}: the {threads(cfg) // 32 // wt} groups of warps sharing P's units need a named barrier "
+                   f"each, ids 1-15 (fewer warps along the rows or K)")
+    if threads(cfg) > 1024:
+        out.append(f"{threads(cfg)} threads per block: at most 1024 (fewer warps along K or the thin side)")
     if not 2 <= cfg["DEPTH"] <= MAX_DEPTH_ASYNC:
         out.append(f"DEPTH={cfg['DEPTH']} must be between 2 and {MAX_DEPTH_ASYNC} (chunks in flight per thread)")
     elif not out and fp8_smem(cfg) > max_smem:
@@ -210,37 +225,53 @@ def fp8_split(want: int, ktiles: int) -> int:
     return split
 
 
+FP8_THIN_MAX = 64        # rung 28's widest thin side: a warp's 32 columns, times WT = 2
+FP8_WIDE_TILE = {"WK": 2, "WT": 2, "DEPTH": FP8_DEPTH + 1}   # a thin side of 64: 128 rows of P, 8 warps
+
+
+def fp8_tile(M: int, N: int) -> dict[str, int]:
+    """``fp8_rule``'s tile for a thin side (the smaller of M and N) of at most ``FP8_THIN_MAX``: up
+    to 32 the smallest of 8, 16, 32 that holds it, 64 rows of P, ``WARPS_K`` warps along K; above 32,
+    64 columns over two warps that share P's units (WT = 2, one chunk more in the ring: its last slot
+    is refilled a chunk later), 128 rows of P, 2 warps along K."""
+    thin = min(M, N)
+    if thin <= THIN16_MAX:
+        ns, br, extra = next(s for s in THIN_SIDES if s >= thin), ROWS_PER_WARP, {"WK": WARPS_K, "WT": 1, "DEPTH": FP8_DEPTH}
+    else:
+        ns, br, extra = 2 * THIN16_MAX, 2 * ROWS_PER_WARP, dict(FP8_WIDE_TILE)
+    bm, bn = (br, ns) if N <= M else (ns, br)
+    return {"BM": bm, "BN": bn, "BK": CHUNK_FP8 * extra["WK"], **extra, "L2PF": 1}
+
+
 def fp8_rule_tiles() -> list[dict[str, int]]:
     """Every configuration ``fp8_rule`` can choose: each thin side and orientation, each split."""
     out = []
-    for ns, m_thin, split in itertools.product(THIN_SIDES, (True, False), FP8_SPLITS):
-        bm, bn = (ns, ROWS_PER_WARP) if m_thin else (ROWS_PER_WARP, ns)
-        out.append({"BM": bm, "BN": bn, "BK": CHUNK_FP8 * WARPS_K, "WK": WARPS_K, "DEPTH": FP8_DEPTH, "L2PF": 1,
-                    "SPLITK": split, "SKCLUSTER": int(split > 1)})
+    for thin, m_thin, split in itertools.product(THIN_SIDES + (FP8_THIN_MAX,), (True, False), FP8_SPLITS):
+        tile = fp8_tile(thin, 4096) if m_thin else fp8_tile(4096, thin)
+        out.append({**tile, "SPLITK": split, "SKCLUSTER": int(split > 1)})
     return out
 
 
 def fp8_rule(M: int, N: int, K: int, sm_count: int, arch, a_col: bool = False, b_col: bool = False,
              vec_a: bool = True, vec_b: bool = True, unaligned: bool = False) -> tuple[dict[str, int], str] | None:
     """Rung 28's configuration for a kernel-view M x N x K FP8 problem whose thin side is at most
-    ``THIN16_MAX``, and why: rung 24's tile (the thin side the smallest of 8, 16, 32 that holds it,
-    64 rows of the wide operand, ``WARPS_K`` warps along K) and its split (``WARPS_PER_SM`` warps
-    per SM, each warp ``MIN_CHUNKS`` chunks at least), in one cluster of 1, 2, 4 or 8 slices, none
-    empty (``fp8_split``); the ring of ``FP8_DEPTH`` chunks, and the L2's 256-byte fetches along the wide
-    operand's K-major rows. The operands' layouts do not matter: the plan makes them K-major."""
+    ``FP8_THIN_MAX``, and why: ``fp8_tile``'s tile and rung 24's split (``WARPS_PER_SM`` warps per
+    SM, each warp ``MIN_CHUNKS`` chunks at least), in one cluster of 1, 2, 4 or 8 slices, none
+    empty (``fp8_split``); the L2's 256-byte fetches along the wide operand's K-major rows. The
+    operands' layouts do not matter: the plan makes them K-major."""
+    tile = fp8_tile(M, N)
     thin, wide = min(M, N), max(M, N)
-    ns = next((s for s in THIN_SIDES if s >= thin), THIN16_MAX)
-    br = ROWS_PER_WARP
-    bm, bn = (br, ns) if N <= M else (ns, br)
+    ns, br = sides(tile)
     tiles = -(-wide // br) * -(-thin // ns)
-    bk = CHUNK_FP8 * WARPS_K
-    want = WARPS_PER_SM * sm_count // (tiles * WARPS_K)
+    warps = threads(tile) // 32
+    bk = tile["BK"]
+    want = WARPS_PER_SM * sm_count // (tiles * warps)
     split = fp8_split(min(want, K // (bk * MIN_CHUNKS)), max(1, -(-K // bk)))
-    cfg = {"BM": bm, "BN": bn, "BK": bk, "WK": WARPS_K, "DEPTH": FP8_DEPTH, "L2PF": 1, "SPLITK": split,
-           "SKCLUSTER": int(split > 1)}
+    cfg = {**tile, "SPLITK": split, "SKCLUSTER": int(split > 1)}
     side = "N" if N <= M else "M"
-    why = (f"thin FP8 problem ({side}={thin} <= {THIN16_MAX}): {bm}x{bn} tiles, {WARPS_K} warps along K, a ring of "
-           f"{FP8_DEPTH} chunks in shared memory")
+    why = (f"thin FP8 problem ({side}={thin} <= {FP8_THIN_MAX}): {tile['BM']}x{tile['BN']} tiles, {tile['WK']} warps "
+           f"along K" + (f", {tile['WT']} along the thin side" if tile["WT"] > 1 else "")
+           + f", a ring of {tile['DEPTH']} chunks in shared memory")
     if split > 1:
         why += f"; K split in {split} (one cluster): {tiles} tiles for {WARPS_PER_SM} warps on each of {sm_count} SMs"
     return cfg, why

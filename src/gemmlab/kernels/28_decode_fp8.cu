@@ -74,13 +74,17 @@
 
 // ---- geometry (the registry's constraints, core/decode.py, restated) -----------------------------
 constexpr int CHUNK = 64;                          // k per warp step: four k16-mmas
-constexpr int UNITS = 8 + NT;                      // a thread's 16-byte units of a chunk: P's 8, Q's NT
+constexpr int GROUPS = WR * WK;                    // warps sharing P's units: the WT warps of one (row, k) place
+constexpr int PSTRIDE = GROUPS * 32;               // 16-byte units between a lane's P units in a ring slot
+constexpr int SLOT = (8 * GROUPS + NT * WARPS) * 32;   // a ring slot's 16-byte units: P's 8 per group, Q's NT per warp
 constexpr bool PROMOTE = GL_SCALE == 3;         // each chunk's sums apart, for its block scales
 static_assert(DEPTH >= 2 && DEPTH <= 8, "DEPTH (chunks in flight per thread) must be 2 to 8");
+static_assert(WT == 1 || WT == 2 || WT == 4, "WT (warps along the thin side) must be 1, 2 or 4");
+static_assert(WT == 1 || GROUPS < 16, "WT > 1: a named barrier per group of WT warps, ids 1..15");
 static_assert(BK % (CHUNK * WK) == 0, "BK must be a multiple of 64 * WK: a slice holds whole steps of the block");
 static_assert(GL_SCALE != 3 || GL_PRECISION == 0, "block scales multiply each chunk's own sums (no fp8_fast)");
 // the ring during the main loop, the k-warps' partial tiles after it, in the same shared memory
-constexpr int RING_B = DEPTH * UNITS * 16 * THREADS, RED_B = WK * TILE * 4;
+constexpr int RING_B = DEPTH * SLOT * 16, RED_B = WK * TILE * 4;
 static_assert((RING_B > RED_B ? RING_B : RED_B) <= GL_DYN_SMEM,
               "the registry's shared-memory size (GL_DYN_SMEM) is too small for the ring or the partial tiles");
 
@@ -130,7 +134,7 @@ struct ChunkScales {
 };
 
 // The chunk's mmas: Q's units converted once, then P's an m-tile at a time (p: this lane's unit 0 in
-// the ring slot, units THREADS apart), k16 mma m taking the pairs 2m, 2m + 1 of each (the header's
+// the ring slot, units PSTRIDE apart), k16 mma m taking the pairs 2m, 2m + 1 of each (the header's
 // order); with PROMOTE each (m-tile, n-tile)'s chunk sums in fresh accumulators, then times their
 // block scales into acc.
 __device__ __forceinline__ void multiply(float (&acc)[4][NT][4], const uint4* p, const uint4 (&q)[NT],
@@ -141,8 +145,8 @@ __device__ __forceinline__ void multiply(float (&acc)[4][NT][4], const uint4* p,
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
         unsigned p0[8], p1[8];                     // rows g and g + 8 of m-tile i
-        unit_f16<FMT_P>(p[2 * i * THREADS], p0);
-        unit_f16<FMT_P>(p[(2 * i + 1) * THREADS], p1);
+        unit_f16<FMT_P>(p[2 * i * PSTRIDE], p0);
+        unit_f16<FMT_P>(p[(2 * i + 1) * PSTRIDE], p1);
 #pragma unroll
         for (int n = 0; n < NT; ++n) {
             float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -175,10 +179,12 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
     const GlScales sc{GL_SCALE_ARGS};
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    const int wk = warp % WK, wr = warp / WK;
+    const int wk = warp % WK, wr = warp / WK % WR, wt = warp / (WK * WR);
+    const int grp = wr * WK + wk;                  // the group of WT warps that share P's units
     const int wbase = wide0 + 64 * wr;             // the warp's 64 rows of P
     const int w0 = wbase + g;                      // this thread's first row (unit u: w0 + 8u)
-    const int j0 = thin0 + g;                      // its Q column in n-tile 0 (n-tile n: j0 + 8n)
+    const int jw = wt * NSW;                       // the warp's first column of the tile
+    const int j0 = thin0 + jw + g;                 // its Q column in n-tile 0 (n-tile n: j0 + 8n)
 
     float acc[4][NT][4];
 #pragma unroll
@@ -188,30 +194,44 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[i][n][e] = 0.0f;
 
-    // Unit u of a warp's 32 lanes of ring slot d at slots + (d * UNITS + u) * THREADS + 32 * warp:
-    // a warp's LDS.128 of one unit reads 512 contiguous bytes. Each lane copies and reads back its
-    // own units: cp.async.wait_group orders them, no barrier.
-    uint4* const slots = reinterpret_cast<uint4*>(red) + 32 * warp;
-    const unsigned own = (unsigned)__cvta_generic_to_shared(slots + lane);
+    // Ring slot d holds SLOT 16-byte units: P's unit u of group grp's lane l at (u * GROUPS + grp) * 32
+    // + l, then Q's unit n of warp w's lane l at 8 * GROUPS * 32 + (n * WARPS + w) * 32 + l (WT = 1:
+    // unit u of a warp at u * THREADS + 32 * warp). A warp's LDS.128 of one unit reads 512
+    // contiguous bytes. With WT = 1 each lane copies and reads back its own units (cp.async.wait_group
+    // orders them, no barrier); with WT > 1 the group's warps copy P's units in turn (warp wt the units
+    // u = wt mod WT) and each reads all 8, after a barrier of the group.
+    uint4* const ring = reinterpret_cast<uint4*>(red);
+    const unsigned pown = (unsigned)__cvta_generic_to_shared(ring + grp * 32 + lane);
+    const unsigned qown = (unsigned)__cvta_generic_to_shared(ring + 8 * PSTRIDE + 32 * warp + lane);
     // the rows past P's end and the columns past Q's read nothing (their outputs are never stored);
     // the k past the slice's end are zeros
     const T* const prow = P + (size_t)min(w0, n_wide - 1) * ldp;
     const T* const qcol = Q + (size_t)min(j0, n_thin - 1) * ldq;
     auto load_async = [&](int d, int kc) {
-        constexpr unsigned U = THREADS * 16u;      // bytes between a lane's units
-        const unsigned dd = own + (unsigned)d * UNITS * U;
+        constexpr unsigned PU = PSTRIDE * 16u, QU = WARPS * 32 * 16u;   // bytes between a lane's units
+        const unsigned dd = (unsigned)d * SLOT * 16u;
         const int k0 = kc + 16 * t;
         const int kb = max(0, min(16, k_end - k0));   // the bytes of the thread's 16 k inside the slice
 #pragma unroll
         for (int u = 0; u < 8; ++u) {
+            if (WT > 1 && u % WT != wt) continue;
             const bool in = w0 + 8 * u < n_wide;
-            cp16<true>(dd + u * U, in ? prow + (size_t)8 * u * ldp + k0 : P, in ? kb : 0);
+            cp16<true>(pown + dd + u * PU, in ? prow + (size_t)8 * u * ldp + k0 : P, in ? kb : 0);
         }
 #pragma unroll
         for (int n = 0; n < NT; ++n) {
             const bool in = j0 + 8 * n < n_thin;
-            cp16<false>(dd + (8 + n) * U, in ? qcol + (size_t)8 * n * ldq + k0 : Q, in ? kb : 0);
+            cp16<false>(qown + dd + n * QU, in ? qcol + (size_t)8 * n * ldq + k0 : Q, in ? kb : 0);
         }
+    };
+    // this lane's units of slot d: P's (group grp's) and Q's (this warp's), multiplied
+    auto multiply_slot = [&](int d, const ChunkScales& s) {
+        const uint4* p = ring + d * SLOT + grp * 32 + lane;
+        const uint4* qs = ring + d * SLOT + 8 * PSTRIDE + 32 * warp + lane;
+        uint4 q[NT];
+#pragma unroll
+        for (int n = 0; n < NT; ++n) q[n] = qs[n * WARPS * 32];
+        multiply(acc, p, q, s);
     };
 
     // block scales of the chunk at kc (its k block kc / 128); other scalings need none
@@ -235,36 +255,56 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
             for (int n = 0; n < NT; ++n)
 #pragma unroll
                 for (int e = 0; e < 2; ++e)
-                    s.thin[n][e] = __ldg(sc.sa + (size_t)min(thin0 + 8 * n + 2 * t + e, n_thin - 1) * sc.sa_m + kb * sc.sa_k);
+                    s.thin[n][e] = __ldg(sc.sa + (size_t)min(j0 - g + 8 * n + 2 * t + e, n_thin - 1) * sc.sa_m + kb * sc.sa_k);
         }
 #endif
     };
 
-    // ---- main loop: DEPTH chunks in flight in the warp's ring slots ---------------------------
-    // Every slot filled ahead; a slot is filled again right after its chunk's mmas. Not unrolled
-    // (rung 24's reason: a slot is an address, and one copy of the loop stays in the instruction
-    // cache).
+    // ---- main loop: DEPTH chunks in flight in the ring's slots ---------------------------------
+    // Not unrolled (rung 24's reason: a slot is an address, and one copy of the loop stays in the
+    // instruction cache).
     constexpr int KSTEP = CHUNK * WK;
     const int kc0 = k_first + CHUNK * wk;
+    if constexpr (WT == 1) {
+        // every slot filled ahead; a slot is filled again right after its chunk's mmas
 #pragma unroll 1
-    for (int d = 0; d < DEPTH; ++d) {
-        if (kc0 + d * KSTEP < k_end) load_async(d, kc0 + d * KSTEP);
-        gl_cp_commit();                            // one group per chunk, empty or not: the wait counts them
-    }
-    int d = 0;
+        for (int d = 0; d < DEPTH; ++d) {
+            if (kc0 + d * KSTEP < k_end) load_async(d, kc0 + d * KSTEP);
+            gl_cp_commit();                        // one group per chunk, empty or not: the wait counts them
+        }
+        int d = 0;
 #pragma unroll 1
-    for (int k = kc0; k < k_end; k += KSTEP) {
-        ChunkScales s;
-        chunk_scales(s, k);                        // their loads in flight during the wait
-        gl_cp_wait<DEPTH - 1>();                   // chunk k's group is the oldest of DEPTH
-        const uint4* slot = slots + d * UNITS * THREADS + lane;   // this lane's units of slot d
-        uint4 q[NT];
-#pragma unroll
-        for (int n = 0; n < NT; ++n) q[n] = slot[(8 + n) * THREADS];
-        multiply(acc, slot, q, s);
-        if (k + DEPTH * KSTEP < k_end) load_async(d, k + DEPTH * KSTEP);
-        gl_cp_commit();
-        d = d + 1 == DEPTH ? 0 : d + 1;
+        for (int k = kc0; k < k_end; k += KSTEP) {
+            ChunkScales s;
+            chunk_scales(s, k);                    // their loads in flight during the wait
+            gl_cp_wait<DEPTH - 1>();               // chunk k's group is the oldest of DEPTH
+            multiply_slot(d, s);
+            if (k + DEPTH * KSTEP < k_end) load_async(d, k + DEPTH * KSTEP);
+            gl_cp_commit();
+            d = d + 1 == DEPTH ? 0 : d + 1;
+        }
+    } else {
+        // the group's barrier orders its warps' copies of chunk k before their reads, and their reads
+        // of the chunk before (its slot) before the copies into that slot, issued after the barrier:
+        // DEPTH - 1 slots filled ahead, the last one refilled a chunk later than with WT = 1
+#pragma unroll 1
+        for (int d = 0; d < DEPTH - 1; ++d) {
+            if (kc0 + d * KSTEP < k_end) load_async(d, kc0 + d * KSTEP);
+            gl_cp_commit();
+        }
+        int d = 0;
+#pragma unroll 1
+        for (int k = kc0; k < k_end; k += KSTEP) {
+            ChunkScales s;
+            chunk_scales(s, k);
+            gl_cp_wait<DEPTH - 2>();               // this warp's copies of chunk k landed
+            asm volatile("bar.sync %0, %1;\n" :: "r"(1 + grp), "n"(WT * 32) : "memory");   // and the group's
+            const int refill = d == 0 ? DEPTH - 1 : d - 1;   // the slot of the chunk before: read by all
+            if (k + (DEPTH - 1) * KSTEP < k_end) load_async(refill, k + (DEPTH - 1) * KSTEP);
+            gl_cp_commit();
+            multiply_slot(d, s);
+            d = d + 1 == DEPTH ? 0 : d + 1;
+        }
     }
 
     // ---- the k-warps' partial tiles meet in shared memory, over the ring (every copy landed: the
@@ -279,7 +319,7 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
 #pragma unroll
             for (int n = 0; n < NT; ++n)
 #pragma unroll
-                for (int e = 0; e < 2; ++e) red[wk * TILE + tile_index(w, 8 * n + 2 * t + e)] = acc[i][n][2 * r + e];
+                for (int e = 0; e < 2; ++e) red[wk * TILE + tile_index(w, jw + 8 * n + 2 * t + e)] = acc[i][n][2 * r + e];
         }
     __syncthreads();
 

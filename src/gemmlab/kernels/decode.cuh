@@ -10,16 +10,20 @@
 #endif
 
 // ---- geometry (the registry's constraints, core/decode.py's tile_constraints, restated) ---------
+#ifndef WT
+#define WT 1                                       // warps along the thin side (rung 28; rung 24: 1)
+#endif
 constexpr bool THIN_N = BN <= BM;                  // N thin: P = A (wide index m), Q = B
 constexpr int NS = THIN_N ? BN : BM;               // the thin side of the tile: Q's columns
 constexpr int BR = THIN_N ? BM : BN;               // the wide side: P's rows
-constexpr int NT = NS / 8;                         // mma n-tiles
+constexpr int NSW = NS / WT;                       // a warp's columns of Q
+constexpr int NT = NSW / 8;                        // a warp's mma n-tiles
 constexpr int WR = BR / 64;                        // warps along the rows (64 rows each)
 constexpr int WARPS = THREADS / 32;
 constexpr int TILE = BR * NS;                      // outputs of a block
-static_assert(NS == 8 || NS == 16 || NS == 32, "the thin side min(BM, BN) must be 8, 16 or 32");
+static_assert(NSW == 8 || NSW == 16 || NSW == 32, "a warp's thin side min(BM, BN) / WT must be 8, 16 or 32");
 static_assert(BR % 64 == 0 && BR >= 64, "the wide side max(BM, BN) must be a multiple of 64 (64 rows per warp)");
-static_assert(WARPS == WR * WK, "THREADS must be 32 * (max(BM, BN) / 64) * WK");
+static_assert(WARPS == WR * WK * WT, "THREADS must be 32 * (max(BM, BN) / 64) * WK * WT");
 
 // The block's view of the problem: P (the wide operand, A when N is thin) and Q, their leading
 // dimensions and extents, and the tile's first row and column of C, of P (wide0) and of Q (thin0).

@@ -112,7 +112,7 @@ RUNGS: tuple[Rung, ...] = (
         ("beyond the seeds: issue 42's FP8 products at decoding's M (1 to 32 against 4096-14336 x 4096-14336 FP8 weights)",),
         "28_decode_fp8.cu", dtypes=("fp8",), precisions=("fp8", "fp8_fast"),
         # the default tile: M thin (8), as FP8 decoding is; N-thin tiles are the presets n8 and n32
-        params={"BM": 8, "BN": 64, "BK": 256, "WK": 4, "DEPTH": _decode.FP8_DEPTH, "L2PF": 1, "SPLITK": 1,
+        params={"BM": 8, "BN": 64, "BK": 256, "WK": 4, "WT": 1, "DEPTH": _decode.FP8_DEPTH, "L2PF": 1, "SPLITK": 1,
                 "SKCLUSTER": 0},
         presets={"m8": {"BM": 8, "BN": 64, "BK": 256, "WK": 4},
                  "m32": {"BM": 32, "BN": 64, "BK": 256, "WK": 4},
@@ -123,9 +123,10 @@ RUNGS: tuple[Rung, ...] = (
         smem=_decode.fp8_smem,
         # the codes converted to fp16 (F2FP) for HMMA.16816 (the kernel's header)
         sass_claims=("HMMA.16816.F32", "F2FP.F16.E4M3.UNPACK_B", "LDGSTS.E.BYPASS", "LDS.128"), min_arch=90,
-        thin_rule=ThinRule(_decode.THIN16_MAX, _decode.fp8_rule), reads=Reads(k_major=True),
+        thin_rule=ThinRule(_decode.FP8_THIN_MAX, _decode.fp8_rule), reads=Reads(k_major=True),
         stores=ANY_16BIT_OUTPUT,   # its scalar stores round each output to C's type
-        space={"BM": (8, 16, 32, 64, 128), "BN": (8, 16, 32, 64, 128), "BK": (256, 512), "WK": (1, 2, 4, 8),
-               "DEPTH": (2, 3, 4), "L2PF": (0, 1), "SPLITK": (1, 2, 3, 4, 6, 8), "SKCLUSTER": (0, 1)},
+        space={"BM": (8, 16, 32, 64, 128), "BN": (8, 16, 32, 64, 128), "BK": (128, 256, 512), "WK": (1, 2, 4, 8),
+               # L2PF=0 led at none of the decode shapes timed (h200_fp8_decode.json.gz)
+               "WT": (1, 2), "DEPTH": (2, 3, 4), "L2PF": (1,), "SPLITK": (1, 2, 4, 8), "SKCLUSTER": (0, 1)},
     ),
 )
