@@ -185,6 +185,6 @@ def test_the_ladder_bench_times_the_fp8_rungs_writing_bf16():
     from gemmlab.bench import runner
     res = runner.run_bench(rungs=["wgmma_fp8", "decode_fp8"], shapes="512x16x1024", dtype="fp8", progress=False,
                            timing_settings=runner.timing.Settings(max_samples=5, min_samples=3, time_cap_s=0.2))
-    mine = [r for r in res["records"] if r["kernel"] in ("wgmma_fp8", "decode_fp8")]
+    mine = [r for r in res["results"] if r["kernel"] in ("wgmma_fp8", "decode_fp8")]
     assert {r["kernel"] for r in mine} == {"wgmma_fp8", "decode_fp8"}
     assert all(r["status"] == "ok" and r["verified"] and r["ms"] for r in mine), [(r["kernel"], r["note"]) for r in mine]
