@@ -175,3 +175,16 @@ def test_the_cluster_split_gives_the_same_bits_on_every_run():
 def test_decode_accuracy_is_no_worse_than_torch_scaled_mm_on_the_same_data(mode):
     ours, theirs, rung = errors_beside_torch(16, 2048, 16384, mode)
     assert rung == "decode_fp8" and ours <= 1.1 * theirs + 1e-7, f"gemmlab {ours:.3e} against torch._scaled_mm {theirs:.3e}"
+
+
+@pytest.mark.gpu
+def test_the_ladder_bench_times_the_fp8_rungs_writing_bf16():
+    """``gemmlab bench wgmma_fp8 decode_fp8 --dtype fp8``: each FP8 rung verified and timed at its
+    shape (rung 28 at the thin rungs' shape), its C in bf16 as scaled_mm's default."""
+    _torch()
+    from gemmlab.bench import runner
+    res = runner.run_bench(rungs=["wgmma_fp8", "decode_fp8"], shapes="512x16x1024", dtype="fp8", progress=False,
+                           timing_settings=runner.timing.Settings(max_samples=5, min_samples=3, time_cap_s=0.2))
+    mine = [r for r in res["results"] if r["kernel"] in ("wgmma_fp8", "decode_fp8")]
+    assert {r["kernel"] for r in mine} == {"wgmma_fp8", "decode_fp8"}
+    assert all(r["status"] == "ok" and r["verified"] and r["ms"] for r in mine), [(r["kernel"], r["note"]) for r in mine]

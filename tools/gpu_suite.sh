@@ -4,7 +4,7 @@
 # stages: env warm verify pytest pytest-par pytest-profile memcheck racecheck memcheck-configs
 #         suite-decode suite-random tune-online tune-auto menu-heldout (issue 40: decode, held-out random sample,
 #         on-line tuning, the selection model's measurements) sanitize-menu sanitize-epilogue sanitize-batched
-#         sanitize-out-dtype sanitize-decode workloads
+#         sanitize-out-dtype sanitize-decode sanitize-decode-fp8 workloads
 #         racecheck-configs sanitize-new bench bench16 bench-bf16 bench-tf32 suite-fp32 suite-llm16
 #         suite-llm-bf16 tune-fp32 strategies plain overhead overhead16 sustained ncu-record report inspect
 #         (default: env warm pytest memcheck racecheck bench bench16 bench-bf16)
@@ -130,6 +130,11 @@ for st in "${stages[@]}"; do
       for tool in ${SAN_TOOLS:-memcheck racecheck}; do
         run $tool-decode compute-sanitizer --tool $tool --kernel-name kne=gemm --report-api-errors no --error-exitcode 9 \
           $PY tools/check_decode.py
+      done ;;
+    sanitize-decode-fp8)  # rung 28 at its edges: each scaling, zero-filled copies, cluster splits (issue 42)
+      for tool in ${SAN_TOOLS:-memcheck racecheck synccheck}; do
+        run $tool-decode-fp8 compute-sanitizer --tool $tool --kernel-name kne=gemm --report-api-errors no --error-exitcode 9 \
+          $PY tools/check_decode_fp8.py
       done ;;
     sanitize-epilogue)  # the fused epilogue (issue 41): rung 21's TMA store, staged store, held tile and stream-K finisher,
       # rung 22's chunked TMA store, rung 18's cluster split and stream-K tail, split-K's reduction, rung 24

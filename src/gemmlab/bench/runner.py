@@ -57,6 +57,7 @@ from ..core.precision import resolve as resolve_precision
 from ..core.config import ConfigSpec
 from ..core.dtypes import get as get_dtype
 from ..core.registry import Rung
+from ..core.variant import FP8_DEFAULT_OUT
 from ..core.shapes import Shape, fmt_shape
 from ..measure import arrays, gpu_timing, peers as peer_lib, timing
 from ..core.progress import Progress
@@ -266,7 +267,9 @@ def _time_group(run: _Run, g: Group, records: list[dict]) -> dict:
     tag = fmt_shape(g.shape)
     seed = int.from_bytes(os.urandom(4), "little")
     run.prog.update(f"{tag}: random operands")
-    ops = arrays.make_operands(run.L, M, N, K, run.dtype, seed=seed, beta_nonzero=False)
+    # FP8 operands write C in bf16, as gemmlab.gemm and scaled_mm do by default (verify's choice too)
+    out = FP8_DEFAULT_OUT if run.dtype == "fp8" else None
+    ops = arrays.make_operands(run.L, M, N, K, run.dtype, seed=seed, beta_nonzero=False, out=out)
     recs, cands = {}, []
     for job in g.jobs:
         rec = recs[job.slug] = blank_record(job, run.dtype)
