@@ -50,7 +50,7 @@
 #error "rung 28 (decode_fp8) writes C in fp32, fp16 or bf16 (GL_C_DTYPE 0, 1 or 2)"
 #endif
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 890
-#error "rung 28 (decode_fp8) needs sm_89 or newer for mma.sync m16n8k32 with e4m3/e5m2"
+#error "rung 28 (decode_fp8) needs sm_89 or newer for cvt.rn.f16x2.e4m3x2 and .e5m2x2"
 #endif
 #ifndef GL_DYN_SMEM
 #error "rung 28 (decode_fp8) needs GL_DYN_SMEM, the dynamic shared memory the launch gives each block"
