@@ -210,37 +210,38 @@ def fp8_split(want: int, ktiles: int) -> int:
     return split
 
 
+def fp8_tile(ns: int, m_thin: bool, split: int) -> dict[str, int]:
+    """``fp8_rule``'s configuration for a thin side of ``ns`` columns (M's where ``m_thin``) against
+    64 rows of the wide operand, ``WARPS_K`` warps along K, the ring of ``FP8_DEPTH`` chunks, the
+    L2's 256-byte fetches along the wide operand's K-major rows, and ``split`` slices of K in one
+    cluster."""
+    bm, bn = (ns, ROWS_PER_WARP) if m_thin else (ROWS_PER_WARP, ns)
+    return {"BM": bm, "BN": bn, "BK": CHUNK_FP8 * WARPS_K, "WK": WARPS_K, "DEPTH": FP8_DEPTH, "L2PF": 1,
+            "SPLITK": split, "SKCLUSTER": int(split > 1)}
+
+
 def fp8_rule_tiles() -> list[dict[str, int]]:
     """Every configuration ``fp8_rule`` can choose: each thin side and orientation, each split."""
-    out = []
-    for ns, m_thin, split in itertools.product(THIN_SIDES, (True, False), FP8_SPLITS):
-        bm, bn = (ns, ROWS_PER_WARP) if m_thin else (ROWS_PER_WARP, ns)
-        out.append({"BM": bm, "BN": bn, "BK": CHUNK_FP8 * WARPS_K, "WK": WARPS_K, "DEPTH": FP8_DEPTH, "L2PF": 1,
-                    "SPLITK": split, "SKCLUSTER": int(split > 1)})
-    return out
+    return [fp8_tile(ns, m_thin, split) for ns, m_thin, split in itertools.product(THIN_SIDES, (True, False), FP8_SPLITS)]
 
 
 def fp8_rule(M: int, N: int, K: int, sm_count: int, arch, a_col: bool = False, b_col: bool = False,
              vec_a: bool = True, vec_b: bool = True, unaligned: bool = False) -> tuple[dict[str, int], str] | None:
     """Rung 28's configuration for a kernel-view M x N x K FP8 problem whose thin side is at most
-    ``THIN16_MAX``, and why: rung 24's tile (the thin side the smallest of 8, 16, 32 that holds it,
-    64 rows of the wide operand, ``WARPS_K`` warps along K) and its split (``WARPS_PER_SM`` warps
-    per SM, each warp ``MIN_CHUNKS`` chunks at least), in one cluster of 1, 2, 4 or 8 slices, none
-    empty (``fp8_split``); the ring of ``FP8_DEPTH`` chunks, and the L2's 256-byte fetches along the wide
-    operand's K-major rows. The operands' layouts do not matter: the plan makes them K-major."""
+    ``THIN16_MAX``, and why: ``fp8_tile`` with the thin side the smallest of 8, 16, 32 that holds it,
+    and rung 24's split (``WARPS_PER_SM`` warps per SM, each warp ``MIN_CHUNKS`` chunks at least) in
+    one cluster of 1, 2, 4 or 8 slices, none empty (``fp8_split``). The operands' layouts do not
+    matter: the plan makes them K-major."""
     thin, wide = min(M, N), max(M, N)
     ns = next((s for s in THIN_SIDES if s >= thin), THIN16_MAX)
-    br = ROWS_PER_WARP
-    bm, bn = (br, ns) if N <= M else (ns, br)
-    tiles = -(-wide // br) * -(-thin // ns)
+    tiles = -(-wide // ROWS_PER_WARP) * -(-thin // ns)
     bk = CHUNK_FP8 * WARPS_K
     want = WARPS_PER_SM * sm_count // (tiles * WARPS_K)
-    split = fp8_split(min(want, K // (bk * MIN_CHUNKS)), max(1, -(-K // bk)))
-    cfg = {"BM": bm, "BN": bn, "BK": bk, "WK": WARPS_K, "DEPTH": FP8_DEPTH, "L2PF": 1, "SPLITK": split,
-           "SKCLUSTER": int(split > 1)}
+    cfg = fp8_tile(ns, M < N, fp8_split(min(want, K // (bk * MIN_CHUNKS)), max(1, -(-K // bk))))
+    split = cfg["SPLITK"]
     side = "N" if N <= M else "M"
-    why = (f"thin FP8 problem ({side}={thin} <= {THIN16_MAX}): {bm}x{bn} tiles, {WARPS_K} warps along K, a ring of "
-           f"{FP8_DEPTH} chunks in shared memory")
+    why = (f"thin FP8 problem ({side}={thin} <= {THIN16_MAX}): {cfg['BM']}x{cfg['BN']} tiles, {WARPS_K} warps along K, "
+           f"a ring of {FP8_DEPTH} chunks in shared memory")
     if split > 1:
         why += f"; K split in {split} (one cluster): {tiles} tiles for {WARPS_PER_SM} warps on each of {sm_count} SMs"
     return cfg, why
