@@ -508,25 +508,23 @@ def test_scale_result_multiplies_the_result():
     assert _rel(out, _reference(a, b, sa, sb) * 0.25) < 2e-3
 
 
-def errors_beside_torch(M, N, K, mode):
-    """(gemmlab's relative error, torch._scaled_mm's, the rung gemmlab ran) against the float64
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["tensor", "row"])
+@pytest.mark.parametrize("shape, rung", [((512, 512, 8192), "wgmma_fp8"), ((16, 2048, 16384), "decode_fp8")],
+                         ids=["promoted", "decode"])
+def test_accuracy_is_no_worse_than_torch_scaled_mm_on_the_same_data(shape, rung, mode):
+    """Rung 25's promoted sums and rung 28's FP32 ones (the M of decoding) against the float64
     product of the same dequantized operands, a float32 result each."""
     torch = _torch()
     from gemmlab.core import scaled
+    M, N, K = shape
     a, b = _operands(M, N, K)
     sa, sb = _scales(M, N, mode)
     ref = _reference(a, b, sa, sb)
     ours = _rel(gemmlab.scaled_mm(a, b, sa, sb, out_dtype=torch.float32), ref)
-    rung = scaled.plans()[-1].rung.slug
+    assert scaled.plans()[-1].rung.slug == rung
     theirs = _rel(torch._scaled_mm(a, b, sa, sb, out_dtype=torch.float32), ref)
-    return ours, theirs, rung
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("mode", ["tensor", "row"])
-def test_promoted_accuracy_is_no_worse_than_torch_scaled_mm_on_the_same_data(mode):
-    ours, theirs, rung = errors_beside_torch(512, 512, 8192, mode)
-    assert rung == "wgmma_fp8" and ours <= 1.1 * theirs + 1e-7, f"gemmlab {ours:.3e} against torch._scaled_mm {theirs:.3e}"
+    assert ours <= 1.1 * theirs + 1e-7, f"gemmlab {ours:.3e} against torch._scaled_mm {theirs:.3e}"
 
 
 @pytest.mark.gpu

@@ -306,13 +306,11 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
      float beta, TC* __restrict__ C, int ldc GL_EPI_PARAMS)
 {
     extern __shared__ __align__(16) float red[];  // [WK][TILE]: each k-warp's partial tile
-    int k_first = 0, k_end = K;
+    const DecodeView v(M, N, K, A, lda, B, ldb);
 #if GL_SPLITK
-    float* const W = gl_splitk_range(k_end, k_first, C, M, ldc, BK);   // this block's slice, its FP32 workspace
-#elif GL_SPLITK_CLUSTER
-    gl_splitk_bounds(k_end, k_first, BK);
+    float* const W = gl_splitk_workspace(C, M, ldc);   // this block's FP32 workspace
 #endif
-    const DecodeView v(M, N, A, lda, B, ldb);
+    const int k_first = v.k_first, k_end = v.k_end;
     const T* __restrict__ P = v.P;
     const T* __restrict__ Q = v.Q;
     const int ldp = v.ldp, ldq = v.ldq, n_wide = v.n_wide, n_thin = v.n_thin;

@@ -163,11 +163,8 @@ gemm(int M, int N, int K, float alpha, const T* __restrict__ A, int lda, const T
 {
     // the ring, then (after the main loop) [WK][TILE]: each k-warp's partial tile
     extern __shared__ __align__(16) float red[];
-    int k_first = 0, k_end = K;
-#if GL_SPLITK_CLUSTER
-    gl_splitk_bounds(k_end, k_first, BK);
-#endif
-    const DecodeView v(M, N, A, lda, B, ldb);
+    const DecodeView v(M, N, K, A, lda, B, ldb);
+    const int k_first = v.k_first, k_end = v.k_end;
     const T* __restrict__ P = v.P;
     const T* __restrict__ Q = v.Q;
     const int ldp = v.ldp, ldq = v.ldq, n_wide = v.n_wide, n_thin = v.n_thin;

@@ -22,15 +22,20 @@ static_assert(BR % 64 == 0 && BR >= 64, "the wide side max(BM, BN) must be a mul
 static_assert(WARPS == WR * WK, "THREADS must be 32 * (max(BM, BN) / 64) * WK");
 
 // The block's view of the problem: P (the wide operand, A when N is thin) and Q, their leading
-// dimensions and extents, and the tile's first row and column of C, of P (wide0) and of Q (thin0).
+// dimensions and extents, the tile's first row and column of C, of P (wide0) and of Q (thin0), and
+// its slice of K, [k_first, k_end): all of K, or with a split (common.cuh) the block's slice.
 struct DecodeView {
     const T* __restrict__ P;
     const T* __restrict__ Q;
-    int ldp, ldq, n_wide, n_thin, row0, col0, wide0, thin0;
-    __device__ __forceinline__ DecodeView(int M, int N, const T* A, int lda, const T* B, int ldb)
+    int ldp, ldq, n_wide, n_thin, row0, col0, wide0, thin0, k_first = 0, k_end;
+    __device__ __forceinline__ DecodeView(int M, int N, int K, const T* A, int lda, const T* B, int ldb)
         : P(THIN_N ? A : B), Q(THIN_N ? B : A), ldp(THIN_N ? lda : ldb), ldq(THIN_N ? ldb : lda),
           n_wide(THIN_N ? M : N), n_thin(THIN_N ? N : M), row0(GL_TILE_ROW * BM), col0((int)blockIdx.x * BN),
-          wide0(THIN_N ? row0 : col0), thin0(THIN_N ? col0 : row0) {}
+          wide0(THIN_N ? row0 : col0), thin0(THIN_N ? col0 : row0), k_end(K) {
+#if GL_SPLITK || GL_SPLITK_CLUSTER
+        gl_splitk_bounds(k_end, k_first, BK);
+#endif
+    }
 };
 
 // One 16-byte unit to shared memory, `bytes` of it read (0..16), the rest zero: P's streamed past
